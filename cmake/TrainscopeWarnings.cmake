@@ -1,0 +1,8 @@
+# Strict warnings for trainscope's own targets only (never for third-party code).
+# -Wno-restrict: GCC 12 reports false positives for std::string operator+ at
+# -O2 (GCC bug 105329).
+function(trainscope_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror -Wshadow
+                         -Wnon-virtual-dtor -Wno-unused-parameter
+                         $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
+endfunction()

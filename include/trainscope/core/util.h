@@ -1,0 +1,50 @@
+// Small utilities shared by every component: time, identifiers, hashing,
+// escaping. All functions are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace trainscope {
+
+// Seconds since the Unix epoch (UTC), with sub-microsecond resolution.
+double unix_now();
+
+// Seconds from a monotonic clock; only differences are meaningful.
+double monotonic_now();
+
+// "2026-11-22T01:38:06.123Z" for a unix time in seconds.
+std::string format_utc(double unix_seconds);
+
+// A random RFC 4122 version-4 UUID in lowercase canonical form.
+std::string new_uuid();
+
+// Lowercase hex SHA-256 of a byte string.
+std::string sha256_hex(std::string_view bytes);
+
+// Lowercase hex SHA-256 of a file's content; throws Error naming the file if it
+// cannot be read.
+std::string sha256_file(const std::filesystem::path& path);
+
+// Escapes control characters and backslashes so that any key prints on one
+// line: "a\nb" -> "a\\nb". Printable UTF-8 passes through unchanged.
+std::string escape_for_display(std::string_view s);
+
+// Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
+std::string csv_field(std::string_view s);
+
+// Formats a double so that parsing it back yields the same bits; NaN and
+// infinities print as "nan", "inf" and "-inf".
+std::string format_double(double v);
+
+// This host's name.
+std::string host_name();
+
+// Start time of a process in clock ticks since boot (field 22 of
+// /proc/PID/stat), or -1 if the process does not exist. Together with the PID
+// it identifies a process even when PIDs are reused.
+int64_t process_start_ticks(int64_t pid);
+
+}  // namespace trainscope

@@ -1,0 +1,119 @@
+// RunRecorder: the write side of one run, made for the training thread.
+//
+// log_metric() only appends to an in-memory buffer: it never waits on disk
+// or on another process's lock. A background writer thread moves buffered
+// points into the store in one transaction per flush, at least every
+// flush_interval and on close, and beats the run's heartbeat every
+// heartbeat_interval. If a flush fails (disk full, ...) the points stay
+// buffered, the error is reported once per distinct message, and the flush
+// is retried; nothing already in the store is touched.
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope {
+
+struct RecorderOptions {
+  std::chrono::milliseconds flush_interval{200};
+  std::chrono::milliseconds heartbeat_interval{5000};
+};
+
+struct RecorderStats {
+  int64_t points_logged = 0;   // accepted by log_metric
+  int64_t points_flushed = 0;  // committed to the store
+  int64_t flushes = 0;         // successful transactions
+  int64_t failed_flushes = 0;
+  std::string last_error;      // empty when the last flush succeeded
+};
+
+class RunRecorder {
+ public:
+  // Creates a new run in `store` (status running) and starts the writer.
+  // The store must outlive the recorder.
+  static std::unique_ptr<RunRecorder> start(std::shared_ptr<Store> store, const NewRun& run,
+                                            RecorderOptions options = {});
+  // Attaches to an existing run (for resume); marks it running.
+  static std::unique_ptr<RunRecorder> attach(std::shared_ptr<Store> store, std::string_view uuid,
+                                             RecorderOptions options = {});
+
+  // Ends the run if end() was not called: "finished" normally, "failed" when
+  // destroyed during stack unwinding.
+  ~RunRecorder();
+  RunRecorder(const RunRecorder&) = delete;
+  RunRecorder& operator=(const RunRecorder&) = delete;
+
+  const RunInfo& info() const { return info_; }
+  const std::string& uuid() const { return info_.uuid; }
+
+  // Buffers one point, stamped with the current wall time. Never blocks on I/O.
+  void log_metric(std::string_view key, double value, int64_t step);
+  // Same, with an explicit wall time (unix seconds).
+  void log_metric(std::string_view key, double value, int64_t step, double wall_time);
+
+  // Params and tags are rare and must fail loudly, so they write through.
+  void log_param(std::string_view key, std::string_view value);
+  void log_params(const std::map<std::string, std::string>& params);
+  void set_tag(std::string_view key, std::string_view value);
+  ArtifactInfo log_artifact(const std::filesystem::path& file, std::string_view kind,
+                            std::string_view name = {});
+
+  // Writes everything buffered so far and waits until it is committed.
+  // Throws Error if the store rejects it.
+  void flush();
+  // Flushes, stops the writer and sets the final status. Idempotent.
+  void end(RunStatus status = RunStatus::kFinished);
+
+  RecorderStats stats() const;
+  Store& store() { return *store_; }
+
+ private:
+  struct Pending {
+    uint32_t key;
+    MetricPoint point;
+  };
+
+  RunRecorder(std::shared_ptr<Store> store, RunInfo info, RecorderOptions options);
+  void writer_loop();
+  // Moves the buffer into the store. Called on the writer thread only.
+  bool flush_once();
+
+  std::shared_ptr<Store> store_;
+  RunInfo info_;
+  RecorderOptions options_;
+  int uncaught_at_start_;
+
+  mutable std::mutex mu_;  // guards everything below
+  std::condition_variable wake_;
+  std::condition_variable flushed_;
+  struct KeyHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> key_ids_;
+  std::vector<std::string> keys_;
+  std::vector<Pending> buffer_;
+  int64_t flush_requests_ = 0;
+  int64_t flush_done_ = 0;
+  bool stopping_ = false;
+  bool ended_ = false;
+  RecorderStats stats_;
+
+  std::thread writer_;
+};
+
+}  // namespace trainscope

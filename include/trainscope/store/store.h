@@ -1,0 +1,175 @@
+// The run store: experiments, runs, params, tags, metrics and artifacts.
+//
+// Every recorder writes here and every reader (CLI, study layer, web server)
+// reads from here. A Store is safe for concurrent use from several threads of
+// one process, and several processes may open the same store at once.
+//
+// Backends: SQLite ("sqlite:PATH", the default). The interface speaks in
+// trainscope types only, so another backend can sit behind it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainscope {
+
+enum class RunStatus { kCreated, kRunning, kFinished, kFailed, kKilled, kStopped };
+
+// "created", "running", ...
+const char* to_string(RunStatus s);
+// Parses a status name; throws Error listing the valid names otherwise.
+RunStatus parse_run_status(std::string_view s);
+// True for the statuses a run cannot leave (finished, failed, killed, stopped).
+bool is_terminal(RunStatus s);
+
+struct RunInfo {
+  int64_t id = 0;            // backend-internal row id
+  std::string uuid;          // canonical lowercase UUID
+  std::string experiment;    // experiment name
+  std::string name;          // human name, may be empty, need not be unique
+  RunStatus status = RunStatus::kCreated;
+  double start_time = 0;     // unix seconds
+  double end_time = 0;       // unix seconds, 0 while not ended
+  double heartbeat = 0;      // unix seconds of the last heartbeat
+  std::string parent_uuid;   // empty unless the run belongs to a study
+  std::string command_line;
+  std::string config_text;
+  std::string config_hash;   // SHA-256 of config_text
+  std::string host;
+  int64_t pid = 0;
+};
+
+// What a new run is created with.
+struct NewRun {
+  std::string experiment = "default";
+  std::string name;
+  std::string parent_uuid;
+  std::string command_line;
+  std::string config_text;
+  RunStatus status = RunStatus::kRunning;
+};
+
+struct RunFilter {
+  std::string experiment;                 // empty: all
+  std::optional<RunStatus> status;        // unset: all
+  std::string parent_uuid;                // empty: all
+  int64_t limit = 0;                      // 0: no limit; newest first
+};
+
+// One metric point. NaN and +-Inf are stored bit for bit.
+struct MetricPoint {
+  int64_t step = 0;
+  double wall_time = 0;  // unix seconds
+  double value = 0;
+};
+
+// A batch of points for one key, appended by one transaction.
+struct MetricSeries {
+  std::string key;
+  std::vector<MetricPoint> points;
+};
+
+// Per-key summary maintained by the store on every append.
+struct MetricSummary {
+  std::string key;
+  int64_t count = 0;
+  int64_t last_step = 0;
+  double last_value = 0;
+  double min = 0;  // over finite values; NaN if there are none
+  double max = 0;
+};
+
+struct ArtifactInfo {
+  std::string name;    // relative name inside the run's artifact folder
+  std::string kind;    // free text: "checkpoint", "stdout", "config", ...
+  std::string sha256;
+  int64_t size = 0;
+  double created_time = 0;
+  std::filesystem::path path;  // absolute path of the stored copy
+};
+
+struct StoreOptions {
+  // Location, "sqlite:PATH" or a plain path. Empty: $TRAINSCOPE_STORE, else
+  // "sqlite:./trainscope.db".
+  std::string uri;
+  // How long a writer waits for another process's lock before failing.
+  double busy_timeout_seconds = 30.0;
+  // A run still "running" whose heartbeat is older than this is marked killed
+  // when the store is opened.
+  double stale_after_seconds = 30.0;
+  // Open without creating or migrating; writes fail.
+  bool read_only = false;
+};
+
+// The default store URI after consulting $TRAINSCOPE_STORE.
+std::string default_store_uri();
+
+class Store {
+ public:
+  // Opens (creating and migrating when needed) the store named by
+  // options.uri. Throws Error with a one-line message when the location is
+  // not writable, is not a trainscope database, or has a newer schema.
+  static std::unique_ptr<Store> open(const StoreOptions& options = {});
+
+  virtual ~Store() = default;
+
+  // Where the store lives, for messages.
+  virtual std::string describe() const = 0;
+  // Schema version of the open database and the newest this build knows.
+  virtual int schema_version() = 0;
+  static int latest_schema_version();
+
+  // --- runs ---------------------------------------------------------------
+  // Creates a run in its experiment (created on first use) and returns it.
+  virtual RunInfo create_run(const NewRun& run) = 0;
+  // Run by exact UUID; nullopt if absent.
+  virtual std::optional<RunInfo> find_run(std::string_view uuid) = 0;
+  // Resolves a user reference: a full UUID, a unique UUID prefix, or a run
+  // name. Throws Error (kNotFound or kConflict, listing candidates) otherwise.
+  virtual RunInfo resolve_run(std::string_view ref) = 0;
+  virtual std::vector<RunInfo> list_runs(const RunFilter& filter = {}) = 0;
+  // Sets status; a terminal status also sets end_time = now.
+  virtual void set_status(std::string_view uuid, RunStatus status) = 0;
+  virtual void heartbeat(std::string_view uuid) = 0;
+  // Marks runs still "running" as killed when their heartbeat is older than
+  // stale_after_seconds, or when they ran on this host and their process is
+  // gone. Returns how many were marked. Called by open().
+  virtual int reap_stale_runs() = 0;
+  // Deletes a run and everything recorded for it, artifact files included.
+  virtual void delete_run(std::string_view uuid) = 0;
+  virtual std::vector<std::string> list_experiments() = 0;
+
+  // --- params (immutable) and tags (mutable) ------------------------------
+  // Sets a param. Setting the same value again is a no-op; a different value
+  // throws Error(kConflict) and changes nothing.
+  virtual void set_param(std::string_view uuid, std::string_view key, std::string_view value) = 0;
+  // Sets many params in one transaction, with the same rule.
+  virtual void set_params(std::string_view uuid,
+                          const std::map<std::string, std::string>& params) = 0;
+  virtual std::map<std::string, std::string> params(std::string_view uuid) = 0;
+  virtual void set_tag(std::string_view uuid, std::string_view key, std::string_view value) = 0;
+  virtual void delete_tag(std::string_view uuid, std::string_view key) = 0;
+  virtual std::map<std::string, std::string> tags(std::string_view uuid) = 0;
+
+  // --- metrics (append-only) ----------------------------------------------
+  // Appends all series in one transaction: either every point lands or none.
+  virtual void append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) = 0;
+  // Every point of one key in append order (steps need not be monotonic).
+  virtual std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) = 0;
+  virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
+
+  // --- artifacts -----------------------------------------------------------
+  // Copies a file into the run's artifact folder (beside the database) under
+  // `name` (default: the file's name), records SHA-256, size and kind.
+  virtual ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
+                                    std::string_view kind, std::string_view name = {}) = 0;
+  virtual std::vector<ArtifactInfo> artifacts(std::string_view uuid) = 0;
+};
+
+}  // namespace trainscope

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages trainscope needs. Idempotent: when every package
+# is already installed it does not touch apt at all. Must run as root (or with
+# sudo available) the first time.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ccache pkg-config git
+  libsqlite3-dev sqlite3
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libssl-dev zlib1g-dev libxxhash-dev
+  libtorch-dev libopenblas0-pthread dataset-fashion-mnist
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} Debian packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null; then SUDO="sudo"; else
+    echo "install-deps: missing packages (${missing[*]}) and not root; run 'sudo $0'" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,22 @@
+#include "trainscope/core/log.h"
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+
+namespace trainscope {
+namespace {
+std::atomic<Verbosity> g_verbosity{Verbosity::kNormal};
+std::mutex g_log_mu;
+}  // namespace
+
+void set_verbosity(Verbosity v) { g_verbosity.store(v); }
+Verbosity verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
+
+void log_line(Verbosity level, const std::string& message) {
+  if (verbosity() < level) return;
+  std::lock_guard lock(g_log_mu);
+  std::fprintf(stderr, "%s\n", message.c_str());
+}
+
+}  // namespace trainscope

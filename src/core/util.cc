@@ -1,0 +1,182 @@
+#include "trainscope/core/util.h"
+
+#include <openssl/evp.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fstream>
+#include <random>
+
+#include "trainscope/core/error.h"
+
+namespace trainscope {
+
+double unix_now() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+double monotonic_now() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+std::string format_utc(double unix_seconds) {
+  if (!std::isfinite(unix_seconds)) return "-";
+  auto secs = static_cast<std::time_t>(std::floor(unix_seconds));
+  int millis = static_cast<int>((unix_seconds - static_cast<double>(secs)) * 1000.0);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03d}Z", buf, millis);
+}
+
+std::string new_uuid() {
+  thread_local std::mt19937_64 gen([] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64(seq);
+  }());
+  std::array<uint8_t, 16> b{};
+  for (int i = 0; i < 2; ++i) {
+    uint64_t r = gen();
+    for (int j = 0; j < 8; ++j) b[i * 8 + j] = static_cast<uint8_t>(r >> (8 * j));
+  }
+  b[6] = (b[6] & 0x0f) | 0x40;  // version 4
+  b[8] = (b[8] & 0x3f) | 0x80;  // RFC 4122 variant
+  std::string out;
+  out.reserve(36);
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kHex[b[i] >> 4]);
+    out.push_back(kHex[b[i] & 15]);
+  }
+  return out;
+}
+
+namespace {
+std::string to_hex(const unsigned char* d, unsigned n) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(n * 2, '0');
+  for (unsigned i = 0; i < n; ++i) {
+    out[2 * i] = kHex[d[i] >> 4];
+    out[2 * i + 1] = kHex[d[i] & 15];
+  }
+  return out;
+}
+
+// RAII wrapper around an OpenSSL digest context.
+class Sha256 {
+ public:
+  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~Sha256() { EVP_MD_CTX_free(ctx_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* p, size_t n) { EVP_DigestUpdate(ctx_, p, n); }
+  std::string hex() {
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    EVP_DigestFinal_ex(ctx_, d, &n);
+    return to_hex(d, n);
+  }
+
+ private:
+  EVP_MD_CTX* ctx_;
+};
+}  // namespace
+
+std::string sha256_hex(std::string_view bytes) {
+  Sha256 h;
+  h.update(bytes.data(), bytes.size());
+  return h.hex();
+}
+
+std::string sha256_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::kNotFound, "cannot read '{}': {}", path.string(), std::strerror(errno));
+  Sha256 h;
+  std::array<char, 1 << 16> buf{};
+  while (in) {
+    in.read(buf.data(), buf.size());
+    h.update(buf.data(), static_cast<size_t>(in.gcount()));
+  }
+  if (in.bad()) fail(ErrorKind::kRuntime, "error while reading '{}'", path.string());
+  return h.hex();
+}
+
+std::string escape_for_display(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\\': out += "\\\\"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          out += fmt::format("\\x{:02x}", c);
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out;
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string format_double(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::string host_name() {
+  char buf[256] = {0};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+int64_t process_start_ticks(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  if (!in) return -1;
+  std::string line;
+  std::getline(in, line);
+  // Field 2 (comm) may contain spaces and parentheses: skip past the last ')'.
+  auto close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::string_view rest(line);
+  rest.remove_prefix(close + 2);
+  // rest starts at field 3; we need field 22, i.e. the 20th token from here.
+  int field = 3;
+  size_t pos = 0;
+  while (field < 22 && pos < rest.size()) {
+    pos = rest.find(' ', pos);
+    if (pos == std::string_view::npos) return -1;
+    ++pos;
+    ++field;
+  }
+  int64_t ticks = -1;
+  std::from_chars(rest.data() + pos, rest.data() + rest.size(), ticks);
+  return ticks;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,23 @@
+// Packing of metric points into chunk blobs (see docs/store_format.md).
+//
+// A chunk is a run of points of one key, stored as consecutive 24-byte
+// little-endian records: int64 step, float64 wall_time, float64 value. The
+// raw IEEE-754 bits are kept, so NaN payloads and signed infinities survive.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::codec {
+
+constexpr size_t kPointBytes = 24;
+
+void encode(const MetricPoint* points, size_t n, std::string& out);
+// Appends the points in `blob` to `out`. Throws Error(kStore) if the blob's
+// size is not a multiple of kPointBytes.
+void decode(std::string_view blob, std::vector<MetricPoint>& out);
+
+}  // namespace trainscope::codec

@@ -1,0 +1,89 @@
+#include "migrations.h"
+
+namespace trainscope {
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, "experiments, runs, params, tags, metrics",
+       R"sql(
+CREATE TABLE schema_migrations (
+  version INTEGER PRIMARY KEY,
+  description TEXT NOT NULL,
+  applied_time REAL NOT NULL
+);
+CREATE TABLE experiments (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  created_time REAL NOT NULL
+);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY,
+  uuid TEXT NOT NULL UNIQUE,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+  name TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK (status IN
+    ('created', 'running', 'finished', 'failed', 'killed', 'stopped')),
+  start_time REAL NOT NULL,
+  end_time REAL,
+  heartbeat REAL,
+  parent_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  command_line TEXT NOT NULL DEFAULT '',
+  config_text TEXT NOT NULL DEFAULT '',
+  config_hash TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX runs_by_experiment ON runs(experiment_id, start_time);
+CREATE INDEX runs_by_name ON runs(name);
+CREATE TABLE params (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+CREATE TABLE tags (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+CREATE TABLE metric_keys (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  count INTEGER NOT NULL DEFAULT 0,
+  last_step INTEGER,
+  last_value REAL,
+  min_value REAL,
+  max_value REAL,
+  UNIQUE (run_id, key)
+);
+CREATE TABLE metric_chunks (
+  key_id INTEGER NOT NULL REFERENCES metric_keys(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  n INTEGER NOT NULL,
+  first_step INTEGER NOT NULL,
+  last_step INTEGER NOT NULL,
+  points BLOB NOT NULL,
+  PRIMARY KEY (key_id, seq)
+);
+)sql"},
+      {2, "artifacts; host and process of each run for crash detection",
+       R"sql(
+ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_by_status ON runs(status);
+CREATE TABLE artifacts (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  sha256 TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  created_time REAL NOT NULL,
+  PRIMARY KEY (run_id, name)
+);
+)sql"},
+  };
+  return kMigrations;
+}
+
+}  // namespace trainscope

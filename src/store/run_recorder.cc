@@ -1,0 +1,194 @@
+#include "trainscope/store/run_recorder.h"
+
+#include <exception>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope {
+
+std::unique_ptr<RunRecorder> RunRecorder::start(std::shared_ptr<Store> store, const NewRun& run,
+                                                RecorderOptions options) {
+  NewRun r = run;
+  r.status = RunStatus::kRunning;
+  RunInfo info = store->create_run(r);
+  return std::unique_ptr<RunRecorder>(new RunRecorder(std::move(store), std::move(info), options));
+}
+
+std::unique_ptr<RunRecorder> RunRecorder::attach(std::shared_ptr<Store> store,
+                                                 std::string_view uuid, RecorderOptions options) {
+  auto info = store->find_run(uuid);
+  if (!info) fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", uuid, store->describe());
+  store->set_status(uuid, RunStatus::kRunning);
+  info->status = RunStatus::kRunning;
+  return std::unique_ptr<RunRecorder>(new RunRecorder(std::move(store), std::move(*info), options));
+}
+
+RunRecorder::RunRecorder(std::shared_ptr<Store> store, RunInfo info, RecorderOptions options)
+    : store_(std::move(store)),
+      info_(std::move(info)),
+      options_(options),
+      uncaught_at_start_(std::uncaught_exceptions()) {
+  buffer_.reserve(1 << 16);
+  writer_ = std::thread([this] { writer_loop(); });
+}
+
+RunRecorder::~RunRecorder() {
+  RunStatus status = std::uncaught_exceptions() > uncaught_at_start_ ? RunStatus::kFailed
+                                                                     : RunStatus::kFinished;
+  try {
+    end(status);
+  } catch (const std::exception& e) {
+    log_line(Verbosity::kQuiet, fmt::format("trainscope: closing run {}: {}", info_.uuid, e.what()));
+  }
+}
+
+void RunRecorder::log_metric(std::string_view key, double value, int64_t step) {
+  log_metric(key, value, step, unix_now());
+}
+
+void RunRecorder::log_metric(std::string_view key, double value, int64_t step, double wall_time) {
+  std::lock_guard lock(mu_);
+  auto it = key_ids_.find(key);
+  uint32_t id;
+  if (it == key_ids_.end()) {
+    id = static_cast<uint32_t>(keys_.size());
+    keys_.emplace_back(key);
+    key_ids_.emplace(keys_.back(), id);
+  } else {
+    id = it->second;
+  }
+  buffer_.push_back(Pending{id, MetricPoint{step, wall_time, value}});
+  ++stats_.points_logged;
+}
+
+void RunRecorder::log_param(std::string_view key, std::string_view value) {
+  store_->set_param(info_.uuid, key, value);
+}
+
+void RunRecorder::log_params(const std::map<std::string, std::string>& params) {
+  store_->set_params(info_.uuid, params);
+}
+
+void RunRecorder::set_tag(std::string_view key, std::string_view value) {
+  store_->set_tag(info_.uuid, key, value);
+}
+
+ArtifactInfo RunRecorder::log_artifact(const std::filesystem::path& file, std::string_view kind,
+                                       std::string_view name) {
+  return store_->add_artifact(info_.uuid, file, kind, name);
+}
+
+bool RunRecorder::flush_once() {
+  std::vector<Pending> taken;
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mu_);
+    if (buffer_.empty()) return true;
+    taken.swap(buffer_);
+    buffer_.reserve(taken.capacity());
+    keys = keys_;
+  }
+  std::vector<MetricSeries> batch(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) batch[i].key = keys[i];
+  for (const auto& p : taken) batch[p.key].points.push_back(p.point);
+  try {
+    store_->append_metrics(info_.id, batch);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    // Keep the points, in order, ahead of anything logged meanwhile.
+    taken.insert(taken.end(), buffer_.begin(), buffer_.end());
+    buffer_.swap(taken);
+    ++stats_.failed_flushes;
+    if (stats_.last_error != e.what())
+      log_line(Verbosity::kQuiet,
+               fmt::format("trainscope: cannot write metrics of run {} ({} points kept in memory, "
+                           "will retry): {}",
+                           info_.uuid.substr(0, 8), buffer_.size(), e.what()));
+    stats_.last_error = e.what();
+    return false;
+  }
+  std::lock_guard lock(mu_);
+  stats_.points_flushed += static_cast<int64_t>(taken.size());
+  ++stats_.flushes;
+  stats_.last_error.clear();
+  return true;
+}
+
+void RunRecorder::writer_loop() {
+  double last_heartbeat = monotonic_now();
+  const double hb_interval = static_cast<double>(options_.heartbeat_interval.count()) / 1000.0;
+  for (;;) {
+    int64_t request;
+    bool stop;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, options_.flush_interval,
+                     [&] { return stopping_ || flush_requests_ > flush_done_; });
+      request = flush_requests_;
+      stop = stopping_;
+    }
+    flush_once();
+    if (monotonic_now() - last_heartbeat >= hb_interval) {
+      try {
+        store_->heartbeat(info_.uuid);
+        last_heartbeat = monotonic_now();
+      } catch (const std::exception& e) {
+        log_debug("heartbeat of run {} failed: {}", info_.uuid, e.what());
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      flush_done_ = std::max(flush_done_, request);
+    }
+    flushed_.notify_all();
+    if (stop) return;
+  }
+}
+
+void RunRecorder::flush() {
+  std::unique_lock lock(mu_);
+  if (ended_) return;
+  int64_t mine = ++flush_requests_;
+  wake_.notify_one();
+  flushed_.wait(lock, [&] { return flush_done_ >= mine; });
+  if (!stats_.last_error.empty())
+    fail(ErrorKind::kStore, "run {}: {} points not yet written: {}", info_.uuid.substr(0, 8),
+         buffer_.size(), stats_.last_error);
+}
+
+void RunRecorder::end(RunStatus status) {
+  {
+    std::lock_guard lock(mu_);
+    if (ended_) return;
+    ended_ = true;
+    stopping_ = true;
+  }
+  wake_.notify_one();
+  if (writer_.joinable()) writer_.join();
+  // The writer's last flush may have failed (disk full); try a few more times
+  // before giving up, so a transient error does not lose the tail.
+  for (int attempt = 0; attempt < 5 && !flush_once(); ++attempt)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+  size_t lost;
+  std::string err;
+  {
+    std::lock_guard lock(mu_);
+    lost = buffer_.size();
+    err = stats_.last_error;
+  }
+  if (lost > 0) status = RunStatus::kFailed;
+  store_->set_status(info_.uuid, status);
+  info_.status = status;
+  if (lost > 0)
+    fail(ErrorKind::kStore, "run {}: {} metric points could not be written: {}",
+         info_.uuid.substr(0, 8), lost, err);
+}
+
+RecorderStats RunRecorder::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace trainscope

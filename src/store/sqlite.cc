@@ -1,0 +1,132 @@
+#include "sqlite.h"
+
+#include <cmath>
+#include <limits>
+
+namespace trainscope::sqlite {
+
+void Db::exec(const char* sql) {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
+  if (rc != SQLITE_OK) {
+    std::string msg = err ? err : sqlite3_errstr(rc);
+    sqlite3_free(err);
+    raise(rc, msg);
+  }
+}
+
+void Db::check(int rc, std::string_view what) const {
+  if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+  raise(rc, what);
+}
+
+void Db::raise(int rc, std::string_view what) const {
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    throw Error(fmt::format("store '{}' is not a SQLite database; point --store at a trainscope "
+                            "database or a new file",
+                            path_),
+                ErrorKind::kStore);
+  const char* detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  int primary = rc & 0xff;
+  std::string hint;
+  switch (primary) {
+    case SQLITE_FULL:
+      hint = "; the disk is full: free space, nothing committed earlier was lost";
+      break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      hint = "; another process held the store's lock too long: retry, or raise the busy timeout";
+      break;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+      hint = "; check that the file and its folder are writable";
+      break;
+    case SQLITE_NOTADB:
+      hint = "; point --store at a trainscope database or a new file";
+      break;
+    case SQLITE_CORRUPT:
+      hint = "; the file is damaged: restore it from a backup";
+      break;
+    case SQLITE_IOERR:
+      hint = "; an I/O error occurred (disk full or removed?)";
+      break;
+    default:
+      break;
+  }
+  throw Error(fmt::format("store '{}': {} failed: {}{}", path_, what, detail, hint),
+              ErrorKind::kStore);
+}
+
+Stmt::Stmt(const Db& db, std::string_view sql) : db_(db), sql_(sql) {
+  int rc = sqlite3_prepare_v2(db.get(), sql.data(), static_cast<int>(sql.size()), &stmt_, nullptr);
+  db_.check(rc, fmt::format("preparing '{}'", sql_.substr(0, 60)));
+}
+
+Stmt& Stmt::bind(int i, int64_t v) {
+  db_.check(sqlite3_bind_int64(stmt_, i, v), "bind");
+  return *this;
+}
+Stmt& Stmt::bind(int i, double v) {
+  db_.check(std::isnan(v) ? sqlite3_bind_null(stmt_, i) : sqlite3_bind_double(stmt_, i, v),
+            "bind");
+  return *this;
+}
+Stmt& Stmt::bind(int i, std::string_view v) {
+  db_.check(sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT),
+            "bind");
+  return *this;
+}
+Stmt& Stmt::bind_blob(int i, const void* p, size_t n) {
+  db_.check(sqlite3_bind_blob64(stmt_, i, p, n, SQLITE_TRANSIENT), "bind");
+  return *this;
+}
+Stmt& Stmt::bind_null(int i) {
+  db_.check(sqlite3_bind_null(stmt_, i), "bind");
+  return *this;
+}
+
+bool Stmt::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  sqlite3_reset(stmt_);
+  db_.raise(rc, fmt::format("'{}'", sql_.substr(0, 60)));
+}
+
+void Stmt::reset() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+double Stmt::real(int col) const {
+  if (is_null(col)) return std::numeric_limits<double>::quiet_NaN();
+  return sqlite3_column_double(stmt_, col);
+}
+
+std::string Stmt::text(int col) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<size_t>(n)) : std::string();
+}
+
+std::string_view Stmt::blob(int col) const {
+  const void* p = sqlite3_column_blob(stmt_, col);
+  int n = sqlite3_column_bytes(stmt_, col);
+  return p ? std::string_view(static_cast<const char*>(p), static_cast<size_t>(n))
+           : std::string_view();
+}
+
+WriteTxn::WriteTxn(Db& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+WriteTxn::~WriteTxn() {
+  if (!done_) sqlite3_exec(db_.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+void WriteTxn::commit() {
+  db_.exec("COMMIT");
+  done_ = true;
+}
+
+ReadTxn::ReadTxn(Db& db) : db_(db) { db_.exec("BEGIN"); }
+ReadTxn::~ReadTxn() { sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr); }
+
+}  // namespace trainscope::sqlite

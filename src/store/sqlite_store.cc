@@ -1,0 +1,709 @@
+#include "sqlite_store.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "metric_codec.h"
+#include "migrations.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/core/version.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope {
+namespace {
+
+constexpr size_t kMaxChunkPoints = 8192;
+
+// Columns read into a RunInfo, in this order, by read_run().
+constexpr const char* kRunColumns =
+    "r.id, r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
+    "p.uuid, r.command_line, r.config_text, r.config_hash, r.host, r.pid "
+    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "LEFT JOIN runs p ON p.id = r.parent_id ";
+
+// Same columns without the potentially large command line and config.
+constexpr const char* kRunColumnsLight =
+    "r.id, r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
+    "p.uuid, '', '', r.config_hash, r.host, r.pid "
+    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "LEFT JOIN runs p ON p.id = r.parent_id ";
+
+RunInfo read_run(const sqlite::Stmt& s) {
+  RunInfo r;
+  r.id = s.int64(0);
+  r.uuid = s.text(1);
+  r.experiment = s.text(2);
+  r.name = s.text(3);
+  r.status = parse_run_status(s.text(4));
+  r.start_time = s.real(5);
+  r.end_time = s.is_null(6) ? 0 : s.real(6);
+  r.heartbeat = s.is_null(7) ? 0 : s.real(7);
+  r.parent_uuid = s.text(8);
+  r.command_line = s.text(9);
+  r.config_text = s.text(10);
+  r.config_hash = s.text(11);
+  r.host = s.text(12);
+  r.pid = s.int64(13);
+  return r;
+}
+
+bool is_uuid_prefix(std::string_view ref) {
+  if (ref.empty() || ref.size() > 36) return false;
+  for (char c : ref)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return false;
+  return true;
+}
+
+std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
+
+// Rejects artifact names that would escape the run's folder.
+std::string checked_artifact_name(std::string_view name) {
+  fs::path p(name);
+  if (name.empty() || p.is_absolute())
+    fail(ErrorKind::kUsage, "artifact name '{}' must be a relative path", escape_for_display(name));
+  for (const auto& part : p) {
+    if (part == ".." || part == ".")
+      fail(ErrorKind::kUsage, "artifact name '{}' must not contain '.' or '..' components",
+           escape_for_display(name));
+  }
+  return p.lexically_normal().string();
+}
+
+// Checks a store location before SQLite sees it, to give a precise message.
+void check_location(const fs::path& path, bool read_only) {
+  std::error_code ec;
+  auto st = fs::status(path, ec);
+  if (fs::exists(st)) {
+    if (fs::is_directory(st))
+      fail(ErrorKind::kStore, "store path '{}' is a folder; give a database file such as '{}'",
+           path.string(), (path / "trainscope.db").string());
+    if (access(path.c_str(), R_OK) != 0)
+      fail(ErrorKind::kStore, "store '{}' is not readable: {}", path.string(), std::strerror(errno));
+    if (!read_only && access(path.c_str(), W_OK) != 0)
+      fail(ErrorKind::kStore, "store '{}' is not writable: {}; fix its permissions or use --store",
+           path.string(), std::strerror(errno));
+    return;
+  }
+  if (read_only)
+    fail(ErrorKind::kNotFound, "store '{}' does not exist; record a run first or use --store",
+         path.string());
+  fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+  auto dst = fs::status(dir, ec);
+  if (!fs::exists(dst))
+    fail(ErrorKind::kStore, "cannot create store '{}': folder '{}' does not exist; create it first",
+         path.string(), dir.string());
+  if (!fs::is_directory(dst))
+    fail(ErrorKind::kStore, "cannot create store '{}': '{}' is not a folder", path.string(),
+         dir.string());
+  if (access(dir.c_str(), W_OK | X_OK) != 0)
+    fail(ErrorKind::kStore, "cannot create store '{}': folder '{}' is not writable ({})",
+         path.string(), dir.string(), std::strerror(errno));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
+    : path_(std::move(path)), options_(options) {
+  check_location(path_, options.read_only);
+  sqlite3* raw = nullptr;
+  int flags = options.read_only ? SQLITE_OPEN_READONLY
+                                : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int rc = sqlite3_open_v2(path_.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  db_ = sqlite::Db(raw, path_.string());
+  if (rc != SQLITE_OK) db_.raise(rc, "opening");
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout_seconds * 1000));
+
+  std::lock_guard lock(mu_);
+  // Reading first: a file that is not a database, or one from a newer
+  // trainscope, is refused before anything is written to it.
+  int version = read_version_locked();
+  if (version > latest_schema_version())
+    fail(ErrorKind::kStore,
+         "store '{}' has schema version {}, newer than this trainscope ({}, schema {}); "
+         "upgrade trainscope, the store was not modified",
+         path_.string(), version, trainscope::version(), latest_schema_version());
+  db_.exec("PRAGMA foreign_keys = ON");
+  if (options.read_only) {
+    if (version < latest_schema_version())
+      fail(ErrorKind::kStore,
+           "store '{}' has schema version {} and needs migrating to {}; open it once without "
+           "read-only mode",
+           path_.string(), version, latest_schema_version());
+    return;
+  }
+  // WAL lets readers proceed while one writer commits; NORMAL sync keeps every
+  // committed transaction across a process crash (not across power loss).
+  for (int attempt = 0;; ++attempt) {
+    sqlite::Stmt s(db_, "PRAGMA journal_mode = WAL");
+    try {
+      if (s.step() && s.text(0) == "wal") break;
+    } catch (const Error&) {
+      if (attempt > 50) throw;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  db_.exec("PRAGMA synchronous = NORMAL");
+  if (version < latest_schema_version()) migrate_locked();
+}
+
+int SqliteStore::read_version_locked() {
+  sqlite::Stmt tables(db_, "SELECT name FROM sqlite_master WHERE type = 'table'");
+  bool has_migrations = false;
+  int other = 0;
+  while (tables.step()) {
+    if (tables.text(0) == "schema_migrations") {
+      has_migrations = true;
+    } else {
+      ++other;
+    }
+  }
+  if (!has_migrations) {
+    if (other > 0)
+      fail(ErrorKind::kStore,
+           "'{}' is a SQLite database but not a trainscope store (no schema_migrations table); "
+           "use another --store path",
+           path_.string());
+    return 0;
+  }
+  sqlite::Stmt v(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  v.step();
+  return static_cast<int>(v.int64(0));
+}
+
+void SqliteStore::migrate_locked() {
+  sqlite::WriteTxn txn(db_);
+  // Re-read under the write lock: another process may have migrated meanwhile.
+  int version = read_version_locked();
+  for (const auto& m : migrations()) {
+    if (m.version <= version) continue;
+    log_debug("store {}: migrating schema {} -> {} ({})", path_.string(), m.version - 1,
+              m.version, m.description);
+    db_.exec(m.sql);
+    sqlite::Stmt ins(db_,
+                     "INSERT INTO schema_migrations (version, description, applied_time) "
+                     "VALUES (?, ?, ?)");
+    ins.bind(1, m.version).bind(2, m.description).bind(3, unix_now()).run();
+  }
+  txn.commit();
+}
+
+int SqliteStore::schema_version() {
+  std::lock_guard lock(mu_);
+  return read_version_locked();
+}
+
+fs::path SqliteStore::artifact_root() const {
+  return path_.parent_path() / (path_.stem().string() + "-artifacts");
+}
+
+int64_t SqliteStore::run_id_locked(std::string_view uuid) {
+  sqlite::Stmt s(db_, "SELECT id FROM runs WHERE uuid = ?");
+  s.bind(1, uuid);
+  if (!s.step())
+    fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
+  return s.int64(0);
+}
+
+// --- runs -------------------------------------------------------------------
+
+RunInfo SqliteStore::create_run(const NewRun& run) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  double now = unix_now();
+  sqlite::Stmt(db_,
+               "INSERT INTO experiments (name, created_time) VALUES (?, ?) "
+               "ON CONFLICT (name) DO NOTHING")
+      .bind(1, run.experiment)
+      .bind(2, now)
+      .run();
+  sqlite::Stmt e(db_, "SELECT id FROM experiments WHERE name = ?");
+  e.bind(1, run.experiment);
+  e.step();
+  int64_t experiment_id = e.int64(0);
+
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO runs (uuid, experiment_id, name, status, start_time, heartbeat, "
+                   "parent_id, command_line, config_text, config_hash, host, pid, pid_start) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  std::string uuid = new_uuid();
+  ins.bind(1, uuid).bind(2, experiment_id).bind(3, run.name).bind(4, to_string(run.status));
+  ins.bind(5, now).bind(6, now);
+  if (run.parent_uuid.empty()) {
+    ins.bind_null(7);
+  } else {
+    ins.bind(7, run_id_locked(run.parent_uuid));
+  }
+  ins.bind(8, run.command_line).bind(9, run.config_text);
+  ins.bind(10, run.config_text.empty() ? std::string() : sha256_hex(run.config_text));
+  int64_t pid = getpid();
+  ins.bind(11, host_name()).bind(12, pid).bind(13, process_start_ticks(pid));
+  ins.run();
+  txn.commit();
+
+  sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");
+  s.bind(1, uuid);
+  s.step();
+  return read_run(s);
+}
+
+std::optional<RunInfo> SqliteStore::find_run(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");
+  s.bind(1, uuid);
+  if (!s.step()) return std::nullopt;
+  return read_run(s);
+}
+
+RunInfo SqliteStore::resolve_run(std::string_view ref) {
+  std::unique_lock lock(mu_);
+  if (ref.empty()) fail(ErrorKind::kUsage, "empty run reference; give a UUID prefix or a run name");
+  std::vector<RunInfo> found;
+  std::set<std::string> seen;
+  auto collect = [&](sqlite::Stmt& s) {
+    while (s.step()) {
+      RunInfo r = read_run(s);
+      if (seen.insert(r.uuid).second) found.push_back(std::move(r));
+    }
+  };
+  {
+    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");
+    s.bind(1, ref);
+    if (s.step()) return read_run(s);
+  }
+  if (is_uuid_prefix(ref)) {
+    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns +
+                            "WHERE substr(r.uuid, 1, ?) = ? ORDER BY r.start_time DESC LIMIT 11");
+    s.bind(1, static_cast<int64_t>(ref.size())).bind(2, ref);
+    collect(s);
+  }
+  {
+    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns +
+                            "WHERE r.name = ? ORDER BY r.start_time DESC LIMIT 11");
+    s.bind(1, ref);
+    collect(s);
+  }
+  if (found.size() == 1) return found.front();
+  if (found.empty())
+    fail(ErrorKind::kNotFound,
+         "no run matches '{}' in {}; see `trainscope runs list` for UUIDs and names",
+         escape_for_display(ref), describe());
+  std::string list;
+  for (size_t i = 0; i < found.size() && i < 10; ++i) {
+    if (i) list += ", ";
+    list += fmt::format("{} ({}, {})", short_uuid(found[i].uuid),
+                        found[i].name.empty() ? "unnamed" : escape_for_display(found[i].name),
+                        to_string(found[i].status));
+  }
+  fail(ErrorKind::kConflict, "'{}' is ambiguous: it matches {}{} runs: {}; give more of the UUID",
+       escape_for_display(ref), found.size() > 10 ? "more than " : "",
+       std::min<size_t>(found.size(), 10), list);
+}
+
+std::vector<RunInfo> SqliteStore::list_runs(const RunFilter& filter) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kRunColumnsLight + "WHERE 1 = 1 ";
+  if (!filter.experiment.empty()) sql += "AND e.name = ? ";
+  if (filter.status) sql += "AND r.status = ? ";
+  if (!filter.parent_uuid.empty()) sql += "AND p.uuid = ? ";
+  sql += "ORDER BY r.start_time DESC, r.id DESC";
+  if (filter.limit > 0) sql += " LIMIT ?";
+  sqlite::Stmt s(db_, sql);
+  int i = 1;
+  if (!filter.experiment.empty()) s.bind(i++, filter.experiment);
+  if (filter.status) s.bind(i++, to_string(*filter.status));
+  if (!filter.parent_uuid.empty()) s.bind(i++, filter.parent_uuid);
+  if (filter.limit > 0) s.bind(i++, filter.limit);
+  std::vector<RunInfo> out;
+  while (s.step()) out.push_back(read_run(s));
+  return out;
+}
+
+void SqliteStore::set_status(std::string_view uuid, RunStatus status) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  double now = unix_now();
+  sqlite::Stmt s(db_,
+                 "UPDATE runs SET status = ?, heartbeat = ?, "
+                 "end_time = CASE WHEN ? = 1 THEN ? ELSE NULL END WHERE uuid = ?");
+  s.bind(1, to_string(status)).bind(2, now).bind(3, is_terminal(status) ? 1 : 0).bind(4, now);
+  s.bind(5, uuid).run();
+  if (sqlite3_changes(db_.get()) == 0)
+    fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
+  if (status == RunStatus::kRunning) {
+    // A resumed run now belongs to this process.
+    int64_t pid = getpid();
+    sqlite::Stmt p(db_, "UPDATE runs SET host = ?, pid = ?, pid_start = ? WHERE uuid = ?");
+    p.bind(1, host_name()).bind(2, pid).bind(3, process_start_ticks(pid)).bind(4, uuid).run();
+  }
+  txn.commit();
+}
+
+void SqliteStore::heartbeat(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  sqlite::Stmt(db_, "UPDATE runs SET heartbeat = ? WHERE uuid = ?")
+      .bind(1, unix_now())
+      .bind(2, uuid)
+      .run();
+  txn.commit();
+}
+
+int SqliteStore::reap_stale_runs() {
+  std::lock_guard lock(mu_);
+  if (options_.read_only) return 0;
+  double now = unix_now();
+  std::string host = host_name();
+  std::vector<std::string> dead;
+  {
+    sqlite::Stmt s(db_,
+                   "SELECT uuid, heartbeat, host, pid, pid_start FROM runs WHERE status = 'running'");
+    while (s.step()) {
+      double hb = s.is_null(1) ? 0 : s.real(1);
+      bool stale = now - hb > options_.stale_after_seconds;
+      int64_t pid = s.int64(3);
+      bool gone = s.text(2) == host && pid > 0 && process_start_ticks(pid) != s.int64(4);
+      if (stale || gone) dead.push_back(s.text(0));
+    }
+  }
+  if (dead.empty()) return 0;
+  sqlite::WriteTxn txn(db_);
+  // Re-check the status under the write lock so a run that just finished
+  // is not overwritten.
+  sqlite::Stmt u(db_,
+                 "UPDATE runs SET status = 'killed', end_time = COALESCE(heartbeat, ?) "
+                 "WHERE uuid = ? AND status = 'running'");
+  int n = 0;
+  for (const auto& uuid : dead) {
+    u.reset();
+    u.bind(1, now).bind(2, uuid).run();
+    n += sqlite3_changes(db_.get());
+  }
+  txn.commit();
+  if (n > 0) log_info("store: marked {} run(s) killed (their process is gone or silent)", n);
+  return n;
+}
+
+void SqliteStore::delete_run(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::WriteTxn txn(db_);
+  sqlite::Stmt(db_, "DELETE FROM runs WHERE id = ?").bind(1, id).run();
+  txn.commit();
+  std::erase_if(key_ids_, [id](const auto& kv) { return kv.first.first == id; });
+  std::error_code ec;
+  fs::remove_all(artifact_root() / std::string(uuid), ec);
+  if (ec) log_warn("could not remove artifacts of run {}: {}", uuid, ec.message());
+}
+
+std::vector<std::string> SqliteStore::list_experiments() {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_, "SELECT name FROM experiments ORDER BY name");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+// --- params and tags ----------------------------------------------------------
+
+void SqliteStore::set_param_locked(int64_t run_id, std::string_view uuid, std::string_view key,
+                                   std::string_view value) {
+  sqlite::Stmt s(db_, "SELECT value FROM params WHERE run_id = ? AND key = ?");
+  s.bind(1, run_id).bind(2, key);
+  if (s.step()) {
+    std::string old = s.text(0);
+    if (old != value)
+      fail(ErrorKind::kConflict,
+           "param '{}' of run {} is already '{}'; params are immutable (got '{}'); use a tag for "
+           "values that change",
+           escape_for_display(key), short_uuid(std::string(uuid)), escape_for_display(old),
+           escape_for_display(value));
+    return;
+  }
+  sqlite::Stmt(db_, "INSERT INTO params (run_id, key, value) VALUES (?, ?, ?)")
+      .bind(1, run_id)
+      .bind(2, key)
+      .bind(3, value)
+      .run();
+}
+
+void SqliteStore::set_param(std::string_view uuid, std::string_view key, std::string_view value) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  set_param_locked(run_id_locked(uuid), uuid, key, value);
+  txn.commit();
+}
+
+void SqliteStore::set_params(std::string_view uuid,
+                             const std::map<std::string, std::string>& params) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  for (const auto& [k, v] : params) set_param_locked(id, uuid, k, v);
+  txn.commit();
+}
+
+std::map<std::string, std::string> SqliteStore::params(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT key, value FROM params WHERE run_id = (SELECT id FROM runs WHERE uuid = ?)");
+  s.bind(1, uuid);
+  std::map<std::string, std::string> out;
+  while (s.step()) out.emplace(s.text(0), s.text(1));
+  return out;
+}
+
+void SqliteStore::set_tag(std::string_view uuid, std::string_view key, std::string_view value) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt(db_,
+               "INSERT INTO tags (run_id, key, value) VALUES (?, ?, ?) "
+               "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value")
+      .bind(1, id)
+      .bind(2, key)
+      .bind(3, value)
+      .run();
+  txn.commit();
+}
+
+void SqliteStore::delete_tag(std::string_view uuid, std::string_view key) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt(db_, "DELETE FROM tags WHERE run_id = ? AND key = ?").bind(1, id).bind(2, key).run();
+  txn.commit();
+}
+
+std::map<std::string, std::string> SqliteStore::tags(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT key, value FROM tags WHERE run_id = (SELECT id FROM runs WHERE uuid = ?)");
+  s.bind(1, uuid);
+  std::map<std::string, std::string> out;
+  while (s.step()) out.emplace(s.text(0), s.text(1));
+  return out;
+}
+
+// --- metrics ------------------------------------------------------------------
+
+int64_t SqliteStore::key_id_locked(int64_t run_id, const std::string& key) {
+  auto it = key_ids_.find({run_id, key});
+  if (it != key_ids_.end()) return it->second;
+  sqlite::Stmt(db_,
+               "INSERT INTO metric_keys (run_id, key) VALUES (?, ?) "
+               "ON CONFLICT (run_id, key) DO NOTHING")
+      .bind(1, run_id)
+      .bind(2, key)
+      .run();
+  sqlite::Stmt s(db_, "SELECT id FROM metric_keys WHERE run_id = ? AND key = ?");
+  s.bind(1, run_id).bind(2, key);
+  s.step();
+  int64_t id = s.int64(0);
+  // Cached only after commit would be stricter; a rolled-back key id is
+  // re-created with the same lookup, so a stale entry is detected by the
+  // foreign key and dropped below.
+  key_ids_.emplace(std::make_pair(run_id, key), id);
+  return id;
+}
+
+void SqliteStore::append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) {
+  std::lock_guard lock(mu_);
+  try {
+    sqlite::WriteTxn txn(db_);
+    sqlite::Stmt next_seq(db_, "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
+    sqlite::Stmt summary(db_,
+                         "SELECT count, min_value, max_value FROM metric_keys WHERE id = ?");
+    sqlite::Stmt update(db_,
+                        "UPDATE metric_keys SET count = ?, last_step = ?, last_value = ?, "
+                        "min_value = ?, max_value = ? WHERE id = ?");
+    sqlite::Stmt insert(db_,
+                        "INSERT INTO metric_chunks (key_id, seq, n, first_step, last_step, points) "
+                        "VALUES (?, ?, ?, ?, ?, ?)");
+    std::string blob;
+    for (const auto& series : batch) {
+      if (series.points.empty()) continue;
+      int64_t key_id = key_id_locked(run_id, series.key);
+      next_seq.reset();
+      next_seq.bind(1, key_id);
+      next_seq.step();
+      int64_t seq = next_seq.int64(0);
+      summary.reset();
+      summary.bind(1, key_id);
+      if (!summary.step())
+        fail(ErrorKind::kStore, "metric key '{}' vanished during append", series.key);
+      int64_t count = summary.int64(0);
+      double mn = summary.real(1), mx = summary.real(2);
+      for (const auto& p : series.points) {
+        if (!std::isfinite(p.value)) continue;
+        if (std::isnan(mn) || p.value < mn) mn = p.value;
+        if (std::isnan(mx) || p.value > mx) mx = p.value;
+      }
+      const auto& pts = series.points;
+      for (size_t off = 0; off < pts.size(); off += kMaxChunkPoints) {
+        size_t n = std::min(kMaxChunkPoints, pts.size() - off);
+        blob.clear();
+        codec::encode(pts.data() + off, n, blob);
+        insert.reset();
+        insert.bind(1, key_id).bind(2, seq++).bind(3, static_cast<int64_t>(n));
+        insert.bind(4, pts[off].step).bind(5, pts[off + n - 1].step);
+        insert.bind_blob(6, blob.data(), blob.size());
+        insert.run();
+      }
+      update.reset();
+      update.bind(1, count + static_cast<int64_t>(pts.size())).bind(2, pts.back().step);
+      update.bind(3, pts.back().value).bind(4, mn).bind(5, mx).bind(6, key_id).run();
+    }
+    txn.commit();
+  } catch (...) {
+    // Key ids created inside the failed transaction were rolled back.
+    std::erase_if(key_ids_, [run_id](const auto& kv) { return kv.first.first == run_id; });
+    throw;
+  }
+}
+
+std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_view key) {
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  sqlite::Stmt total(db_,
+                     "SELECT COALESCE(SUM(c.n), 0) FROM metric_chunks c "
+                     "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
+                     "WHERE r.uuid = ? AND k.key = ?");
+  total.bind(1, uuid).bind(2, key);
+  total.step();
+  std::vector<MetricPoint> out;
+  out.reserve(static_cast<size_t>(total.int64(0)));
+  sqlite::Stmt s(db_,
+                 "SELECT c.points FROM metric_chunks c "
+                 "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
+                 "WHERE r.uuid = ? AND k.key = ? ORDER BY c.seq");
+  s.bind(1, uuid).bind(2, key);
+  while (s.step()) codec::decode(s.blob(0), out);
+  return out;
+}
+
+std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT k.key, k.count, k.last_step, k.last_value, k.min_value, k.max_value "
+                 "FROM metric_keys k JOIN runs r ON r.id = k.run_id "
+                 "WHERE r.uuid = ? AND k.count > 0 ORDER BY k.key");
+  s.bind(1, uuid);
+  std::vector<MetricSummary> out;
+  while (s.step()) {
+    MetricSummary m;
+    m.key = s.text(0);
+    m.count = s.int64(1);
+    m.last_step = s.int64(2);
+    m.last_value = s.real(3);
+    m.min = s.real(4);
+    m.max = s.real(5);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// --- artifacts ------------------------------------------------------------------
+
+ArtifactInfo SqliteStore::add_artifact(std::string_view uuid, const fs::path& file,
+                                       std::string_view kind, std::string_view name) {
+  std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(), std::strerror(errno));
+
+  std::lock_guard lock(mu_);
+  int64_t run_id = run_id_locked(uuid);
+  fs::path dest = artifact_root() / std::string(uuid) / rel;
+  std::error_code ec;
+  fs::create_directories(dest.parent_path(), ec);
+  if (ec)
+    fail(ErrorKind::kStore, "cannot create artifact folder '{}': {}", dest.parent_path().string(),
+         ec.message());
+
+  // Copy to a temporary name and rename, so a kill never leaves a half file
+  // under the final name.
+  fs::path tmp = dest;
+  tmp += ".tmp-" + new_uuid().substr(0, 8);
+  int64_t size = 0;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      fail(ErrorKind::kStore, "cannot write artifact '{}': {}", tmp.string(), std::strerror(errno));
+    std::array<char, 1 << 16> buf{};
+    while (in) {
+      in.read(buf.data(), buf.size());
+      out.write(buf.data(), in.gcount());
+      size += in.gcount();
+    }
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      fail(ErrorKind::kStore, "writing artifact '{}' failed (disk full?)", dest.string());
+    }
+  }
+  std::string digest = sha256_file(tmp);
+
+  sqlite::WriteTxn txn(db_);
+  sqlite::Stmt existing(db_, "SELECT sha256 FROM artifacts WHERE run_id = ? AND name = ?");
+  existing.bind(1, run_id).bind(2, rel);
+  if (existing.step()) {
+    std::string old = existing.text(0);
+    fs::remove(tmp, ec);
+    if (old != digest)
+      fail(ErrorKind::kConflict,
+           "run {} already has an artifact '{}' with different content; choose another name",
+           short_uuid(std::string(uuid)), rel);
+  } else {
+    fs::rename(tmp, dest, ec);
+    if (ec) {
+      fs::remove(tmp, ec);
+      fail(ErrorKind::kStore, "cannot move artifact into '{}': {}", dest.string(), ec.message());
+    }
+    sqlite::Stmt(db_,
+                 "INSERT INTO artifacts (run_id, name, kind, sha256, size, created_time) "
+                 "VALUES (?, ?, ?, ?, ?, ?)")
+        .bind(1, run_id)
+        .bind(2, rel)
+        .bind(3, kind)
+        .bind(4, digest)
+        .bind(5, size)
+        .bind(6, unix_now())
+        .run();
+  }
+  txn.commit();
+  ArtifactInfo info{rel, std::string(kind), digest, size, unix_now(), dest};
+  return info;
+}
+
+std::vector<ArtifactInfo> SqliteStore::artifacts(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT a.name, a.kind, a.sha256, a.size, a.created_time FROM artifacts a "
+                 "JOIN runs r ON r.id = a.run_id WHERE r.uuid = ? ORDER BY a.name");
+  s.bind(1, uuid);
+  std::vector<ArtifactInfo> out;
+  while (s.step()) {
+    ArtifactInfo a;
+    a.name = s.text(0);
+    a.kind = s.text(1);
+    a.sha256 = s.text(2);
+    a.size = s.int64(3);
+    a.created_time = s.real(4);
+    a.path = artifact_root() / std::string(uuid) / a.name;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace trainscope

@@ -1,0 +1,64 @@
+// SQLite implementation of Store. Private to the store component: users get
+// it through Store::open("sqlite:PATH").
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "sqlite.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope {
+
+class SqliteStore final : public Store {
+ public:
+  // Opens or creates the database at `path`; see Store::open for errors.
+  SqliteStore(std::filesystem::path path, const StoreOptions& options);
+
+  std::string describe() const override { return "sqlite:" + path_.string(); }
+  int schema_version() override;
+
+  RunInfo create_run(const NewRun& run) override;
+  std::optional<RunInfo> find_run(std::string_view uuid) override;
+  RunInfo resolve_run(std::string_view ref) override;
+  std::vector<RunInfo> list_runs(const RunFilter& filter) override;
+  void set_status(std::string_view uuid, RunStatus status) override;
+  void heartbeat(std::string_view uuid) override;
+  int reap_stale_runs() override;
+  void delete_run(std::string_view uuid) override;
+  std::vector<std::string> list_experiments() override;
+
+  void set_param(std::string_view uuid, std::string_view key, std::string_view value) override;
+  void set_params(std::string_view uuid, const std::map<std::string, std::string>& params) override;
+  std::map<std::string, std::string> params(std::string_view uuid) override;
+  void set_tag(std::string_view uuid, std::string_view key, std::string_view value) override;
+  void delete_tag(std::string_view uuid, std::string_view key) override;
+  std::map<std::string, std::string> tags(std::string_view uuid) override;
+
+  void append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) override;
+  std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) override;
+  std::vector<MetricSummary> metric_summaries(std::string_view uuid) override;
+
+  ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
+                            std::string_view kind, std::string_view name) override;
+  std::vector<ArtifactInfo> artifacts(std::string_view uuid) override;
+
+ private:
+  int read_version_locked();
+  void migrate_locked();
+  int64_t run_id_locked(std::string_view uuid);  // throws kNotFound
+  int64_t key_id_locked(int64_t run_id, const std::string& key);
+  void set_param_locked(int64_t run_id, std::string_view uuid, std::string_view key,
+                        std::string_view value);
+  std::filesystem::path artifact_root() const;
+
+  std::filesystem::path path_;
+  StoreOptions options_;
+  std::mutex mu_;  // serialises use of db_ and the caches below
+  sqlite::Db db_;
+  std::map<std::pair<int64_t, std::string>, int64_t> key_ids_;
+};
+
+}  // namespace trainscope

@@ -1,0 +1,177 @@
+// End-to-end tests of the trainscope executable on real store files.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "support/test_util.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope {
+namespace {
+
+using testing::CommandResult;
+using testing::run_command;
+using testing::shell_quote;
+using testing::TempDir;
+
+class CliTest : public ::testing::Test {
+ protected:
+  CommandResult ts(const std::string& args) {
+    return run_command(std::string(TS_CLI_BIN) + " --store " +
+                       shell_quote("sqlite:" + (dir_ / "t.db").string()) + " " + args);
+  }
+  std::string make_run(const std::string& name) {
+    auto r = ts("numerics logmap --steps 50 --name " + name + " --json");
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return nlohmann::json::parse(r.out.substr(r.out.find('{'))).at("run");
+  }
+  std::unique_ptr<Store> store() {
+    StoreOptions o;
+    o.uri = "sqlite:" + (dir_ / "t.db").string();
+    return Store::open(o);
+  }
+  TempDir dir_;
+};
+
+TEST_F(CliTest, Version) {
+  auto r = run_command(std::string(TS_CLI_BIN) + " --version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("trainscope 0."), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
+  for (const char* cmd : {"", "runs", "runs list", "runs show", "runs export", "runs delete",
+                          "metrics", "numerics", "numerics logmap"}) {
+    auto r = run_command(std::string(TS_CLI_BIN) + " " + cmd + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;
+  }
+}
+
+TEST_F(CliTest, ListShowByNameAndPrefix) {
+  std::string uuid = make_run("first");
+  auto list = ts("runs list");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  EXPECT_NE(list.out.find(uuid.substr(0, 8)), std::string::npos);
+  EXPECT_NE(list.out.find("finished"), std::string::npos);
+
+  auto show = ts("runs show first");
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find(uuid), std::string::npos);
+  EXPECT_NE(show.out.find("x/float32"), std::string::npos);
+  auto by_prefix = ts("runs show " + uuid.substr(0, 6));
+  EXPECT_EQ(by_prefix.exit_code, 0) << by_prefix.out;
+
+  auto json = ts("--json runs list");
+  ASSERT_EQ(json.exit_code, 0);
+  auto arr = nlohmann::json::parse(json.out);
+  ASSERT_EQ(arr.size(), 1u);
+  EXPECT_EQ(arr[0]["uuid"], uuid);
+  EXPECT_EQ(arr[0]["status"], "finished");
+
+  auto filtered = ts("--json runs list --status running");
+  EXPECT_EQ(nlohmann::json::parse(filtered.out).size(), 0u);
+  make_run("second");
+  EXPECT_EQ(nlohmann::json::parse(ts("--json runs list --limit 1").out).size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(ts("--json runs list --experiment numerics").out).size(), 2u);
+}
+
+TEST_F(CliTest, ExportAndMetricsMatchTheStore) {
+  std::string uuid = make_run("exp");
+  auto pts = store()->metric(uuid, "x/float64");
+  ASSERT_EQ(pts.size(), 51u);
+
+  auto csv = ts("metrics exp x/float64 --format csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.out;
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line, "step,wall_time,value");
+  size_t n = 0;
+  while (std::getline(lines, line)) {
+    auto last = line.rfind(',');
+    ASSERT_EQ(std::stod(line.substr(last + 1)), pts[n].value) << line;  // exact round trip
+    ++n;
+  }
+  EXPECT_EQ(n, pts.size());
+
+  auto out = dir_ / "run.json";
+  auto ex = ts("runs export exp --format json --out " + shell_quote(out.string()));
+  ASSERT_EQ(ex.exit_code, 0) << ex.out;
+  std::ifstream in(out);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["uuid"], uuid);
+  EXPECT_EQ(j["params"]["r"], "3.7");
+  EXPECT_EQ(j["metrics"]["x/float64"].size(), 51u);
+  EXPECT_EQ(j["metrics"]["x/float64"][50]["value"].get<double>(), pts[50].value);
+
+  auto ecsv = ts("runs export exp --format csv");
+  EXPECT_NE(ecsv.out.find("key,step,wall_time,value\n"), std::string::npos);
+  EXPECT_NE(ecsv.out.find("x/float32,0,"), std::string::npos);
+}
+
+TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
+  std::string uuid;
+  {
+    auto s = store();
+    RunInfo r = s->create_run({});
+    uuid = r.uuid;
+    s->set_param(uuid, "we,ird\nkey", "va\"lue");
+    s->append_metrics(r.id, {{"lo,ss\n", {{0, 1, std::nan("")}, {1, 2, -1.0 / 0.0}}}});
+    s->set_status(uuid, RunStatus::kFinished);
+  }
+  auto show = ts("runs show " + uuid);
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("we,ird\\nkey"), std::string::npos) << show.out;
+  auto csv = ts("runs export " + uuid + " --format csv");
+  EXPECT_NE(csv.out.find("\"lo,ss\n\",0,1,nan\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",-inf\n"), std::string::npos) << csv.out;
+  auto json = ts("runs export " + uuid + " --format json");
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["metrics"]["lo,ss\n"][0]["value"], "nan");
+  EXPECT_EQ(j["params"]["we,ird\nkey"], "va\"lue");
+}
+
+TEST_F(CliTest, DeleteNeedsYes) {
+  std::string uuid = make_run("doomed");
+  auto no = ts("runs delete doomed");
+  EXPECT_NE(no.exit_code, 0);
+  EXPECT_NE(no.out.find("--yes"), std::string::npos) << no.out;
+  EXPECT_TRUE(store()->find_run(uuid).has_value());
+  auto yes = ts("runs delete doomed --yes");
+  EXPECT_EQ(yes.exit_code, 0) << yes.out;
+  EXPECT_FALSE(store()->find_run(uuid).has_value());
+}
+
+TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
+  make_run("same");
+  make_run("same");
+  auto check = [](const CommandResult& r, const std::string& needle) {
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  };
+  check(ts("runs show same"), "ambiguous");
+  check(ts("runs show nothing-like-this"), "no run matches");
+  check(ts("metrics same x"), "ambiguous");
+  check(ts("runs list --status sleeping"), "unknown run status");
+  check(ts("numerics logmap --r 4.5"), "outside (0, 4]");
+  check(ts("numerics logmap --x0 -1"), "outside [0, 1]");
+  std::ofstream(dir_ / "junk.db") << "not a database at all, just text";
+  check(run_command(std::string(TS_CLI_BIN) + " --store " + (dir_ / "junk.db").string() +
+                    " runs list"),
+        "not a SQLite database");
+  check(run_command(std::string(TS_CLI_BIN) + " --store /proc/version/x.db runs list"),
+        "cannot create store");
+  // The env variable names the store too.
+  auto env = run_command("TRAINSCOPE_STORE=sqlite:" + (dir_ / "t.db").string() + " " +
+                         TS_CLI_BIN + " --json runs list --limit 0");
+  EXPECT_EQ(nlohmann::json::parse(env.out).size(), 2u);
+}
+
+}  // namespace
+}  // namespace trainscope

@@ -1,0 +1,192 @@
+#include "trainscope/store/run_recorder.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
+
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope {
+namespace {
+
+using testing::TempDir;
+
+std::shared_ptr<Store> open_at(const std::filesystem::path& p) {
+  StoreOptions o;
+  o.uri = "sqlite:" + p.string();
+  return Store::open(o);
+}
+
+// Waits until pred() holds; liveness only, the bound is generous.
+template <typename Pred>
+bool eventually(Pred pred, double seconds = 20) {
+  double end = monotonic_now() + seconds;
+  while (monotonic_now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+TEST(RunRecorderTest, LogsEverythingAndFinishes) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  NewRun nr;
+  nr.name = "rec";
+  std::string uuid;
+  {
+    auto rec = RunRecorder::start(store, nr);
+    uuid = rec->uuid();
+    EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kRunning);
+    rec->log_param("lr", "0.1");
+    rec->set_tag("phase", "test");
+    for (int i = 0; i < 5000; ++i) {
+      rec->log_metric("loss", 1.0 / (i + 1), i);
+      if (i % 10 == 0) rec->log_metric("acc", i * 1e-4, i);
+    }
+    rec->flush();
+    EXPECT_EQ(store->metric(uuid, "loss").size(), 5000u);
+    rec->log_metric("loss", 0.0, 5000);
+  }  // destructor: flush + finished
+  auto r = store->find_run(uuid);
+  EXPECT_EQ(r->status, RunStatus::kFinished);
+  auto loss = store->metric(uuid, "loss");
+  ASSERT_EQ(loss.size(), 5001u);
+  for (int i = 0; i < 5000; ++i) ASSERT_EQ(loss[i].value, 1.0 / (i + 1));
+  EXPECT_EQ(store->metric(uuid, "acc").size(), 500u);
+  EXPECT_EQ(store->params(uuid).at("lr"), "0.1");
+}
+
+TEST(RunRecorderTest, WriterFlushesWithoutBeingAsked) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  auto rec = RunRecorder::start(store, {});
+  rec->log_metric("x", 42, 0);
+  EXPECT_TRUE(eventually([&] { return store->metric(rec->uuid(), "x").size() == 1; }));
+  EXPECT_GE(rec->stats().flushes, 1);
+}
+
+TEST(RunRecorderTest, HeartbeatAdvances) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  RecorderOptions o;
+  o.heartbeat_interval = std::chrono::milliseconds(50);
+  auto rec = RunRecorder::start(store, {}, o);
+  double first = store->find_run(rec->uuid())->heartbeat;
+  EXPECT_TRUE(eventually([&] { return store->find_run(rec->uuid())->heartbeat > first; }));
+}
+
+TEST(RunRecorderTest, UnwindingMarksTheRunFailed) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  std::string uuid;
+  try {
+    auto rec = RunRecorder::start(store, {});
+    uuid = rec->uuid();
+    rec->log_metric("loss", std::nan(""), 3);
+    throw std::runtime_error("training blew up");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kFailed);
+  auto loss = store->metric(uuid, "loss");
+  ASSERT_EQ(loss.size(), 1u);
+  EXPECT_TRUE(std::isnan(loss[0].value));
+}
+
+TEST(RunRecorderTest, AttachResumesAStoppedRun) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  std::string uuid;
+  {
+    auto rec = RunRecorder::start(store, {});
+    uuid = rec->uuid();
+    rec->log_metric("loss", 1, 0);
+    rec->end(RunStatus::kStopped);
+  }
+  EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kStopped);
+  {
+    auto rec = RunRecorder::attach(store, uuid);
+    EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kRunning);
+    rec->log_metric("loss", 0.5, 1);
+  }
+  EXPECT_EQ(store->metric(uuid, "loss").size(), 2u);
+  EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kFinished);
+}
+
+TEST(RunRecorderTest, ConcurrentLoggersFromManyThreads) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  auto rec = RunRecorder::start(store, {});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20000; ++i) rec->log_metric("k" + std::to_string(t), i, i);
+    });
+  for (auto& th : threads) th.join();
+  rec->end();
+  for (int t = 0; t < 4; ++t) {
+    auto pts = store->metric(rec->uuid(), "k" + std::to_string(t));
+    ASSERT_EQ(pts.size(), 20000u);
+    for (int i = 0; i < 20000; ++i) ASSERT_EQ(pts[i].step, i);  // order kept per key
+  }
+}
+
+// Disk full during a flush: a real 1 MiB tmpfs fills up. The error is
+// reported, points stay in memory, and what was committed stays readable.
+TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {
+  TempDir dir;
+  auto mnt = dir / "small";
+  std::filesystem::create_directories(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0)
+    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno)
+                 << "); needs root";
+  struct Unmount {
+    std::filesystem::path p;
+    ~Unmount() { umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mnt};
+
+  std::string uuid;
+  size_t committed = 0;
+  {
+    auto store = open_at(mnt / "t.db");
+    auto rec = RunRecorder::start(store, {});
+    uuid = rec->uuid();
+    for (int i = 0; i < 1000; ++i) rec->log_metric("loss", i, i);
+    rec->flush();
+    committed = store->metric(uuid, "loss").size();
+    ASSERT_EQ(committed, 1000u);
+    // ~4.8 MB of points cannot fit in 1 MiB.
+    for (int i = 0; i < 200000; ++i) rec->log_metric("loss", i, 1000 + i);
+    try {
+      rec->flush();
+      FAIL() << "flush into a full disk must fail";
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      EXPECT_TRUE(msg.find("full") != std::string::npos || msg.find("I/O") != std::string::npos)
+          << msg;
+    }
+    EXPECT_GE(rec->stats().failed_flushes, 1);
+    EXPECT_THROW(rec->end(RunStatus::kFinished), Error);
+  }
+  // Reopen: the store is consistent and the committed points are there.
+  auto store = open_at(mnt / "t.db");
+  auto pts = store->metric(uuid, "loss");
+  EXPECT_EQ(pts.size(), committed);
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((mnt / "t.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+}  // namespace
+}  // namespace trainscope
