@@ -1,0 +1,49 @@
+# trainscope — the two commands a newcomer runs are `make demo` and `make test`.
+# Both install missing Debian packages (scripts/install-deps.sh), build in
+# Release mode with ccache when present, and run.
+
+BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+JOBS      ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo test test-asan bench clean format tidy
+
+all: build
+
+deps:
+	@./scripts/install-deps.sh
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	  || (cat $(BUILD_DIR).configure.log; exit 1)
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j$(JOBS)
+
+demo: build
+	@./scripts/demo.sh $(BUILD_DIR)/bin/trainscope
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+
+# AddressSanitizer + UBSan build of everything that does not need libtorch.
+test-asan: deps
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_SANITIZE=ON \
+	  -DTRAINSCOPE_WITH_TORCH=OFF -DTRAINSCOPE_BUILD_BENCH=OFF > $(ASAN_DIR).configure.log 2>&1 \
+	  || (cat $(ASAN_DIR).configure.log; exit 1)
+	@cmake --build $(ASAN_DIR) -j$(JOBS)
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
+
+bench: build
+	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b; done
+
+format:
+	@clang-format -i $$(git ls-files '*.cc' '*.h')
+
+tidy: configure
+	@clang-tidy -p $(BUILD_DIR) --quiet $$(git ls-files 'src/*.cc')
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log
