@@ -25,6 +25,8 @@ struct Context {
 // Each command family registers its subcommands on the root app.
 void register_runs_commands(CLI::App& app, Context& ctx);
 void register_numerics_commands(CLI::App& app, Context& ctx);
+// Defined only when trainscope is built with libtorch.
+void register_train_commands(CLI::App& app, Context& ctx);
 
 // Appends "Example:\n  <example>" to a command's help.
 inline void set_example(CLI::App* cmd, const std::string& example) {

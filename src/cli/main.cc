@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
 
   cli::register_runs_commands(app, ctx);
   cli::register_numerics_commands(app, ctx);
+#ifdef TRAINSCOPE_WITH_TORCH
+  cli::register_train_commands(app, ctx);
+#endif
 
   // Verbosity must be in force before any command callback runs, so it is
   // read from argv up front; the flags above document it in --help.

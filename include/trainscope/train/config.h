@@ -1,0 +1,105 @@
+// The training configuration: one struct, every field with a default, read
+// from YAML and `--set key=value` overrides. Keys are dotted paths
+// ("optimizer.lr"); an unknown key is an error that suggests the nearest one.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace trainscope::train {
+
+struct DataConfig {
+  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
+  std::string path;                       // empty: the dataset's default location
+  double val_fraction = 0.0;              // held out from train with seeds.data_order's split
+  int64_t train_subset = 0;               // 0: all
+  int64_t test_subset = 0;                // 0: all
+  bool normalize = true;                  // per-channel mean/std of the training set
+  bool shuffle = true;
+  int64_t crop_padding = 0;               // augmentation: random crop after zero padding
+  bool hflip = false;                     // augmentation: random horizontal flip
+  int64_t prefetch = 2;                   // batches prepared ahead on a worker thread
+  int64_t synthetic_size = 2048;          // synthetic dataset: samples, classes, shape
+  int64_t synthetic_classes = 10;
+  int64_t synthetic_channels = 1;
+  int64_t synthetic_height = 28;
+  int64_t synthetic_width = 28;
+};
+
+struct ModelConfig {
+  std::string name = "demo_cnn";  // see models.h for the list
+  std::string init = "default";   // default | kaiming | xavier
+  double dropout = 0.0;
+  double width = 1.0;             // width multiplier (mobilenet_v1, mlp hidden units)
+  int64_t hidden = 256;           // mlp hidden units before the multiplier
+};
+
+struct OptimizerConfig {
+  std::string name = "adam";  // sgd | adam | adamw | adadelta | rmsprop
+  double lr = 1e-3;
+  double momentum = 0.0;
+  bool nesterov = false;
+  double weight_decay = 0.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double rho = 0.9;    // adadelta
+  double alpha = 0.99; // rmsprop
+};
+
+struct ScheduleConfig {
+  std::string name = "constant";  // constant | step | multistep | exponential | cosine
+  int64_t step_size = 30;         // step: epochs between decays
+  double gamma = 0.1;             // step, multistep, exponential
+  std::vector<int64_t> milestones;  // multistep: epochs
+  int64_t t_max = 0;              // cosine: epochs (0: train.epochs)
+  double eta_min = 0.0;           // cosine
+  int64_t warmup_steps = 0;       // linear warm-up from 0 over this many steps
+};
+
+struct SeedConfig {
+  // -1: derived from the master seed (see seeds.h). Set one to vary only it.
+  int64_t init = -1;
+  int64_t data_order = -1;
+  int64_t augment = -1;
+  int64_t dropout = -1;
+};
+
+struct Config {
+  std::string experiment = "default";
+  int64_t seed = 0;
+  SeedConfig seeds;
+  DataConfig data;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  int64_t epochs = 3;
+  int64_t batch_size = 128;
+  int64_t eval_batch_size = 1000;
+  int64_t max_steps = 0;          // 0: no limit; stops early after this many steps
+  std::string dtype = "float32";  // float32 | float64
+  int64_t threads = 0;            // 0: libtorch's default
+  int64_t checkpoint_every_epochs = 1;
+  int64_t checkpoint_every_steps = 0;
+  std::string on_nan = "fail";    // fail | continue
+  int64_t log_every_steps = 1;
+};
+
+// Parses YAML text (may be empty) then applies "key=value" overrides, checks
+// every value, and returns the resolved config. `source` names the text in
+// error messages. Throws Error(kUsage) naming the key and what is allowed.
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                    const std::string& source = "config");
+// Reads a YAML file, then as parse_config.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+
+// The resolved config as YAML with every field (the text recorded with a run).
+std::string to_yaml(const Config& c);
+// The resolved config flattened to dotted keys (recorded as params).
+std::map<std::string, std::string> flatten(const Config& c);
+// Every valid key with its description, for `config keys`.
+std::vector<std::pair<std::string, std::string>> config_keys();
+
+}  // namespace trainscope::train

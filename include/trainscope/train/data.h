@@ -1,0 +1,116 @@
+// Datasets in memory and the batch loader.
+//
+// Readers: IDX (MNIST, Fashion-MNIST; gzipped or raw), CIFAR-10/100 binary,
+// and a synthetic image dataset for tests. Images are kept as uint8
+// [N, C, H, W]; batches are converted, normalised and augmented on a worker
+// thread that never changes the order.
+#pragma once
+
+#include <torch/types.h>
+
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "trainscope/train/config.h"
+
+namespace trainscope::train {
+
+struct Dataset {
+  torch::Tensor images;  // uint8 [N, C, H, W]
+  torch::Tensor labels;  // int64 [N]
+  int64_t classes = 0;
+  std::vector<std::string> class_names;
+  int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
+  // A subset by index (copies).
+  Dataset select(const torch::Tensor& index) const;
+};
+
+// Default location of Debian's dataset-fashion-mnist.
+constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// Reads an IDX image file and its label file (each gzipped or raw). Throws
+// Error naming the file and what is wrong with it.
+Dataset read_idx(const std::filesystem::path& images, const std::filesystem::path& labels);
+// Reads CIFAR-10 (1 label byte) or CIFAR-100 (coarse + fine label bytes; the
+// fine label is used) binary batch files.
+Dataset read_cifar(const std::vector<std::filesystem::path>& files, bool cifar100);
+// A learnable synthetic dataset: each class is a random prototype image plus
+// noise. Deterministic in (config, seed).
+Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed);
+
+struct DataSplits {
+  Dataset train, val, test;
+  std::vector<double> mean, std;  // per channel, on [0, 1] pixels; identity when off
+  std::vector<std::filesystem::path> files;  // every file read
+};
+
+// Loads the configured dataset, splits off validation and takes subsets with
+// the data_order stream.
+DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
+
+struct Batch {
+  torch::Tensor x;  // float32/float64 [B, C, H, W], normalised (and augmented)
+  torch::Tensor y;  // int64 [B]
+  int64_t index = 0;  // batch index within the epoch
+};
+
+struct LoaderOptions {
+  int64_t batch_size = 128;
+  bool shuffle = false;
+  bool drop_last = false;
+  int64_t crop_padding = 0;
+  bool hflip = false;
+  int64_t prefetch = 2;
+  torch::ScalarType dtype = torch::kFloat32;
+  std::vector<double> mean, std;
+};
+
+// Produces the batches of one epoch, starting at batch `start`, in a fixed
+// order: the permutation of epoch e is drawn from mix_seed(order_seed, e),
+// the augmentation of batch b from mix_seed(augment_seed, e, b). Batches are
+// prepared `prefetch` ahead on one worker thread.
+class EpochLoader {
+ public:
+  EpochLoader(const Dataset& data, const LoaderOptions& options, int64_t epoch,
+              uint64_t order_seed, uint64_t augment_seed, int64_t start = 0);
+  ~EpochLoader();
+  EpochLoader(const EpochLoader&) = delete;
+  EpochLoader& operator=(const EpochLoader&) = delete;
+
+  int64_t num_batches() const { return num_batches_; }
+  // The next batch, or nullopt at the end of the epoch.
+  std::optional<Batch> next();
+  // The sample order of this epoch (for tests).
+  const torch::Tensor& order() const { return order_; }
+
+ private:
+  Batch make_batch(int64_t b) const;
+  void work();
+
+  const Dataset& data_;
+  LoaderOptions options_;
+  int64_t epoch_;
+  uint64_t augment_seed_;
+  torch::Tensor order_;
+  int64_t num_batches_;
+  int64_t next_make_, next_take_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Batch> ready_;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+// Converts and normalises images (no augmentation); for evaluation.
+torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
+                       const std::vector<double>& std, torch::ScalarType dtype);
+
+}  // namespace trainscope::train

@@ -1,0 +1,65 @@
+// The studies' models by name. Every model adapts to 1x28x28 and 3x32x32
+// inputs (models built for 32x32 zero-pad smaller inputs to 32x32 in a layer
+// named `input_pad`), and every layer has a stable dotted name
+// (`features.conv3`) that every recorder uses.
+//
+//   mlp              Linear-ReLU x2, Linear (hidden units x width)
+//   demo_cnn         2 conv (16, 32) + ReLU + max-pool, Linear(128), Linear
+//   lenet5           LeNet-5 with ReLU and max-pool
+//   alexnet_mini     5 conv AlexNet for 32x32, 3 Linear
+//   vgg11_seed       BRIEF §1: 8 conv3x3 + BN + ReLU, pools after conv 1,2,4,6,8, Linear(512)
+//   vgg11, vgg16     CIFAR-style VGG with BN, classifier 512-512-classes
+//   resnet18         CIFAR-style ResNet-18 (BasicBlock, 3x3 stem)
+//   preact_resnet18  pre-activation ResNet-18
+//   mobilenet_v1     depthwise-separable MobileNet, CIFAR stem, width multiplier
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainscope/train/config.h"
+
+namespace trainscope::train {
+
+// A classifier: images [B, C, H, W] -> logits [B, classes].
+class Classifier : public torch::nn::Module {
+ public:
+  virtual torch::Tensor forward(torch::Tensor x) = 0;
+};
+
+struct ModelShape {
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+  int64_t classes = 10;
+};
+
+// Builds a model. `dropout_gen` supplies dropout masks (the dropout stream);
+// it must outlive the model. Throws Error for an unknown name or a shape
+// the model cannot take.
+std::shared_ptr<Classifier> make_model(const ModelConfig& config, const ModelShape& shape,
+                                       at::Generator dropout_gen);
+
+// Re-initialises every Conv2d, Linear and BatchNorm parameter with `scheme`
+// ("default" reproduces libtorch's reset_parameters), drawing only from `gen`.
+void init_weights(torch::nn::Module& model, const std::string& scheme, at::Generator gen);
+
+std::vector<std::string> model_names();
+
+// Dropout that draws its mask from a given generator instead of the global one.
+class StreamDropoutImpl : public torch::nn::Module {
+ public:
+  StreamDropoutImpl(double p, at::Generator gen) : p_(p), gen_(std::move(gen)) {}
+  torch::Tensor forward(torch::Tensor x);
+
+ private:
+  double p_;
+  at::Generator gen_;
+};
+TORCH_MODULE(StreamDropout);
+
+}  // namespace trainscope::train

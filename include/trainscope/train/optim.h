@@ -1,0 +1,38 @@
+// Optimizers and learning-rate schedules.
+//
+// Optimizer wraps libtorch's SGD (momentum, Nesterov, weight decay), Adam,
+// AdamW and RMSprop, and adds Adadelta (absent from libtorch 1.13's C++ API),
+// behind one interface whose state can be checkpointed.
+//
+// Schedules are pure functions of (epoch, step), so a resumed run needs no
+// scheduler state beyond its counters.
+#pragma once
+
+#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <vector>
+
+#include "trainscope/train/config.h"
+
+namespace trainscope::train {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  virtual void zero_grad() = 0;
+  virtual void step() = 0;
+  virtual void set_lr(double lr) = 0;
+  virtual void save(torch::serialize::OutputArchive& archive) = 0;
+  virtual void load(torch::serialize::InputArchive& archive) = 0;
+};
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
+                                          std::vector<torch::Tensor> params);
+
+// Learning rate for the given epoch (0-based) and global step (0-based),
+// including linear warm-up.
+double scheduled_lr(const Config& c, int64_t epoch, int64_t step);
+
+}  // namespace trainscope::train

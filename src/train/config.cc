@@ -1,0 +1,374 @@
+#include "trainscope/train/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::train {
+namespace {
+
+enum class Kind { kInt, kDouble, kBool, kString, kIntList };
+
+struct Field {
+  const char* key;
+  const char* help;
+  Kind kind;
+  std::vector<std::string> choices;  // for kString enums; empty: free text
+  std::function<std::string(const Config&)> get;
+  std::function<void(Config&, const std::string&)> set;
+};
+
+std::string fmt_int_list(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+int64_t parse_int(const std::string& key, const std::string& v) {
+  int64_t out = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size())
+    fail(ErrorKind::kUsage, "{}: expected an integer, got '{}'", key, v);
+  return out;
+}
+
+double parse_double(const std::string& key, const std::string& v) {
+  try {
+    size_t pos = 0;
+    double d = std::stod(v, &pos);
+    if (pos == v.size()) return d;
+  } catch (const std::exception&) {
+  }
+  fail(ErrorKind::kUsage, "{}: expected a number, got '{}'", key, v);
+}
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "on" || v == "yes" || v == "1") return true;
+  if (v == "false" || v == "off" || v == "no" || v == "0") return false;
+  fail(ErrorKind::kUsage, "{}: expected true or false, got '{}'", key, v);
+}
+
+std::vector<int64_t> parse_int_list(const std::string& key, std::string v) {
+  std::erase_if(v, [](char c) { return c == '[' || c == ']' || c == ' '; });
+  std::vector<int64_t> out;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(parse_int(key, item));
+  return out;
+}
+
+std::string fmt_num(double d) { return format_double(d); }
+
+#define TS_INT(KEY, MEMBER, HELP)                                                        \
+  Field {                                                                                \
+    KEY, HELP, Kind::kInt, {}, [](const Config& c) { return std::to_string(c.MEMBER); }, \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_int(KEY, v); }            \
+  }
+#define TS_DBL(KEY, MEMBER, HELP)                                                          \
+  Field {                                                                                  \
+    KEY, HELP, Kind::kDouble, {}, [](const Config& c) { return fmt_num(c.MEMBER); },       \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_double(KEY, v); }           \
+  }
+#define TS_BOOL(KEY, MEMBER, HELP)                                                          \
+  Field {                                                                                   \
+    KEY, HELP, Kind::kBool, {},                                                             \
+        [](const Config& c) { return std::string(c.MEMBER ? "true" : "false"); },           \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_bool(KEY, v); }              \
+  }
+#define TS_STR(KEY, MEMBER, HELP, ...)                                                     \
+  Field {                                                                                  \
+    KEY, HELP, Kind::kString, {__VA_ARGS__}, [](const Config& c) { return c.MEMBER; },     \
+        [](Config& c, const std::string& v) { c.MEMBER = v; }                              \
+  }
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> kFields = {
+      TS_STR("experiment", experiment, "Experiment the run is recorded under"),
+      TS_INT("seed", seed, "Master seed; every named stream derives from it"),
+      TS_INT("seeds.init", seeds.init, "Weight-initialisation stream (-1: derived from seed)"),
+      TS_INT("seeds.data_order", seeds.data_order, "Shuffling and split stream (-1: derived)"),
+      TS_INT("seeds.augment", seeds.augment, "Augmentation stream (-1: derived)"),
+      TS_INT("seeds.dropout", seeds.dropout, "Dropout stream (-1: derived)"),
+      TS_STR("data.dataset", data.dataset, "Dataset", "fashion-mnist", "mnist", "cifar10",
+             "cifar100", "synthetic"),
+      TS_STR("data.path", data.path, "Folder with the dataset files (empty: its default)"),
+      TS_DBL("data.val_fraction", data.val_fraction, "Fraction of train held out for validation"),
+      TS_INT("data.train_subset", data.train_subset, "Use only N training samples (0: all)"),
+      TS_INT("data.test_subset", data.test_subset, "Use only N test samples (0: all)"),
+      TS_BOOL("data.normalize", data.normalize, "Normalise with the training set's mean/std"),
+      TS_BOOL("data.shuffle", data.shuffle, "Shuffle training data every epoch"),
+      TS_INT("data.crop_padding", data.crop_padding, "Random-crop augmentation padding (0: off)"),
+      TS_BOOL("data.hflip", data.hflip, "Random horizontal-flip augmentation"),
+      TS_INT("data.prefetch", data.prefetch, "Batches prepared ahead on a worker thread"),
+      TS_INT("data.synthetic.size", data.synthetic_size, "Synthetic dataset: samples"),
+      TS_INT("data.synthetic.classes", data.synthetic_classes, "Synthetic dataset: classes"),
+      TS_INT("data.synthetic.channels", data.synthetic_channels, "Synthetic dataset: channels"),
+      TS_INT("data.synthetic.height", data.synthetic_height, "Synthetic dataset: height"),
+      TS_INT("data.synthetic.width", data.synthetic_width, "Synthetic dataset: width"),
+      TS_STR("model.name", model.name, "Model", "mlp", "demo_cnn", "lenet5", "alexnet_mini",
+             "vgg11_seed", "vgg11", "vgg16", "resnet18", "preact_resnet18", "mobilenet_v1"),
+      TS_STR("model.init", model.init, "Weight init", "default", "kaiming", "xavier"),
+      TS_DBL("model.dropout", model.dropout, "Dropout probability before the classifier"),
+      TS_DBL("model.width", model.width, "Width multiplier (mobilenet_v1, mlp)"),
+      TS_INT("model.hidden", model.hidden, "mlp hidden units"),
+      TS_STR("optimizer.name", optimizer.name, "Optimizer", "sgd", "adam", "adamw", "adadelta",
+             "rmsprop"),
+      TS_DBL("optimizer.lr", optimizer.lr, "Learning rate"),
+      TS_DBL("optimizer.momentum", optimizer.momentum, "Momentum (sgd, rmsprop)"),
+      TS_BOOL("optimizer.nesterov", optimizer.nesterov, "Nesterov momentum (sgd)"),
+      TS_DBL("optimizer.weight_decay", optimizer.weight_decay, "Weight decay"),
+      TS_DBL("optimizer.beta1", optimizer.beta1, "Adam/AdamW beta1"),
+      TS_DBL("optimizer.beta2", optimizer.beta2, "Adam/AdamW beta2"),
+      TS_DBL("optimizer.eps", optimizer.eps, "Epsilon"),
+      TS_DBL("optimizer.rho", optimizer.rho, "Adadelta rho"),
+      TS_DBL("optimizer.alpha", optimizer.alpha, "RMSprop alpha"),
+      TS_STR("schedule.name", schedule.name, "LR schedule", "constant", "step", "multistep",
+             "exponential", "cosine"),
+      TS_INT("schedule.step_size", schedule.step_size, "step: epochs between decays"),
+      TS_DBL("schedule.gamma", schedule.gamma, "Decay factor"),
+      Field{"schedule.milestones", "multistep: epochs at which lr *= gamma", Kind::kIntList, {},
+            [](const Config& c) { return fmt_int_list(c.schedule.milestones); },
+            [](Config& c, const std::string& v) {
+              c.schedule.milestones = parse_int_list("schedule.milestones", v);
+            }},
+      TS_INT("schedule.t_max", schedule.t_max, "cosine: period in epochs (0: epochs)"),
+      TS_DBL("schedule.eta_min", schedule.eta_min, "cosine: final lr"),
+      TS_INT("schedule.warmup_steps", schedule.warmup_steps, "Linear warm-up steps (0: none)"),
+      TS_INT("epochs", epochs, "Training epochs"),
+      TS_INT("batch_size", batch_size, "Training batch size"),
+      TS_INT("eval_batch_size", eval_batch_size, "Evaluation batch size"),
+      TS_INT("max_steps", max_steps, "Stop after this many steps (0: no limit)"),
+      TS_STR("dtype", dtype, "Floating-point type of model and data", "float32", "float64"),
+      TS_INT("threads", threads, "Intra-op threads (0: libtorch default)"),
+      TS_INT("checkpoint.every_epochs", checkpoint_every_epochs, "Checkpoint every N epochs (0: off)"),
+      TS_INT("checkpoint.every_steps", checkpoint_every_steps, "Checkpoint every N steps (0: off)"),
+      TS_STR("on_nan", on_nan, "What a NaN loss does", "fail", "continue"),
+      TS_INT("log_every_steps", log_every_steps, "Record step metrics every N steps"),
+  };
+  return kFields;
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+const Field& find_field(const std::string& key, const std::string& source) {
+  for (const auto& f : fields())
+    if (key == f.key) return f;
+  const Field* best = nullptr;
+  size_t best_d = SIZE_MAX;
+  for (const auto& f : fields()) {
+    // Compare with the full key and with its last component, so "lr" finds
+    // "optimizer.lr".
+    std::string k = f.key;
+    std::string last = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
+    size_t d = std::min(edit_distance(key, k), edit_distance(key, last) + 1);
+    if (d < best_d) best_d = d, best = &f;
+  }
+  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'? (`trainscope config keys` lists all)",
+       source, key, best->key);
+}
+
+void set_value(Config& c, const std::string& key, const std::string& value,
+               const std::string& source) {
+  const Field& f = find_field(key, source);
+  if (f.kind == Kind::kString && !f.choices.empty() &&
+      std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end()) {
+    std::string list;
+    for (const auto& ch : f.choices) list += (list.empty() ? "" : ", ") + ch;
+    fail(ErrorKind::kUsage, "{}: {} must be one of {} (got '{}')", source, key, list, value);
+  }
+  try {
+    f.set(c, value);
+  } catch (const Error& e) {
+    throw Error(source + ": " + e.what(), ErrorKind::kUsage);
+  }
+}
+
+void flatten_yaml(const YAML::Node& node, const std::string& prefix,
+                  std::vector<std::pair<std::string, std::string>>& out, const std::string& source) {
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      std::string k = kv.first.as<std::string>();
+      flatten_yaml(kv.second, prefix.empty() ? k : prefix + "." + k, out, source);
+    }
+  } else if (node.IsSequence()) {
+    std::string s = "[";
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (!node[i].IsScalar())
+        fail(ErrorKind::kUsage, "{}: {} must be a list of numbers", source, prefix);
+      s += (i ? ", " : "") + node[i].as<std::string>();
+    }
+    out.emplace_back(prefix, s + "]");
+  } else if (node.IsScalar()) {
+    out.emplace_back(prefix, node.as<std::string>());
+  } else if (node.IsNull() && !prefix.empty()) {
+    out.emplace_back(prefix, "");
+  }
+}
+
+void validate(const Config& c, const std::string& source) {
+  auto bad = [&](const char* key, const std::string& why) {
+    fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
+  };
+  if (!(c.optimizer.lr > 0)) bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
+  if (c.batch_size <= 0) bad("batch_size", fmt::format("must be >= 1 (got {})", c.batch_size));
+  if (c.eval_batch_size <= 0) bad("eval_batch_size", "must be >= 1");
+  if (c.epochs <= 0) bad("epochs", fmt::format("must be >= 1 (got {})", c.epochs));
+  if (c.max_steps < 0) bad("max_steps", "must be >= 0");
+  if (c.threads < 0) bad("threads", "must be >= 0");
+  if (!(c.data.val_fraction >= 0 && c.data.val_fraction < 1))
+    bad("data.val_fraction", "must be in [0, 1)");
+  if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
+  if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
+  if (c.data.prefetch < 0) bad("data.prefetch", "must be >= 0");
+  if (c.data.synthetic_size <= 0 || c.data.synthetic_classes < 2 || c.data.synthetic_channels <= 0 ||
+      c.data.synthetic_height < 8 || c.data.synthetic_width < 8)
+    bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");
+  if (!(c.model.dropout >= 0 && c.model.dropout < 1)) bad("model.dropout", "must be in [0, 1)");
+  if (!(c.model.width > 0)) bad("model.width", "must be > 0");
+  if (c.model.hidden <= 0) bad("model.hidden", "must be >= 1");
+  if (c.optimizer.momentum < 0) bad("optimizer.momentum", "must be >= 0");
+  if (c.optimizer.nesterov && c.optimizer.momentum <= 0)
+    bad("optimizer.nesterov", "needs optimizer.momentum > 0");
+  if (c.optimizer.weight_decay < 0) bad("optimizer.weight_decay", "must be >= 0");
+  if (!(c.schedule.gamma > 0)) bad("schedule.gamma", "must be > 0");
+  if (c.schedule.step_size <= 0) bad("schedule.step_size", "must be >= 1");
+  if (c.schedule.warmup_steps < 0) bad("schedule.warmup_steps", "must be >= 0");
+  if (!std::is_sorted(c.schedule.milestones.begin(), c.schedule.milestones.end()))
+    bad("schedule.milestones", "must be increasing");
+  if (c.checkpoint_every_epochs < 0 || c.checkpoint_every_steps < 0)
+    bad("checkpoint.*", "must be >= 0");
+  if (c.log_every_steps <= 0) bad("log_every_steps", "must be >= 1");
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                    const std::string& source) {
+  Config c;
+  std::vector<std::pair<std::string, std::string>> kv;
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    if (!root.IsNull() && !root.IsMap())
+      fail(ErrorKind::kUsage, "{}: expected a mapping of keys to values at the top level", source);
+    flatten_yaml(root, "", kv, source);
+  } catch (const YAML::Exception& e) {
+    fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1, e.msg);
+  }
+  for (const auto& [k, v] : kv) set_value(c, k, v, source);
+  for (const auto& o : overrides) {
+    auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0)
+      fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. --set optimizer.lr=0.1", o);
+    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set");
+  }
+  validate(c, source);
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in)
+    fail(ErrorKind::kNotFound, "cannot read config '{}': {}; see configs/ for examples", path,
+         std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), overrides, path);
+}
+
+std::map<std::string, std::string> flatten(const Config& c) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : fields()) out[f.key] = f.get(c);
+  return out;
+}
+
+std::string to_yaml(const Config& c) {
+  // Nested sections in the order their first key appears in the schema;
+  // scalars quoted by yaml-cpp's emitter when they need it.
+  struct Entry {
+    std::vector<std::string> parts;
+    std::string value;
+  };
+  std::vector<Entry> entries;
+  for (const auto& f : fields()) {
+    Entry e;
+    std::stringstream ss(f.key);
+    std::string p;
+    while (std::getline(ss, p, '.')) e.parts.push_back(p);
+    if (f.kind == Kind::kIntList) {
+      e.value = f.get(c);
+    } else {
+      YAML::Emitter em;
+      em << f.get(c);
+      e.value = em.c_str();
+      if (e.value.empty()) e.value = "\"\"";
+    }
+    entries.push_back(std::move(e));
+  }
+  // Stable grouping by every prefix level.
+  std::stable_sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+    auto rank = [&](const Entry& e, size_t depth) {
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (entries[i].parts.size() <= depth) continue;
+        bool same = true;
+        for (size_t d = 0; d <= depth && same; ++d) same = entries[i].parts[d] == e.parts[d];
+        if (same) return i;
+      }
+      return entries.size();
+    };
+    size_t depth = std::min(a.parts.size(), b.parts.size()) - 1;
+    for (size_t d = 0; d <= depth; ++d) {
+      size_t ra = rank(a, d), rb = rank(b, d);
+      if (ra != rb) return ra < rb;
+    }
+    return false;
+  });
+  std::string out;
+  std::vector<std::string> open;
+  for (const auto& e : entries) {
+    size_t common = 0;
+    while (common < open.size() && common + 1 < e.parts.size() && open[common] == e.parts[common])
+      ++common;
+    open.resize(common);
+    for (size_t d = common; d + 1 < e.parts.size(); ++d) {
+      out += std::string(2 * d, ' ') + e.parts[d] + ":\n";
+      open.push_back(e.parts[d]);
+    }
+    out += std::string(2 * (e.parts.size() - 1), ' ') + e.parts.back() + ": " + e.value + "\n";
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> config_keys() {
+  std::vector<std::pair<std::string, std::string>> out;
+  Config defaults;
+  for (const auto& f : fields()) {
+    std::string help = f.help;
+    if (!f.choices.empty()) {
+      help += " (";
+      for (size_t i = 0; i < f.choices.size(); ++i) help += (i ? "|" : "") + f.choices[i];
+      help += ")";
+    }
+    out.emplace_back(f.key, help + "; default " + f.get(defaults));
+  }
+  return out;
+}
+
+}  // namespace trainscope::train

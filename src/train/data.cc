@@ -1,0 +1,328 @@
+#include "trainscope/train/data.h"
+
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <cstring>
+
+#include "trainscope/core/error.h"
+#include "trainscope/train/seeds.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::train {
+namespace {
+
+constexpr const char* kFashionHint =
+    "Fashion-MNIST comes from the Debian package dataset-fashion-mnist "
+    "(apt-get install dataset-fashion-mnist)";
+
+// Whole file, transparently gunzipped (zlib reads plain files as they are).
+std::string read_maybe_gz(const fs::path& path, const char* what) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f)
+    fail(ErrorKind::kNotFound, "cannot open {} file '{}': {}; {}", what, path.string(),
+         std::strerror(errno), kFashionHint);
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  int err = 0;
+  const char* msg = gzerror(f, &err);
+  std::string emsg = msg ? msg : "";
+  gzclose(f);
+  if (n < 0 || (err != Z_OK && err != Z_STREAM_END))
+    fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it",
+         what, path.string(), emsg);
+  return out;
+}
+
+uint32_t be32(const std::string& s, size_t off) {
+  auto b = reinterpret_cast<const unsigned char*>(s.data()) + off;
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+}
+
+// Finds NAME or NAME.gz in dir.
+fs::path find_file(const fs::path& dir, const std::string& name) {
+  for (const auto& candidate : {dir / name, dir / (name + ".gz")})
+    if (fs::exists(candidate)) return candidate;
+  fail(ErrorKind::kNotFound, "dataset file '{}' (or .gz) not found in '{}'; {}", name,
+       dir.string(), kFashionHint);
+}
+
+const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress",
+                                                  "Coat",        "Sandal",  "Shirt",    "Sneaker",
+                                                  "Bag",         "Ankle boot"};
+
+}  // namespace
+
+Dataset Dataset::select(const torch::Tensor& index) const {
+  Dataset d;
+  d.images = images.index_select(0, index).contiguous();
+  d.labels = labels.index_select(0, index).contiguous();
+  d.classes = classes;
+  d.class_names = class_names;
+  return d;
+}
+
+Dataset read_idx(const fs::path& images_path, const fs::path& labels_path) {
+  std::string img = read_maybe_gz(images_path, "IDX image");
+  std::string lab = read_maybe_gz(labels_path, "IDX label");
+  const char* expect =
+      "expected IDX format (magic 0x00000803 for images, 0x00000801 for labels, big-endian)";
+  if (img.size() < 16 || be32(img, 0) != 0x00000803)
+    fail(ErrorKind::kUsage, "'{}' is not an IDX image file; {}", images_path.string(), expect);
+  if (lab.size() < 8 || be32(lab, 0) != 0x00000801)
+    fail(ErrorKind::kUsage, "'{}' is not an IDX label file; {}", labels_path.string(), expect);
+  int64_t n = be32(img, 4), h = be32(img, 8), w = be32(img, 12);
+  if (h <= 0 || w <= 0 || h > 4096 || w > 4096)
+    fail(ErrorKind::kUsage, "'{}': implausible image size {}x{}", images_path.string(), h, w);
+  if (static_cast<int64_t>(img.size()) != 16 + n * h * w)
+    fail(ErrorKind::kUsage, "'{}' is truncated or padded: header says {} images of {}x{} ({} bytes) but the file has {}",
+         images_path.string(), n, h, w, 16 + n * h * w, img.size());
+  int64_t nl = be32(lab, 4);
+  if (static_cast<int64_t>(lab.size()) != 8 + nl)
+    fail(ErrorKind::kUsage, "'{}' is truncated: header says {} labels but the file has {} bytes",
+         labels_path.string(), nl, lab.size());
+  if (nl != n)
+    fail(ErrorKind::kUsage, "'{}' has {} images but '{}' has {} labels", images_path.string(), n,
+         labels_path.string(), nl);
+  Dataset d;
+  d.images = torch::empty({n, 1, h, w}, torch::kUInt8);
+  std::memcpy(d.images.data_ptr(), img.data() + 16, static_cast<size_t>(n * h * w));
+  auto labels_u8 = torch::empty({n}, torch::kUInt8);
+  std::memcpy(labels_u8.data_ptr(), lab.data() + 8, static_cast<size_t>(n));
+  d.labels = labels_u8.to(torch::kInt64);
+  d.classes = n > 0 ? d.labels.max().item<int64_t>() + 1 : 0;
+  if (d.classes > 256) fail(ErrorKind::kUsage, "'{}': labels out of range", labels_path.string());
+  return d;
+}
+
+Dataset read_cifar(const std::vector<fs::path>& files, bool cifar100) {
+  const int64_t label_bytes = cifar100 ? 2 : 1;
+  const int64_t record = label_bytes + 3 * 32 * 32;
+  std::vector<std::string> contents;
+  int64_t total = 0;
+  for (const auto& f : files) {
+    contents.push_back(read_maybe_gz(f, cifar100 ? "CIFAR-100 binary" : "CIFAR-10 binary"));
+    if (contents.back().empty() || static_cast<int64_t>(contents.back().size()) % record != 0)
+      fail(ErrorKind::kUsage,
+           "'{}' is not a CIFAR-{} binary batch: its size {} is not a multiple of {} bytes "
+           "({} label byte(s) + 3072 pixels)",
+           f.string(), cifar100 ? 100 : 10, contents.back().size(), record, label_bytes);
+    total += static_cast<int64_t>(contents.back().size()) / record;
+  }
+  Dataset d;
+  d.images = torch::empty({total, 3, 32, 32}, torch::kUInt8);
+  d.labels = torch::empty({total}, torch::kInt64);
+  auto* img = d.images.data_ptr<uint8_t>();
+  auto* lab = d.labels.data_ptr<int64_t>();
+  int64_t i = 0;
+  for (size_t fi = 0; fi < contents.size(); ++fi) {
+    const auto& c = contents[fi];
+    for (size_t off = 0; off < c.size(); off += static_cast<size_t>(record), ++i) {
+      int64_t label = static_cast<unsigned char>(c[off + static_cast<size_t>(label_bytes) - 1]);
+      if (label >= (cifar100 ? 100 : 10))
+        fail(ErrorKind::kUsage, "'{}': record {} has label {}, out of range; the file is corrupt",
+             files[fi].string(), i, label);
+      lab[i] = label;
+      std::memcpy(img + i * 3072, c.data() + off + label_bytes, 3072);
+    }
+  }
+  d.classes = cifar100 ? 100 : 10;
+  return d;
+}
+
+Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed) {
+  auto gen = at::detail::createCPUGenerator(seed);
+  const int64_t k = c.synthetic_classes;
+  auto shape = std::vector<int64_t>{c.synthetic_channels, c.synthetic_height, c.synthetic_width};
+  // Prototypes are fixed by the dataset's own seed, not the caller's, so
+  // train and test share them.
+  auto proto_gen = at::detail::createCPUGenerator(0x5eed);
+  auto protos = torch::empty({k, shape[0], shape[1], shape[2]}).uniform_(0, 1, proto_gen);
+  Dataset d;
+  d.labels = torch::randint(0, k, {n}, gen, torch::kInt64);
+  auto noise = torch::empty({n, shape[0], shape[1], shape[2]}).normal_(0, 0.25, gen);
+  auto x = protos.index_select(0, d.labels) * 0.7 + noise;
+  d.images = (x.clamp(0, 1) * 255).round().to(torch::kUInt8);
+  d.classes = k;
+  return d;
+}
+
+DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
+  DataSplits s;
+  Dataset train, test;
+  if (c.dataset == "fashion-mnist" || c.dataset == "mnist") {
+    fs::path dir = c.path.empty() ? fs::path(kFashionMnistDir) : fs::path(c.path);
+    if (c.path.empty() && c.dataset == "mnist")
+      fail(ErrorKind::kUsage, "data.path must name the folder with the MNIST IDX files");
+    auto ti = find_file(dir, "train-images-idx3-ubyte"), tl = find_file(dir, "train-labels-idx1-ubyte");
+    auto vi = find_file(dir, "t10k-images-idx3-ubyte"), vl = find_file(dir, "t10k-labels-idx1-ubyte");
+    train = read_idx(ti, tl);
+    test = read_idx(vi, vl);
+    s.files = {ti, tl, vi, vl};
+    if (c.dataset == "fashion-mnist") train.class_names = test.class_names = kFashionClasses;
+  } else if (c.dataset == "cifar10" || c.dataset == "cifar100") {
+    if (c.path.empty())
+      fail(ErrorKind::kUsage,
+           "data.path must name the folder with the CIFAR binary files (cifar-10-batches-bin or "
+           "cifar-100-binary); no Debian package ships them");
+    fs::path dir(c.path);
+    std::vector<fs::path> tr, te;
+    if (c.dataset == "cifar10") {
+      for (int i = 1; i <= 5; ++i) tr.push_back(find_file(dir, "data_batch_" + std::to_string(i) + ".bin"));
+      te.push_back(find_file(dir, "test_batch.bin"));
+    } else {
+      tr.push_back(find_file(dir, "train.bin"));
+      te.push_back(find_file(dir, "test.bin"));
+    }
+    train = read_cifar(tr, c.dataset == "cifar100");
+    test = read_cifar(te, c.dataset == "cifar100");
+    s.files = tr;
+    s.files.insert(s.files.end(), te.begin(), te.end());
+  } else {
+    train = make_synthetic(c, c.synthetic_size, 1);
+    test = make_synthetic(c, std::max<int64_t>(c.synthetic_size / 4, 64), 2);
+  }
+  test.classes = train.classes = std::max(train.classes, test.classes);
+
+  // One permutation of the training set, from the data_order stream, decides
+  // both the validation split and the subset.
+  auto gen = at::detail::createCPUGenerator(mix_seed(data_order_seed, 0x5b117));
+  auto perm = torch::randperm(train.size(), gen, torch::kInt64);
+  int64_t n_val = static_cast<int64_t>(static_cast<double>(train.size()) * c.val_fraction);
+  if (n_val > 0) s.val = train.select(std::get<0>(perm.narrow(0, 0, n_val).sort()));
+  auto rest = perm.narrow(0, n_val, train.size() - n_val);
+  if (c.train_subset > 0 && c.train_subset < rest.size(0)) rest = rest.narrow(0, 0, c.train_subset);
+  s.train = train.select(std::get<0>(rest.sort()));
+  if (c.test_subset > 0 && c.test_subset < test.size())
+    test = test.select(torch::arange(c.test_subset));
+  s.test = std::move(test);
+  if (s.train.size() == 0) fail(ErrorKind::kUsage, "the training set is empty after the split");
+
+  int64_t channels = s.train.images.size(1);
+  if (c.normalize) {
+    auto x = s.train.images.to(torch::kFloat64) / 255.0;
+    auto mean = x.mean({0, 2, 3});
+    auto sd = x.std({0, 2, 3});
+    for (int64_t ch = 0; ch < channels; ++ch) {
+      s.mean.push_back(mean[ch].item<double>());
+      s.std.push_back(std::max(sd[ch].item<double>(), 1e-6));
+    }
+  } else {
+    s.mean.assign(static_cast<size_t>(channels), 0.0);
+    s.std.assign(static_cast<size_t>(channels), 1.0);
+  }
+  return s;
+}
+
+torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
+                       const std::vector<double>& sd, torch::ScalarType dtype) {
+  int64_t ch = images_u8.size(1);
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  auto m = torch::tensor(mean, opts).view({1, ch, 1, 1});
+  auto s = torch::tensor(sd, opts).view({1, ch, 1, 1});
+  // Normalise in double then round once to the target type, so float32 and
+  // float64 runs see the same data up to that rounding.
+  return ((images_u8.to(torch::kFloat64) / 255.0 - m) / s).to(dtype).contiguous();
+}
+
+// --- EpochLoader -------------------------------------------------------------------
+
+EpochLoader::EpochLoader(const Dataset& data, const LoaderOptions& options, int64_t epoch,
+                         uint64_t order_seed, uint64_t augment_seed, int64_t start)
+    : data_(data), options_(options), epoch_(epoch), augment_seed_(augment_seed) {
+  int64_t n = data.size();
+  if (options.shuffle) {
+    auto gen = at::detail::createCPUGenerator(mix_seed(order_seed, static_cast<uint64_t>(epoch)));
+    order_ = torch::randperm(n, gen, torch::kInt64);
+  } else {
+    order_ = torch::arange(n, torch::kInt64);
+  }
+  num_batches_ = options.drop_last ? n / options.batch_size
+                                   : (n + options.batch_size - 1) / options.batch_size;
+  next_make_ = next_take_ = std::min(start, num_batches_);
+  if (options_.prefetch > 0) worker_ = std::thread([this] { work(); });
+}
+
+EpochLoader::~EpochLoader() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+Batch EpochLoader::make_batch(int64_t b) const {
+  int64_t begin = b * options_.batch_size;
+  int64_t len = std::min(options_.batch_size, data_.size() - begin);
+  auto idx = order_.narrow(0, begin, len);
+  auto imgs = data_.images.index_select(0, idx);
+  Batch batch;
+  batch.index = b;
+  batch.y = data_.labels.index_select(0, idx);
+  if (options_.crop_padding > 0 || options_.hflip) {
+    auto gen = at::detail::createCPUGenerator(
+        mix_seed(augment_seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(b)));
+    int64_t p = options_.crop_padding, h = imgs.size(2), w = imgs.size(3);
+    auto offsets = torch::randint(0, 2 * p + 1, {len, 2}, gen, torch::kInt64);
+    auto flips = torch::empty({len}).uniform_(0, 1, gen);
+    auto padded = p > 0 ? torch::constant_pad_nd(imgs, {p, p, p, p}, 0) : imgs;
+    auto out = torch::empty_like(imgs);
+    auto off = offsets.accessor<int64_t, 2>();
+    auto fl = flips.accessor<float, 1>();
+    for (int64_t i = 0; i < len; ++i) {
+      auto img = padded[i].narrow(1, off[i][0], h).narrow(2, off[i][1], w);
+      if (options_.hflip && fl[i] < 0.5f) img = img.flip({2});
+      out[i].copy_(img);
+    }
+    imgs = out;
+  }
+  batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype);
+  return batch;
+}
+
+void EpochLoader::work() {
+  try {
+    for (;;) {
+      int64_t b;
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] {
+          return stop_ || (static_cast<int64_t>(ready_.size()) < options_.prefetch &&
+                           next_make_ < num_batches_);
+        });
+        if (stop_ || next_make_ >= num_batches_) return;
+        b = next_make_++;
+      }
+      Batch batch = make_batch(b);
+      {
+        std::lock_guard lock(mu_);
+        ready_.push_back(std::move(batch));
+      }
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard lock(mu_);
+    error_ = std::current_exception();
+    cv_.notify_all();
+  }
+}
+
+std::optional<Batch> EpochLoader::next() {
+  if (next_take_ >= num_batches_) return std::nullopt;
+  if (options_.prefetch == 0) return make_batch(next_take_++);
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return !ready_.empty() || error_; });
+  if (error_) std::rethrow_exception(error_);
+  Batch b = std::move(ready_.front());
+  ready_.pop_front();
+  ++next_take_;
+  lock.unlock();
+  cv_.notify_all();
+  return b;
+}
+
+}  // namespace trainscope::train

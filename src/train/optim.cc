@@ -1,0 +1,125 @@
+#include "trainscope/train/optim.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+
+#include "trainscope/core/error.h"
+
+namespace trainscope::train {
+namespace {
+
+// Any libtorch optimizer.
+template <typename T>
+class TorchOptimizer : public Optimizer {
+ public:
+  template <typename Options>
+  TorchOptimizer(std::vector<torch::Tensor> params, Options o) : opt_(std::move(params), o) {}
+  void zero_grad() override { opt_.zero_grad(); }
+  void step() override { opt_.step(); }
+  void set_lr(double lr) override {
+    for (auto& g : opt_.param_groups()) g.options().set_lr(lr);
+  }
+  void save(torch::serialize::OutputArchive& a) override { opt_.save(a); }
+  void load(torch::serialize::InputArchive& a) override { opt_.load(a); }
+
+ private:
+  T opt_;
+};
+
+// Adadelta (Zeiler 2012) as in torch.optim.Adadelta:
+//   v = rho v + (1-rho) g^2;  d = sqrt(u + eps) / sqrt(v + eps) * g;
+//   u = rho u + (1-rho) d^2;  p -= lr d   (g += wd p first)
+class Adadelta : public Optimizer {
+ public:
+  Adadelta(std::vector<torch::Tensor> params, const OptimizerConfig& c)
+      : params_(std::move(params)), c_(c), lr_(c.lr) {
+    for (auto& p : params_) {
+      square_avg_.push_back(torch::zeros_like(p));
+      acc_delta_.push_back(torch::zeros_like(p));
+    }
+  }
+  void zero_grad() override {
+    for (auto& p : params_)
+      if (p.grad().defined()) p.grad().zero_();
+  }
+  void step() override {
+    torch::NoGradGuard ng;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      auto& p = params_[i];
+      if (!p.grad().defined()) continue;
+      auto g = p.grad();
+      if (c_.weight_decay != 0) g = g.add(p, c_.weight_decay);
+      square_avg_[i].mul_(c_.rho).addcmul_(g, g, 1 - c_.rho);
+      auto std = square_avg_[i].add(c_.eps).sqrt_();
+      auto delta = acc_delta_[i].add(c_.eps).sqrt_().div_(std).mul_(g);
+      acc_delta_[i].mul_(c_.rho).addcmul_(delta, delta, 1 - c_.rho);
+      p.add_(delta, -lr_);
+    }
+  }
+  void set_lr(double lr) override { lr_ = lr; }
+  void save(torch::serialize::OutputArchive& a) override {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      a.write("adadelta.square_avg." + std::to_string(i), square_avg_[i], /*is_buffer=*/true);
+      a.write("adadelta.acc_delta." + std::to_string(i), acc_delta_[i], true);
+    }
+  }
+  void load(torch::serialize::InputArchive& a) override {
+    for (size_t i = 0; i < params_.size(); ++i) {
+      a.read("adadelta.square_avg." + std::to_string(i), square_avg_[i], true);
+      a.read("adadelta.acc_delta." + std::to_string(i), acc_delta_[i], true);
+    }
+  }
+
+ private:
+  std::vector<torch::Tensor> params_, square_avg_, acc_delta_;
+  OptimizerConfig c_;
+  double lr_;
+};
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
+                                          std::vector<torch::Tensor> params) {
+  namespace o = torch::optim;
+  if (c.name == "sgd")
+    return std::make_unique<TorchOptimizer<o::SGD>>(
+        std::move(params), o::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov)
+                               .weight_decay(c.weight_decay));
+  if (c.name == "adam")
+    return std::make_unique<TorchOptimizer<o::Adam>>(
+        std::move(params),
+        o::AdamOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
+  if (c.name == "adamw")
+    return std::make_unique<TorchOptimizer<o::AdamW>>(
+        std::move(params),
+        o::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
+  if (c.name == "rmsprop")
+    return std::make_unique<TorchOptimizer<o::RMSprop>>(
+        std::move(params), o::RMSpropOptions(c.lr).alpha(c.alpha).eps(c.eps)
+                               .momentum(c.momentum).weight_decay(c.weight_decay));
+  if (c.name == "adadelta") return std::make_unique<Adadelta>(std::move(params), c);
+  fail(ErrorKind::kUsage, "unknown optimizer '{}'; valid: sgd, adam, adamw, adadelta, rmsprop",
+       c.name);
+}
+
+double scheduled_lr(const Config& c, int64_t epoch, int64_t step) {
+  const auto& s = c.schedule;
+  double lr = c.optimizer.lr;
+  if (s.name == "step") {
+    lr *= std::pow(s.gamma, static_cast<double>(epoch / s.step_size));
+  } else if (s.name == "multistep") {
+    for (int64_t m : s.milestones)
+      if (epoch >= m) lr *= s.gamma;
+  } else if (s.name == "exponential") {
+    lr *= std::pow(s.gamma, static_cast<double>(epoch));
+  } else if (s.name == "cosine") {
+    double t_max = static_cast<double>(s.t_max > 0 ? s.t_max : c.epochs);
+    lr = s.eta_min + (lr - s.eta_min) * (1 + std::cos(M_PI * static_cast<double>(epoch) / t_max)) / 2;
+  }
+  if (s.warmup_steps > 0 && step < s.warmup_steps)
+    lr *= static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
+  return lr;
+}
+
+}  // namespace trainscope::train
