@@ -349,7 +349,12 @@ TrainResult Trainer::run() {
     if (cfg.max_steps > 0) total_steps = std::min(total_steps, cfg.max_steps);
     Progress progress(options_.progress, total_steps);
 
+    // Metrics are flushed first, so everything up to a checkpoint is durable
+    // when the checkpoint is; a resumed run then has no gap in its series.
+    // (Points logged after the last checkpoint of a killed run may appear
+    // twice after resuming: once from the killed process, once replayed.)
     auto checkpoint = [&](const Position& p) {
+      rec->flush();
       fs::path tmp = fs::temp_directory_path() /
                      fmt::format("trainscope-ckpt-{}-{}.pt", getpid(), new_uuid().substr(0, 8));
       write_checkpoint(tmp, *model_, *opt, dropout_gen, p);

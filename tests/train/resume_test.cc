@@ -1,0 +1,133 @@
+// A run killed with SIGKILL mid-epoch and resumed ends with weights
+// bit-identical to an uninterrupted run. Uses the real trainscope executable.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/core/util.h"
+#include "trainscope/train/models.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::train {
+namespace {
+
+using testing::run_command;
+using testing::TempDir;
+
+constexpr const char* kConfig = R"(experiment: resume
+seed: 3
+threads: 1
+data:
+  dataset: synthetic
+  synthetic:
+    size: 4096
+  crop_padding: 2
+  hflip: true
+model:
+  name: demo_cnn
+  dropout: 0.3
+optimizer:
+  name: sgd
+  lr: 0.05
+  momentum: 0.9
+schedule:
+  name: cosine
+  warmup_steps: 20
+epochs: 2
+batch_size: 16
+checkpoint:
+  every_steps: 16
+)";
+
+std::map<std::string, torch::Tensor> final_state(Store& store, const std::string& uuid) {
+  std::optional<ArtifactInfo> last;
+  for (auto& a : store.artifacts(uuid))
+    if (a.kind == "checkpoint" && (!last || a.name > last->name)) last = a;
+  EXPECT_TRUE(last.has_value());
+  torch::serialize::InputArchive a, m;
+  a.load_from(last->path.string());
+  a.read("model", m);
+  Config c = parse_config(kConfig, {});
+  auto model = make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(0));
+  model->load(m);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().detach().clone();
+  for (const auto& b : model->named_buffers()) out[b.key()] = b.value().clone();
+  return out;
+}
+
+TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << kConfig;
+  const std::string store_uri = "sqlite:" + (dir / "t.db").string();
+  const std::string base = std::string(TS_CLI_BIN) + " -q --store " + store_uri + " ";
+
+  auto full = run_command(base + "train " + (dir / "c.yaml").string() + " --name full --no-progress");
+  ASSERT_EQ(full.exit_code, 0) << full.out;
+
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train",
+          (dir / "c.yaml").c_str(), "--name", "victim", "--no-progress", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  StoreOptions so;
+  so.uri = store_uri;
+  std::string victim;
+  bool killed = false;
+  for (int i = 0; i < 3000 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto store = Store::open(so);
+    for (const auto& r : store->list_runs())
+      if (r.name == "victim") victim = r.uuid;
+    if (victim.empty()) continue;
+    for (const auto& a : store->artifacts(victim))
+      if (a.name == "checkpoints/step-000000064.pt") {
+        ASSERT_EQ(kill(pid, SIGKILL), 0);
+        killed = true;
+      }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(killed) << "the victim run never reached its step-64 checkpoint";
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the victim finished before it could be killed";
+
+  auto store = Store::open(so);
+  auto r = store->find_run(victim);
+  ASSERT_EQ(r->status, RunStatus::kKilled);
+  auto loss_before = store->metric(victim, "train/loss").size();
+  EXPECT_GE(loss_before, 64u);
+  EXPECT_LT(loss_before, 512u) << "killed mid-run";
+
+  // Changing the config is refused.
+  auto changed = run_command(base + "train " + (dir / "c.yaml").string() +
+                             " --set optimizer.lr=0.1 --resume " + victim.substr(0, 8));
+  EXPECT_NE(changed.exit_code, 0);
+  EXPECT_NE(changed.out.find("config differs"), std::string::npos) << changed.out;
+
+  auto resumed = run_command(base + "train " + (dir / "c.yaml").string() + " --no-progress --resume " +
+                             victim.substr(0, 8));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  store = Store::open(so);
+  EXPECT_EQ(store->find_run(victim)->status, RunStatus::kFinished);
+
+  std::string full_uuid = store->resolve_run("full").uuid;
+  auto a = final_state(*store, full_uuid);
+  auto b = final_state(*store, victim);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) EXPECT_TRUE(torch::equal(t, b.at(name))) << name;
+  // Step losses after the resume point match the uninterrupted run's.
+  auto la = store->metric(full_uuid, "train/loss");
+  auto lb = store->metric(victim, "train/loss");
+  ASSERT_EQ(la.back().step, 512);
+  EXPECT_EQ(la.back().value, lb.back().value);
+}
+
+}  // namespace
+}  // namespace trainscope::train

@@ -1,0 +1,303 @@
+// Training engine tests on real libtorch training with small real data.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <fstream>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/train/data.h"
+#include "trainscope/train/models.h"
+#include "trainscope/train/seeds.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::train {
+namespace {
+
+using testing::TempDir;
+
+void put_be32(std::string& s, uint32_t v) {
+  for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes, bool gz) {
+  if (gz) {
+    gzFile f = gzopen(p.c_str(), "wb");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+  } else {
+    std::ofstream(p, std::ios::binary) << bytes;
+  }
+}
+
+// n images of h x w whose pixels encode (image index + pixel index) % 251.
+std::pair<std::string, std::string> idx_bytes(uint32_t n, uint32_t h, uint32_t w) {
+  std::string img, lab;
+  put_be32(img, 0x803);
+  put_be32(img, n);
+  put_be32(img, h);
+  put_be32(img, w);
+  for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t p = 0; p < h * w; ++p) img.push_back(static_cast<char>((i + p) % 251));
+  put_be32(lab, 0x801);
+  put_be32(lab, n);
+  for (uint32_t i = 0; i < n; ++i) lab.push_back(static_cast<char>(i % 10));
+  return {img, lab};
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(IdxReaderTest, ReadsRawAndGzippedFiles) {
+  TempDir dir;
+  auto [img, lab] = idx_bytes(7, 5, 4);
+  for (bool gz : {false, true}) {
+    auto ip = dir / (gz ? "i.gz" : "i"), lp = dir / (gz ? "l.gz" : "l");
+    write_file(ip, img, gz);
+    write_file(lp, lab, gz);
+    Dataset d = read_idx(ip, lp);
+    ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{7, 1, 5, 4}));
+    EXPECT_EQ(d.images[3][0][1][2].item<int64_t>(), (3 + 1 * 4 + 2) % 251);
+    EXPECT_EQ(d.labels[6].item<int64_t>(), 6);
+    EXPECT_EQ(d.classes, 7);
+  }
+}
+
+TEST(IdxReaderTest, TruncatedAndCorruptFilesNameTheFile) {
+  TempDir dir;
+  auto [img, lab] = idx_bytes(7, 5, 4);
+  write_file(dir / "l", lab, false);
+  write_file(dir / "short", img.substr(0, img.size() - 3), false);
+  auto msg = error_of([&] { read_idx(dir / "short", dir / "l"); });
+  EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("short"), std::string::npos) << msg;
+
+  std::string bad_magic = img;
+  bad_magic[3] = 0x01;
+  write_file(dir / "magic", bad_magic, false);
+  msg = error_of([&] { read_idx(dir / "magic", dir / "l"); });
+  EXPECT_NE(msg.find("not an IDX image file"), std::string::npos) << msg;
+
+  // A gzip stream cut in the middle.
+  write_file(dir / "full.gz", img, true);
+  std::ifstream in(dir / "full.gz", std::ios::binary);
+  std::string gz((std::istreambuf_iterator<char>(in)), {});
+  write_file(dir / "cut.gz", gz.substr(0, gz.size() / 2), false);
+  msg = error_of([&] { read_idx(dir / "cut.gz", dir / "l"); });
+  EXPECT_NE(msg.find("cut.gz"), std::string::npos) << msg;
+
+  msg = error_of([&] { read_idx(dir / "missing", dir / "l"); });
+  EXPECT_NE(msg.find("dataset-fashion-mnist"), std::string::npos) << msg;
+
+  std::string lab_mismatch = idx_bytes(6, 5, 4).second;
+  write_file(dir / "l6", lab_mismatch, false);
+  write_file(dir / "i7", img, false);
+  msg = error_of([&] { read_idx(dir / "i7", dir / "l6"); });
+  EXPECT_NE(msg.find("labels"), std::string::npos) << msg;
+}
+
+TEST(CifarReaderTest, ReadsRecordsAndRejectsWrongSizes) {
+  TempDir dir;
+  std::string bytes;
+  for (int i = 0; i < 3; ++i) {
+    bytes.push_back(static_cast<char>(i + 2));
+    for (int p = 0; p < 3072; ++p) bytes.push_back(static_cast<char>((i * 7 + p) % 256));
+  }
+  write_file(dir / "b.bin", bytes, false);
+  Dataset d = read_cifar({dir / "b.bin"}, false);
+  ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{3, 3, 32, 32}));
+  EXPECT_EQ(d.labels[2].item<int64_t>(), 4);
+  EXPECT_EQ(d.images[1][2][31][31].item<int64_t>(), (7 + 3071) % 256);
+  write_file(dir / "t.bin", bytes.substr(0, bytes.size() - 10), false);
+  auto msg = error_of([&] { read_cifar({dir / "t.bin"}, false); });
+  EXPECT_NE(msg.find("not a CIFAR-10 binary batch"), std::string::npos) << msg;
+}
+
+TEST(ModelsTest, EveryModelRunsForwardAndBackwardOnBothShapes) {
+  for (const auto& name : model_names()) {
+    for (auto shape : {ModelShape{1, 28, 28, 10}, ModelShape{3, 32, 32, 10}}) {
+      ModelConfig mc;
+      mc.name = name;
+      mc.dropout = 0.1;
+      mc.width = name == "mobilenet_v1" ? 0.25 : 1.0;
+      auto model = make_model(mc, shape, at::detail::createCPUGenerator(1));
+      init_weights(*model, "kaiming", at::detail::createCPUGenerator(2));
+      auto x = torch::randn({2, shape.channels, shape.height, shape.width});
+      auto out = model->forward(x);
+      ASSERT_EQ(out.sizes(), (std::vector<int64_t>{2, 10})) << name;
+      torch::nn::functional::cross_entropy(out, torch::tensor({1, 3})).backward();
+      for (const auto& p : model->named_parameters())
+        ASSERT_TRUE(p.value().grad().defined()) << name << " " << p.key();
+      // Stable dotted names.
+      bool dotted = false;
+      for (const auto& p : model->named_parameters()) dotted |= p.key().find('.') != std::string::npos;
+      EXPECT_TRUE(dotted) << name;
+    }
+  }
+}
+
+Config small_config() {
+  Config c;
+  c.data.dataset = "synthetic";
+  c.data.synthetic_size = 512;
+  c.model.name = "demo_cnn";
+  c.model.dropout = 0.2;
+  c.data.crop_padding = 2;
+  c.data.hflip = true;
+  c.batch_size = 32;
+  c.epochs = 1;
+  c.max_steps = 12;
+  c.threads = 1;
+  c.checkpoint_every_epochs = 0;
+  return c;
+}
+
+std::shared_ptr<Store> temp_store(const TempDir& dir) {
+  StoreOptions o;
+  o.uri = "sqlite:" + (dir / "t.db").string();
+  return Store::open(o);
+}
+
+std::vector<torch::Tensor> train_weights(const Config& c, const std::shared_ptr<Store>& store) {
+  TrainOptions o;
+  o.progress = false;
+  Trainer t(c, store, o);
+  t.run();
+  std::vector<torch::Tensor> out;
+  for (const auto& p : t.model()->parameters()) out.push_back(p.detach().clone());
+  return out;
+}
+
+bool bit_identical(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!torch::equal(a[i], b[i])) return false;
+  return true;
+}
+
+TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  auto a = train_weights(c, store);
+  auto b = train_weights(c, store);
+  EXPECT_TRUE(bit_identical(a, b));
+  c.seed = 1;
+  EXPECT_FALSE(bit_identical(a, train_weights(c, store)));
+  // The run is recorded with its params and metrics.
+  auto runs = store->list_runs();
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(store->params(runs[0].uuid).at("model.name"), "demo_cnn");
+  EXPECT_EQ(store->metric(runs[0].uuid, "train/loss").size(), 12u);
+  EXPECT_EQ(runs[0].status, RunStatus::kFinished);
+}
+
+TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
+  Config base = small_config();
+  base.seed = 5;
+  DataSplits data = load_data(base.data, derive_seeds(base).data_order);
+  LoaderOptions lo;
+  lo.batch_size = 32;
+  lo.shuffle = true;
+  lo.crop_padding = 2;
+  lo.hflip = true;
+  lo.mean = data.mean;
+  lo.std = data.std;
+  lo.prefetch = 0;
+  auto state_of = [&](const Config& c) {
+    StreamSeeds s = derive_seeds(c);
+    ModelShape shape{1, 28, 28, 10};
+    auto model = make_model(c.model, shape, at::detail::createCPUGenerator(s.dropout));
+    init_weights(*model, "default", at::detail::createCPUGenerator(s.init));
+    EpochLoader loader(data.train, lo, 0, s.data_order, s.augment);
+    auto batch = loader.next();
+    model->train();
+    auto out = model->forward(batch->x);  // dropout active
+    std::vector<torch::Tensor> w;
+    for (auto& p : model->parameters()) w.push_back(p.detach().clone());
+    return std::make_tuple(w, loader.order().clone(), batch->x.clone(), out.detach());
+  };
+  auto [w0, order0, x0, out0] = state_of(base);
+  struct Case {
+    const char* stream;
+    int64_t SeedConfig::*field;
+    bool init, order, augment, dropout;
+  };
+  for (auto [stream, field, init, order, augment, dropout] :
+       {Case{"init", &SeedConfig::init, true, false, false, false},
+        Case{"data_order", &SeedConfig::data_order, false, true, false, false},
+        Case{"augment", &SeedConfig::augment, false, false, true, false},
+        Case{"dropout", &SeedConfig::dropout, false, false, false, true}}) {
+    Config c = base;
+    c.seeds.*field = 12345;
+    auto [w, ord, x, out] = state_of(c);
+    EXPECT_EQ(!bit_identical(w, w0), init) << stream << " vs init weights";
+    EXPECT_EQ(!torch::equal(ord, order0), order) << stream << " vs batch order";
+    // The augmented batch changes with the order or the augmentation.
+    EXPECT_EQ(!torch::equal(x, x0), order || augment) << stream << " vs augmented batch";
+    // Dropout changes outputs (so does anything upstream of it).
+    EXPECT_EQ(!torch::equal(out, out0), init || order || augment || dropout) << stream;
+    if (!init && !order && !augment) {
+      EXPECT_EQ(!torch::equal(out, out0), dropout) << stream;
+    }
+  }
+}
+
+TEST(TrainerTest, Float64TrainsInDouble) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.dtype = "float64";
+  TrainOptions o;
+  o.progress = false;
+  Trainer t(c, store, o);
+  bool saw_step = false;
+  t.callbacks().on_step = [&](const StepInfo& s) { saw_step |= std::isfinite(s.loss); };
+  t.run();
+  EXPECT_TRUE(saw_step);
+  for (const auto& p : t.model()->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat64);
+  // Different from the float32 result: double really was used.
+  c.dtype = "float32";
+  auto w32 = train_weights(c, store);
+  auto p64 = t.model()->parameters();
+  EXPECT_FALSE(torch::equal(p64[0].to(torch::kFloat32), w32[0]));
+  EXPECT_TRUE(torch::allclose(p64[0].to(torch::kFloat32), w32[0], 1e-3, 1e-3));
+}
+
+TEST(TrainerTest, BadConfigValuesAreRejected) {
+  EXPECT_NE(error_of([] { parse_config("optimizer:\n  lr: 0\n", {}); }).find("optimizer.lr"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_config("batch_size: 0\n", {}); }).find("batch_size"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_config("epochs: three\n", {}); }).find("integer"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_config("modle:\n  name: mlp\n", {}); }).find("did you mean 'model.name'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { parse_config("model:\n  name: nope\n", {}); }).find("must be one of"),
+            std::string::npos);
+  // Round trip: the resolved YAML parses back to the same params.
+  Config c = parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seed=9"});
+  EXPECT_EQ(flatten(parse_config(to_yaml(c), {})), flatten(c));
+}
+
+TEST(TrainerTest, ModelThatDoesNotFitTheDataIsRejected) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.model.name = "vgg11_seed";
+  c.data.synthetic_height = 40;
+  c.data.synthetic_width = 40;
+  auto msg = error_of([&] { train_weights(c, store); });
+  EXPECT_NE(msg.find("up to 32x32"), std::string::npos) << msg;
+  EXPECT_TRUE(store->list_runs().empty()) << "nothing is recorded for a config that cannot run";
+}
+
+}  // namespace
+}  // namespace trainscope::train
