@@ -50,17 +50,19 @@ void register_numerics_commands(CLI::App& app, Context& ctx) {
     }
     Table table({"VARIANT", "x(N)", "FIRST |dx|>1e-3 vs long double"});
     table.align_right(2);
+    std::vector<int64_t> divergence;
     for (const auto& t : trajectories) {
       int64_t d = numerics::first_divergence(t.x, ref, 1e-3);
+      divergence.push_back(d);
       rec->log_metric("first_divergence_1e-3/" + t.variant, static_cast<double>(d), 0);
       table.add_row({t.variant, format_double(t.x.back()), d < 0 ? "never" : std::to_string(d)});
     }
     rec->end(RunStatus::kFinished);
     if (ctx.json) {
       nlohmann::json j = {{"run", rec->uuid()}};
-      for (const auto& t : trajectories)
-        j["variants"][t.variant] = {{"x_final", t.x.back()},
-                                    {"first_divergence_1e-3", numerics::first_divergence(t.x, ref, 1e-3)}};
+      for (size_t i = 0; i < trajectories.size(); ++i)
+        j["variants"][trajectories[i].variant] = {{"x_final", trajectories[i].x.back()},
+                                                  {"first_divergence_1e-3", divergence[i]}};
       std::cout << j.dump(2) << "\n";
     } else {
       table.print(std::cout);

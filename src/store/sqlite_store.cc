@@ -266,7 +266,7 @@ std::optional<RunInfo> SqliteStore::find_run(std::string_view uuid) {
 }
 
 RunInfo SqliteStore::resolve_run(std::string_view ref) {
-  std::unique_lock lock(mu_);
+  std::lock_guard lock(mu_);
   if (ref.empty()) fail(ErrorKind::kUsage, "empty run reference; give a UUID prefix or a run name");
   std::vector<RunInfo> found;
   std::set<std::string> seen;
@@ -510,9 +510,8 @@ int64_t SqliteStore::key_id_locked(int64_t run_id, const std::string& key) {
   s.bind(1, run_id).bind(2, key);
   s.step();
   int64_t id = s.int64(0);
-  // Cached only after commit would be stricter; a rolled-back key id is
-  // re-created with the same lookup, so a stale entry is detected by the
-  // foreign key and dropped below.
+  // Cached before the enclosing transaction commits; append_metrics drops
+  // the run's cached ids when that transaction fails.
   key_ids_.emplace(std::make_pair(run_id, key), id);
   return id;
 }

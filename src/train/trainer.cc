@@ -25,6 +25,15 @@ volatile std::sig_atomic_t g_stop = 0;
 
 constexpr const char* kCheckpointKind = "checkpoint";
 
+ModelShape shape_of(const DataSplits& d) {
+  return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3),
+          d.train.classes};
+}
+
+void apply_threads(const Config& c) {
+  if (c.threads > 0) torch::set_num_threads(static_cast<int>(c.threads));
+}
+
 torch::ScalarType dtype_of(const Config& c) {
   return c.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
@@ -264,7 +273,7 @@ void Trainer::set_model(std::shared_ptr<Classifier> model, bool keep_init) {
 TrainResult Trainer::run() {
   const Config& cfg = config_;
   const double t_start = monotonic_now();
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  apply_threads(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generator gets
   // a value fixed by the master seed.
@@ -272,8 +281,7 @@ TrainResult Trainer::run() {
   const auto dtype = dtype_of(cfg);
 
   DataSplits data = load_data(cfg.data, seeds.data_order);
-  ModelShape shape{data.train.images.size(1), data.train.images.size(2),
-                   data.train.images.size(3), data.train.classes};
+  ModelShape shape = shape_of(data);
 
   at::Generator dropout_gen = at::detail::createCPUGenerator(seeds.dropout);
   at::Generator init_gen = at::detail::createCPUGenerator(seeds.init);
@@ -488,11 +496,10 @@ CheckpointEval evaluate_run(Store& store, const RunInfo& run, const std::string&
     fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}", run.uuid.substr(0, 8),
          checkpoint.empty() ? "" : " '" + checkpoint + "'", have.empty() ? "none" : have);
   }
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  apply_threads(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);
-  ModelShape shape{data.train.images.size(1), data.train.images.size(2),
-                   data.train.images.size(3), data.train.classes};
+  ModelShape shape = shape_of(data);
   at::Generator g = at::detail::createCPUGenerator(seeds.dropout);
   auto model = make_model(cfg.model, shape, g);
   model->to(dtype_of(cfg));

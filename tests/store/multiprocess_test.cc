@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <set>
 
+#include "support/sqlite_check.h"
 #include "support/test_util.h"
 #include "trainscope/store/store.h"
 
@@ -101,14 +102,7 @@ TEST(MultiProcessTest, SigkilledWriterLosesNothingFlushedAndBecomesKilled) {
     for (size_t i = 0; i < pts.size(); ++i) ASSERT_EQ(pts[i].step, static_cast<int64_t>(i));
   }
   // The database file is intact.
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  EXPECT_EQ(testing::sqlite_integrity(dir / "t.db"), "ok");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "support/sqlite_check.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -178,14 +179,7 @@ TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {
   auto store = open_at(mnt / "t.db");
   auto pts = store->metric(uuid, "loss");
   EXPECT_EQ(pts.size(), committed);
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((mnt / "t.db").c_str(), &db), SQLITE_OK);
-  sqlite3_stmt* st = nullptr;
-  sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, nullptr);
-  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
-  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "ok");
-  sqlite3_finalize(st);
-  sqlite3_close(db);
+  EXPECT_EQ(testing::sqlite_integrity(mnt / "t.db"), "ok");
 }
 
 }  // namespace
