@@ -13,6 +13,12 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
 )
 
+# `--bench` adds what the benchmarks compare against: Debian's Python PyTorch
+# (the same libtorch 1.13) for bench/train_vs_python.sh.
+if [ "${1:-}" = "--bench" ]; then
+  PACKAGES+=(python3-torch python3-numpy)
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
 #include "trainscope/train/models.h"
@@ -127,6 +129,46 @@ TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
   auto lb = store->metric(victim, "train/loss");
   ASSERT_EQ(la.back().step, 512);
   EXPECT_EQ(la.back().value, lb.back().value);
+}
+
+TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << kConfig;
+  const std::string store_uri = "sqlite:" + (dir / "t.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train",
+          (dir / "c.yaml").c_str(), "--name", "interrupted", "--no-progress",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  StoreOptions so;
+  so.uri = store_uri;
+  bool sent = false;
+  for (int i = 0; i < 3000 && !sent; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto store = Store::open(so);
+    for (const auto& r : store->list_runs())
+      if (r.name == "interrupted" && !store->artifacts(r.uuid).empty()) {
+        ASSERT_EQ(kill(pid, SIGINT), 0);
+        sent = true;
+      }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(sent);
+  ASSERT_TRUE(WIFEXITED(status)) << "Ctrl-C must end the process cleanly, not kill it";
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  auto store = Store::open(so);
+  RunInfo r = store->resolve_run("interrupted");
+  EXPECT_EQ(r.status, RunStatus::kStopped);
+  // The last checkpoint is at the step the metrics end at.
+  auto loss = store->metric(r.uuid, "train/loss");
+  ASSERT_FALSE(loss.empty());
+  std::string last;
+  for (const auto& a : store->artifacts(r.uuid)) last = std::max(last, a.name);
+  EXPECT_EQ(last, fmt::format("checkpoints/step-{:09d}.pt", loss.back().step));
+  EXPECT_LT(loss.back().step, 512);
 }
 
 }  // namespace

@@ -287,6 +287,27 @@ TEST(TrainerTest, BadConfigValuesAreRejected) {
   EXPECT_EQ(flatten(parse_config(to_yaml(c), {})), flatten(c));
 }
 
+TEST(TrainerTest, NanLossFailsTheRunNamingTheStep) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.optimizer.name = "sgd";
+  c.optimizer.lr = 1e30;  // overflows within a few steps
+  c.max_steps = 200;
+  c.epochs = 20;
+  auto msg = error_of([&] { train_weights(c, store); });
+  EXPECT_NE(msg.find("loss became"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("at step"), std::string::npos) << msg;
+  auto runs = store->list_runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, RunStatus::kFailed);
+  // With on_nan: continue the same run goes on to the end.
+  c.on_nan = "continue";
+  c.max_steps = 30;
+  EXPECT_EQ(error_of([&] { train_weights(c, store); }), "");
+  EXPECT_EQ(store->list_runs()[0].status, RunStatus::kFinished);
+}
+
 TEST(TrainerTest, ModelThatDoesNotFitTheDataIsRejected) {
   TempDir dir;
   auto store = temp_store(dir);
