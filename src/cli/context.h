@@ -27,6 +27,7 @@ void register_runs_commands(CLI::App& app, Context& ctx);
 void register_numerics_commands(CLI::App& app, Context& ctx);
 // Defined only when trainscope is built with libtorch.
 void register_train_commands(CLI::App& app, Context& ctx);
+void register_repro_commands(CLI::App& app, Context& ctx);
 
 // Appends "Example:\n  <example>" to a command's help.
 inline void set_example(CLI::App* cmd, const std::string& example) {

@@ -47,6 +47,7 @@ void register_train_commands(CLI::App& app, Context& ctx) {
       o.name = name->empty() ? std::filesystem::path(*path).stem().string() : *name;
       o.command_line = ctx.argv_line;
       o.resume = *resume;
+      o.config_path = *path;
       o.progress = !*no_progress;
       std::signal(SIGINT, on_sigint);
       std::signal(SIGTERM, on_sigint);

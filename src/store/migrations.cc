@@ -82,6 +82,27 @@ CREATE TABLE artifacts (
   PRIMARY KEY (run_id, name)
 );
 )sql"},
+      {3, "environment manifest and per-step fingerprints",
+       R"sql(
+CREATE TABLE environment (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+);
+CREATE TABLE fingerprint_tensors (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE fingerprints (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  hashes BLOB NOT NULL,
+  PRIMARY KEY (run_id, step)
+);
+)sql"},
   };
   return kMigrations;
 }

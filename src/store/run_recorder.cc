@@ -63,6 +63,19 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step, d
   ++stats_.points_logged;
 }
 
+void RunRecorder::log_fingerprint(int64_t step, std::vector<uint64_t> hashes) {
+  std::lock_guard lock(mu_);
+  fingerprints_.push_back(Fingerprint{step, std::move(hashes)});
+}
+
+void RunRecorder::set_fingerprint_names(const std::vector<std::string>& names) {
+  store_->set_fingerprint_names(info_.uuid, names);
+}
+
+void RunRecorder::set_environment(const std::map<std::string, std::string>& entries) {
+  store_->set_environment(info_.uuid, entries);
+}
+
 void RunRecorder::log_param(std::string_view key, std::string_view value) {
   store_->set_param(info_.uuid, key, value);
 }
@@ -83,30 +96,53 @@ ArtifactInfo RunRecorder::log_artifact(const std::filesystem::path& file, std::s
 bool RunRecorder::flush_once() {
   std::vector<Pending> taken;
   std::vector<std::string> keys;
+  std::vector<Fingerprint> prints;
   {
     std::lock_guard lock(mu_);
-    if (buffer_.empty()) return true;
+    if (buffer_.empty() && fingerprints_.empty()) return true;
     taken.swap(buffer_);
     buffer_.reserve(taken.capacity());
+    prints.swap(fingerprints_);
     keys = keys_;
   }
   std::vector<MetricSeries> batch(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) batch[i].key = keys[i];
   for (const auto& p : taken) batch[p.key].points.push_back(p.point);
+  // Metrics and fingerprints are separate transactions; on failure only the
+  // part that was not committed goes back into the buffer.
+  auto report = [&](const std::exception& e) {
+    ++stats_.failed_flushes;
+    if (stats_.last_error != e.what())
+      log_line(Verbosity::kQuiet,
+               fmt::format("trainscope: cannot write metrics of run {} ({} points, {} "
+                           "fingerprints kept in memory, will retry): {}",
+                           info_.uuid.substr(0, 8), buffer_.size(), fingerprints_.size(),
+                           e.what()));
+    stats_.last_error = e.what();
+  };
+  auto restore_prints = [&] {
+    prints.insert(prints.end(), std::make_move_iterator(fingerprints_.begin()),
+                  std::make_move_iterator(fingerprints_.end()));
+    fingerprints_.swap(prints);
+  };
   try {
     store_->append_metrics(info_.id, batch);
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
+    restore_prints();
     // Keep the points, in order, ahead of anything logged meanwhile.
     taken.insert(taken.end(), buffer_.begin(), buffer_.end());
     buffer_.swap(taken);
-    ++stats_.failed_flushes;
-    if (stats_.last_error != e.what())
-      log_line(Verbosity::kQuiet,
-               fmt::format("trainscope: cannot write metrics of run {} ({} points kept in memory, "
-                           "will retry): {}",
-                           info_.uuid.substr(0, 8), buffer_.size(), e.what()));
-    stats_.last_error = e.what();
+    report(e);
+    return false;
+  }
+  try {
+    store_->append_fingerprints(info_.id, prints);
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    restore_prints();
+    stats_.points_flushed += static_cast<int64_t>(taken.size());
+    report(e);
     return false;
   }
   std::lock_guard lock(mu_);
@@ -175,7 +211,7 @@ void RunRecorder::end(RunStatus status) {
   std::string err;
   {
     std::lock_guard lock(mu_);
-    lost = buffer_.size();
+    lost = buffer_.size() + fingerprints_.size();
     err = stats_.last_error;
   }
   if (lost > 0) status = RunStatus::kFailed;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstring>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -608,6 +609,102 @@ std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) 
     m.min = s.real(4);
     m.max = s.real(5);
     out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// --- environment and fingerprints ---------------------------------------------------
+
+void SqliteStore::set_environment(std::string_view uuid,
+                                  const std::map<std::string, std::string>& entries) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO environment (run_id, key, value) VALUES (?, ?, ?) "
+                   "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value");
+  for (const auto& [k, v] : entries) {
+    ins.reset();
+    ins.bind(1, id).bind(2, k).bind(3, v).run();
+  }
+  txn.commit();
+}
+
+std::map<std::string, std::string> SqliteStore::environment(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT key, value FROM environment "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?)");
+  s.bind(1, uuid);
+  std::map<std::string, std::string> out;
+  while (s.step()) out.emplace(s.text(0), s.text(1));
+  return out;
+}
+
+void SqliteStore::set_fingerprint_names(std::string_view uuid,
+                                        const std::vector<std::string>& names) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  std::vector<std::string> old;
+  {
+    sqlite::Stmt s(db_, "SELECT name FROM fingerprint_tensors WHERE run_id = ? ORDER BY idx");
+    s.bind(1, id);
+    while (s.step()) old.push_back(s.text(0));
+  }
+  if (!old.empty()) {
+    if (old != names)
+      fail(ErrorKind::kConflict,
+           "run {} already fingerprints a different set of tensors ({} before, {} now)",
+           short_uuid(std::string(uuid)), old.size(), names.size());
+    return;
+  }
+  sqlite::Stmt ins(db_, "INSERT INTO fingerprint_tensors (run_id, idx, name) VALUES (?, ?, ?)");
+  for (size_t i = 0; i < names.size(); ++i) {
+    ins.reset();
+    ins.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, names[i]).run();
+  }
+  txn.commit();
+}
+
+void SqliteStore::append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) {
+  if (steps.empty()) return;
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO fingerprints (run_id, step, hashes) VALUES (?, ?, ?) "
+                   "ON CONFLICT (run_id, step) DO NOTHING");
+  for (const auto& f : steps) {
+    ins.reset();
+    ins.bind(1, run_id).bind(2, f.step);
+    ins.bind_blob(3, f.hashes.data(), f.hashes.size() * sizeof(uint64_t));
+    ins.run();
+  }
+  txn.commit();
+}
+
+FingerprintSet SqliteStore::fingerprints(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  FingerprintSet out;
+  {
+    sqlite::Stmt s(db_,
+                   "SELECT name FROM fingerprint_tensors "
+                   "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY idx");
+    s.bind(1, uuid);
+    while (s.step()) out.names.push_back(s.text(0));
+  }
+  sqlite::Stmt s(db_,
+                 "SELECT step, hashes FROM fingerprints "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY step");
+  s.bind(1, uuid);
+  while (s.step()) {
+    Fingerprint f;
+    f.step = s.int64(0);
+    auto blob = s.blob(1);
+    f.hashes.resize(blob.size() / sizeof(uint64_t));
+    std::memcpy(f.hashes.data(), blob.data(), f.hashes.size() * sizeof(uint64_t));
+    out.steps.push_back(std::move(f));
   }
   return out;
 }

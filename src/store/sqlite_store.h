@@ -41,6 +41,13 @@ class SqliteStore final : public Store {
   std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) override;
   std::vector<MetricSummary> metric_summaries(std::string_view uuid) override;
 
+  void set_environment(std::string_view uuid,
+                       const std::map<std::string, std::string>& entries) override;
+  std::map<std::string, std::string> environment(std::string_view uuid) override;
+  void set_fingerprint_names(std::string_view uuid, const std::vector<std::string>& names) override;
+  void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) override;
+  FingerprintSet fingerprints(std::string_view uuid) override;
+
   ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
                             std::string_view kind, std::string_view name) override;
   std::vector<ArtifactInfo> artifacts(std::string_view uuid) override;

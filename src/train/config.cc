@@ -152,6 +152,15 @@ const std::vector<Field>& fields() {
       TS_INT("checkpoint.every_steps", checkpoint_every_steps, "Checkpoint every N steps (0: off)"),
       TS_STR("on_nan", on_nan, "What a NaN loss does", "fail", "continue"),
       TS_INT("log_every_steps", log_every_steps, "Record step metrics every N steps"),
+      TS_INT("fingerprint.every_steps", fingerprint_every_steps,
+             "Hash every parameter, buffer and the loss every N steps (0: off)"),
+      TS_BOOL("determinism.deterministic_algorithms", determinism.deterministic_algorithms,
+              "libtorch's deterministic-algorithms switch"),
+      TS_BOOL("determinism.mkldnn", determinism.mkldnn, "Use oneDNN (mkldnn) kernels"),
+      TS_BOOL("determinism.cudnn_benchmark", determinism.cudnn_benchmark,
+              "cuDNN autotuning (CUDA builds)"),
+      TS_BOOL("determinism.cudnn_deterministic", determinism.cudnn_deterministic,
+              "cuDNN deterministic kernels (CUDA builds)"),
   };
   return kFields;
 }
@@ -256,6 +265,7 @@ void validate(const Config& c, const std::string& source) {
   if (c.checkpoint_every_epochs < 0 || c.checkpoint_every_steps < 0)
     bad("checkpoint.*", "must be >= 0");
   if (c.log_every_steps <= 0) bad("log_every_steps", "must be >= 1");
+  if (c.fingerprint_every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "trainscope/train/data.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
+#include "trainscope/train/torch_env.h"
 
 namespace fs = std::filesystem;
 
@@ -28,10 +29,6 @@ constexpr const char* kCheckpointKind = "checkpoint";
 ModelShape shape_of(const DataSplits& d) {
   return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3),
           d.train.classes};
-}
-
-void apply_threads(const Config& c) {
-  if (c.threads > 0) torch::set_num_threads(static_cast<int>(c.threads));
 }
 
 torch::ScalarType dtype_of(const Config& c) {
@@ -258,6 +255,18 @@ void log_eval(RunRecorder& rec, const std::string& prefix, const EvalResult& r, 
 
 }  // namespace
 
+std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn::Module& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& item : model.named_modules("", /*include_self=*/true)) {
+    std::string prefix = item.key().empty() ? "" : item.key() + ".";
+    for (const auto& p : item.value()->named_parameters(/*recurse=*/false))
+      out.emplace_back(prefix + p.key(), p.value());
+    for (const auto& b : item.value()->named_buffers(/*recurse=*/false))
+      out.emplace_back(prefix + b.key(), b.value());
+  }
+  return out;
+}
+
 void request_stop() { g_stop = 1; }
 bool stop_requested() { return g_stop != 0; }
 
@@ -273,7 +282,7 @@ void Trainer::set_model(std::shared_ptr<Classifier> model, bool keep_init) {
 TrainResult Trainer::run() {
   const Config& cfg = config_;
   const double t_start = monotonic_now();
-  apply_threads(cfg);
+  apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generator gets
   // a value fixed by the master seed.
@@ -327,6 +336,8 @@ TrainResult Trainer::run() {
     log_info("resuming run {} from {} (epoch {}, step {})", prev.uuid.substr(0, 8), ck->name,
              pos.epoch + 1, pos.step);
   } else {
+    if (!options_.init_checkpoint.empty())
+      pos = read_checkpoint(options_.init_checkpoint, *model_, opt.get(), &dropout_gen);
     NewRun nr;
     nr.experiment = cfg.experiment;
     nr.name = options_.name;
@@ -337,6 +348,15 @@ TrainResult Trainer::run() {
     if (custom) rec->set_tag("model.custom", "true");
     rec->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
     for (const auto& f : data.files) rec->set_tag("data.file." + f.filename().string(), f.string());
+    if (options_.record_environment)
+      rec->set_environment(capture_run_environment(data.files, options_.config_path));
+  }
+  const auto fp_tensors = fingerprint_tensors(*model_);
+  if (cfg.fingerprint_every_steps > 0) {
+    std::vector<std::string> names;
+    for (const auto& [n, t] : fp_tensors) names.push_back(n);
+    names.push_back("loss");
+    rec->set_fingerprint_names(names);
   }
 
   TrainResult result;
@@ -370,6 +390,11 @@ TrainResult Trainer::run() {
       fs::remove(tmp);
     };
 
+    // The initial state, so that `trainscope diff` can replay from step 0
+    // when two runs differ from their first step.
+    if (options_.resume.empty() && options_.init_checkpoint.empty() && pos.step == 0 &&
+        (cfg.checkpoint_every_epochs > 0 || cfg.checkpoint_every_steps > 0))
+      checkpoint(pos);
     const int64_t steps_at_start = pos.step;
     bool stop = false, done = false;
     for (int64_t epoch = pos.epoch; epoch < cfg.epochs && !stop && !done; ++epoch) {
@@ -393,6 +418,13 @@ TrainResult Trainer::run() {
         loss.backward();
         opt->step();
         const double loss_v = loss.item<double>();
+        if (cfg.fingerprint_every_steps > 0 && (pos.step + 1) % cfg.fingerprint_every_steps == 0) {
+          std::vector<uint64_t> hashes;
+          hashes.reserve(fp_tensors.size() + 1);
+          for (const auto& [n, t] : fp_tensors) hashes.push_back(tensor_hash(t));
+          hashes.push_back(tensor_hash(loss.detach()));
+          rec->log_fingerprint(pos.step + 1, std::move(hashes));
+        }
         const int64_t bs = batch->y.size(0);
         ++pos.step;
         pos.batch = batch->index + 1;
@@ -496,7 +528,7 @@ CheckpointEval evaluate_run(Store& store, const RunInfo& run, const std::string&
     fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}", run.uuid.substr(0, 8),
          checkpoint.empty() ? "" : " '" + checkpoint + "'", have.empty() ? "none" : have);
   }
-  apply_threads(cfg);
+  apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);
   ModelShape shape = shape_of(data);

@@ -65,6 +65,12 @@ class RunRecorder {
   // Same, with an explicit wall time (unix seconds).
   void log_metric(std::string_view key, double value, int64_t step, double wall_time);
 
+  // Buffers the fingerprint of one step (hashes in the order given to
+  // set_fingerprint_names); written with the metrics. Never blocks on I/O.
+  void log_fingerprint(int64_t step, std::vector<uint64_t> hashes);
+  void set_fingerprint_names(const std::vector<std::string>& names);
+  void set_environment(const std::map<std::string, std::string>& entries);
+
   // Params and tags are rare and must fail loudly, so they write through.
   void log_param(std::string_view key, std::string_view value);
   void log_params(const std::map<std::string, std::string>& params);
@@ -107,6 +113,7 @@ class RunRecorder {
   std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> key_ids_;
   std::vector<std::string> keys_;
   std::vector<Pending> buffer_;
+  std::vector<Fingerprint> fingerprints_;
   int64_t flush_requests_ = 0;
   int64_t flush_done_ = 0;
   bool stopping_ = false;

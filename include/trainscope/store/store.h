@@ -85,6 +85,17 @@ struct MetricSummary {
   double max = 0;
 };
 
+// Hashes of every tensor of a model (and the loss) after one optimizer step.
+struct Fingerprint {
+  int64_t step = 0;
+  std::vector<uint64_t> hashes;  // one per name in FingerprintSet::names
+};
+
+struct FingerprintSet {
+  std::vector<std::string> names;  // tensor names, in forward order
+  std::vector<Fingerprint> steps;  // increasing step
+};
+
 struct ArtifactInfo {
   std::string name;    // relative name inside the run's artifact folder
   std::string kind;    // free text: "checkpoint", "stdout", "config", ...
@@ -163,6 +174,23 @@ class Store {
   // Every point of one key in append order (steps need not be monotonic).
   virtual std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) = 0;
   virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
+
+  // --- environment manifest ---------------------------------------------------
+  // Records "group.key" -> value entries (replacing earlier values of the
+  // same keys) in one transaction.
+  virtual void set_environment(std::string_view uuid,
+                               const std::map<std::string, std::string>& entries) = 0;
+  virtual std::map<std::string, std::string> environment(std::string_view uuid) = 0;
+
+  // --- fingerprints ------------------------------------------------------------
+  // Names the tensors that fingerprints of this run hash, in order. Setting
+  // different names later throws Error(kConflict).
+  virtual void set_fingerprint_names(std::string_view uuid,
+                                     const std::vector<std::string>& names) = 0;
+  // Appends steps in one transaction; a step already recorded is kept as it
+  // was (a resumed run replays steps after its last checkpoint).
+  virtual void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) = 0;
+  virtual FingerprintSet fingerprints(std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
   // Copies a file into the run's artifact folder (beside the database) under

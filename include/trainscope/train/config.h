@@ -67,6 +67,15 @@ struct SeedConfig {
   int64_t dropout = -1;
 };
 
+// Settings that trade speed for repeatability; recorded with every run.
+// (Thread count and dtype are the top-level `threads` and `dtype`.)
+struct DeterminismConfig {
+  bool deterministic_algorithms = false;  // at::Context::setDeterministicAlgorithms
+  bool mkldnn = true;                     // oneDNN kernels (the CPU's algorithm choice)
+  bool cudnn_benchmark = false;           // CUDA builds only
+  bool cudnn_deterministic = false;       // CUDA builds only
+};
+
 struct Config {
   std::string experiment = "default";
   int64_t seed = 0;
@@ -85,6 +94,8 @@ struct Config {
   int64_t checkpoint_every_steps = 0;
   std::string on_nan = "fail";    // fail | continue
   int64_t log_every_steps = 1;
+  int64_t fingerprint_every_steps = 1;  // 0: off
+  DeterminismConfig determinism;
 };
 
 // Parses YAML text (may be empty) then applies "key=value" overrides, checks

@@ -66,6 +66,11 @@ struct TrainOptions {
   std::string name;             // run name
   std::string command_line;     // recorded with the run
   std::string resume;           // UUID of a run to continue
+  std::string config_path;      // the config file, for the git state of its repository
+  // Start a new run from this checkpoint file's state (model, optimizer,
+  // RNG, position) instead of from scratch; used to replay steps.
+  std::string init_checkpoint;
+  bool record_environment = true;  // capture the environment manifest
   bool progress = true;         // progress bar / periodic lines on stderr
 };
 
@@ -104,6 +109,10 @@ class Trainer {
   std::shared_ptr<Classifier> model_;
   bool keep_init_ = false;
 };
+
+// The tensors a fingerprint hashes, in forward order: for each module in
+// registration order, its own parameters then its buffers.
+std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn::Module& model);
 
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).

@@ -1,0 +1,77 @@
+// The environment manifest: everything about the machine, its drivers,
+// libraries, threads and numerics settings that can change a training result.
+//
+// A manifest is a flat map "group.key" -> value. Groups: hardware, driver,
+// libraries, system, threads, flags, env (environment variables that change
+// numerics), data (SHA-256 of files read), build (trainscope itself), git.
+// Flat keys make manifests easy to store, diff and print.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trainscope::env {
+
+using Manifest = std::map<std::string, std::string>;
+
+struct CpuInfo {
+  std::string arch;        // x86_64, aarch64, ...
+  std::string vendor;      // GenuineIntel, AuthenticAMD, or the Arm implementer
+  std::string model_name;  // "AMD EPYC 7B13", or Arm "implementer/part" when unnamed
+  std::string family, model, stepping, microcode;  // x86; Arm: variant/part/revision
+  std::vector<std::string> flags;                  // x86 "flags" or Arm "Features"
+  int logical = 0;
+  int physical = 0;  // distinct (physical id, core id) pairs; logical when unknown
+  int sockets = 0;
+};
+
+// Parses the text of /proc/cpuinfo (x86 or Arm).
+CpuInfo parse_cpuinfo(std::string_view text);
+
+// The flags that matter for numerics: avx, avx2, avx512*, fma, f16c, and Arm
+// asimd/sve/fphp, space-separated in a stable order.
+std::string numerics_flags(const CpuInfo& cpu);
+
+// Hardware and OS facts read under `root` ("/" on a live system; a folder
+// holding proc/ and sys/ snapshots in tests).
+Manifest capture_system(const std::filesystem::path& root = "/");
+
+// OMP_*, MKL_*, OPENBLAS_*, KMP_*, GOMP_*, CUBLAS_*, CUDA_*, CUDNN_*,
+// NVIDIA_TF32_OVERRIDE, TF_*, PYTORCH_*, TORCH_*, LD_PRELOAD, LD_LIBRARY_PATH:
+// "env.NAME" -> value, "unset" for the well-known ones that are absent.
+Manifest capture_env_vars();
+
+// trainscope's version, commit and compiler.
+Manifest capture_build();
+
+// Git commit, dirty flag and SHA-256 of `git diff HEAD` for the repository
+// containing `path` (nothing when it is not in a repository).
+Manifest capture_git(const std::filesystem::path& path);
+
+// GPUs through NVML, loaded at run time from $TRAINSCOPE_NVML_LIBRARY or
+// libnvidia-ml.so.1; CUDA runtime and cuDNN versions when those load.
+// Without NVML: "driver.gpu" = "none (<reason>)".
+Manifest capture_gpus();
+
+// SHA-256 of each file: "data.sha256.<path>" -> hex.
+Manifest hash_files(const std::vector<std::filesystem::path>& files);
+
+// Everything above for this process (no git, no data).
+Manifest capture_machine();
+
+struct Difference {
+  std::string group;  // first component of the key
+  std::string key;
+  std::string a, b;   // "(absent)" when one side lacks the key
+};
+
+// Every key whose value differs, ordered by group (hardware, driver,
+// libraries, system, threads, flags, env, data, config, seeds, build, git,
+// then others) and key.
+std::vector<Difference> diff(const Manifest& a, const Manifest& b);
+
+}  // namespace trainscope::env

@@ -1,0 +1,304 @@
+#include "trainscope/env/manifest.h"
+
+#include <dlfcn.h>
+#include <gnu/libc-version.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/core/version.h"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace trainscope::env {
+namespace {
+
+std::string trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string read_line(const fs::path& p) {
+  std::string s = read_text(p);
+  return trim(s.substr(0, s.find('\n')));
+}
+
+// Runs a command and returns its stdout (empty on failure).
+std::string capture(const std::string& cmd, int* status = nullptr) {
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int st = pclose(p);
+  if (status) *status = st;
+  return out;
+}
+
+const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads",
+                                   "flags",    "env",    "data",      "config", "seeds",
+                                   "build",    "git"};
+
+size_t group_rank(const std::string& g) {
+  for (size_t i = 0; i < std::size(kGroupOrder); ++i)
+    if (g == kGroupOrder[i]) return i;
+  return std::size(kGroupOrder);
+}
+
+}  // namespace
+
+CpuInfo parse_cpuinfo(std::string_view text) {
+  CpuInfo c;
+  std::set<std::pair<std::string, std::string>> cores;
+  std::set<std::string> sockets;
+  std::string physical_id, arm_implementer, arm_part, arm_variant, arm_revision;
+  std::istringstream in{std::string(text)};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = trim(std::string_view(line).substr(0, colon));
+    std::string value = trim(std::string_view(line).substr(colon + 1));
+    if (key == "processor") {
+      // x86 uses "processor : N"; some Arm kernels print "Processor : name".
+      if (!value.empty() && std::isdigit(static_cast<unsigned char>(value[0]))) {
+        ++c.logical;
+      } else if (c.model_name.empty()) {
+        c.model_name = value;
+      }
+    } else if (key == "vendor_id") {
+      c.vendor = value;
+    } else if (key == "model name") {
+      c.model_name = value;
+    } else if (key == "cpu family") {
+      c.family = value;
+    } else if (key == "model") {
+      c.model = value;
+    } else if (key == "stepping") {
+      c.stepping = value;
+    } else if (key == "microcode") {
+      c.microcode = value;
+    } else if (key == "flags" || key == "Features") {
+      if (c.flags.empty()) {
+        std::istringstream fs(value);
+        std::string f;
+        while (fs >> f) c.flags.push_back(f);
+      }
+    } else if (key == "physical id") {
+      physical_id = value;
+      sockets.insert(value);
+    } else if (key == "core id") {
+      cores.emplace(physical_id, value);
+    } else if (key == "CPU implementer") {
+      arm_implementer = value;
+    } else if (key == "CPU part") {
+      arm_part = value;
+    } else if (key == "CPU variant") {
+      arm_variant = value;
+    } else if (key == "CPU revision") {
+      arm_revision = value;
+    }
+  }
+  if (!arm_implementer.empty()) {
+    c.arch = "aarch64";
+    static const std::map<std::string, std::string> kImplementers = {
+        {"0x41", "ARM"}, {"0x42", "Broadcom"}, {"0x43", "Cavium"}, {"0x46", "Fujitsu"},
+        {"0x48", "HiSilicon"}, {"0x4e", "NVIDIA"}, {"0x51", "Qualcomm"}, {"0x61", "Apple"},
+        {"0xc0", "Ampere"}};
+    auto it = kImplementers.find(arm_implementer);
+    c.vendor = it != kImplementers.end() ? it->second : arm_implementer;
+    c.family = arm_variant;
+    c.model = arm_part;
+    c.stepping = arm_revision;
+    if (c.model_name.empty()) c.model_name = c.vendor + " part " + arm_part;
+  } else if (!c.vendor.empty()) {
+    c.arch = "x86_64";
+  }
+  c.physical = cores.empty() ? c.logical : static_cast<int>(cores.size());
+  c.sockets = sockets.empty() ? 1 : static_cast<int>(sockets.size());
+  return c;
+}
+
+std::string numerics_flags(const CpuInfo& cpu) {
+  std::vector<std::string> out;
+  for (const auto& f : cpu.flags) {
+    if (f == "avx" || f == "avx2" || f == "fma" || f == "f16c" || f.rfind("avx512", 0) == 0 ||
+        f == "asimd" || f == "sve" || f == "sve2" || f == "fphp" || f == "asimdhp" ||
+        f == "amx_tile" || f == "amx_bf16")
+      out.push_back(f);
+  }
+  std::sort(out.begin(), out.end());
+  std::string s;
+  for (const auto& f : out) s += (s.empty() ? "" : " ") + f;
+  return s.empty() ? "none" : s;
+}
+
+Manifest capture_system(const fs::path& root) {
+  Manifest m;
+  CpuInfo cpu = parse_cpuinfo(read_text(root / "proc/cpuinfo"));
+  m["hardware.cpu.arch"] = cpu.arch.empty() ? "unknown" : cpu.arch;
+  m["hardware.cpu.vendor"] = cpu.vendor;
+  m["hardware.cpu.model_name"] = cpu.model_name;
+  m["hardware.cpu.family"] = cpu.family;
+  m["hardware.cpu.model"] = cpu.model;
+  m["hardware.cpu.stepping"] = cpu.stepping;
+  m["hardware.cpu.microcode"] = cpu.microcode.empty() ? "unknown" : cpu.microcode;
+  m["hardware.cpu.numerics_flags"] = numerics_flags(cpu);
+  m["hardware.cpu.logical_cores"] = std::to_string(cpu.logical);
+  m["hardware.cpu.physical_cores"] = std::to_string(cpu.physical);
+  m["hardware.cpu.sockets"] = std::to_string(cpu.sockets);
+  fs::path cpu0 = root / "sys/devices/system/cpu/cpu0";
+  auto khz = [&](const char* f) {
+    std::string v = read_line(cpu0 / "cpufreq" / f);
+    return v.empty() ? std::string("unknown") : std::to_string(std::stoll(v) / 1000) + " MHz";
+  };
+  m["hardware.cpu.min_freq"] = khz("cpuinfo_min_freq");
+  m["hardware.cpu.max_freq"] = khz("cpuinfo_max_freq");
+  std::error_code ec;
+  for (int i = 0; i < 8; ++i) {
+    fs::path idx = cpu0 / "cache" / ("index" + std::to_string(i));
+    if (!fs::exists(idx, ec)) break;
+    std::string level = read_line(idx / "level"), type = read_line(idx / "type");
+    std::string name = "L" + level + (type == "Data" ? "d" : type == "Instruction" ? "i" : "");
+    m["hardware.cache." + name] = read_line(idx / "size");
+  }
+  for (std::istringstream mem(read_text(root / "proc/meminfo")); !mem.eof();) {
+    std::string line;
+    std::getline(mem, line);
+    if (line.rfind("MemTotal:", 0) == 0) {
+      int64_t kb = std::stoll(trim(line.substr(9)));
+      m["hardware.memory.total"] = fmt::format("{:.1f} GiB", static_cast<double>(kb) / 1048576.0);
+    }
+  }
+  // OS and kernel.
+  for (std::istringstream os(read_text(root / "etc/os-release")); !os.eof();) {
+    std::string line;
+    std::getline(os, line);
+    if (line.rfind("PRETTY_NAME=", 0) == 0) {
+      std::string v = line.substr(12);
+      std::erase(v, '"');
+      m["system.os"] = v;
+    }
+  }
+  if (root == "/") {
+    utsname u{};
+    if (uname(&u) == 0) {
+      m["system.kernel"] = std::string(u.sysname) + " " + u.release;
+      m["system.machine"] = u.machine;
+    }
+    m["libraries.glibc"] = gnu_get_libc_version();
+    m["system.hostname"] = host_name();
+  } else {
+    m["system.kernel"] = read_line(root / "proc/sys/kernel/osrelease");
+  }
+  return m;
+}
+
+Manifest capture_env_vars() {
+  static const char* const kPrefixes[] = {"OMP_",    "MKL_",   "OPENBLAS_", "KMP_",  "GOMP_",
+                                          "CUBLAS_", "CUDA_",  "CUDNN_",    "PYTORCH_",
+                                          "TORCH_",  "DNNL_",  "ONEDNN_",   "GOTO_", "BLIS_",
+                                          "NVIDIA_TF32"};
+  static const char* const kAlways[] = {"OMP_NUM_THREADS",      "MKL_NUM_THREADS",
+                                        "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
+                                        "CUBLAS_WORKSPACE_CONFIG", "CUDA_VISIBLE_DEVICES",
+                                        "KMP_AFFINITY",         "OMP_PROC_BIND"};
+  Manifest m;
+  for (const char* name : kAlways) m[std::string("env.") + name] = "unset";
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string name(kv.substr(0, eq));
+    bool match = name == "LD_PRELOAD" || name == "LD_LIBRARY_PATH";
+    for (const char* p : kPrefixes) match |= name.rfind(p, 0) == 0;
+    if (match) m["env." + name] = std::string(kv.substr(eq + 1));
+  }
+  return m;
+}
+
+Manifest capture_build() {
+  return {{"build.trainscope.version", version()},
+          {"build.trainscope.commit", build_commit()},
+          {"build.compiler", build_compiler()}};
+}
+
+Manifest capture_git(const fs::path& path) {
+  Manifest m;
+  std::error_code ec;
+  fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path();
+  if (dir.empty()) dir = ".";
+  std::string q = "'" + dir.string() + "'";
+  int st = 0;
+  std::string head = trim(capture("git -C " + q + " rev-parse HEAD 2>/dev/null", &st));
+  if (st != 0 || head.empty()) return m;
+  m["git.commit"] = head;
+  m["git.root"] = trim(capture("git -C " + q + " rev-parse --show-toplevel 2>/dev/null"));
+  std::string status = capture("git -C " + q + " status --porcelain --untracked-files=no 2>/dev/null");
+  m["git.dirty"] = status.empty() ? "false" : "true";
+  m["git.diff_sha256"] =
+      status.empty() ? "" : sha256_hex(capture("git -C " + q + " diff HEAD 2>/dev/null"));
+  return m;
+}
+
+Manifest hash_files(const std::vector<fs::path>& files) {
+  Manifest m;
+  for (const auto& f : files) m["data.sha256." + f.string()] = sha256_file(f);
+  return m;
+}
+
+Manifest capture_machine() {
+  Manifest m = capture_system("/");
+  m.merge(capture_env_vars());
+  m.merge(capture_build());
+  m.merge(capture_gpus());
+  // Which BLAS the system's libblas.so.3 alternative points at (Debian).
+  std::error_code ec;
+  for (const char* alt : {"/etc/alternatives/libblas.so.3-x86_64-linux-gnu",
+                          "/etc/alternatives/libblas.so.3-aarch64-linux-gnu"}) {
+    auto target = fs::read_symlink(alt, ec);
+    if (!ec) m["libraries.blas.alternative"] = target.string();
+  }
+  return m;
+}
+
+std::vector<Difference> diff(const Manifest& a, const Manifest& b) {
+  std::vector<Difference> out;
+  std::set<std::string> keys;
+  for (const auto& [k, v] : a) keys.insert(k);
+  for (const auto& [k, v] : b) keys.insert(k);
+  for (const auto& k : keys) {
+    auto ia = a.find(k), ib = b.find(k);
+    std::string va = ia == a.end() ? "(absent)" : ia->second;
+    std::string vb = ib == b.end() ? "(absent)" : ib->second;
+    if (va == vb) continue;
+    out.push_back({k.substr(0, k.find('.')), k, va, vb});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Difference& x, const Difference& y) {
+    size_t rx = group_rank(x.group), ry = group_rank(y.group);
+    return rx != ry ? rx < ry : x.key < y.key;
+  });
+  return out;
+}
+
+}  // namespace trainscope::env
