@@ -11,6 +11,8 @@
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
+#include "trainscope/train/torch_env.h"
+#include "trainscope/train/trainer.h"
 
 using namespace trainscope::train;
 
@@ -55,6 +57,31 @@ BENCHMARK_CAPTURE(BM_TrainStep, mlp_b64, "mlp", 64)->Unit(benchmark::kMicrosecon
     ->MinTime(3.0)->UseRealTime();
 BENCHMARK_CAPTURE(BM_TrainStep, demo_cnn_b128, "demo_cnn", 128)->Unit(benchmark::kMicrosecond)
     ->MinTime(3.0)->UseRealTime();
+
+// Hashing every parameter, buffer and the loss once: the per-step cost of
+// fingerprint.every_steps: 1. Compare with BM_TrainStep of the same model.
+void BM_Fingerprint(benchmark::State& state, const char* model_name) {
+  ModelConfig mc;
+  mc.name = model_name;
+  auto model = make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+  auto tensors = fingerprint_tensors(*model);
+  auto loss = torch::tensor(0.5f);
+  int64_t bytes = 0;
+  for (const auto& [n, t] : tensors) bytes += t.numel() * t.element_size();
+  for (auto _ : state) {
+    std::vector<uint64_t> hashes;
+    hashes.reserve(tensors.size() + 1);
+    for (const auto& [n, t] : tensors) hashes.push_back(tensor_hash(t));
+    hashes.push_back(tensor_hash(loss));
+    benchmark::DoNotOptimize(hashes.data());
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  state.counters["tensors"] = static_cast<double>(tensors.size());
+}
+BENCHMARK_CAPTURE(BM_Fingerprint, demo_cnn, "demo_cnn")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Fingerprint, vgg11_seed, "vgg11_seed")->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_TrainStep, vgg11_seed_b64, "vgg11_seed", 64)->Unit(benchmark::kMillisecond)
+    ->MinTime(5.0)->UseRealTime();
 
 }  // namespace
 

@@ -498,8 +498,12 @@ TrainResult Trainer::run() {
         checkpoint(pos);
     }
     checkpoint(pos);
-    if (done && result.test.samples == 0)
+    // Stopped by max_steps inside an epoch: evaluate and record the final
+    // model anyway, under the number of the epoch in progress.
+    if (done && pos.batch > 0) {
       result.test = evaluate(*model_, data.test, data, cfg.eval_batch_size, dtype);
+      log_eval(*rec, "test", result.test, pos.epoch + 1);
+    }
     result.steps = pos.step;
     result.status = stop ? RunStatus::kStopped : RunStatus::kFinished;
     if (stop) progress.message(fmt::format("stopped at step {}; resume with `trainscope train CONFIG --resume {}`",

@@ -1,0 +1,158 @@
+// Environment manifest: /proc/cpuinfo snapshots of several CPUs, a
+// snapshot system tree, NVML absent, and NVML through a test double library.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "support/test_util.h"
+#include "trainscope/env/manifest.h"
+
+namespace trainscope::env {
+namespace {
+
+std::string snapshot(const std::string& name) {
+  std::ifstream in(std::string(TS_TEST_DATA_DIR) + "/cpuinfo/" + name);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(CpuInfoTest, IntelXeon) {
+  CpuInfo c = parse_cpuinfo(snapshot("intel_xeon.txt"));
+  EXPECT_EQ(c.arch, "x86_64");
+  EXPECT_EQ(c.vendor, "GenuineIntel");
+  EXPECT_EQ(c.model_name, "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz");
+  EXPECT_EQ(c.family, "6");
+  EXPECT_EQ(c.model, "85");
+  EXPECT_EQ(c.stepping, "4");
+  EXPECT_EQ(c.microcode, "0x2006e05");
+  EXPECT_EQ(c.logical, 4);
+  EXPECT_EQ(c.physical, 2);  // two hyperthreads per core
+  EXPECT_EQ(c.sockets, 1);
+  EXPECT_EQ(numerics_flags(c), "avx avx2 avx512bw avx512cd avx512dq avx512f avx512vl f16c fma");
+}
+
+TEST(CpuInfoTest, AmdEpycOfThisKindOfMachine) {
+  CpuInfo c = parse_cpuinfo(snapshot("amd_epyc.txt"));
+  EXPECT_EQ(c.vendor, "AuthenticAMD");
+  EXPECT_EQ(c.model_name, "AMD EPYC");
+  EXPECT_EQ(c.family, "26");
+  EXPECT_EQ(c.logical, 2);
+  EXPECT_NE(numerics_flags(c).find("avx2"), std::string::npos);
+  EXPECT_NE(numerics_flags(c).find("fma"), std::string::npos);
+}
+
+TEST(CpuInfoTest, ArmNeoverse) {
+  CpuInfo c = parse_cpuinfo(snapshot("arm_neoverse.txt"));
+  EXPECT_EQ(c.arch, "aarch64");
+  EXPECT_EQ(c.vendor, "ARM");
+  EXPECT_EQ(c.model, "0xd40");
+  EXPECT_EQ(c.family, "0x1");
+  EXPECT_EQ(c.stepping, "1");
+  EXPECT_EQ(c.model_name, "ARM part 0xd40");
+  EXPECT_EQ(c.logical, 2);
+  EXPECT_EQ(c.physical, 2);
+  EXPECT_EQ(numerics_flags(c), "asimd asimdhp fphp sve");
+}
+
+TEST(SystemTest, ReadsASnapshotTree) {
+  testing::TempDir root;
+  auto put = [&](const std::string& rel, const std::string& content) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << content;
+  };
+  put("proc/cpuinfo", snapshot("intel_xeon.txt"));
+  put("proc/meminfo", "MemTotal:       32768000 kB\nMemFree:  1 kB\n");
+  put("proc/sys/kernel/osrelease", "5.15.0-test\n");
+  put("etc/os-release", "NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n");
+  const std::string cpu0 = "sys/devices/system/cpu/cpu0/";
+  put(cpu0 + "cpufreq/cpuinfo_min_freq", "1000000\n");
+  put(cpu0 + "cpufreq/cpuinfo_max_freq", "3700000\n");
+  put(cpu0 + "cache/index0/level", "1\n");
+  put(cpu0 + "cache/index0/type", "Data\n");
+  put(cpu0 + "cache/index0/size", "32K\n");
+  put(cpu0 + "cache/index1/level", "2\n");
+  put(cpu0 + "cache/index1/type", "Unified\n");
+  put(cpu0 + "cache/index1/size", "1024K\n");
+  Manifest m = capture_system(root.path());
+  EXPECT_EQ(m["hardware.cpu.model_name"], "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz");
+  EXPECT_EQ(m["hardware.cpu.min_freq"], "1000 MHz");
+  EXPECT_EQ(m["hardware.cpu.max_freq"], "3700 MHz");
+  EXPECT_EQ(m["hardware.cache.L1d"], "32K");
+  EXPECT_EQ(m["hardware.cache.L2"], "1024K");
+  EXPECT_EQ(m["hardware.memory.total"], "31.2 GiB");
+  EXPECT_EQ(m["system.os"], "Debian GNU/Linux 12 (bookworm)");
+  EXPECT_EQ(m["system.kernel"], "5.15.0-test");
+}
+
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(GpuTest, NoNvmlIsACleanNoGpu) {
+  ScopedEnv lib("TRAINSCOPE_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1");
+  Manifest m = capture_gpus();
+  EXPECT_EQ(m["driver.gpu"].rfind("none (NVML not found", 0), 0u) << m["driver.gpu"];
+  for (const auto& [k, v] : m) EXPECT_EQ(k.rfind("hardware.gpu", 0), std::string::npos) << k;
+}
+
+TEST(GpuTest, NvmlTestDoubleFillsEveryField) {
+  ScopedEnv lib("TRAINSCOPE_NVML_LIBRARY", TS_FAKE_NVML);
+  Manifest m = capture_gpus();
+  EXPECT_EQ(m["driver.gpu"], "2 NVIDIA GPU(s)");
+  EXPECT_EQ(m["driver.nvidia.version"], "535.104.05");
+  EXPECT_EQ(m["driver.cuda.driver_version"], "12.2");
+  EXPECT_EQ(m["hardware.gpu0.name"], "Fake GPU A100");
+  EXPECT_EQ(m["hardware.gpu1.name"], "Fake GPU B100");
+  EXPECT_EQ(m["hardware.gpu1.uuid"], "GPU-00000000-1111-2222-3333-000000000001");
+  EXPECT_EQ(m["hardware.gpu0.serial"], "SERIAL-1320");
+  EXPECT_EQ(m["hardware.gpu0.memory_total"], "40.0 GiB");
+  EXPECT_EQ(m["hardware.gpu1.compute_capability"], "8.1");
+  EXPECT_EQ(m["hardware.gpu0.max_sm_clock"], "1410 MHz");
+  EXPECT_EQ(m["hardware.gpu0.max_mem_clock"], "1215 MHz");
+  EXPECT_EQ(m["hardware.gpu0.power_limit"], "400 W");
+}
+
+TEST(ManifestTest, EnvVarsAndDiffGroups) {
+  ScopedEnv omp("OMP_NUM_THREADS", "3");
+  ScopedEnv blas("OPENBLAS_NUM_THREADS", nullptr);
+  Manifest a = capture_env_vars();
+  EXPECT_EQ(a["env.OMP_NUM_THREADS"], "3");
+  EXPECT_EQ(a["env.OPENBLAS_NUM_THREADS"], "unset");
+  Manifest b = a;
+  b["env.OMP_NUM_THREADS"] = "1";
+  b["hardware.cpu.model_name"] = "other";
+  a["hardware.cpu.model_name"] = "this";
+  b["data.sha256./x"] = "ab";
+  auto d = diff(a, b);
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].group, "hardware");  // groups in their fixed order
+  EXPECT_EQ(d[1].key, "env.OMP_NUM_THREADS");
+  EXPECT_EQ(d[2].a, "(absent)");
+  EXPECT_TRUE(diff(a, a).empty());
+}
+
+}  // namespace
+}  // namespace trainscope::env

@@ -1,0 +1,202 @@
+// Fingerprints, diff and rerun on real training runs.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+#include <zlib.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/repro/diff.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::repro {
+namespace {
+
+using testing::TempDir;
+
+std::shared_ptr<Store> temp_store(const TempDir& dir) {
+  StoreOptions o;
+  o.uri = "sqlite:" + (dir / "t.db").string();
+  return Store::open(o);
+}
+
+train::Config small(const std::vector<std::string>& overrides = {}) {
+  std::vector<std::string> o = {"data.dataset=synthetic", "data.synthetic.size=512",
+                                "batch_size=32",          "epochs=2",
+                                "threads=1",              "checkpoint.every_steps=4"};
+  o.insert(o.end(), overrides.begin(), overrides.end());
+  return train::parse_config("", o);
+}
+
+RunInfo train_run(const std::shared_ptr<Store>& store, const train::Config& c,
+                  const std::string& name) {
+  train::TrainOptions o;
+  o.progress = false;
+  o.name = name;
+  train::Trainer t(c, store, o);
+  auto r = t.run();
+  return *store->find_run(r.run_uuid);
+}
+
+TEST(CompareTensorsTest, UlpsAbsAndRel) {
+  float a[4] = {1.0f, -0.0f, 3.0f, -2.0f};
+  float b[4] = {std::nextafter(1.0f, 2.0f), 0.0f, 3.0f, std::nextafter(std::nextafter(-2.0f, 0.f), 0.f)};
+  TensorDelta d = compare_tensors("t", a, b, 4, false);
+  EXPECT_EQ(d.elements, 4);
+  EXPECT_EQ(d.differing, 3);  // -0 and +0 differ in bits, by 0 ULP
+  EXPECT_EQ(d.max_ulp, 2);
+  EXPECT_DOUBLE_EQ(d.max_abs, 2 * std::ldexp(1.0, -23));  // two ULPs of 2.0 below: 2^-22
+  double da[2] = {1.0, 1e300}, db[2] = {1.0 + std::ldexp(1.0, -52), -1e300};
+  TensorDelta e = compare_tensors("d", da, db, 2, true);
+  EXPECT_EQ(e.differing, 2);
+  EXPECT_DOUBLE_EQ(e.max_rel, 2.0);
+  EXPECT_GT(e.max_ulp, 1e18);  // across zero: almost the whole range
+}
+
+TEST(DiffTest, SameConfigOnOneThreadIsBitIdenticalThroughout) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto a = train_run(store, small(), "a");
+  auto b = train_run(store, small(), "b");
+  auto fp = store->fingerprints(a.uuid);
+  ASSERT_EQ(fp.steps.size(), 32u);  // every step of 2 epochs x 16 batches
+  EXPECT_EQ(fp.names.back(), "loss");
+  EXPECT_EQ(fp.names.front(), "features.conv1.weight");  // forward order
+  RunDiff d = diff_runs(*store, a, b);
+  EXPECT_TRUE(d.have_fingerprints);
+  EXPECT_TRUE(d.identical);
+  EXPECT_EQ(d.first_diff_step, -1);
+  EXPECT_EQ(d.common_steps, 32);
+  EXPECT_EQ(d.max_loss_diff, 0);
+  EXPECT_TRUE(d.config.empty());
+}
+
+TEST(DiffTest, FindsTheFirstDifferingStepAndMeasuresItByReplay) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  // The learning rates part at epoch 2, i.e. at step 17.
+  auto a = train_run(store, small({"schedule.name=multistep", "schedule.milestones=[1]",
+                                   "schedule.gamma=0.5"}), "a");
+  auto b = train_run(store, small({"schedule.name=multistep", "schedule.milestones=[2]",
+                                   "schedule.gamma=0.5"}), "b");
+  RunDiff d = diff_runs(*store, a, b);
+  EXPECT_FALSE(d.identical);
+  EXPECT_EQ(d.first_diff_step, 17);
+  ASSERT_FALSE(d.differing_tensors.empty());
+  EXPECT_EQ(d.differing_tensors.front(), "features.conv1.weight");
+  // The loss of step 17 is computed before the update: still the same.
+  EXPECT_EQ(std::count(d.differing_tensors.begin(), d.differing_tensors.end(), "loss"), 0);
+  ASSERT_TRUE(d.replay_from.has_value());
+  EXPECT_EQ(*d.replay_from, 16);
+  EXPECT_TRUE(d.replay_reproduced) << d.replay_note;
+  ASSERT_EQ(d.deltas.size(), d.differing_tensors.size());
+  for (const auto& x : d.deltas) {
+    EXPECT_GT(x.differing, 0) << x.name;
+    EXPECT_GT(x.max_abs, 0) << x.name;
+    EXPECT_GT(x.max_ulp, 0) << x.name;
+  }
+  ASSERT_EQ(d.config.size(), 1u);
+  EXPECT_EQ(d.config[0].key, "config.schedule.milestones");
+  EXPECT_GT(d.max_loss_diff, 0);
+  EXPECT_GT(d.max_loss_diff_step, 17);
+}
+
+TEST(DiffTest, DeterminismFlagsAreRecorded) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto r = train_run(store, small({"determinism.mkldnn=false", "max_steps=2"}), "flags");
+  auto env = store->environment(r.uuid);
+  EXPECT_EQ(env.at("flags.mkldnn"), "off");
+  EXPECT_EQ(env.at("threads.torch.intra_op"), "1");
+  EXPECT_EQ(env.at("flags.deterministic_algorithms"), "false");
+  EXPECT_FALSE(env.at("libraries.torch.version").empty());
+  EXPECT_FALSE(env.at("hardware.cpu.model_name").empty());
+  // The next run in this process gets mkldnn back.
+  auto r2 = train_run(store, small({"max_steps=2"}), "flags2");
+  EXPECT_EQ(store->environment(r2.uuid).at("flags.mkldnn"), "on");
+}
+
+TEST(DiffTest, WithoutFingerprintsOrWithDifferentModelsComparesWhatItCan) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto a = train_run(store, small({"fingerprint.every_steps=0", "max_steps=4"}), "nofp");
+  auto b = train_run(store, small({"max_steps=4"}), "fp");
+  auto c = train_run(store, small({"model.name=mlp", "max_steps=4"}), "mlp");
+  RunDiff d = diff_runs(*store, a, b);
+  EXPECT_FALSE(d.have_fingerprints);
+  EXPECT_EQ(d.first_diff_step, -1);
+  EXPECT_EQ(d.loss_steps_compared, 4);
+  RunDiff e = diff_runs(*store, b, c);
+  EXPECT_FALSE(e.same_model);
+  EXPECT_EQ(e.model_b, "mlp");
+  EXPECT_EQ(e.first_diff_step, -1);
+  EXPECT_TRUE(e.final_accuracy_a.has_value());
+}
+
+// --- rerun through the CLI, on IDX files the test writes --------------------------
+
+void write_idx(const std::filesystem::path& dir, const std::string& prefix, int n, int seed) {
+  std::string img, lab;
+  auto be32 = [](std::string& s, uint32_t v) {
+    for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  be32(img, 0x803), be32(img, n), be32(img, 28), be32(img, 28);
+  be32(lab, 0x801), be32(lab, n);
+  for (int i = 0; i < n; ++i) {
+    int label = (i * 7 + seed) % 10;
+    lab.push_back(static_cast<char>(label));
+    for (int p = 0; p < 784; ++p)
+      img.push_back(static_cast<char>(((p % 28) / 3 == label) ? 200 : (p * 13 + i) % 50));
+  }
+  for (auto& [name, bytes] : {std::pair{prefix + "-images-idx3-ubyte.gz", img},
+                              std::pair{prefix + "-labels-idx1-ubyte.gz", lab}}) {
+    gzFile f = gzopen((dir / name).c_str(), "wb");
+    gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+    gzclose(f);
+  }
+}
+
+TEST(RerunTest, VerifyIsBitIdenticalAndAChangedDataFileIsRefused) {
+  TempDir dir;
+  auto data = dir / "mnist";
+  std::filesystem::create_directories(data);
+  write_idx(data, "train", 256, 1);
+  write_idx(data, "t10k", 64, 2);
+  std::ofstream(dir / "c.yaml") << "threads: 1\nepochs: 1\nbatch_size: 32\nmodel: {name: lenet5}\n"
+                                   "data: {dataset: mnist, path: " << data.string() << "}\n";
+  const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
+  auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() + " --name orig --no-progress");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+
+  auto verify = testing::run_command(ts + "rerun orig --verify");
+  EXPECT_EQ(verify.exit_code, 0) << verify.out;
+  EXPECT_NE(verify.out.find("verify: bit-identical at all 8 steps"), std::string::npos) << verify.out;
+
+  write_idx(data, "t10k", 64, 3);  // the test set changes
+  auto refused = testing::run_command(ts + "rerun orig");
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.out.find("t10k-images-idx3-ubyte.gz' changed"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("--force"), std::string::npos);
+  auto forced = testing::run_command(ts + "-q rerun orig --force");
+  EXPECT_EQ(forced.exit_code, 0) << forced.out;
+
+  auto card = testing::run_command(ts + "card orig");
+  EXPECT_EQ(card.exit_code, 0);
+  for (const char* section : {"## Model details", "## Intended use", "## Factors", "## Metrics",
+                              "## Evaluation data", "## Training data", "## Quantitative analyses",
+                              "## Ethical considerations", "## Caveats and recommendations"})
+    EXPECT_NE(card.out.find(section), std::string::npos) << section;
+  EXPECT_NE(card.out.find("`lenet5`"), std::string::npos);
+  EXPECT_NE(card.out.find("TODO"), std::string::npos);
+  auto checklist = testing::run_command(ts + "checklist orig");
+  EXPECT_NE(checklist.out.find("[x] Compute infrastructure"), std::string::npos) << checklist.out;
+  EXPECT_NE(checklist.out.find("[ ] Energy consumption"), std::string::npos) << checklist.out;
+  // orig and its two reruns share the config: three runs, with a std.
+  EXPECT_NE(checklist.out.find("Number of training runs (same config): 3"), std::string::npos)
+      << checklist.out;
+}
+
+}  // namespace
+}  // namespace trainscope::repro
