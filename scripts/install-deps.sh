@@ -10,6 +10,7 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev zlib1g-dev libxxhash-dev
+  libmpfr-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
 )
 

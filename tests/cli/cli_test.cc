@@ -62,7 +62,7 @@ TEST_F(CliTest, ListShowByNameAndPrefix) {
   auto show = ts("runs show first");
   ASSERT_EQ(show.exit_code, 0) << show.out;
   EXPECT_NE(show.out.find(uuid), std::string::npos);
-  EXPECT_NE(show.out.find("x/float32"), std::string::npos);
+  EXPECT_NE(show.out.find("x/f32.rx_1mx"), std::string::npos);
   auto by_prefix = ts("runs show " + uuid.substr(0, 6));
   EXPECT_EQ(by_prefix.exit_code, 0) << by_prefix.out;
 
@@ -82,10 +82,10 @@ TEST_F(CliTest, ListShowByNameAndPrefix) {
 
 TEST_F(CliTest, ExportAndMetricsMatchTheStore) {
   std::string uuid = make_run("exp");
-  auto pts = store()->metric(uuid, "x/float64");
+  auto pts = store()->metric(uuid, "x/f64.rx_1mx");
   ASSERT_EQ(pts.size(), 51u);
 
-  auto csv = ts("metrics exp x/float64 --format csv");
+  auto csv = ts("metrics exp x/f64.rx_1mx --format csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.out;
   std::istringstream lines(csv.out);
   std::string line;
@@ -106,12 +106,12 @@ TEST_F(CliTest, ExportAndMetricsMatchTheStore) {
   auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["uuid"], uuid);
   EXPECT_EQ(j["params"]["r"], "3.7");
-  EXPECT_EQ(j["metrics"]["x/float64"].size(), 51u);
-  EXPECT_EQ(j["metrics"]["x/float64"][50]["value"].get<double>(), pts[50].value);
+  EXPECT_EQ(j["metrics"]["x/f64.rx_1mx"].size(), 51u);
+  EXPECT_EQ(j["metrics"]["x/f64.rx_1mx"][50]["value"].get<double>(), pts[50].value);
 
   auto ecsv = ts("runs export exp --format csv");
   EXPECT_NE(ecsv.out.find("key,step,wall_time,value\n"), std::string::npos);
-  EXPECT_NE(ecsv.out.find("x/float32,0,"), std::string::npos);
+  EXPECT_NE(ecsv.out.find("x/f32.rx_1mx,0,"), std::string::npos);
 }
 
 TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
