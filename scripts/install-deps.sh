@@ -12,12 +12,12 @@ PACKAGES=(
   libssl-dev zlib1g-dev libxxhash-dev
   libmpfr-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
+  python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
 )
 
-# `--bench` adds what the benchmarks compare against: Debian's Python PyTorch
-# (the same libtorch 1.13) for bench/train_vs_python.sh.
+# `--bench` adds what only the benchmarks need.
 if [ "${1:-}" = "--bench" ]; then
-  PACKAGES+=(python3-torch python3-numpy)
+  PACKAGES+=(python3-numpy)
 fi
 
 missing=()

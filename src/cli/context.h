@@ -25,6 +25,7 @@ struct Context {
 // Each command family registers its subcommands on the root app.
 void register_runs_commands(CLI::App& app, Context& ctx);
 void register_numerics_commands(CLI::App& app, Context& ctx);
+void register_monitor_commands(CLI::App& app, Context& ctx);
 // Defined only when trainscope is built with libtorch.
 void register_train_commands(CLI::App& app, Context& ctx);
 void register_repro_commands(CLI::App& app, Context& ctx);

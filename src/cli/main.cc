@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
 
   cli::register_runs_commands(app, ctx);
   cli::register_numerics_commands(app, ctx);
+  cli::register_monitor_commands(app, ctx);
 #ifdef TRAINSCOPE_WITH_TORCH
   cli::register_train_commands(app, ctx);
   cli::register_repro_commands(app, ctx);

@@ -1,5 +1,6 @@
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "nvml.h"
@@ -28,6 +29,20 @@ struct Nvml::Api {
   int (*cc)(Device, int*, int*) = nullptr;
   int (*max_clock)(Device, int, unsigned*) = nullptr;
   int (*power_limit)(Device, unsigned*) = nullptr;
+  struct Utilization {
+    unsigned gpu, memory;
+  };
+  struct ProcessInfo {
+    unsigned pid;
+    unsigned long long used_memory;
+    unsigned gpu_instance, compute_instance;
+  };
+  int (*utilization)(Device, Utilization*) = nullptr;
+  int (*power)(Device, unsigned*) = nullptr;
+  int (*temperature)(Device, int, unsigned*) = nullptr;
+  int (*clock)(Device, int, unsigned*) = nullptr;
+  int (*energy)(Device, unsigned long long*) = nullptr;
+  int (*processes)(Device, unsigned*, ProcessInfo*) = nullptr;
 };
 
 namespace {
@@ -62,6 +77,13 @@ Nvml::Nvml() : api_(std::make_unique<Api>()) {
   load(handle_, "nvmlDeviceGetCudaComputeCapability", a.cc);
   load(handle_, "nvmlDeviceGetMaxClockInfo", a.max_clock);
   load(handle_, "nvmlDeviceGetPowerManagementLimit", a.power_limit);
+  load(handle_, "nvmlDeviceGetUtilizationRates", a.utilization);
+  load(handle_, "nvmlDeviceGetPowerUsage", a.power);
+  load(handle_, "nvmlDeviceGetTemperature", a.temperature);
+  load(handle_, "nvmlDeviceGetClockInfo", a.clock);
+  load(handle_, "nvmlDeviceGetTotalEnergyConsumption", a.energy);
+  if (!load(handle_, "nvmlDeviceGetComputeRunningProcesses_v3", a.processes))
+    load(handle_, "nvmlDeviceGetComputeRunningProcesses_v2", a.processes);
   if (!all) {
     reason_ = lib + " lacks required NVML functions";
     return;
@@ -113,6 +135,43 @@ std::vector<GpuStatic> Nvml::gpus() const {
     }
     if (api_->power_limit) api_->power_limit(d, &g.power_limit_mw);
     out.push_back(std::move(g));
+  }
+  return out;
+}
+
+std::vector<GpuSample> Nvml::sample(const std::vector<int64_t>& pids) const {
+  std::vector<GpuSample> out;
+  unsigned n = 0;
+  if (!ok_ || api_->count(&n) != 0) return out;
+  for (unsigned i = 0; i < n; ++i) {
+    Api::Device d = nullptr;
+    GpuSample s;
+    if (api_->handle(i, &d) != 0) {
+      out.push_back(s);
+      continue;
+    }
+    Api::Utilization u{};
+    if (api_->utilization && api_->utilization(d, &u) == 0)
+      s.util_percent = u.gpu, s.mem_util_percent = u.memory;
+    Api::Memory m{};
+    if (api_->memory(d, &m) == 0)
+      s.mem_used_bytes = static_cast<double>(m.used), s.mem_total_bytes = static_cast<double>(m.total);
+    unsigned v = 0;
+    if (api_->power && api_->power(d, &v) == 0) s.power_w = v / 1000.0;
+    if (api_->temperature && api_->temperature(d, 0, &v) == 0) s.temperature_c = v;
+    if (api_->clock && api_->clock(d, kClockSm, &v) == 0) s.sm_clock_mhz = v;
+    if (api_->clock && api_->clock(d, kClockMem, &v) == 0) s.mem_clock_mhz = v;
+    unsigned long long mj = 0;
+    if (api_->energy && api_->energy(d, &mj) == 0) s.energy_j = static_cast<double>(mj) / 1000.0;
+    if (api_->processes) {
+      Api::ProcessInfo infos[64];
+      unsigned count = 64;
+      if (api_->processes(d, &count, infos) == 0)
+        for (unsigned k = 0; k < count && k < 64; ++k)
+          if (std::find(pids.begin(), pids.end(), static_cast<int64_t>(infos[k].pid)) != pids.end())
+            s.process_mem_bytes += static_cast<double>(infos[k].used_memory);
+    }
+    out.push_back(s);
   }
   return out;
 }

@@ -17,6 +17,16 @@ struct GpuStatic {
   unsigned power_limit_mw = 0;
 };
 
+// One reading of a GPU's counters; -1 where the driver does not say.
+struct GpuSample {
+  double util_percent = -1, mem_util_percent = -1;
+  double mem_used_bytes = -1, mem_total_bytes = -1;
+  double power_w = -1, temperature_c = -1;
+  double sm_clock_mhz = -1, mem_clock_mhz = -1;
+  double energy_j = -1;               // the driver's cumulative counter
+  double process_mem_bytes = 0;       // used by the given processes
+};
+
 class Nvml {
  public:
   // Loads and initialises NVML; never throws. available() tells the outcome
@@ -31,6 +41,9 @@ class Nvml {
   std::string driver_version() const;
   std::string cuda_driver_version() const;  // "12.2"
   std::vector<GpuStatic> gpus() const;
+  // Current counters of every GPU; process_mem_bytes sums the memory of the
+  // compute processes whose PID is in `pids`.
+  std::vector<GpuSample> sample(const std::vector<int64_t>& pids) const;
 
  private:
   struct Api;

@@ -154,6 +154,12 @@ const std::vector<Field>& fields() {
       TS_INT("log_every_steps", log_every_steps, "Record step metrics every N steps"),
       TS_INT("fingerprint.every_steps", fingerprint_every_steps,
              "Hash every parameter, buffer and the loss every N steps (0: off)"),
+      TS_DBL("target_accuracy", target_accuracy,
+             "Record time and epochs until test accuracy reaches this (0: off)"),
+      TS_DBL("monitor.interval_s", monitor_interval_s, "Resource sampling interval (0: off)"),
+      TS_DBL("monitor.carbon_kg_per_kwh", carbon_kg_per_kwh, "Grid carbon intensity for CO2"),
+      TS_DBL("monitor.cpu_tdp_watts", cpu_tdp_watts,
+             "CPU TDP for the energy estimate without RAPL (0: 10 W per physical core)"),
       TS_BOOL("determinism.deterministic_algorithms", determinism.deterministic_algorithms,
               "libtorch's deterministic-algorithms switch"),
       TS_BOOL("determinism.mkldnn", determinism.mkldnn, "Use oneDNN (mkldnn) kernels"),
@@ -266,6 +272,11 @@ void validate(const Config& c, const std::string& source) {
     bad("checkpoint.*", "must be >= 0");
   if (c.log_every_steps <= 0) bad("log_every_steps", "must be >= 1");
   if (c.fingerprint_every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
+  if (!(c.target_accuracy >= 0 && c.target_accuracy <= 1)) bad("target_accuracy", "must be in [0, 1]");
+  if (!(c.monitor_interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
+  if (c.monitor_interval_s > 0 && c.monitor_interval_s < 0.05)
+    bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");
+  if (!(c.carbon_kg_per_kwh >= 0)) bad("monitor.carbon_kg_per_kwh", "must be >= 0");
 }
 
 }  // namespace

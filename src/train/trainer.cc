@@ -16,6 +16,7 @@
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
+#include "trainscope/monitor/sampler.h"
 
 namespace fs = std::filesystem;
 
@@ -359,6 +360,15 @@ TrainResult Trainer::run() {
     rec->set_fingerprint_names(names);
   }
 
+  std::unique_ptr<monitor::ResourceSampler> sampler;
+  if (cfg.monitor_interval_s > 0) {
+    monitor::SamplerOptions so;
+    so.interval_s = cfg.monitor_interval_s;
+    so.carbon_kg_per_kwh = cfg.carbon_kg_per_kwh;
+    so.cpu_tdp_watts = cfg.cpu_tdp_watts;
+    sampler = std::make_unique<monitor::ResourceSampler>(*rec, so);
+  }
+  bool target_reached = false;
   TrainResult result;
   result.run_uuid = rec->uuid();
   const std::string uuid = rec->uuid();
@@ -404,7 +414,7 @@ TrainResult Trainer::run() {
                          epoch == pos.epoch ? pos.batch : 0);
       if (epoch != pos.epoch) pos.epoch_loss_sum = 0, pos.epoch_correct = 0, pos.epoch_seen = 0;
       pos.epoch = epoch;
-      int64_t samples_this_epoch = 0;
+      int64_t samples_this_epoch = 0, steps_this_epoch = 0;
       bool first_batch = true;
       while (auto batch = loader.next()) {
         if (first_batch && epoch == 0 && batch->index == 0)
@@ -440,6 +450,7 @@ TrainResult Trainer::run() {
         pos.epoch_correct += out.argmax(1).eq(batch->y).sum().item<int64_t>();
         pos.epoch_seen += bs;
         samples_this_epoch += bs;
+        ++steps_this_epoch;
         if (pos.step % cfg.log_every_steps == 0) {
           rec->log_metric("train/loss", loss_v, pos.step);
           rec->log_metric("lr", lr, pos.step);
@@ -480,6 +491,14 @@ TrainResult Trainer::run() {
       if (info.val) log_eval(*rec, "val", *info.val, e1);
       rec->log_metric("epoch_time_s", seconds, e1);
       rec->log_metric("samples_per_s", static_cast<double>(samples_this_epoch) / seconds, e1);
+      rec->log_metric("steps_per_s",
+                      static_cast<double>(steps_this_epoch) / seconds, e1);
+      if (cfg.target_accuracy > 0 && !target_reached && info.test.accuracy >= cfg.target_accuracy) {
+        target_reached = true;
+        rec->log_metric("time_to_target_s", monotonic_now() - t_start, e1);
+        rec->log_metric("epochs_to_target", static_cast<double>(e1), e1);
+        rec->set_tag("target_accuracy.reached_at_epoch", std::to_string(e1));
+      }
       rec->log_metric("epoch", static_cast<double>(e1), pos.step);
       progress.message(fmt::format("epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} "
                                    "acc {:.4f} macro-F1 {:.4f} | {:.1f}s",
@@ -508,9 +527,13 @@ TrainResult Trainer::run() {
     result.status = stop ? RunStatus::kStopped : RunStatus::kFinished;
     if (stop) progress.message(fmt::format("stopped at step {}; resume with `trainscope train CONFIG --resume {}`",
                                            pos.step, uuid.substr(0, 8)));
+    if (cfg.target_accuracy > 0 && !target_reached)
+      rec->set_tag("target_accuracy.reached_at_epoch", "not reached");
+    if (sampler) sampler->stop();
     rec->end(result.status);
   } catch (...) {
     try {
+      if (sampler) sampler->stop();
       rec->end(RunStatus::kFailed);
     } catch (const std::exception&) {
     }

@@ -55,3 +55,32 @@ int nvmlDeviceGetMaxClockInfo(Device d, int type, unsigned int* mhz) {
   return 0;
 }
 int nvmlDeviceGetPowerManagementLimit(Device d, unsigned int* mw) { *mw = 400000; return 0; }
+
+/* Sampling: fixed, per-device values; the energy counter advances on every
+ * call, and the calling process appears as a compute process on GPU 0. */
+#include <unistd.h>
+typedef struct { unsigned pid; unsigned long long used; unsigned gi, ci; } ProcessInfo;
+static unsigned long long energy_mj[2] = {1000000, 2000000};
+int nvmlDeviceGetUtilizationRates(Device d, Utilization* u) {
+  u->gpu = 40 + 10 * idx(d);
+  u->memory = 20;
+  return 0;
+}
+int nvmlDeviceGetPowerUsage(Device d, unsigned int* mw) { *mw = 150000 + 50000 * idx(d); return 0; }
+int nvmlDeviceGetTemperature(Device d, int sensor, unsigned int* c) { *c = 60 + idx(d); return 0; }
+int nvmlDeviceGetClockInfo(Device d, int type, unsigned int* mhz) {
+  *mhz = type == 1 ? 1200 : 1000;
+  return 0;
+}
+int nvmlDeviceGetTotalEnergyConsumption(Device d, unsigned long long* mj) {
+  energy_mj[idx(d)] += 150000; /* 150 J per reading */
+  *mj = energy_mj[idx(d)];
+  return 0;
+}
+int nvmlDeviceGetComputeRunningProcesses_v3(Device d, unsigned int* count, ProcessInfo* infos) {
+  if (idx(d) != 0 || *count < 1) { *count = 0; return 0; }
+  infos[0].pid = (unsigned)getpid();
+  infos[0].used = 3ull << 30;
+  *count = 1;
+  return 0;
+}

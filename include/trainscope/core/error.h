@@ -19,6 +19,7 @@ enum class ErrorKind {
   kConflict = 4,    // ambiguous reference, immutable value changed
   kStore = 5,       // the store cannot be opened, read or written
   kRuntime = 1,     // anything else
+  kCommandNotFound = 127,  // `watch` of a program that does not exist (as the shell)
 };
 
 class Error : public std::runtime_error {

@@ -95,6 +95,10 @@ struct Config {
   std::string on_nan = "fail";    // fail | continue
   int64_t log_every_steps = 1;
   int64_t fingerprint_every_steps = 1;  // 0: off
+  double target_accuracy = 0;           // > 0: record time and epochs to reach it
+  double monitor_interval_s = 1.0;      // resource sampling (0: off)
+  double carbon_kg_per_kwh = 0.385;
+  double cpu_tdp_watts = 0;             // 0: estimate 10 W per physical core
   DeterminismConfig determinism;
 };
 

@@ -1,0 +1,41 @@
+// Readers of Linux /proc for the resource monitor. Each takes the /proc root
+// so tests can point it at snapshots; all return zeros for what is missing.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace trainscope::monitor {
+
+struct ProcessStat {
+  int64_t pid = 0, ppid = 0;
+  double utime_s = 0, stime_s = 0;  // CPU seconds (user, system)
+  int64_t threads = 0;
+  int64_t rss_bytes = 0;
+  int64_t peak_rss_bytes = 0;       // VmHWM
+  int64_t read_bytes = 0, write_bytes = 0;  // storage I/O (/proc/PID/io)
+  bool alive = false;
+};
+
+struct CpuTimes {
+  double busy = 0, total = 0;  // jiffies
+};
+
+struct SystemStat {
+  CpuTimes all;
+  std::vector<CpuTimes> cores;
+  int64_t mem_total_bytes = 0, mem_available_bytes = 0;
+  int64_t net_rx_bytes = 0, net_tx_bytes = 0;  // all interfaces but lo
+};
+
+ProcessStat read_process(int64_t pid, const std::filesystem::path& proc = "/proc");
+// The process and all its descendants (a snapshot of /proc).
+std::vector<int64_t> process_tree(int64_t root, const std::filesystem::path& proc = "/proc");
+// Sum over a process tree (peak RSS: the largest single process's VmHWM
+// summed is not meaningful, so the tree's peak is tracked by the sampler).
+ProcessStat read_tree(int64_t root, const std::filesystem::path& proc = "/proc");
+SystemStat read_system(const std::filesystem::path& proc = "/proc");
+
+}  // namespace trainscope::monitor

@@ -1,0 +1,306 @@
+// The resource monitor against known loads, recorded RAPL sysfs values and
+// an NVML test double; `trainscope watch` on real commands.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/monitor/procfs.h"
+#include "trainscope/monitor/rapl.h"
+#include "trainscope/monitor/sampler.h"
+
+namespace trainscope::monitor {
+namespace {
+
+using testing::TempDir;
+
+char* volatile g_keep = nullptr;
+
+std::shared_ptr<Store> temp_store(const TempDir& dir) {
+  StoreOptions o;
+  o.uri = "sqlite:" + (dir / "t.db").string();
+  return Store::open(o);
+}
+
+std::vector<double> values(Store& s, const std::string& uuid, const std::string& key) {
+  std::vector<double> v;
+  for (const auto& p : s.metric(uuid, key)) v.push_back(p.value);
+  return v;
+}
+
+// Runs `body` in a child process and samples it for `seconds`.
+std::string sample_child(const std::shared_ptr<Store>& store, double interval, double seconds,
+                         const std::function<void()>& body) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    body();
+    _exit(0);
+  }
+  auto rec = RunRecorder::start(store, {});
+  {
+    SamplerOptions o;
+    o.pid = pid;
+    o.interval_s = interval;
+    ResourceSampler sampler(*rec, o);
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    sampler.stop();
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  rec->end();
+  return rec->uuid();
+}
+
+TEST(SamplerTest, ASpinningChildReadsAboutOneCore) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto uuid = sample_child(store, 0.25, 2.6, [] {
+    volatile uint64_t x = 0;
+    for (;;) x = x + 1;
+  });
+  auto cpu = values(*store, uuid, "proc/cpu_percent");
+  ASSERT_GE(cpu.size(), 6u);
+  double mean = 0;
+  for (double v : cpu) mean += v;
+  mean /= static_cast<double>(cpu.size());
+  EXPECT_NEAR(mean, 100.0, 15.0);
+  for (double v : values(*store, uuid, "proc/threads")) EXPECT_EQ(v, 1);
+}
+
+TEST(SamplerTest, TouchingFiveHundredMibRaisesRssByThat) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto uuid = sample_child(store, 0.1, 2.5, [] {
+    usleep(600 * 1000);  // baseline samples first
+    const size_t n = size_t{500} << 20;
+    char* p = static_cast<char*>(std::malloc(n));
+    std::memset(p, 1, n);
+    g_keep = p;  // keeps the compiler from eliding the allocation
+    for (;;) pause();
+  });
+  auto rss = values(*store, uuid, "proc/rss_mib");
+  ASSERT_GE(rss.size(), 10u);
+  double lo = *std::min_element(rss.begin(), rss.end());
+  double hi = *std::max_element(rss.begin(), rss.end());
+  EXPECT_NEAR(hi - lo, 500.0, 25.0);
+  EXPECT_NEAR(values(*store, uuid, "proc/peak_rss_mib").back(), hi, 5.0);
+}
+
+TEST(ProcfsTest, ProcessTreeIncludesGrandchildren) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    pid_t grandchild = fork();
+    if (grandchild == 0) {
+      for (;;) pause();
+    }
+    write(fds[1], &grandchild, sizeof grandchild);
+    for (;;) pause();
+  }
+  pid_t grandchild = 0;
+  ASSERT_EQ(read(fds[0], &grandchild, sizeof grandchild), static_cast<ssize_t>(sizeof grandchild));
+  auto tree = process_tree(child);
+  EXPECT_NE(std::find(tree.begin(), tree.end(), grandchild), tree.end());
+  EXPECT_EQ(read_tree(child).threads, 2);
+  kill(grandchild, SIGKILL);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+}
+
+void put(const std::filesystem::path& p, const std::string& content) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p) << content;
+}
+
+// Values as recorded from a two-socket Intel server's /sys/class/powercap.
+TEST(RaplTest, AccumulatesEnergyAcrossCounterWrapAround) {
+  TempDir root;
+  const uint64_t range = 262143328850ull;
+  put(root / "intel-rapl:0/name", "package-0\n");
+  put(root / "intel-rapl:0/max_energy_range_uj", std::to_string(range) + "\n");
+  put(root / "intel-rapl:0/energy_uj", "262142900000\n");
+  put(root / "intel-rapl:0:0/name", "core\n");
+  put(root / "intel-rapl:0:0/max_energy_range_uj", std::to_string(range) + "\n");
+  put(root / "intel-rapl:0:0/energy_uj", "1000000\n");
+  put(root / "intel-rapl:0:1/name", "dram\n");
+  put(root / "intel-rapl:0:1/max_energy_range_uj", "65532610987\n");
+  put(root / "intel-rapl:0:1/energy_uj", "5000000\n");
+  put(root / "intel-rapl:1/name", "package-1\n");
+  put(root / "intel-rapl:1/max_energy_range_uj", std::to_string(range) + "\n");
+  put(root / "intel-rapl:1/energy_uj", "10000000\n");
+  Rapl rapl(root.path());
+  ASSERT_TRUE(rapl.available()) << rapl.reason();
+  EXPECT_EQ(rapl.domains().size(), 4u);
+  // 1 s later: package-0 wrapped past its range, the others advanced.
+  put(root / "intel-rapl:0/energy_uj", "499571150\n");
+  put(root / "intel-rapl:0:0/energy_uj", "51000000\n");
+  put(root / "intel-rapl:0:1/energy_uj", "13000000\n");
+  put(root / "intel-rapl:1/energy_uj", "95000000\n");
+  rapl.update();
+  // package-0: (range - 262142900000) + 499571150 uJ = 500 J; package-1: 85 J.
+  EXPECT_NEAR(rapl.package_joules(), (range - 262142900000ull + 499571150ull) * 1e-6 + 85.0, 1e-9);
+  EXPECT_NEAR(rapl.package_joules(), 500.0 + 85.0, 1e-3);
+  EXPECT_NEAR(rapl.dram_joules(), 8.0, 1e-9);
+  rapl.update();  // no change: no energy
+  EXPECT_NEAR(rapl.package_joules(), 585.0, 1e-3);
+}
+
+TEST(RaplTest, UnreadableOrAbsentSaysWhy) {
+  TempDir root;
+  Rapl none(root / "missing");
+  EXPECT_FALSE(none.available());
+  EXPECT_NE(none.reason().find("does not exist"), std::string::npos) << none.reason();
+  put(root / "intel-rapl:0/name", "package-0\n");
+  put(root / "intel-rapl:0/energy_uj", "garbage\n");
+  put(root / "intel-rapl:0/max_energy_range_uj", "100\n");
+  Rapl bad(root.path());
+  EXPECT_FALSE(bad.available());
+  EXPECT_NE(bad.reason().find("not a number"), std::string::npos) << bad.reason();
+}
+
+TEST(SamplerTest, WithoutRaplTheCpuEnergyIsAnEstimateAndSaysSo) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  SamplerOptions o;
+  o.interval_s = 0.1;
+  o.powercap_root = dir / "no-powercap";
+  o.cpu_tdp_watts = 100;
+  o.carbon_kg_per_kwh = 0.5;
+  EnergySummary e;
+  {
+    ResourceSampler s(*rec, o);
+    volatile uint64_t x = 0;
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+    while (std::chrono::steady_clock::now() < end) x = x + 1;
+    e = s.stop();
+  }
+  EXPECT_EQ(e.cpu_source.rfind("estimated: TDP 100 W", 0), 0u) << e.cpu_source;
+  EXPECT_NE(e.cpu_source.find("does not exist"), std::string::npos);
+  EXPECT_GT(e.cpu_j, 0);
+  EXPECT_EQ(store->tags(rec->uuid()).at("energy.cpu.source"), e.cpu_source);
+  rec->flush();
+  auto co2 = store->metric(rec->uuid(), "energy/co2_kg");
+  ASSERT_EQ(co2.size(), 1u);
+  EXPECT_DOUBLE_EQ(co2[0].value, e.kwh() * 0.5);
+}
+
+TEST(SamplerTest, GpusThroughTheNvmlTestDouble) {
+  setenv("TRAINSCOPE_NVML_LIBRARY", TS_FAKE_NVML, 1);
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  EnergySummary e;
+  {
+    SamplerOptions o;
+    o.interval_s = 0.1;
+    ResourceSampler s(*rec, o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(350));
+    e = s.stop();
+  }
+  unsetenv("TRAINSCOPE_NVML_LIBRARY");
+  rec->flush();
+  const auto& u = rec->uuid();
+  EXPECT_EQ(values(*store, u, "gpu0/util_percent").back(), 40);
+  EXPECT_EQ(values(*store, u, "gpu1/util_percent").back(), 50);
+  EXPECT_EQ(values(*store, u, "gpu1/power_w").back(), 200);
+  EXPECT_EQ(values(*store, u, "gpu0/temp_c").back(), 60);
+  EXPECT_EQ(values(*store, u, "gpu0/sm_clock_mhz").back(), 1200);
+  EXPECT_EQ(values(*store, u, "gpu0/mem_clock_mhz").back(), 1000);
+  EXPECT_EQ(values(*store, u, "gpu0/mem_total_mib").back(), 40 * 1024);
+  EXPECT_EQ(values(*store, u, "gpu1/mem_used_mib").back(), 2 * 1024);
+  EXPECT_EQ(values(*store, u, "gpu0/proc_mem_mib").back(), 3 * 1024);  // this process
+  EXPECT_EQ(values(*store, u, "gpu1/proc_mem_mib").back(), 0);
+  // The fake counter advances 150 J per reading per GPU.
+  auto samples = values(*store, u, "energy/gpu_j");
+  EXPECT_EQ(e.gpu_j, 2 * 150.0 * static_cast<double>(samples.size() - 1));
+  EXPECT_EQ(e.gpu_source, "nvml energy counter");
+}
+
+// --- trainscope watch --------------------------------------------------------------
+
+class WatchTest : public ::testing::Test {
+ protected:
+  testing::CommandResult watch(const std::string& args) {
+    return testing::run_command(std::string(TS_CLI_BIN) + " --store sqlite:" +
+                                (dir_ / "t.db").string() + " watch --interval 0.2 " + args);
+  }
+  std::unique_ptr<Store> store() {
+    StoreOptions o;
+    o.uri = "sqlite:" + (dir_ / "t.db").string();
+    return Store::open(o);
+  }
+  TempDir dir_;
+};
+
+TEST_F(WatchTest, PythonPyTorchScriptMetricLinesSamplesAndExitCode) {
+  if (access("/usr/bin/python3", X_OK) != 0) GTEST_FAIL() << "Debian's python3 is required";
+  std::ofstream(dir_ / "train.py") << R"(import json, sys
+import torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(20, 64), torch.nn.ReLU(), torch.nn.Linear(64, 2))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+x = torch.randn(2048, 20); y = (x[:, 0] > 0).long()
+for step in range(1, 401):
+    opt.zero_grad(); loss = torch.nn.functional.cross_entropy(m(x), y); loss.backward(); opt.step()
+    if step % 50 == 0:
+        print(f"trainscope: step={step} loss={loss.item():.5f}", flush=True)
+print(json.dumps({"step": 400, "train_acc": (m(x).argmax(1) == y).float().mean().item()}))
+print("trainscope: step=oops loss", flush=True)
+print("ordinary output", flush=True)
+print("to stderr", file=sys.stderr)
+)";
+  auto r = watch("--name py -- /usr/bin/python3 " + (dir_ / "train.py").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped 1 malformed metric line(s); the first was: trainscope: step=oops loss"),
+            std::string::npos) << r.out;
+  auto s = store();
+  RunInfo run = s->resolve_run("py");
+  EXPECT_EQ(run.status, RunStatus::kFinished);
+  auto loss = s->metric(run.uuid, "loss");
+  ASSERT_EQ(loss.size(), 8u);
+  EXPECT_EQ(loss.front().step, 50);
+  EXPECT_LT(loss.back().value, loss.front().value);
+  EXPECT_EQ(s->metric(run.uuid, "train_acc").size(), 1u);
+  EXPECT_GE(s->metric(run.uuid, "proc/rss_mib").size(), 2u);
+  auto tags = s->tags(run.uuid);
+  EXPECT_EQ(tags.at("exit_code"), "0");
+  EXPECT_EQ(tags.at("metric_lines.parsed"), "9");
+  EXPECT_EQ(tags.at("metric_lines.malformed"), "1");
+  std::map<std::string, std::string> arts;
+  for (const auto& a : s->artifacts(run.uuid)) {
+    std::ifstream in(a.path);
+    arts[a.name] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(arts["stdout.txt"].find("ordinary output"), std::string::npos);
+  EXPECT_EQ(arts["stderr.txt"], "to stderr\n");
+  EXPECT_FALSE(s->environment(run.uuid).empty());
+}
+
+TEST_F(WatchTest, FailingCommandIsRecordedFailedWithItsExitCodeAndSamples) {
+  auto r = watch("--name failing -- /bin/sh -c 'sleep 0.5; exit 3'");
+  EXPECT_EQ(r.exit_code, 3) << r.out;
+  auto s = store();
+  RunInfo run = s->resolve_run("failing");
+  EXPECT_EQ(run.status, RunStatus::kFailed);
+  EXPECT_EQ(s->tags(run.uuid).at("exit_code"), "3");
+  EXPECT_GE(s->metric(run.uuid, "sys/mem_used_mib").size(), 2u);
+}
+
+TEST_F(WatchTest, CommandNotFoundExits127AndRecordsNothing) {
+  auto r = watch("-- no-such-command-xyz --flag");
+  EXPECT_EQ(r.exit_code, 127) << r.out;
+  EXPECT_NE(r.out.find("command not found: 'no-such-command-xyz'"), std::string::npos) << r.out;
+  EXPECT_TRUE(store()->list_runs().empty());
+}
+
+}  // namespace
+}  // namespace trainscope::monitor
