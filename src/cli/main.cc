@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
 #ifdef TRAINSCOPE_WITH_TORCH
   cli::register_train_commands(app, ctx);
   cli::register_repro_commands(app, ctx);
+  cli::register_profile_commands(app, ctx);
 #endif
 
   // Verbosity must be in force before any command callback runs, so it is

@@ -103,6 +103,24 @@ CREATE TABLE fingerprints (
   PRIMARY KEY (run_id, step)
 );
 )sql"},
+      {4, "per-layer profiles",
+       R"sql(
+CREATE TABLE profile_cells (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  layer TEXT NOT NULL,
+  phase TEXT NOT NULL,
+  us REAL NOT NULL,
+  PRIMARY KEY (run_id, step, layer, phase)
+);
+CREATE TABLE profile_layers (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  idx INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  info TEXT NOT NULL,
+  PRIMARY KEY (run_id, idx)
+);
+)sql"},
   };
   return kMigrations;
 }

@@ -709,6 +709,58 @@ FingerprintSet SqliteStore::fingerprints(std::string_view uuid) {
   return out;
 }
 
+// --- profiles -------------------------------------------------------------------
+
+void SqliteStore::append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO profile_cells (run_id, step, layer, phase, us) VALUES (?, ?, ?, ?, ?) "
+                   "ON CONFLICT (run_id, step, layer, phase) DO UPDATE SET us = excluded.us");
+  for (const auto& c : cells) {
+    ins.reset();
+    ins.bind(1, id).bind(2, c.step).bind(3, c.layer).bind(4, c.phase).bind(5, c.us).run();
+  }
+  txn.commit();
+}
+
+std::vector<ProfileCell> SqliteStore::profile_cells(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT step, layer, phase, us FROM profile_cells "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY step");
+  s.bind(1, uuid);
+  std::vector<ProfileCell> out;
+  while (s.step()) out.push_back({s.int64(0), s.text(1), s.text(2), s.real(3)});
+  return out;
+}
+
+void SqliteStore::set_profile_layers(std::string_view uuid,
+                                     const std::vector<std::pair<std::string, std::string>>& layers) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt(db_, "DELETE FROM profile_layers WHERE run_id = ?").bind(1, id).run();
+  sqlite::Stmt ins(db_, "INSERT INTO profile_layers (run_id, idx, name, info) VALUES (?, ?, ?, ?)");
+  for (size_t i = 0; i < layers.size(); ++i) {
+    ins.reset();
+    ins.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, layers[i].first).bind(4, layers[i].second).run();
+  }
+  txn.commit();
+}
+
+std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT name, info FROM profile_layers "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY idx");
+  s.bind(1, uuid);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (s.step()) out.emplace_back(s.text(0), s.text(1));
+  return out;
+}
+
 // --- artifacts ------------------------------------------------------------------
 
 ArtifactInfo SqliteStore::add_artifact(std::string_view uuid, const fs::path& file,

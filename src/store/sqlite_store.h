@@ -48,6 +48,12 @@ class SqliteStore final : public Store {
   void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) override;
   FingerprintSet fingerprints(std::string_view uuid) override;
 
+  void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) override;
+  std::vector<ProfileCell> profile_cells(std::string_view uuid) override;
+  void set_profile_layers(std::string_view uuid,
+                          const std::vector<std::pair<std::string, std::string>>& layers) override;
+  std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) override;
+
   ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
                             std::string_view kind, std::string_view name) override;
   std::vector<ArtifactInfo> artifacts(std::string_view uuid) override;

@@ -154,6 +154,9 @@ const std::vector<Field>& fields() {
       TS_INT("log_every_steps", log_every_steps, "Record step metrics every N steps"),
       TS_INT("fingerprint.every_steps", fingerprint_every_steps,
              "Hash every parameter, buffer and the loss every N steps (0: off)"),
+      TS_BOOL("profile.enabled", profile_enabled, "Per-layer time profiling"),
+      TS_INT("profile.warmup_steps", profile_warmup_steps, "Steps before the first profiled one"),
+      TS_INT("profile.every", profile_every, "Profile every Nth step after the warm-up"),
       TS_DBL("target_accuracy", target_accuracy,
              "Record time and epochs until test accuracy reaches this (0: off)"),
       TS_DBL("monitor.interval_s", monitor_interval_s, "Resource sampling interval (0: off)"),
@@ -272,6 +275,8 @@ void validate(const Config& c, const std::string& source) {
     bad("checkpoint.*", "must be >= 0");
   if (c.log_every_steps <= 0) bad("log_every_steps", "must be >= 1");
   if (c.fingerprint_every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
+  if (c.profile_warmup_steps < 0) bad("profile.warmup_steps", "must be >= 0");
+  if (c.profile_every < 1) bad("profile.every", "must be >= 1");
   if (!(c.target_accuracy >= 0 && c.target_accuracy <= 1)) bad("target_accuracy", "must be in [0, 1]");
   if (!(c.monitor_interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
   if (c.monitor_interval_s > 0 && c.monitor_interval_s < 0.05)

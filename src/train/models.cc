@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "trainscope/core/error.h"
+#include "trainscope/profile/scope.h"
 
 namespace nn = torch::nn;
 
@@ -34,6 +35,26 @@ struct PadTo32Impl : nn::Module {
 };
 TORCH_MODULE(PadTo32);
 
+// Runs a Sequential child by child, each inside its layer scope
+// ("<prefix>.<child>"). Names are built once, on first use.
+torch::Tensor forward_scoped(nn::Sequential& seq, const std::string& prefix,
+                             std::vector<std::string>& names, torch::Tensor x) {
+  if (names.size() != seq->size()) {
+    names.clear();
+    for (const auto& c : seq->named_children()) names.push_back(prefix + "." + c.key());
+  }
+  size_t i = 0;
+  for (auto it = seq->begin(); it != seq->end(); ++it) x = profile::run_layer(names[i++], *it, x);
+  return x;
+}
+
+// Runs a functional op (no module) inside a layer scope.
+template <typename F>
+torch::Tensor scoped(const std::string& name, F&& f) {
+  profile::LayerScope s(&name);
+  return f();
+}
+
 // features (Sequential) -> flatten -> classifier (Sequential).
 class SequentialNet : public Classifier {
  public:
@@ -42,10 +63,13 @@ class SequentialNet : public Classifier {
     classifier = register_module("classifier", nn::Sequential());
   }
   torch::Tensor forward(torch::Tensor x) override {
-    x = features->forward(x);
-    return classifier->forward(x.flatten(1));
+    x = forward_scoped(features, "features", feature_names_, x);
+    return forward_scoped(classifier, "classifier", classifier_names_, x.flatten(1));
   }
   nn::Sequential features{nullptr}, classifier{nullptr};
+
+ private:
+  std::vector<std::string> feature_names_, classifier_names_;
 };
 
 // Output size of `features` for a given input shape.
@@ -179,7 +203,14 @@ std::shared_ptr<Classifier> make_vgg(const std::vector<int64_t>& cfg, bool big_c
 // --- ResNet -------------------------------------------------------------------
 
 struct BasicBlockImpl : nn::Module {
-  BasicBlockImpl(int64_t in, int64_t out, int64_t stride, bool preact) : preact_(preact) {
+  BasicBlockImpl(const std::string& name, int64_t in, int64_t out, int64_t stride, bool preact)
+      : preact_(preact),
+        n_conv1_(name + ".conv1"),
+        n_conv2_(name + ".conv2"),
+        n_bn1_(name + ".bn1"),
+        n_bn2_(name + ".bn2"),
+        n_shortcut_(name + ".shortcut"),
+        n_add_(name + ".add") {
     if (preact) bn1 = register_module("bn1", nn::BatchNorm2d(in));
     conv1 = register_module("conv1", conv(in, out, 3, stride, 1, 1, false));
     if (!preact) bn1 = register_module("bn1", nn::BatchNorm2d(out));
@@ -191,19 +222,25 @@ struct BasicBlockImpl : nn::Module {
       if (!preact) shortcut->push_back("bn", nn::BatchNorm2d(out));
     }
   }
+  // ReLUs are timed with the BatchNorm before them (bn+relu).
   torch::Tensor forward(torch::Tensor x) {
+    using profile::run_layer;
     if (preact_) {
-      auto o = torch::relu(bn1->forward(x));
-      auto sc = shortcut ? shortcut->forward(o) : x;
-      o = conv1->forward(o);
-      o = conv2->forward(torch::relu(bn2->forward(o)));
-      return o + sc;
+      auto o = scoped(n_bn1_, [&] { return torch::relu(run_layer(n_bn1_, bn1, x)); });
+      auto sc = shortcut ? run_layer(n_shortcut_, shortcut, o) : x;
+      o = run_layer(n_conv1_, conv1, o);
+      o = scoped(n_bn2_, [&] { return torch::relu(run_layer(n_bn2_, bn2, o)); });
+      o = run_layer(n_conv2_, conv2, o);
+      return scoped(n_add_, [&] { return o + sc; });
     }
-    auto o = torch::relu(bn1->forward(conv1->forward(x)));
-    o = bn2->forward(conv2->forward(o));
-    return torch::relu(o + (shortcut ? shortcut->forward(x) : x));
+    auto o = run_layer(n_conv1_, conv1, x);
+    o = scoped(n_bn1_, [&] { return torch::relu(run_layer(n_bn1_, bn1, o)); });
+    o = run_layer(n_bn2_, bn2, run_layer(n_conv2_, conv2, o));
+    auto sc = shortcut ? run_layer(n_shortcut_, shortcut, x) : x;
+    return scoped(n_add_, [&] { return torch::relu(o + sc); });
   }
   bool preact_;
+  std::string n_conv1_, n_conv2_, n_bn1_, n_bn2_, n_shortcut_, n_add_;
   nn::Conv2d conv1{nullptr}, conv2{nullptr};
   nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   nn::Sequential shortcut{nullptr};
@@ -223,7 +260,8 @@ class ResNet18 : public Classifier {
       nn::Sequential layer;
       for (int b = 0; b < 2; ++b) {
         layer->push_back(std::to_string(b),
-                         BasicBlock(in, widths[l], (b == 0 && l > 0) ? 2 : 1, preact));
+                         BasicBlock("layer" + std::to_string(l + 1) + "." + std::to_string(b), in,
+                                    widths[l], (b == 0 && l > 0) ? 2 : 1, preact));
         in = widths[l];
       }
       layers.push_back(register_module("layer" + std::to_string(l + 1), layer));
@@ -232,12 +270,15 @@ class ResNet18 : public Classifier {
     fc = register_module("fc", nn::Linear(512, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    x = conv1->forward(input_pad->forward(x));
-    if (!preact_) x = torch::relu(bn1->forward(x));
-    for (auto& l : layers) x = l->forward(x);
-    if (preact_) x = torch::relu(bn1->forward(x));
-    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-    return fc->forward(dropout->forward(x));
+    using profile::run_layer;
+    static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1",
+                             kPool = "avgpool", kDrop = "dropout", kFc = "fc";
+    x = run_layer(kConv1, conv1, run_layer(kPad, input_pad, x));
+    if (!preact_) x = scoped(kBn1, [&] { return torch::relu(run_layer(kBn1, bn1, x)); });
+    for (auto& l : layers) x = l->forward(x);  // blocks scope their own layers
+    if (preact_) x = scoped(kBn1, [&] { return torch::relu(run_layer(kBn1, bn1, x)); });
+    x = scoped(kPool, [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    return run_layer(kFc, fc, run_layer(kDrop, dropout, x));
   }
 
  private:
@@ -282,11 +323,14 @@ class MobileNetV1 : public Classifier {
     fc = register_module("fc", nn::Linear(in, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    x = torch::adaptive_avg_pool2d(features->forward(x), {1, 1}).flatten(1);
-    return fc->forward(dropout->forward(x));
+    static const std::string kPool = "avgpool", kDrop = "dropout", kFc = "fc";
+    x = forward_scoped(features, "features", names_, x);
+    x = scoped(kPool, [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    return profile::run_layer(kFc, fc, profile::run_layer(kDrop, dropout, x));
   }
 
  private:
+  std::vector<std::string> names_;
   nn::Sequential features{nullptr};
   StreamDropout dropout{nullptr};
   nn::Linear fc{nullptr};

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -17,6 +18,8 @@
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/monitor/sampler.h"
+#include "trainscope/profile/profiler.h"
+#include "trainscope/profile/report.h"
 
 namespace fs = std::filesystem;
 
@@ -406,6 +409,39 @@ TrainResult Trainer::run() {
         (cfg.checkpoint_every_epochs > 0 || cfg.checkpoint_every_steps > 0))
       checkpoint(pos);
     const int64_t steps_at_start = pos.step;
+    // Per-layer profiling (see profile/profiler.h): a schedule of steps,
+    // profiles kept in memory and written at the end so that store I/O does
+    // not land inside measured iterations.
+    std::unique_ptr<profile::IterationProfiler> profiler;
+    std::vector<profile::IterationProfile> profiles;
+    auto profile_step = [&](int64_t step) {
+      return step > cfg.profile_warmup_steps &&
+             (step - cfg.profile_warmup_steps - 1) % cfg.profile_every == 0;
+    };
+    if (cfg.profile_enabled) {
+      if (total_steps <= cfg.profile_warmup_steps)
+        log_warn("profiling: the run has {} steps, not more than profile.warmup_steps = {}; "
+                 "nothing will be profiled (lower the warm-up or train longer)",
+                 total_steps, cfg.profile_warmup_steps);
+      profiler = std::make_unique<profile::IterationProfiler>(*model_, /*keep_events=*/true);
+      auto sample = to_input(data.train.images.narrow(0, 0, std::min<int64_t>(cfg.batch_size, data.train.size())),
+                             data.mean, data.std, dtype);
+      auto layers = profile::describe_layers(
+          *model_, [&](torch::Tensor x) { return model_->forward(x); }, sample);
+      store_->set_profile_layers(uuid, profile::layers_to_json(layers));
+    }
+    auto save_profiles = [&] {
+      if (profiles.empty()) return;
+      store_->append_profile(uuid, profile::to_cells(profiles));
+      // The first profiled iteration as a Chrome trace.
+      fs::path tmp = fs::temp_directory_path() /
+                     fmt::format("trainscope-trace-{}.json", new_uuid().substr(0, 8));
+      std::ofstream(tmp) << profile::chrome_trace(profiles.front());
+      rec->log_artifact(tmp, "trace", fmt::format("profile_trace_step{}.json", profiles.front().step));
+      fs::remove(tmp);
+      for (const auto& p : profiles) rec->log_metric("profile/coverage", p.coverage, p.step);
+      profiles.clear();
+    };
     bool stop = false, done = false;
     for (int64_t epoch = pos.epoch; epoch < cfg.epochs && !stop && !done; ++epoch) {
       const double t_epoch = monotonic_now();
@@ -416,17 +452,37 @@ TrainResult Trainer::run() {
       pos.epoch = epoch;
       int64_t samples_this_epoch = 0, steps_this_epoch = 0;
       bool first_batch = true;
-      while (auto batch = loader.next()) {
+      for (;;) {
+        const bool profiled = profiler && profile_step(pos.step + 1);
+        const double t_iter = monotonic_now();
+        if (profiled) {
+          profiler->begin(pos.step + 1, /*keep_events=*/profiles.empty());
+          profiler->phase(profile::Phase::kData);
+        }
+        auto batch = loader.next();
+        if (!batch) {
+          if (profiled) profiler->end();  // no step happened
+          break;
+        }
+        auto mark = [&](profile::Phase p) {
+          if (profiled) profiler->phase(p);
+        };
         if (first_batch && epoch == 0 && batch->index == 0)
           rec->log_metric("time_to_first_batch_s", monotonic_now() - t_start, 0);
         first_batch = false;
+        mark(profile::Phase::kZeroGrad);
         const double lr = scheduled_lr(cfg, epoch, pos.step);
         opt->set_lr(lr);
         opt->zero_grad();
+        mark(profile::Phase::kForward);
         auto out = model_->forward(batch->x);
+        mark(profile::Phase::kLoss);
         auto loss = torch::nn::functional::cross_entropy(out, batch->y);
+        mark(profile::Phase::kBackward);
         loss.backward();
+        mark(profile::Phase::kUpdate);
         opt->step();
+        mark(profile::Phase::kRecording);
         const double loss_v = loss.item<double>();
         if (cfg.fingerprint_every_steps > 0 && (pos.step + 1) % cfg.fingerprint_every_steps == 0) {
           std::vector<uint64_t> hashes;
@@ -459,6 +515,11 @@ TrainResult Trainer::run() {
         progress.update(epoch, cfg.epochs, pos.step, loss_v,
                         static_cast<double>(samples_this_epoch) / (monotonic_now() - t_epoch),
                         pos.step - steps_at_start);
+        if (profiler) {
+          if (profiled) profiles.push_back(profiler->end());
+          rec->log_metric(profiled ? "profile/step_ms_profiled" : "profile/step_ms_unprofiled",
+                          (monotonic_now() - t_iter) * 1e3, pos.step);
+        }
         if (cfg.max_steps > 0 && pos.step >= cfg.max_steps) {
           done = true;
           break;
@@ -529,6 +590,7 @@ TrainResult Trainer::run() {
                                            pos.step, uuid.substr(0, 8)));
     if (cfg.target_accuracy > 0 && !target_reached)
       rec->set_tag("target_accuracy.reached_at_epoch", "not reached");
+    save_profiles();
     if (sampler) sampler->stop();
     rec->end(result.status);
   } catch (...) {

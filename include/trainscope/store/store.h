@@ -96,6 +96,17 @@ struct FingerprintSet {
   std::vector<Fingerprint> steps;  // increasing step
 };
 
+// One cell of a profiled iteration: self time of `layer` in `phase`.
+// Layer "" holds a phase's operators no layer claimed, "(overhead)" its time
+// outside any operator, and layer "(other)" phase "other" the iteration's
+// time outside every phase.
+struct ProfileCell {
+  int64_t step = 0;
+  std::string layer;
+  std::string phase;
+  double us = 0;
+};
+
 struct ArtifactInfo {
   std::string name;    // relative name inside the run's artifact folder
   std::string kind;    // free text: "checkpoint", "stdout", "config", ...
@@ -191,6 +202,14 @@ class Store {
   // was (a resumed run replays steps after its last checkpoint).
   virtual void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) = 0;
   virtual FingerprintSet fingerprints(std::string_view uuid) = 0;
+
+  // --- profiles ----------------------------------------------------------------
+  virtual void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) = 0;
+  virtual std::vector<ProfileCell> profile_cells(std::string_view uuid) = 0;
+  // Per-layer facts as (name, JSON text), in forward order; replaces earlier.
+  virtual void set_profile_layers(std::string_view uuid,
+                                  const std::vector<std::pair<std::string, std::string>>& layers) = 0;
+  virtual std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
   // Copies a file into the run's artifact folder (beside the database) under

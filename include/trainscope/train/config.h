@@ -95,6 +95,9 @@ struct Config {
   std::string on_nan = "fail";    // fail | continue
   int64_t log_every_steps = 1;
   int64_t fingerprint_every_steps = 1;  // 0: off
+  bool profile_enabled = false;         // per-layer profiling (`trainscope profile` sets it)
+  int64_t profile_warmup_steps = 5;     // never profile these first steps
+  int64_t profile_every = 10;           // then profile every Nth step (1: every step)
   double target_accuracy = 0;           // > 0: record time and epochs to reach it
   double monitor_interval_s = 1.0;      // resource sampling (0: off)
   double carbon_kg_per_kwh = 0.385;

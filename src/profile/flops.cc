@@ -1,0 +1,102 @@
+#include <torch/torch.h>
+
+#include "trainscope/profile/profiler.h"
+
+namespace nn = torch::nn;
+
+namespace trainscope::profile {
+namespace {
+double numel(const std::vector<int64_t>& s) {
+  double n = 1;
+  for (auto d : s) n *= static_cast<double>(d);
+  return s.empty() ? 0 : n;
+}
+}  // namespace
+
+double layer_flops(const nn::Module& m, const std::vector<int64_t>& in,
+                   const std::vector<int64_t>& out, std::string* type) {
+  auto set = [&](const char* t) {
+    if (type) *type = t;
+  };
+  if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
+    set("Conv2d");
+    const auto& o = c->options;
+    double k = static_cast<double>(o.kernel_size()->at(0) * o.kernel_size()->at(1));
+    double cin = static_cast<double>(o.in_channels()) / static_cast<double>(o.groups());
+    return 2.0 * cin * k * static_cast<double>(o.out_channels()) * numel(out) /
+           static_cast<double>(o.out_channels());
+  }
+  if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
+    set("Linear");
+    double n = numel(in) / static_cast<double>(l->options.in_features());
+    return 2.0 * static_cast<double>(l->options.in_features()) *
+           static_cast<double>(l->options.out_features()) * n;
+  }
+  if (dynamic_cast<const nn::BatchNorm2dImpl*>(&m)) {
+    set("BatchNorm2d");
+    return 4.0 * numel(out);
+  }
+  if (dynamic_cast<const nn::ReLUImpl*>(&m)) {
+    set("ReLU");
+    return numel(out);
+  }
+  if (auto* p = dynamic_cast<const nn::MaxPool2dImpl*>(&m)) {
+    set("MaxPool2d");
+    return static_cast<double>(p->options.kernel_size()->at(0) * p->options.kernel_size()->at(1)) *
+           numel(out);
+  }
+  if (dynamic_cast<const nn::FlattenImpl*>(&m)) {
+    set("Flatten");
+    return 0;
+  }
+  std::string name = m.name();
+  auto colon = name.rfind("::");
+  std::string t = colon == std::string::npos ? name : name.substr(colon + 2);
+  if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
+  if (type) *type = t;
+  if (t == "StreamDropout") return numel(out);
+  return 0;  // padding, containers: data movement only
+}
+
+std::vector<LayerInfo> describe_layers(nn::Module& model,
+                                       const std::function<torch::Tensor(torch::Tensor)>& forward,
+                                       const torch::Tensor& x) {
+  std::vector<LayerInfo> out;
+  std::map<std::string, size_t> index;
+  LayerObserverScope obs([&](const std::string& name, const nn::Module& m, const torch::Tensor& in,
+                             const torch::Tensor& o) {
+    if (index.count(name)) return;  // a layer run twice keeps its first shapes
+    LayerInfo li;
+    li.name = name;
+    li.in_shape = in.sizes().vec();
+    li.out_shape = o.sizes().vec();
+    li.flops = layer_flops(m, li.in_shape, li.out_shape, &li.type);
+    double param_bytes = 0;
+    for (const auto& p : m.parameters()) {
+      li.params += p.numel();
+      param_bytes += static_cast<double>(p.numel() * p.element_size());
+    }
+    li.activation_bytes = static_cast<double>(o.numel() * o.element_size());
+    li.bytes = static_cast<double>(in.numel() * in.element_size()) + li.activation_bytes + param_bytes;
+    if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
+      li.in_channels = c->options.in_channels();
+      li.out_channels = c->options.out_channels();
+      li.kernel = c->options.kernel_size()->at(0);
+      li.stride = c->options.stride()->at(0);
+      li.groups = c->options.groups();
+    } else if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
+      li.in_channels = l->options.in_features();
+      li.out_channels = l->options.out_features();
+    }
+    index[name] = out.size();
+    out.push_back(std::move(li));
+  });
+  torch::NoGradGuard ng;
+  bool was = model.is_training();
+  model.eval();
+  forward(x);
+  model.train(was);
+  return out;
+}
+
+}  // namespace trainscope::profile

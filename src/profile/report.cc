@@ -1,0 +1,236 @@
+#include "trainscope/profile/report.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::profile {
+
+std::vector<std::pair<std::string, std::string>> layers_to_json(const std::vector<LayerInfo>& layers) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& l : layers) {
+    nlohmann::json j = {{"type", l.type},         {"in_shape", l.in_shape},   {"out_shape", l.out_shape},
+                        {"params", l.params},     {"flops", l.flops},         {"bytes", l.bytes},
+                        {"activation_bytes", l.activation_bytes},
+                        {"in_channels", l.in_channels}, {"out_channels", l.out_channels},
+                        {"kernel", l.kernel},     {"stride", l.stride},       {"groups", l.groups}};
+    out.emplace_back(l.name, j.dump());
+  }
+  return out;
+}
+
+std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::vector<LayerInfo> out;
+  for (const auto& [name, text] : rows) {
+    auto j = nlohmann::json::parse(text);
+    LayerInfo l;
+    l.name = name;
+    l.type = j.value("type", "");
+    l.in_shape = j.value("in_shape", std::vector<int64_t>{});
+    l.out_shape = j.value("out_shape", std::vector<int64_t>{});
+    l.params = j.value("params", int64_t{0});
+    l.flops = j.value("flops", 0.0);
+    l.bytes = j.value("bytes", 0.0);
+    l.activation_bytes = j.value("activation_bytes", 0.0);
+    l.in_channels = j.value("in_channels", int64_t{0});
+    l.out_channels = j.value("out_channels", int64_t{0});
+    l.kernel = j.value("kernel", int64_t{0});
+    l.stride = j.value("stride", int64_t{1});
+    l.groups = j.value("groups", int64_t{1});
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::vector<ProfileCell> to_cells(const std::vector<IterationProfile>& profiles) {
+  std::vector<ProfileCell> out;
+  for (const auto& p : profiles) {
+    for (const auto& [key, us] : p.cells) out.push_back({p.step, key.first, to_string(key.second), us});
+    for (const auto& [phase, us] : p.overhead_us) out.push_back({p.step, "(overhead)", to_string(phase), us});
+    out.push_back({p.step, "(other)", "other", p.other_us});
+    out.push_back({p.step, "(wall)", "wall", p.wall_us});
+  }
+  return out;
+}
+
+std::string chrome_trace(const IterationProfile& p) {
+  nlohmann::json events = nlohmann::json::array();
+  auto tid_of = [](Phase ph) {
+    switch (ph) {
+      case Phase::kForward: case Phase::kLoss: return 1;
+      case Phase::kBackward: return 2;
+      case Phase::kUpdate: case Phase::kZeroGrad: return 3;
+      default: return 4;
+    }
+  };
+  for (int tid : {1, 2, 3, 4})
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
+                      {"args", {{"name", tid == 1 ? "forward" : tid == 2 ? "backward" : tid == 3 ? "update" : "other"}}}});
+  std::map<int64_t, const TraceEvent*> fwd_by_seq;
+  for (const auto& e : p.events)
+    if ((e.phase == Phase::kForward || e.phase == Phase::kLoss) && e.seq >= 0 && !fwd_by_seq.count(e.seq))
+      fwd_by_seq[e.seq] = &e;
+  std::set<int64_t> linked;
+  for (const auto& e : p.events) {
+    events.push_back({{"name", e.name},
+                      {"cat", to_string(e.phase)},
+                      {"ph", "X"},
+                      {"ts", e.start_us},
+                      {"dur", e.dur_us},
+                      {"pid", 1},
+                      {"tid", tid_of(e.phase)},
+                      {"args", {{"layer", e.layer.empty() ? "(unattributed)" : e.layer}, {"seq", e.seq}}}});
+    if (e.phase == Phase::kBackward && e.seq >= 0 && fwd_by_seq.count(e.seq) && !linked.count(e.seq)) {
+      const auto* f = fwd_by_seq[e.seq];
+      linked.insert(e.seq);
+      events.push_back({{"name", "fwd->bwd"}, {"cat", "flow"}, {"ph", "s"}, {"id", e.seq},
+                        {"ts", f->start_us}, {"pid", 1}, {"tid", tid_of(f->phase)}});
+      events.push_back({{"name", "fwd->bwd"}, {"cat", "flow"}, {"ph", "f"}, {"bp", "e"}, {"id", e.seq},
+                        {"ts", e.start_us}, {"pid", 1}, {"tid", 2}});
+    }
+  }
+  nlohmann::json j = {{"traceEvents", events},
+                      {"displayTimeUnit", "ms"},
+                      {"otherData", {{"step", p.step}, {"wall_us", p.wall_us}, {"coverage", p.coverage}}}};
+  return j.dump();
+}
+
+ProfileSummary summarize(Store& store, const std::string& uuid) {
+  ProfileSummary s;
+  auto cells = store.profile_cells(uuid);
+  auto layers = layers_from_json(store.profile_layers(uuid));
+  std::set<int64_t> steps;
+  std::map<std::string, LayerTime> by_layer;
+  std::vector<double> coverage;
+  std::map<int64_t, double> wall, other;
+  for (const auto& c : cells) {
+    steps.insert(c.step);
+    if (c.layer == "(wall)") {
+      wall[c.step] = c.us;
+      continue;
+    }
+    if (c.layer == "(other)") {
+      other[c.step] = c.us;
+      s.categories["other"] += c.us;
+      continue;
+    }
+    if (c.layer.empty() || c.layer == "(overhead)") {
+      std::string cat = c.phase + (c.layer.empty() ? " (unattributed ops)" : " (framework)");
+      if (c.phase == "data" || c.phase == "zero_grad" || c.phase == "recording" || c.phase == "loss")
+        cat = c.phase;
+      s.categories[cat] += c.us;
+      continue;
+    }
+    auto& lt = by_layer[c.layer];
+    lt.layer = c.layer;
+    if (c.phase == "forward" || c.phase == "loss") lt.forward_us += c.us;
+    else if (c.phase == "backward") lt.backward_us += c.us;
+    else lt.update_us += c.us;
+  }
+  s.iterations = static_cast<int64_t>(steps.size());
+  if (s.iterations == 0) return s;
+  const double n = static_cast<double>(s.iterations);
+  for (auto& [k, v] : s.categories) v /= n;
+  double wsum = 0;
+  for (const auto& [step, w] : wall) {
+    wsum += w;
+    coverage.push_back(w > 0 ? (w - other[step]) / w : 0);
+  }
+  s.wall_us = wsum / n;
+  s.coverage_min = coverage.empty() ? 0 : *std::min_element(coverage.begin(), coverage.end());
+  for (double c : coverage) s.coverage_mean += c / static_cast<double>(coverage.size());
+  // Forward order from the layer facts, then any layer only seen in times.
+  for (const auto& l : layers) {
+    LayerTime lt;
+    if (by_layer.count(l.name)) lt = by_layer[l.name];
+    lt.layer = l.name;
+    lt.type = l.type;
+    lt.flops = l.flops;
+    by_layer.erase(l.name);
+    lt.forward_us /= n, lt.backward_us /= n, lt.update_us /= n;
+    s.layers.push_back(lt);
+  }
+  for (auto& [name, lt] : by_layer) {
+    // Parameter owners deeper than the scoped layer (e.g. "features.conv1"
+    // owning updates) merge into their scoped prefix when there is one.
+    lt.forward_us /= n, lt.backward_us /= n, lt.update_us /= n;
+    auto it = std::find_if(s.layers.begin(), s.layers.end(), [&](const LayerTime& x) { return x.layer == name; });
+    if (it == s.layers.end()) s.layers.push_back(lt);
+  }
+  return s;
+}
+
+std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
+  const int row = 18, left = 220, width = 980;
+  const int height = 60 + row * static_cast<int>(s.layers.size()) + 30;
+  double max_total = 1e-9;
+  for (const auto& l : s.layers) max_total = std::max(max_total, l.total());
+  const double scale = (width - left - 40) / max_total;
+  std::string o = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">{}</text>\n",
+      width, height, width / 2, title);
+  const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c"};
+  const char* names[] = {"forward", "backward", "update"};
+  for (int i = 0; i < 3; ++i)
+    o += fmt::format("<rect x=\"{}\" y=\"30\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"40\">{}</text>\n",
+                     left + i * 110, colours[i], left + i * 110 + 16, names[i]);
+  int y = 55;
+  for (const auto& l : s.layers) {
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + 12, l.layer);
+    double x = left;
+    double parts[] = {l.forward_us, l.backward_us, l.update_us};
+    for (int i = 0; i < 3; ++i) {
+      double w = parts[i] * scale;
+      if (w > 0)
+        o += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{} {}: {:.1f} us</title></rect>\n",
+                         x, y, w, row - 4, colours[i], l.layer, names[i], parts[i]);
+      x += w;
+    }
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#555\">{:.0f} us</text>\n", x + 4, y + 12, l.total());
+    y += row;
+  }
+  o += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">mean per profiled iteration; wall {:.1f} ms, coverage {:.1f}%</text>\n",
+                   left, y + 16, s.wall_us / 1000, s.coverage_mean * 100);
+  return o + "</svg>\n";
+}
+
+double peak_gflops() {
+  const int threads = torch::get_num_threads();
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  std::filesystem::path dir = xdg && *xdg ? std::filesystem::path(xdg) / "trainscope"
+                                          : std::filesystem::path(home ? home : "/tmp") / ".cache/trainscope";
+  std::filesystem::path file = dir / fmt::format("peak_gflops_t{}_{}.txt", threads, host_name());
+  if (std::ifstream in(file); in) {
+    double v = 0;
+    if (in >> v && v > 0) return v;
+  }
+  torch::NoGradGuard ng;
+  auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto c = a.mm(b);
+    (void)c.data_ptr();
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i > 0) best = std::max(best, 2.0 * 1024 * 1024 * 1024 / s / 1e9);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::ofstream(file) << best << "\n";
+  return best;
+}
+
+}  // namespace trainscope::profile
