@@ -52,7 +52,10 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (f.phase == Phase::kForward || f.phase == Phase::kLoss) {
     if (const std::string* l = LayerScope::current()) {
       f.layer = l;
-      if (f.seq >= 0) st->seq_layer.emplace(f.seq, l);
+      // seqNr() peeks the next autograd sequence number, so an op that
+      // creates no node shares it with the next op that does; the last op
+      // to see a number before it is taken is the one that created the node.
+      if (f.seq >= 0) st->seq_layer[f.seq] = l;
     }
   } else if (f.phase == Phase::kBackward) {
     if (f.seq >= 0 && backward_fn) {

@@ -394,7 +394,10 @@ TrainResult Trainer::run() {
     // when the checkpoint is; a resumed run then has no gap in its series.
     // (Points logged after the last checkpoint of a killed run may appear
     // twice after resuming: once from the killed process, once replayed.)
+    int64_t last_checkpoint_step = -1;
     auto checkpoint = [&](const Position& p) {
+      if (p.step == last_checkpoint_step) return;  // e.g. an epoch end that is also the run's end
+      last_checkpoint_step = p.step;
       rec->flush();
       fs::path tmp = fs::temp_directory_path() /
                      fmt::format("trainscope-ckpt-{}-{}.pt", getpid(), new_uuid().substr(0, 8));

@@ -1,0 +1,152 @@
+// The per-layer profiler: FLOPs by hand, attribution on layers of known
+// relative cost, exact accounting, and a Chrome trace viewers accept.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <set>
+
+#include "support/test_util.h"
+#include "trainscope/profile/profiler.h"
+#include "trainscope/profile/report.h"
+#include "trainscope/train/models.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::profile {
+namespace {
+
+namespace nn = torch::nn;
+using testing::TempDir;
+
+TEST(FlopsTest, EachLayerTypeAgainstHandComputedValues) {
+  std::string type;
+  nn::Conv2d conv(nn::Conv2dOptions(3, 16, 3).padding(1));
+  EXPECT_EQ(layer_flops(*conv, {2, 3, 32, 32}, {2, 16, 32, 32}, &type), 2.0 * 3 * 9 * 16 * 32 * 32 * 2);
+  EXPECT_EQ(type, "Conv2d");
+  nn::Conv2d dw(nn::Conv2dOptions(8, 8, 3).padding(1).groups(8));
+  EXPECT_EQ(layer_flops(*dw, {1, 8, 16, 16}, {1, 8, 16, 16}), 2.0 * 1 * 9 * 8 * 16 * 16);
+  nn::Conv2d strided(nn::Conv2dOptions(4, 6, 5).stride(2));
+  EXPECT_EQ(layer_flops(*strided, {1, 4, 15, 15}, {1, 6, 6, 6}), 2.0 * 4 * 25 * 6 * 6 * 6);
+  nn::Linear fc(100, 10);
+  EXPECT_EQ(layer_flops(*fc, {4, 100}, {4, 10}, &type), 2.0 * 100 * 10 * 4);
+  EXPECT_EQ(type, "Linear");
+  nn::BatchNorm2d bn(16);
+  EXPECT_EQ(layer_flops(*bn, {2, 16, 8, 8}, {2, 16, 8, 8}), 4.0 * 2 * 16 * 8 * 8);
+  nn::ReLU relu;
+  EXPECT_EQ(layer_flops(*relu, {2, 16, 8, 8}, {2, 16, 8, 8}), 2.0 * 16 * 8 * 8);
+  nn::MaxPool2d pool(2);
+  EXPECT_EQ(layer_flops(*pool, {2, 16, 8, 8}, {2, 16, 4, 4}, &type), 4.0 * 2 * 16 * 4 * 4);
+  EXPECT_EQ(type, "MaxPool2d");
+}
+
+TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
+  train::ModelConfig mc;
+  mc.name = "demo_cnn";
+  auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+  auto layers = describe_layers(*model, [&](torch::Tensor x) { return model->forward(x); },
+                                torch::zeros({8, 1, 28, 28}));
+  std::vector<std::string> names;
+  for (const auto& l : layers) names.push_back(l.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"features.conv1", "features.relu1", "features.pool1",
+                                             "features.conv2", "features.relu2", "features.pool2",
+                                             "classifier.fc1", "classifier.relu", "classifier.fc2"}));
+  EXPECT_EQ(layers[0].out_shape, (std::vector<int64_t>{8, 16, 28, 28}));
+  EXPECT_EQ(layers[0].params, 16 * 1 * 9 + 16);
+  EXPECT_EQ(layers[0].flops, 2.0 * 1 * 9 * 16 * 28 * 28 * 8);
+  EXPECT_EQ(layers[0].activation_bytes, 8.0 * 16 * 28 * 28 * 4);
+  EXPECT_EQ(layers[6].type, "Linear");
+  EXPECT_EQ(layers[6].in_channels, 32 * 7 * 7);
+}
+
+class ProfiledRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StoreOptions o;
+    o.uri = "sqlite:" + (dir_ / "t.db").string();
+    store_ = Store::open(o);
+    // An MLP whose layers cost 784x2048, 2048x2048 and 2048x10 multiply-adds.
+    train::Config c = train::parse_config(
+        "", {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp",
+             "model.hidden=2048", "batch_size=64", "threads=1", "max_steps=8",
+             "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
+    train::TrainOptions to;
+    to.progress = false;
+    train::Trainer t(c, store_, to);
+    uuid_ = t.run().run_uuid;
+  }
+  TempDir dir_;
+  std::shared_ptr<Store> store_;
+  std::string uuid_;
+};
+
+TEST_F(ProfiledRun, CategoriesSumToTheWallTimeOfEveryProfiledIteration) {
+  auto cells = store_->profile_cells(uuid_);
+  std::map<int64_t, double> sum, wall;
+  for (const auto& c : cells) {
+    if (c.layer == "(wall)") {
+      wall[c.step] = c.us;
+    } else {
+      sum[c.step] += c.us;
+    }
+  }
+  ASSERT_EQ(wall.size(), 3u);  // steps 3, 5, 7
+  EXPECT_EQ(wall.begin()->first, 3);
+  for (const auto& [step, w] : wall) EXPECT_NEAR(sum[step], w, w * 1e-9 + 1e-6) << "step " << step;
+  auto s = summarize(*store_, uuid_);
+  EXPECT_GE(s.coverage_min, 0.97);
+}
+
+TEST_F(ProfiledRun, LayerTimesFollowTheirKnownRelativeCost) {
+  auto s = summarize(*store_, uuid_);
+  std::map<std::string, LayerTime> by;
+  for (const auto& l : s.layers) by[l.layer] = l;
+  const auto& fc1 = by.at("classifier.fc1");
+  const auto& fc2 = by.at("classifier.fc2");
+  const auto& fc3 = by.at("classifier.fc3");
+  // fc3 does ~200x less work than fc2 and ~80x less than fc1.
+  EXPECT_GT(fc2.forward_us, 10 * fc3.forward_us);
+  EXPECT_GT(fc1.forward_us, 10 * fc3.forward_us);
+  EXPECT_GT(fc2.backward_us, 10 * fc3.backward_us);
+  // fc2 needs input and weight gradients: backward > forward.
+  EXPECT_GT(fc2.backward_us, fc2.forward_us);
+  // Every parametrised layer has update time.
+  EXPECT_GT(fc1.update_us, 0);
+  EXPECT_GT(fc3.update_us, 0);
+  EXPECT_EQ(fc2.flops, 2.0 * 2048 * 2048 * 64);
+}
+
+TEST_F(ProfiledRun, ChromeTraceHasTheFieldsViewersRequire) {
+  std::string path;
+  for (const auto& a : store_->artifacts(uuid_))
+    if (a.kind == "trace") path = a.path;
+  ASSERT_FALSE(path.empty());
+  std::ifstream in(path);
+  auto j = nlohmann::json::parse(in);
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  int complete = 0, flow_start = 0, flow_end = 0;
+  std::set<int64_t> starts, ends;
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name")) << e;
+    const std::string ph = e["ph"];
+    if (ph == "X") {
+      ++complete;
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e;
+      ASSERT_GE(e["dur"].template get<double>(), 0);
+    } else if (ph == "s") {
+      ++flow_start;
+      starts.insert(e["id"].template get<int64_t>());
+    } else if (ph == "f") {
+      ++flow_end;
+      ends.insert(e["id"].template get<int64_t>());
+      ASSERT_EQ(e["bp"], "e");
+    }
+  }
+  EXPECT_GT(complete, 20);
+  EXPECT_GE(flow_start, 3);  // fc1, fc2, fc3 forward -> backward at least
+  EXPECT_EQ(starts, ends);
+}
+
+}  // namespace
+}  // namespace trainscope::profile
