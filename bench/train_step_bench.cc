@@ -13,6 +13,7 @@
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
+#include "trainscope/profile/profiler.h"
 
 using namespace trainscope::train;
 
@@ -82,6 +83,43 @@ BENCHMARK_CAPTURE(BM_Fingerprint, demo_cnn, "demo_cnn")->Unit(benchmark::kMicros
 BENCHMARK_CAPTURE(BM_Fingerprint, vgg11_seed, "vgg11_seed")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_TrainStep, vgg11_seed_b64, "vgg11_seed", 64)->Unit(benchmark::kMillisecond)
     ->MinTime(5.0)->UseRealTime();
+
+// The same step with the profiler attached every `every`-th step (0: never),
+// as the trainer does it. Compare the mean step time with every = 0.
+void BM_ProfiledStep(benchmark::State& state, const char* model_name, int64_t batch, int every) {
+  const char* env = std::getenv("TRAINSCOPE_BENCH_THREADS");
+  torch::set_num_threads(env ? std::atoi(env) : 1);
+  Config c;
+  c.model.name = model_name;
+  c.data.train_subset = batch * 16;
+  DataSplits data = load_data(c.data, 1);
+  auto x = to_input(data.train.images.narrow(0, 0, batch), data.mean, data.std, torch::kFloat32);
+  auto y = data.train.labels.narrow(0, 0, batch);
+  auto model = make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+  auto opt = make_optimizer(c.optimizer, model->parameters());
+  trainscope::profile::IterationProfiler profiler(*model, false);
+  using trainscope::profile::Phase;
+  int64_t step = 0;
+  for (auto _ : state) {
+    const bool on = every > 0 && ++step % every == 0;
+    if (on) profiler.begin(step, false), profiler.phase(Phase::kZeroGrad);
+    opt->zero_grad();
+    if (on) profiler.phase(Phase::kForward);
+    auto out = model->forward(x);
+    if (on) profiler.phase(Phase::kLoss);
+    auto loss = torch::nn::functional::cross_entropy(out, y);
+    if (on) profiler.phase(Phase::kBackward);
+    loss.backward();
+    if (on) profiler.phase(Phase::kUpdate);
+    opt->step();
+    if (on) profiler.phase(Phase::kRecording);
+    benchmark::DoNotOptimize(loss.item<double>());
+    if (on) benchmark::DoNotOptimize(profiler.end().wall_us);
+  }
+}
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_off, "demo_cnn", 128, 0)->Unit(benchmark::kMillisecond)->MinTime(8.0);
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every10, "demo_cnn", 128, 10)->Unit(benchmark::kMillisecond)->MinTime(8.0);
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every1, "demo_cnn", 128, 1)->Unit(benchmark::kMillisecond)->MinTime(8.0);
 
 }  // namespace
 

@@ -30,6 +30,7 @@ void register_monitor_commands(CLI::App& app, Context& ctx);
 void register_train_commands(CLI::App& app, Context& ctx);
 void register_repro_commands(CLI::App& app, Context& ctx);
 void register_profile_commands(CLI::App& app, Context& ctx);
+void register_costmodel_commands(CLI::App& app, Context& ctx);
 
 // Appends "Example:\n  <example>" to a command's help.
 inline void set_example(CLI::App* cmd, const std::string& example) {

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   cli::register_train_commands(app, ctx);
   cli::register_repro_commands(app, ctx);
   cli::register_profile_commands(app, ctx);
+  cli::register_costmodel_commands(app, ctx);
 #endif
 
   // Verbosity must be in force before any command callback runs, so it is

@@ -1,5 +1,7 @@
 // `trainscope profile CONFIG` and `trainscope profile show RUN`.
 #include <csignal>
+#include <set>
+#include <sstream>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -9,7 +11,10 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/report.h"
+
+#include <yaml-cpp/yaml.h>
 #include "trainscope/train/trainer.h"
 
 #include <torch/torch.h>
@@ -155,6 +160,45 @@ void register_profile_commands(CLI::App& app, Context& ctx) {
     auto store = ctx.store();
     show(*store, *store->find_run(r.run_uuid), "table", ctx.json, "", "");
   });
+  // profile grid
+  {
+    auto* grid = cmd->add_subcommand("grid", "Profile models x batch sizes (feeds the cost model)");
+    auto file = std::make_shared<std::string>();
+    grid->add_option("GRID", *file, "Grid YAML, e.g. configs/profile_grid.yaml")->required();
+    set_example(grid, "trainscope profile grid configs/profile_grid.yaml");
+    grid->callback([&ctx, file] {
+      YAML::Node g;
+      try {
+        g = YAML::LoadFile(*file);
+      } catch (const YAML::Exception& e) {
+        fail(ErrorKind::kUsage, "{}: {}", *file, e.what());
+      }
+      std::filesystem::path base = std::filesystem::path(*file).parent_path() / g["base"].as<std::string>("demo.yaml");
+      auto models = g["models"].as<std::vector<std::string>>();
+      auto batches = g["batch_sizes"].as<std::vector<int64_t>>();
+      int64_t grid_steps = g["steps"].as<int64_t>(16);
+      auto extra = g["set"] ? g["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
+      const size_t total = models.size() * batches.size();
+      size_t done = 0;
+      for (const auto& m : models)
+        for (int64_t b : batches) {
+          auto o = extra;
+          o.insert(o.end(), {"model.name=" + m, "batch_size=" + std::to_string(b), "profile.enabled=true",
+                             "max_steps=" + std::to_string(grid_steps), "experiment=profile_grid",
+                             "checkpoint.every_epochs=0", "fingerprint.every_steps=0"});
+          train::Config cfg = train::load_config(base.string(), o);
+          train::TrainOptions to;
+          to.name = fmt::format("grid-{}-b{}", m, b);
+          to.progress = false;
+          to.command_line = ctx.argv_line;
+          log_info("[{}/{}] profiling {} at batch {}...", ++done, total, m, b);
+          train::Trainer t(cfg, ctx.store(), to);
+          auto r = t.run();
+          auto s = profile::summarize(*ctx.store(), r.run_uuid);
+          log_info("        {:.1f} ms per iteration, coverage {:.1f}%", s.wall_us / 1000, s.coverage_min * 100);
+        }
+    });
+  }
   auto* sh = cmd->add_subcommand("show", "Show a run's profile: sorted table, categories, overhead");
   auto ref = std::make_shared<std::string>();
   auto format = std::make_shared<std::string>("table");
@@ -169,6 +213,109 @@ void register_profile_commands(CLI::App& app, Context& ctx) {
     auto store = ctx.store();
     show(*store, store->resolve_run(*ref), *format, ctx.json, *trace, *svg);
   });
+}
+
+void register_costmodel_commands(CLI::App& app, Context& ctx) {
+  auto* cm = app.add_subcommand("costmodel", "Predict training time from a network's structure");
+  cm->require_subcommand(1);
+  set_example(cm, "trainscope costmodel fit && trainscope costmodel predict configs/vgg11.yaml --batch 64");
+  auto model_file = std::make_shared<std::string>("trainscope-costmodel.json");
+  // fit
+  {
+    auto* fit = cm->add_subcommand("fit", "Fit per-layer-type regressions on profiled runs");
+    auto runs = std::make_shared<std::vector<std::string>>();
+    fit->add_option("RUNS", *runs, "Profiled runs (default: every profiled run in the store)");
+    fit->add_option("--out,-o", *model_file, "Where to write the model");
+    set_example(fit, "trainscope costmodel fit --out costmodel.json");
+    fit->callback([&ctx, runs, model_file] {
+      auto data = profile::load_profiled(*ctx.store(), *runs);
+      auto m = profile::fit(data);
+      write_output(*model_file, [&](std::ostream& o) { o << m.to_json() << "\n"; });
+      std::set<std::string> archs;
+      for (const auto& a : data) archs.insert(a.model);
+      std::cout << fmt::format("fitted {} layer types on {} layers of {} runs ({} architectures); wrote {}\n",
+                               m.coef.size(), m.samples, data.size(), archs.size(), *model_file);
+    });
+  }
+  // predict
+  {
+    auto* pr = cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
+    auto path = std::make_shared<std::string>();
+    auto batch = std::make_shared<int64_t>(0);
+    auto sets = std::make_shared<std::vector<std::string>>();
+    pr->add_option("CONFIG", *path, "Config whose model to predict")->required();
+    pr->add_option("--batch", *batch, "Batch size (default: the config's)");
+    pr->add_option("--set", *sets, "Override a config key");
+    pr->add_option("--model", *model_file, "Cost model file");
+    set_example(pr, "trainscope costmodel predict configs/vgg11_seed.yaml --batch 64");
+    pr->callback([&ctx, path, batch, sets, model_file] {
+      std::ifstream in(*model_file);
+      if (!in) fail(ErrorKind::kNotFound, "no cost model at '{}'; run `trainscope costmodel fit` first", *model_file);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      auto m = profile::CostModel::from_json(ss.str());
+      train::Config cfg = train::load_config(*path, *sets);
+      const int64_t b = *batch > 0 ? *batch : cfg.batch_size;
+      train::ModelShape shape;
+      if (cfg.data.dataset.rfind("cifar", 0) == 0) shape = {3, 32, 32, cfg.data.dataset == "cifar100" ? 100 : 10};
+      if (cfg.data.dataset == "synthetic")
+        shape = {cfg.data.synthetic_channels, cfg.data.synthetic_height, cfg.data.synthetic_width, cfg.data.synthetic_classes};
+      if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+      auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
+      auto layers = profile::describe_layers(*net, [&](torch::Tensor x) { return net->forward(x); },
+                                             torch::zeros({b, shape.channels, shape.height, shape.width}));
+      Table t({"LAYER", "TYPE", "FWD MFLOP", "PREDICTED us", "NOTE"});
+      t.align_right(2);
+      t.align_right(3);
+      std::set<std::string> unseen;
+      for (const auto& l : layers) {
+        bool est = false;
+        double us = m.layer_us(l, &est);
+        if (est) unseen.insert(l.type);
+        t.add_row({l.name, l.type, fmt::format("{:.2f}", l.flops / 1e6), fmt::format("{:.1f}", us),
+                   est ? "flops-only estimate (type not in the model)" : ""});
+      }
+      if (ctx.json) {
+        std::cout << nlohmann::json{{"model", cfg.model.name}, {"batch", b},
+                                    {"iteration_ms", m.iteration_us(layers, b) / 1000}}.dump(2) << "\n";
+        return;
+      }
+      t.print(std::cout);
+      std::cout << fmt::format("predicted iteration: {:.2f} ms for {} at batch {}\n",
+                               m.iteration_us(layers, b) / 1000, cfg.model.name, b);
+      for (const auto& u : unseen)
+        log_warn("layer type {} was never profiled; its time is a FLOPs-based estimate", u);
+    });
+  }
+  // eval
+  {
+    auto* ev = cm->add_subcommand("eval", "Leave-one-architecture-out MAPE of the cost model");
+    auto runs = std::make_shared<std::vector<std::string>>();
+    ev->add_option("RUNS", *runs, "Profiled runs (default: all)");
+    set_example(ev, "trainscope costmodel eval");
+    ev->callback([&ctx, runs] {
+      auto data = profile::load_profiled(*ctx.store(), *runs);
+      auto e = profile::leave_one_architecture_out(data);
+      if (ctx.json) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& r : e.rows)
+          rows.push_back({{"model", r.model}, {"batch", r.batch}, {"measured_ms", r.measured_us / 1000},
+                          {"predicted_ms", r.predicted_us / 1000}});
+        std::cout << nlohmann::json{{"iteration_mape_percent", e.iteration_mape},
+                                    {"layer_mape_percent", e.layer_mape}, {"rows", rows}}.dump(2) << "\n";
+        return;
+      }
+      Table t({"HELD-OUT MODEL", "BATCH", "MEASURED ms", "PREDICTED ms", "ERROR"});
+      for (size_t c = 1; c < 5; ++c) t.align_right(c);
+      for (const auto& r : e.rows)
+        t.add_row({r.model, std::to_string(r.batch), fmt::format("{:.2f}", r.measured_us / 1000),
+                   fmt::format("{:.2f}", r.predicted_us / 1000),
+                   fmt::format("{:+.1f}%", (r.predicted_us / r.measured_us - 1) * 100)});
+      t.print(std::cout);
+      std::cout << fmt::format("leave-one-architecture-out MAPE: per iteration {:.1f}%, per layer {:.1f}% "
+                               "(layers >= 1% of their iteration)\n", e.iteration_mape, e.layer_mape);
+    });
+  }
 }
 
 }  // namespace trainscope::cli
