@@ -37,7 +37,6 @@ test-asan: deps
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j$(JOBS)
 
 bench: build
-	@./scripts/install-deps.sh --bench
 	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b; done
 	@echo "== C++ vs Python training step"; ./bench/train_vs_python.sh $(BUILD_DIR) 1
 

@@ -15,11 +15,6 @@ PACKAGES=(
   python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
 )
 
-# `--bench` adds what only the benchmarks need.
-if [ "${1:-}" = "--bench" ]; then
-  PACKAGES+=(python3-numpy)
-fi
-
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
