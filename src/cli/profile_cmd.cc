@@ -177,26 +177,36 @@ void register_profile_commands(CLI::App& app, Context& ctx) {
       auto models = g["models"].as<std::vector<std::string>>();
       auto batches = g["batch_sizes"].as<std::vector<int64_t>>();
       int64_t grid_steps = g["steps"].as<int64_t>(16);
+      // Repeats run round-robin (every model once, then again), so a slow
+      // spell of a shared machine hits all models alike; the cost model takes
+      // the median over repeats.
+      int64_t repeats = g["repeats"].as<int64_t>(1);
+      if (repeats < 1) fail(ErrorKind::kUsage, "{}: repeats must be at least 1 (got {})", *file, repeats);
       auto extra = g["set"] ? g["set"].as<std::vector<std::string>>() : std::vector<std::string>{};
-      const size_t total = models.size() * batches.size();
+      const size_t total = models.size() * batches.size() * static_cast<size_t>(repeats);
       size_t done = 0;
-      for (const auto& m : models)
-        for (int64_t b : batches) {
-          auto o = extra;
-          o.insert(o.end(), {"model.name=" + m, "batch_size=" + std::to_string(b), "profile.enabled=true",
-                             "max_steps=" + std::to_string(grid_steps), "experiment=profile_grid",
-                             "checkpoint.every_epochs=0", "fingerprint.every_steps=0"});
-          train::Config cfg = train::load_config(base.string(), o);
-          train::TrainOptions to;
-          to.name = fmt::format("grid-{}-b{}", m, b);
-          to.progress = false;
-          to.command_line = ctx.argv_line;
-          log_info("[{}/{}] profiling {} at batch {}...", ++done, total, m, b);
-          train::Trainer t(cfg, ctx.store(), to);
-          auto r = t.run();
-          auto s = profile::summarize(*ctx.store(), r.run_uuid);
-          log_info("        {:.1f} ms per iteration, coverage {:.1f}%", s.wall_us / 1000, s.coverage_min * 100);
-        }
+      for (int64_t rep = 1; rep <= repeats; ++rep)
+        for (const auto& m : models)
+          for (int64_t b : batches) {
+            // Timing needs no full test-set evaluation (10,000 images through
+            // VGG is minutes); the grid's own `set:` list may override this.
+            std::vector<std::string> o = {"data.test_subset=500"};
+            o.insert(o.end(), extra.begin(), extra.end());
+            o.insert(o.end(), {"model.name=" + m, "batch_size=" + std::to_string(b), "profile.enabled=true",
+                               "max_steps=" + std::to_string(grid_steps), "experiment=profile_grid",
+                               "checkpoint.every_epochs=0", "fingerprint.every_steps=0"});
+            train::Config cfg = train::load_config(base.string(), o);
+            train::TrainOptions to;
+            to.name = repeats > 1 ? fmt::format("grid-{}-b{}-r{}", m, b, rep) : fmt::format("grid-{}-b{}", m, b);
+            to.progress = false;
+            to.command_line = ctx.argv_line;
+            log_info("[{}/{}] profiling {} at batch {}{}...", ++done, total, m, b,
+                     repeats > 1 ? fmt::format(" (repeat {})", rep) : std::string());
+            train::Trainer t(cfg, ctx.store(), to);
+            auto r = t.run();
+            auto s = profile::summarize(*ctx.store(), r.run_uuid);
+            log_info("        {:.1f} ms per iteration, coverage {:.1f}%", s.wall_us / 1000, s.coverage_min * 100);
+          }
     });
   }
   auto* sh = cmd->add_subcommand("show", "Show a run's profile: sorted table, categories, overhead");

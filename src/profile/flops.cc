@@ -58,26 +58,46 @@ double layer_flops(const nn::Module& m, const std::vector<int64_t>& in,
   return 0;  // padding, containers: data movement only
 }
 
+double function_flops(const std::string& type, const std::vector<torch::Tensor>& ins,
+                      const torch::Tensor& out) {
+  const double n_out = static_cast<double>(out.numel());
+  if (type == "Add") return n_out * static_cast<double>(ins.size() > 1 ? ins.size() - 1 : 1);
+  if (type == "ReLU") return n_out;
+  if (type == "AdaptiveAvgPool2d") return ins.empty() ? 0 : static_cast<double>(ins[0].numel());
+  return 0;
+}
+
 std::vector<LayerInfo> describe_layers(nn::Module& model,
                                        const std::function<torch::Tensor(torch::Tensor)>& forward,
                                        const torch::Tensor& x) {
   std::vector<LayerInfo> out;
   std::map<std::string, size_t> index;
-  LayerObserverScope obs([&](const std::string& name, const nn::Module& m, const torch::Tensor& in,
-                             const torch::Tensor& o) {
-    if (index.count(name)) return;  // a layer run twice keeps its first shapes
+  LayerObserverScope obs([&](const std::string& name, const nn::Module* mp, const std::string& type,
+                             const std::vector<torch::Tensor>& ins, const torch::Tensor& o) {
+    if (index.count(name) || ins.empty()) return;  // a layer run twice keeps its first shapes
     LayerInfo li;
     li.name = name;
-    li.in_shape = in.sizes().vec();
+    li.in_shape = ins[0].sizes().vec();
     li.out_shape = o.sizes().vec();
+    double in_bytes = 0;
+    for (const auto& t : ins) in_bytes += static_cast<double>(t.numel() * t.element_size());
+    li.activation_bytes = static_cast<double>(o.numel() * o.element_size());
+    if (!mp) {  // functional layer
+      li.type = type;
+      li.flops = function_flops(type, ins, o);
+      li.bytes = in_bytes + li.activation_bytes;
+      index[name] = out.size();
+      out.push_back(std::move(li));
+      return;
+    }
+    const nn::Module& m = *mp;
     li.flops = layer_flops(m, li.in_shape, li.out_shape, &li.type);
     double param_bytes = 0;
     for (const auto& p : m.parameters()) {
       li.params += p.numel();
       param_bytes += static_cast<double>(p.numel() * p.element_size());
     }
-    li.activation_bytes = static_cast<double>(o.numel() * o.element_size());
-    li.bytes = static_cast<double>(in.numel() * in.element_size()) + li.activation_bytes + param_bytes;
+    li.bytes = in_bytes + li.activation_bytes + param_bytes;
     if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
       li.in_channels = c->options.in_channels();
       li.out_channels = c->options.out_channels();

@@ -28,6 +28,10 @@ struct IterationProfiler::State {
   };
   std::vector<Frame> stack;
   Phase cur_phase = Phase::kNone;
+  // Optimizers update one parameter at a time: a top-level update op with no
+  // owned input (a temporary such as Adam's denominator) belongs to the
+  // layer of the last owned op.
+  const std::string* last_update_layer = nullptr;
   double phase_start_us = 0;
   std::map<Phase, double> op_top_us;  // time inside top-level ops per phase
   at::CallbackHandle handle = 0;
@@ -73,6 +77,8 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
         break;
       }
     }
+    if (f.layer && st->stack.empty()) st->last_update_layer = f.layer;
+    if (!f.layer && st->stack.empty()) f.layer = st->last_update_layer;
   }
   if (!f.layer && !st->stack.empty() && st->stack.back().phase == f.phase)
     f.layer = st->stack.back().layer;  // inherit from the enclosing op
@@ -110,8 +116,8 @@ void install(IterationProfiler::State& st, bool with_inputs) {
 
 }  // namespace
 
-IterationProfiler::IterationProfiler(torch::nn::Module& model, bool keep_events)
-    : model_(model), keep_events_(keep_events) {}
+IterationProfiler::IterationProfiler(torch::nn::Module& model, bool keep_events, StateFn state)
+    : model_(model), keep_events_(keep_events), state_fn_(std::move(state)) {}
 
 IterationProfiler::~IterationProfiler() {
   if (active_) end();
@@ -128,6 +134,12 @@ void IterationProfiler::begin(int64_t step, bool keep_events) {
     state_->storage[p.value().storage().data()] = layer;
     if (p.value().grad().defined()) state_->storage[p.value().grad().storage().data()] = layer;
   }
+  if (state_fn_)
+    for (const auto& [param, t] : state_fn_()) {
+      if (!param.defined() || !t.defined() || !t.has_storage()) continue;
+      auto it = state_->storage.find(param.storage().data());
+      if (it != state_->storage.end()) state_->storage[t.storage().data()] = it->second;
+    }
   t_state = state_.get();
   install(*state_, false);
   state_->t0 = Clock::now();
@@ -140,6 +152,7 @@ void IterationProfiler::phase(Phase p) {
   if (st.cur_phase != Phase::kNone) st.prof.span_us[st.cur_phase] += now - st.phase_start_us;
   install(st, p == Phase::kUpdate || p == Phase::kZeroGrad);
   st.cur_phase = p;
+  st.last_update_layer = nullptr;
   st.phase_start_us = st.now_us();
 }
 

@@ -36,10 +36,11 @@ LayerObserverScope::LayerObserverScope(LayerObserver observer)
 LayerObserverScope::~LayerObserverScope() { t_observer = prev_; }
 
 namespace detail {
-void notify(const std::string& name, const torch::nn::Module& m, const torch::Tensor& in,
-            const torch::Tensor& out) {
-  if (t_observer) (*t_observer)(name, m, in, out);
+void notify(const std::string& name, const torch::nn::Module* m, const std::string& type,
+            const std::vector<torch::Tensor>& ins, const torch::Tensor& out) {
+  if (t_observer) (*t_observer)(name, m, type, ins, out);
 }
+bool observing() { return t_observer != nullptr; }
 }  // namespace detail
 
 torch::Tensor run_layer(const std::string& name, torch::nn::AnyModule& module, torch::Tensor x) {
@@ -48,7 +49,7 @@ torch::Tensor run_layer(const std::string& name, torch::nn::AnyModule& module, t
     LayerScope scope(&name);
     out = module.forward(x);
   }
-  if (t_observer) (*t_observer)(name, *module.ptr(), x, out);
+  if (t_observer) (*t_observer)(name, module.ptr().get(), std::string(), {x}, out);
   return out;
 }
 

@@ -48,13 +48,6 @@ torch::Tensor forward_scoped(nn::Sequential& seq, const std::string& prefix,
   return x;
 }
 
-// Runs a functional op (no module) inside a layer scope.
-template <typename F>
-torch::Tensor scoped(const std::string& name, F&& f) {
-  profile::LayerScope s(&name);
-  return f();
-}
-
 // features (Sequential) -> flatten -> classifier (Sequential).
 class SequentialNet : public Classifier {
  public:
@@ -209,6 +202,8 @@ struct BasicBlockImpl : nn::Module {
         n_conv2_(name + ".conv2"),
         n_bn1_(name + ".bn1"),
         n_bn2_(name + ".bn2"),
+        n_relu1_(name + ".relu1"),
+        n_relu2_(name + ".relu2"),
         n_shortcut_(name + ".shortcut"),
         n_add_(name + ".add") {
     if (preact) bn1 = register_module("bn1", nn::BatchNorm2d(in));
@@ -222,25 +217,32 @@ struct BasicBlockImpl : nn::Module {
       if (!preact) shortcut->push_back("bn", nn::BatchNorm2d(out));
     }
   }
-  // ReLUs are timed with the BatchNorm before them (bn+relu).
+  // ReLUs and the residual add are functional layers of their own, so that
+  // the profiler and the cost model see them (not folded into a BatchNorm).
   torch::Tensor forward(torch::Tensor x) {
+    using profile::run_function;
     using profile::run_layer;
+    auto relu = [](const std::string& n, const torch::Tensor& t) {
+      return run_function(n, "ReLU", {t}, [&] { return torch::relu(t); });
+    };
     if (preact_) {
-      auto o = scoped(n_bn1_, [&] { return torch::relu(run_layer(n_bn1_, bn1, x)); });
-      auto sc = shortcut ? run_layer(n_shortcut_, shortcut, o) : x;
+      auto o = relu(n_relu1_, run_layer(n_bn1_, bn1, x));
+      auto sc = shortcut ? forward_scoped(shortcut, n_shortcut_, sc_names_, o) : x;
       o = run_layer(n_conv1_, conv1, o);
-      o = scoped(n_bn2_, [&] { return torch::relu(run_layer(n_bn2_, bn2, o)); });
+      o = relu(n_relu2_, run_layer(n_bn2_, bn2, o));
       o = run_layer(n_conv2_, conv2, o);
-      return scoped(n_add_, [&] { return o + sc; });
+      return run_function(n_add_, "Add", {o, sc}, [&] { return o + sc; });
     }
     auto o = run_layer(n_conv1_, conv1, x);
-    o = scoped(n_bn1_, [&] { return torch::relu(run_layer(n_bn1_, bn1, o)); });
+    o = relu(n_relu1_, run_layer(n_bn1_, bn1, o));
     o = run_layer(n_bn2_, bn2, run_layer(n_conv2_, conv2, o));
-    auto sc = shortcut ? run_layer(n_shortcut_, shortcut, x) : x;
-    return scoped(n_add_, [&] { return torch::relu(o + sc); });
+    auto sc = shortcut ? forward_scoped(shortcut, n_shortcut_, sc_names_, x) : x;
+    o = run_function(n_add_, "Add", {o, sc}, [&] { return o + sc; });
+    return relu(n_relu2_, o);
   }
   bool preact_;
-  std::string n_conv1_, n_conv2_, n_bn1_, n_bn2_, n_shortcut_, n_add_;
+  std::string n_conv1_, n_conv2_, n_bn1_, n_bn2_, n_relu1_, n_relu2_, n_shortcut_, n_add_;
+  std::vector<std::string> sc_names_;  // shortcut.conv, shortcut.bn
   nn::Conv2d conv1{nullptr}, conv2{nullptr};
   nn::BatchNorm2d bn1{nullptr}, bn2{nullptr};
   nn::Sequential shortcut{nullptr};
@@ -271,13 +273,19 @@ class ResNet18 : public Classifier {
   }
   torch::Tensor forward(torch::Tensor x) override {
     using profile::run_layer;
-    static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1",
+    using profile::run_function;
+    static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1", kRelu = "relu",
                              kPool = "avgpool", kDrop = "dropout", kFc = "fc";
+    auto bn_relu = [&](const torch::Tensor& t) {
+      auto b = run_layer(kBn1, bn1, t);
+      return run_function(kRelu, "ReLU", {b}, [&] { return torch::relu(b); });
+    };
     x = run_layer(kConv1, conv1, run_layer(kPad, input_pad, x));
-    if (!preact_) x = scoped(kBn1, [&] { return torch::relu(run_layer(kBn1, bn1, x)); });
+    if (!preact_) x = bn_relu(x);
     for (auto& l : layers) x = l->forward(x);  // blocks scope their own layers
-    if (preact_) x = scoped(kBn1, [&] { return torch::relu(run_layer(kBn1, bn1, x)); });
-    x = scoped(kPool, [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    if (preact_) x = bn_relu(x);
+    x = run_function(kPool, "AdaptiveAvgPool2d", {x},
+                     [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
     return run_layer(kFc, fc, run_layer(kDrop, dropout, x));
   }
 
@@ -325,7 +333,8 @@ class MobileNetV1 : public Classifier {
   torch::Tensor forward(torch::Tensor x) override {
     static const std::string kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     x = forward_scoped(features, "features", names_, x);
-    x = scoped(kPool, [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    x = profile::run_function(kPool, "AdaptiveAvgPool2d", {x},
+                              [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
     return profile::run_layer(kFc, fc, profile::run_layer(kDrop, dropout, x));
   }
 

@@ -22,6 +22,28 @@ class TorchOptimizer : public Optimizer {
   }
   void save(torch::serialize::OutputArchive& a) override { opt_.save(a); }
   void load(torch::serialize::InputArchive& a) override { opt_.load(a); }
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> state_tensors() const override {
+    namespace o = torch::optim;
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+    auto& state = const_cast<T&>(opt_).state();
+    for (const auto& group : opt_.param_groups())
+      for (const auto& p : group.params()) {
+        auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        if (it == state.end() || !it->second) continue;
+        std::vector<torch::Tensor> ts;
+        if (auto* a = dynamic_cast<o::AdamParamState*>(it->second.get()))
+          ts = {a->exp_avg(), a->exp_avg_sq(), a->max_exp_avg_sq()};
+        else if (auto* w = dynamic_cast<o::AdamWParamState*>(it->second.get()))
+          ts = {w->exp_avg(), w->exp_avg_sq(), w->max_exp_avg_sq()};
+        else if (auto* m = dynamic_cast<o::SGDParamState*>(it->second.get()))
+          ts = {m->momentum_buffer()};
+        else if (auto* r = dynamic_cast<o::RMSpropParamState*>(it->second.get()))
+          ts = {r->square_avg(), r->momentum_buffer(), r->grad_avg()};
+        for (auto& t : ts)
+          if (t.defined()) out.emplace_back(p, t);
+      }
+    return out;
+  }
 
  private:
   T opt_;
@@ -69,6 +91,14 @@ class Adadelta : public Optimizer {
       a.read("adadelta.square_avg." + std::to_string(i), square_avg_[i], true);
       a.read("adadelta.acc_delta." + std::to_string(i), acc_delta_[i], true);
     }
+  }
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> state_tensors() const override {
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> out;
+    for (size_t i = 0; i < params_.size(); ++i) {
+      out.emplace_back(params_[i], square_avg_[i]);
+      out.emplace_back(params_[i], acc_delta_[i]);
+    }
+    return out;
   }
 
  private:

@@ -426,7 +426,8 @@ TrainResult Trainer::run() {
         log_warn("profiling: the run has {} steps, not more than profile.warmup_steps = {}; "
                  "nothing will be profiled (lower the warm-up or train longer)",
                  total_steps, cfg.profile_warmup_steps);
-      profiler = std::make_unique<profile::IterationProfiler>(*model_, /*keep_events=*/true);
+      profiler = std::make_unique<profile::IterationProfiler>(
+          *model_, /*keep_events=*/true, [&opt] { return opt->state_tensors(); });
       auto sample = to_input(data.train.images.narrow(0, 0, std::min<int64_t>(cfg.batch_size, data.train.size())),
                              data.mean, data.std, dtype);
       auto layers = profile::describe_layers(

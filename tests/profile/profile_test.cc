@@ -41,6 +41,36 @@ TEST(FlopsTest, EachLayerTypeAgainstHandComputedValues) {
   nn::MaxPool2d pool(2);
   EXPECT_EQ(layer_flops(*pool, {2, 16, 8, 8}, {2, 16, 4, 4}, &type), 4.0 * 2 * 16 * 4 * 4);
   EXPECT_EQ(type, "MaxPool2d");
+  // Functional layers (run_function): residual add, relu, global pooling.
+  auto t = torch::zeros({2, 16, 8, 8});
+  EXPECT_EQ(function_flops("Add", {t, t}, t), 2.0 * 16 * 8 * 8);
+  EXPECT_EQ(function_flops("ReLU", {t}, t), 2.0 * 16 * 8 * 8);
+  EXPECT_EQ(function_flops("AdaptiveAvgPool2d", {t}, torch::zeros({2, 16})), 2.0 * 16 * 8 * 8);
+}
+
+TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
+  train::ModelConfig mc;
+  mc.name = "resnet18";
+  mc.width = 0.25;
+  auto model = train::make_model(mc, {3, 32, 32, 10}, at::detail::createCPUGenerator(1));
+  auto layers = describe_layers(*model, [&](torch::Tensor x) { return model->forward(x); },
+                                torch::zeros({2, 3, 32, 32}));
+  std::map<std::string, LayerInfo> by_name;
+  for (const auto& l : layers) by_name[l.name] = l;
+  ASSERT_TRUE(by_name.count("layer1.0.add"));
+  const auto& add = by_name["layer1.0.add"];
+  EXPECT_EQ(add.type, "Add");
+  EXPECT_EQ(add.params, 0);
+  double n = 1;
+  for (auto d : add.out_shape) n *= static_cast<double>(d);
+  EXPECT_EQ(add.flops, n);
+  EXPECT_EQ(add.bytes, 3 * n * 4);  // two inputs and the output
+  EXPECT_EQ(by_name["layer1.0.relu1"].type, "ReLU");
+  EXPECT_EQ(by_name["avgpool"].type, "AdaptiveAvgPool2d");
+  // A downsampling shortcut is two layers, not one opaque Sequential.
+  EXPECT_EQ(by_name["layer2.0.shortcut.conv"].type, "Conv2d");
+  EXPECT_EQ(by_name["layer2.0.shortcut.bn"].type, "BatchNorm2d");
+  for (const auto& l : layers) EXPECT_NE(l.type, "Sequential") << l.name;
 }
 
 TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
@@ -71,7 +101,7 @@ class ProfiledRun : public ::testing::Test {
     // An MLP whose layers cost 784x2048, 2048x2048 and 2048x10 multiply-adds.
     train::Config c = train::parse_config(
         "", {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp",
-             "model.hidden=2048", "batch_size=64", "threads=1", "max_steps=12",
+             "model.hidden=2048", "batch_size=64", "threads=1", "max_steps=12", "optimizer.name=adam",
              "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
     train::TrainOptions to;
     to.progress = false;
@@ -129,6 +159,23 @@ TEST_F(ProfiledRun, LayerTimesFollowTheirKnownRelativeCost) {
     if (l.layer == "classifier.fc2") {
       EXPECT_EQ(l.flops, 2.0 * 2048 * 2048 * 64);
     }
+}
+
+TEST_F(ProfiledRun, OptimizerWorkGoesToTheLayerThatOwnsTheParameters) {
+  // Adam reads its moment buffers and temporaries, not only the parameter
+  // and its gradient; all of that is the owning layer's update.
+  std::map<std::string, double> update;
+  double total = 0;
+  for (const auto& c : store_->profile_cells(uuid_))
+    if (c.phase == "update" && c.layer != "(overhead)") {
+      update[c.layer] += c.us;
+      total += c.us;
+    }
+  ASSERT_GT(total, 0);
+  EXPECT_LT(update[""], 0.02 * total) << "unattributed optimizer time";
+  // fc2 has 4.2M parameters, fc3 20k: Adam's work differs 200x.
+  EXPECT_GT(update["classifier.fc2"], 10 * update["classifier.fc3"]);
+  EXPECT_GT(update["classifier.fc3"], 0);
 }
 
 TEST_F(ProfiledRun, ChromeTraceHasTheFieldsViewersRequire) {

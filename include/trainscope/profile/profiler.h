@@ -9,7 +9,10 @@
 //   backward  the layer whose forward op had the same sequence number (the
 //             autograd node records it), else the enclosing backward event's
 //             layer;
-//   update    the layer owning a parameter or gradient among its inputs.
+//   update    the layer owning a parameter, its gradient or its optimizer
+//             state among its inputs; a top-level update op on temporaries
+//             only goes to the layer of the previous owned op (optimizers
+//             work one parameter at a time).
 // What no layer claims stays in the phase ("forward (unattributed)", ...).
 // The trainer measures each phase's wall-clock span; the time of a span not
 // inside any operator is the phase's framework overhead, and whatever lies
@@ -20,7 +23,9 @@
 #include <torch/nn/module.h>
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,8 +60,13 @@ struct IterationProfile {
 // one instance per training thread.
 class IterationProfiler {
  public:
-  // `model` maps parameter/gradient storage to layer names for updates.
-  explicit IterationProfiler(torch::nn::Module& model, bool keep_events = true);
+  // (parameter, optimizer state tensor) pairs, e.g. Adam's moments.
+  using StateFn = std::function<std::vector<std::pair<torch::Tensor, torch::Tensor>>()>;
+
+  // `model` maps parameter/gradient storage to layer names for updates;
+  // `state`, when given, adds the optimizer's per-parameter state tensors.
+  explicit IterationProfiler(torch::nn::Module& model, bool keep_events = true,
+                             StateFn state = nullptr);
   ~IterationProfiler();
 
   // Starts an iteration: installs the callbacks. Operator events for a trace
@@ -73,6 +83,7 @@ class IterationProfiler {
  private:
   torch::nn::Module& model_;
   bool keep_events_;
+  StateFn state_fn_;
   bool active_ = false;
   std::unique_ptr<State> state_;
 };
@@ -105,5 +116,9 @@ std::vector<LayerInfo> describe_layers(torch::nn::Module& model,
 // Backward is about 2x forward (both input and weight gradients).
 double layer_flops(const torch::nn::Module& m, const std::vector<int64_t>& in,
                    const std::vector<int64_t>& out, std::string* type = nullptr);
+// Forward FLOPs of a functional layer (run_function):
+//   Add (n inputs) (n-1) * numel_out;  ReLU numel_out;  AdaptiveAvgPool2d numel_in
+double function_flops(const std::string& type, const std::vector<torch::Tensor>& ins,
+                      const torch::Tensor& out);
 
 }  // namespace trainscope::profile

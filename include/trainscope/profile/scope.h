@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace trainscope::profile {
 
@@ -45,9 +46,12 @@ class PhaseScope {
   Phase prev_;
 };
 
-// Observes every run_layer() call of this thread while installed.
-using LayerObserver = std::function<void(const std::string& name, const torch::nn::Module& module,
-                                         const torch::Tensor& in, const torch::Tensor& out)>;
+// Observes every run_layer() and run_function() call of this thread while
+// installed. `module` is null for a functional layer, whose `type` is given
+// (e.g. "Add"); for a module layer `type` is empty. `ins` are the inputs.
+using LayerObserver =
+    std::function<void(const std::string& name, const torch::nn::Module* module, const std::string& type,
+                       const std::vector<torch::Tensor>& ins, const torch::Tensor& out)>;
 class LayerObserverScope {
  public:
   explicit LayerObserverScope(LayerObserver observer);
@@ -63,9 +67,29 @@ torch::Tensor run_layer(const std::string& name, torch::nn::AnyModule& module, t
 template <typename ModuleHolder>
 torch::Tensor run_layer(const std::string& name, ModuleHolder& module, torch::Tensor x);
 
+// Runs one named functional layer (no module: a residual add, a relu or a
+// pooling called as a function) so that it is timed and described like a
+// module layer of type `type`.
+template <typename F>
+torch::Tensor run_function(const std::string& name, const std::string& type,
+                           const std::vector<torch::Tensor>& ins, F&& f);
+
 namespace detail {
-void notify(const std::string& name, const torch::nn::Module& m, const torch::Tensor& in,
-            const torch::Tensor& out);
+void notify(const std::string& name, const torch::nn::Module* m, const std::string& type,
+            const std::vector<torch::Tensor>& ins, const torch::Tensor& out);
+bool observing();
+}
+
+template <typename F>
+torch::Tensor run_function(const std::string& name, const std::string& type,
+                           const std::vector<torch::Tensor>& ins, F&& f) {
+  torch::Tensor out;
+  {
+    LayerScope scope(&name);
+    out = f();
+  }
+  if (detail::observing()) detail::notify(name, nullptr, type, ins, out);
+  return out;
 }
 
 template <typename ModuleHolder>
@@ -75,7 +99,7 @@ torch::Tensor run_layer(const std::string& name, ModuleHolder& module, torch::Te
     LayerScope scope(&name);
     out = module->forward(x);
   }
-  detail::notify(name, *module, x, out);
+  if (detail::observing()) detail::notify(name, module.get(), std::string(), {x}, out);
   return out;
 }
 

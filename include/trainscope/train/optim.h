@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "trainscope/train/config.h"
@@ -26,6 +27,10 @@ class Optimizer {
   virtual void set_lr(double lr) = 0;
   virtual void save(torch::serialize::OutputArchive& archive) = 0;
   virtual void load(torch::serialize::InputArchive& archive) = 0;
+  // Per-parameter state tensors (momentum, Adam moments, ...) as
+  // (parameter, state) pairs, so a profiler can charge the optimizer's work
+  // on them to the parameter's layer. Empty before the first step.
+  virtual std::vector<std::pair<torch::Tensor, torch::Tensor>> state_tensors() const = 0;
 };
 
 std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
