@@ -9,6 +9,7 @@
 #include "context.h"
 #include "output.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/svg.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/profile/costmodel.h"
@@ -278,41 +279,99 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
       t.align_right(2);
       t.align_right(3);
       std::set<std::string> unseen;
+      nlohmann::json jl = nlohmann::json::array();
       for (const auto& l : layers) {
         bool est = false;
         double us = m.layer_us(l, &est);
         if (est) unseen.insert(l.type);
         t.add_row({l.name, l.type, fmt::format("{:.2f}", l.flops / 1e6), fmt::format("{:.1f}", us),
-                   est ? "flops-only estimate (type not in the model)" : ""});
+                   est ? "estimate: type not in the model" : ""});
+        jl.push_back({{"layer", l.name}, {"type", l.type}, {"fwd_mflop", l.flops / 1e6},
+                      {"predicted_us", us}, {"estimated", est}});
       }
+      const double overhead = m.overhead_us(layers);
+      t.add_row({"(outside layers)", "", "", fmt::format("{:.1f}", overhead), "data, loss, framework"});
       if (ctx.json) {
         std::cout << nlohmann::json{{"model", cfg.model.name}, {"batch", b},
-                                    {"iteration_ms", m.iteration_us(layers, b) / 1000}}.dump(2) << "\n";
-        return;
+                                    {"iteration_ms", m.iteration_us(layers) / 1000},
+                                    {"outside_layers_ms", overhead / 1000}, {"layers", jl}}.dump(2) << "\n";
+      } else {
+        t.print(std::cout);
+        std::cout << fmt::format("predicted iteration: {:.2f} ms for {} at batch {}\n",
+                                 m.iteration_us(layers) / 1000, cfg.model.name, b);
       }
-      t.print(std::cout);
-      std::cout << fmt::format("predicted iteration: {:.2f} ms for {} at batch {}\n",
-                               m.iteration_us(layers, b) / 1000, cfg.model.name, b);
       for (const auto& u : unseen)
-        log_warn("layer type {} was never profiled; its time is a FLOPs-based estimate", u);
+        log_warn("layer type {} was never profiled; its time is an estimate from all layer types "
+                 "(FLOPs, bytes, params); profile a model that has it and refit for a real figure", u);
+      const int64_t threads = torch::get_num_threads();
+      if (m.threads > 0 && m.threads != threads)
+        log_warn("the cost model was fitted on runs with {} thread(s) and this config uses {}; "
+                 "profile a grid with threads={} and refit", m.threads, threads, threads);
     });
   }
   // eval
   {
     auto* ev = cm->add_subcommand("eval", "Leave-one-architecture-out MAPE of the cost model");
     auto runs = std::make_shared<std::vector<std::string>>();
+    auto format = std::make_shared<std::string>("table");
+    auto svg = std::make_shared<std::string>();
+    auto layers = std::make_shared<bool>(false);
     ev->add_option("RUNS", *runs, "Profiled runs (default: all)");
-    set_example(ev, "trainscope costmodel eval");
-    ev->callback([&ctx, runs] {
+    ev->add_option("--format,-f", *format, "table, csv or json")->check(CLI::IsMember({"table", "csv", "json"}));
+    ev->add_flag("--layers", *layers, "Also list every layer's measured and predicted time");
+    ev->add_option("--svg", *svg, "Write a predicted-vs-measured scatter plot (log-log) here");
+    set_example(ev, "trainscope costmodel eval --svg costmodel-eval.svg");
+    ev->callback([&ctx, runs, format, svg, layers] {
       auto data = profile::load_profiled(*ctx.store(), *runs);
       auto e = profile::leave_one_architecture_out(data);
-      if (ctx.json) {
-        nlohmann::json rows = nlohmann::json::array();
+      if (!svg->empty()) {
+        SvgChart c;
+        c.title = fmt::format("Cost model, leave one architecture out: MAPE {:.1f}% per iteration",
+                              e.iteration_mape);
+        c.x_label = "measured ms per iteration";
+        c.y_label = "predicted ms";
+        c.log_x = c.log_y = true;
+        double lo = 1e300, hi = 0;
+        std::map<std::string, SvgSeries> by_model;
+        for (const auto& r : e.rows) {
+          auto& s = by_model[r.model];
+          s.name = r.model;
+          s.points = true;
+          s.x.push_back(r.measured_us / 1000);
+          s.y.push_back(r.predicted_us / 1000);
+          lo = std::min({lo, r.measured_us / 1000, r.predicted_us / 1000});
+          hi = std::max({hi, r.measured_us / 1000, r.predicted_us / 1000});
+        }
+        for (auto& [m, s] : by_model) c.series.push_back(std::move(s));
+        c.series.push_back({"exact", {lo, hi}, {lo, hi}, true, false});
+        c.series.push_back({"-15%", {lo, hi}, {lo * 0.85, hi * 0.85}, true, false});
+        c.series.push_back({"+15%", {lo, hi}, {lo * 1.15, hi * 1.15}, true, false});
+        write_output(*svg, [&](std::ostream& o) { o << c.render(); });
+      }
+      if (ctx.json || *format == "json") {
+        nlohmann::json rows = nlohmann::json::array(), lrows = nlohmann::json::array();
         for (const auto& r : e.rows)
           rows.push_back({{"model", r.model}, {"batch", r.batch}, {"measured_ms", r.measured_us / 1000},
                           {"predicted_ms", r.predicted_us / 1000}});
+        for (const auto& r : e.layer_rows)
+          lrows.push_back({{"model", r.model}, {"batch", r.batch}, {"layer", r.layer}, {"type", r.type},
+                           {"measured_us", r.measured_us}, {"predicted_us", r.predicted_us}});
         std::cout << nlohmann::json{{"iteration_mape_percent", e.iteration_mape},
-                                    {"layer_mape_percent", e.layer_mape}, {"rows", rows}}.dump(2) << "\n";
+                                    {"layer_mape_percent", e.layer_mape},
+                                    {"rows", rows},
+                                    {"layers", lrows}}
+                         .dump(2)
+                  << "\n";
+        return;
+      }
+      if (*format == "csv") {
+        std::cout << "level,model,batch,layer,type,measured_us,predicted_us,error_percent\n";
+        for (const auto& r : e.rows)
+          std::cout << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.measured_us,
+                                   r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
+        for (const auto& r : e.layer_rows)
+          std::cout << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.layer, r.type,
+                                   r.measured_us, r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
         return;
       }
       Table t({"HELD-OUT MODEL", "BATCH", "MEASURED ms", "PREDICTED ms", "ERROR"});
@@ -322,8 +381,24 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
                    fmt::format("{:.2f}", r.predicted_us / 1000),
                    fmt::format("{:+.1f}%", (r.predicted_us / r.measured_us - 1) * 100)});
       t.print(std::cout);
-      std::cout << fmt::format("leave-one-architecture-out MAPE: per iteration {:.1f}%, per layer {:.1f}% "
-                               "(layers >= 1% of their iteration)\n", e.iteration_mape, e.layer_mape);
+      if (*layers) {
+        Table lt({"HELD-OUT MODEL", "BATCH", "LAYER", "TYPE", "MEASURED us", "PREDICTED us", "ERROR"});
+        for (size_t c : {1, 4, 5, 6}) lt.align_right(c);
+        for (const auto& r : e.layer_rows)
+          lt.add_row({r.model, std::to_string(r.batch), r.layer, r.type, fmt::format("{:.1f}", r.measured_us),
+                      fmt::format("{:.1f}", r.predicted_us),
+                      fmt::format("{:+.1f}%", (r.predicted_us / r.measured_us - 1) * 100)});
+        std::cout << "\n";
+        lt.print(std::cout);
+      }
+      std::set<std::string> archs;
+      for (const auto& a : data) archs.insert(a.model);
+      std::set<int64_t> batches;
+      for (const auto& a : data) batches.insert(a.batch);
+      std::cout << fmt::format(
+          "leave-one-architecture-out MAPE over {} architectures x {} batch sizes: per iteration {:.1f}%, "
+          "per layer {:.1f}% ({} layers taking >= 1% of their iteration)\n",
+          archs.size(), batches.size(), e.iteration_mape, e.layer_mape, e.layer_rows.size());
     });
   }
 }

@@ -58,11 +58,15 @@ std::string SvgChart::render() const {
   const double pw = width - left - right, ph = height - top - bottom;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
   auto ty = [&](double y) { return log_y ? std::log10(y) : y; };
+  auto tx = [&](double x) { return log_x ? std::log10(x) : x; };
+  auto skip = [&](double x, double y) {
+    return !std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0) || (log_x && x <= 0);
+  };
   for (const auto& s : series)
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       double y = s.y[i];
-      if (!std::isfinite(s.x[i]) || !std::isfinite(y) || (log_y && y <= 0)) continue;
-      xmin = std::min(xmin, s.x[i]), xmax = std::max(xmax, s.x[i]);
+      if (skip(s.x[i], y)) continue;
+      xmin = std::min(xmin, tx(s.x[i])), xmax = std::max(xmax, tx(s.x[i]));
       ymin = std::min(ymin, ty(y)), ymax = std::max(ymax, ty(y));
     }
   if (!std::isfinite(xmin)) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
@@ -70,7 +74,7 @@ std::string SvgChart::render() const {
   if (ymax == ymin) ymax = ymin + 1;
   double pad = (ymax - ymin) * 0.05;
   ymin -= pad, ymax += pad;
-  auto px = [&](double x) { return left + (x - xmin) / (xmax - xmin) * pw; };
+  auto px = [&](double x) { return left + (tx(x) - xmin) / (xmax - xmin) * pw; };
   auto py = [&](double y) { return top + (1 - (ty(y) - ymin) / (ymax - ymin)) * ph; };
 
   std::string o = fmt::format(
@@ -83,10 +87,10 @@ std::string SvgChart::render() const {
   o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
                    left, top, pw, ph);
   for (double t : ticks(xmin, xmax)) {
-    double x = px(t);
+    double x = left + (t - xmin) / (xmax - xmin) * pw;
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
                      "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                     x, top, top + ph, top + ph + 16, tick_label(t));
+                     x, top, top + ph, top + ph + 16, tick_label(log_x ? std::pow(10.0, t) : t));
   }
   for (double t : ticks(ymin, ymax)) {
     double y = top + (1 - (t - ymin) / (ymax - ymin)) * ph;
@@ -96,7 +100,7 @@ std::string SvgChart::render() const {
                      left, y, left + pw, left - 6, y + 4, label);
   }
   o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
-                   height - 12, escape(x_label));
+                   height - 12, escape(x_label + (log_x ? " (log)" : "")));
   o += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
                    top + ph / 2, top + ph / 2, escape(y_label + (log_y ? " (log)" : "")));
   for (size_t si = 0; si < series.size(); ++si) {
@@ -106,21 +110,32 @@ std::string SvgChart::render() const {
     bool pen_down = false;
     for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
       double y = s.y[i];
-      if (!std::isfinite(s.x[i]) || !std::isfinite(y) || (log_y && y <= 0)) {
+      if (skip(s.x[i], y)) {
         pen_down = false;
+        continue;
+      }
+      if (s.points) {
+        o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
+                         "<title>{}: {:g}, {:g}</title></circle>\n",
+                         px(s.x[i]), py(y), colour, escape(s.name), s.x[i], y);
         continue;
       }
       path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", px(s.x[i]), py(y));
       pen_down = true;
     }
-    o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}><title>{}</title></path>\n",
-                     path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
+    if (!s.points)
+      o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}><title>{}</title></path>\n",
+                       path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
     double ly = top + 10 + static_cast<double>(si) * 16;
-    o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
-                     "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
-                     left + pw + 10, ly, left + pw + 30, colour,
-                     s.dashed ? " stroke-dasharray=\"6 4\"" : "", left + pw + 35, ly + 4,
-                     escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name));
+    const std::string label = escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name);
+    if (s.points)
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                       left + pw + 20, ly, colour, left + pw + 35, ly + 4, label);
+    else
+      o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
+                       "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
+                       left + pw + 10, ly, left + pw + 30, colour,
+                       s.dashed ? " stroke-dasharray=\"6 4\"" : "", left + pw + 35, ly + 4, label);
   }
   o += "</svg>\n";
   return o;

@@ -2,52 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/nnls.h"
 
 namespace trainscope::profile {
 namespace {
-
-// Features without an intercept: a layer that does no work takes no time,
-// so small networks are not charged the big ones' constant.
-std::vector<double> features(const LayerInfo& l) {
-  return {l.flops / 1e6, l.bytes / 1e6, static_cast<double>(l.params) / 1e6};
-}
-std::vector<double> overhead_features(const std::vector<LayerInfo>& layers, int64_t batch) {
-  double params = 0;
-  for (const auto& l : layers) params += static_cast<double>(l.params);
-  return {static_cast<double>(layers.size()), static_cast<double>(batch), params / 1e6};
-}
-
-// Least squares with a small ridge term (keeps sparse types well posed).
-std::vector<double> solve(const std::vector<std::vector<double>>& x, const std::vector<double>& y,
-                          double ridge = 1e-6) {
-  const size_t k = x.empty() ? 0 : x[0].size();
-  std::vector<std::vector<double>> a(k, std::vector<double>(k + 1, 0.0));
-  for (size_t r = 0; r < x.size(); ++r)
-    for (size_t i = 0; i < k; ++i) {
-      for (size_t j = 0; j < k; ++j) a[i][j] += x[r][i] * x[r][j];
-      a[i][k] += x[r][i] * y[r];
-    }
-  for (size_t i = 0; i < k; ++i) a[i][i] += ridge * (1 + a[i][i]);
-  for (size_t c = 0; c < k; ++c) {  // Gauss-Jordan with partial pivoting
-    size_t p = c;
-    for (size_t r = c + 1; r < k; ++r)
-      if (std::fabs(a[r][c]) > std::fabs(a[p][c])) p = r;
-    std::swap(a[c], a[p]);
-    if (std::fabs(a[c][c]) < 1e-300) continue;
-    for (size_t r = 0; r < k; ++r) {
-      if (r == c) continue;
-      double f = a[r][c] / a[c][c];
-      for (size_t j = c; j <= k; ++j) a[r][j] -= f * a[c][j];
-    }
-  }
-  std::vector<double> out(k, 0.0);
-  for (size_t i = 0; i < k; ++i) out[i] = std::fabs(a[i][i]) < 1e-300 ? 0.0 : a[i][k] / a[i][i];
-  return out;
-}
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
@@ -55,37 +19,90 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// Rows divided by `scale`: least squares on errors relative to it.
+struct Rows {
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  void add(std::vector<double> f, double t, double scale) {
+    for (auto& v : f) v /= scale;
+    x.push_back(std::move(f));
+    y.push_back(t / scale);
+  }
+};
+
 }  // namespace
+
+std::vector<double> compute_features(const LayerInfo& l) {
+  return {l.flops / 1e6, std::max(0.0, l.bytes - l.param_bytes) / 1e6, 1.0};
+}
+
+std::vector<double> update_features(const LayerInfo& l) {
+  return {static_cast<double>(l.params) / 1e6, static_cast<double>(l.param_tensors)};
+}
+
+std::vector<double> overhead_features(const std::vector<LayerInfo>& layers) {
+  double act = 0;
+  for (const auto& l : layers) act += l.activation_bytes;
+  return {static_cast<double>(layers.size()), act / 1e6};
+}
 
 double CostModel::layer_us(const LayerInfo& l, bool* estimated) const {
   auto it = coef.find(l.type);
   if (estimated) *estimated = it == coef.end();
-  if (it == coef.end()) return l.flops * fallback_us_per_flop;
-  return std::max(0.0, dot(it->second, features(l)));
+  double t = std::max(0.0, dot(it == coef.end() ? generic : it->second, compute_features(l)));
+  if (l.params > 0) t += std::max(0.0, dot(update, update_features(l)));
+  return t;
 }
 
-double CostModel::iteration_us(const std::vector<LayerInfo>& layers, int64_t batch) const {
-  double t = overhead.empty() ? 0.0 : std::max(0.0, dot(overhead, overhead_features(layers, batch)));
+double CostModel::overhead_us(const std::vector<LayerInfo>& layers) const {
+  return std::max(0.0, dot(overhead, overhead_features(layers)));
+}
+
+double CostModel::iteration_us(const std::vector<LayerInfo>& layers) const {
+  double t = overhead_us(layers);
   for (const auto& l : layers) t += layer_us(l);
   return t;
 }
 
 std::string CostModel::to_json() const {
-  return nlohmann::json{{"coef", coef},
+  return nlohmann::json{{"format", "trainscope-costmodel/3"},
+                        {"compute_features", {"mflop", "activation_mbytes", "1"}},
+                        {"update_features", {"mparams", "param_tensors"}},
+                        {"overhead_features", {"layers", "activation_mbytes"}},
+                        {"unit", "us"},
+                        {"coef", coef},
+                        {"generic", generic},
+                        {"update", update},
                         {"overhead", overhead},
-                        {"fallback_us_per_flop", fallback_us_per_flop},
                         {"samples", samples},
-                        {"features", {"mflops", "mbytes", "mparams", "1"}}}
+                        {"threads", threads}}
       .dump(2);
 }
 
 CostModel CostModel::from_json(const std::string& text) {
-  auto j = nlohmann::json::parse(text);
   CostModel m;
-  m.coef = j.at("coef").get<std::map<std::string, std::vector<double>>>();
-  m.overhead = j.at("overhead").get<std::vector<double>>();
-  m.fallback_us_per_flop = j.at("fallback_us_per_flop").get<double>();
-  m.samples = j.value("samples", int64_t{0});
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (j.value("format", std::string()) != "trainscope-costmodel/3")
+      fail(ErrorKind::kUsage, "not a trainscope cost model (format {}); refit it with `trainscope costmodel fit`",
+           j.value("format", std::string("missing")));
+    m.coef = j.at("coef").get<std::map<std::string, std::vector<double>>>();
+    m.generic = j.at("generic").get<std::vector<double>>();
+    m.update = j.at("update").get<std::vector<double>>();
+    m.overhead = j.at("overhead").get<std::vector<double>>();
+    m.samples = j.value("samples", int64_t{0});
+    m.threads = j.value("threads", int64_t{0});
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kUsage, "cost model file is not valid ({}); refit it with `trainscope costmodel fit`",
+         e.what());
+  }
   return m;
 }
 
@@ -97,20 +114,73 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
   } else {
     for (const auto& ref : runs) infos.push_back(store.resolve_run(ref));
   }
-  std::vector<ProfiledArch> out;
+  // (model, batch, threads) -> runs; per run: layer -> median us, wall median.
+  struct One {
+    std::string uuid;
+    std::vector<LayerInfo> layers;
+    std::map<std::string, double> compute_us, update_us;
+    double wall = 0;
+  };
+  std::map<std::tuple<std::string, int64_t, int64_t>, std::vector<One>> groups;
   for (const auto& r : infos) {
-    ProfileSummary s = summarize(store, r.uuid);
-    if (s.iterations == 0) continue;
-    ProfiledArch a;
-    a.run = r.uuid;
+    auto cells = store.profile_cells(r.uuid);
+    if (cells.empty()) continue;
+    One o;
+    o.uuid = r.uuid;
+    o.layers = layers_from_json(store.profile_layers(r.uuid));
+    // layer -> step -> us, for compute (forward, backward) and update
+    // (update, zero_grad).
+    std::map<std::string, std::map<int64_t, double>> compute, update;
+    std::vector<int64_t> steps;
+    std::vector<double> walls;
+    for (const auto& c : cells) {
+      if (c.layer == "(wall)") {
+        steps.push_back(c.step);
+        walls.push_back(c.us);
+      } else if (!c.layer.empty() && c.layer[0] != '(') {
+        auto& m = c.phase == "update" || c.phase == "zero_grad" ? update : compute;
+        m[c.layer][c.step] += c.us;
+      }
+    }
+    if (walls.empty()) continue;
+    o.wall = median(walls);
+    auto median_over_steps = [&](std::map<int64_t, double>& per_step) {
+      std::vector<double> v;
+      for (int64_t s : steps) v.push_back(per_step.count(s) ? per_step[s] : 0.0);
+      return median(v);
+    };
+    for (const auto& l : o.layers) {
+      o.compute_us[l.name] = median_over_steps(compute[l.name]);
+      o.update_us[l.name] = median_over_steps(update[l.name]);
+    }
     auto p = store.params(r.uuid);
-    a.model = p.count("model.name") ? p.at("model.name") : "?";
-    a.layers = layers_from_json(store.profile_layers(r.uuid));
-    a.batch = a.layers.empty() || a.layers[0].in_shape.empty() ? 0 : a.layers[0].in_shape[0];
-    std::map<std::string, double> t;
-    for (const auto& l : s.layers) t[l.layer] = l.total();
-    for (const auto& l : a.layers) a.layer_us.push_back(t.count(l.name) ? t[l.name] : 0.0);
-    a.iteration_us = s.wall_us;
+    std::string model = p.count("model.name") ? p.at("model.name") : "?";
+    int64_t batch = o.layers.empty() || o.layers[0].in_shape.empty() ? 0 : o.layers[0].in_shape[0];
+    int64_t threads = 0;
+    if (p.count("threads")) threads = std::atoll(p.at("threads").c_str());
+    groups[{model, batch, threads}].push_back(std::move(o));
+  }
+  std::vector<ProfiledArch> out;
+  for (auto& [key, ones] : groups) {
+    ProfiledArch a;
+    std::tie(a.model, a.batch, a.threads) = key;
+    a.layers = ones[0].layers;
+    std::vector<double> walls;
+    for (const auto& o : ones) {
+      a.runs.push_back(o.uuid);
+      walls.push_back(o.wall);
+    }
+    a.iteration_us = median(walls);
+    for (const auto& l : a.layers) {
+      std::vector<double> c, u;
+      for (auto& o : ones) {
+        c.push_back(o.compute_us[l.name]);
+        u.push_back(o.update_us[l.name]);
+      }
+      a.layer_compute_us.push_back(median(c));
+      a.layer_update_us.push_back(median(u));
+      a.layer_us.push_back(a.layer_compute_us.back() + a.layer_update_us.back());
+    }
     out.push_back(std::move(a));
   }
   return out;
@@ -121,34 +191,33 @@ CostModel fit(const std::vector<ProfiledArch>& data) {
     fail(ErrorKind::kNotFound,
          "no profiled runs to fit; record some with `trainscope profile grid configs/profile_grid.yaml`");
   CostModel m;
-  std::map<std::string, std::pair<std::vector<std::vector<double>>, std::vector<double>>> by_type;
-  std::vector<std::vector<double>> ox;
-  std::vector<double> oy;
-  double flops = 0, us = 0;
+  std::map<std::string, Rows> by_type;
+  Rows all, update, rest;
+  std::set<int64_t> threads;
   for (const auto& a : data) {
+    threads.insert(a.threads);
+    const double wall = std::max(1.0, a.iteration_us);
     double in_layers = 0;
     for (size_t i = 0; i < a.layers.size(); ++i) {
-      if (a.layer_us[i] <= 0) continue;
-      // Rows scaled by 1/t: least squares on relative errors, so small
-      // layers count as much as large ones.
-      auto f = features(a.layers[i]);
-      for (auto& v : f) v /= a.layer_us[i];
-      by_type[a.layers[i].type].first.push_back(f);
-      by_type[a.layers[i].type].second.push_back(1.0);
-      in_layers += a.layer_us[i];
-      flops += a.layers[i].flops;
-      us += a.layer_us[i];
-      ++m.samples;
+      const auto& l = a.layers[i];
+      const double c = i < a.layer_compute_us.size() ? a.layer_compute_us[i] : a.layer_us[i];
+      const double u = i < a.layer_update_us.size() ? a.layer_update_us[i] : 0.0;
+      in_layers += c + u;
+      if (c > 0) {  // a layer that does nothing (dropout at p = 0) says nothing
+        by_type[l.type].add(compute_features(l), c, wall);
+        all.add(compute_features(l), c, c);
+        ++m.samples;
+      }
+      if (u > 0 && l.params > 0) update.add(update_features(l), u, u);
     }
-    const double rest = std::max(1.0, a.iteration_us - in_layers);
-    auto f = overhead_features(a.layers, a.batch);
-    for (auto& v : f) v /= rest;
-    ox.push_back(f);
-    oy.push_back(1.0);
+    const double r = std::max(1.0, a.iteration_us - in_layers);
+    rest.add(overhead_features(a.layers), r, r);
   }
-  for (auto& [type, xy] : by_type) m.coef[type] = solve(xy.first, xy.second);
-  m.overhead = solve(ox, oy);
-  m.fallback_us_per_flop = flops > 0 ? us / flops : 0;
+  for (auto& [type, rows] : by_type) m.coef[type] = nnls(rows.x, rows.y);
+  m.generic = nnls(all.x, all.y);
+  m.update = update.x.empty() ? std::vector<double>{0.0, 0.0} : nnls(update.x, update.y);
+  m.overhead = nnls(rest.x, rest.y);
+  m.threads = threads.size() == 1 ? *threads.begin() : 0;
   return m;
 }
 
@@ -156,11 +225,12 @@ CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data) 
   std::set<std::string> models;
   for (const auto& a : data) models.insert(a.model);
   if (models.size() < 2)
-    fail(ErrorKind::kUsage, "leave-one-architecture-out needs profiles of at least 2 architectures (have {})",
+    fail(ErrorKind::kUsage,
+         "leave-one-architecture-out needs profiles of at least 2 architectures (have {}); "
+         "run `trainscope profile grid configs/profile_grid.yaml`",
          models.size());
   CostModelEval ev;
   double ape = 0, lape = 0;
-  int64_t ln = 0;
   for (const auto& held : models) {
     std::vector<ProfiledArch> train;
     for (const auto& a : data)
@@ -168,18 +238,19 @@ CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data) 
     CostModel m = fit(train);
     for (const auto& a : data) {
       if (a.model != held) continue;
-      double pred = m.iteration_us(a.layers, a.batch);
+      double pred = m.iteration_us(a.layers);
       ev.rows.push_back({a.model, a.batch, a.iteration_us, pred});
       ape += std::fabs(pred - a.iteration_us) / a.iteration_us;
       for (size_t i = 0; i < a.layers.size(); ++i) {
         if (a.layer_us[i] < 0.01 * a.iteration_us) continue;
-        lape += std::fabs(m.layer_us(a.layers[i]) - a.layer_us[i]) / a.layer_us[i];
-        ++ln;
+        const double p = m.layer_us(a.layers[i]);
+        ev.layer_rows.push_back({a.model, a.layers[i].name, a.layers[i].type, a.batch, a.layer_us[i], p});
+        lape += std::fabs(p - a.layer_us[i]) / a.layer_us[i];
       }
     }
   }
   ev.iteration_mape = 100 * ape / static_cast<double>(ev.rows.size());
-  ev.layer_mape = ln ? 100 * lape / static_cast<double>(ln) : 0;
+  ev.layer_mape = ev.layer_rows.empty() ? 0 : 100 * lape / static_cast<double>(ev.layer_rows.size());
   return ev;
 }
 

@@ -92,12 +92,12 @@ std::vector<LayerInfo> describe_layers(nn::Module& model,
     }
     const nn::Module& m = *mp;
     li.flops = layer_flops(m, li.in_shape, li.out_shape, &li.type);
-    double param_bytes = 0;
     for (const auto& p : m.parameters()) {
       li.params += p.numel();
-      param_bytes += static_cast<double>(p.numel() * p.element_size());
+      ++li.param_tensors;
+      li.param_bytes += static_cast<double>(p.numel() * p.element_size());
     }
-    li.bytes = in_bytes + li.activation_bytes + param_bytes;
+    li.bytes = in_bytes + li.activation_bytes + li.param_bytes;
     if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
       li.in_channels = c->options.in_channels();
       li.out_channels = c->options.out_channels();

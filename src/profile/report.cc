@@ -23,7 +23,8 @@ std::vector<std::pair<std::string, std::string>> layers_to_json(const std::vecto
                         {"params", l.params},     {"flops", l.flops},         {"bytes", l.bytes},
                         {"activation_bytes", l.activation_bytes},
                         {"in_channels", l.in_channels}, {"out_channels", l.out_channels},
-                        {"kernel", l.kernel},     {"stride", l.stride},       {"groups", l.groups}};
+                        {"kernel", l.kernel},     {"stride", l.stride},       {"groups", l.groups},
+                        {"param_tensors", l.param_tensors}, {"param_bytes", l.param_bytes}};
     out.emplace_back(l.name, j.dump());
   }
   return out;
@@ -47,6 +48,9 @@ std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string,
     l.kernel = j.value("kernel", int64_t{0});
     l.stride = j.value("stride", int64_t{1});
     l.groups = j.value("groups", int64_t{1});
+    // Profiles stored before these fields: float32, weight + bias.
+    l.param_tensors = j.value("param_tensors", int64_t{l.params > 0 ? 2 : 0});
+    l.param_bytes = j.value("param_bytes", 4.0 * static_cast<double>(l.params));
     out.push_back(std::move(l));
   }
   return out;

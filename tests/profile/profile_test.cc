@@ -10,6 +10,7 @@
 #include <set>
 
 #include "support/test_util.h"
+#include "trainscope/core/error.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/profile/report.h"
@@ -224,22 +225,97 @@ TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
   EXPECT_NE(r.out.find("not more than profile.warmup_steps = 5"), std::string::npos) << r.out;
 }
 
-TEST(CostModelTest, UnseenLayerTypeFallsBackToAFlopsEstimate) {
+TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   CostModel m;
-  m.coef["Conv2d"] = {1.0, 0.0, 0.0};
-  m.fallback_us_per_flop = 1e-3;
+  m.coef["Conv2d"] = {1.0, 0.0, 0.0};  // 1 us per MFLOP
+  m.generic = {2.0, 0.5, 3.0};         // 2 us per MFLOP, 0.5 per MB, 3 per call
+  m.update = {1000.0, 5.0};            // 1 ns per parameter, 5 us per tensor
+  m.overhead = {10.0, 1.0};            // 10 us per layer, 1 us per activation MB
   LayerInfo conv, odd;
   conv.type = "Conv2d";
   odd.type = "Fancy";
   conv.flops = 2e6;
-  odd.flops = 5000;
+  conv.params = 4000;
+  conv.param_tensors = 2;
+  conv.param_bytes = 16000;
+  conv.bytes = 16000 + 1e6;
+  conv.activation_bytes = 3e6;
+  odd.flops = 5e6;
+  odd.bytes = 2e6;
   bool est = true;
-  EXPECT_DOUBLE_EQ(m.layer_us(conv, &est), 2.0);
+  EXPECT_DOUBLE_EQ(m.layer_us(conv, &est), 2.0 + 4.0 + 10.0);
   EXPECT_FALSE(est);
-  EXPECT_DOUBLE_EQ(m.layer_us(odd, &est), 5.0);
+  EXPECT_DOUBLE_EQ(m.layer_us(odd, &est), 2.0 * 5 + 0.5 * 2 + 3);
   EXPECT_TRUE(est);
+  EXPECT_DOUBLE_EQ(m.overhead_us({conv, odd}), 2 * 10.0 + 3.0);
+  EXPECT_DOUBLE_EQ(m.iteration_us({conv, odd}), 23.0 + 16.0 + 14.0);
   auto back = CostModel::from_json(m.to_json());
-  EXPECT_DOUBLE_EQ(back.layer_us(conv), 2.0);
+  EXPECT_DOUBLE_EQ(back.layer_us(conv), 16.0);
+  EXPECT_DOUBLE_EQ(back.layer_us(odd), 14.0);
+  EXPECT_DOUBLE_EQ(back.iteration_us({conv, odd}), 53.0);
+  EXPECT_THROW(CostModel::from_json("{\"coef\": {}}"), trainscope::Error);
+  EXPECT_THROW(CostModel::from_json("not json"), trainscope::Error);
+}
+
+// Synthetic profiles generated from a known cost law: the fit must recover
+// it and leave-one-architecture-out must predict held-out nets exactly.
+TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
+  auto layer = [](const std::string& type, int k, double mflop, double act_mb, int64_t params) {
+    LayerInfo l;
+    l.name = type + std::to_string(k);
+    l.type = type;
+    l.flops = mflop * 1e6;
+    l.params = params;
+    l.param_tensors = params > 0 ? 2 : 0;
+    l.param_bytes = 4.0 * static_cast<double>(params);
+    l.bytes = act_mb * 1e6 + l.param_bytes;
+    l.activation_bytes = act_mb * 1e6 / 2;
+    l.in_shape = {16, 3, 32, 32};
+    return l;
+  };
+  auto compute = [](const LayerInfo& l) {  // us
+    const double mb = (l.bytes - l.param_bytes) / 1e6;
+    if (l.type == "Conv2d") return 0.02 * l.flops / 1e6 + 1.0 * mb + 20;
+    return 0.5 * mb + 5;
+  };
+  auto upd = [](const LayerInfo& l) {
+    return l.params > 0 ? 2000.0 * static_cast<double>(l.params) / 1e6 + 25.0 * static_cast<double>(l.param_tensors)
+                        : 0.0;
+  };
+  std::vector<ProfiledArch> data;
+  for (int a = 0; a < 4; ++a)
+    for (int b : {1, 2, 4}) {
+      ProfiledArch p;
+      p.model = "net" + std::to_string(a);
+      p.batch = 16 * b;
+      for (int k = 0; k <= a; ++k) {
+        p.layers.push_back(layer("Conv2d", k, 100.0 * b * (k + 1), 2.0 * b * (a + 1), 1000 * (k + 1) * (a + 1)));
+        p.layers.push_back(layer("ReLU", k, 0.5 * b, 1.0 * b * (k + a + 1), 0));
+      }
+      double in_layers = 0, act = 0;
+      for (const auto& l : p.layers) {
+        p.layer_compute_us.push_back(compute(l));
+        p.layer_update_us.push_back(upd(l));
+        p.layer_us.push_back(compute(l) + upd(l));
+        in_layers += compute(l) + upd(l);
+        act += l.activation_bytes / 1e6;
+      }
+      p.iteration_us = in_layers + 4.0 * static_cast<double>(p.layers.size()) + 0.5 * act;
+      data.push_back(p);
+    }
+  CostModel m = fit(data);
+  ASSERT_EQ(m.coef.size(), 2u);
+  EXPECT_NEAR(m.coef["Conv2d"][0], 0.02, 1e-6);
+  EXPECT_NEAR(m.coef["Conv2d"][2], 20, 1e-4);
+  EXPECT_NEAR(m.coef["ReLU"][1], 0.5, 1e-6);
+  EXPECT_NEAR(m.update[0], 2000, 0.2);  // normal equations: ~1e-5 relative
+  EXPECT_NEAR(m.update[1], 25, 1e-4);
+  EXPECT_NEAR(m.overhead[0], 4, 1e-6);
+  EXPECT_NEAR(m.overhead[1], 0.5, 1e-6);
+  auto ev = leave_one_architecture_out(data);
+  EXPECT_EQ(ev.rows.size(), data.size());
+  EXPECT_LT(ev.iteration_mape, 1e-3);
+  EXPECT_LT(ev.layer_mape, 1e-3);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// Minimal SVG line charts for reports: no dependencies, deterministic output.
+// Minimal SVG line and scatter charts for reports: no dependencies, deterministic output.
 #pragma once
 
 #include <string>
@@ -10,11 +10,12 @@ struct SvgSeries {
   std::string name;
   std::vector<double> x, y;  // same length; non-finite points break the line
   bool dashed = false;
+  bool points = false;  // markers only (a scatter plot), no line
 };
 
 struct SvgChart {
   std::string title, x_label, y_label;
-  bool log_y = false;
+  bool log_x = false, log_y = false;
   int width = 900, height = 480;
   std::vector<SvgSeries> series;
   // Renders the chart with axes, ticks, a legend and one colour per series.

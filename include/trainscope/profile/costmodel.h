@@ -1,14 +1,34 @@
 // A cost model that predicts training time from a network's structure.
 //
-// Per layer type (Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...), the
-// time of one training iteration of a layer (forward + backward + update,
-// microseconds) is fitted by least squares as a power law
-//     ln t = a ln(flops) + b ln(bytes) + c ln(params + 1) + d
-// with features from LayerInfo (flops and bytes of the forward pass at that
-// batch size). The time outside layers is fitted the same way on ln(batch),
-// ln(number of layers) and ln(input bytes). A layer type the model has never
-// seen falls back to the fitted GFLOP/s of all layers (flagged "flops-only
-// estimate").
+// A layer's time in one training iteration is split the way the profiler
+// measures it:
+//   compute  forward + backward, per layer type (Conv2d, Linear, ReLU, Add...)
+//              t = a * MFLOP + b * MB + c
+//            forward FLOPs and activation bytes (inputs + output) at that
+//            batch size, plus a fixed cost per call;
+//   update   optimizer step + zero_grad, one law for every type
+//              t = u * Mparams + v * parameter tensors
+//            (an optimizer does the same work per element whatever the
+//            layer; per tensor it pays dispatch).
+// The time outside layers (data, loss, framework between operators, the
+// gradient sums at branch points) is
+//     t = e * layers + f * activation MB
+// with no constant: it grows with the work the framework orchestrates.
+//
+// Coefficients are fitted by non-negative least squares, so no term can
+// become a negative cost that only fits the training architectures. Compute
+// rows are weighted by their layer's iteration (errors as a share of the
+// iteration, which is what a prediction is judged by: a 100 us fc layer
+// slowed by a cold cache after 200 ms of convolutions must not set the cost
+// of every Linear); update and outside-layer rows by their own time
+// (relative error; one law across all sizes). A layer type the model has
+// never seen gets a compute model fitted on all layer types and is flagged
+// as an estimate.
+//
+// Training data are profiled runs; repeats of one model, batch size and
+// thread count are merged by medians, and each run is reduced to medians
+// over its profiled iterations, so that one stalled iteration or one slow
+// spell of a shared machine does not skew the fit.
 #pragma once
 
 #include <map>
@@ -21,29 +41,42 @@
 
 namespace trainscope::profile {
 
-// One profiled run as training data.
+// One profiled configuration (model x batch x threads) as training data.
 struct ProfiledArch {
-  std::string run, model;
-  int64_t batch = 0;
+  std::vector<std::string> runs;  // merged runs (repeats)
+  std::string model;
+  int64_t batch = 0, threads = 0;
   std::vector<LayerInfo> layers;
-  std::vector<double> layer_us;  // measured fwd+bwd+update per layer (same order)
-  double iteration_us = 0;       // mean wall time of a profiled iteration
+  std::vector<double> layer_us;          // median fwd+bwd+update+zero_grad per layer
+  std::vector<double> layer_compute_us;  // median fwd+bwd
+  std::vector<double> layer_update_us;   // median update+zero_grad
+  double iteration_us = 0;       // median wall time of a profiled iteration
 };
 
+// Feature vectors (exposed for tests and docs).
+std::vector<double> compute_features(const LayerInfo& l);  // {MFLOP, activation MB, 1}
+std::vector<double> update_features(const LayerInfo& l);   // {Mparams, parameter tensors}
+std::vector<double> overhead_features(const std::vector<LayerInfo>& layers);  // {layers, activation MB}
+
 struct CostModel {
-  std::map<std::string, std::vector<double>> coef;  // type -> {a, b, c, d}
-  std::vector<double> overhead;                     // {e, f}
-  double fallback_us_per_flop = 0;
-  int64_t samples = 0;
+  std::map<std::string, std::vector<double>> coef;  // type -> coefficients of compute_features
+  std::vector<double> generic;                      // compute of all types together (unseen types)
+  std::vector<double> update;                       // coefficients of update_features
+  std::vector<double> overhead;                     // coefficients of overhead_features
+  int64_t samples = 0;                              // layer rows fitted
+  int64_t threads = 0;                              // thread count of the training runs (0: mixed)
 
   // Predicted microseconds for one layer; `estimated` says if the type was unseen.
   double layer_us(const LayerInfo& l, bool* estimated = nullptr) const;
-  double iteration_us(const std::vector<LayerInfo>& layers, int64_t batch) const;
+  double overhead_us(const std::vector<LayerInfo>& layers) const;
+  double iteration_us(const std::vector<LayerInfo>& layers) const;
   std::string to_json() const;
+  // Throws a usage error naming what is wrong for a file that is not a model.
   static CostModel from_json(const std::string& text);
 };
 
-// Reads every profiled run (or the given ones) from the store.
+// Reads every profiled run (or the given ones) from the store, merging
+// repeats of one configuration.
 std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::string>& runs);
 CostModel fit(const std::vector<ProfiledArch>& data);
 
@@ -52,10 +85,16 @@ struct EvalRow {
   int64_t batch = 0;
   double measured_us = 0, predicted_us = 0;
 };
+struct LayerEvalRow {
+  std::string model, layer, type;
+  int64_t batch = 0;
+  double measured_us = 0, predicted_us = 0;
+};
 struct CostModelEval {
   std::vector<EvalRow> rows;
-  double iteration_mape = 0;  // percent
-  double layer_mape = 0;      // percent, over layers taking >= 1% of their iteration
+  std::vector<LayerEvalRow> layer_rows;  // layers taking >= 1% of their iteration
+  double iteration_mape = 0;             // percent
+  double layer_mape = 0;                 // percent, over layer_rows
 };
 // Leave-one-architecture-out: for each model name, fit on the others.
 CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data);

@@ -95,6 +95,8 @@ struct LayerInfo {
   std::string type;           // Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...
   std::vector<int64_t> in_shape, out_shape;
   int64_t params = 0;
+  int64_t param_tensors = 0;  // weight, bias, ...
+  double param_bytes = 0;
   double flops = 0;           // forward FLOPs for the batch (formulas in flops.cc)
   double bytes = 0;           // input + output + parameter bytes moved (forward)
   double activation_bytes = 0;  // output tensor
