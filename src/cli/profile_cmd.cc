@@ -243,9 +243,14 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
       auto m = profile::fit(data);
       write_output(*model_file, [&](std::ostream& o) { o << m.to_json() << "\n"; });
       std::set<std::string> archs;
-      for (const auto& a : data) archs.insert(a.model);
-      std::cout << fmt::format("fitted {} layer types on {} layers of {} runs ({} architectures); wrote {}\n",
-                               m.coef.size(), m.samples, data.size(), archs.size(), *model_file);
+      size_t n_runs = 0;
+      for (const auto& a : data) {
+        archs.insert(a.model);
+        n_runs += a.runs.size();
+      }
+      std::cout << fmt::format(
+          "fitted {} layer types on {} layers of {} runs ({} configurations, {} architectures); wrote {}\n",
+          m.coef.size(), m.samples, n_runs, data.size(), archs.size(), *model_file);
     });
   }
   // predict

@@ -40,7 +40,8 @@ struct Rows {
 }  // namespace
 
 std::vector<double> compute_features(const LayerInfo& l) {
-  return {l.flops / 1e6, std::max(0.0, l.bytes - l.param_bytes) / 1e6, 1.0};
+  return {l.flops / 1e6, std::max(0.0, l.bytes - l.param_bytes) / 1e6,
+          static_cast<double>(l.params) / 1e6, 1.0};
 }
 
 std::vector<double> update_features(const LayerInfo& l) {
@@ -73,7 +74,7 @@ double CostModel::iteration_us(const std::vector<LayerInfo>& layers) const {
 
 std::string CostModel::to_json() const {
   return nlohmann::json{{"format", "trainscope-costmodel/3"},
-                        {"compute_features", {"mflop", "activation_mbytes", "1"}},
+                        {"compute_features", {"mflop", "activation_mbytes", "mparams", "1"}},
                         {"update_features", {"mparams", "param_tensors"}},
                         {"overhead_features", {"layers", "activation_mbytes"}},
                         {"unit", "us"},

@@ -227,8 +227,8 @@ TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
 
 TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   CostModel m;
-  m.coef["Conv2d"] = {1.0, 0.0, 0.0};  // 1 us per MFLOP
-  m.generic = {2.0, 0.5, 3.0};         // 2 us per MFLOP, 0.5 per MB, 3 per call
+  m.coef["Conv2d"] = {1.0, 0.0, 0.0, 0.0};  // 1 us per MFLOP
+  m.generic = {2.0, 0.5, 0.0, 3.0};         // 2 us per MFLOP, 0.5 per MB, 3 per call
   m.update = {1000.0, 5.0};            // 1 ns per parameter, 5 us per tensor
   m.overhead = {10.0, 1.0};            // 10 us per layer, 1 us per activation MB
   LayerInfo conv, odd;
@@ -255,6 +255,53 @@ TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   EXPECT_DOUBLE_EQ(back.iteration_us({conv, odd}), 53.0);
   EXPECT_THROW(CostModel::from_json("{\"coef\": {}}"), trainscope::Error);
   EXPECT_THROW(CostModel::from_json("not json"), trainscope::Error);
+}
+
+TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
+  TempDir dir;
+  StoreOptions o;
+  o.uri = "sqlite:" + (dir / "t.db").string();
+  std::shared_ptr<Store> store = Store::open(o);
+  auto train_one = [&](int64_t batch) {
+    train::Config c = train::parse_config(
+        "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp", "threads=1",
+             "batch_size=" + std::to_string(batch), "max_steps=6", "profile.enabled=true",
+             "profile.warmup_steps=1", "profile.every=1"});
+    train::TrainOptions to;
+    to.progress = false;
+    train::Trainer t(c, store, to);
+    return t.run().run_uuid;
+  };
+  const std::string a = train_one(16), b = train_one(16), c = train_one(32);
+  auto data = load_profiled(*store, {});
+  ASSERT_EQ(data.size(), 2u);  // (mlp, 16) from two runs, (mlp, 32) from one
+  const auto& m16 = data[0].batch == 16 ? data[0] : data[1];
+  const auto& m32 = data[0].batch == 16 ? data[1] : data[0];
+  EXPECT_EQ(m16.runs.size(), 2u);
+  EXPECT_EQ(m32.runs.size(), 1u);
+  EXPECT_EQ(m16.model, "mlp");
+  EXPECT_EQ(m16.threads, 1);
+  ASSERT_EQ(m16.layer_us.size(), m16.layers.size());
+  ASSERT_EQ(m16.layer_compute_us.size(), m16.layers.size());
+  // The merged iteration time is the median (of two: the mean) of each
+  // run's median profiled iteration.
+  auto run_median = [&](const std::string& uuid) {
+    std::vector<double> w;
+    for (const auto& cell : store->profile_cells(uuid))
+      if (cell.layer == "(wall)") w.push_back(cell.us);
+    std::sort(w.begin(), w.end());
+    return w.size() % 2 ? w[w.size() / 2] : (w[w.size() / 2 - 1] + w[w.size() / 2]) / 2;
+  };
+  EXPECT_NEAR(m16.iteration_us, (run_median(a) + run_median(b)) / 2, 1e-6);
+  EXPECT_NEAR(m32.iteration_us, run_median(c), 1e-6);
+  for (size_t i = 0; i < m16.layers.size(); ++i) {
+    EXPECT_NEAR(m16.layer_us[i], m16.layer_compute_us[i] + m16.layer_update_us[i], 1e-9);
+    if (m16.layers[i].type == "Linear") {
+      EXPECT_GT(m16.layer_compute_us[i], 0) << m16.layers[i].name;
+      EXPECT_GT(m16.layer_update_us[i], 0) << m16.layers[i].name;
+      EXPECT_EQ(m16.layers[i].param_tensors, 2);
+    }
+  }
 }
 
 // Synthetic profiles generated from a known cost law: the fit must recover
@@ -306,7 +353,7 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
   CostModel m = fit(data);
   ASSERT_EQ(m.coef.size(), 2u);
   EXPECT_NEAR(m.coef["Conv2d"][0], 0.02, 1e-6);
-  EXPECT_NEAR(m.coef["Conv2d"][2], 20, 1e-4);
+  EXPECT_NEAR(m.coef["Conv2d"][3], 20, 1e-4);
   EXPECT_NEAR(m.coef["ReLU"][1], 0.5, 1e-6);
   EXPECT_NEAR(m.update[0], 2000, 0.2);  // normal equations: ~1e-5 relative
   EXPECT_NEAR(m.update[1], 25, 1e-4);

@@ -3,9 +3,10 @@
 // A layer's time in one training iteration is split the way the profiler
 // measures it:
 //   compute  forward + backward, per layer type (Conv2d, Linear, ReLU, Add...)
-//              t = a * MFLOP + b * MB + c
+//              t = a * MFLOP + b * MB + c * Mparams + d
 //            forward FLOPs and activation bytes (inputs + output) at that
-//            batch size, plus a fixed cost per call;
+//            batch size, the weight gradient backward writes, and a fixed
+//            cost per call;
 //   update   optimizer step + zero_grad, one law for every type
 //              t = u * Mparams + v * parameter tensors
 //            (an optimizer does the same work per element whatever the
@@ -54,7 +55,7 @@ struct ProfiledArch {
 };
 
 // Feature vectors (exposed for tests and docs).
-std::vector<double> compute_features(const LayerInfo& l);  // {MFLOP, activation MB, 1}
+std::vector<double> compute_features(const LayerInfo& l);  // {MFLOP, activation MB, Mparams, 1}
 std::vector<double> update_features(const LayerInfo& l);   // {Mparams, parameter tensors}
 std::vector<double> overhead_features(const std::vector<LayerInfo>& layers);  // {layers, activation MB}
 

@@ -1,0 +1,53 @@
+// SVG charts for reports: line and scatter series, linear and log axes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <regex>
+#include <string>
+
+#include "trainscope/core/svg.h"
+
+namespace trainscope {
+namespace {
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(SvgChartTest, ScatterSeriesDrawOneMarkerPerFinitePointAndNoLine) {
+  SvgChart c;
+  c.title = "predicted vs measured";
+  c.series.push_back({"a & b", {1, 2, 3}, {1, 4, 9}, false, true});
+  c.series.push_back({"nan skipped", {1, 2}, {NAN, 5}, false, true});
+  const std::string svg = c.render();
+  // 3 + 1 markers in the plot, one per series in the legend.
+  EXPECT_EQ(count(svg, "<circle"), 4 + 2);
+  EXPECT_EQ(count(svg, "<path"), 0);
+  EXPECT_NE(svg.find("a &amp; b"), std::string::npos);  // escaped
+}
+
+TEST(SvgChartTest, LogAxesLabelDecadesAndDropNonPositivePoints) {
+  SvgChart c;
+  c.log_x = c.log_y = true;
+  c.x_label = "measured";
+  c.series.push_back({"s", {0.5, 1, 10, 100, 1000, -1}, {0.5, 1, 10, 100, 1000, 3}, false, true});
+  const std::string svg = c.render();
+  EXPECT_EQ(count(svg, "<circle"), 5 + 1);  // the point at x = -1 is dropped
+  EXPECT_NE(svg.find("measured (log)"), std::string::npos);
+  for (const char* label : {">1<", ">10<", ">100<", ">1000<"})
+    EXPECT_NE(svg.find(label), std::string::npos) << label;
+}
+
+TEST(SvgChartTest, LineSeriesStayLines) {
+  SvgChart c;
+  c.series.push_back({"loss", {0, 1, 2}, {3, 2, 1}, true, false});
+  const std::string svg = c.render();
+  EXPECT_EQ(count(svg, "<path"), 1);
+  EXPECT_EQ(count(svg, "<circle"), 0);
+  EXPECT_TRUE(std::regex_search(svg, std::regex("d=\"M[0-9.]+,[0-9.]+ L")));
+}
+
+}  // namespace
+}  // namespace trainscope
