@@ -1,9 +1,8 @@
 #include "trainscope/profile/costmodel.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <tuple>
 
@@ -92,7 +91,8 @@ CostModel CostModel::from_json(const std::string& text) {
   try {
     auto j = nlohmann::json::parse(text);
     if (j.value("format", std::string()) != "trainscope-costmodel/3")
-      fail(ErrorKind::kUsage, "not a trainscope cost model (format {}); refit it with `trainscope costmodel fit`",
+      fail(ErrorKind::kUsage,
+           "not a trainscope cost model (format {}); refit it with `trainscope costmodel fit`",
            j.value("format", std::string("missing")));
     m.coef = j.at("coef").get<std::map<std::string, std::vector<double>>>();
     m.generic = j.at("generic").get<std::vector<double>>();
@@ -101,8 +101,8 @@ CostModel CostModel::from_json(const std::string& text) {
     m.samples = j.value("samples", int64_t{0});
     m.threads = j.value("threads", int64_t{0});
   } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kUsage, "cost model file is not valid ({}); refit it with `trainscope costmodel fit`",
-         e.what());
+    fail(ErrorKind::kUsage,
+         "cost model file is not valid ({}); refit it with `trainscope costmodel fit`", e.what());
   }
   return m;
 }
@@ -190,7 +190,8 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
 CostModel fit(const std::vector<ProfiledArch>& data) {
   if (data.empty())
     fail(ErrorKind::kNotFound,
-         "no profiled runs to fit; record some with `trainscope profile grid configs/profile_grid.yaml`");
+         "no profiled runs to fit; record some with `trainscope profile grid "
+         "configs/profile_grid.yaml`");
   CostModel m;
   std::map<std::string, Rows> by_type;
   Rows all, update, rest;
@@ -245,13 +246,15 @@ CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data) 
       for (size_t i = 0; i < a.layers.size(); ++i) {
         if (a.layer_us[i] < 0.01 * a.iteration_us) continue;
         const double p = m.layer_us(a.layers[i]);
-        ev.layer_rows.push_back({a.model, a.layers[i].name, a.layers[i].type, a.batch, a.layer_us[i], p});
+        ev.layer_rows.push_back(
+            {a.model, a.layers[i].name, a.layers[i].type, a.batch, a.layer_us[i], p});
         lape += std::fabs(p - a.layer_us[i]) / a.layer_us[i];
       }
     }
   }
   ev.iteration_mape = 100 * ape / static_cast<double>(ev.rows.size());
-  ev.layer_mape = ev.layer_rows.empty() ? 0 : 100 * lape / static_cast<double>(ev.layer_rows.size());
+  ev.layer_mape =
+      ev.layer_rows.empty() ? 0 : 100 * lape / static_cast<double>(ev.layer_rows.size());
   return ev;
 }
 

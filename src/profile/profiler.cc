@@ -15,8 +15,8 @@ struct IterationProfiler::State {
   bool keep_events = true;
   // Layer names are referenced, not copied: scope names live in the model,
   // the others in these maps (node-stable).
-  std::unordered_map<int64_t, const std::string*> seq_layer;    // forward seq -> layer
-  std::unordered_map<const void*, std::string> storage;         // param/grad data -> layer
+  std::unordered_map<int64_t, const std::string*> seq_layer;     // forward seq -> layer
+  std::unordered_map<const void*, std::string> storage;          // param/grad data -> layer
   std::map<std::pair<const std::string*, Phase>, double> cells;  // nullptr = unattributed
   struct Frame {
     double start_us;
@@ -172,7 +172,8 @@ IterationProfile IterationProfiler::end() {
     st.prof.overhead_us[p] = std::max(0.0, us - st.op_top_us[p]);
   }
   st.prof.other_us = std::max(0.0, st.prof.wall_us - spans);
-  st.prof.coverage = st.prof.wall_us > 0 ? (st.prof.wall_us - st.prof.other_us) / st.prof.wall_us : 0;
+  st.prof.coverage =
+      st.prof.wall_us > 0 ? (st.prof.wall_us - st.prof.other_us) / st.prof.wall_us : 0;
   return std::move(st.prof);
 }
 

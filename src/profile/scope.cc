@@ -9,14 +9,22 @@ thread_local LayerObserver* t_observer = nullptr;
 
 const char* to_string(Phase p) {
   switch (p) {
-    case Phase::kNone: return "none";
-    case Phase::kData: return "data";
-    case Phase::kForward: return "forward";
-    case Phase::kLoss: return "loss";
-    case Phase::kBackward: return "backward";
-    case Phase::kZeroGrad: return "zero_grad";
-    case Phase::kUpdate: return "update";
-    case Phase::kRecording: return "recording";
+    case Phase::kNone:
+      return "none";
+    case Phase::kData:
+      return "data";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kLoss:
+      return "loss";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kZeroGrad:
+      return "zero_grad";
+    case Phase::kUpdate:
+      return "update";
+    case Phase::kRecording:
+      return "recording";
   }
   return "?";
 }

@@ -272,8 +272,8 @@ class ResNet18 : public Classifier {
     fc = register_module("fc", nn::Linear(512, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    using profile::run_layer;
     using profile::run_function;
+    using profile::run_layer;
     static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1", kRelu = "relu",
                              kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     auto bn_relu = [&](const torch::Tensor& t) {
@@ -284,8 +284,9 @@ class ResNet18 : public Classifier {
     if (!preact_) x = bn_relu(x);
     for (auto& l : layers) x = l->forward(x);  // blocks scope their own layers
     if (preact_) x = bn_relu(x);
-    x = run_function(kPool, "AdaptiveAvgPool2d", {x},
-                     [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    x = run_function(kPool, "AdaptiveAvgPool2d", {x}, [&] {
+      return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    });
     return run_layer(kFc, fc, run_layer(kDrop, dropout, x));
   }
 
@@ -313,8 +314,8 @@ class MobileNetV1 : public Classifier {
     features->push_back("bn1", nn::BatchNorm2d(w(32)));
     features->push_back("relu1", nn::ReLU());
     // (out channels, stride) of each depthwise-separable block.
-    const std::pair<int64_t, int64_t> cfg[] = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1},
-                                               {512, 2}, {512, 1}, {512, 1}, {512, 1}, {512, 1},
+    const std::pair<int64_t, int64_t> cfg[] = {{64, 1},  {128, 2},  {128, 1}, {256, 2}, {256, 1},
+                                               {512, 2}, {512, 1},  {512, 1}, {512, 1}, {512, 1},
                                                {512, 1}, {1024, 2}, {1024, 1}};
     int64_t in = w(32), i = 0;
     for (auto [out, stride] : cfg) {
@@ -333,8 +334,9 @@ class MobileNetV1 : public Classifier {
   torch::Tensor forward(torch::Tensor x) override {
     static const std::string kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     x = forward_scoped(features, "features", names_, x);
-    x = profile::run_function(kPool, "AdaptiveAvgPool2d", {x},
-                              [&] { return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1); });
+    x = profile::run_function(kPool, "AdaptiveAvgPool2d", {x}, [&] {
+      return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
+    });
     return profile::run_layer(kFc, fc, profile::run_layer(kDrop, dropout, x));
   }
 
@@ -353,12 +355,11 @@ std::pair<double, double> fans(const torch::Tensor& w) {
 }  // namespace
 
 std::vector<std::string> model_names() {
-  return {"mlp",   "demo_cnn", "lenet5",          "alexnet_mini", "vgg11_seed",
-          "vgg11", "vgg16",    "resnet18",        "preact_resnet18", "mobilenet_v1"};
+  return {"mlp",   "demo_cnn", "lenet5",   "alexnet_mini",    "vgg11_seed",
+          "vgg11", "vgg16",    "resnet18", "preact_resnet18", "mobilenet_v1"};
 }
 
-std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s,
-                                       at::Generator g) {
+std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {
   if (s.height < 8 || s.width < 8)
     fail(ErrorKind::kUsage, "model {}: inputs of {}x{} are too small (need at least 8x8)", c.name,
          s.height, s.width);

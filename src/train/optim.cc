@@ -114,8 +114,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
   namespace o = torch::optim;
   if (c.name == "sgd")
     return std::make_unique<TorchOptimizer<o::SGD>>(
-        std::move(params), o::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov)
-                               .weight_decay(c.weight_decay));
+        std::move(params),
+        o::SGDOptions(c.lr).momentum(c.momentum).nesterov(c.nesterov).weight_decay(c.weight_decay));
   if (c.name == "adam")
     return std::make_unique<TorchOptimizer<o::Adam>>(
         std::move(params),
@@ -125,9 +125,12 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
         std::move(params),
         o::AdamWOptions(c.lr).betas({c.beta1, c.beta2}).eps(c.eps).weight_decay(c.weight_decay));
   if (c.name == "rmsprop")
-    return std::make_unique<TorchOptimizer<o::RMSprop>>(
-        std::move(params), o::RMSpropOptions(c.lr).alpha(c.alpha).eps(c.eps)
-                               .momentum(c.momentum).weight_decay(c.weight_decay));
+    return std::make_unique<TorchOptimizer<o::RMSprop>>(std::move(params),
+                                                        o::RMSpropOptions(c.lr)
+                                                            .alpha(c.alpha)
+                                                            .eps(c.eps)
+                                                            .momentum(c.momentum)
+                                                            .weight_decay(c.weight_decay));
   if (c.name == "adadelta") return std::make_unique<Adadelta>(std::move(params), c);
   fail(ErrorKind::kUsage, "unknown optimizer '{}'; valid: sgd, adam, adamw, adadelta, rmsprop",
        c.name);
@@ -145,7 +148,8 @@ double scheduled_lr(const Config& c, int64_t epoch, int64_t step) {
     lr *= std::pow(s.gamma, static_cast<double>(epoch));
   } else if (s.name == "cosine") {
     double t_max = static_cast<double>(s.t_max > 0 ? s.t_max : c.epochs);
-    lr = s.eta_min + (lr - s.eta_min) * (1 + std::cos(M_PI * static_cast<double>(epoch) / t_max)) / 2;
+    lr = s.eta_min +
+         (lr - s.eta_min) * (1 + std::cos(M_PI * static_cast<double>(epoch) / t_max)) / 2;
   }
   if (s.warmup_steps > 0 && step < s.warmup_steps)
     lr *= static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);

@@ -1,11 +1,11 @@
 // SVG charts for reports: line and scatter series, linear and log axes.
+#include "trainscope/core/svg.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <regex>
 #include <string>
-
-#include "trainscope/core/svg.h"
 
 namespace trainscope {
 namespace {

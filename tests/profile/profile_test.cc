@@ -3,10 +3,9 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/test_util.h"
@@ -26,7 +25,8 @@ using testing::TempDir;
 TEST(FlopsTest, EachLayerTypeAgainstHandComputedValues) {
   std::string type;
   nn::Conv2d conv(nn::Conv2dOptions(3, 16, 3).padding(1));
-  EXPECT_EQ(layer_flops(*conv, {2, 3, 32, 32}, {2, 16, 32, 32}, &type), 2.0 * 3 * 9 * 16 * 32 * 32 * 2);
+  EXPECT_EQ(layer_flops(*conv, {2, 3, 32, 32}, {2, 16, 32, 32}, &type),
+            2.0 * 3 * 9 * 16 * 32 * 32 * 2);
   EXPECT_EQ(type, "Conv2d");
   nn::Conv2d dw(nn::Conv2dOptions(8, 8, 3).padding(1).groups(8));
   EXPECT_EQ(layer_flops(*dw, {1, 8, 16, 16}, {1, 8, 16, 16}), 2.0 * 1 * 9 * 8 * 16 * 16);
@@ -54,8 +54,8 @@ TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
   mc.name = "resnet18";
   mc.width = 0.25;
   auto model = train::make_model(mc, {3, 32, 32, 10}, at::detail::createCPUGenerator(1));
-  auto layers = describe_layers(*model, [&](torch::Tensor x) { return model->forward(x); },
-                                torch::zeros({2, 3, 32, 32}));
+  auto layers = describe_layers(
+      *model, [&](torch::Tensor x) { return model->forward(x); }, torch::zeros({2, 3, 32, 32}));
   std::map<std::string, LayerInfo> by_name;
   for (const auto& l : layers) by_name[l.name] = l;
   ASSERT_TRUE(by_name.count("layer1.0.add"));
@@ -78,13 +78,14 @@ TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
   train::ModelConfig mc;
   mc.name = "demo_cnn";
   auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
-  auto layers = describe_layers(*model, [&](torch::Tensor x) { return model->forward(x); },
-                                torch::zeros({8, 1, 28, 28}));
+  auto layers = describe_layers(
+      *model, [&](torch::Tensor x) { return model->forward(x); }, torch::zeros({8, 1, 28, 28}));
   std::vector<std::string> names;
   for (const auto& l : layers) names.push_back(l.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"features.conv1", "features.relu1", "features.pool1",
-                                             "features.conv2", "features.relu2", "features.pool2",
-                                             "classifier.fc1", "classifier.relu", "classifier.fc2"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"features.conv1", "features.relu1", "features.pool1",
+                                      "features.conv2", "features.relu2", "features.pool2",
+                                      "classifier.fc1", "classifier.relu", "classifier.fc2"}));
   EXPECT_EQ(layers[0].out_shape, (std::vector<int64_t>{8, 16, 28, 28}));
   EXPECT_EQ(layers[0].params, 16 * 1 * 9 + 16);
   EXPECT_EQ(layers[0].flops, 2.0 * 1 * 9 * 16 * 28 * 28 * 8);
@@ -101,9 +102,10 @@ class ProfiledRun : public ::testing::Test {
     store_ = Store::open(o);
     // An MLP whose layers cost 784x2048, 2048x2048 and 2048x10 multiply-adds.
     train::Config c = train::parse_config(
-        "", {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp",
-             "model.hidden=2048", "batch_size=64", "threads=1", "max_steps=12", "optimizer.name=adam",
-             "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
+        "",
+        {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp", "model.hidden=2048",
+         "batch_size=64", "threads=1", "max_steps=12", "optimizer.name=adam",
+         "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
     train::TrainOptions to;
     to.progress = false;
     train::Trainer t(c, store_, to);
@@ -190,7 +192,8 @@ TEST_F(ProfiledRun, ChromeTraceHasTheFieldsViewersRequire) {
   int complete = 0, flow_start = 0, flow_end = 0;
   std::set<int64_t> starts, ends;
   for (const auto& e : j["traceEvents"]) {
-    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name")) << e;
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("tid") && e.contains("name"))
+        << e;
     const std::string ph = e["ph"];
     if (ph == "X") {
       ++complete;
@@ -218,9 +221,11 @@ namespace {
 
 TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
   testing::TempDir dir;
-  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 256}}\nmodel: {name: mlp}\n";
-  auto r = testing::run_command(std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() +
-                                " profile " + (dir / "c.yaml").string() + " --steps 3");
+  std::ofstream(dir / "c.yaml")
+      << "data: {dataset: synthetic, synthetic: {size: 256}}\nmodel: {name: mlp}\n";
+  auto r =
+      testing::run_command(std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() +
+                           " profile " + (dir / "c.yaml").string() + " --steps 3");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("not more than profile.warmup_steps = 5"), std::string::npos) << r.out;
 }
@@ -229,8 +234,8 @@ TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   CostModel m;
   m.coef["Conv2d"] = {1.0, 0.0, 0.0, 0.0};  // 1 us per MFLOP
   m.generic = {2.0, 0.5, 0.0, 3.0};         // 2 us per MFLOP, 0.5 per MB, 3 per call
-  m.update = {1000.0, 5.0};            // 1 ns per parameter, 5 us per tensor
-  m.overhead = {10.0, 1.0};            // 10 us per layer, 1 us per activation MB
+  m.update = {1000.0, 5.0};                 // 1 ns per parameter, 5 us per tensor
+  m.overhead = {10.0, 1.0};                 // 10 us per layer, 1 us per activation MB
   LayerInfo conv, odd;
   conv.type = "Conv2d";
   odd.type = "Fancy";
@@ -326,7 +331,8 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
     return 0.5 * mb + 5;
   };
   auto upd = [](const LayerInfo& l) {
-    return l.params > 0 ? 2000.0 * static_cast<double>(l.params) / 1e6 + 25.0 * static_cast<double>(l.param_tensors)
+    return l.params > 0 ? 2000.0 * static_cast<double>(l.params) / 1e6 +
+                              25.0 * static_cast<double>(l.param_tensors)
                         : 0.0;
   };
   std::vector<ProfiledArch> data;
@@ -336,7 +342,8 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
       p.model = "net" + std::to_string(a);
       p.batch = 16 * b;
       for (int k = 0; k <= a; ++k) {
-        p.layers.push_back(layer("Conv2d", k, 100.0 * b * (k + 1), 2.0 * b * (a + 1), 1000 * (k + 1) * (a + 1)));
+        p.layers.push_back(
+            layer("Conv2d", k, 100.0 * b * (k + 1), 2.0 * b * (a + 1), 1000 * (k + 1) * (a + 1)));
         p.layers.push_back(layer("ReLU", k, 0.5 * b, 1.0 * b * (k + a + 1), 0));
       }
       double in_layers = 0, act = 0;

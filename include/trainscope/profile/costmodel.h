@@ -51,13 +51,14 @@ struct ProfiledArch {
   std::vector<double> layer_us;          // median fwd+bwd+update+zero_grad per layer
   std::vector<double> layer_compute_us;  // median fwd+bwd
   std::vector<double> layer_update_us;   // median update+zero_grad
-  double iteration_us = 0;       // median wall time of a profiled iteration
+  double iteration_us = 0;               // median wall time of a profiled iteration
 };
 
 // Feature vectors (exposed for tests and docs).
 std::vector<double> compute_features(const LayerInfo& l);  // {MFLOP, activation MB, Mparams, 1}
 std::vector<double> update_features(const LayerInfo& l);   // {Mparams, parameter tensors}
-std::vector<double> overhead_features(const std::vector<LayerInfo>& layers);  // {layers, activation MB}
+std::vector<double> overhead_features(
+    const std::vector<LayerInfo>& layers);  // {layers, activation MB}
 
 struct CostModel {
   std::map<std::string, std::vector<double>> coef;  // type -> coefficients of compute_features

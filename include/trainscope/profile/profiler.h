@@ -25,10 +25,10 @@
 #include <chrono>
 #include <functional>
 #include <map>
-#include <utility>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trainscope/profile/scope.h"
@@ -49,11 +49,11 @@ struct IterationProfile {
   double wall_us = 0;
   // (layer, phase) -> self microseconds; layer "" = unattributed in phase.
   std::map<std::pair<std::string, Phase>, double> cells;
-  std::map<Phase, double> span_us;       // wall-clock span of each phase
-  std::map<Phase, double> overhead_us;   // span time outside any operator
-  double other_us = 0;                   // outside every phase span
-  double coverage = 0;                   // (wall - other) / wall
-  std::vector<TraceEvent> events;        // for the Chrome trace
+  std::map<Phase, double> span_us;      // wall-clock span of each phase
+  std::map<Phase, double> overhead_us;  // span time outside any operator
+  double other_us = 0;                  // outside every phase span
+  double coverage = 0;                  // (wall - other) / wall
+  std::vector<TraceEvent> events;       // for the Chrome trace
 };
 
 // Profiles one iteration at a time on the calling thread. Not thread-safe;
@@ -92,13 +92,13 @@ class IterationProfiler {
 
 struct LayerInfo {
   std::string name;
-  std::string type;           // Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...
+  std::string type;  // Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...
   std::vector<int64_t> in_shape, out_shape;
   int64_t params = 0;
   int64_t param_tensors = 0;  // weight, bias, ...
   double param_bytes = 0;
-  double flops = 0;           // forward FLOPs for the batch (formulas in flops.cc)
-  double bytes = 0;           // input + output + parameter bytes moved (forward)
+  double flops = 0;             // forward FLOPs for the batch (formulas in flops.cc)
+  double bytes = 0;             // input + output + parameter bytes moved (forward)
   double activation_bytes = 0;  // output tensor
   // Structural features for the cost model.
   int64_t in_channels = 0, out_channels = 0, kernel = 0, stride = 1, groups = 1;

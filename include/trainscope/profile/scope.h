@@ -49,9 +49,9 @@ class PhaseScope {
 // Observes every run_layer() and run_function() call of this thread while
 // installed. `module` is null for a functional layer, whose `type` is given
 // (e.g. "Add"); for a module layer `type` is empty. `ins` are the inputs.
-using LayerObserver =
-    std::function<void(const std::string& name, const torch::nn::Module* module, const std::string& type,
-                       const std::vector<torch::Tensor>& ins, const torch::Tensor& out)>;
+using LayerObserver = std::function<void(
+    const std::string& name, const torch::nn::Module* module, const std::string& type,
+    const std::vector<torch::Tensor>& ins, const torch::Tensor& out)>;
 class LayerObserverScope {
  public:
   explicit LayerObserverScope(LayerObserver observer);
@@ -78,7 +78,7 @@ namespace detail {
 void notify(const std::string& name, const torch::nn::Module* m, const std::string& type,
             const std::vector<torch::Tensor>& ins, const torch::Tensor& out);
 bool observing();
-}
+}  // namespace detail
 
 template <typename F>
 torch::Tensor run_function(const std::string& name, const std::string& type,
