@@ -148,6 +148,9 @@ const std::vector<Field>& fields() {
       TS_INT("max_steps", max_steps, "Stop after this many steps (0: no limit)"),
       TS_STR("dtype", dtype, "Floating-point type of model and data", "float32", "float64"),
       TS_INT("threads", threads, "Intra-op threads (0: libtorch default)"),
+      TS_BOOL("allocator.keep_memory", keep_memory,
+              "Keep freed tensor memory in the process instead of returning it to the OS and "
+              "page-faulting it back every step (glibc: no mmap, no trim)"),
       TS_INT("checkpoint.every_epochs", checkpoint_every_epochs, "Checkpoint every N epochs (0: off)"),
       TS_INT("checkpoint.every_steps", checkpoint_every_steps, "Checkpoint every N steps (0: off)"),
       TS_STR("on_nan", on_nan, "What a NaN loss does", "fail", "continue"),

@@ -90,6 +90,7 @@ struct Config {
   int64_t max_steps = 0;          // 0: no limit; stops early after this many steps
   std::string dtype = "float32";  // float32 | float64
   int64_t threads = 0;            // 0: libtorch's default
+  bool keep_memory = true;        // allocator.keep_memory (see torch_env.h)
   int64_t checkpoint_every_epochs = 1;
   int64_t checkpoint_every_steps = 0;
   std::string on_nan = "fail";    // fail | continue
