@@ -131,14 +131,6 @@ struct SeriesStats {
   double mean = 0, p50 = 0, p95 = 0, max = 0;
 };
 
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  double idx = p * static_cast<double>(v.size() - 1);
-  size_t lo = static_cast<size_t>(std::floor(idx)), hi = static_cast<size_t>(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
-}
-
 bool resource_key(const std::string& k) {
   return k.rfind("proc/", 0) == 0 || k.rfind("sys/", 0) == 0 || k.rfind("gpu", 0) == 0 ||
          k.rfind("energy/", 0) == 0;

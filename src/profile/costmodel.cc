@@ -8,6 +8,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/nnls.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::profile {
 namespace {
@@ -18,12 +19,8 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+// Callers never pass an empty vector (a run has at least one iteration).
+double median(std::vector<double> v) { return percentile(std::move(v), 0.5); }
 
 // Rows divided by `scale`: least squares on errors relative to it.
 struct Rows {

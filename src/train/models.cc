@@ -195,6 +195,11 @@ std::shared_ptr<Classifier> make_vgg(const std::vector<int64_t>& cfg, bool big_c
 
 // --- ResNet -------------------------------------------------------------------
 
+// torch::relu as a functional layer of its own (see profile::run_function).
+torch::Tensor relu_layer(const std::string& name, const torch::Tensor& t) {
+  return profile::run_function(name, "ReLU", {t}, [&] { return torch::relu(t); });
+}
+
 struct BasicBlockImpl : nn::Module {
   BasicBlockImpl(const std::string& name, int64_t in, int64_t out, int64_t stride, bool preact)
       : preact_(preact),
@@ -222,23 +227,20 @@ struct BasicBlockImpl : nn::Module {
   torch::Tensor forward(torch::Tensor x) {
     using profile::run_function;
     using profile::run_layer;
-    auto relu = [](const std::string& n, const torch::Tensor& t) {
-      return run_function(n, "ReLU", {t}, [&] { return torch::relu(t); });
-    };
     if (preact_) {
-      auto o = relu(n_relu1_, run_layer(n_bn1_, bn1, x));
+      auto o = relu_layer(n_relu1_, run_layer(n_bn1_, bn1, x));
       auto sc = shortcut ? forward_scoped(shortcut, n_shortcut_, sc_names_, o) : x;
       o = run_layer(n_conv1_, conv1, o);
-      o = relu(n_relu2_, run_layer(n_bn2_, bn2, o));
+      o = relu_layer(n_relu2_, run_layer(n_bn2_, bn2, o));
       o = run_layer(n_conv2_, conv2, o);
       return run_function(n_add_, "Add", {o, sc}, [&] { return o + sc; });
     }
     auto o = run_layer(n_conv1_, conv1, x);
-    o = relu(n_relu1_, run_layer(n_bn1_, bn1, o));
+    o = relu_layer(n_relu1_, run_layer(n_bn1_, bn1, o));
     o = run_layer(n_bn2_, bn2, run_layer(n_conv2_, conv2, o));
     auto sc = shortcut ? forward_scoped(shortcut, n_shortcut_, sc_names_, x) : x;
     o = run_function(n_add_, "Add", {o, sc}, [&] { return o + sc; });
-    return relu(n_relu2_, o);
+    return relu_layer(n_relu2_, o);
   }
   bool preact_;
   std::string n_conv1_, n_conv2_, n_bn1_, n_bn2_, n_relu1_, n_relu2_, n_shortcut_, n_add_;
@@ -277,8 +279,7 @@ class ResNet18 : public Classifier {
     static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1", kRelu = "relu",
                              kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     auto bn_relu = [&](const torch::Tensor& t) {
-      auto b = run_layer(kBn1, bn1, t);
-      return run_function(kRelu, "ReLU", {b}, [&] { return torch::relu(b); });
+      return relu_layer(kRelu, run_layer(kBn1, bn1, t));
     };
     x = run_layer(kConv1, conv1, run_layer(kPad, input_pad, x));
     if (!preact_) x = bn_relu(x);

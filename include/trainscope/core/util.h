@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainscope {
 
@@ -38,6 +39,10 @@ std::string csv_field(std::string_view s);
 // Formats a double so that parsing it back yields the same bits; NaN and
 // infinities print as "nan", "inf" and "-inf".
 std::string format_double(double v);
+
+// The p-quantile (0..1) of `v` with linear interpolation between order
+// statistics (p = 0.5: the median); NaN for an empty vector.
+double percentile(std::vector<double> v, double p);
 
 // This host's name.
 std::string host_name();
