@@ -35,6 +35,22 @@ TEST(NnlsTest, ClampsWhatUnconstrainedLeastSquaresWouldMakeNegative) {
   EXPECT_NEAR(y[0], 4.0 / 3.0, 1e-9);
 }
 
+TEST(NnlsTest, ColumnsInVeryDifferentUnitsAreSolvedExactly) {
+  // The cost model's features: MFLOP in the thousands next to the Mparams of
+  // a BatchNorm (1e-4) and a constant. b = 0.02 * mflop + 5e5 * mparams + 3.
+  std::vector<std::vector<double>> a;
+  std::vector<double> b;
+  for (int i = 0; i < 12; ++i) {
+    const double mflop = 100.0 * (i % 4 + 1) * (i % 3 + 2), mparams = 1e-4 * (1 + (i * 7) % 5);
+    a.push_back({mflop, mparams, 1.0});
+    b.push_back(0.02 * mflop + 5e5 * mparams + 3);
+  }
+  auto x = nnls(a, b);
+  EXPECT_NEAR(x[0], 0.02, 1e-9);
+  EXPECT_NEAR(x[1], 5e5, 1e-3);
+  EXPECT_NEAR(x[2], 3, 1e-6);
+}
+
 TEST(NnlsTest, KktConditionsHoldOnARandomProblem) {
   // At the optimum: x >= 0, gradient w = A^T (b - A x) <= 0, and w_i = 0
   // wherever x_i > 0.
