@@ -12,6 +12,7 @@
 #include "trainscope/core/svg.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/env/manifest.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/report.h"
 
@@ -240,7 +241,7 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
     set_example(fit, "trainscope costmodel fit --out costmodel.json");
     fit->callback([&ctx, runs, model_file] {
       auto data = profile::load_profiled(*ctx.store(), *runs);
-      auto m = profile::fit(data);
+      auto m = profile::fit(data, env::simd_float_lanes());
       write_output(*model_file, [&](std::ostream& o) { o << m.to_json() << "\n"; });
       std::set<std::string> archs;
       size_t n_runs = 0;
@@ -308,6 +309,9 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
       for (const auto& u : unseen)
         log_warn("layer type {} was never profiled; its time is an estimate from all layer types "
                  "(FLOPs, bytes, params); profile a model that has it and refit for a real figure", u);
+      if (m.lanes != env::simd_float_lanes())
+        log_warn("the cost model was fitted on a machine with {}-float vectors and this one has {}; "
+                 "profile a grid here and refit", m.lanes, env::simd_float_lanes());
       const int64_t threads = torch::get_num_threads();
       if (m.threads > 0 && m.threads != threads)
         log_warn("the cost model was fitted on runs with {} thread(s) and this config uses {}; "
@@ -328,7 +332,7 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
     set_example(ev, "trainscope costmodel eval --svg costmodel-eval.svg");
     ev->callback([&ctx, runs, format, svg, layers] {
       auto data = profile::load_profiled(*ctx.store(), *runs);
-      auto e = profile::leave_one_architecture_out(data);
+      auto e = profile::leave_one_architecture_out(data, env::simd_float_lanes());
       if (!svg->empty()) {
         SvgChart c;
         c.title = fmt::format("Cost model, leave one architecture out: MAPE {:.1f}% per iteration",

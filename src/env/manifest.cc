@@ -153,6 +153,17 @@ std::string numerics_flags(const CpuInfo& cpu) {
   return s.empty() ? "none" : s;
 }
 
+int simd_float_lanes(const CpuInfo& cpu) {
+  auto has = [&](std::string_view f) {
+    return std::find(cpu.flags.begin(), cpu.flags.end(), f) != cpu.flags.end();
+  };
+  if (has("avx512f")) return 16;
+  if (has("avx") || has("avx2")) return 8;
+  return 4;
+}
+
+int simd_float_lanes() { return simd_float_lanes(parse_cpuinfo(read_text("/proc/cpuinfo"))); }
+
 Manifest capture_system(const fs::path& root) {
   Manifest m;
   CpuInfo cpu = parse_cpuinfo(read_text(root / "proc/cpuinfo"));
@@ -164,6 +175,7 @@ Manifest capture_system(const fs::path& root) {
   m["hardware.cpu.stepping"] = cpu.stepping;
   m["hardware.cpu.microcode"] = cpu.microcode.empty() ? "unknown" : cpu.microcode;
   m["hardware.cpu.numerics_flags"] = numerics_flags(cpu);
+  m["hardware.cpu.simd_float_lanes"] = std::to_string(simd_float_lanes(cpu));
   m["hardware.cpu.logical_cores"] = std::to_string(cpu.logical);
   m["hardware.cpu.physical_cores"] = std::to_string(cpu.physical);
   m["hardware.cpu.sockets"] = std::to_string(cpu.sockets);

@@ -35,8 +35,23 @@ struct Rows {
 
 }  // namespace
 
-std::vector<double> compute_features(const LayerInfo& l) {
-  return {l.flops / 1e6, std::max(0.0, l.bytes - l.param_bytes) / 1e6,
+double vector_mflop(const LayerInfo& l, int lanes) {
+  const double mflop = l.flops / 1e6;
+  if (l.type != "Conv2d" && l.type != "Linear") return mflop;
+  // Lanes a pass occupies per useful lane when `c` channels are spread over vectors.
+  auto padding = [&](int64_t c) {
+    if (l.type != "Conv2d" || c <= 0 || lanes <= 1) return 1.0;
+    return static_cast<double>((c + lanes - 1) / lanes * lanes) / static_cast<double>(c);
+  };
+  const int64_t g = std::max<int64_t>(1, l.groups);
+  const bool depthwise = g > 1 && l.in_channels == g && l.out_channels == g;
+  const double out_pass = padding(depthwise ? g : l.out_channels / g);
+  const double in_pass = padding(depthwise ? g : l.in_channels / g);
+  return mflop * (2 * out_pass + (l.input_grad ? in_pass : 0.0)) / 3;
+}
+
+std::vector<double> compute_features(const LayerInfo& l, int lanes) {
+  return {vector_mflop(l, lanes), std::max(0.0, l.bytes - l.param_bytes) / 1e6,
           static_cast<double>(l.params) / 1e6, 1.0};
 }
 
@@ -53,7 +68,8 @@ std::vector<double> overhead_features(const std::vector<LayerInfo>& layers) {
 double CostModel::layer_us(const LayerInfo& l, bool* estimated) const {
   auto it = coef.find(l.type);
   if (estimated) *estimated = it == coef.end();
-  double t = std::max(0.0, dot(it == coef.end() ? generic : it->second, compute_features(l)));
+  double t =
+      std::max(0.0, dot(it == coef.end() ? generic : it->second, compute_features(l, lanes)));
   if (l.params > 0) t += std::max(0.0, dot(update, update_features(l)));
   return t;
 }
@@ -69,8 +85,9 @@ double CostModel::iteration_us(const std::vector<LayerInfo>& layers) const {
 }
 
 std::string CostModel::to_json() const {
-  return nlohmann::json{{"format", "trainscope-costmodel/3"},
-                        {"compute_features", {"mflop", "activation_mbytes", "mparams", "1"}},
+  return nlohmann::json{{"format", "trainscope-costmodel/4"},
+                        {"compute_features", {"vector_mflop", "activation_mbytes", "mparams", "1"}},
+                        {"simd_float_lanes", lanes},
                         {"update_features", {"mparams", "param_tensors"}},
                         {"overhead_features", {"layers", "activation_mbytes"}},
                         {"unit", "us"},
@@ -87,7 +104,7 @@ CostModel CostModel::from_json(const std::string& text) {
   CostModel m;
   try {
     auto j = nlohmann::json::parse(text);
-    if (j.value("format", std::string()) != "trainscope-costmodel/3")
+    if (j.value("format", std::string()) != "trainscope-costmodel/4")
       fail(ErrorKind::kUsage,
            "not a trainscope cost model (format {}); refit it with `trainscope costmodel fit`",
            j.value("format", std::string("missing")));
@@ -97,6 +114,7 @@ CostModel CostModel::from_json(const std::string& text) {
     m.overhead = j.at("overhead").get<std::vector<double>>();
     m.samples = j.value("samples", int64_t{0});
     m.threads = j.value("threads", int64_t{0});
+    m.lanes = j.at("simd_float_lanes").get<int>();
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::kUsage,
          "cost model file is not valid ({}); refit it with `trainscope costmodel fit`", e.what());
@@ -184,12 +202,13 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
   return out;
 }
 
-CostModel fit(const std::vector<ProfiledArch>& data) {
+CostModel fit(const std::vector<ProfiledArch>& data, int lanes) {
   if (data.empty())
     fail(ErrorKind::kNotFound,
          "no profiled runs to fit; record some with `trainscope profile grid "
          "configs/profile_grid.yaml`");
   CostModel m;
+  m.lanes = lanes;
   std::map<std::string, Rows> by_type;
   Rows all, update, rest;
   std::set<int64_t> threads;
@@ -203,8 +222,8 @@ CostModel fit(const std::vector<ProfiledArch>& data) {
       const double u = i < a.layer_update_us.size() ? a.layer_update_us[i] : 0.0;
       in_layers += c + u;
       if (c > 0) {  // a layer that does nothing (dropout at p = 0) says nothing
-        by_type[l.type].add(compute_features(l), c, wall);
-        all.add(compute_features(l), c, c);
+        by_type[l.type].add(compute_features(l, lanes), c, wall);
+        all.add(compute_features(l, lanes), c, c);
         ++m.samples;
       }
       if (u > 0 && l.params > 0) update.add(update_features(l), u, u);
@@ -220,7 +239,7 @@ CostModel fit(const std::vector<ProfiledArch>& data) {
   return m;
 }
 
-CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data) {
+CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data, int lanes) {
   std::set<std::string> models;
   for (const auto& a : data) models.insert(a.model);
   if (models.size() < 2)
@@ -234,7 +253,7 @@ CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data) 
     std::vector<ProfiledArch> train;
     for (const auto& a : data)
       if (a.model != held) train.push_back(a);
-    CostModel m = fit(train);
+    CostModel m = fit(train, lanes);
     for (const auto& a : data) {
       if (a.model != held) continue;
       double pred = m.iteration_us(a.layers);

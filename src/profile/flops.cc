@@ -67,6 +67,14 @@ double function_flops(const std::string& type, const std::vector<torch::Tensor>&
   return 0;
 }
 
+void mark_input_gradients(std::vector<LayerInfo>& layers) {
+  bool params_before = false;
+  for (auto& l : layers) {
+    l.input_grad = params_before;
+    params_before = params_before || l.params > 0;
+  }
+}
+
 std::vector<LayerInfo> describe_layers(nn::Module& model,
                                        const std::function<torch::Tensor(torch::Tensor)>& forward,
                                        const torch::Tensor& x) {
@@ -116,6 +124,7 @@ std::vector<LayerInfo> describe_layers(nn::Module& model,
   model.eval();
   forward(x);
   model.train(was);
+  mark_input_gradients(out);
   return out;
 }
 

@@ -53,6 +53,7 @@ std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string,
     l.param_bytes = j.value("param_bytes", 4.0 * static_cast<double>(l.params));
     out.push_back(std::move(l));
   }
+  mark_input_gradients(out);
   return out;
 }
 

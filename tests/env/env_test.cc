@@ -55,6 +55,17 @@ TEST(CpuInfoTest, ArmNeoverse) {
   EXPECT_EQ(c.logical, 2);
   EXPECT_EQ(c.physical, 2);
   EXPECT_EQ(numerics_flags(c), "asimd asimdhp fphp sve");
+  EXPECT_EQ(simd_float_lanes(c), 4);
+}
+
+TEST(CpuInfoTest, SimdFloatLanesFollowTheWidestVectorUnit) {
+  EXPECT_EQ(simd_float_lanes(parse_cpuinfo(snapshot("intel_xeon.txt"))), 16);
+  EXPECT_EQ(simd_float_lanes(parse_cpuinfo(snapshot("amd_epyc.txt"))), 16);
+  CpuInfo c;
+  c.flags = {"fpu", "sse", "sse2", "avx", "avx2", "fma"};
+  EXPECT_EQ(simd_float_lanes(c), 8);
+  c.flags = {"fpu", "sse", "sse2"};
+  EXPECT_EQ(simd_float_lanes(c), 4);
 }
 
 TEST(SystemTest, ReadsASnapshotTree) {

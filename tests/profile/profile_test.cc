@@ -92,6 +92,54 @@ TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
   EXPECT_EQ(layers[0].activation_bytes, 8.0 * 16 * 28 * 28 * 4);
   EXPECT_EQ(layers[6].type, "Linear");
   EXPECT_EQ(layers[6].in_channels, 32 * 7 * 7);
+  // Only layers after the first one with parameters need an input gradient;
+  // a profile read back from the store says the same.
+  std::vector<bool> input_grad;
+  for (const auto& l : layers) input_grad.push_back(l.input_grad);
+  EXPECT_EQ(input_grad, (std::vector<bool>{false, true, true, true, true, true, true, true, true}));
+  auto back = layers_from_json(layers_to_json(layers));
+  ASSERT_EQ(back.size(), layers.size());
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i].input_grad, input_grad[i]) << i;
+}
+
+TEST(CostModelTest, VectorFlopsChargeUnfilledLanesAndSkipTheFirstInputGradient) {
+  auto conv = [](int64_t cin, int64_t cout, int64_t groups, bool input_grad) {
+    LayerInfo l;
+    l.type = "Conv2d";
+    l.in_channels = cin;
+    l.out_channels = cout;
+    l.groups = groups;
+    l.input_grad = input_grad;
+    l.flops = 3e6;  // 3 forward MFLOP
+    return l;
+  };
+  // LeNet's conv2, 6 -> 16 channels, on 16 lanes: forward and weight gradient
+  // fill every lane, the input gradient 6 of 16.
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(6, 16, 1, true), 16), 1.0 * (1 + 1 + 16.0 / 6));
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(6, 16, 1, true), 8), 1.0 * (1 + 1 + 8.0 / 6));
+  // LeNet's conv1 (1 -> 6, first layer): no input gradient, 6 of 16 lanes.
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(1, 6, 1, false), 16), 1.0 * (16.0 / 6 + 16.0 / 6));
+  // Full lanes everywhere: the forward MFLOP.
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(64, 128, 1, true), 16), 3.0);
+  // Depthwise vectorises over channels: 24 channels fill 24 of 32 lanes.
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(24, 24, 24, true), 16), 3.0 * 32 / 24);
+  EXPECT_DOUBLE_EQ(vector_mflop(conv(32, 32, 32, true), 16), 3.0);
+  // Linear (BLAS GEMM): no lane padding, but the first one skips the input gradient.
+  LayerInfo fc;
+  fc.type = "Linear";
+  fc.flops = 3e6;
+  fc.in_channels = 6;
+  fc.out_channels = 10;
+  EXPECT_DOUBLE_EQ(vector_mflop(fc, 16), 3.0);
+  fc.input_grad = false;
+  EXPECT_DOUBLE_EQ(vector_mflop(fc, 16), 2.0);
+  // Layers without weights: their forward MFLOP.
+  LayerInfo relu;
+  relu.type = "ReLU";
+  relu.flops = 5e5;
+  relu.input_grad = false;
+  EXPECT_DOUBLE_EQ(vector_mflop(relu, 16), 0.5);
+  EXPECT_DOUBLE_EQ(compute_features(conv(6, 16, 1, true), 16)[0], 1.0 * (2 + 16.0 / 6));
 }
 
 class ProfiledRun : public ::testing::Test {
@@ -359,7 +407,7 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
       p.iteration_us = in_layers + 4.0 * static_cast<double>(p.layers.size()) + 0.5 * act;
       data.push_back(p);
     }
-  CostModel m = fit(data);
+  CostModel m = fit(data, 16);
   ASSERT_EQ(m.coef.size(), 2u);
   EXPECT_NEAR(m.coef["Conv2d"][0], 0.02, 1e-6);
   EXPECT_NEAR(m.coef["Conv2d"][3], 20, 1e-4);
@@ -368,7 +416,7 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
   EXPECT_NEAR(m.update[1], 25, 1e-4);
   EXPECT_NEAR(m.overhead[0], 4, 1e-6);
   EXPECT_NEAR(m.overhead[1], 0.5, 1e-6);
-  auto ev = leave_one_architecture_out(data);
+  auto ev = leave_one_architecture_out(data, 16);
   EXPECT_EQ(ev.rows.size(), data.size());
   EXPECT_LT(ev.iteration_mape, 1e-3);
   EXPECT_LT(ev.layer_mape, 1e-3);

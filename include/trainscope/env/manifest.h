@@ -36,6 +36,14 @@ CpuInfo parse_cpuinfo(std::string_view text);
 // asimd/sve/fphp, space-separated in a stable order.
 std::string numerics_flags(const CpuInfo& cpu);
 
+// float32 lanes of the widest vector unit the flags name: 16 with avx512f, 8
+// with avx or avx2, else 4 (SSE, Arm asimd; SVE's length is not in the flags).
+// Kernels such as oneDNN's convolutions work on channels in blocks of this
+// many, so a layer with fewer channels wastes lanes (see the cost model).
+int simd_float_lanes(const CpuInfo& cpu);
+// The same for this machine (/proc/cpuinfo; 4 when it cannot be read).
+int simd_float_lanes();
+
 // Hardware and OS facts read under `root` ("/" on a live system; a folder
 // holding proc/ and sys/ snapshots in tests).
 Manifest capture_system(const std::filesystem::path& root = "/");

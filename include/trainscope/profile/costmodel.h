@@ -4,9 +4,9 @@
 // measures it:
 //   compute  forward + backward, per layer type (Conv2d, Linear, ReLU, Add...)
 //              t = a * MFLOP + b * MB + c * Mparams + d
-//            forward FLOPs and activation bytes (inputs + output) at that
-//            batch size, the weight gradient backward writes, and a fixed
-//            cost per call;
+//            FLOPs as the vector unit executes them (vector_mflop), activation
+//            bytes (inputs + output) at that batch size, the weight gradient
+//            backward writes, and a fixed cost per call;
 //   update   optimizer step + zero_grad, one law for every type
 //              t = u * Mparams + v * parameter tensors
 //            (an optimizer does the same work per element whatever the
@@ -54,9 +54,22 @@ struct ProfiledArch {
   double iteration_us = 0;               // median wall time of a profiled iteration
 };
 
+// Forward + backward MFLOP of a layer as a vector unit of `lanes` floats
+// executes them, divided by 3 so that it equals the forward MFLOP when
+// nothing is wasted. Layers with weights (Conv2d, Linear) run three products:
+// forward, weight gradient, and input gradient, the last only when
+// `input_grad`: the first such layer of a network skips it. A Conv2d's
+// forward and weight gradient vectorise over output channels per group, its
+// input gradient over input channels per group (depthwise: all three over
+// the channels); each pass is charged its channels rounded up to a multiple
+// of `lanes` (oneDNN's blocked layouts), so LeNet's 6-channel input gradient
+// costs 16/6 of its FLOPs on a 16-lane machine. Other types: forward MFLOP.
+double vector_mflop(const LayerInfo& l, int lanes);
+
 // Feature vectors (exposed for tests and docs).
-std::vector<double> compute_features(const LayerInfo& l);  // {MFLOP, activation MB, Mparams, 1}
-std::vector<double> update_features(const LayerInfo& l);   // {Mparams, parameter tensors}
+std::vector<double> compute_features(const LayerInfo& l,
+                                     int lanes);  // {vector MFLOP, activation MB, Mparams, 1}
+std::vector<double> update_features(const LayerInfo& l);  // {Mparams, parameter tensors}
 std::vector<double> overhead_features(
     const std::vector<LayerInfo>& layers);  // {layers, activation MB}
 
@@ -67,6 +80,7 @@ struct CostModel {
   std::vector<double> overhead;                     // coefficients of overhead_features
   int64_t samples = 0;                              // layer rows fitted
   int64_t threads = 0;                              // thread count of the training runs (0: mixed)
+  int lanes = 16;  // float32 SIMD lanes of the machine it was fitted on (env::simd_float_lanes)
 
   // Predicted microseconds for one layer; `estimated` says if the type was unseen.
   double layer_us(const LayerInfo& l, bool* estimated = nullptr) const;
@@ -80,7 +94,8 @@ struct CostModel {
 // Reads every profiled run (or the given ones) from the store, merging
 // repeats of one configuration.
 std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::string>& runs);
-CostModel fit(const std::vector<ProfiledArch>& data);
+// `lanes`: the SIMD width of the machine the profiles come from.
+CostModel fit(const std::vector<ProfiledArch>& data, int lanes);
 
 struct EvalRow {
   std::string model;
@@ -99,6 +114,6 @@ struct CostModelEval {
   double layer_mape = 0;                 // percent, over layer_rows
 };
 // Leave-one-architecture-out: for each model name, fit on the others.
-CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data);
+CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data, int lanes);
 
 }  // namespace trainscope::profile

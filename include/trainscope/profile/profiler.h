@@ -102,7 +102,15 @@ struct LayerInfo {
   double activation_bytes = 0;  // output tensor
   // Structural features for the cost model.
   int64_t in_channels = 0, out_channels = 0, kernel = 0, stride = 1, groups = 1;
+  // Whether backward computes the gradient of this layer's input. False up to
+  // and including the first layer with parameters in forward order: nothing
+  // before it needs a gradient. Derived from the order, never stored (see
+  // mark_input_gradients).
+  bool input_grad = true;
 };
+
+// Sets `input_grad` of layers listed in forward order.
+void mark_input_gradients(std::vector<LayerInfo>& layers);
 
 // Runs one forward pass of `model` on `x` with a layer observer and returns
 // every scoped layer's facts in forward order.
