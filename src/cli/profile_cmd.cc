@@ -250,8 +250,9 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
         n_runs += a.runs.size();
       }
       std::cout << fmt::format(
-          "fitted {} layer types on {} layers of {} runs ({} configurations, {} architectures); wrote {}\n",
-          m.coef.size(), m.samples, n_runs, data.size(), archs.size(), *model_file);
+          "fitted {} layer types on {} layers of {} runs ({} configurations, {} architectures, "
+          "{}-float vectors); wrote {}\n",
+          m.coef.size(), m.samples, n_runs, data.size(), archs.size(), m.lanes, *model_file);
     });
   }
   // predict

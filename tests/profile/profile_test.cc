@@ -280,6 +280,53 @@ TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
   EXPECT_NE(r.out.find("not more than profile.warmup_steps = 5"), std::string::npos) << r.out;
 }
 
+// The cost model end to end through the CLI: profile two small nets, fit,
+// evaluate, and predict a third with layer types neither of them has.
+TEST(ProfileCliTest, CostModelFitEvalAndPredictAnUnseenArchitecture) {
+  testing::TempDir dir;
+  std::ofstream(dir / "c.yaml")
+      << "data: {dataset: synthetic, synthetic: {size: 256, channels: 3, height: 32, width: 32}}\n"
+         "threads: 1\nprofile: {warmup_steps: 2, every: 1}\n";
+  const std::string cli = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string();
+  const std::string cfg = (dir / "c.yaml").string(), model = (dir / "m.json").string();
+  for (const char* net : {"mlp", "lenet5"})
+    for (const char* batch : {"16", "32"}) {
+      auto r = testing::run_command(cli + " profile " + cfg + " --steps 6 --set model.name=" + net +
+                                    " --set batch_size=" + batch);
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+    }
+  auto fit = testing::run_command(cli + " costmodel fit --out " + model);
+  ASSERT_EQ(fit.exit_code, 0) << fit.out;
+  EXPECT_NE(fit.out.find("4 configurations, 2 architectures"), std::string::npos) << fit.out;
+  std::ifstream in(model);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j.at("format"), "trainscope-costmodel/4");
+  EXPECT_GE(j.at("simd_float_lanes").get<int>(), 4);
+  EXPECT_TRUE(j.at("coef").contains("Conv2d"));
+  EXPECT_TRUE(j.at("coef").contains("Linear"));
+
+  auto ev = testing::run_command(cli + " costmodel eval --format csv");
+  ASSERT_EQ(ev.exit_code, 0) << ev.out;
+  EXPECT_NE(ev.out.find("iteration,mlp,16,"), std::string::npos) << ev.out;
+  EXPECT_NE(ev.out.find("iteration,lenet5,32,"), std::string::npos) << ev.out;
+
+  // ResNet-18 has BatchNorm2d, Add and global pooling, which neither net had.
+  auto pr = testing::run_command(cli + " costmodel predict " + cfg +
+                                 " --set model.name=resnet18 --batch 8 --model " + model);
+  ASSERT_EQ(pr.exit_code, 0) << pr.out;
+  EXPECT_NE(pr.out.find("predicted iteration:"), std::string::npos) << pr.out;
+  EXPECT_NE(pr.out.find("for resnet18 at batch 8"), std::string::npos) << pr.out;
+  EXPECT_NE(pr.out.find("estimate: type not in the model"), std::string::npos) << pr.out;
+  EXPECT_NE(pr.out.find("layer type BatchNorm2d was never profiled"), std::string::npos) << pr.out;
+
+  // A model file from an older trainscope is refused with what to do.
+  std::ofstream(dir / "old.json") << R"({"format": "trainscope-costmodel/3", "coef": {}})";
+  auto old = testing::run_command(cli + " costmodel predict " + cfg + " --model " +
+                                  (dir / "old.json").string());
+  EXPECT_NE(old.exit_code, 0);
+  EXPECT_NE(old.out.find("refit it with `trainscope costmodel fit`"), std::string::npos) << old.out;
+}
+
 TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   CostModel m;
   m.coef["Conv2d"] = {1.0, 0.0, 0.0, 0.0};  // 1 us per MFLOP
