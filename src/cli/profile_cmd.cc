@@ -310,9 +310,9 @@ void register_costmodel_commands(CLI::App& app, Context& ctx) {
       for (const auto& u : unseen)
         log_warn("layer type {} was never profiled; its time is an estimate from all layer types "
                  "(FLOPs, bytes, params); profile a model that has it and refit for a real figure", u);
-      if (m.lanes != env::simd_float_lanes())
+      if (const int lanes = env::simd_float_lanes(); m.lanes != lanes)
         log_warn("the cost model was fitted on a machine with {}-float vectors and this one has {}; "
-                 "profile a grid here and refit", m.lanes, env::simd_float_lanes());
+                 "profile a grid here and refit", m.lanes, lanes);
       const int64_t threads = torch::get_num_threads();
       if (m.threads > 0 && m.threads != threads)
         log_warn("the cost model was fitted on runs with {} thread(s) and this config uses {}; "
