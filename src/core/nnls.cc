@@ -38,31 +38,6 @@ std::vector<double> least_squares(const std::vector<std::vector<double>>& a,
 namespace {
 
 std::vector<double> nnls_scaled(const std::vector<std::vector<double>>& a,
-                                const std::vector<double>& b, int max_iterations);
-
-}  // namespace
-
-std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
-                         int max_iterations) {
-  // Columns scaled to unit norm: features in different units (MFLOP next to
-  // Mparams of a BatchNorm, ~1e-4) otherwise square into normal equations
-  // too ill-conditioned to solve. x >= 0 is unchanged by a positive scale.
-  const size_t n = a.empty() ? 0 : a[0].size();
-  std::vector<double> norm(n, 0.0);
-  for (const auto& row : a)
-    for (size_t j = 0; j < n; ++j) norm[j] += row[j] * row[j];
-  for (auto& v : norm) v = v > 0 ? std::sqrt(v) : 1.0;
-  auto scaled = a;
-  for (auto& row : scaled)
-    for (size_t j = 0; j < n; ++j) row[j] /= norm[j];
-  auto x = nnls_scaled(scaled, b, max_iterations);
-  for (size_t j = 0; j < n; ++j) x[j] /= norm[j];
-  return x;
-}
-
-namespace {
-
-std::vector<double> nnls_scaled(const std::vector<std::vector<double>>& a,
                                 const std::vector<double>& b, int max_iterations) {
   const size_t n = a.empty() ? 0 : a[0].size();
   std::vector<double> x(n, 0.0);
@@ -119,4 +94,23 @@ std::vector<double> nnls_scaled(const std::vector<std::vector<double>>& a,
 }
 
 }  // namespace
+
+std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::vector<double>& b,
+                         int max_iterations) {
+  // Columns scaled to unit norm: features in different units (MFLOP next to
+  // Mparams of a BatchNorm, ~1e-4) otherwise square into normal equations
+  // too ill-conditioned to solve. x >= 0 is unchanged by a positive scale.
+  const size_t n = a.empty() ? 0 : a[0].size();
+  std::vector<double> norm(n, 0.0);
+  for (const auto& row : a)
+    for (size_t j = 0; j < n; ++j) norm[j] += row[j] * row[j];
+  for (auto& v : norm) v = v > 0 ? std::sqrt(v) : 1.0;
+  auto scaled = a;
+  for (auto& row : scaled)
+    for (size_t j = 0; j < n; ++j) row[j] /= norm[j];
+  auto x = nnls_scaled(scaled, b, max_iterations);
+  for (size_t j = 0; j < n; ++j) x[j] /= norm[j];
+  return x;
+}
+
 }  // namespace trainscope
