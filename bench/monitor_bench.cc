@@ -8,7 +8,8 @@
 
 #include "trainscope/monitor/sampler.h"
 
-using namespace trainscope;
+namespace monitor = trainscope::monitor;
+using namespace trainscope::store;
 
 static void BM_SampleOnce(benchmark::State& state) {
   std::random_device rd;

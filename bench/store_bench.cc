@@ -11,7 +11,8 @@
 #include "trainscope/store/store.h"
 
 namespace fs = std::filesystem;
-using namespace trainscope;
+
+using namespace trainscope::store;
 
 namespace {
 
@@ -67,7 +68,7 @@ void BM_ReadSeries1M(benchmark::State& state) {
   std::vector<MetricPoint> pts(1'000'000);
   for (int64_t i = 0; i < 1'000'000; ++i) pts[i] = {i, 1.7e9 + i * 1e-3, std::sin(i)};
   for (size_t off = 0; off < pts.size(); off += 100'000)
-    store->append_metrics(r.id, {{"loss", {pts.begin() + off, pts.begin() + off + 100'000}}});
+    store->append_metrics(r.uuid, {{"loss", {pts.begin() + off, pts.begin() + off + 100'000}}});
   for (auto _ : state) {
     auto got = store->metric(r.uuid, "loss");
     if (got.size() != pts.size()) state.SkipWithError("wrong size");

@@ -30,9 +30,9 @@ class TinyNet : public ts::train::Classifier {
 
 int main(int argc, char** argv) {
   try {
-    ts::StoreOptions so;
+    ts::store::StoreOptions so;
     so.uri = argc > 1 ? argv[1] : "";
-    std::shared_ptr<ts::Store> store = ts::Store::open(so);
+    std::shared_ptr<ts::store::Store> store = ts::store::Store::open(so);
 
     // Start from defaults and change what you need, as `--set` would.
     ts::train::Config config = ts::train::parse_config(
@@ -50,9 +50,9 @@ int main(int argc, char** argv) {
                   e.test.accuracy);
     };
     auto result = trainer.run();
-    std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(), ts::to_string(result.status));
+    std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(), ts::store::to_string(result.status));
     return 0;
-  } catch (const ts::Error& e) {
+  } catch (const ts::core::Error& e) {
     std::fprintf(stderr, "custom_model: %s\n", e.what());
     return e.exit_code();
   }

@@ -16,10 +16,10 @@ struct Context {
   std::string argv_line;  // the command line, recorded with new runs
 
   // Opens the store once per process; later calls return the same handle.
-  std::shared_ptr<Store> store();
+  std::shared_ptr<store::Store> store();
 
  private:
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<store::Store> store_;
 };
 
 // Each command family registers its subcommands on the root app.

@@ -11,6 +11,14 @@
 #include "trainscope/core/version.h"
 
 namespace trainscope::cli {
+using core::Error;
+using core::Verbosity;
+using core::build_commit;
+using core::set_verbosity;
+using core::version;
+using store::Store;
+using store::StoreOptions;
+
 
 std::shared_ptr<Store> Context::store() {
   if (!store_) {
@@ -24,7 +32,9 @@ std::shared_ptr<Store> Context::store() {
 }  // namespace trainscope::cli
 
 int main(int argc, char** argv) {
-  using namespace trainscope;
+  using namespace trainscope::core;
+  using namespace trainscope::store;
+  namespace cli = trainscope::cli;
   cli::Context ctx;
   for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
 

@@ -28,6 +28,23 @@
 namespace fs = std::filesystem;
 
 namespace trainscope::cli {
+using core::Error;
+using core::ErrorKind;
+using core::SvgChart;
+using core::SvgSeries;
+using core::csv_field;
+using core::fail;
+using core::format_double;
+using core::log_info;
+using core::log_warn;
+using core::new_uuid;
+using core::percentile;
+using store::NewRun;
+using store::RunInfo;
+using store::RunRecorder;
+using store::RunStatus;
+using store::Store;
+
 namespace {
 
 volatile sig_atomic_t g_child = 0;
@@ -301,8 +318,8 @@ void register_monitor_commands(CLI::App& app, Context& ctx) {
         log_warn("skipped {} malformed metric line(s); the first was: {}", parser.malformed,
                  parser.first_malformed.substr(0, 200));
       }
-      rec->log_artifact(tmp / "stdout.txt", "stdout", "stdout.txt");
-      rec->log_artifact(tmp / "stderr.txt", "stderr", "stderr.txt");
+      rec->add_artifact(tmp / "stdout.txt", "stdout", "stdout.txt");
+      rec->add_artifact(tmp / "stderr.txt", "stderr", "stderr.txt");
       std::error_code ec;
       fs::remove_all(tmp, ec);
       rec->end(code == 0 ? RunStatus::kFinished : RunStatus::kFailed);

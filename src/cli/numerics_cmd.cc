@@ -21,6 +21,15 @@
 namespace fs = std::filesystem;
 
 namespace trainscope::cli {
+using core::SvgChart;
+using core::csv_field;
+using core::format_double;
+using core::log_info;
+using core::new_uuid;
+using store::NewRun;
+using store::RunRecorder;
+using store::RunStatus;
+
 namespace {
 
 env::Manifest manifest_here() {
@@ -37,7 +46,7 @@ void emit_file(RunRecorder& rec, const std::string& name, const std::string& kin
                const std::string& content, const std::string& out_dir) {
   fs::path tmp = fs::temp_directory_path() / ("trainscope-" + new_uuid().substr(0, 8) + "-" + name);
   std::ofstream(tmp, std::ios::binary) << content;
-  rec.log_artifact(tmp, kind, name);
+  rec.add_artifact(tmp, kind, name);
   if (!out_dir.empty()) {
     fs::create_directories(out_dir);
     fs::copy_file(tmp, fs::path(out_dir) / name, fs::copy_options::overwrite_existing);
@@ -110,7 +119,7 @@ void register_numerics_commands(CLI::App& app, Context& ctx) {
     nr.command_line = ctx.argv_line;
     nr.config_text = fmt::format("x0: {}\nr: {}\nsteps: {}\n", o->x0, o->r, o->steps);
     auto rec = RunRecorder::start(ctx.store(), nr);
-    rec->log_params({{"x0", o->x0},
+    rec->set_params({{"x0", o->x0},
                      {"r", o->r},
                      {"steps", std::to_string(o->steps)},
                      {"reference_precision_bits", std::to_string(res.reference_precision)}});
@@ -236,7 +245,7 @@ void register_numerics_commands(CLI::App& app, Context& ctx) {
     nr.name = "sum";
     nr.command_line = ctx.argv_line;
     auto rec = RunRecorder::start(ctx.store(), nr);
-    rec->log_params({{"n", std::to_string(*n)}, {"seed", std::to_string(*seed)}});
+    rec->set_params({{"n", std::to_string(*n)}, {"seed", std::to_string(*seed)}});
     for (const auto& r : rep.results) {
       rec->log_metric("sum/" + r.method, r.value, 0);
       rec->log_metric("ulp_error/" + r.method, r.ulp_error, 0);

@@ -9,6 +9,15 @@
 #include "trainscope/core/util.h"
 
 namespace trainscope::cli {
+using core::ErrorKind;
+using core::escape_for_display;
+using core::fail;
+using core::format_double;
+using core::format_utc;
+using store::ArtifactInfo;
+using store::MetricSummary;
+using store::RunInfo;
+
 namespace {
 // Display width of a UTF-8 string, counting code points (good enough for
 // aligned tables of keys and names).

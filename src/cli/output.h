@@ -34,9 +34,9 @@ class Table {
 // A number for JSON: finite values as numbers, NaN/Inf as the strings
 // "nan", "inf", "-inf" (JSON has no literal for them).
 nlohmann::json json_number(double v);
-nlohmann::json to_json(const RunInfo& r, bool full);
-nlohmann::json to_json(const MetricSummary& m);
-nlohmann::json to_json(const ArtifactInfo& a);
+nlohmann::json to_json(const store::RunInfo& r, bool full);
+nlohmann::json to_json(const store::MetricSummary& m);
+nlohmann::json to_json(const store::ArtifactInfo& a);
 
 // Human duration: "1h02m", "3m05s", "4.2s".
 std::string format_duration(double seconds);

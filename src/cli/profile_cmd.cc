@@ -22,6 +22,17 @@
 #include <torch/torch.h>
 
 namespace trainscope::cli {
+using core::ErrorKind;
+using core::SvgChart;
+using core::SvgSeries;
+using core::csv_field;
+using core::fail;
+using core::format_double;
+using core::log_info;
+using core::log_warn;
+using store::RunInfo;
+using store::Store;
+
 namespace {
 
 double mean_of(Store& store, const std::string& uuid, const std::string& key) {

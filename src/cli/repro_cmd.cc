@@ -13,6 +13,17 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli {
+using core::Error;
+using core::ErrorKind;
+using core::escape_for_display;
+using core::fail;
+using core::format_utc;
+using core::log_info;
+using core::log_warn;
+using core::sha256_file;
+using store::RunInfo;
+using store::RunStatus;
+
 namespace {
 
 env::Manifest this_machine() {

@@ -9,6 +9,22 @@
 #include "trainscope/core/util.h"
 
 namespace trainscope::cli {
+using core::ErrorKind;
+using core::csv_field;
+using core::escape_for_display;
+using core::fail;
+using core::format_double;
+using core::format_utc;
+using core::log_info;
+using core::log_warn;
+using core::unix_now;
+using store::MetricPoint;
+using store::RunFilter;
+using store::RunInfo;
+using store::RunStatus;
+using store::Store;
+using store::parse_run_status;
+
 namespace {
 
 double run_duration(const RunInfo& r) {

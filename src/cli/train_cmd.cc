@@ -10,6 +10,11 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli {
+using core::Error;
+using core::ErrorKind;
+using store::RunInfo;
+using store::RunStatus;
+
 namespace {
 
 void on_sigint(int) {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <mutex>
 
-namespace trainscope {
+namespace trainscope::core {
 namespace {
 std::atomic<Verbosity> g_verbosity{Verbosity::kNormal};
 std::mutex g_log_mu;
@@ -19,4 +19,4 @@ void log_line(Verbosity level, const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-namespace trainscope {
+namespace trainscope::core {
 
 std::vector<double> least_squares(const std::vector<std::vector<double>>& a,
                                   const std::vector<double>& b,
@@ -113,4 +113,4 @@ std::vector<double> nnls(const std::vector<std::vector<double>>& a, const std::v
   return x;
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

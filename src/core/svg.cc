@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace trainscope {
+namespace trainscope::core {
 namespace {
 
 constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -141,4 +141,4 @@ std::string SvgChart::render() const {
   return o;
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

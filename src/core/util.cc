@@ -14,7 +14,7 @@
 
 #include "trainscope/core/error.h"
 
-namespace trainscope {
+namespace trainscope::core {
 
 double unix_now() {
   using namespace std::chrono;
@@ -188,4 +188,4 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

@@ -20,6 +20,13 @@ extern char** environ;
 namespace fs = std::filesystem;
 
 namespace trainscope::env {
+using core::build_commit;
+using core::build_compiler;
+using core::host_name;
+using core::sha256_file;
+using core::sha256_hex;
+using core::version;
+
 namespace {
 
 std::string trim(std::string_view s) {

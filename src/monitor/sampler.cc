@@ -13,6 +13,12 @@
 #include "trainscope/monitor/rapl.h"
 
 namespace trainscope::monitor {
+using core::format_double;
+using core::log_warn;
+using core::monotonic_now;
+using core::unix_now;
+using store::RunRecorder;
+
 
 constexpr double kMiB = 1024.0 * 1024.0;
 

@@ -12,6 +12,9 @@
 #include "trainscope/core/error.h"
 
 namespace trainscope::numerics {
+using core::ErrorKind;
+using core::fail;
+
 namespace {
 
 // Digits a binary128 comparison can resolve; an exact match counts as this.

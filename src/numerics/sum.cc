@@ -8,6 +8,9 @@
 #include "trainscope/numerics/logmap.h"
 
 namespace trainscope::numerics {
+using core::ErrorKind;
+using core::fail;
+
 namespace {
 
 float sequential(const float* v, int64_t n) {

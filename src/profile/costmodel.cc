@@ -11,6 +11,13 @@
 #include "trainscope/core/util.h"
 
 namespace trainscope::profile {
+using core::ErrorKind;
+using core::fail;
+using core::nnls;
+using core::percentile;
+using store::RunInfo;
+using store::Store;
+
 namespace {
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {

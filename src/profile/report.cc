@@ -15,6 +15,10 @@
 #include "trainscope/core/util.h"
 
 namespace trainscope::profile {
+using core::host_name;
+using store::ProfileCell;
+using store::Store;
+
 
 std::vector<std::pair<std::string, std::string>> layers_to_json(const std::vector<LayerInfo>& layers) {
   std::vector<std::pair<std::string, std::string>> out;

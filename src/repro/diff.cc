@@ -15,6 +15,15 @@
 namespace fs = std::filesystem;
 
 namespace trainscope::repro {
+using core::log_info;
+using core::new_uuid;
+using store::ArtifactInfo;
+using store::Fingerprint;
+using store::FingerprintSet;
+using store::RunInfo;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 // Maps IEEE bits to integers that are ordered like the values, so that the

@@ -5,7 +5,10 @@
 
 #include "trainscope/core/error.h"
 
-namespace trainscope::codec {
+namespace trainscope::store::codec {
+using core::ErrorKind;
+using core::fail;
+
 namespace {
 static_assert(std::endian::native == std::endian::little,
               "metric chunks are little-endian; add byte swapping for this target");
@@ -37,4 +40,4 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
   }
 }
 
-}  // namespace trainscope::codec
+}  // namespace trainscope::store::codec

@@ -11,7 +11,7 @@
 
 #include "trainscope/store/store.h"
 
-namespace trainscope::codec {
+namespace trainscope::store::codec {
 
 constexpr size_t kPointBytes = 24;
 
@@ -20,4 +20,4 @@ void encode(const MetricPoint* points, size_t n, std::string& out);
 // size is not a multiple of kPointBytes.
 void decode(std::string_view blob, std::vector<MetricPoint>& out);
 
-}  // namespace trainscope::codec
+}  // namespace trainscope::store::codec

@@ -1,6 +1,7 @@
 #include "migrations.h"
 
-namespace trainscope {
+namespace trainscope::store {
+
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> kMigrations = {
@@ -125,4 +126,4 @@ CREATE TABLE profile_layers (
   return kMigrations;
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::store

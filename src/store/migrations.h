@@ -5,7 +5,7 @@
 
 #include <vector>
 
-namespace trainscope {
+namespace trainscope::store {
 
 struct Migration {
   int version;
@@ -15,4 +15,4 @@ struct Migration {
 
 const std::vector<Migration>& migrations();
 
-}  // namespace trainscope
+}  // namespace trainscope::store

@@ -6,7 +6,15 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 
-namespace trainscope {
+namespace trainscope::store {
+using core::ErrorKind;
+using core::Verbosity;
+using core::fail;
+using core::log_debug;
+using core::log_line;
+using core::monotonic_now;
+using core::unix_now;
+
 
 std::unique_ptr<RunRecorder> RunRecorder::start(std::shared_ptr<Store> store, const NewRun& run,
                                                 RecorderOptions options) {
@@ -76,11 +84,11 @@ void RunRecorder::set_environment(const std::map<std::string, std::string>& entr
   store_->set_environment(info_.uuid, entries);
 }
 
-void RunRecorder::log_param(std::string_view key, std::string_view value) {
+void RunRecorder::set_param(std::string_view key, std::string_view value) {
   store_->set_param(info_.uuid, key, value);
 }
 
-void RunRecorder::log_params(const std::map<std::string, std::string>& params) {
+void RunRecorder::set_params(const std::map<std::string, std::string>& params) {
   store_->set_params(info_.uuid, params);
 }
 
@@ -88,7 +96,7 @@ void RunRecorder::set_tag(std::string_view key, std::string_view value) {
   store_->set_tag(info_.uuid, key, value);
 }
 
-ArtifactInfo RunRecorder::log_artifact(const std::filesystem::path& file, std::string_view kind,
+ArtifactInfo RunRecorder::add_artifact(const std::filesystem::path& file, std::string_view kind,
                                        std::string_view name) {
   return store_->add_artifact(info_.uuid, file, kind, name);
 }
@@ -126,7 +134,7 @@ bool RunRecorder::flush_once() {
     fingerprints_.swap(prints);
   };
   try {
-    store_->append_metrics(info_.id, batch);
+    store_->append_metrics(info_.uuid, batch);
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
     restore_prints();
@@ -137,7 +145,7 @@ bool RunRecorder::flush_once() {
     return false;
   }
   try {
-    store_->append_fingerprints(info_.id, prints);
+    store_->append_fingerprints(info_.uuid, prints);
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
     restore_prints();
@@ -227,4 +235,4 @@ RecorderStats RunRecorder::stats() const {
   return stats_;
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::store

@@ -3,7 +3,10 @@
 #include <cmath>
 #include <limits>
 
-namespace trainscope::sqlite {
+namespace trainscope::store::sqlite {
+using core::Error;
+using core::ErrorKind;
+
 
 void Db::exec(const char* sql) {
   char* err = nullptr;
@@ -129,4 +132,4 @@ void WriteTxn::commit() {
 ReadTxn::ReadTxn(Db& db) : db_(db) { db_.exec("BEGIN"); }
 ReadTxn::~ReadTxn() { sqlite3_exec(db_.get(), "COMMIT", nullptr, nullptr, nullptr); }
 
-}  // namespace trainscope::sqlite
+}  // namespace trainscope::store::sqlite

@@ -1,5 +1,5 @@
 // Thin RAII layer over the SQLite C API, private to the store component.
-// Errors become trainscope::Error(kStore) naming the database and what to do.
+// Errors become trainscope::core::Error(kStore) naming the database and what to do.
 #pragma once
 
 #include <sqlite3.h>
@@ -11,7 +11,7 @@
 
 #include "trainscope/core/error.h"
 
-namespace trainscope::sqlite {
+namespace trainscope::store::sqlite {
 
 class Db {
  public:
@@ -108,4 +108,4 @@ class ReadTxn {
   Db& db_;
 };
 
-}  // namespace trainscope::sqlite
+}  // namespace trainscope::store::sqlite

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "metric_codec.h"
+#include "backends.h"
 #include "migrations.h"
+#include "trainscope/store/artifact_store.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -18,65 +20,60 @@
 
 namespace fs = std::filesystem;
 
-namespace trainscope {
+namespace trainscope::store {
+using core::Error;
+using core::ErrorKind;
+using core::escape_for_display;
+using core::fail;
+using core::host_name;
+using core::log_debug;
+using core::log_info;
+using core::log_warn;
+using core::new_uuid;
+using core::process_start_ticks;
+using core::sha256_file;
+using core::sha256_hex;
+using core::unix_now;
+using core::version;
+
 namespace {
 
 constexpr size_t kMaxChunkPoints = 8192;
 
 // Columns read into a RunInfo, in this order, by read_run().
 constexpr const char* kRunColumns =
-    "r.id, r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
-    "p.uuid, r.command_line, r.config_text, r.config_hash, r.host, r.pid "
+    "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
+    "p.uuid, r.command_line, r.config_text, r.config_hash, r.host, r.pid, r.pid_start "
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 
 // Same columns without the potentially large command line and config.
 constexpr const char* kRunColumnsLight =
-    "r.id, r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
-    "p.uuid, '', '', r.config_hash, r.host, r.pid "
+    "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
+    "p.uuid, '', '', r.config_hash, r.host, r.pid, r.pid_start "
     "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 
 RunInfo read_run(const sqlite::Stmt& s) {
   RunInfo r;
-  r.id = s.int64(0);
-  r.uuid = s.text(1);
-  r.experiment = s.text(2);
-  r.name = s.text(3);
-  r.status = parse_run_status(s.text(4));
-  r.start_time = s.real(5);
-  r.end_time = s.is_null(6) ? 0 : s.real(6);
-  r.heartbeat = s.is_null(7) ? 0 : s.real(7);
-  r.parent_uuid = s.text(8);
-  r.command_line = s.text(9);
-  r.config_text = s.text(10);
-  r.config_hash = s.text(11);
-  r.host = s.text(12);
-  r.pid = s.int64(13);
+  r.uuid = s.text(0);
+  r.experiment = s.text(1);
+  r.name = s.text(2);
+  r.status = parse_run_status(s.text(3));
+  r.start_time = s.real(4);
+  r.end_time = s.is_null(5) ? 0 : s.real(5);
+  r.heartbeat = s.is_null(6) ? 0 : s.real(6);
+  r.parent_uuid = s.text(7);
+  r.command_line = s.text(8);
+  r.config_text = s.text(9);
+  r.config_hash = s.text(10);
+  r.host = s.text(11);
+  r.pid = s.int64(12);
+  r.pid_start = s.is_null(13) ? 0 : s.int64(13);
   return r;
 }
 
-bool is_uuid_prefix(std::string_view ref) {
-  if (ref.empty() || ref.size() > 36) return false;
-  for (char c : ref)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return false;
-  return true;
-}
-
 std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
-
-// Rejects artifact names that would escape the run's folder.
-std::string checked_artifact_name(std::string_view name) {
-  fs::path p(name);
-  if (name.empty() || p.is_absolute())
-    fail(ErrorKind::kUsage, "artifact name '{}' must be a relative path", escape_for_display(name));
-  for (const auto& part : p) {
-    if (part == ".." || part == ".")
-      fail(ErrorKind::kUsage, "artifact name '{}' must not contain '.' or '..' components",
-           escape_for_display(name));
-  }
-  return p.lexically_normal().string();
-}
 
 // Checks a store location before SQLite sees it, to give a precise message.
 void check_location(const fs::path& path, bool read_only) {
@@ -113,18 +110,32 @@ void check_location(const fs::path& path, bool read_only) {
 
 // ---------------------------------------------------------------------------
 
-SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
-    : path_(std::move(path)), options_(options) {
-  check_location(path_, options.read_only);
-  sqlite3* raw = nullptr;
-  int flags = options.read_only ? SQLITE_OPEN_READONLY
-                                : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(path_.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
-  db_ = sqlite::Db(raw, path_.string());
-  if (rc != SQLITE_OK) db_.raise(rc, "opening");
-  sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, static_cast<int>(options.busy_timeout_seconds * 1000));
+namespace {
+constexpr const char* kMemory = ":memory:";
 
+// Artifacts live beside the database file ("runs.db" -> "runs-artifacts/"),
+// those of an in-memory store in a temporary folder of its own.
+fs::path artifact_root_for(const fs::path& path) {
+  if (path == kMemory)
+    return fs::temp_directory_path() / ("trainscope-memory-" + new_uuid().substr(0, 8) + "-artifacts");
+  return path.parent_path() / (path.stem().string() + "-artifacts");
+}
+}  // namespace
+
+std::unique_ptr<Store> open_sqlite(std::string_view location, const StoreOptions& options) {
+  return std::make_unique<SqliteStore>(fs::path(location), options);
+}
+
+SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
+    : SqliteStore(path, artifact_root_for(path), options) {}
+
+SqliteStore::SqliteStore(fs::path path, fs::path artifact_root, const StoreOptions& options)
+    : Store(make_folder_artifact_store(artifact_root), options),
+      path_(std::move(path)),
+      memory_(path_ == kMemory),
+      artifact_root_(std::move(artifact_root)) {
+  if (!memory_) check_location(path_, options.read_only);
+  open_connection();
   std::lock_guard lock(mu_);
   // Reading first: a file that is not a database, or one from a newer
   // trainscope, is refused before anything is written to it.
@@ -133,7 +144,7 @@ SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
     fail(ErrorKind::kStore,
          "store '{}' has schema version {}, newer than this trainscope ({}, schema {}); "
          "upgrade trainscope, the store was not modified",
-         path_.string(), version, trainscope::version(), latest_schema_version());
+         path_.string(), version, core::version(), latest_schema_version());
   db_.exec("PRAGMA foreign_keys = ON");
   if (options.read_only) {
     if (version < latest_schema_version())
@@ -143,6 +154,34 @@ SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
            path_.string(), version, latest_schema_version());
     return;
   }
+  if (!memory_) use_wal_locked();
+  if (version < latest_schema_version()) migrate_locked();
+}
+
+SqliteStore::~SqliteStore() {
+  if (!memory_) return;
+  std::error_code ec;
+  fs::remove_all(artifact_root_, ec);
+}
+
+std::string SqliteStore::describe() const {
+  return memory_ ? std::string("sqlite::memory:") : "sqlite:" + path_.string();
+}
+
+int SqliteStore::latest_schema_version() const { return migrations().back().version; }
+
+void SqliteStore::open_connection() {
+  sqlite3* raw = nullptr;
+  int flags = options().read_only ? SQLITE_OPEN_READONLY
+                                  : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int rc = sqlite3_open_v2(path_.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  db_ = sqlite::Db(raw, path_.string());
+  if (rc != SQLITE_OK) db_.raise(rc, "opening");
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_timeout(raw, static_cast<int>(options().busy_timeout_seconds * 1000));
+}
+
+void SqliteStore::use_wal_locked() {
   // WAL lets readers proceed while one writer commits; NORMAL sync keeps every
   // committed transaction across a process crash (not across power loss).
   for (int attempt = 0;; ++attempt) {
@@ -155,7 +194,6 @@ SqliteStore::SqliteStore(fs::path path, const StoreOptions& options)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   db_.exec("PRAGMA synchronous = NORMAL");
-  if (version < latest_schema_version()) migrate_locked();
 }
 
 int SqliteStore::read_version_locked() {
@@ -202,10 +240,6 @@ void SqliteStore::migrate_locked() {
 int SqliteStore::schema_version() {
   std::lock_guard lock(mu_);
   return read_version_locked();
-}
-
-fs::path SqliteStore::artifact_root() const {
-  return path_.parent_path() / (path_.stem().string() + "-artifacts");
 }
 
 int64_t SqliteStore::run_id_locked(std::string_view uuid) {
@@ -266,57 +300,14 @@ std::optional<RunInfo> SqliteStore::find_run(std::string_view uuid) {
   return read_run(s);
 }
 
-RunInfo SqliteStore::resolve_run(std::string_view ref) {
-  std::lock_guard lock(mu_);
-  if (ref.empty()) fail(ErrorKind::kUsage, "empty run reference; give a UUID prefix or a run name");
-  std::vector<RunInfo> found;
-  std::set<std::string> seen;
-  auto collect = [&](sqlite::Stmt& s) {
-    while (s.step()) {
-      RunInfo r = read_run(s);
-      if (seen.insert(r.uuid).second) found.push_back(std::move(r));
-    }
-  };
-  {
-    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");
-    s.bind(1, ref);
-    if (s.step()) return read_run(s);
-  }
-  if (is_uuid_prefix(ref)) {
-    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns +
-                            "WHERE substr(r.uuid, 1, ?) = ? ORDER BY r.start_time DESC LIMIT 11");
-    s.bind(1, static_cast<int64_t>(ref.size())).bind(2, ref);
-    collect(s);
-  }
-  {
-    sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns +
-                            "WHERE r.name = ? ORDER BY r.start_time DESC LIMIT 11");
-    s.bind(1, ref);
-    collect(s);
-  }
-  if (found.size() == 1) return found.front();
-  if (found.empty())
-    fail(ErrorKind::kNotFound,
-         "no run matches '{}' in {}; see `trainscope runs list` for UUIDs and names",
-         escape_for_display(ref), describe());
-  std::string list;
-  for (size_t i = 0; i < found.size() && i < 10; ++i) {
-    if (i) list += ", ";
-    list += fmt::format("{} ({}, {})", short_uuid(found[i].uuid),
-                        found[i].name.empty() ? "unnamed" : escape_for_display(found[i].name),
-                        to_string(found[i].status));
-  }
-  fail(ErrorKind::kConflict, "'{}' is ambiguous: it matches {}{} runs: {}; give more of the UUID",
-       escape_for_display(ref), found.size() > 10 ? "more than " : "",
-       std::min<size_t>(found.size(), 10), list);
-}
-
 std::vector<RunInfo> SqliteStore::list_runs(const RunFilter& filter) {
   std::lock_guard lock(mu_);
   std::string sql = std::string("SELECT ") + kRunColumnsLight + "WHERE 1 = 1 ";
   if (!filter.experiment.empty()) sql += "AND e.name = ? ";
   if (filter.status) sql += "AND r.status = ? ";
   if (!filter.parent_uuid.empty()) sql += "AND p.uuid = ? ";
+  if (!filter.name.empty()) sql += "AND r.name = ? ";
+  if (!filter.uuid_prefix.empty()) sql += "AND substr(r.uuid, 1, ?) = ? ";
   sql += "ORDER BY r.start_time DESC, r.id DESC";
   if (filter.limit > 0) sql += " LIMIT ?";
   sqlite::Stmt s(db_, sql);
@@ -324,6 +315,11 @@ std::vector<RunInfo> SqliteStore::list_runs(const RunFilter& filter) {
   if (!filter.experiment.empty()) s.bind(i++, filter.experiment);
   if (filter.status) s.bind(i++, to_string(*filter.status));
   if (!filter.parent_uuid.empty()) s.bind(i++, filter.parent_uuid);
+  if (!filter.name.empty()) s.bind(i++, filter.name);
+  if (!filter.uuid_prefix.empty()) {
+    s.bind(i++, static_cast<int64_t>(filter.uuid_prefix.size()));
+    s.bind(i++, filter.uuid_prefix);
+  }
   if (filter.limit > 0) s.bind(i++, filter.limit);
   std::vector<RunInfo> out;
   while (s.step()) out.push_back(read_run(s));
@@ -360,51 +356,29 @@ void SqliteStore::heartbeat(std::string_view uuid) {
   txn.commit();
 }
 
-int SqliteStore::reap_stale_runs() {
+bool SqliteStore::mark_killed(std::string_view uuid) {
   std::lock_guard lock(mu_);
-  if (options_.read_only) return 0;
-  double now = unix_now();
-  std::string host = host_name();
-  std::vector<std::string> dead;
-  {
-    sqlite::Stmt s(db_,
-                   "SELECT uuid, heartbeat, host, pid, pid_start FROM runs WHERE status = 'running'");
-    while (s.step()) {
-      double hb = s.is_null(1) ? 0 : s.real(1);
-      bool stale = now - hb > options_.stale_after_seconds;
-      int64_t pid = s.int64(3);
-      bool gone = s.text(2) == host && pid > 0 && process_start_ticks(pid) != s.int64(4);
-      if (stale || gone) dead.push_back(s.text(0));
-    }
-  }
-  if (dead.empty()) return 0;
   sqlite::WriteTxn txn(db_);
-  // Re-check the status under the write lock so a run that just finished
+  // The status is checked under the write lock, so a run that just finished
   // is not overwritten.
-  sqlite::Stmt u(db_,
-                 "UPDATE runs SET status = 'killed', end_time = COALESCE(heartbeat, ?) "
-                 "WHERE uuid = ? AND status = 'running'");
-  int n = 0;
-  for (const auto& uuid : dead) {
-    u.reset();
-    u.bind(1, now).bind(2, uuid).run();
-    n += sqlite3_changes(db_.get());
-  }
+  sqlite::Stmt(db_,
+               "UPDATE runs SET status = 'killed', end_time = COALESCE(heartbeat, ?) "
+               "WHERE uuid = ? AND status = 'running'")
+      .bind(1, unix_now())
+      .bind(2, uuid)
+      .run();
+  const bool changed = sqlite3_changes(db_.get()) > 0;
   txn.commit();
-  if (n > 0) log_info("store: marked {} run(s) killed (their process is gone or silent)", n);
-  return n;
+  return changed;
 }
 
-void SqliteStore::delete_run(std::string_view uuid) {
+void SqliteStore::erase_run(std::string_view uuid) {
   std::lock_guard lock(mu_);
   int64_t id = run_id_locked(uuid);
   sqlite::WriteTxn txn(db_);
   sqlite::Stmt(db_, "DELETE FROM runs WHERE id = ?").bind(1, id).run();
   txn.commit();
   std::erase_if(key_ids_, [id](const auto& kv) { return kv.first.first == id; });
-  std::error_code ec;
-  fs::remove_all(artifact_root() / std::string(uuid), ec);
-  if (ec) log_warn("could not remove artifacts of run {}: {}", uuid, ec.message());
 }
 
 std::vector<std::string> SqliteStore::list_experiments() {
@@ -517,8 +491,9 @@ int64_t SqliteStore::key_id_locked(int64_t run_id, const std::string& key) {
   return id;
 }
 
-void SqliteStore::append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) {
+void SqliteStore::append_metrics(std::string_view uuid, const std::vector<MetricSeries>& batch) {
   std::lock_guard lock(mu_);
+  const int64_t run_id = run_id_locked(uuid);
   try {
     sqlite::WriteTxn txn(db_);
     sqlite::Stmt next_seq(db_, "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
@@ -667,9 +642,10 @@ void SqliteStore::set_fingerprint_names(std::string_view uuid,
   txn.commit();
 }
 
-void SqliteStore::append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) {
+void SqliteStore::append_fingerprints(std::string_view uuid, const std::vector<Fingerprint>& steps) {
   if (steps.empty()) return;
   std::lock_guard lock(mu_);
+  const int64_t run_id = run_id_locked(uuid);
   sqlite::WriteTxn txn(db_);
   sqlite::Stmt ins(db_,
                    "INSERT INTO fingerprints (run_id, step, hashes) VALUES (?, ?, ?) "
@@ -763,95 +739,50 @@ std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(std
 
 // --- artifacts ------------------------------------------------------------------
 
-ArtifactInfo SqliteStore::add_artifact(std::string_view uuid, const fs::path& file,
-                                       std::string_view kind, std::string_view name) {
-  std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(), std::strerror(errno));
-
+std::optional<ArtifactInfo> SqliteStore::find_artifact(std::string_view uuid,
+                                                       std::string_view name) {
   std::lock_guard lock(mu_);
-  int64_t run_id = run_id_locked(uuid);
-  fs::path dest = artifact_root() / std::string(uuid) / rel;
-  std::error_code ec;
-  fs::create_directories(dest.parent_path(), ec);
-  if (ec)
-    fail(ErrorKind::kStore, "cannot create artifact folder '{}': {}", dest.parent_path().string(),
-         ec.message());
-
-  // Copy to a temporary name and rename, so a kill never leaves a half file
-  // under the final name.
-  fs::path tmp = dest;
-  tmp += ".tmp-" + new_uuid().substr(0, 8);
-  int64_t size = 0;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      fail(ErrorKind::kStore, "cannot write artifact '{}': {}", tmp.string(), std::strerror(errno));
-    std::array<char, 1 << 16> buf{};
-    while (in) {
-      in.read(buf.data(), buf.size());
-      out.write(buf.data(), in.gcount());
-      size += in.gcount();
-    }
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      fail(ErrorKind::kStore, "writing artifact '{}' failed (disk full?)", dest.string());
-    }
-  }
-  std::string digest = sha256_file(tmp);
-
-  sqlite::WriteTxn txn(db_);
-  sqlite::Stmt existing(db_, "SELECT sha256 FROM artifacts WHERE run_id = ? AND name = ?");
-  existing.bind(1, run_id).bind(2, rel);
-  if (existing.step()) {
-    std::string old = existing.text(0);
-    fs::remove(tmp, ec);
-    if (old != digest)
-      fail(ErrorKind::kConflict,
-           "run {} already has an artifact '{}' with different content; choose another name",
-           short_uuid(std::string(uuid)), rel);
-  } else {
-    fs::rename(tmp, dest, ec);
-    if (ec) {
-      fs::remove(tmp, ec);
-      fail(ErrorKind::kStore, "cannot move artifact into '{}': {}", dest.string(), ec.message());
-    }
-    sqlite::Stmt(db_,
-                 "INSERT INTO artifacts (run_id, name, kind, sha256, size, created_time) "
-                 "VALUES (?, ?, ?, ?, ?, ?)")
-        .bind(1, run_id)
-        .bind(2, rel)
-        .bind(3, kind)
-        .bind(4, digest)
-        .bind(5, size)
-        .bind(6, unix_now())
-        .run();
-  }
-  txn.commit();
-  ArtifactInfo info{rel, std::string(kind), digest, size, unix_now(), dest};
-  return info;
+  sqlite::Stmt s(db_,
+                 "SELECT a.name, a.kind, a.sha256, a.size, a.created_time FROM artifacts a "
+                 "JOIN runs r ON r.id = a.run_id WHERE r.uuid = ? AND a.name = ?");
+  s.bind(1, uuid).bind(2, name);
+  if (!s.step()) return std::nullopt;
+  return ArtifactInfo{s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}};
 }
 
-std::vector<ArtifactInfo> SqliteStore::artifacts(std::string_view uuid) {
+ArtifactInfo SqliteStore::insert_artifact(std::string_view uuid, const ArtifactInfo& info) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  const int64_t run_id = run_id_locked(uuid);
+  sqlite::Stmt(db_,
+               "INSERT INTO artifacts (run_id, name, kind, sha256, size, created_time) "
+               "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, name) DO NOTHING")
+      .bind(1, run_id)
+      .bind(2, info.name)
+      .bind(3, info.kind)
+      .bind(4, info.sha256)
+      .bind(5, info.size)
+      .bind(6, info.created_time)
+      .run();
+  sqlite::Stmt s(db_,
+                 "SELECT name, kind, sha256, size, created_time FROM artifacts "
+                 "WHERE run_id = ? AND name = ?");
+  s.bind(1, run_id).bind(2, info.name);
+  s.step();
+  ArtifactInfo out{s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}};
+  txn.commit();
+  return out;
+}
+
+std::vector<ArtifactInfo> SqliteStore::artifact_rows(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
                  "SELECT a.name, a.kind, a.sha256, a.size, a.created_time FROM artifacts a "
                  "JOIN runs r ON r.id = a.run_id WHERE r.uuid = ? ORDER BY a.name");
   s.bind(1, uuid);
   std::vector<ArtifactInfo> out;
-  while (s.step()) {
-    ArtifactInfo a;
-    a.name = s.text(0);
-    a.kind = s.text(1);
-    a.sha256 = s.text(2);
-    a.size = s.int64(3);
-    a.created_time = s.real(4);
-    a.path = artifact_root() / std::string(uuid) / a.name;
-    out.push_back(std::move(a));
-  }
+  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}});
   return out;
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::store

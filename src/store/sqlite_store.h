@@ -1,5 +1,5 @@
 // SQLite implementation of Store. Private to the store component: users get
-// it through Store::open("sqlite:PATH").
+// it through Store::open("sqlite:PATH") or Store::open("sqlite::memory:").
 #pragma once
 
 #include <filesystem>
@@ -10,24 +10,25 @@
 #include "sqlite.h"
 #include "trainscope/store/store.h"
 
-namespace trainscope {
+namespace trainscope::store {
 
 class SqliteStore final : public Store {
  public:
-  // Opens or creates the database at `path`; see Store::open for errors.
+  // Opens or creates the database at `path` (":memory:" for a private
+  // in-memory database whose artifacts live in a temporary folder removed on
+  // close); see Store::open for errors.
   SqliteStore(std::filesystem::path path, const StoreOptions& options);
+  ~SqliteStore() override;
 
-  std::string describe() const override { return "sqlite:" + path_.string(); }
+  std::string describe() const override;
   int schema_version() override;
+  int latest_schema_version() const override;
 
   RunInfo create_run(const NewRun& run) override;
   std::optional<RunInfo> find_run(std::string_view uuid) override;
-  RunInfo resolve_run(std::string_view ref) override;
   std::vector<RunInfo> list_runs(const RunFilter& filter) override;
   void set_status(std::string_view uuid, RunStatus status) override;
   void heartbeat(std::string_view uuid) override;
-  int reap_stale_runs() override;
-  void delete_run(std::string_view uuid) override;
   std::vector<std::string> list_experiments() override;
 
   void set_param(std::string_view uuid, std::string_view key, std::string_view value) override;
@@ -37,7 +38,7 @@ class SqliteStore final : public Store {
   void delete_tag(std::string_view uuid, std::string_view key) override;
   std::map<std::string, std::string> tags(std::string_view uuid) override;
 
-  void append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) override;
+  void append_metrics(std::string_view uuid, const std::vector<MetricSeries>& batch) override;
   std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) override;
   std::vector<MetricSummary> metric_summaries(std::string_view uuid) override;
 
@@ -45,7 +46,7 @@ class SqliteStore final : public Store {
                        const std::map<std::string, std::string>& entries) override;
   std::map<std::string, std::string> environment(std::string_view uuid) override;
   void set_fingerprint_names(std::string_view uuid, const std::vector<std::string>& names) override;
-  void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) override;
+  void append_fingerprints(std::string_view uuid, const std::vector<Fingerprint>& steps) override;
   FingerprintSet fingerprints(std::string_view uuid) override;
 
   void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) override;
@@ -54,24 +55,31 @@ class SqliteStore final : public Store {
                           const std::vector<std::pair<std::string, std::string>>& layers) override;
   std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) override;
 
-  ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
-                            std::string_view kind, std::string_view name) override;
-  std::vector<ArtifactInfo> artifacts(std::string_view uuid) override;
+ protected:
+  bool mark_killed(std::string_view uuid) override;
+  void erase_run(std::string_view uuid) override;
+  std::optional<ArtifactInfo> find_artifact(std::string_view uuid, std::string_view name) override;
+  ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) override;
+  std::vector<ArtifactInfo> artifact_rows(std::string_view uuid) override;
 
  private:
+  SqliteStore(std::filesystem::path path, std::filesystem::path artifact_root,
+              const StoreOptions& options);
+  void open_connection();
+  void use_wal_locked();
   int read_version_locked();
   void migrate_locked();
   int64_t run_id_locked(std::string_view uuid);  // throws kNotFound
   int64_t key_id_locked(int64_t run_id, const std::string& key);
   void set_param_locked(int64_t run_id, std::string_view uuid, std::string_view key,
                         std::string_view value);
-  std::filesystem::path artifact_root() const;
 
   std::filesystem::path path_;
-  StoreOptions options_;
+  bool memory_;
+  std::filesystem::path artifact_root_;
   std::mutex mu_;  // serialises use of db_ and the caches below
   sqlite::Db db_;
   std::map<std::pair<int64_t, std::string>, int64_t> key_ids_;
 };
 
-}  // namespace trainscope
+}  // namespace trainscope::store

@@ -1,17 +1,69 @@
+// The backend-neutral half of Store: run references, the stale-run reaper
+// and artifact bookkeeping, written once over the backend primitives.
 #include "trainscope/store/store.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <set>
 
-#include "migrations.h"
-#include "sqlite_store.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/artifact_store.h"
+#include "backends.h"
+#include "trainscope/store/registry.h"
 
-namespace trainscope {
+namespace fs = std::filesystem;
+
+namespace trainscope::store {
+using core::ErrorKind;
+using core::escape_for_display;
+using core::fail;
+
 namespace {
 constexpr const char* kStatusNames[] = {"created", "running", "finished",
                                         "failed",  "killed",  "stopped"};
 constexpr const char* kDefaultStore = "sqlite:./trainscope.db";
+// resolve_run lists at most this many candidates of an ambiguous reference.
+constexpr int64_t kMaxCandidates = 10;
+
+std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
+
+bool is_uuid_prefix(std::string_view ref) {
+  if (ref.empty() || ref.size() > 36) return false;
+  for (char c : ref)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || c == '-')) return false;
+  return true;
+}
+
+// Rejects artifact names that would escape the run's folder.
+std::string checked_artifact_name(std::string_view name) {
+  fs::path p(name);
+  if (name.empty() || p.is_absolute())
+    fail(ErrorKind::kUsage, "artifact name '{}' must be a relative path", escape_for_display(name));
+  for (const auto& part : p) {
+    if (part == ".." || part == ".")
+      fail(ErrorKind::kUsage, "artifact name '{}' must not contain '.' or '..' components",
+           escape_for_display(name));
+  }
+  return p.lexically_normal().string();
+}
+
+[[noreturn]] void fail_ambiguous(std::string_view ref, const std::vector<RunInfo>& found) {
+  std::string list;
+  for (size_t i = 0; i < found.size() && i < static_cast<size_t>(kMaxCandidates); ++i) {
+    if (i) list += ", ";
+    list += fmt::format("{} ({}, {})", short_uuid(found[i].uuid),
+                        found[i].name.empty() ? "unnamed" : escape_for_display(found[i].name),
+                        to_string(found[i].status));
+  }
+  const bool more = found.size() > static_cast<size_t>(kMaxCandidates);
+  fail(ErrorKind::kConflict, "'{}' is ambiguous: it matches {}{} runs: {}; give more of the UUID",
+       escape_for_display(ref), more ? "more than " : "",
+       std::min<size_t>(found.size(), kMaxCandidates), list);
+}
+
 }  // namespace
 
 const char* to_string(RunStatus s) { return kStatusNames[static_cast<int>(s)]; }
@@ -24,9 +76,7 @@ RunStatus parse_run_status(std::string_view s) {
        escape_for_display(s));
 }
 
-bool is_terminal(RunStatus s) {
-  return s != RunStatus::kCreated && s != RunStatus::kRunning;
-}
+bool is_terminal(RunStatus s) { return s != RunStatus::kCreated && s != RunStatus::kRunning; }
 
 std::string default_store_uri() {
   const char* env = std::getenv("TRAINSCOPE_STORE");
@@ -34,26 +84,98 @@ std::string default_store_uri() {
   return kDefaultStore;
 }
 
-int Store::latest_schema_version() { return migrations().back().version; }
+Store::Store(std::unique_ptr<ArtifactStore> artifacts, StoreOptions options)
+    : artifacts_(std::move(artifacts)), options_(std::move(options)) {}
+
+Store::~Store() = default;
 
 std::unique_ptr<Store> Store::open(const StoreOptions& options) {
-  std::string uri = options.uri.empty() ? default_store_uri() : options.uri;
-  std::string_view rest(uri);
-  if (rest.starts_with("sqlite:")) {
-    rest.remove_prefix(7);
-    if (rest.starts_with("//")) rest.remove_prefix(2);  // sqlite:///abs/path
-  } else if (rest.starts_with("postgres:") || rest.starts_with("postgresql:")) {
-    fail(ErrorKind::kUsage,
-         "store '{}': the PostgreSQL backend is not part of this build yet; use sqlite:PATH", uri);
-  } else if (auto colon = rest.find(':');
-             colon != std::string_view::npos && colon > 1 && rest.find('/') > colon) {
-    fail(ErrorKind::kUsage, "store '{}': unknown scheme '{}'; use sqlite:PATH", uri,
-         rest.substr(0, colon));
-  }
-  if (rest.empty()) fail(ErrorKind::kUsage, "store '{}' names no file; use sqlite:PATH", uri);
-  auto store = std::make_unique<SqliteStore>(std::filesystem::path(rest), options);
-  store->reap_stale_runs();
+  StoreOptions o = options;
+  if (o.uri.empty()) o.uri = default_store_uri();
+  std::unique_ptr<Store> store = open_backend(o);
+  if (!o.read_only) store->reap_stale_runs();
   return store;
 }
 
-}  // namespace trainscope
+// --- run references -------------------------------------------------------------
+
+RunInfo Store::resolve_run(std::string_view ref) {
+  if (ref.empty()) fail(ErrorKind::kUsage, "empty run reference; give a UUID prefix or a run name");
+  if (auto exact = find_run(ref)) return *exact;
+  std::vector<RunInfo> found;
+  std::set<std::string> seen;
+  auto collect = [&](RunFilter f) {
+    f.limit = kMaxCandidates + 1;
+    for (auto& r : list_runs(f))
+      if (seen.insert(r.uuid).second) found.push_back(std::move(r));
+  };
+  if (is_uuid_prefix(ref)) collect({.uuid_prefix = std::string(ref)});
+  collect({.name = std::string(ref)});
+  if (found.empty())
+    fail(ErrorKind::kNotFound,
+         "no run matches '{}' in {}; give a full UUID, a unique UUID prefix or a run name",
+         escape_for_display(ref), describe());
+  if (found.size() > 1) fail_ambiguous(ref, found);
+  // list_runs leaves out the command line and config.
+  return *find_run(found.front().uuid);
+}
+
+// --- the stale-run reaper -------------------------------------------------------
+
+int Store::reap_stale_runs() { return reap_stale_runs(core::unix_now()); }
+
+int Store::reap_stale_runs(double now) {
+  const std::string host = core::host_name();
+  int n = 0;
+  for (const auto& r : list_runs({.status = RunStatus::kRunning})) {
+    const bool stale = now - r.heartbeat > options_.stale_after_seconds;
+    const bool gone =
+        r.host == host && r.pid > 0 && core::process_start_ticks(r.pid) != r.pid_start;
+    if ((stale || gone) && mark_killed(r.uuid)) ++n;
+  }
+  if (n > 0) core::log_info("store: marked {} run(s) killed (their process is gone or silent)", n);
+  return n;
+}
+
+void Store::delete_run(std::string_view uuid) {
+  erase_run(uuid);
+  try {
+    artifacts_->remove_run(uuid);
+  } catch (const core::Error& e) {
+    core::log_warn("could not remove artifacts of run {}: {}", uuid, e.what());
+  }
+}
+
+// --- artifacts ------------------------------------------------------------------
+
+ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file,
+                                 std::string_view kind, std::string_view name) {
+  std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
+  if (!find_run(uuid))
+    fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
+  if (auto existing = find_artifact(uuid, rel)) {
+    // Only the content decides; the file is not copied again.
+    if (existing->sha256 != core::sha256_file(file))
+      fail(ErrorKind::kConflict,
+           "run {} already has an artifact '{}' with different content; choose another name",
+           short_uuid(std::string(uuid)), rel);
+    existing->path = artifacts_->path(uuid, rel);
+    return *existing;
+  }
+  StoredFile stored = artifacts_->put(uuid, rel, file);
+  ArtifactInfo info{rel, std::string(kind), stored.sha256, stored.size, core::unix_now(), {}};
+  ArtifactInfo recorded = insert_artifact(uuid, info);
+  if (recorded.sha256 != info.sha256)
+    fail(ErrorKind::kConflict, "run {}: another writer recorded artifact '{}' with other content",
+         short_uuid(std::string(uuid)), rel);
+  recorded.path = stored.path;
+  return recorded;
+}
+
+std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
+  std::vector<ArtifactInfo> rows = artifact_rows(uuid);
+  for (auto& a : rows) a.path = artifacts_->path(uuid, a.name);
+  return rows;
+}
+
+}  // namespace trainscope::store

@@ -12,6 +12,11 @@
 #include "trainscope/core/util.h"
 
 namespace trainscope::train {
+using core::Error;
+using core::ErrorKind;
+using core::fail;
+using core::format_double;
+
 namespace {
 
 enum class Kind { kInt, kDouble, kBool, kString, kIntList };

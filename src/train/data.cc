@@ -11,6 +11,9 @@
 namespace fs = std::filesystem;
 
 namespace trainscope::train {
+using core::ErrorKind;
+using core::fail;
+
 namespace {
 
 constexpr const char* kFashionHint =

@@ -10,6 +10,9 @@
 namespace nn = torch::nn;
 
 namespace trainscope::train {
+using core::ErrorKind;
+using core::fail;
+
 
 torch::Tensor StreamDropoutImpl::forward(torch::Tensor x) {
   if (!is_training() || p_ <= 0) return x;

@@ -7,6 +7,9 @@
 #include "trainscope/core/error.h"
 
 namespace trainscope::train {
+using core::ErrorKind;
+using core::fail;
+
 namespace {
 
 // Any libtorch optimizer.

@@ -15,6 +15,7 @@
 
 namespace trainscope::train {
 
+
 void apply_determinism(const Config& c) {
   // threads: 0 means libtorch's own default, even after an earlier run in
   // this process (a replay, a test) changed it.

@@ -24,6 +24,23 @@
 namespace fs = std::filesystem;
 
 namespace trainscope::train {
+using core::ErrorKind;
+using core::Verbosity;
+using core::fail;
+using core::format_double;
+using core::log_info;
+using core::log_warn;
+using core::monotonic_now;
+using core::new_uuid;
+using core::sha256_hex;
+using core::verbosity;
+using store::ArtifactInfo;
+using store::NewRun;
+using store::RunInfo;
+using store::RunRecorder;
+using store::RunStatus;
+using store::Store;
+
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -348,7 +365,7 @@ TrainResult Trainer::run() {
     nr.command_line = options_.command_line;
     nr.config_text = config_text;
     rec = RunRecorder::start(store_, nr);
-    rec->log_params(flatten(cfg));
+    rec->set_params(flatten(cfg));
     if (custom) rec->set_tag("model.custom", "true");
     rec->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
     for (const auto& f : data.files) rec->set_tag("data.file." + f.filename().string(), f.string());
@@ -402,7 +419,7 @@ TrainResult Trainer::run() {
       fs::path tmp = fs::temp_directory_path() /
                      fmt::format("trainscope-ckpt-{}-{}.pt", getpid(), new_uuid().substr(0, 8));
       write_checkpoint(tmp, *model_, *opt, dropout_gen, p);
-      rec->log_artifact(tmp, kCheckpointKind, fmt::format("checkpoints/step-{:09d}.pt", p.step));
+      rec->add_artifact(tmp, kCheckpointKind, fmt::format("checkpoints/step-{:09d}.pt", p.step));
       fs::remove(tmp);
     };
 
@@ -441,7 +458,7 @@ TrainResult Trainer::run() {
       fs::path tmp = fs::temp_directory_path() /
                      fmt::format("trainscope-trace-{}.json", new_uuid().substr(0, 8));
       std::ofstream(tmp) << profile::chrome_trace(profiles.front());
-      rec->log_artifact(tmp, "trace", fmt::format("profile_trace_step{}.json", profiles.front().step));
+      rec->add_artifact(tmp, "trace", fmt::format("profile_trace_step{}.json", profiles.front().step));
       fs::remove(tmp);
       for (const auto& p : profiles) rec->log_metric("profile/coverage", p.coverage, p.step);
       profiles.clear();

@@ -11,6 +11,11 @@
 #include "trainscope/store/store.h"
 
 namespace trainscope {
+using store::RunInfo;
+using store::RunStatus;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 using testing::CommandResult;
@@ -121,7 +126,7 @@ TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
     RunInfo r = s->create_run({});
     uuid = r.uuid;
     s->set_param(uuid, "we,ird\nkey", "va\"lue");
-    s->append_metrics(r.id, {{"lo,ss\n", {{0, 1, std::nan("")}, {1, 2, -1.0 / 0.0}}}});
+    s->append_metrics(r.uuid, {{"lo,ss\n", {{0, 1, std::nan("")}, {1, 2, -1.0 / 0.0}}}});
     s->set_status(uuid, RunStatus::kFinished);
   }
   auto show = ts("runs show " + uuid);

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace trainscope {
+namespace trainscope::core {
 namespace {
 
 TEST(NnlsTest, RecoversAnExactNonNegativeSolution) {
@@ -93,4 +93,4 @@ TEST(NnlsTest, EmptyProblemsAndZeroColumns) {
 }
 
 }  // namespace
-}  // namespace trainscope
+}  // namespace trainscope::core

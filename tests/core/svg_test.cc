@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-namespace trainscope {
+namespace trainscope::core {
 namespace {
 
 int count(const std::string& s, const std::string& what) {
@@ -52,4 +52,4 @@ TEST(SvgChartTest, LineSeriesStayLines) {
 }
 
 }  // namespace
-}  // namespace trainscope
+}  // namespace trainscope::core

@@ -17,6 +17,12 @@
 #include "trainscope/monitor/sampler.h"
 
 namespace trainscope::monitor {
+using store::RunInfo;
+using store::RunRecorder;
+using store::RunStatus;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 using testing::TempDir;

@@ -11,6 +11,8 @@
 #include "trainscope/numerics/logmap.h"
 
 namespace trainscope::numerics {
+using core::Error;
+
 namespace {
 
 std::string error_of(const LogmapOptions& o) {

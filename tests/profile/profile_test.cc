@@ -17,6 +17,9 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::profile {
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 namespace nn = torch::nn;
@@ -355,8 +358,8 @@ TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   EXPECT_DOUBLE_EQ(back.layer_us(conv), 16.0);
   EXPECT_DOUBLE_EQ(back.layer_us(odd), 14.0);
   EXPECT_DOUBLE_EQ(back.iteration_us({conv, odd}), 53.0);
-  EXPECT_THROW(CostModel::from_json("{\"coef\": {}}"), trainscope::Error);
-  EXPECT_THROW(CostModel::from_json("not json"), trainscope::Error);
+  EXPECT_THROW(CostModel::from_json("{\"coef\": {}}"), trainscope::core::Error);
+  EXPECT_THROW(CostModel::from_json("not json"), trainscope::core::Error);
 }
 
 TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {

@@ -12,6 +12,10 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::repro {
+using store::RunInfo;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 using testing::TempDir;

@@ -9,7 +9,10 @@
 #include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
 
-namespace trainscope {
+namespace trainscope::store {
+using core::Error;
+using core::sha256_hex;
+
 namespace {
 
 TEST(MigrationTest, SchemaV1MigratesWithDataIntact) {
@@ -22,8 +25,8 @@ TEST(MigrationTest, SchemaV1MigratesWithDataIntact) {
 
   o.read_only = false;
   auto store = Store::open(o);
-  EXPECT_EQ(store->schema_version(), Store::latest_schema_version());
-  ASSERT_GE(Store::latest_schema_version(), 2);
+  EXPECT_EQ(store->schema_version(), store->latest_schema_version());
+  ASSERT_GE(store->latest_schema_version(), 2);
 
   RunInfo old = store->resolve_run("old-run");
   EXPECT_EQ(old.uuid, "11111111-2222-4333-8444-555555555555");
@@ -42,14 +45,15 @@ TEST(MigrationTest, SchemaV1MigratesWithDataIntact) {
   // Tables added by later migrations work.
   std::ofstream(dir / "a.txt") << "hello";
   EXPECT_EQ(store->add_artifact(old.uuid, dir / "a.txt", "note").sha256, sha256_hex("hello"));
-  store->append_metrics(old.id, {{"loss", {{3, 0, 0.25}}}});
+  store->append_metrics(old.uuid, {{"loss", {{3, 0, 0.25}}}});
   EXPECT_EQ(store->metric(old.uuid, "loss").size(), 4u);
 
   // Reopening does not migrate again.
   store.reset();
   o.read_only = true;
-  EXPECT_EQ(Store::open(o)->schema_version(), Store::latest_schema_version());
+  auto reopened = Store::open(o);
+  EXPECT_EQ(reopened->schema_version(), reopened->latest_schema_version());
 }
 
 }  // namespace
-}  // namespace trainscope
+}  // namespace trainscope::store

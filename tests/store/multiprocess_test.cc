@@ -12,7 +12,7 @@
 #include "support/test_util.h"
 #include "trainscope/store/store.h"
 
-namespace trainscope {
+namespace trainscope::store {
 namespace {
 
 using testing::TempDir;
@@ -106,4 +106,4 @@ TEST(MultiProcessTest, SigkilledWriterLosesNothingFlushedAndBecomesKilled) {
 }
 
 }  // namespace
-}  // namespace trainscope
+}  // namespace trainscope::store

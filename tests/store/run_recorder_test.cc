@@ -13,7 +13,10 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 
-namespace trainscope {
+namespace trainscope::store {
+using core::Error;
+using core::monotonic_now;
+
 namespace {
 
 using testing::TempDir;
@@ -45,7 +48,7 @@ TEST(RunRecorderTest, LogsEverythingAndFinishes) {
     auto rec = RunRecorder::start(store, nr);
     uuid = rec->uuid();
     EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kRunning);
-    rec->log_param("lr", "0.1");
+    rec->set_param("lr", "0.1");
     rec->set_tag("phase", "test");
     for (int i = 0; i < 5000; ++i) {
       rec->log_metric("loss", 1.0 / (i + 1), i);
@@ -183,4 +186,4 @@ TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {
 }
 
 }  // namespace
-}  // namespace trainscope
+}  // namespace trainscope::store

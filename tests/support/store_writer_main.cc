@@ -13,7 +13,8 @@
 #include "trainscope/store/run_recorder.h"
 
 int main(int argc, char** argv) {
-  using namespace trainscope;
+  using namespace trainscope::core;
+  using namespace trainscope::store;
   if (argc < 5) {
     std::fprintf(stderr, "usage: %s STORE NAME POINTS KEYS [--hang]\n", argv[0]);
     return 2;
@@ -29,7 +30,7 @@ int main(int argc, char** argv) {
     const int keys = std::stoi(argv[4]);
     const bool hang = argc > 5 && std::strcmp(argv[5], "--hang") == 0;
     auto rec = RunRecorder::start(store, nr);
-    rec->log_param("writer", argv[2]);
+    rec->set_param("writer", argv[2]);
     rec->set_tag("pid", std::to_string(getpid()));
     for (long i = 0; i < points; ++i)
       for (int k = 0; k < keys; ++k) rec->log_metric("key" + std::to_string(k), i * 0.5, i);

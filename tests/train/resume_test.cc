@@ -17,6 +17,12 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
+using store::ArtifactInfo;
+using store::RunInfo;
+using store::RunStatus;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 using testing::run_command;

@@ -19,6 +19,11 @@
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
+using core::Error;
+using store::RunStatus;
+using store::Store;
+using store::StoreOptions;
+
 namespace {
 
 using testing::TempDir;

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace trainscope {
+namespace trainscope::core {
 
 // Exit codes the CLI returns for each kind of error.
 enum class ErrorKind {
@@ -39,4 +39,4 @@ template <typename... Args>
   throw Error(fmt::format(f, std::forward<Args>(args)...), kind);
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace trainscope {
+namespace trainscope::core {
 
 enum class Verbosity { kQuiet = 0, kNormal = 1, kVerbose = 2 };
 
@@ -32,4 +32,4 @@ void log_warn(fmt::format_string<Args...> f, Args&&... args) {
     log_line(Verbosity::kNormal, "warning: " + fmt::format(f, std::forward<Args>(args)...));
 }
 
-}  // namespace trainscope
+}  // namespace trainscope::core

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace trainscope {
+namespace trainscope::core {
 
 // `a` is row-major, rows.size() x cols; returns x (cols entries, all >= 0).
 // Columns that are all zero get coefficient 0.
@@ -22,4 +22,4 @@ std::vector<double> least_squares(const std::vector<std::vector<double>>& a,
                                   const std::vector<double>& b,
                                   const std::vector<std::size_t>& columns);
 
-}  // namespace trainscope
+}  // namespace trainscope::core

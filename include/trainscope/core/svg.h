@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-namespace trainscope {
+namespace trainscope::core {
 
 struct SvgSeries {
   std::string name;
@@ -22,4 +22,4 @@ struct SvgChart {
   std::string render() const;
 };
 
-}  // namespace trainscope
+}  // namespace trainscope::core

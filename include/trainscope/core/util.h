@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace trainscope {
+namespace trainscope::core {
 
 // Seconds since the Unix epoch (UTC), with sub-microsecond resolution.
 double unix_now();
@@ -52,4 +52,4 @@ std::string host_name();
 // it identifies a process even when PIDs are reused.
 int64_t process_start_ticks(int64_t pid);
 
-}  // namespace trainscope
+}  // namespace trainscope::core

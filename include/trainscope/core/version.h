@@ -1,7 +1,7 @@
 // trainscope's own identity, recorded with every run.
 #pragma once
 
-namespace trainscope {
+namespace trainscope::core {
 
 // Semantic version, e.g. "0.1.0".
 const char* version();
@@ -11,4 +11,4 @@ const char* build_commit();
 // Compiler and flags trainscope was built with.
 const char* build_compiler();
 
-}  // namespace trainscope
+}  // namespace trainscope::core

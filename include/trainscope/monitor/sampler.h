@@ -51,7 +51,7 @@ struct EnergySummary {
 class ResourceSampler {
  public:
   // Starts sampling at once (the first sample is taken immediately).
-  ResourceSampler(RunRecorder& recorder, SamplerOptions options = {});
+  ResourceSampler(store::RunRecorder& recorder, SamplerOptions options = {});
   // Stops and records the energy totals if stop() was not called.
   ~ResourceSampler();
   ResourceSampler(const ResourceSampler&) = delete;
@@ -68,7 +68,7 @@ class ResourceSampler {
   struct State;
   void loop();
 
-  RunRecorder& recorder_;
+  store::RunRecorder& recorder_;
   SamplerOptions options_;
   std::unique_ptr<State> state_;
   std::atomic<int64_t> samples_{0};

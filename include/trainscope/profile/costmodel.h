@@ -93,7 +93,7 @@ struct CostModel {
 
 // Reads every profiled run (or the given ones) from the store, merging
 // repeats of one configuration.
-std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::string>& runs);
+std::vector<ProfiledArch> load_profiled(store::Store& store, const std::vector<std::string>& runs);
 // `lanes`: the SIMD width of the machine the profiles come from.
 CostModel fit(const std::vector<ProfiledArch>& data, int lanes);
 

@@ -16,7 +16,7 @@ std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string,
 
 // Every category of each iteration: (layer, phase) op self times, phase
 // overheads as layer "(overhead)", and "(other)". They sum to the wall time.
-std::vector<ProfileCell> to_cells(const std::vector<IterationProfile>& profiles);
+std::vector<store::ProfileCell> to_cells(const std::vector<IterationProfile>& profiles);
 
 // Chrome trace JSON (chrome://tracing, Perfetto): one complete event ("X")
 // per operator on a forward/backward/update track, and flow arrows from each
@@ -40,7 +40,7 @@ struct ProfileSummary {
 };
 
 // Aggregates a run's stored profile (means over profiled iterations).
-ProfileSummary summarize(Store& store, const std::string& uuid);
+ProfileSummary summarize(store::Store& store, const std::string& uuid);
 
 // Stacked horizontal bars: time per layer split by phase.
 std::string layer_chart_svg(const ProfileSummary& s, const std::string& title);

@@ -52,13 +52,13 @@ struct RunDiff {
 // Compares runs a and b. With `replay`, re-executes the steps from the last
 // checkpoint before the first divergence under each run's own config to
 // measure the numeric differences (needs libtorch; trainscope_train).
-RunDiff diff_runs(Store& store, const RunInfo& a, const RunInfo& b, bool replay = true);
+RunDiff diff_runs(store::Store& store, const store::RunInfo& a, const store::RunInfo& b, bool replay = true);
 
 // Element-wise comparison of two tensors of the same shape and dtype.
 TensorDelta compare_tensors(const std::string& name, const void* a, const void* b,
                             int64_t elements, bool is_double);
 
 // The manifest of a run as recorded, plus its params as config.* / seeds.*.
-env::Manifest run_manifest(Store& store, const RunInfo& run);
+env::Manifest run_manifest(store::Store& store, const store::RunInfo& run);
 
 }  // namespace trainscope::repro

@@ -26,7 +26,7 @@
 
 #include "trainscope/store/store.h"
 
-namespace trainscope {
+namespace trainscope::store {
 
 struct RecorderOptions {
   std::chrono::milliseconds flush_interval{200};
@@ -71,11 +71,12 @@ class RunRecorder {
   void set_fingerprint_names(const std::vector<std::string>& names);
   void set_environment(const std::map<std::string, std::string>& entries);
 
-  // Params and tags are rare and must fail loudly, so they write through.
-  void log_param(std::string_view key, std::string_view value);
-  void log_params(const std::map<std::string, std::string>& params);
+  // Params, tags and artifacts are rare and must fail loudly, so they write
+  // through to the store (same names and rules as Store's).
+  void set_param(std::string_view key, std::string_view value);
+  void set_params(const std::map<std::string, std::string>& params);
   void set_tag(std::string_view key, std::string_view value);
-  ArtifactInfo log_artifact(const std::filesystem::path& file, std::string_view kind,
+  ArtifactInfo add_artifact(const std::filesystem::path& file, std::string_view kind,
                             std::string_view name = {});
 
   // Writes everything buffered so far and waits until it is committed.
@@ -123,4 +124,4 @@ class RunRecorder {
   std::thread writer_;
 };
 
-}  // namespace trainscope
+}  // namespace trainscope::store

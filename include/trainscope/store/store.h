@@ -4,8 +4,10 @@
 // reads from here. A Store is safe for concurrent use from several threads of
 // one process, and several processes may open the same store at once.
 //
-// Backends: SQLite ("sqlite:PATH", the default). The interface speaks in
-// trainscope types only, so another backend can sit behind it.
+// Backends are registered by URI scheme (registry.h): SQLite ("sqlite:PATH",
+// the default; "sqlite::memory:" for a private in-memory store). The
+// interface speaks in trainscope types only and names runs by UUID, so
+// another backend can sit behind it.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace trainscope {
+namespace trainscope::store {
 
 enum class RunStatus { kCreated, kRunning, kFinished, kFailed, kKilled, kStopped };
 
@@ -29,8 +31,7 @@ RunStatus parse_run_status(std::string_view s);
 bool is_terminal(RunStatus s);
 
 struct RunInfo {
-  int64_t id = 0;            // backend-internal row id
-  std::string uuid;          // canonical lowercase UUID
+  std::string uuid;          // canonical lowercase UUID: the run's only identity
   std::string experiment;    // experiment name
   std::string name;          // human name, may be empty, need not be unique
   RunStatus status = RunStatus::kCreated;
@@ -38,11 +39,14 @@ struct RunInfo {
   double end_time = 0;       // unix seconds, 0 while not ended
   double heartbeat = 0;      // unix seconds of the last heartbeat
   std::string parent_uuid;   // empty unless the run belongs to a study
-  std::string command_line;
-  std::string config_text;
+  std::string command_line;  // empty in list_runs() results
+  std::string config_text;   // empty in list_runs() results
   std::string config_hash;   // SHA-256 of config_text
   std::string host;
   int64_t pid = 0;
+  // Start time of the process in clock ticks since boot: with host and pid
+  // it tells a live writer from a reused PID (see reap_stale_runs).
+  int64_t pid_start = 0;
 };
 
 // What a new run is created with.
@@ -55,10 +59,13 @@ struct NewRun {
   RunStatus status = RunStatus::kRunning;
 };
 
+// Which runs list_runs() returns; every field set narrows the result.
 struct RunFilter {
   std::string experiment;                 // empty: all
   std::optional<RunStatus> status;        // unset: all
   std::string parent_uuid;                // empty: all
+  std::string name;                       // exact run name; empty: all
+  std::string uuid_prefix;                // UUIDs starting with this; empty: all
   int64_t limit = 0;                      // 0: no limit; newest first
 };
 
@@ -117,8 +124,8 @@ struct ArtifactInfo {
 };
 
 struct StoreOptions {
-  // Location, "sqlite:PATH" or a plain path. Empty: $TRAINSCOPE_STORE, else
-  // "sqlite:./trainscope.db".
+  // Location "SCHEME:REST": "sqlite:PATH", "sqlite::memory:", or a plain
+  // path (SQLite). Empty: $TRAINSCOPE_STORE, else "sqlite:./trainscope.db".
   std::string uri;
   // How long a writer waits for another process's lock before failing.
   double busy_timeout_seconds = 30.0;
@@ -132,39 +139,54 @@ struct StoreOptions {
 // The default store URI after consulting $TRAINSCOPE_STORE.
 std::string default_store_uri();
 
+class ArtifactStore;
+
+// The run store. Public methods are the whole contract every reader and
+// writer relies on; a backend implements the protected primitives below and
+// inherits the backend-neutral logic (run references, the stale-run reaper,
+// artifact bookkeeping). tests/store/conformance_test.cc holds every backend
+// to this contract.
+//
+// Naming: set_* replaces key/value state (params, tags, environment),
+// append_* adds a batch to a series, add_artifact copies a file in.
 class Store {
  public:
   // Opens (creating and migrating when needed) the store named by
-  // options.uri. Throws Error with a one-line message when the location is
-  // not writable, is not a trainscope database, or has a newer schema.
+  // options.uri through the backend registered for its scheme (see
+  // registry.h), then marks runs whose writer is gone as killed. Throws Error
+  // with a one-line message when the location is not writable, is not a
+  // trainscope store, or has a newer schema.
   static std::unique_ptr<Store> open(const StoreOptions& options = {});
 
-  virtual ~Store() = default;
+  virtual ~Store();
 
   // Where the store lives, for messages.
   virtual std::string describe() const = 0;
-  // Schema version of the open database and the newest this build knows.
+  // Schema version of the open store and the newest this build knows.
   virtual int schema_version() = 0;
-  static int latest_schema_version();
+  virtual int latest_schema_version() const = 0;
 
   // --- runs ---------------------------------------------------------------
   // Creates a run in its experiment (created on first use) and returns it.
   virtual RunInfo create_run(const NewRun& run) = 0;
   // Run by exact UUID; nullopt if absent.
   virtual std::optional<RunInfo> find_run(std::string_view uuid) = 0;
+  // Runs matching `filter`, newest first, without command line and config.
+  virtual std::vector<RunInfo> list_runs(const RunFilter& filter = {}) = 0;
   // Resolves a user reference: a full UUID, a unique UUID prefix, or a run
   // name. Throws Error (kNotFound or kConflict, listing candidates) otherwise.
-  virtual RunInfo resolve_run(std::string_view ref) = 0;
-  virtual std::vector<RunInfo> list_runs(const RunFilter& filter = {}) = 0;
-  // Sets status; a terminal status also sets end_time = now.
+  RunInfo resolve_run(std::string_view ref);
+  // Sets status; a terminal status also sets end_time = now. Setting
+  // "running" makes the calling process the run's writer (host, pid).
   virtual void set_status(std::string_view uuid, RunStatus status) = 0;
   virtual void heartbeat(std::string_view uuid) = 0;
   // Marks runs still "running" as killed when their heartbeat is older than
-  // stale_after_seconds, or when they ran on this host and their process is
-  // gone. Returns how many were marked. Called by open().
-  virtual int reap_stale_runs() = 0;
+  // stale_after_seconds at `now`, or when they ran on this host and their
+  // process is gone. Returns how many were marked. open() calls it.
+  int reap_stale_runs(double now);
+  int reap_stale_runs();
   // Deletes a run and everything recorded for it, artifact files included.
-  virtual void delete_run(std::string_view uuid) = 0;
+  void delete_run(std::string_view uuid);
   virtual std::vector<std::string> list_experiments() = 0;
 
   // --- params (immutable) and tags (mutable) ------------------------------
@@ -181,7 +203,7 @@ class Store {
 
   // --- metrics (append-only) ----------------------------------------------
   // Appends all series in one transaction: either every point lands or none.
-  virtual void append_metrics(int64_t run_id, const std::vector<MetricSeries>& batch) = 0;
+  virtual void append_metrics(std::string_view uuid, const std::vector<MetricSeries>& batch) = 0;
   // Every point of one key in append order (steps need not be monotonic).
   virtual std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) = 0;
   virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
@@ -200,7 +222,8 @@ class Store {
                                      const std::vector<std::string>& names) = 0;
   // Appends steps in one transaction; a step already recorded is kept as it
   // was (a resumed run replays steps after its last checkpoint).
-  virtual void append_fingerprints(int64_t run_id, const std::vector<Fingerprint>& steps) = 0;
+  virtual void append_fingerprints(std::string_view uuid,
+                                   const std::vector<Fingerprint>& steps) = 0;
   virtual FingerprintSet fingerprints(std::string_view uuid) = 0;
 
   // --- profiles ----------------------------------------------------------------
@@ -212,11 +235,39 @@ class Store {
   virtual std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
-  // Copies a file into the run's artifact folder (beside the database) under
-  // `name` (default: the file's name), records SHA-256, size and kind.
-  virtual ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
-                                    std::string_view kind, std::string_view name = {}) = 0;
-  virtual std::vector<ArtifactInfo> artifacts(std::string_view uuid) = 0;
+  // Copies a file into the run's artifacts under `name` (default: the file's
+  // name, a relative path without '.' or '..'), recording SHA-256, size and
+  // kind. The same content under the same name again is a no-op; other
+  // content throws Error(kConflict) and changes nothing.
+  ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
+                            std::string_view kind, std::string_view name = {});
+  // The run's artifacts by name, each with the path of its stored copy.
+  std::vector<ArtifactInfo> artifacts(std::string_view uuid);
+
+ protected:
+  // `artifacts` keeps the files; `options` is what the store was opened with.
+  Store(std::unique_ptr<ArtifactStore> artifacts, StoreOptions options);
+  const StoreOptions& options() const { return options_; }
+
+  // --- backend primitives behind the neutral methods above ---------------------
+  // Sets status "killed" and end_time = the last heartbeat, only if the run
+  // is still "running"; true when it changed the run.
+  virtual bool mark_killed(std::string_view uuid) = 0;
+  // Removes the run's records (the artifact files are removed by the caller).
+  // Throws Error(kNotFound) for an unknown run.
+  virtual void erase_run(std::string_view uuid) = 0;
+  // The recorded artifact `name` of a run (path left empty), if any.
+  virtual std::optional<ArtifactInfo> find_artifact(std::string_view uuid,
+                                                    std::string_view name) = 0;
+  // Records an artifact whose file is already in place. Returns the row that
+  // is recorded afterwards: `info`, or the one another writer recorded first.
+  virtual ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) = 0;
+  // The recorded artifacts of a run by name (paths left empty).
+  virtual std::vector<ArtifactInfo> artifact_rows(std::string_view uuid) = 0;
+
+ private:
+  std::unique_ptr<ArtifactStore> artifacts_;
+  StoreOptions options_;
 };
 
-}  // namespace trainscope
+}  // namespace trainscope::store

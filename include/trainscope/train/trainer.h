@@ -27,7 +27,7 @@
 namespace trainscope::train {
 
 // The handle a user's own loop records through.
-using Run = RunRecorder;
+using Run = store::RunRecorder;
 
 struct StepInfo {
   int64_t epoch = 0;        // 0-based
@@ -76,7 +76,7 @@ struct TrainOptions {
 
 struct TrainResult {
   std::string run_uuid;
-  RunStatus status = RunStatus::kFinished;
+  store::RunStatus status = store::RunStatus::kFinished;
   int64_t steps = 0;
   int64_t epochs_completed = 0;
   EvalResult test;
@@ -85,7 +85,7 @@ struct TrainResult {
 
 class Trainer {
  public:
-  Trainer(Config config, std::shared_ptr<Store> store, TrainOptions options = {});
+  Trainer(Config config, std::shared_ptr<store::Store> store, TrainOptions options = {});
   ~Trainer();
 
   // Trains a model of the user's own instead of config.model.name. Its
@@ -103,7 +103,7 @@ class Trainer {
 
  private:
   Config config_;
-  std::shared_ptr<Store> store_;
+  std::shared_ptr<store::Store> store_;
   TrainOptions options_;
   TrainCallbacks callbacks_;
   std::shared_ptr<Classifier> model_;
@@ -125,6 +125,6 @@ struct CheckpointEval {
   EvalResult result;
   std::vector<std::string> class_names;
 };
-CheckpointEval evaluate_run(Store& store, const RunInfo& run, const std::string& checkpoint = {});
+CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run, const std::string& checkpoint = {});
 
 }  // namespace trainscope::train

@@ -1,0 +1,36 @@
+// Store backends by URI scheme. Store::open("SCHEME:REST") hands REST and
+// the options to the factory registered for SCHEME. SQLite ("sqlite") is
+// built in; another backend joins by registering its scheme before the
+// first open (for instance from its library's initialisation).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::store {
+
+// Opens the store at `location` (the URI without "SCHEME:"). Throws Error
+// with a one-line message naming the location when it cannot.
+using StoreFactory =
+    std::function<std::unique_ptr<Store>(std::string_view location, const StoreOptions& options)>;
+
+// Registers (or replaces) the backend of `scheme`. Thread-safe.
+void register_backend(const std::string& scheme, StoreFactory factory);
+// Schemes that have a backend, sorted.
+std::vector<std::string> backend_schemes();
+
+// A store URI split into scheme and location. A string without a scheme
+// (a plain path such as "runs/t.db", or "C:..." style single letters) is
+// SQLite. Throws Error(kUsage) for an empty location.
+struct StoreUri {
+  std::string scheme;
+  std::string location;
+};
+StoreUri parse_store_uri(std::string_view uri);
+
+}  // namespace trainscope::store

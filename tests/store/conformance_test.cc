@@ -1,0 +1,377 @@
+// The Store conformance suite: the contract of include/trainscope/store/
+// store.h, checked through the public interface only. Every backend runs it
+// unchanged; a new backend joins by adding its URI to backend_uri() and its
+// name to the INSTANTIATE line at the bottom.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::store {
+using core::Error;
+using core::ErrorKind;
+using core::sha256_file;
+using core::sha256_hex;
+
+namespace {
+
+constexpr const char* kNoSuchRun = "00000000-0000-4000-8000-000000000000";
+
+// The store a backend's tests run against, living in (or beside) `dir`.
+std::string backend_uri(const std::string& backend, const std::filesystem::path& dir) {
+  if (backend == "sqlite_file") return "sqlite:" + (dir / "t.db").string();
+  if (backend == "sqlite_memory") return "sqlite::memory:";
+  ADD_FAILURE() << "unknown backend " << backend;
+  return {};
+}
+
+class StoreConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { store_ = open(); }
+  std::unique_ptr<Store> open(StoreOptions o = {}) {
+    o.uri = backend_uri(GetParam(), dir_.path());
+    return Store::open(o);
+  }
+  std::filesystem::path write(const std::string& name, const std::string& content) {
+    std::ofstream(dir_ / name, std::ios::binary) << content;
+    return dir_ / name;
+  }
+  RunInfo new_run(const std::string& name = {}, const std::string& experiment = "default") {
+    NewRun nr;
+    nr.name = name;
+    nr.experiment = experiment;
+    return store_->create_run(nr);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreConformance, FreshStoreIsEmptyAndUpToDate) {
+  EXPECT_EQ(store_->schema_version(), store_->latest_schema_version());
+  EXPECT_TRUE(store_->list_runs().empty());
+  EXPECT_TRUE(store_->list_experiments().empty());
+  EXPECT_FALSE(store_->describe().empty());
+}
+
+TEST_P(StoreConformance, CreatedRunsReadBackWithEveryField) {
+  NewRun nr;
+  nr.experiment = "exp-a";
+  nr.name = "first";
+  nr.command_line = "trainscope train demo.yaml";
+  nr.config_text = "lr: 0.1\n";
+  RunInfo parent = store_->create_run(nr);
+  nr.name = "child";
+  nr.parent_uuid = parent.uuid;
+  RunInfo child = store_->create_run(nr);
+  EXPECT_EQ(child.uuid.size(), 36u);
+  EXPECT_NE(child.uuid, parent.uuid);
+
+  auto got = store_->find_run(child.uuid);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->experiment, "exp-a");
+  EXPECT_EQ(got->name, "child");
+  EXPECT_EQ(got->status, RunStatus::kRunning);
+  EXPECT_EQ(got->parent_uuid, parent.uuid);
+  EXPECT_EQ(got->command_line, "trainscope train demo.yaml");
+  EXPECT_EQ(got->config_text, "lr: 0.1\n");
+  EXPECT_EQ(got->config_hash, sha256_hex("lr: 0.1\n"));
+  EXPECT_EQ(got->host, core::host_name());
+  EXPECT_EQ(got->pid, getpid());
+  EXPECT_EQ(got->pid_start, core::process_start_ticks(getpid()));
+  EXPECT_GT(got->start_time, 1.7e9);
+  EXPECT_EQ(got->end_time, 0);
+  EXPECT_FALSE(store_->find_run(kNoSuchRun).has_value());
+  EXPECT_EQ(store_->list_experiments(), std::vector<std::string>{"exp-a"});
+}
+
+TEST_P(StoreConformance, TerminalStatusSetsTheEndTime) {
+  RunInfo r = new_run();
+  store_->set_status(r.uuid, RunStatus::kStopped);
+  auto got = store_->find_run(r.uuid);
+  EXPECT_EQ(got->status, RunStatus::kStopped);
+  EXPECT_GE(got->end_time, got->start_time);
+  // Running again (a resume) clears it.
+  store_->set_status(r.uuid, RunStatus::kRunning);
+  EXPECT_EQ(store_->find_run(r.uuid)->end_time, 0);
+}
+
+TEST_P(StoreConformance, ListRunsFiltersNewestFirstWithoutConfig) {
+  NewRun nr;
+  nr.experiment = "a";
+  nr.name = "x";
+  nr.config_text = "big config";
+  std::vector<std::string> made;
+  for (int i = 0; i < 3; ++i) made.push_back(store_->create_run(nr).uuid);
+  nr.experiment = "b";
+  nr.name = "y";
+  made.push_back(store_->create_run(nr).uuid);
+  store_->set_status(made[1], RunStatus::kFinished);
+
+  auto all = store_->list_runs();
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all.front().uuid, made.back());  // newest first
+  EXPECT_TRUE(all.front().config_text.empty());
+  EXPECT_EQ(all.front().config_hash, sha256_hex("big config"));
+  EXPECT_EQ(store_->list_runs({.experiment = "a"}).size(), 3u);
+  EXPECT_EQ(store_->list_runs({.status = RunStatus::kFinished}).at(0).uuid, made[1]);
+  EXPECT_EQ(store_->list_runs({.name = "y"}).at(0).uuid, made[3]);
+  EXPECT_EQ(store_->list_runs({.uuid_prefix = made[2].substr(0, 36)}).at(0).uuid, made[2]);
+  EXPECT_EQ(store_->list_runs({.limit = 2}).size(), 2u);
+  EXPECT_TRUE(store_->list_runs({.experiment = "nope"}).empty());
+}
+
+TEST_P(StoreConformance, ResolveRunByUuidPrefixNameAndAmbiguity) {
+  RunInfo a = new_run("alpha");
+  RunInfo b = new_run("beta");
+  RunInfo b2 = new_run("beta");
+  EXPECT_EQ(store_->resolve_run(a.uuid).uuid, a.uuid);
+  RunInfo by_name = store_->resolve_run("alpha");
+  EXPECT_EQ(by_name.uuid, a.uuid);
+  size_t n = 1;  // the shortest prefix that tells a apart from the others
+  while (a.uuid.substr(0, n) == b.uuid.substr(0, n) || a.uuid.substr(0, n) == b2.uuid.substr(0, n))
+    ++n;
+  EXPECT_EQ(store_->resolve_run(a.uuid.substr(0, n)).uuid, a.uuid);
+  try {
+    store_->resolve_run("beta");
+    FAIL() << "a name shared by two runs is ambiguous";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+    EXPECT_NE(std::string(e.what()).find(b.uuid.substr(0, 8)), std::string::npos) << e.what();
+  }
+  try {
+    store_->resolve_run("zzz-unknown");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+  }
+  EXPECT_THROW(store_->resolve_run(""), Error);
+}
+
+TEST_P(StoreConformance, ParamsAreImmutableTagsAreNot) {
+  RunInfo r = new_run();
+  store_->set_param(r.uuid, "lr", "0.1");
+  store_->set_param(r.uuid, "lr", "0.1");  // same value: fine
+  try {
+    store_->set_param(r.uuid, "lr", "0.2");
+    FAIL() << "changing a param must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+    EXPECT_NE(std::string(e.what()).find("immutable"), std::string::npos) << e.what();
+  }
+  // A batch with one conflicting value changes nothing.
+  EXPECT_THROW(store_->set_params(r.uuid, {{"batch", "64"}, {"lr", "0.3"}}), Error);
+  EXPECT_EQ(store_->params(r.uuid), (std::map<std::string, std::string>{{"lr", "0.1"}}));
+  store_->set_tag(r.uuid, "note", "a");
+  store_->set_tag(r.uuid, "note", "b");
+  store_->set_tag(r.uuid, "x", "1");
+  store_->delete_tag(r.uuid, "x");
+  EXPECT_EQ(store_->tags(r.uuid), (std::map<std::string, std::string>{{"note", "b"}}));
+}
+
+TEST_P(StoreConformance, OddKeysAndValuesRoundTrip) {
+  RunInfo r = new_run();
+  const std::string odd = "a,b \"q\"\n\t\\ üñï/%_'; DROP TABLE runs; --";
+  store_->set_param(r.uuid, odd, odd);
+  store_->set_tag(r.uuid, odd, odd);
+  store_->set_environment(r.uuid, {{odd, odd}});
+  store_->append_metrics(r.uuid, {{odd, {{1, 2.0, 3.0}}}});
+  EXPECT_EQ(store_->params(r.uuid).at(odd), odd);
+  EXPECT_EQ(store_->tags(r.uuid).at(odd), odd);
+  EXPECT_EQ(store_->environment(r.uuid).at(odd), odd);
+  ASSERT_EQ(store_->metric(r.uuid, odd).size(), 1u);
+  EXPECT_EQ(store_->metric_summaries(r.uuid).at(0).key, odd);
+}
+
+TEST_P(StoreConformance, MetricsKeepNonFiniteValuesBitForBit) {
+  RunInfo r = new_run();
+  const double qnan = std::numeric_limits<double>::quiet_NaN();
+  const double payload_nan = std::bit_cast<double>(uint64_t{0x7ff8000000000123});
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<MetricPoint> pts = {{0, 1.0, 0.5},         {1, 1.1, qnan}, {2, 1.2, inf},
+                                  {3, 1.3, -inf},        {4, 1.4, payload_nan},
+                                  {5, 1.5, -qnan},       {6, 1.6, -0.0},
+                                  {2, 1.7, 7.0}};  // steps need not increase
+  store_->append_metrics(r.uuid, {{"loss", pts}});
+  auto back = store_->metric(r.uuid, "loss");
+  ASSERT_EQ(back.size(), pts.size());
+  for (size_t i = 0; i < pts.size(); ++i) {
+    EXPECT_EQ(back[i].step, pts[i].step);
+    EXPECT_EQ(std::bit_cast<uint64_t>(back[i].value), std::bit_cast<uint64_t>(pts[i].value)) << i;
+    EXPECT_EQ(back[i].wall_time, pts[i].wall_time);
+  }
+  auto s = store_->metric_summaries(r.uuid).at(0);
+  EXPECT_EQ(s.count, 8);
+  EXPECT_EQ(s.last_step, 2);
+  EXPECT_EQ(s.last_value, 7.0);
+  EXPECT_EQ(s.min, -0.0);  // over finite values only
+  EXPECT_EQ(s.max, 7.0);
+}
+
+TEST_P(StoreConformance, MetricsAppendAcrossBatchesAndLargeSeries) {
+  RunInfo r = new_run();
+  std::vector<MetricPoint> big;
+  for (int i = 0; i < 20000; ++i) big.push_back({i, 100.0 + i, std::sin(i)});
+  store_->append_metrics(r.uuid, {{"a", big}, {"b", {{0, 1, 1}}}});
+  store_->append_metrics(r.uuid, {{"a", {{20000, 1, -5}}}});
+  auto back = store_->metric(r.uuid, "a");
+  ASSERT_EQ(back.size(), 20001u);
+  for (int i = 0; i < 20000; ++i) ASSERT_EQ(back[i].value, std::sin(i));
+  EXPECT_EQ(back.back().value, -5);
+  auto summaries = store_->metric_summaries(r.uuid);
+  ASSERT_EQ(summaries.size(), 2u);  // sorted by key
+  EXPECT_EQ(summaries[0].key, "a");
+  EXPECT_EQ(summaries[0].min, -5);
+  EXPECT_EQ(summaries[1].count, 1);
+  EXPECT_TRUE(store_->metric(r.uuid, "missing").empty());
+}
+
+TEST_P(StoreConformance, EnvironmentEntriesReplaceEarlierValues) {
+  RunInfo r = new_run();
+  store_->set_environment(r.uuid, {{"hardware.cpu", "a"}, {"threads.torch", "1"}});
+  store_->set_environment(r.uuid, {{"threads.torch", "2"}});
+  EXPECT_EQ(store_->environment(r.uuid),
+            (std::map<std::string, std::string>{{"hardware.cpu", "a"}, {"threads.torch", "2"}}));
+}
+
+TEST_P(StoreConformance, FingerprintNamesAreFixedAndStepsKeptOnce) {
+  RunInfo r = new_run();
+  store_->set_fingerprint_names(r.uuid, {"w", "b", "loss"});
+  store_->set_fingerprint_names(r.uuid, {"w", "b", "loss"});  // same: fine
+  EXPECT_THROW(store_->set_fingerprint_names(r.uuid, {"w"}), Error);
+  store_->append_fingerprints(r.uuid, {{1, {11, 12, 13}}, {2, {21, 22, 23}}});
+  // A replayed step keeps its first hashes.
+  store_->append_fingerprints(r.uuid, {{2, {99, 99, 99}}, {3, {31, 32, 33}}});
+  FingerprintSet f = store_->fingerprints(r.uuid);
+  EXPECT_EQ(f.names, (std::vector<std::string>{"w", "b", "loss"}));
+  ASSERT_EQ(f.steps.size(), 3u);
+  EXPECT_EQ(f.steps[1].step, 2);
+  EXPECT_EQ(f.steps[1].hashes, (std::vector<uint64_t>{21, 22, 23}));
+  EXPECT_EQ(f.steps[2].hashes.at(2), 33u);
+}
+
+TEST_P(StoreConformance, ProfileCellsAndLayersRoundTrip) {
+  RunInfo r = new_run();
+  store_->append_profile(r.uuid, {{6, "conv1", "forward", 120.5}, {6, "", "backward", 3.25}});
+  store_->append_profile(r.uuid, {{6, "conv1", "forward", 100.0}});  // a cell is replaced
+  auto cells = store_->profile_cells(r.uuid);
+  ASSERT_EQ(cells.size(), 2u);
+  double conv_us = 0;
+  for (const auto& c : cells)
+    if (c.layer == "conv1") conv_us = c.us;
+  EXPECT_EQ(conv_us, 100.0);
+  store_->set_profile_layers(r.uuid, {{"conv1", "{\"type\":\"Conv2d\"}"}, {"fc", "{}"}});
+  store_->set_profile_layers(r.uuid, {{"fc", "{}"}});  // replaces the list
+  EXPECT_EQ(store_->profile_layers(r.uuid),
+            (std::vector<std::pair<std::string, std::string>>{{"fc", "{}"}}));
+}
+
+TEST_P(StoreConformance, ArtifactsAreCopiedHashedAndNeverOverwritten) {
+  RunInfo r = new_run();
+  auto model = write("model.bin", "weights");
+  ArtifactInfo a = store_->add_artifact(r.uuid, model, "checkpoint", "ckpt/model.bin");
+  EXPECT_EQ(a.name, "ckpt/model.bin");
+  EXPECT_EQ(a.sha256, sha256_hex("weights"));
+  EXPECT_EQ(a.size, 7);
+  ASSERT_TRUE(std::filesystem::exists(a.path));
+  std::filesystem::remove(model);  // the store keeps its own copy
+  auto list = store_->artifacts(r.uuid);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].kind, "checkpoint");
+  EXPECT_EQ(list[0].path, a.path);
+  EXPECT_EQ(sha256_file(list[0].path), a.sha256);
+  // Same content again: fine. Different content under the same name: refused.
+  write("model.bin", "weights");
+  EXPECT_NO_THROW(store_->add_artifact(r.uuid, model, "checkpoint", "ckpt/model.bin"));
+  try {
+    store_->add_artifact(r.uuid, write("model2.bin", "other"), "checkpoint", "ckpt/model.bin");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+  }
+  EXPECT_EQ(sha256_file(a.path), sha256_hex("weights"));
+  EXPECT_EQ(store_->add_artifact(r.uuid, model, "weights").name, "model.bin");  // default name
+  EXPECT_THROW(store_->add_artifact(r.uuid, model, "x", "../escape"), Error);
+  EXPECT_THROW(store_->add_artifact(r.uuid, model, "x", "/abs"), Error);
+  EXPECT_THROW(store_->add_artifact(r.uuid, dir_ / "missing.bin", "x"), Error);
+  EXPECT_EQ(store_->artifacts(r.uuid).size(), 2u);
+}
+
+TEST_P(StoreConformance, DeletingARunRemovesEverythingRecordedForIt) {
+  RunInfo r = new_run("doomed");
+  RunInfo keep = new_run("kept");
+  store_->set_param(r.uuid, "k", "v");
+  store_->set_tag(r.uuid, "t", "v");
+  store_->append_metrics(r.uuid, {{"m", {{0, 0, 1}}}});
+  store_->append_metrics(keep.uuid, {{"m", {{0, 0, 2}}}});
+  ArtifactInfo a = store_->add_artifact(r.uuid, write("f.txt", "x"), "file");
+  store_->delete_run(r.uuid);
+  EXPECT_FALSE(store_->find_run(r.uuid).has_value());
+  EXPECT_FALSE(std::filesystem::exists(a.path));
+  EXPECT_TRUE(store_->params(r.uuid).empty());
+  EXPECT_TRUE(store_->tags(r.uuid).empty());
+  EXPECT_TRUE(store_->metric(r.uuid, "m").empty());
+  EXPECT_TRUE(store_->artifacts(r.uuid).empty());
+  EXPECT_EQ(store_->metric(keep.uuid, "m").at(0).value, 2);
+  EXPECT_THROW(store_->delete_run(r.uuid), Error);
+}
+
+TEST_P(StoreConformance, HeartbeatMovesForward) {
+  RunInfo r = new_run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  store_->heartbeat(r.uuid);
+  EXPECT_GT(store_->find_run(r.uuid)->heartbeat, r.heartbeat);
+}
+
+TEST_P(StoreConformance, ReaperKillsSilentRunsAndSparesLiveAndEndedOnes) {
+  RunInfo live = new_run("live");
+  RunInfo done = new_run("done");
+  store_->set_status(done.uuid, RunStatus::kFinished);
+  const double hb = store_->find_run(live.uuid)->heartbeat;
+  // This process is alive and the heartbeat is fresh: nothing to reap.
+  EXPECT_EQ(store_->reap_stale_runs(hb + 1), 0);
+  EXPECT_EQ(store_->find_run(live.uuid)->status, RunStatus::kRunning);
+  // 31 s of silence is more than the default 30 s.
+  EXPECT_EQ(store_->reap_stale_runs(hb + 31), 1);
+  auto killed = store_->find_run(live.uuid);
+  EXPECT_EQ(killed->status, RunStatus::kKilled);
+  EXPECT_EQ(killed->end_time, hb);  // it ended when it was last heard of
+  EXPECT_EQ(store_->find_run(done.uuid)->status, RunStatus::kFinished);
+  EXPECT_EQ(store_->reap_stale_runs(hb + 1000), 0);
+}
+
+TEST_P(StoreConformance, UnknownRunsAreNotFound) {
+  auto not_found = [](const std::function<void()>& f) {
+    try {
+      f();
+      return false;
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::kNotFound;
+    }
+  };
+  Store& s = *store_;
+  EXPECT_TRUE(not_found([&] { s.set_param(kNoSuchRun, "k", "v"); }));
+  EXPECT_TRUE(not_found([&] { s.set_tag(kNoSuchRun, "k", "v"); }));
+  EXPECT_TRUE(not_found([&] { s.set_status(kNoSuchRun, RunStatus::kFinished); }));
+  EXPECT_TRUE(not_found([&] { s.append_metrics(kNoSuchRun, {{"m", {{0, 0, 1}}}}); }));
+  EXPECT_TRUE(not_found([&] { s.add_artifact(kNoSuchRun, write("f", "x"), "file"); }));
+  EXPECT_TRUE(not_found([&] { s.delete_run(kNoSuchRun); }));
+  EXPECT_TRUE(not_found([&] { s.create_run({.parent_uuid = kNoSuchRun}); }));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance,
+                         ::testing::Values("sqlite_file", "sqlite_memory"),
+                         [](const auto& param_info) { return param_info.param; });
+
+}  // namespace
+}  // namespace trainscope::store

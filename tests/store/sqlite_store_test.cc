@@ -1,0 +1,192 @@
+// What is particular to the SQLite backend, on real database files: the
+// file beside its artifacts, several connections, schema versions and bad
+// locations. The contract every backend shares is in conformance_test.cc.
+#include "trainscope/store/store.h"
+#include "trainscope/store/registry.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <bit>
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::store {
+using core::Error;
+using core::ErrorKind;
+using core::csv_field;
+using core::escape_for_display;
+using core::host_name;
+using core::sha256_file;
+using core::sha256_hex;
+
+namespace {
+
+using testing::TempDir;
+
+std::unique_ptr<Store> open_at(const std::filesystem::path& p, StoreOptions o = {}) {
+  o.uri = "sqlite:" + p.string();
+  return Store::open(o);
+}
+
+void write_file(const std::filesystem::path& p, const std::string& content) {
+  std::ofstream(p, std::ios::binary) << content;
+}
+
+TEST(SqliteStoreTest, SecondConnectionSeesTheSameRuns) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  RunInfo r = store->create_run({.experiment = "exp-a", .name = "first"});
+  store->append_metrics(r.uuid, {{"loss", {{1, 2.0, 0.5}}}});
+  auto other = open_at(dir / "t.db");
+  ASSERT_EQ(other->list_runs().size(), 1u);
+  EXPECT_EQ(other->metric(r.uuid, "loss").at(0).value, 0.5);
+  EXPECT_EQ(other->describe(), "sqlite:" + (dir / "t.db").string());
+}
+
+TEST(SqliteStoreTest, UriSpellingsNameTheSameFile) {
+  TempDir dir;
+  RunInfo r = open_at(dir / "t.db")->create_run({});
+  for (std::string uri : {(dir / "t.db").string(), "sqlite://" + (dir / "t.db").string()}) {
+    StoreOptions o;
+    o.uri = uri;
+    EXPECT_TRUE(Store::open(o)->find_run(r.uuid).has_value()) << uri;
+  }
+  EXPECT_EQ(parse_store_uri("sqlite::memory:").location, ":memory:");
+  EXPECT_EQ(parse_store_uri("runs/t.db").scheme, "sqlite");
+  EXPECT_EQ(parse_store_uri("postgresql://u@h:5432/db").scheme, "postgresql");
+  EXPECT_EQ(parse_store_uri("postgresql://u@h:5432/db").location, "u@h:5432/db");
+}
+
+TEST(SqliteStoreTest, ArtifactsLiveBesideTheDatabaseFile) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  RunInfo r = store->create_run({});
+  write_file(dir / "model.bin", "weights");
+  ArtifactInfo a = store->add_artifact(r.uuid, dir / "model.bin", "checkpoint", "ckpt/model.bin");
+  EXPECT_EQ(a.path, dir / "t-artifacts" / r.uuid / "ckpt/model.bin");
+  EXPECT_EQ(sha256_file(a.path), sha256_hex("weights"));
+}
+
+TEST(SqliteStoreTest, MemoryStoresArePrivateAndLeaveNothingBehind) {
+  StoreOptions o;
+  o.uri = "sqlite::memory:";
+  std::filesystem::path artifact;
+  {
+    auto a = Store::open(o);
+    auto b = Store::open(o);
+    RunInfo r = a->create_run({});
+    EXPECT_TRUE(b->list_runs().empty());
+    TempDir dir;
+    write_file(dir / "f.txt", "x");
+    artifact = a->add_artifact(r.uuid, dir / "f.txt", "file").path;
+    EXPECT_TRUE(std::filesystem::exists(artifact));
+    EXPECT_EQ(a->describe(), "sqlite::memory:");
+  }
+  EXPECT_FALSE(std::filesystem::exists(artifact.parent_path()));
+}
+
+TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({}).uuid;
+  }
+  // The creating process (this one) is alive and its heartbeat is fresh.
+  EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
+  // Make the heartbeat old, as if the run went silent.
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET heartbeat = heartbeat - 31", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto store = open_at(dir / "t.db");
+  auto r = store->find_run(uuid);
+  EXPECT_EQ(r->status, RunStatus::kKilled);
+  EXPECT_GT(r->end_time, 0);
+}
+
+TEST(StoreBadInputTest, NotADatabase) {
+  TempDir dir;
+  write_file(dir / "junk.db", std::string(4096, 'x'));
+  std::string before = sha256_file(dir / "junk.db");
+  try {
+    open_at(dir / "junk.db");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a SQLite database"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(sha256_file(dir / "junk.db"), before);
+}
+
+TEST(StoreBadInputTest, ForeignSqliteDatabaseIsRefused) {
+  TempDir dir;
+  sqlite3* db = nullptr;
+  sqlite3_open((dir / "other.db").c_str(), &db);
+  sqlite3_exec(db, "CREATE TABLE t(x)", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  EXPECT_THROW(open_at(dir / "other.db"), Error);
+}
+
+TEST(StoreBadInputTest, NewerSchemaIsRefusedAndNotModified) {
+  TempDir dir;
+  {
+    auto store = open_at(dir / "t.db");
+    store->create_run({});
+  }
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open((dir / "t.db").c_str(), &db);
+    ASSERT_EQ(sqlite3_exec(db,
+                           "PRAGMA journal_mode = DELETE; INSERT INTO schema_migrations VALUES "
+                           "(999, 'from the future', 0)",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  std::string before = sha256_file(dir / "t.db");
+  try {
+    open_at(dir / "t.db");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("newer"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sha256_file(dir / "t.db"), before);
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.db-wal"));
+}
+
+TEST(StoreBadInputTest, UnwritableLocations) {
+  TempDir dir;
+  write_file(dir / "afile", "x");
+  // A path below a regular file cannot be created, even by root.
+  try {
+    open_at(dir / "afile" / "t.db");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not a folder"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(open_at(dir / "missing" / "t.db"), Error);
+  EXPECT_THROW(open_at(dir.path()), Error);  // a folder
+  StoreOptions o;
+  o.uri = "mysql://x";
+  try {
+    Store::open(o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("known: sqlite:"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace trainscope::store
