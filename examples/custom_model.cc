@@ -28,6 +28,14 @@ class TinyNet : public ts::train::Classifier {
   torch::nn::Linear fc{nullptr};
 };
 
+// Anything around the loop is an observer of its events (events.h).
+struct PrintEpochs : ts::train::TrainObserver {
+  void on_epoch_end(const ts::train::RunContext&, const ts::train::EpochInfo& e) override {
+    std::printf("epoch %lld: test accuracy %.4f\n", static_cast<long long>(e.epoch + 1),
+                e.test.accuracy);
+  }
+};
+
 int main(int argc, char** argv) {
   try {
     ts::store::StoreOptions so;
@@ -45,10 +53,7 @@ int main(int argc, char** argv) {
     options.name = "custom-tinynet";
     ts::train::Trainer trainer(config, store, options);
     trainer.set_model(std::make_shared<TinyNet>());
-    trainer.callbacks().on_epoch = [](const ts::train::EpochInfo& e) {
-      std::printf("epoch %lld: test accuracy %.4f\n", static_cast<long long>(e.epoch + 1),
-                  e.test.accuracy);
-    };
+    trainer.add_observer(std::make_shared<PrintEpochs>());
     auto result = trainer.run();
     std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(), ts::store::to_string(result.status));
     return 0;

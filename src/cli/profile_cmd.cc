@@ -211,7 +211,6 @@ void register_profile_commands(CLI::App& app, Context& ctx) {
             train::Config cfg = train::load_config(base.string(), o);
             train::TrainOptions to;
             to.name = repeats > 1 ? fmt::format("grid-{}-b{}-r{}", m, b, rep) : fmt::format("grid-{}-b{}", m, b);
-            to.progress = false;
             to.command_line = ctx.argv_line;
             log_info("[{}/{}] profiling {} at batch {}{}...", ++done, total, m, b,
                      repeats > 1 ? fmt::format(" (repeat {})", rep) : std::string());

@@ -4,6 +4,7 @@
 
 #include "context.h"
 #include "output.h"
+#include "progress.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -12,6 +13,7 @@
 namespace trainscope::cli {
 using core::Error;
 using core::ErrorKind;
+using core::log_info;
 using store::RunInfo;
 using store::RunStatus;
 
@@ -53,11 +55,14 @@ void register_train_commands(CLI::App& app, Context& ctx) {
       o.command_line = ctx.argv_line;
       o.resume = *resume;
       o.config_path = *path;
-      o.progress = !*no_progress;
       std::signal(SIGINT, on_sigint);
       std::signal(SIGTERM, on_sigint);
       train::Trainer trainer(cfg, ctx.store(), o);
+      trainer.add_observer(std::make_shared<ProgressObserver>(!*no_progress));
       auto r = trainer.run();
+      if (r.status == RunStatus::kStopped)
+        log_info("stopped at step {}; resume with `trainscope train {} --resume {}`", r.steps,
+                 *path, r.run_uuid.substr(0, 8));
       if (ctx.json) {
         std::cout << nlohmann::json{{"run", r.run_uuid},
                                     {"status", to_string(r.status)},

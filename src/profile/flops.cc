@@ -75,55 +75,74 @@ void mark_input_gradients(std::vector<LayerInfo>& layers) {
   }
 }
 
+namespace {
+
+// Shapes, parameters, FLOPs and bytes of a module layer's forward pass.
+void describe_module(const nn::Module& m, LayerInfo& li) {
+  li.flops = layer_flops(m, li.in_shape, li.out_shape, &li.type);
+  for (const auto& p : m.parameters()) {
+    li.params += p.numel();
+    ++li.param_tensors;
+    li.param_bytes += static_cast<double>(p.numel() * p.element_size());
+  }
+  li.bytes += li.param_bytes;
+  if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
+    li.in_channels = c->options.in_channels();
+    li.out_channels = c->options.out_channels();
+    li.kernel = c->options.kernel_size()->at(0);
+    li.stride = c->options.stride()->at(0);
+    li.groups = c->options.groups();
+  } else if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
+    li.in_channels = l->options.in_features();
+    li.out_channels = l->options.out_features();
+  }
+}
+
+// Collects every layer's facts from the forward events of one pass.
+class LayerDescriber : public layers::LayerSubscriber {
+ public:
+  void on_forward(const layers::ForwardEvent& e) override {
+    // A layer run twice keeps its first shapes.
+    if (index_.count(e.name) || e.inputs.empty()) return;
+    LayerInfo li;
+    li.name = e.name;
+    li.in_shape = e.inputs[0].sizes().vec();
+    li.out_shape = e.output.sizes().vec();
+    double in_bytes = 0;
+    for (const auto& t : e.inputs) in_bytes += static_cast<double>(t.numel() * t.element_size());
+    li.activation_bytes = static_cast<double>(e.output.numel() * e.output.element_size());
+    li.bytes = in_bytes + li.activation_bytes;
+    if (e.module) {
+      describe_module(*e.module, li);
+    } else {
+      li.type = e.type;
+      li.flops = function_flops(e.type, e.inputs, e.output);
+    }
+    index_[e.name] = layers_.size();
+    layers_.push_back(std::move(li));
+  }
+  std::vector<LayerInfo> take() { return std::move(layers_); }
+
+ private:
+  std::vector<LayerInfo> layers_;
+  std::map<std::string, size_t> index_;
+};
+
+}  // namespace
+
 std::vector<LayerInfo> describe_layers(nn::Module& model,
                                        const std::function<torch::Tensor(torch::Tensor)>& forward,
                                        const torch::Tensor& x) {
-  std::vector<LayerInfo> out;
-  std::map<std::string, size_t> index;
-  LayerObserverScope obs([&](const std::string& name, const nn::Module* mp, const std::string& type,
-                             const std::vector<torch::Tensor>& ins, const torch::Tensor& o) {
-    if (index.count(name) || ins.empty()) return;  // a layer run twice keeps its first shapes
-    LayerInfo li;
-    li.name = name;
-    li.in_shape = ins[0].sizes().vec();
-    li.out_shape = o.sizes().vec();
-    double in_bytes = 0;
-    for (const auto& t : ins) in_bytes += static_cast<double>(t.numel() * t.element_size());
-    li.activation_bytes = static_cast<double>(o.numel() * o.element_size());
-    if (!mp) {  // functional layer
-      li.type = type;
-      li.flops = function_flops(type, ins, o);
-      li.bytes = in_bytes + li.activation_bytes;
-      index[name] = out.size();
-      out.push_back(std::move(li));
-      return;
-    }
-    const nn::Module& m = *mp;
-    li.flops = layer_flops(m, li.in_shape, li.out_shape, &li.type);
-    for (const auto& p : m.parameters()) {
-      li.params += p.numel();
-      ++li.param_tensors;
-      li.param_bytes += static_cast<double>(p.numel() * p.element_size());
-    }
-    li.bytes = in_bytes + li.activation_bytes + li.param_bytes;
-    if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
-      li.in_channels = c->options.in_channels();
-      li.out_channels = c->options.out_channels();
-      li.kernel = c->options.kernel_size()->at(0);
-      li.stride = c->options.stride()->at(0);
-      li.groups = c->options.groups();
-    } else if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
-      li.in_channels = l->options.in_features();
-      li.out_channels = l->options.out_features();
-    }
-    index[name] = out.size();
-    out.push_back(std::move(li));
-  });
-  torch::NoGradGuard ng;
-  bool was = model.is_training();
-  model.eval();
-  forward(x);
-  model.train(was);
+  LayerDescriber describer;
+  {
+    layers::Subscription sub(describer);
+    torch::NoGradGuard ng;
+    bool was = model.is_training();
+    model.eval();
+    forward(x);
+    model.train(was);
+  }
+  std::vector<LayerInfo> out = describer.take();
   mark_input_gradients(out);
   return out;
 }

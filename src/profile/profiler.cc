@@ -7,6 +7,28 @@
 
 namespace trainscope::profile {
 
+const char* to_string(Phase p) {
+  switch (p) {
+    case Phase::kNone:
+      return "none";
+    case Phase::kData:
+      return "data";
+    case Phase::kForward:
+      return "forward";
+    case Phase::kLoss:
+      return "loss";
+    case Phase::kBackward:
+      return "backward";
+    case Phase::kZeroGrad:
+      return "zero_grad";
+    case Phase::kUpdate:
+      return "update";
+    case Phase::kRecording:
+      return "recording";
+  }
+  return "?";
+}
+
 using Clock = std::chrono::steady_clock;
 
 struct IterationProfiler::State {
@@ -54,7 +76,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   const bool backward_fn = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
   if (backward_fn) f.phase = Phase::kBackward;
   if (f.phase == Phase::kForward || f.phase == Phase::kLoss) {
-    if (const std::string* l = LayerScope::current()) {
+    if (const std::string* l = layers::current_layer()) {
       f.layer = l;
       // seqNr() peeks the next autograd sequence number, so an op that
       // creates no node shares it with the next op that does; the last op

@@ -76,7 +76,6 @@ std::vector<std::pair<std::string, torch::Tensor>> replay(const std::string& con
   so.uri = "sqlite:" + (scratch / "replay.db").string();
   std::shared_ptr<Store> store = Store::open(so);
   train::TrainOptions o;
-  o.progress = false;
   o.init_checkpoint = checkpoint.string();
   o.record_environment = false;
   train::Trainer t(cfg, store, o);

@@ -220,6 +220,10 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
   return s;
 }
 
+torch::ScalarType dtype_of(const Config& c) {
+  return c.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+}
+
 torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
                        const std::vector<double>& sd, torch::ScalarType dtype) {
   int64_t ch = images_u8.size(1);

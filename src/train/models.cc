@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "trainscope/core/error.h"
-#include "trainscope/profile/scope.h"
+#include "trainscope/layers/layers.h"
 
 namespace nn = torch::nn;
 
@@ -47,7 +47,7 @@ torch::Tensor forward_scoped(nn::Sequential& seq, const std::string& prefix,
     for (const auto& c : seq->named_children()) names.push_back(prefix + "." + c.key());
   }
   size_t i = 0;
-  for (auto it = seq->begin(); it != seq->end(); ++it) x = profile::run_layer(names[i++], *it, x);
+  for (auto it = seq->begin(); it != seq->end(); ++it) x = layers::run_layer(names[i++], *it, x);
   return x;
 }
 
@@ -198,9 +198,9 @@ std::shared_ptr<Classifier> make_vgg(const std::vector<int64_t>& cfg, bool big_c
 
 // --- ResNet -------------------------------------------------------------------
 
-// torch::relu as a functional layer of its own (see profile::run_function).
+// torch::relu as a functional layer of its own (see layers::run_function).
 torch::Tensor relu_layer(const std::string& name, const torch::Tensor& t) {
-  return profile::run_function(name, "ReLU", {t}, [&] { return torch::relu(t); });
+  return layers::run_function(name, "ReLU", {t}, [&] { return torch::relu(t); });
 }
 
 struct BasicBlockImpl : nn::Module {
@@ -228,8 +228,8 @@ struct BasicBlockImpl : nn::Module {
   // ReLUs and the residual add are functional layers of their own, so that
   // the profiler and the cost model see them (not folded into a BatchNorm).
   torch::Tensor forward(torch::Tensor x) {
-    using profile::run_function;
-    using profile::run_layer;
+    using layers::run_function;
+    using layers::run_layer;
     if (preact_) {
       auto o = relu_layer(n_relu1_, run_layer(n_bn1_, bn1, x));
       auto sc = shortcut ? forward_scoped(shortcut, n_shortcut_, sc_names_, o) : x;
@@ -277,8 +277,8 @@ class ResNet18 : public Classifier {
     fc = register_module("fc", nn::Linear(512, s.classes));
   }
   torch::Tensor forward(torch::Tensor x) override {
-    using profile::run_function;
-    using profile::run_layer;
+    using layers::run_function;
+    using layers::run_layer;
     static const std::string kPad = "input_pad", kConv1 = "conv1", kBn1 = "bn1", kRelu = "relu",
                              kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     auto bn_relu = [&](const torch::Tensor& t) {
@@ -338,10 +338,10 @@ class MobileNetV1 : public Classifier {
   torch::Tensor forward(torch::Tensor x) override {
     static const std::string kPool = "avgpool", kDrop = "dropout", kFc = "fc";
     x = forward_scoped(features, "features", names_, x);
-    x = profile::run_function(kPool, "AdaptiveAvgPool2d", {x}, [&] {
+    x = layers::run_function(kPool, "AdaptiveAvgPool2d", {x}, [&] {
       return torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
     });
-    return profile::run_layer(kFc, fc, profile::run_layer(kDrop, dropout, x));
+    return layers::run_layer(kFc, fc, layers::run_layer(kDrop, dropout, x));
   }
 
  private:
@@ -361,6 +361,11 @@ std::pair<double, double> fans(const torch::Tensor& w) {
 std::vector<std::string> model_names() {
   return {"mlp",   "demo_cnn", "lenet5",   "alexnet_mini",    "vgg11_seed",
           "vgg11", "vgg16",    "resnet18", "preact_resnet18", "mobilenet_v1"};
+}
+
+ModelShape shape_of(const DataSplits& d) {
+  return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3),
+          d.train.classes};
 }
 
 std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {

@@ -158,7 +158,6 @@ class ProfiledRun : public ::testing::Test {
          "batch_size=64", "threads=1", "max_steps=12", "optimizer.name=adam",
          "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
     train::TrainOptions to;
-    to.progress = false;
     train::Trainer t(c, store_, to);
     uuid_ = t.run().run_uuid;
   }
@@ -373,7 +372,6 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
              "batch_size=" + std::to_string(batch), "max_steps=6", "profile.enabled=true",
              "profile.warmup_steps=1", "profile.every=1"});
     train::TrainOptions to;
-    to.progress = false;
     train::Trainer t(c, store, to);
     return t.run().run_uuid;
   };

@@ -37,7 +37,6 @@ train::Config small(const std::vector<std::string>& overrides = {}) {
 RunInfo train_run(const std::shared_ptr<Store>& store, const train::Config& c,
                   const std::string& name) {
   train::TrainOptions o;
-  o.progress = false;
   o.name = name;
   train::Trainer t(c, store, o);
   auto r = t.run();

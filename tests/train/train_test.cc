@@ -178,7 +178,6 @@ std::shared_ptr<Store> temp_store(const TempDir& dir) {
 
 std::vector<torch::Tensor> train_weights(const Config& c, const std::shared_ptr<Store>& store) {
   TrainOptions o;
-  o.progress = false;
   Trainer t(c, store, o);
   t.run();
   std::vector<torch::Tensor> out;
@@ -267,12 +266,17 @@ TEST(TrainerTest, Float64TrainsInDouble) {
   Config c = small_config();
   c.dtype = "float64";
   TrainOptions o;
-  o.progress = false;
   Trainer t(c, store, o);
-  bool saw_step = false;
-  t.callbacks().on_step = [&](const StepInfo& s) { saw_step |= std::isfinite(s.loss); };
+  struct LossType : TrainObserver {
+    void on_after_step(const RunContext&, const Step& s) override {
+      saw_double_loss |= s.loss.scalar_type() == torch::kFloat64 && std::isfinite(s.loss_value);
+    }
+    bool saw_double_loss = false;
+  };
+  auto seen = std::make_shared<LossType>();
+  t.add_observer(seen);
   t.run();
-  EXPECT_TRUE(saw_step);
+  EXPECT_TRUE(seen->saw_double_loss);
   for (const auto& p : t.model()->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat64);
   // Different from the float32 result: double really was used.
   c.dtype = "float32";
@@ -280,6 +284,102 @@ TEST(TrainerTest, Float64TrainsInDouble) {
   auto p64 = t.model()->parameters();
   EXPECT_FALSE(torch::equal(p64[0].to(torch::kFloat32), w32[0]));
   EXPECT_TRUE(torch::allclose(p64[0].to(torch::kFloat32), w32[0], 1e-3, 1e-3));
+}
+
+// Records the events of a run and checks, as they arrive, what each one
+// promises (events.h).
+class EventLog : public TrainObserver {
+ public:
+  void on_run_begin(const RunContext& ctx) override { log_.push_back("run_begin"); }
+  void on_epoch_begin(const RunContext& ctx) override { log_.push_back("epoch_begin"); }
+  void on_batch_begin(const RunContext& ctx) override { log_.push_back("batch_begin"); }
+  void on_phase(const RunContext& ctx, StepPhase p) override { log_.push_back(to_string(p)); }
+  void on_after_forward(const RunContext& ctx, const Step& s) override {
+    log_.push_back("after_forward");
+    EXPECT_TRUE(s.loss.defined() && s.loss.requires_grad());
+    EXPECT_EQ(s.output.size(0), s.data->y.size(0));
+    EXPECT_EQ(s.number, ctx.position.step + 1);
+    for (const auto& p : ctx.model.parameters()) EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() != 0);
+  }
+  void on_after_backward(const RunContext& ctx, const Step& s) override {
+    log_.push_back("after_backward");
+    weights_ = ctx.model.parameters().front().detach().clone();
+    EXPECT_TRUE(ctx.model.parameters().front().grad().defined());
+  }
+  void on_after_step(const RunContext& ctx, const Step& s) override {
+    log_.push_back("after_step");
+    EXPECT_EQ(s.number, ctx.position.step);
+    EXPECT_FALSE(torch::equal(weights_, ctx.model.parameters().front()));  // new weights
+    EXPECT_TRUE(std::isfinite(s.loss_value));
+    if (s.number == stop_at_) ctx.request_stop();
+  }
+  void on_batch_end(const RunContext& ctx, const Step& s) override { log_.push_back("batch_end"); }
+  void on_evaluation_end(const RunContext& ctx, const Evaluation& e) override {
+    log_.push_back("evaluation_end:" + e.split);
+  }
+  void on_epoch_end(const RunContext& ctx, const EpochInfo& e) override {
+    log_.push_back("epoch_end");
+    EXPECT_EQ(ctx.position.epoch, e.epoch + 1);  // already at the next epoch
+    EXPECT_EQ(ctx.position.batch, 0);
+  }
+  void on_checkpoint(const RunContext& ctx, const CheckpointInfo& c) override {
+    log_.push_back("checkpoint:" + std::to_string(c.step));
+    EXPECT_TRUE(std::filesystem::exists(c.path));
+  }
+  void on_train_end(const RunContext& ctx, const TrainResult& r) override {
+    log_.push_back("train_end");
+  }
+  void on_run_end(const RunContext& ctx, const TrainResult& r) override {
+    log_.push_back(std::string("run_end:") + store::to_string(r.status));
+  }
+  std::vector<std::string> log_;
+  int64_t stop_at_ = -1;
+  torch::Tensor weights_;
+};
+
+TEST(TrainerTest, ObserversSeeEveryEventInOrderWithWhatItPromises) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.data.synthetic_size = 96;  // 3 batches of 32 per epoch
+  c.max_steps = 0;
+  c.epochs = 2;
+  c.checkpoint_every_epochs = 1;
+  Trainer t(c, store);
+  auto first = std::make_shared<EventLog>(), second = std::make_shared<EventLog>();
+  t.add_observer(first);
+  t.add_observer(second);
+  t.run();
+  const std::vector<std::string> step = {"batch_begin", "data", "zero_grad", "forward", "loss",
+                                         "after_forward", "backward", "after_backward", "update",
+                                         "recording", "after_step", "batch_end"};
+  std::vector<std::string> want = {"run_begin", "checkpoint:0"};
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    want.push_back("epoch_begin");
+    for (int b = 0; b < 3; ++b) want.insert(want.end(), step.begin(), step.end());
+    want.insert(want.end(), {"evaluation_end:test", "epoch_end"});
+    if (epoch == 0) want.push_back("checkpoint:3");  // the last epoch's is the final one
+  }
+  want.insert(want.end(), {"train_end", "checkpoint:6", "run_end:finished"});
+  EXPECT_EQ(first->log_, want);
+  EXPECT_EQ(second->log_, want);
+}
+
+TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.max_steps = 0;
+  Trainer t(c, store);
+  auto log = std::make_shared<EventLog>();
+  log->stop_at_ = 5;
+  t.add_observer(log);
+  TrainResult r = t.run();
+  EXPECT_EQ(r.status, RunStatus::kStopped);
+  EXPECT_EQ(r.steps, 5);
+  EXPECT_EQ(store->find_run(r.run_uuid)->status, RunStatus::kStopped);
+  // A stopped run can be resumed: its last checkpoint is at the stop.
+  EXPECT_EQ(log->log_.end()[-2], "checkpoint:5");
 }
 
 TEST(TrainerTest, BadConfigValuesAreRejected) {

@@ -31,9 +31,14 @@
 #include <utility>
 #include <vector>
 
-#include "trainscope/profile/scope.h"
+#include "trainscope/layers/layers.h"
 
 namespace trainscope::profile {
+
+// The phases a profiled iteration is split into (a training loop marks
+// them with IterationProfiler::phase).
+enum class Phase { kNone, kData, kForward, kLoss, kBackward, kZeroGrad, kUpdate, kRecording };
+const char* to_string(Phase p);
 
 struct TraceEvent {
   std::string name;
@@ -112,8 +117,8 @@ struct LayerInfo {
 // Sets `input_grad` of layers listed in forward order.
 void mark_input_gradients(std::vector<LayerInfo>& layers);
 
-// Runs one forward pass of `model` on `x` with a layer observer and returns
-// every scoped layer's facts in forward order.
+// Runs one forward pass of `model` on `x`, subscribed to its layer events
+// (layers.h), and returns every named layer's facts in forward order.
 std::vector<LayerInfo> describe_layers(torch::nn::Module& model,
                                        const std::function<torch::Tensor(torch::Tensor)>& forward,
                                        const torch::Tensor& x);
@@ -126,7 +131,7 @@ std::vector<LayerInfo> describe_layers(torch::nn::Module& model,
 // Backward is about 2x forward (both input and weight gradients).
 double layer_flops(const torch::nn::Module& m, const std::vector<int64_t>& in,
                    const std::vector<int64_t>& out, std::string* type = nullptr);
-// Forward FLOPs of a functional layer (run_function):
+// Forward FLOPs of a functional layer (layers::run_function):
 //   Add (n inputs) (n-1) * numel_out;  ReLU numel_out;  AdaptiveAvgPool2d numel_in
 double function_flops(const std::string& type, const std::vector<torch::Tensor>& ins,
                       const torch::Tensor& out);

@@ -109,6 +109,9 @@ class EpochLoader {
   std::thread worker_;
 };
 
+// The tensor type of a config's model and data (float32 or float64).
+torch::ScalarType dtype_of(const Config& c);
+
 // Converts and normalises images (no augmentation); for evaluation.
 torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
                        const std::vector<double>& std, torch::ScalarType dtype);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "trainscope/train/config.h"
+#include "trainscope/train/data.h"
 
 namespace trainscope::train {
 
@@ -37,6 +38,9 @@ struct ModelShape {
   int64_t width = 28;
   int64_t classes = 10;
 };
+
+// The input shape and class count of a dataset's training split.
+ModelShape shape_of(const DataSplits& data);
 
 // Builds a model. `dropout_gen` supplies dropout masks (the dropout stream);
 // it must outlive the model. Throws Error for an unknown name or a shape

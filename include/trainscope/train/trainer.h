@@ -1,66 +1,30 @@
 // The training engine: trains a classifier on a dataset per a Config and
-// records everything into the store (params = the flattened config, step and
-// epoch metrics, checkpoints as artifacts).
+// records the run into the store.
 //
-// Metrics recorded (step = global optimizer step for step metrics, epoch
-// number starting at 1 for epoch metrics):
-//   step:  train/loss, lr
-//   epoch: train/epoch_loss, train/accuracy, test/loss, test/accuracy,
-//          test/macro_f1, test/top5 (> 5 classes), val/* (with a validation
-//          split), epoch_time_s, samples_per_s, time_to_first_batch_s
+// Trainer::run() is the training loop and nothing else. Everything around it
+// (metrics, fingerprints, checkpoints, profiles, resource samples) is an
+// observer of its events (events.h); the built-in ones are composed from
+// the config (observers.h lists them and the metrics they record), and a
+// user adds their own with add_observer(). The trainer itself records the
+// run's identity when it creates it: params (the flattened config), tags
+// (torch.threads, data files, model.custom) and the environment manifest.
 //
-// A Trainer is used from one thread. Ctrl-C (request_stop()) finishes the
+// A Trainer is used from one thread and prints nothing: progress displays
+// are observers too (the CLI adds one). Ctrl-C (request_stop()) finishes the
 // current step, checkpoints and marks the run "stopped".
 #pragma once
 
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/train/config.h"
+#include "trainscope/train/events.h"
 #include "trainscope/train/models.h"
 
 namespace trainscope::train {
-
-// The handle a user's own loop records through.
-using Run = store::RunRecorder;
-
-struct StepInfo {
-  int64_t epoch = 0;        // 0-based
-  int64_t batch = 0;        // index within the epoch
-  int64_t step = 0;         // global step, 1-based after the update
-  double loss = 0;
-  double lr = 0;
-};
-
-struct EvalResult {
-  int64_t samples = 0;
-  double loss = 0;
-  double accuracy = 0;
-  double macro_f1 = 0;
-  double top5 = -1;                     // -1 when there are <= 5 classes
-  double roc_auc = -1;                  // two-class problems only
-  std::vector<double> per_class_accuracy;
-  std::vector<std::vector<int64_t>> confusion;  // [true][predicted]
-};
-
-struct EpochInfo {
-  int64_t epoch = 0;  // 0-based
-  double train_loss = 0;
-  double train_accuracy = 0;
-  EvalResult test;
-  std::optional<EvalResult> val;
-  double seconds = 0;
-};
-
-struct TrainCallbacks {
-  std::function<void(const StepInfo&)> on_step;
-  std::function<void(const EpochInfo&)> on_epoch;
-};
 
 struct TrainOptions {
   std::string name;             // run name
@@ -71,16 +35,6 @@ struct TrainOptions {
   // RNG, position) instead of from scratch; used to replay steps.
   std::string init_checkpoint;
   bool record_environment = true;  // capture the environment manifest
-  bool progress = true;         // progress bar / periodic lines on stderr
-};
-
-struct TrainResult {
-  std::string run_uuid;
-  store::RunStatus status = store::RunStatus::kFinished;
-  int64_t steps = 0;
-  int64_t epochs_completed = 0;
-  EvalResult test;
-  double seconds = 0;
 };
 
 class Trainer {
@@ -92,7 +46,9 @@ class Trainer {
   // parameters are still initialised by config.model.init from the init
   // stream unless `keep_init` is true.
   void set_model(std::shared_ptr<Classifier> model, bool keep_init = false);
-  TrainCallbacks& callbacks() { return callbacks_; }
+  // Adds an observer, called after the built-in recorders and before the
+  // checkpoint writer, in the order added (see observers.h).
+  void add_observer(std::shared_ptr<TrainObserver> observer);
 
   // Runs training to the end (or until stopped) and returns the outcome.
   // Throws Error on bad input; the run is then marked failed.
@@ -102,10 +58,20 @@ class Trainer {
   std::shared_ptr<Classifier> model() const { return model_; }
 
  private:
+  struct Session;
+  class Events;
+  std::unique_ptr<Session> open_session();
+  void open_run(Session& s);
+  std::vector<std::shared_ptr<TrainObserver>> observers_for(const Config& c) const;
+  bool train_epoch(Session& s, Events& events);
+  void train_step(Session& s, Events& events, Step& step);
+  void end_epoch(Session& s, Events& events, double started, const Step& totals);
+  void finish(Session& s, Events& events, bool stopped);
+
   Config config_;
   std::shared_ptr<store::Store> store_;
   TrainOptions options_;
-  TrainCallbacks callbacks_;
+  std::vector<std::shared_ptr<TrainObserver>> user_observers_;
   std::shared_ptr<Classifier> model_;
   bool keep_init_ = false;
 };
@@ -113,6 +79,11 @@ class Trainer {
 // The tensors a fingerprint hashes, in forward order: for each module in
 // registration order, its own parameters then its buffers.
 std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn::Module& model);
+
+// Evaluates `model` on `data` in batches of `batch_size` (eval mode, no
+// gradients; the training mode is restored).
+EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
+                    int64_t batch_size, torch::ScalarType dtype);
 
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).
@@ -125,6 +96,7 @@ struct CheckpointEval {
   EvalResult result;
   std::vector<std::string> class_names;
 };
-CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run, const std::string& checkpoint = {});
+CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
+                            const std::string& checkpoint = {});
 
 }  // namespace trainscope::train

@@ -1,0 +1,130 @@
+// Named layers and the events they publish.
+//
+// A model names each layer by running it through run_layer() (a module) or
+// run_function() (a functional step: a residual add, a relu, a pooling).
+// While the layer runs, the thread's current layer (current_layer()) is its
+// stable dotted name, so that a profiler can charge operators to it; after
+// its forward pass the layer is published to every LayerSubscriber of the
+// thread, and, when a subscriber wants it, the gradient of the loss with
+// respect to the layer's output is published when backward reaches it.
+//
+// Any number of subscribers share these hooks (the profiler's layer
+// description, the FLOP counter, probes), each called in subscription order.
+// Without subscribers a layer costs two pointer writes and one check.
+//
+// Contract for subscribers: read the tensors, never modify them or the
+// module (they are the model's own); a subscriber that keeps a tensor beyond
+// the call must copy it (`t.detach().clone()`).
+#pragma once
+
+#include <torch/nn/modules/container/any.h>
+#include <torch/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace trainscope::layers {
+
+// The innermost layer running on this thread, or nullptr. The pointee lives
+// as long as the model that named it.
+const std::string* current_layer();
+
+// Makes `name` the current layer of this thread while alive. `name` must
+// outlive the scope.
+class LayerScope {
+ public:
+  explicit LayerScope(const std::string* name);
+  ~LayerScope();
+  LayerScope(const LayerScope&) = delete;
+  LayerScope& operator=(const LayerScope&) = delete;
+
+ private:
+  const std::string* prev_;
+};
+
+// One layer's forward pass, as it returns.
+struct ForwardEvent {
+  const std::string& name;
+  const torch::nn::Module* module;  // null for a functional layer
+  const std::string& type;          // a functional layer's type ("Add"); empty for a module
+  const std::vector<torch::Tensor>& inputs;
+  const torch::Tensor& output;
+};
+
+// The gradient of the loss with respect to one layer's output, during
+// backward, on the thread that runs it.
+struct BackwardEvent {
+  const std::string& name;
+  const torch::Tensor& grad_output;
+};
+
+class LayerSubscriber {
+ public:
+  virtual ~LayerSubscriber() = default;
+  virtual void on_forward(const ForwardEvent& event) {}
+  virtual void on_backward(const BackwardEvent& event) {}
+  // Whether on_backward is wanted. A hook on each layer's output is only
+  // installed while some subscriber of the thread wants it.
+  virtual bool wants_backward() const { return false; }
+};
+
+// Subscribes to the layers run on the calling thread while alive. The
+// subscriber must outlive the subscription; gradients of a forward pass
+// that was observed reach it only while the subscription is alive.
+class Subscription {
+ public:
+  explicit Subscription(LayerSubscriber& subscriber);
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+  struct Entry;
+
+ private:
+  std::shared_ptr<Entry> entry_;
+};
+
+// Runs one named module layer: scope, forward, events.
+torch::Tensor run_layer(const std::string& name, torch::nn::AnyModule& module, torch::Tensor x);
+template <typename ModuleHolder>
+torch::Tensor run_layer(const std::string& name, ModuleHolder& module, torch::Tensor x);
+
+// Runs one named functional layer (no module) so that it is timed and
+// described like a module layer of type `type`; `ins` are its inputs.
+template <typename F>
+torch::Tensor run_function(const std::string& name, const std::string& type,
+                           const std::vector<torch::Tensor>& ins, F&& f);
+
+namespace detail {
+// True when the calling thread has a subscriber.
+bool subscribed();
+// Publishes a finished forward pass (and arms the backward hook).
+void publish(const std::string& name, const torch::nn::Module* module, const std::string& type,
+             const std::vector<torch::Tensor>& ins, const torch::Tensor& out);
+}  // namespace detail
+
+template <typename F>
+torch::Tensor run_function(const std::string& name, const std::string& type,
+                           const std::vector<torch::Tensor>& ins, F&& f) {
+  torch::Tensor out;
+  {
+    LayerScope scope(&name);
+    out = f();
+  }
+  if (detail::subscribed()) detail::publish(name, nullptr, type, ins, out);
+  return out;
+}
+
+template <typename ModuleHolder>
+torch::Tensor run_layer(const std::string& name, ModuleHolder& module, torch::Tensor x) {
+  torch::Tensor out;
+  {
+    LayerScope scope(&name);
+    out = module->forward(x);
+  }
+  if (detail::subscribed()) detail::publish(name, module.get(), std::string(), {x}, out);
+  return out;
+}
+
+}  // namespace trainscope::layers

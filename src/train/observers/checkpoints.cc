@@ -1,0 +1,54 @@
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "../checkpoint.h"
+#include "trainscope/core/util.h"
+#include "trainscope/train/observers.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::train {
+
+void CheckpointObserver::write(const RunContext& ctx) {
+  const TrainPosition& pos = ctx.position;
+  if (pos.step == last_step_) return;  // e.g. an epoch end that is also the run's end
+  last_step_ = pos.step;
+  // Metrics first: everything up to a checkpoint is durable when the
+  // checkpoint is, so a resumed run has no gap in its series. (Points logged
+  // after the last checkpoint of a killed run may appear twice after
+  // resuming: once from the killed process, once replayed.)
+  ctx.run.flush();
+  fs::path tmp = fs::temp_directory_path() /
+                 fmt::format("trainscope-ckpt-{}-{}.pt", getpid(), core::new_uuid().substr(0, 8));
+  write_checkpoint(tmp, ctx.model, ctx.optimizer, ctx.dropout_generator, pos);
+  store::ArtifactInfo a = ctx.run.add_artifact(tmp, kCheckpointKind, checkpoint_name(pos.step));
+  fs::remove(tmp);
+  ctx.publish_checkpoint({pos.step, a.name, a.path});
+}
+
+void CheckpointObserver::on_run_begin(const RunContext& ctx) {
+  // The initial state, so that `diff` can replay from step 0 when two runs
+  // differ from their first step.
+  const Config& c = ctx.config;
+  const bool checkpointing = c.checkpoint_every_epochs > 0 || c.checkpoint_every_steps > 0;
+  if (!ctx.resumed && !ctx.from_checkpoint && ctx.position.step == 0 && checkpointing) write(ctx);
+}
+
+void CheckpointObserver::on_batch_end(const RunContext& ctx, const Step& step) {
+  const int64_t every = ctx.config.checkpoint_every_steps;
+  // A step that ends an epoch is left to on_epoch_end.
+  const bool inside_epoch = ctx.position.batch < ctx.batches_per_epoch;
+  if (every > 0 && step.number % every == 0 && inside_epoch) write(ctx);
+}
+
+void CheckpointObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {
+  const int64_t every = ctx.config.checkpoint_every_epochs, e1 = epoch.epoch + 1;
+  // The last epoch's checkpoint is the final one, written at the run's end.
+  if (every > 0 && e1 % every == 0 && e1 < ctx.config.epochs) write(ctx);
+}
+
+void CheckpointObserver::on_train_end(const RunContext& ctx, const TrainResult& result) {
+  write(ctx);
+}
+
+}  // namespace trainscope::train

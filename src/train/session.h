@@ -1,0 +1,34 @@
+// Private to the train component: the state of one Trainer::run(), shared
+// by its setup (setup.cc) and its loop (trainer.cc).
+#pragma once
+
+#include <memory>
+
+#include "trainscope/core/util.h"
+#include "trainscope/store/run_recorder.h"
+#include "trainscope/train/data.h"
+#include "trainscope/train/events.h"
+#include "trainscope/train/optim.h"
+#include "trainscope/train/seeds.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::train {
+
+// Everything one call of run() works on.
+struct Trainer::Session {
+  explicit Session(const Config& c) : cfg(c) {}
+  const Config& cfg;
+  double t_start = core::monotonic_now();
+  StreamSeeds seeds;
+  DataSplits data;
+  at::Generator dropout_gen;
+  std::unique_ptr<Optimizer> opt;
+  std::unique_ptr<store::RunRecorder> run;
+  TrainPosition pos;
+  LoaderOptions loader;
+  int64_t batches_per_epoch = 0, total_steps = 0;
+  bool resumed = false, max_steps_reached = false, stopped = false;
+  TrainResult result;
+};
+
+}  // namespace trainscope::train

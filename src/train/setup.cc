@@ -1,0 +1,131 @@
+// What Trainer::run() does before its first step: determinism, seeds, data,
+// model and optimizer, and the run in the store (new, resumed, or started
+// from a checkpoint's state).
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "checkpoint.h"
+#include "session.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/train/seeds.h"
+#include "trainscope/train/torch_env.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::train {
+using core::ErrorKind;
+using core::fail;
+using store::RunStatus;
+
+namespace {
+
+// Shapes that do not fit fail here with a clear message, before a run exists.
+void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& data) {
+  const ModelShape shape = shape_of(data);
+  try {
+    torch::NoGradGuard ng;
+    model.eval();
+    model.forward(to_input(data.train.images.narrow(0, 0, 1), data.mean, data.std, dtype_of(cfg)));
+    model.train();
+  } catch (const c10::Error& e) {
+    std::string what = e.what_without_backtrace();
+    fail(ErrorKind::kUsage, "model '{}' does not fit {}x{}x{} inputs with {} classes: {}",
+         cfg.model.name, shape.channels, shape.height, shape.width, shape.classes,
+         what.substr(0, what.find('\n')));
+  }
+}
+
+LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
+  LoaderOptions lo;
+  lo.batch_size = cfg.batch_size;
+  lo.shuffle = cfg.data.shuffle;
+  lo.crop_padding = cfg.data.crop_padding;
+  lo.hflip = cfg.data.hflip;
+  lo.prefetch = cfg.data.prefetch;
+  lo.dtype = dtype_of(cfg);
+  lo.mean = data.mean;
+  lo.std = data.std;
+  return lo;
+}
+
+// Refuses to resume a run that cannot be continued with this config.
+void check_resumable(const store::RunInfo& prev, const std::string& config_text) {
+  const std::string id = prev.uuid.substr(0, 8);
+  if (prev.status == RunStatus::kFinished)
+    fail(ErrorKind::kUsage, "run {} already finished; nothing to resume", id);
+  if (prev.status == RunStatus::kRunning)
+    fail(ErrorKind::kConflict, "run {} is still running (pid {} on {}); stop it first", id,
+         prev.pid, prev.host);
+  if (prev.config_hash != core::sha256_hex(config_text))
+    fail(ErrorKind::kConflict,
+         "refusing to resume run {}: its config differs from this one; resume with the config "
+         "and overrides the run was started with (recorded as its params)",
+         id);
+}
+
+}  // namespace
+
+std::unique_ptr<Trainer::Session> Trainer::open_session() {
+  auto s = std::make_unique<Session>(config_);
+  const Config& cfg = config_;
+  apply_determinism(cfg);
+  s->seeds = derive_seeds(cfg);
+  // A safety net: anything that still reaches for the global generator gets
+  // a value fixed by the master seed.
+  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  s->data = load_data(cfg.data, s->seeds.data_order);
+  s->dropout_gen = at::detail::createCPUGenerator(s->seeds.dropout);
+  at::Generator init_gen = at::detail::createCPUGenerator(s->seeds.init);
+  const bool custom = model_ != nullptr;
+  if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
+  if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
+  model_->to(dtype_of(cfg));
+  check_model_fits(*model_, cfg, s->data);
+  s->opt = make_optimizer(cfg.optimizer, model_->parameters());
+  open_run(*s);
+  if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
+  s->loader = loader_options(cfg, s->data);
+  s->batches_per_epoch = (s->data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
+  s->total_steps = s->batches_per_epoch * cfg.epochs;
+  if (cfg.max_steps > 0) s->total_steps = std::min(s->total_steps, cfg.max_steps);
+  s->result.run_uuid = s->run->uuid();
+  return s;
+}
+
+// Attaches to the run to resume, or creates a new one with its params, tags
+// and environment.
+void Trainer::open_run(Session& s) {
+  const std::string config_text = to_yaml(s.cfg);
+  if (!options_.resume.empty()) {
+    store::RunInfo prev = store_->resolve_run(options_.resume);
+    check_resumable(prev, config_text);
+    auto ck = find_checkpoint(*store_, prev.uuid);
+    if (!ck)
+      fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
+           prev.uuid.substr(0, 8));
+    s.pos = read_checkpoint(ck->path, *model_, s.opt.get(), &s.dropout_gen);
+    s.run = store::RunRecorder::attach(store_, prev.uuid);
+    s.run->set_tag("resumed_from", ck->name);
+    s.resumed = true;
+    core::log_info("resuming run {} from {} (epoch {}, step {})", prev.uuid.substr(0, 8),
+                   ck->name, s.pos.epoch + 1, s.pos.step);
+    return;
+  }
+  if (!options_.init_checkpoint.empty())
+    s.pos = read_checkpoint(options_.init_checkpoint, *model_, s.opt.get(), &s.dropout_gen);
+  store::NewRun nr;
+  nr.experiment = s.cfg.experiment;
+  nr.name = options_.name;
+  nr.command_line = options_.command_line;
+  nr.config_text = config_text;
+  s.run = store::RunRecorder::start(store_, nr);
+  s.run->set_params(flatten(s.cfg));
+  s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
+  for (const auto& f : s.data.files)
+    s.run->set_tag("data.file." + f.filename().string(), f.string());
+  if (options_.record_environment)
+    s.run->set_environment(capture_run_environment(s.data.files, options_.config_path));
+}
+
+}  // namespace trainscope::train
