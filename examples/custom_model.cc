@@ -59,6 +59,6 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const ts::core::Error& e) {
     std::fprintf(stderr, "custom_model: %s\n", e.what());
-    return e.exit_code();
+    return 1;
   }
 }

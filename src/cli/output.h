@@ -1,17 +1,16 @@
-// Output helpers shared by every CLI command: aligned tables for people,
-// JSON and CSV for programs. Keys and values are escaped so that odd
-// characters never break a line or a format.
+// Printing helpers shared by every command, in the executable and in the
+// torch half: aligned tables for people, files written atomically, the
+// example line of --help. Encoding (JSON, CSV) is format/format.h's.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <CLI/CLI.hpp>
 
-#include <filesystem>
 #include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
-#include "trainscope/store/store.h"
+#include "trainscope/env/manifest.h"
 
 namespace trainscope::cli {
 
@@ -31,20 +30,16 @@ class Table {
   std::vector<size_t> right_;
 };
 
-// A number for JSON: finite values as numbers, NaN/Inf as the strings
-// "nan", "inf", "-inf" (JSON has no literal for them).
-nlohmann::json json_number(double v);
-nlohmann::json to_json(const store::RunInfo& r, bool full);
-nlohmann::json to_json(const store::MetricSummary& m);
-nlohmann::json to_json(const store::ArtifactInfo& a);
-
-// Human duration: "1h02m", "3m05s", "4.2s".
-std::string format_duration(double seconds);
-// Compact number for tables: 6 significant digits, nan/inf spelled out.
-std::string format_value(double v);
-
-// Writes to `out_path` atomically (temp file + rename), or to stdout when
-// out_path is empty or "-".
+// Writes to `out_path` atomically, or to stdout when it is empty or "-".
 void write_output(const std::string& out_path, const std::function<void(std::ostream&)>& body);
+
+// Prints differences grouped by manifest group: key, then each side's value.
+void print_differences(std::ostream& out, const std::vector<env::Difference>& diffs,
+                       const std::string& a_label, const std::string& b_label);
+
+// Appends "Example:\n  <example>" to a command's help.
+inline void set_example(CLI::App* cmd, const std::string& example) {
+  cmd->footer("\nExample:\n  " + example + "\n");
+}
 
 }  // namespace trainscope::cli

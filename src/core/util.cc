@@ -8,6 +8,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <random>
@@ -148,6 +149,28 @@ std::string format_double(double v) {
   char buf[32];
   auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
+}
+
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& body) {
+  std::filesystem::path tmp = path;
+  tmp += ".tmp";
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
+    body(out);
+    out.flush();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      fail(ErrorKind::kRuntime, "writing '{}' failed (disk full?)", path.string());
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    fail(ErrorKind::kRuntime, "cannot create '{}': {}", path.string(), ec.message());
+  }
 }
 
 std::string host_name() {

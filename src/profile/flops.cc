@@ -67,14 +67,6 @@ double function_flops(const std::string& type, const std::vector<torch::Tensor>&
   return 0;
 }
 
-void mark_input_gradients(std::vector<LayerInfo>& layers) {
-  bool params_before = false;
-  for (auto& l : layers) {
-    l.input_grad = params_before;
-    params_before = params_before || l.params > 0;
-  }
-}
-
 namespace {
 
 // Shapes, parameters, FLOPs and bytes of a module layer's forward pass.

@@ -7,28 +7,6 @@
 
 namespace trainscope::profile {
 
-const char* to_string(Phase p) {
-  switch (p) {
-    case Phase::kNone:
-      return "none";
-    case Phase::kData:
-      return "data";
-    case Phase::kForward:
-      return "forward";
-    case Phase::kLoss:
-      return "loss";
-    case Phase::kBackward:
-      return "backward";
-    case Phase::kZeroGrad:
-      return "zero_grad";
-    case Phase::kUpdate:
-      return "update";
-    case Phase::kRecording:
-      return "recording";
-  }
-  return "?";
-}
-
 using Clock = std::chrono::steady_clock;
 
 struct IterationProfiler::State {

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
@@ -213,33 +212,6 @@ std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
   o += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">mean per profiled iteration; wall {:.1f} ms, coverage {:.1f}%</text>\n",
                    left, y + 16, s.wall_us / 1000, s.coverage_mean * 100);
   return o + "</svg>\n";
-}
-
-double peak_gflops() {
-  const int threads = torch::get_num_threads();
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  std::filesystem::path dir = xdg && *xdg ? std::filesystem::path(xdg) / "trainscope"
-                                          : std::filesystem::path(home ? home : "/tmp") / ".cache/trainscope";
-  std::filesystem::path file = dir / fmt::format("peak_gflops_t{}_{}.txt", threads, host_name());
-  if (std::ifstream in(file); in) {
-    double v = 0;
-    if (in >> v && v > 0) return v;
-  }
-  torch::NoGradGuard ng;
-  auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
-  double best = 0;
-  for (int i = 0; i < 6; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    auto c = a.mm(b);
-    (void)c.data_ptr();
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (i > 0) best = std::max(best, 2.0 * 1024 * 1024 * 1024 / s / 1e9);
-  }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  std::ofstream(file) << best << "\n";
-  return best;
 }
 
 }  // namespace trainscope::profile

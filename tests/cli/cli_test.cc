@@ -48,13 +48,41 @@ TEST_F(CliTest, Version) {
   EXPECT_NE(r.out.find("trainscope 0."), std::string::npos) << r.out;
 }
 
+// Every command, those that need libtorch included: --help is parsed by the
+// torch-free executable and never loads libtorch.
 TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
-  for (const char* cmd : {"", "runs", "runs list", "runs show", "runs export", "runs delete",
-                          "metrics", "numerics", "numerics logmap"}) {
-    auto r = run_command(std::string(TS_CLI_BIN) + " " + cmd + " --help");
+  for (const char* cmd :
+       {"", "runs", "runs list", "runs show", "runs export", "runs delete", "metrics", "numerics",
+        "numerics logmap", "numerics sum", "watch", "resources", "report", "report throughput",
+        "train", "config", "config show", "config keys", "eval", "env", "env diff", "diff",
+        "rerun", "card", "checklist", "profile", "profile grid", "profile show", "costmodel",
+        "costmodel fit", "costmodel predict", "costmodel eval"}) {
+    auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " " + cmd + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;
+    EXPECT_EQ(r.out.find("file=libtorch"), std::string::npos) << cmd << " --help loaded libtorch";
   }
+}
+
+// The dynamic loader names every library it maps (LD_DEBUG=files): reading
+// the store must not map libtorch; training must (or this test could not
+// tell the difference).
+TEST_F(CliTest, ReadingTheStoreNeverLoadsLibtorch) {
+  make_run("logged");
+  for (const char* cmd : {"--version", "runs list", "runs show logged", "runs export logged",
+                          "metrics logged lyapunov", "env", "checklist logged"}) {
+    auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " --store " +
+                         shell_quote("sqlite:" + (dir_ / "t.db").string()) + " " + cmd);
+    EXPECT_EQ(r.exit_code, 0) << cmd << ":\n" << r.out.substr(r.out.size() - 2000);
+    EXPECT_NE(r.out.find("file=libsqlite3"), std::string::npos) << cmd;  // LD_DEBUG works
+    EXPECT_EQ(r.out.find("file=libtorch"), std::string::npos) << cmd << " loaded libtorch";
+    EXPECT_EQ(r.out.find("file=libc10"), std::string::npos) << cmd << " loaded libc10";
+  }
+#ifdef TS_WITH_TORCH
+  auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " config keys");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("file=libtorch_cpu.so"), std::string::npos) << "config keys needs libtorch";
+#endif
 }
 
 TEST_F(CliTest, ListShowByNameAndPrefix) {

@@ -9,6 +9,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/repro/diff.h"
+#include "trainscope/repro/replay.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::repro {
@@ -85,6 +86,8 @@ TEST(DiffTest, FindsTheFirstDifferingStepAndMeasuresItByReplay) {
   auto b = train_run(store, small({"schedule.name=multistep", "schedule.milestones=[2]",
                                    "schedule.gamma=0.5"}), "b");
   RunDiff d = diff_runs(*store, a, b);
+  EXPECT_FALSE(d.replay_from.has_value());  // the records alone: no replay yet
+  replay_divergence(*store, a, b, d);
   EXPECT_FALSE(d.identical);
   EXPECT_EQ(d.first_diff_step, 17);
   ASSERT_FALSE(d.differing_tensors.empty());

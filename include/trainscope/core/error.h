@@ -1,8 +1,10 @@
 // Errors a user can act on.
 //
-// Inside trainscope, failures are reported by throwing trainscope::Error with a
-// one-line message that names the input and says what to do. The CLI catches
-// it once, prints "trainscope: <message>" and exits with a non-zero code.
+// Inside trainscope, failures are reported by throwing core::Error with a
+// one-line message that names the input and says what to do, and a kind
+// that says what went wrong. Whoever catches it decides what the kind means
+// to its user: the CLI maps kinds to exit codes (src/cli), a web server
+// would map them to HTTP statuses.
 #pragma once
 
 #include <fmt/format.h>
@@ -12,22 +14,23 @@
 
 namespace trainscope::core {
 
-// Exit codes the CLI returns for each kind of error.
 enum class ErrorKind {
-  kUsage = 2,       // bad arguments or configuration
-  kNotFound = 3,    // unknown run, key, file
-  kConflict = 4,    // ambiguous reference, immutable value changed
-  kStore = 5,       // the store cannot be opened, read or written
-  kRuntime = 1,     // anything else
-  kCommandNotFound = 127,  // `watch` of a program that does not exist (as the shell)
+  kRuntime,          // anything else
+  kUsage,            // bad arguments or configuration
+  kNotFound,         // unknown run, key, file
+  kConflict,         // ambiguous reference, immutable value changed
+  kStore,            // the store cannot be opened, read or written
+  kCommandNotFound,  // a program to run does not exist
 };
 
 class Error : public std::runtime_error {
  public:
   explicit Error(std::string message, ErrorKind kind = ErrorKind::kRuntime)
       : std::runtime_error(std::move(message)), kind_(kind) {}
+  // Out of line, so that the type has one home (libtrainscope) when errors
+  // cross shared libraries.
+  ~Error() override;
   ErrorKind kind() const { return kind_; }
-  int exit_code() const { return static_cast<int>(kind_); }
 
  private:
   ErrorKind kind_;

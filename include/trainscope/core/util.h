@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +45,13 @@ std::string format_double(double v);
 // The p-quantile (0..1) of `v` with linear interpolation between order
 // statistics (p = 0.5: the median); NaN for an empty vector.
 double percentile(std::vector<double> v, double p);
+
+// Writes a file so that readers see either its old content or all of the
+// new one: `body` writes into a temporary file beside `path` that is renamed
+// over it at the end. Throws Error naming the path when it cannot be
+// written (the temporary file is removed).
+void write_file_atomically(const std::filesystem::path& path,
+                           const std::function<void(std::ostream&)>& body);
 
 // This host's name.
 std::string host_name();

@@ -36,7 +36,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/profile/profiler.h"
+#include "trainscope/profile/types.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/store/store.h"
 

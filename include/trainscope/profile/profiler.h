@@ -32,34 +32,9 @@
 #include <vector>
 
 #include "trainscope/layers/layers.h"
+#include "trainscope/profile/types.h"
 
 namespace trainscope::profile {
-
-// The phases a profiled iteration is split into (a training loop marks
-// them with IterationProfiler::phase).
-enum class Phase { kNone, kData, kForward, kLoss, kBackward, kZeroGrad, kUpdate, kRecording };
-const char* to_string(Phase p);
-
-struct TraceEvent {
-  std::string name;
-  std::string layer;  // empty when unattributed
-  Phase phase = Phase::kNone;
-  double start_us = 0, dur_us = 0;  // from the iteration start
-  int64_t seq = -1;
-  int depth = 0;
-};
-
-struct IterationProfile {
-  int64_t step = 0;
-  double wall_us = 0;
-  // (layer, phase) -> self microseconds; layer "" = unattributed in phase.
-  std::map<std::pair<std::string, Phase>, double> cells;
-  std::map<Phase, double> span_us;      // wall-clock span of each phase
-  std::map<Phase, double> overhead_us;  // span time outside any operator
-  double other_us = 0;                  // outside every phase span
-  double coverage = 0;                  // (wall - other) / wall
-  std::vector<TraceEvent> events;       // for the Chrome trace
-};
 
 // Profiles one iteration at a time on the calling thread. Not thread-safe;
 // one instance per training thread.
@@ -93,30 +68,6 @@ class IterationProfiler {
   std::unique_ptr<State> state_;
 };
 
-// --- per-layer facts -------------------------------------------------------------
-
-struct LayerInfo {
-  std::string name;
-  std::string type;  // Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...
-  std::vector<int64_t> in_shape, out_shape;
-  int64_t params = 0;
-  int64_t param_tensors = 0;  // weight, bias, ...
-  double param_bytes = 0;
-  double flops = 0;             // forward FLOPs for the batch (formulas in flops.cc)
-  double bytes = 0;             // input + output + parameter bytes moved (forward)
-  double activation_bytes = 0;  // output tensor
-  // Structural features for the cost model.
-  int64_t in_channels = 0, out_channels = 0, kernel = 0, stride = 1, groups = 1;
-  // Whether backward computes the gradient of this layer's input. False up to
-  // and including the first layer with parameters in forward order: nothing
-  // before it needs a gradient. Derived from the order, never stored (see
-  // mark_input_gradients).
-  bool input_grad = true;
-};
-
-// Sets `input_grad` of layers listed in forward order.
-void mark_input_gradients(std::vector<LayerInfo>& layers);
-
 // Runs one forward pass of `model` on `x`, subscribed to its layer events
 // (layers.h), and returns every named layer's facts in forward order.
 std::vector<LayerInfo> describe_layers(torch::nn::Module& model,
@@ -135,5 +86,10 @@ double layer_flops(const torch::nn::Module& m, const std::vector<int64_t>& in,
 //   Add (n inputs) (n-1) * numel_out;  ReLU numel_out;  AdaptiveAvgPool2d numel_in
 double function_flops(const std::string& type, const std::vector<torch::Tensor>& ins,
                       const torch::Tensor& out);
+
+// Measured peak GFLOP/s of a float32 GEMM on this machine with the current
+// thread count (1024x1024x1024, best of several), cached under
+// $XDG_CACHE_HOME/trainscope or ~/.cache/trainscope.
+double peak_gflops();
 
 }  // namespace trainscope::profile

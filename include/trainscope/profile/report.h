@@ -1,12 +1,12 @@
 // Turning iteration profiles into store rows, tables, a Chrome trace and an
-// SVG, and reading them back.
+// SVG, and reading them back. Torch-free.
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
 
-#include "trainscope/profile/profiler.h"
+#include "trainscope/profile/types.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::profile {
@@ -44,10 +44,5 @@ ProfileSummary summarize(store::Store& store, const std::string& uuid);
 
 // Stacked horizontal bars: time per layer split by phase.
 std::string layer_chart_svg(const ProfileSummary& s, const std::string& title);
-
-// Measured peak GFLOP/s of a float32 GEMM on this machine with the current
-// thread count (1024x1024x1024, best of several), cached under
-// $XDG_CACHE_HOME/trainscope or ~/.cache/trainscope.
-double peak_gflops();
 
 }  // namespace trainscope::profile

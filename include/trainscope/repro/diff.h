@@ -1,7 +1,6 @@
 // Comparing two recorded runs: where their training first differs, which
-// tensors differ there and by how much, and how far their metric curves and
-// environments are apart. Reads the store; replays steps from a checkpoint
-// in a scratch store when asked.
+// tensors differ there, and how far their metric curves and environments
+// are apart. Torch-free: it reads the store only (replay.h re-executes).
 #pragma once
 
 #include <optional>
@@ -49,10 +48,10 @@ struct RunDiff {
   std::optional<double> final_accuracy_a, final_accuracy_b;
 };
 
-// Compares runs a and b. With `replay`, re-executes the steps from the last
-// checkpoint before the first divergence under each run's own config to
-// measure the numeric differences (needs libtorch; trainscope_train).
-RunDiff diff_runs(store::Store& store, const store::RunInfo& a, const store::RunInfo& b, bool replay = true);
+// Compares the records of runs a and b: config, environment, loss curves,
+// and fingerprints up to the first step where they differ. The numeric
+// differences at that step come from replay_divergence (replay.h, libtorch).
+RunDiff diff_runs(store::Store& store, const store::RunInfo& a, const store::RunInfo& b);
 
 // Element-wise comparison of two tensors of the same shape and dtype.
 TensorDelta compare_tensors(const std::string& name, const void* a, const void* b,
@@ -60,5 +59,16 @@ TensorDelta compare_tensors(const std::string& name, const void* a, const void* 
 
 // The manifest of a run as recorded, plus its params as config.* / seeds.*.
 env::Manifest run_manifest(store::Store& store, const store::RunInfo& run);
+
+// The groups of an environment manifest that describe the machine rather
+// than the run (hardware, driver, libraries, system, threads, flags, env,
+// build): the part a run can be compared with another machine on.
+bool is_machine_group(const std::string& group);
+
+// The machine facts of a run's manifest `recorded` that differ on `here`,
+// the hostname aside. Keys `here` lacks are compared only when
+// `here_complete` (a manifest without libtorch facts leaves them out).
+std::vector<env::Difference> machine_differences(env::Manifest recorded, env::Manifest here,
+                                                 bool here_complete = true);
 
 }  // namespace trainscope::repro

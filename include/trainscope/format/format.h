@@ -1,0 +1,80 @@
+// Output formats of everything a reader shows: JSON, CSV and the short text
+// forms of numbers and durations. Torch-free, so the CLI, a web server or a
+// Python module encode runs, metrics, manifests, diffs, resource statistics
+// and profiles the same way. JSON numbers that are NaN or infinite become
+// the strings "nan", "inf", "-inf" (JSON has no literal for them); CSV
+// fields are quoted per RFC 4180 when needed.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "trainscope/env/manifest.h"
+#include "trainscope/monitor/report.h"
+#include "trainscope/numerics/logmap.h"
+#include "trainscope/profile/costmodel.h"
+#include "trainscope/profile/report.h"
+#include "trainscope/repro/diff.h"
+#include "trainscope/repro/documents.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::format {
+
+using Json = nlohmann::json;
+
+// --- text --------------------------------------------------------------------
+// "1h02m", "3m05s", "4.2s"; "-" for a negative or non-finite duration.
+std::string duration(double seconds);
+// 6 significant digits; nan/inf spelled out.
+std::string value(double v);
+// How long a run has taken: until its end, until now while it runs, else
+// until its last heartbeat.
+double run_seconds(const store::RunInfo& run, double now);
+// GFLOP/s of `flops` done in `us` microseconds (0 when us is 0).
+double gflops(double flops, double us);
+
+// --- JSON --------------------------------------------------------------------
+Json number(double v);
+// A run; `full` adds the command line and config.
+Json run(const store::RunInfo& r, bool full);
+Json metric_summary(const store::MetricSummary& m);
+Json artifact(const store::ArtifactInfo& a);
+Json metric_points(const std::vector<store::MetricPoint>& points);
+// Everything recorded for a run: the run, params, tags, metric summaries,
+// artifacts, and with `with_points` every metric point by key.
+Json run_export(store::Store& store, const store::RunInfo& r, bool with_points);
+Json differences(const std::vector<env::Difference>& diffs);
+Json run_diff(const repro::RunDiff& d);
+Json checklist(const std::vector<repro::ChecklistItem>& items);
+Json resource_stats(const std::vector<monitor::SeriesStats>& stats);
+// One object per run: its UUID and every throughput row as a display string.
+Json throughput(const std::vector<monitor::ThroughputColumn>& columns);
+// A run's profile with the measured profiler overhead and the GEMM peak.
+struct ProfileExtras {
+  double step_ms_profiled = 0, step_ms_unprofiled = 0, peak_gflops = 0;
+};
+Json profile(const std::string& run_uuid, const profile::ProfileSummary& s,
+             const ProfileExtras& extras);
+Json costmodel_eval(const profile::CostModelEval& e);
+Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
+            const numerics::LogmapResult& r);
+Json sum(const std::string& run_uuid, const numerics::SumReport& r);
+
+// --- CSV ---------------------------------------------------------------------
+// "key,step,wall_time,value" (or without key) and one row per point.
+void metric_csv_header(std::ostream& out, bool with_key);
+void metric_csv(std::ostream& out, const std::string* key,
+                const std::vector<store::MetricPoint>& points);
+// Every metric point of a run, with its key.
+void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInfo& r);
+void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
+void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
+void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
+
+// The display string of one throughput cell (row i of throughput_rows()).
+std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row);
+
+}  // namespace trainscope::format

@@ -1,0 +1,27 @@
+// Documents a run's records answer: a Model Card (Mitchell et al.) and the
+// ML Reproducibility Checklist (Pineau et al.), filled from params, the
+// environment manifest and metrics, with what only a person can write left
+// marked. Torch-free: they only read the store.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::repro {
+
+// A Model Card in Markdown. Sections a person must write say TODO.
+std::string model_card(store::Store& store, const store::RunInfo& run);
+
+struct ChecklistItem {
+  std::string question;
+  std::string answer;  // "OPEN: ..." when the records cannot answer it
+  bool answered = false;
+};
+
+// The checklist items the records can answer. "Number of runs" and "mean
+// and variation" count the finished runs with the same config hash.
+std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& run);
+
+}  // namespace trainscope::repro

@@ -1,0 +1,32 @@
+// The command families of the `trainscope` executable. Each registers its
+// subcommands on the root app; callbacks parse nothing more, call a library
+// component, and print. Torch commands hand their parsed arguments to the
+// torch half (torch_commands.h).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <stdexcept>
+#include <string>
+
+#include "context.h"
+
+namespace trainscope::cli {
+
+// Commands that need libtorch (marked *) are parsed here and run by the
+// torch half.
+void register_runs_commands(CLI::App& app, Context& ctx);      // runs, metrics
+void register_numerics_commands(CLI::App& app, Context& ctx);  // numerics logmap*, sum
+void register_monitor_commands(CLI::App& app, Context& ctx);   // watch, resources, report
+void register_train_commands(CLI::App& app, Context& ctx);     // train*, config*, eval*
+void register_repro_commands(CLI::App& app, Context& ctx);     // env, diff*, rerun*, card, checklist
+void register_profile_commands(CLI::App& app, Context& ctx);   // profile*, costmodel*
+
+// Ends the process with `code` after printing `message` (if any) on stderr:
+// how a command passes on a watched program's exit code.
+struct Exit : std::runtime_error {
+  Exit(int c, const std::string& message) : std::runtime_error(message), code(c) {}
+  int code;
+};
+
+}  // namespace trainscope::cli

@@ -1,0 +1,172 @@
+// diff, rerun, and libtorch's facts for `env --with-torch`.
+#include <iostream>
+
+#include "../output.h"
+#include "progress.h"
+#include "torch_cli.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/format/format.h"
+#include "trainscope/repro/replay.h"
+#include "trainscope/train/torch_env.h"
+
+namespace trainscope::cli::torch_cli {
+
+namespace {
+
+std::string fmt_opt(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4f}", *v) : std::string("-");
+}
+
+void print_replay(std::ostream& o, const repro::RunDiff& d) {
+  if (d.replay_from) {
+    o << "\nreplayed both from the checkpoint at step " << *d.replay_from << " to step "
+      << d.first_diff_step << (d.replay_reproduced ? " (reproduces the recorded hashes)" : "")
+      << ":\n";
+    Table t({"TENSOR", "DIFFERING", "MAX ABS", "MAX REL", "MAX ULP"});
+    for (size_t c = 1; c < 5; ++c) t.align_right(c);
+    for (const auto& x : d.deltas)
+      t.add_row({x.name, fmt::format("{}/{}", x.differing, x.elements),
+                 fmt::format("{:.3g}", x.max_abs), fmt::format("{:.3g}", x.max_rel),
+                 fmt::format("{:.0f}", x.max_ulp)});
+    t.print(o);
+  }
+  if (!d.replay_note.empty()) o << "note: " << d.replay_note << "\n";
+}
+
+void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
+  o << "\nfingerprints: ";
+  if (!d.have_fingerprints) {
+    o << "missing in " << (d.steps_a == 0 ? "A" : "B")
+      << " (record with fingerprint.every_steps > 0); step-level comparison skipped\n";
+  } else if (!d.same_tensors) {
+    o << "the runs hash different tensor sets; step-level comparison skipped\n";
+  } else if (d.identical) {
+    o << "BIT-IDENTICAL at all " << d.common_steps << " fingerprinted steps\n";
+  } else if (d.first_diff_step < 0) {
+    o << "identical over the " << d.common_steps << " steps both have (A has " << d.steps_a
+      << ", B has " << d.steps_b << ")\n";
+  } else {
+    o << (d.first_diff_step <= 1 ? std::string("different from the first step; ")
+                                 : fmt::format("identical up to step {}; ", d.first_diff_step - 1))
+      << "first difference at step " << d.first_diff_step << " in " << d.differing_tensors.size()
+      << " tensor(s), forward order:\n";
+    for (size_t i = 0; i < d.differing_tensors.size(); ++i) {
+      if (i == 12) {
+        o << "    ... and " << d.differing_tensors.size() - 12 << " more\n";
+        break;
+      }
+      o << "    " << d.differing_tensors[i] << "\n";
+    }
+    print_replay(o, d);
+  }
+}
+
+void print_curves_and_environment(std::ostream& o, const repro::RunDiff& d) {
+  o << "\nmetric curves: max |loss A - loss B| = " << format::value(d.max_loss_diff) << " over "
+    << d.loss_steps_compared << " common steps";
+  if (d.max_loss_diff_step >= 0) o << " (largest at step " << d.max_loss_diff_step << ")";
+  o << "\nfinal test accuracy: A " << fmt_opt(d.final_accuracy_a) << ", B "
+    << fmt_opt(d.final_accuracy_b);
+  if (d.final_accuracy_a && d.final_accuracy_b)
+    o << fmt::format(", difference {:+.2f} percentage points",
+                     (*d.final_accuracy_b - *d.final_accuracy_a) * 100);
+  o << "\n";
+  if (d.environment.empty()) return;
+  o << "\nenvironment differences (" << d.environment.size()
+    << "; `trainscope env diff` shows them):";
+  size_t shown = 0;
+  for (const auto& e : d.environment) {
+    if (e.group == "data" || e.key == "system.hostname") continue;
+    if (++shown > 8) break;
+    auto cut = [](const std::string& v) {
+      return core::escape_for_display(v.size() > 60 ? v.substr(0, 57) + "..." : v);
+    };
+    o << "\n  " << e.key << ": " << cut(e.a) << " -> " << cut(e.b);
+  }
+  o << "\n";
+}
+
+void print_run_diff(std::ostream& o, const repro::RunDiff& d) {
+  o << "A " << d.a << "\nB " << d.b << "\n";
+  if (!d.same_model)
+    o << "\nThe runs train different models (" << d.model_a << " vs " << d.model_b
+      << "): only configs, environments and metric curves are compared.\n";
+  if (!d.config.empty()) {
+    o << "\nconfig and seeds that differ:";
+    print_differences(o, d.config, "A", "B");
+  }
+  print_fingerprints(o, d);
+  print_curves_and_environment(o, d);
+}
+
+// Prints what --verify found; throws when the rerun is not bit-identical.
+void verify(store::Store& store, const store::RunInfo& orig, const std::string& rerun_uuid) {
+  auto d = repro::diff_runs(store, orig, *store.find_run(rerun_uuid));
+  if (!d.have_fingerprints)
+    core::fail(core::ErrorKind::kUsage,
+               "run {} has no fingerprints to verify against (fingerprint.every_steps was 0)",
+               orig.uuid.substr(0, 8));
+  if (d.identical) {
+    std::cout << "verify: bit-identical at all " << d.common_steps << " steps\n";
+    return;
+  }
+  if (d.first_diff_step >= 0) {
+    std::cout << "verify: DIVERGED at step " << d.first_diff_step << " (identical up to step "
+              << d.first_diff_step - 1 << "); first tensors: ";
+    for (size_t i = 0; i < d.differing_tensors.size() && i < 5; ++i)
+      std::cout << (i ? ", " : "") << d.differing_tensors[i];
+    std::cout << "\n  see `trainscope diff " << orig.uuid.substr(0, 8) << " "
+              << rerun_uuid.substr(0, 8) << "`\n";
+  } else {
+    std::cout << "verify: identical over " << d.common_steps
+              << " common steps but lengths differ (" << d.steps_a << " vs " << d.steps_b << ")\n";
+  }
+  throw core::Error("rerun is not bit-identical", core::ErrorKind::kRuntime);
+}
+
+}  // namespace
+
+void diff(Context& ctx, const DiffArgs& a) {
+  auto store = ctx.store();
+  store::RunInfo ra = store->resolve_run(a.a), rb = store->resolve_run(a.b);
+  repro::RunDiff d = repro::diff_runs(*store, ra, rb);
+  if (!a.no_replay && d.same_model && d.same_tensors) repro::replay_divergence(*store, ra, rb, d);
+  if (ctx.json) {
+    std::cout << format::run_diff(d).dump(2) << "\n";
+  } else {
+    print_run_diff(std::cout, d);
+  }
+}
+
+void rerun(Context& ctx, const RerunArgs& a) {
+  auto store = ctx.store();
+  store::RunInfo orig = store->resolve_run(a.run);
+  auto warn = [](const std::vector<env::Difference>& diffs) {
+    for (const auto& d : diffs)
+      core::log_warn("environment differs: {}: '{}' then, '{}' now", d.key, d.a.substr(0, 100),
+                     d.b.substr(0, 100));
+    if (diffs.empty()) core::log_info("environment matches the original run");
+  };
+  repro::Rerun r;
+  try {
+    r = repro::rerun(store, orig,
+                     {.force = a.force,
+                      .command_line = ctx.argv_line,
+                      .observers = {std::make_shared<ProgressObserver>()},
+                      .before_training = warn});
+  } catch (const core::Error& e) {
+    // A changed dataset file: the flag that overrides it is this CLI's.
+    if (e.kind() != core::ErrorKind::kConflict || a.force) throw;
+    throw core::Error(std::string(e.what()) + ", use --force to run anyway", e.kind());
+  }
+  std::cout << fmt::format("rerun {} of {}: {}, {} steps, test accuracy {:.4f}\n",
+                           r.result.run_uuid.substr(0, 8), orig.uuid.substr(0, 8),
+                           to_string(r.result.status), r.result.steps, r.result.test.accuracy);
+  if (a.verify) verify(*store, orig, r.result.run_uuid);
+}
+
+env::Manifest torch_environment() { return train::capture_torch(); }
+
+}  // namespace trainscope::cli::torch_cli

@@ -1,0 +1,7 @@
+#include "trainscope/core/error.h"
+
+namespace trainscope::core {
+
+Error::~Error() = default;
+
+}  // namespace trainscope::core

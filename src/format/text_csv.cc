@@ -1,0 +1,89 @@
+// Short text forms and CSV.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <ostream>
+
+#include "trainscope/core/util.h"
+#include "trainscope/format/format.h"
+
+namespace trainscope::format {
+using core::csv_field;
+using core::format_double;
+
+std::string duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "-";
+  if (s < 60) return fmt::format("{:.1f}s", s);
+  auto total = static_cast<int64_t>(s);
+  if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);
+  return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
+}
+
+std::string value(double v) {
+  if (!std::isfinite(v)) return format_double(v);
+  return fmt::format("{:.6g}", v);
+}
+
+double run_seconds(const store::RunInfo& r, double now) {
+  const double end = r.end_time > 0 ? r.end_time
+                                    : (r.status == store::RunStatus::kRunning ? now : r.heartbeat);
+  return end - r.start_time;
+}
+
+double gflops(double flops, double us) { return us > 0 ? flops / us / 1e3 : 0.0; }
+
+std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row) {
+  const auto& rows = monitor::throughput_rows();
+  const bool target_row = row == 8 || row == 9;  // time and epochs to target
+  if (target_row && c.target_missed) return "not reached";
+  const auto& v = c.values.at(row);
+  return v ? fmt::format(fmt::runtime(rows[row].format), *v) : std::string("-");
+}
+
+void metric_csv_header(std::ostream& out, bool with_key) {
+  out << (with_key ? "key,step,wall_time,value\n" : "step,wall_time,value\n");
+}
+
+void metric_csv(std::ostream& out, const std::string* key,
+                const std::vector<store::MetricPoint>& pts) {
+  const std::string k = key ? csv_field(*key) + "," : std::string();
+  for (const auto& p : pts)
+    out << k << p.step << ',' << format_double(p.wall_time) << ',' << format_double(p.value)
+        << '\n';
+}
+
+void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInfo& r) {
+  metric_csv_header(out, true);
+  for (const auto& m : store.metric_summaries(r.uuid))
+    metric_csv(out, &m.key, store.metric(r.uuid, m.key));
+}
+
+void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats) {
+  out << "key,n,mean,p50,p95,max\n";
+  for (const auto& s : stats)
+    out << csv_field(s.key) << "," << s.n << "," << format_double(s.mean) << ","
+        << format_double(s.p50) << "," << format_double(s.p95) << "," << format_double(s.max)
+        << "\n";
+}
+
+void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
+  out << "layer,type,forward_us,backward_us,update_us,forward_flops,forward_gflops_per_s\n";
+  for (const auto& l : s.layers)
+    out << csv_field(l.layer) << "," << l.type << "," << format_double(l.forward_us) << ","
+        << format_double(l.backward_us) << "," << format_double(l.update_us) << ","
+        << format_double(l.flops) << "," << format_double(gflops(l.flops, l.forward_us)) << "\n";
+  for (const auto& [k, v] : s.categories) out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
+}
+
+void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e) {
+  out << "level,model,batch,layer,type,measured_us,predicted_us,error_percent\n";
+  for (const auto& r : e.rows)
+    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", r.model, r.batch,
+                       r.measured_us, r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
+  for (const auto& r : e.layer_rows)
+    out << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.layer,
+                       r.type, r.measured_us, r.predicted_us,
+                       (r.predicted_us / r.measured_us - 1) * 100);
+}
+
+}  // namespace trainscope::format

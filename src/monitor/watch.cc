@@ -1,0 +1,191 @@
+#include "trainscope/monitor/watch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/env/manifest.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::monitor {
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+volatile sig_atomic_t g_child = 0;
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// Forwards SIGINT and SIGTERM to the child while alive.
+class SignalForwarding {
+ public:
+  explicit SignalForwarding(pid_t child) {
+    g_child = child;
+    std::signal(SIGINT, forward_signal);
+    std::signal(SIGTERM, forward_signal);
+  }
+  ~SignalForwarding() {
+    g_child = 0;
+    std::signal(SIGINT, SIG_DFL);
+    std::signal(SIGTERM, SIG_DFL);
+  }
+};
+
+struct Pipes {
+  int out[2] = {-1, -1}, err[2] = {-1, -1};
+};
+
+// Starts `exe` with stdout and stderr on fresh pipes.
+pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p) {
+  if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
+    fail(ErrorKind::kRuntime, "cannot create pipes: {}", std::strerror(errno));
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
+  if (pid == 0) {
+    dup2(p.out[1], 1);
+    dup2(p.err[1], 2);
+    execv(exe.c_str(), argv.data());
+    _exit(127);
+  }
+  close(p.out[1]);
+  close(p.err[1]);
+  return pid;
+}
+
+// Copies what arrives on `fd` to `echo` and to `file`, and hands each line
+// to the parser.
+void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, std::mutex& mu) {
+  std::ofstream out(file, std::ios::binary);
+  std::string pending;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) {
+    fwrite(buf, 1, static_cast<size_t>(n), echo);
+    fflush(echo);
+    out.write(buf, n);
+    pending.append(buf, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      std::lock_guard lock(mu);
+      parser.line(pending.substr(0, nl));
+      pending.erase(0, nl + 1);
+    }
+  }
+  if (!pending.empty()) {
+    std::lock_guard lock(mu);
+    parser.line(pending);
+  }
+  close(fd);
+}
+
+int wait_exit_code(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
+                                              const WatchOptions& o) {
+  std::string cmdline = o.command_line;
+  if (cmdline.empty())
+    for (const auto& a : o.command) cmdline += (cmdline.empty() ? "" : " ") + a;
+  store::NewRun nr;
+  nr.experiment = o.experiment;
+  nr.name = o.name.empty() ? fs::path(o.command.front()).filename().string() : o.name;
+  nr.command_line = cmdline;
+  auto run = store::RunRecorder::start(std::move(store), nr);
+  run->set_environment(env::capture_machine());
+  run->set_tag("watch.command", cmdline);
+  return run;
+}
+
+void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLineParser& parser,
+                    const fs::path& tmp) {
+  run.log_metric("exit_code", r.exit_code, 0);
+  run.set_tag("exit_code", std::to_string(r.exit_code));
+  r.metric_lines = parser.parsed();
+  r.malformed_lines = parser.malformed();
+  run.set_tag("metric_lines.parsed", std::to_string(r.metric_lines));
+  run.set_tag("metric_lines.malformed", std::to_string(r.malformed_lines));
+  if (r.malformed_lines > 0) {
+    r.first_malformed = parser.first_malformed().substr(0, 200);
+    run.set_tag("metric_lines.first_malformed", r.first_malformed);
+  }
+  run.add_artifact(tmp / "stdout.txt", "stdout", "stdout.txt");
+  run.add_artifact(tmp / "stderr.txt", "stderr", "stderr.txt");
+}
+
+}  // namespace
+
+std::string find_program(const std::string& name) {
+  if (name.find('/') != std::string::npos)
+    return access(name.c_str(), X_OK) == 0 ? name : std::string();
+  const char* path = std::getenv("PATH");
+  std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(ss, dir, ':')) {
+    fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
+    std::error_code ec;
+    if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0)
+      return candidate.string();
+  }
+  return {};
+}
+
+WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
+  if (o.command.empty()) fail(ErrorKind::kUsage, "watch: no command given");
+  const std::string exe = find_program(o.command.front());
+  if (exe.empty())
+    fail(ErrorKind::kCommandNotFound, "command not found: '{}' (not an executable file in $PATH)",
+         o.command.front());
+  auto run = start_run(std::move(store), o);
+  WatchResult r;
+  r.run_uuid = run->uuid();
+  Pipes pipes;
+  const pid_t pid = spawn(exe, o.command, pipes);
+  SamplerOptions so;
+  so.interval_s = o.interval_s;
+  so.pid = pid;
+  so.carbon_kg_per_kwh = o.carbon_kg_per_kwh;
+  ResourceSampler sampler(*run, so);
+  fs::path tmp = fs::temp_directory_path() / ("trainscope-watch-" + core::new_uuid().substr(0, 8));
+  fs::create_directories(tmp);
+  MetricLineParser parser(*run);
+  std::mutex mu;
+  {
+    SignalForwarding forwarding(pid);
+    std::thread t_out(pump, pipes.out[0], stdout, tmp / "stdout.txt", std::ref(parser), std::ref(mu));
+    std::thread t_err(pump, pipes.err[0], stderr, tmp / "stderr.txt", std::ref(parser), std::ref(mu));
+    r.exit_code = wait_exit_code(pid);
+    t_out.join();
+    t_err.join();
+  }
+  r.energy = sampler.stop();
+  r.samples = sampler.samples();
+  record_outcome(*run, r, parser, tmp);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  run->end(r.exit_code == 0 ? store::RunStatus::kFinished : store::RunStatus::kFailed);
+  return r;
+}
+
+}  // namespace trainscope::monitor

@@ -1,0 +1,117 @@
+#include "trainscope/repro/replay.h"
+
+#include <torch/torch.h>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/train/torch_env.h"
+#include "trainscope/train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::repro {
+using core::ErrorKind;
+using core::fail;
+using store::RunInfo;
+using store::Store;
+
+namespace {
+
+using Tensors = std::vector<std::pair<std::string, torch::Tensor>>;
+
+int64_t checkpoint_step(const std::string& name) {
+  auto dash = name.rfind("step-");
+  if (dash == std::string::npos) return -1;
+  try {
+    return std::stoll(name.substr(dash + 5));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+// Replays `config_text` from `checkpoint` up to `to_step` in a scratch
+// in-memory store; returns the tensors a fingerprint hashes.
+Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64_t to_step) {
+  train::Config cfg = train::parse_config(config_text, {}, "recorded config");
+  cfg.max_steps = to_step;
+  cfg.checkpoint_every_epochs = 0;
+  cfg.checkpoint_every_steps = 0;
+  cfg.fingerprint_every_steps = 0;
+  std::shared_ptr<Store> scratch = Store::open({.uri = "sqlite::memory:"});
+  train::Trainer t(cfg, scratch, {.init_checkpoint = checkpoint.string(), .record_environment = false});
+  t.run();
+  Tensors out = train::fingerprint_tensors(*t.model());
+  for (auto& [n, tensor] : out) tensor = tensor.detach().clone();
+  return out;
+}
+
+// The last checkpoint of run `a` before `step`.
+std::optional<store::ArtifactInfo> checkpoint_before(Store& store, const RunInfo& a, int64_t step) {
+  std::optional<store::ArtifactInfo> ck;
+  int64_t best = -1;
+  for (const auto& art : store.artifacts(a.uuid)) {
+    const int64_t s = checkpoint_step(art.name);
+    if (art.kind == "checkpoint" && s >= 0 && s < step && s > best) {
+      ck = art;
+      best = s;
+    }
+  }
+  return ck;
+}
+
+// The recorded hashes of `uuid` at `step`.
+std::vector<uint64_t> hashes_at(Store& store, const std::string& uuid, int64_t step) {
+  for (const auto& f : store.fingerprints(uuid).steps)
+    if (f.step == step) return f.hashes;
+  return {};
+}
+
+// Element-wise differences of the replayed tensors; whether the replay
+// reproduced the recorded hashes of both runs.
+bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uint64_t>& ha,
+                     const std::vector<uint64_t>& hb, RunDiff& d) {
+  bool reproduced = ta.size() + 1 == ha.size() && ha.size() == hb.size();
+  for (size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
+    const auto& [name, x] = ta[i];
+    const auto& y = tb[i].second;
+    if (reproduced)
+      reproduced = train::tensor_hash(x) == ha[i] && train::tensor_hash(y) == hb[i];
+    if (!x.is_floating_point()) continue;
+    if (x.scalar_type() != y.scalar_type() || x.sizes() != y.sizes()) continue;
+    auto xc = x.contiguous(), yc = y.contiguous();
+    if (train::tensor_hash(xc) == train::tensor_hash(yc)) continue;
+    d.deltas.push_back(compare_tensors(name, xc.data_ptr(), yc.data_ptr(), xc.numel(),
+                                       xc.scalar_type() == torch::kFloat64));
+  }
+  return reproduced;
+}
+
+}  // namespace
+
+void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff& d) {
+  if (d.first_diff_step < 0) return;
+  // The last checkpoint of a before the divergence holds a state that b
+  // shared bit for bit (their fingerprints agree up to then).
+  auto ck = checkpoint_before(store, a, d.first_diff_step);
+  if (!ck) {
+    d.replay_note = fmt::format(
+        "no checkpoint of run {} before step {}; record one with checkpoint.every_steps to get "
+        "numeric differences",
+        a.uuid.substr(0, 8), d.first_diff_step);
+    return;
+  }
+  d.replay_from = checkpoint_step(ck->name);
+  core::log_info("replaying steps {}..{} of both runs from {}", *d.replay_from + 1,
+                 d.first_diff_step, ck->name);
+  Tensors ta = replay(a.config_text, ck->path, d.first_diff_step);
+  Tensors tb = replay(b.config_text, ck->path, d.first_diff_step);
+  d.replay_reproduced = compare_replays(ta, tb, hashes_at(store, a.uuid, d.first_diff_step),
+                                        hashes_at(store, b.uuid, d.first_diff_step), d);
+  if (!d.replay_reproduced)
+    d.replay_note =
+        "the replay did not reproduce the recorded fingerprints (this machine or its settings "
+        "differ from the recording); differences shown are the replay's";
+}
+
+}  // namespace trainscope::repro

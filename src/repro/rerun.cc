@@ -1,0 +1,60 @@
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/repro/replay.h"
+#include "trainscope/train/torch_env.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::repro {
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+// A changed dataset file makes a rerun a different experiment.
+void check_data_files(const env::Manifest& recorded, const store::RunInfo& orig, bool force) {
+  for (const auto& [k, v] : recorded) {
+    if (k.rfind("data.sha256.", 0) != 0) continue;
+    const std::string file = k.substr(12);
+    std::string now;
+    try {
+      now = core::sha256_file(file);
+    } catch (const core::Error&) {
+      now = "(missing)";
+    }
+    if (now == v) continue;
+    if (!force)
+      fail(ErrorKind::kConflict,
+           "dataset file '{}' changed since run {} (sha256 {} then, {} now); refusing to rerun",
+           file, orig.uuid.substr(0, 8), v.substr(0, 12), now.substr(0, 12));
+    core::log_warn("dataset file '{}' changed since the original run (forced)", file);
+  }
+}
+
+}  // namespace
+
+Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
+            const RerunOptions& options) {
+  if (orig.config_text.empty())
+    fail(ErrorKind::kUsage, "run {} has no recorded config; only trained runs can be rerun",
+         orig.uuid.substr(0, 8));
+  train::Config cfg =
+      train::parse_config(orig.config_text, {}, "run " + orig.uuid.substr(0, 8));
+  const env::Manifest recorded = store->environment(orig.uuid);
+  check_data_files(recorded, orig, options.force);
+  env::Manifest here = env::capture_machine();
+  here.merge(train::capture_torch());
+  Rerun out;
+  out.machine = machine_differences(recorded, here);
+  if (options.before_training) options.before_training(out.machine);
+  train::TrainOptions o;
+  o.name = (orig.name.empty() ? orig.uuid.substr(0, 8) : orig.name) + "-rerun";
+  o.command_line = options.command_line;
+  train::Trainer trainer(cfg, store, o);
+  for (const auto& obs : options.observers) trainer.add_observer(obs);
+  out.result = trainer.run();
+  store->set_tag(out.result.run_uuid, "rerun_of", orig.uuid);
+  return out;
+}
+
+}  // namespace trainscope::repro
