@@ -44,10 +44,10 @@ int main(int argc, char** argv) {
 
     // Start from defaults and change what you need, as `--set` would.
     ts::train::Config config = ts::train::parse_config(
-        "experiment: examples\n"
+        "run: {experiment: examples}\n"
         "data: {dataset: fashion-mnist, train_subset: 10000, test_subset: 2000}\n"
         "optimizer: {name: adam, lr: 0.002}\n"
-        "epochs: 1\n",
+        "train: {epochs: 1}\n",
         {});
     ts::train::TrainOptions options;
     options.name = "custom-tinynet";

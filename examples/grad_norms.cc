@@ -26,7 +26,7 @@ struct GradNorms : ts::train::TrainObserver {
 int main(int argc, char** argv) {
   std::shared_ptr<ts::store::Store> store = ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
   auto config = ts::train::parse_config(
-      "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"epochs=1"});
+      "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
   ts::train::Trainer trainer(config, store, {.name = "grad-norms"});
   trainer.set_model(std::make_shared<TinyNet>());
   trainer.add_observer(std::make_shared<GradNorms>());

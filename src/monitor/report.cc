@@ -96,7 +96,12 @@ ThroughputColumn throughput_column(store::Store& store, const store::RunInfo& r,
   ThroughputColumn c;
   c.run_uuid = r.uuid;
   c.label = r.name.empty() ? r.uuid.substr(0, 8) : r.name;
-  c.batch_size = p.count("batch_size") ? p.at("batch_size") : "-";
+  auto param = [&](const std::string& key, const std::string& before) -> std::string {
+    if (p.count(key)) return p.at(key);  // else the spelling of runs from earlier versions
+    return p.count(before) ? p.at(before) : "";
+  };
+  c.batch_size = param("train.batch_size", "batch_size");
+  if (c.batch_size.empty()) c.batch_size = "-";
   c.values = {mean_of(st, "proc/cpu_percent"),
               mean_of(st, "proc/rss_mib"),
               mean_of(st, "gpu0/util_percent"),
@@ -108,7 +113,8 @@ ThroughputColumn throughput_column(store::Store& store, const store::RunInfo& r,
               last_metric(store, r.uuid, "time_to_target_s"),
               last_metric(store, r.uuid, "epochs_to_target"),
               last_metric(store, r.uuid, "energy/total_kwh")};
-  c.target_missed = !c.values[8] && p.count("target_accuracy") && p.at("target_accuracy") != "0";
+  const std::string target = param("eval.target_accuracy", "target_accuracy");
+  c.target_missed = !c.values[8] && !target.empty() && target != "0";
   return c;
 }
 

@@ -180,7 +180,9 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
     std::string model = p.count("model.name") ? p.at("model.name") : "?";
     int64_t batch = o.layers.empty() || o.layers[0].in_shape.empty() ? 0 : o.layers[0].in_shape[0];
     int64_t threads = 0;
-    if (p.count("threads")) threads = std::atoll(p.at("threads").c_str());
+    // compute.threads; "threads" in runs recorded before config keys had sections.
+    for (const char* key : {"compute.threads", "threads"})
+      if (p.count(key)) threads = std::atoll(p.at(key).c_str());
     groups[{model, batch, threads}].push_back(std::move(o));
   }
   std::vector<ProfiledArch> out;

@@ -46,9 +46,9 @@ std::vector<GridCell> grid_cells(const GridSpec& g) {
 std::vector<std::string> cell_overrides(const GridSpec& g, const GridCell& c) {
   std::vector<std::string> o = {"data.test_subset=500"};
   o.insert(o.end(), g.set.begin(), g.set.end());
-  o.insert(o.end(), {"model.name=" + c.model, "batch_size=" + std::to_string(c.batch),
-                     "profile.enabled=true", "max_steps=" + std::to_string(g.steps),
-                     "experiment=profile_grid", "checkpoint.every_epochs=0",
+  o.insert(o.end(), {"model.name=" + c.model, "train.batch_size=" + std::to_string(c.batch),
+                     "profile.enabled=true", "train.max_steps=" + std::to_string(g.steps),
+                     "run.experiment=profile_grid", "checkpoint.every_epochs=0",
                      "fingerprint.every_steps=0"});
   return o;
 }

@@ -20,6 +20,14 @@ std::string get(const Map& m, const std::string& k, const std::string& fallback 
   return it == m.end() ? fallback : it->second;
 }
 
+// A param under its current key, else under its spelling before config
+// keys moved into sections (runs recorded by earlier versions).
+std::string param(const Map& p, const std::string& key, const std::string& before) {
+  auto it = p.find(key);
+  if (it == p.end()) it = p.find(before);
+  return it == p.end() ? "_(not recorded)_" : it->second;
+}
+
 std::string duration(const store::RunInfo& r) {
   const double end = r.end_time > 0 ? r.end_time : r.heartbeat;
   const double s = end - r.start_time;
@@ -41,10 +49,12 @@ void card_details(std::ostream& o, const store::RunInfo& r, const Map& p, const 
   o << "## Model details\n\n";
   o << "- Architecture: `" << get(p, "model.name") << "` (init `" << get(p, "model.init")
     << "`, dropout " << get(p, "model.dropout") << ")\n";
-  o << "- Training: " << get(p, "epochs") << " epochs, batch " << get(p, "batch_size")
+  o << "- Training: " << param(p, "train.epochs", "epochs") << " epochs, batch "
+    << param(p, "train.batch_size", "batch_size")
     << ", optimizer `" << get(p, "optimizer.name") << "` lr " << get(p, "optimizer.lr")
-    << ", schedule `" << get(p, "schedule.name") << "`, dtype " << get(p, "dtype") << "\n";
-  o << "- Seed: " << get(p, "seed") << " (streams: init " << get(p, "seeds.init")
+    << ", schedule `" << get(p, "schedule.name") << "`, dtype "
+    << param(p, "compute.dtype", "dtype") << "\n";
+  o << "- Seed: " << param(p, "seeds.master", "seed") << " (streams: init " << get(p, "seeds.init")
     << ", data_order " << get(p, "seeds.data_order") << ", augment " << get(p, "seeds.augment")
     << ", dropout " << get(p, "seeds.dropout") << "; -1 = derived from seed)\n";
   o << "- Date: " << core::format_utc(r.start_time) << "; status " << to_string(r.status) << "\n";
@@ -183,7 +193,7 @@ std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& 
           {"Average runtime", duration(r), true},
           {"Energy consumption", "OPEN: no energy was metered for this run", false},
           {"Hyperparameters and seeds",
-           fmt::format("{} params recorded; seed {}", p.size(), get(p, "seed")), !p.empty()},
+           fmt::format("{} params recorded; seed {}", p.size(), param(p, "seeds.master", "seed")), !p.empty()},
           {"Data (files and hashes)", fmt::format("{} file hashes recorded", hashes), !e.empty()},
           determinism(e),
           {"Hyperparameter search ranges and selection", "OPEN: describe by hand", false}};

@@ -34,10 +34,10 @@ int64_t checkpoint_step(const std::string& name) {
 // in-memory store; returns the tensors a fingerprint hashes.
 Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64_t to_step) {
   train::Config cfg = train::parse_config(config_text, {}, "recorded config");
-  cfg.max_steps = to_step;
-  cfg.checkpoint_every_epochs = 0;
-  cfg.checkpoint_every_steps = 0;
-  cfg.fingerprint_every_steps = 0;
+  cfg.train.max_steps = to_step;
+  cfg.checkpoint.every_epochs = 0;
+  cfg.checkpoint.every_steps = 0;
+  cfg.fingerprint.every_steps = 0;
   std::shared_ptr<Store> scratch = Store::open({.uri = "sqlite::memory:"});
   train::Trainer t(cfg, scratch, {.init_checkpoint = checkpoint.string(), .record_environment = false});
   t.run();

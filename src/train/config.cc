@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::train {
@@ -94,14 +95,20 @@ std::string fmt_num(double d) { return format_double(d); }
         [](Config& c, const std::string& v) { c.MEMBER = v; }                              \
   }
 
-const std::vector<Field>& fields() {
-  static const std::vector<Field> kFields = {
-      TS_STR("experiment", experiment, "Experiment the run is recorded under"),
-      TS_INT("seed", seed, "Master seed; every named stream derives from it"),
+// The schema, one table per section; fields() joins them in this order.
+std::vector<Field> run_and_seed_fields() {
+  return {
+      TS_STR("run.experiment", run.experiment, "Experiment the run is recorded under"),
+      TS_INT("seeds.master", seeds.master, "Master seed; every named stream derives from it"),
       TS_INT("seeds.init", seeds.init, "Weight-initialisation stream (-1: derived from seed)"),
       TS_INT("seeds.data_order", seeds.data_order, "Shuffling and split stream (-1: derived)"),
       TS_INT("seeds.augment", seeds.augment, "Augmentation stream (-1: derived)"),
       TS_INT("seeds.dropout", seeds.dropout, "Dropout stream (-1: derived)"),
+  };
+}
+
+std::vector<Field> data_fields() {
+  return {
       TS_STR("data.dataset", data.dataset, "Dataset", "fashion-mnist", "mnist", "cifar10",
              "cifar100", "synthetic"),
       TS_STR("data.path", data.path, "Folder with the dataset files (empty: its default)"),
@@ -113,11 +120,16 @@ const std::vector<Field>& fields() {
       TS_INT("data.crop_padding", data.crop_padding, "Random-crop augmentation padding (0: off)"),
       TS_BOOL("data.hflip", data.hflip, "Random horizontal-flip augmentation"),
       TS_INT("data.prefetch", data.prefetch, "Batches prepared ahead on a worker thread"),
-      TS_INT("data.synthetic.size", data.synthetic_size, "Synthetic dataset: samples"),
-      TS_INT("data.synthetic.classes", data.synthetic_classes, "Synthetic dataset: classes"),
-      TS_INT("data.synthetic.channels", data.synthetic_channels, "Synthetic dataset: channels"),
-      TS_INT("data.synthetic.height", data.synthetic_height, "Synthetic dataset: height"),
-      TS_INT("data.synthetic.width", data.synthetic_width, "Synthetic dataset: width"),
+      TS_INT("data.synthetic.size", data.synthetic.size, "Synthetic dataset: samples"),
+      TS_INT("data.synthetic.classes", data.synthetic.classes, "Synthetic dataset: classes"),
+      TS_INT("data.synthetic.channels", data.synthetic.channels, "Synthetic dataset: channels"),
+      TS_INT("data.synthetic.height", data.synthetic.height, "Synthetic dataset: height"),
+      TS_INT("data.synthetic.width", data.synthetic.width, "Synthetic dataset: width"),
+  };
+}
+
+std::vector<Field> model_and_optimizer_fields() {
+  return {
       TS_STR("model.name", model.name, "Model", "mlp", "demo_cnn", "lenet5", "alexnet_mini",
              "vgg11_seed", "vgg11", "vgg16", "resnet18", "preact_resnet18", "mobilenet_v1"),
       TS_STR("model.init", model.init, "Weight init", "default", "kaiming", "xavier"),
@@ -135,6 +147,11 @@ const std::vector<Field>& fields() {
       TS_DBL("optimizer.eps", optimizer.eps, "Epsilon"),
       TS_DBL("optimizer.rho", optimizer.rho, "Adadelta rho"),
       TS_DBL("optimizer.alpha", optimizer.alpha, "RMSprop alpha"),
+  };
+}
+
+std::vector<Field> schedule_fields() {
+  return {
       TS_STR("schedule.name", schedule.name, "LR schedule", "constant", "step", "multistep",
              "exponential", "cosine"),
       TS_INT("schedule.step_size", schedule.step_size, "step: epochs between decays"),
@@ -144,32 +161,45 @@ const std::vector<Field>& fields() {
             [](Config& c, const std::string& v) {
               c.schedule.milestones = parse_int_list("schedule.milestones", v);
             }},
-      TS_INT("schedule.t_max", schedule.t_max, "cosine: period in epochs (0: epochs)"),
+      TS_INT("schedule.t_max", schedule.t_max, "cosine: period in epochs (0: train.epochs)"),
       TS_DBL("schedule.eta_min", schedule.eta_min, "cosine: final lr"),
       TS_INT("schedule.warmup_steps", schedule.warmup_steps, "Linear warm-up steps (0: none)"),
-      TS_INT("epochs", epochs, "Training epochs"),
-      TS_INT("batch_size", batch_size, "Training batch size"),
-      TS_INT("eval_batch_size", eval_batch_size, "Evaluation batch size"),
-      TS_INT("max_steps", max_steps, "Stop after this many steps (0: no limit)"),
-      TS_STR("dtype", dtype, "Floating-point type of model and data", "float32", "float64"),
-      TS_INT("threads", threads, "Intra-op threads (0: libtorch default)"),
-      TS_BOOL("allocator.keep_memory", keep_memory,
+  };
+}
+
+std::vector<Field> loop_fields() {
+  return {
+      TS_INT("train.epochs", train.epochs, "Training epochs"),
+      TS_INT("train.batch_size", train.batch_size, "Training batch size"),
+      TS_INT("train.max_steps", train.max_steps, "Stop after this many steps (0: no limit)"),
+      TS_STR("train.on_nan", train.on_nan, "What a NaN loss does", "fail", "continue"),
+      TS_INT("train.log_every_steps", train.log_every_steps, "Record step metrics every N steps"),
+      TS_INT("eval.batch_size", eval.batch_size, "Evaluation batch size"),
+      TS_DBL("eval.target_accuracy", eval.target_accuracy,
+             "Record time and epochs until test accuracy reaches this (0: off)"),
+      TS_STR("compute.dtype", compute.dtype, "Floating-point type of model and data", "float32",
+             "float64"),
+      TS_INT("compute.threads", compute.threads, "Intra-op threads (0: libtorch default)"),
+      TS_BOOL("allocator.keep_memory", allocator.keep_memory,
               "Keep freed tensor memory in the process instead of returning it to the OS and "
               "page-faulting it back every step (glibc: no mmap, no trim)"),
-      TS_INT("checkpoint.every_epochs", checkpoint_every_epochs, "Checkpoint every N epochs (0: off)"),
-      TS_INT("checkpoint.every_steps", checkpoint_every_steps, "Checkpoint every N steps (0: off)"),
-      TS_STR("on_nan", on_nan, "What a NaN loss does", "fail", "continue"),
-      TS_INT("log_every_steps", log_every_steps, "Record step metrics every N steps"),
-      TS_INT("fingerprint.every_steps", fingerprint_every_steps,
+  };
+}
+
+std::vector<Field> recording_fields() {
+  return {
+      TS_INT("checkpoint.every_epochs", checkpoint.every_epochs,
+             "Checkpoint every N epochs (0: off)"),
+      TS_INT("checkpoint.every_steps", checkpoint.every_steps, "Checkpoint every N steps (0: off)"),
+      TS_INT("fingerprint.every_steps", fingerprint.every_steps,
              "Hash every parameter, buffer and the loss every N steps (0: off)"),
-      TS_BOOL("profile.enabled", profile_enabled, "Per-layer time profiling"),
-      TS_INT("profile.warmup_steps", profile_warmup_steps, "Steps before the first profiled one"),
-      TS_INT("profile.every", profile_every, "Profile every Nth step after the warm-up"),
-      TS_DBL("target_accuracy", target_accuracy,
-             "Record time and epochs until test accuracy reaches this (0: off)"),
-      TS_DBL("monitor.interval_s", monitor_interval_s, "Resource sampling interval (0: off)"),
-      TS_DBL("monitor.carbon_kg_per_kwh", carbon_kg_per_kwh, "Grid carbon intensity for CO2"),
-      TS_DBL("monitor.cpu_tdp_watts", cpu_tdp_watts,
+      TS_BOOL("profile.enabled", profile.enabled, "Per-layer time profiling"),
+      TS_INT("profile.warmup_steps", profile.warmup_steps, "Steps before the first profiled one"),
+      TS_INT("profile.every", profile.every, "Profile every Nth step after the warm-up"),
+      TS_DBL("monitor.interval_s", monitor.interval_s, "Resource sampling interval (0: off)"),
+      TS_DBL("monitor.carbon_kg_per_kwh", monitor.carbon_kg_per_kwh,
+             "Grid carbon intensity for CO2"),
+      TS_DBL("monitor.cpu_tdp_watts", monitor.cpu_tdp_watts,
              "CPU TDP for the energy estimate without RAPL (0: 10 W per physical core)"),
       TS_BOOL("determinism.deterministic_algorithms", determinism.deterministic_algorithms,
               "libtorch's deterministic-algorithms switch"),
@@ -179,7 +209,29 @@ const std::vector<Field>& fields() {
       TS_BOOL("determinism.cudnn_deterministic", determinism.cudnn_deterministic,
               "cuDNN deterministic kernels (CUDA builds)"),
   };
+}
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> kFields = [] {
+    std::vector<Field> all;
+    for (auto part : {run_and_seed_fields, data_fields, model_and_optimizer_fields,
+                      schedule_fields, loop_fields, recording_fields}) {
+      auto f = part();
+      all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+    }
+    return all;
+  }();
   return kFields;
+}
+
+// An earlier spelling of `key`, replaced by its sectioned key; `noted`
+// collects the spellings met, for the caller to mention.
+std::string current_key(const std::string& key, std::vector<std::string>* noted) {
+  const auto& renamed = renamed_config_keys();
+  auto it = renamed.find(key);
+  if (it == renamed.end()) return key;
+  if (noted) noted->push_back(key);
+  return it->second;
 }
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -207,12 +259,13 @@ const Field& find_field(const std::string& key, const std::string& source) {
     size_t d = std::min(edit_distance(key, k), edit_distance(key, last) + 1);
     if (d < best_d) best_d = d, best = &f;
   }
-  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'? (`trainscope config keys` lists all)",
+  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?",
        source, key, best->key);
 }
 
-void set_value(Config& c, const std::string& key, const std::string& value,
-               const std::string& source) {
+void set_value(Config& c, const std::string& given, const std::string& value,
+               const std::string& source, std::vector<std::string>* noted) {
+  const std::string key = current_key(given, noted);
   const Field& f = find_field(key, source);
   if (f.kind == Kind::kString && !f.choices.empty() &&
       std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end()) {
@@ -254,18 +307,18 @@ void validate(const Config& c, const std::string& source) {
     fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
   };
   if (!(c.optimizer.lr > 0)) bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
-  if (c.batch_size <= 0) bad("batch_size", fmt::format("must be >= 1 (got {})", c.batch_size));
-  if (c.eval_batch_size <= 0) bad("eval_batch_size", "must be >= 1");
-  if (c.epochs <= 0) bad("epochs", fmt::format("must be >= 1 (got {})", c.epochs));
-  if (c.max_steps < 0) bad("max_steps", "must be >= 0");
-  if (c.threads < 0) bad("threads", "must be >= 0");
+  if (c.train.batch_size <= 0) bad("train.batch_size", fmt::format("must be >= 1 (got {})", c.train.batch_size));
+  if (c.eval.batch_size <= 0) bad("eval.batch_size", "must be >= 1");
+  if (c.train.epochs <= 0) bad("train.epochs", fmt::format("must be >= 1 (got {})", c.train.epochs));
+  if (c.train.max_steps < 0) bad("train.max_steps", "must be >= 0");
+  if (c.compute.threads < 0) bad("compute.threads", "must be >= 0");
   if (!(c.data.val_fraction >= 0 && c.data.val_fraction < 1))
     bad("data.val_fraction", "must be in [0, 1)");
   if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
   if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
   if (c.data.prefetch < 0) bad("data.prefetch", "must be >= 0");
-  if (c.data.synthetic_size <= 0 || c.data.synthetic_classes < 2 || c.data.synthetic_channels <= 0 ||
-      c.data.synthetic_height < 8 || c.data.synthetic_width < 8)
+  if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 || c.data.synthetic.channels <= 0 ||
+      c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
     bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) bad("model.dropout", "must be in [0, 1)");
   if (!(c.model.width > 0)) bad("model.width", "must be > 0");
@@ -279,23 +332,25 @@ void validate(const Config& c, const std::string& source) {
   if (c.schedule.warmup_steps < 0) bad("schedule.warmup_steps", "must be >= 0");
   if (!std::is_sorted(c.schedule.milestones.begin(), c.schedule.milestones.end()))
     bad("schedule.milestones", "must be increasing");
-  if (c.checkpoint_every_epochs < 0 || c.checkpoint_every_steps < 0)
+  if (c.checkpoint.every_epochs < 0 || c.checkpoint.every_steps < 0)
     bad("checkpoint.*", "must be >= 0");
-  if (c.log_every_steps <= 0) bad("log_every_steps", "must be >= 1");
-  if (c.fingerprint_every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
-  if (c.profile_warmup_steps < 0) bad("profile.warmup_steps", "must be >= 0");
-  if (c.profile_every < 1) bad("profile.every", "must be >= 1");
-  if (!(c.target_accuracy >= 0 && c.target_accuracy <= 1)) bad("target_accuracy", "must be in [0, 1]");
-  if (!(c.monitor_interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
-  if (c.monitor_interval_s > 0 && c.monitor_interval_s < 0.05)
+  if (c.train.log_every_steps <= 0) bad("train.log_every_steps", "must be >= 1");
+  if (c.fingerprint.every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
+  if (c.profile.warmup_steps < 0) bad("profile.warmup_steps", "must be >= 0");
+  if (c.profile.every < 1) bad("profile.every", "must be >= 1");
+  if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1)) bad("eval.target_accuracy", "must be in [0, 1]");
+  if (!(c.monitor.interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
+  if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
     bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");
-  if (!(c.carbon_kg_per_kwh >= 0)) bad("monitor.carbon_kg_per_kwh", "must be >= 0");
+  if (!(c.monitor.carbon_kg_per_kwh >= 0)) bad("monitor.carbon_kg_per_kwh", "must be >= 0");
 }
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                    const std::string& source) {
+namespace {
+
+Config parse(const std::string& yaml_text, const std::vector<std::string>& overrides,
+             const std::string& source, std::vector<std::string>* noted) {
   Config c;
   std::vector<std::pair<std::string, std::string>> kv;
   try {
@@ -306,15 +361,34 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
   } catch (const YAML::Exception& e) {
     fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1, e.msg);
   }
-  for (const auto& [k, v] : kv) set_value(c, k, v, source);
+  for (const auto& [k, v] : kv) set_value(c, k, v, source, noted);
   for (const auto& o : overrides) {
     auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. --set optimizer.lr=0.1", o);
-    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set");
+    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set", noted);
   }
   validate(c, source);
   return c;
+}
+
+}  // namespace
+
+const std::map<std::string, std::string>& renamed_config_keys() {
+  static const std::map<std::string, std::string> kRenamed = {
+      {"experiment", "run.experiment"},       {"seed", "seeds.master"},
+      {"epochs", "train.epochs"},             {"batch_size", "train.batch_size"},
+      {"max_steps", "train.max_steps"},       {"on_nan", "train.on_nan"},
+      {"log_every_steps", "train.log_every_steps"},
+      {"eval_batch_size", "eval.batch_size"}, {"target_accuracy", "eval.target_accuracy"},
+      {"dtype", "compute.dtype"},             {"threads", "compute.threads"},
+  };
+  return kRenamed;
+}
+
+Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                    const std::string& source) {
+  return parse(yaml_text, overrides, source, nullptr);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -324,7 +398,14 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
          std::strerror(errno));
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_config(ss.str(), overrides, path);
+  std::vector<std::string> noted;
+  Config c = parse(ss.str(), overrides, path, &noted);
+  std::sort(noted.begin(), noted.end());
+  noted.erase(std::unique(noted.begin(), noted.end()), noted.end());
+  for (const auto& k : noted)
+    core::log_info("{}: '{}' is now '{}' (the old spelling still works)", path, k,
+                   renamed_config_keys().at(k));
+  return c;
 }
 
 std::map<std::string, std::string> flatten(const Config& c) {

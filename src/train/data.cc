@@ -138,8 +138,8 @@ Dataset read_cifar(const std::vector<fs::path>& files, bool cifar100) {
 
 Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed) {
   auto gen = at::detail::createCPUGenerator(seed);
-  const int64_t k = c.synthetic_classes;
-  auto shape = std::vector<int64_t>{c.synthetic_channels, c.synthetic_height, c.synthetic_width};
+  const int64_t k = c.synthetic.classes;
+  auto shape = std::vector<int64_t>{c.synthetic.channels, c.synthetic.height, c.synthetic.width};
   // Prototypes are fixed by the dataset's own seed, not the caller's, so
   // train and test share them.
   auto proto_gen = at::detail::createCPUGenerator(0x5eed);
@@ -185,8 +185,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
     s.files = tr;
     s.files.insert(s.files.end(), te.begin(), te.end());
   } else {
-    train = make_synthetic(c, c.synthetic_size, 1);
-    test = make_synthetic(c, std::max<int64_t>(c.synthetic_size / 4, 64), 2);
+    train = make_synthetic(c, c.synthetic.size, 1);
+    test = make_synthetic(c, std::max<int64_t>(c.synthetic.size / 4, 64), 2);
   }
   test.classes = train.classes = std::max(train.classes, test.classes);
 
@@ -221,7 +221,7 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
 }
 
 torch::ScalarType dtype_of(const Config& c) {
-  return c.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
+  return c.compute.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 
 torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,

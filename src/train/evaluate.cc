@@ -141,7 +141,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   read_checkpoint(ck->path, *model, nullptr, nullptr);
   CheckpointEval out;
   out.checkpoint = ck->name;
-  out.result = evaluate(*model, data.test, data, cfg.eval_batch_size, dtype_of(cfg));
+  out.result = evaluate(*model, data.test, data, cfg.eval.batch_size, dtype_of(cfg));
   out.class_names = data.test.class_names;
   return out;
 }

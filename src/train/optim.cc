@@ -150,7 +150,7 @@ double scheduled_lr(const Config& c, int64_t epoch, int64_t step) {
   } else if (s.name == "exponential") {
     lr *= std::pow(s.gamma, static_cast<double>(epoch));
   } else if (s.name == "cosine") {
-    double t_max = static_cast<double>(s.t_max > 0 ? s.t_max : c.epochs);
+    double t_max = static_cast<double>(s.t_max > 0 ? s.t_max : c.train.epochs);
     lr = s.eta_min +
          (lr - s.eta_min) * (1 + std::cos(M_PI * static_cast<double>(epoch) / t_max)) / 2;
   }

@@ -25,7 +25,7 @@ uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c) {
 StreamSeeds derive_seeds(const Config& c) {
   auto pick = [&](int64_t explicit_seed, std::string_view name) {
     if (explicit_seed >= 0) return static_cast<uint64_t>(explicit_seed);
-    return splitmix64(static_cast<uint64_t>(c.seed) ^ fnv1a64(name));
+    return splitmix64(static_cast<uint64_t>(c.seeds.master) ^ fnv1a64(name));
   };
   return {pick(c.seeds.init, "init"), pick(c.seeds.data_order, "data_order"),
           pick(c.seeds.augment, "augment"), pick(c.seeds.dropout, "dropout")};

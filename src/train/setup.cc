@@ -38,7 +38,7 @@ void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& da
 
 LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
   LoaderOptions lo;
-  lo.batch_size = cfg.batch_size;
+  lo.batch_size = cfg.train.batch_size;
   lo.shuffle = cfg.data.shuffle;
   lo.crop_padding = cfg.data.crop_padding;
   lo.hflip = cfg.data.hflip;
@@ -49,6 +49,18 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
   return lo;
 }
 
+// Whether `prev` was recorded with this config. Runs recorded before a key
+// was renamed hold the old spelling: their config is compared as parsed.
+bool same_config(const store::RunInfo& prev, const std::string& config_text) {
+  if (prev.config_hash == core::sha256_hex(config_text)) return true;
+  try {
+    return to_yaml(parse_config(prev.config_text, {}, "run " + prev.uuid.substr(0, 8))) ==
+           config_text;
+  } catch (const core::Error&) {
+    return false;
+  }
+}
+
 // Refuses to resume a run that cannot be continued with this config.
 void check_resumable(const store::RunInfo& prev, const std::string& config_text) {
   const std::string id = prev.uuid.substr(0, 8);
@@ -57,7 +69,7 @@ void check_resumable(const store::RunInfo& prev, const std::string& config_text)
   if (prev.status == RunStatus::kRunning)
     fail(ErrorKind::kConflict, "run {} is still running (pid {} on {}); stop it first", id,
          prev.pid, prev.host);
-  if (prev.config_hash != core::sha256_hex(config_text))
+  if (!same_config(prev, config_text))
     fail(ErrorKind::kConflict,
          "refusing to resume run {}: its config differs from this one; resume with the config "
          "and overrides the run was started with (recorded as its params)",
@@ -73,7 +85,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   s->seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generator gets
   // a value fixed by the master seed.
-  torch::manual_seed(static_cast<uint64_t>(cfg.seed));
+  torch::manual_seed(static_cast<uint64_t>(cfg.seeds.master));
   s->data = load_data(cfg.data, s->seeds.data_order);
   s->dropout_gen = at::detail::createCPUGenerator(s->seeds.dropout);
   at::Generator init_gen = at::detail::createCPUGenerator(s->seeds.init);
@@ -86,9 +98,9 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   open_run(*s);
   if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
   s->loader = loader_options(cfg, s->data);
-  s->batches_per_epoch = (s->data.train.size() + cfg.batch_size - 1) / cfg.batch_size;
-  s->total_steps = s->batches_per_epoch * cfg.epochs;
-  if (cfg.max_steps > 0) s->total_steps = std::min(s->total_steps, cfg.max_steps);
+  s->batches_per_epoch = (s->data.train.size() + cfg.train.batch_size - 1) / cfg.train.batch_size;
+  s->total_steps = s->batches_per_epoch * cfg.train.epochs;
+  if (cfg.train.max_steps > 0) s->total_steps = std::min(s->total_steps, cfg.train.max_steps);
   s->result.run_uuid = s->run->uuid();
   return s;
 }
@@ -115,7 +127,7 @@ void Trainer::open_run(Session& s) {
   if (!options_.init_checkpoint.empty())
     s.pos = read_checkpoint(options_.init_checkpoint, *model_, s.opt.get(), &s.dropout_gen);
   store::NewRun nr;
-  nr.experiment = s.cfg.experiment;
+  nr.experiment = s.cfg.run.experiment;
   nr.name = options_.name;
   nr.command_line = options_.command_line;
   nr.config_text = config_text;

@@ -20,7 +20,7 @@ void apply_determinism(const Config& c) {
   // threads: 0 means libtorch's own default, even after an earlier run in
   // this process (a replay, a test) changed it.
   static const int default_threads = at::get_num_threads();
-  torch::set_num_threads(c.threads > 0 ? static_cast<int>(c.threads) : default_threads);
+  torch::set_num_threads(c.compute.threads > 0 ? static_cast<int>(c.compute.threads) : default_threads);
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, /*warn_only=*/false);
   ctx.setUserEnabledMkldnn(c.determinism.mkldnn);
@@ -34,7 +34,7 @@ void apply_determinism(const Config& c) {
   // up to 54 ms charged to whichever layer allocated (docs/benchmarks.md).
   // Keeping the memory makes steady-state steps fault-free. It cannot be
   // undone within a process, so `false` only leaves glibc's defaults alone.
-  if (c.keep_memory) {
+  if (c.allocator.keep_memory) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, -1);
   }

@@ -100,10 +100,10 @@ void Trainer::add_observer(std::shared_ptr<TrainObserver> observer) {
 
 std::vector<std::shared_ptr<TrainObserver>> Trainer::observers_for(const Config& c) const {
   std::vector<std::shared_ptr<TrainObserver>> out;
-  if (c.profile_enabled) out.push_back(std::make_shared<ProfilingObserver>());
+  if (c.profile.enabled) out.push_back(std::make_shared<ProfilingObserver>());
   out.push_back(std::make_shared<MetricsObserver>());
-  if (c.fingerprint_every_steps > 0) out.push_back(std::make_shared<FingerprintObserver>());
-  if (c.monitor_interval_s > 0) out.push_back(std::make_shared<SamplingObserver>());
+  if (c.fingerprint.every_steps > 0) out.push_back(std::make_shared<FingerprintObserver>());
+  if (c.monitor.interval_s > 0) out.push_back(std::make_shared<SamplingObserver>());
   out.insert(out.end(), user_observers_.begin(), user_observers_.end());
   out.push_back(std::make_shared<CheckpointObserver>());
   return out;
@@ -115,7 +115,7 @@ TrainResult Trainer::run() {
   Events events(observers_for(config_), ss, *model_, !options_.init_checkpoint.empty());
   try {
     events.each(&TrainObserver::on_run_begin);
-    while (ss.pos.epoch < ss.cfg.epochs && train_epoch(ss, events)) {
+    while (ss.pos.epoch < ss.cfg.train.epochs && train_epoch(ss, events)) {
     }
     finish(ss, events, ss.stopped);
   } catch (...) {
@@ -150,7 +150,7 @@ bool Trainer::train_epoch(Session& s, Events& events) {
     events.each(&TrainObserver::on_batch_end, step);
     totals.samples += step.samples;
     ++totals.number;
-    s.max_steps_reached = s.cfg.max_steps > 0 && s.pos.step >= s.cfg.max_steps;
+    s.max_steps_reached = s.cfg.train.max_steps > 0 && s.pos.step >= s.cfg.train.max_steps;
     s.stopped = stop_requested() || events.ctx().stop_requested();
     if (s.max_steps_reached || s.stopped) return false;
   }
@@ -179,7 +179,7 @@ void Trainer::train_step(Session& s, Events& events, Step& step) {
   step.loss_value = step.loss.item<double>();
   step.samples = b.y.size(0);
   TrainPosition& pos = s.pos;
-  const bool fatal = !std::isfinite(step.loss_value) && s.cfg.on_nan == "fail";
+  const bool fatal = !std::isfinite(step.loss_value) && s.cfg.train.on_nan == "fail";
   const std::string last_finite =
       pos.epoch_seen > 0 ? core::format_double(pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen))
                          : std::string("none this epoch");
@@ -194,7 +194,7 @@ void Trainer::train_step(Session& s, Events& events, Step& step) {
   if (fatal)
     fail(ErrorKind::kRuntime,
          "loss became {} at step {} (epoch {}); the last finite loss was {}; lower optimizer.lr "
-         "or set on_nan: continue",
+         "or set train.on_nan: continue",
          core::format_double(step.loss_value), pos.step, pos.epoch + 1, last_finite);
 }
 
@@ -211,10 +211,10 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   info.train_accuracy = static_cast<double>(pos.epoch_correct) / seen;
   const int64_t e1 = pos.epoch + 1;
   const auto dtype = dtype_of(s.cfg);
-  info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval_batch_size, dtype);
+  info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype);
   events.each(&TrainObserver::on_evaluation_end, Evaluation{"test", e1, info.test});
   if (s.data.val.size() > 0) {
-    info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval_batch_size, dtype);
+    info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype);
     events.each(&TrainObserver::on_evaluation_end, Evaluation{"val", e1, *info.val});
   }
   s.result.test = info.test;
@@ -228,7 +228,7 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
   // model anyway, under the number of the epoch in progress.
   if (s.max_steps_reached && s.pos.batch > 0) {
     s.result.test =
-        evaluate(*model_, s.data.test, s.data, s.cfg.eval_batch_size, dtype_of(s.cfg));
+        evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg));
     events.each(&TrainObserver::on_evaluation_end,
                 Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }

@@ -155,7 +155,7 @@ class ProfiledRun : public ::testing::Test {
     train::Config c = train::parse_config(
         "",
         {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp", "model.hidden=2048",
-         "batch_size=64", "threads=1", "max_steps=12", "optimizer.name=adam",
+         "train.batch_size=64", "compute.threads=1", "train.max_steps=12", "optimizer.name=adam",
          "profile.enabled=true", "profile.warmup_steps=2", "profile.every=2"});
     train::TrainOptions to;
     train::Trainer t(c, store_, to);
@@ -288,7 +288,7 @@ TEST(ProfileCliTest, CostModelFitEvalAndPredictAnUnseenArchitecture) {
   testing::TempDir dir;
   std::ofstream(dir / "c.yaml")
       << "data: {dataset: synthetic, synthetic: {size: 256, channels: 3, height: 32, width: 32}}\n"
-         "threads: 1\nprofile: {warmup_steps: 2, every: 1}\n";
+         "compute: {threads: 1}\nprofile: {warmup_steps: 2, every: 1}\n";
   const std::string cli = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string();
   const std::string cfg = (dir / "c.yaml").string(), model = (dir / "m.json").string();
   for (const char* net : {"mlp", "lenet5"})
@@ -368,8 +368,8 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
   std::shared_ptr<Store> store = Store::open(o);
   auto train_one = [&](int64_t batch) {
     train::Config c = train::parse_config(
-        "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp", "threads=1",
-             "batch_size=" + std::to_string(batch), "max_steps=6", "profile.enabled=true",
+        "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp", "compute.threads=1",
+             "train.batch_size=" + std::to_string(batch), "train.max_steps=6", "profile.enabled=true",
              "profile.warmup_steps=1", "profile.every=1"});
     train::TrainOptions to;
     train::Trainer t(c, store, to);

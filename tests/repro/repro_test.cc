@@ -29,8 +29,8 @@ std::shared_ptr<Store> temp_store(const TempDir& dir) {
 
 train::Config small(const std::vector<std::string>& overrides = {}) {
   std::vector<std::string> o = {"data.dataset=synthetic", "data.synthetic.size=512",
-                                "batch_size=32",          "epochs=2",
-                                "threads=1",              "checkpoint.every_steps=4"};
+                                "train.batch_size=32",          "train.epochs=2",
+                                "compute.threads=1",              "checkpoint.every_steps=4"};
   o.insert(o.end(), overrides.begin(), overrides.end());
   return train::parse_config("", o);
 }
@@ -112,7 +112,7 @@ TEST(DiffTest, FindsTheFirstDifferingStepAndMeasuresItByReplay) {
 TEST(DiffTest, DeterminismFlagsAreRecorded) {
   TempDir dir;
   auto store = temp_store(dir);
-  auto r = train_run(store, small({"determinism.mkldnn=false", "max_steps=2"}), "flags");
+  auto r = train_run(store, small({"determinism.mkldnn=false", "train.max_steps=2"}), "flags");
   auto env = store->environment(r.uuid);
   EXPECT_EQ(env.at("flags.mkldnn"), "off");
   EXPECT_EQ(env.at("threads.torch.intra_op"), "1");
@@ -120,16 +120,16 @@ TEST(DiffTest, DeterminismFlagsAreRecorded) {
   EXPECT_FALSE(env.at("libraries.torch.version").empty());
   EXPECT_FALSE(env.at("hardware.cpu.model_name").empty());
   // The next run in this process gets mkldnn back.
-  auto r2 = train_run(store, small({"max_steps=2"}), "flags2");
+  auto r2 = train_run(store, small({"train.max_steps=2"}), "flags2");
   EXPECT_EQ(store->environment(r2.uuid).at("flags.mkldnn"), "on");
 }
 
 TEST(DiffTest, WithoutFingerprintsOrWithDifferentModelsComparesWhatItCan) {
   TempDir dir;
   auto store = temp_store(dir);
-  auto a = train_run(store, small({"fingerprint.every_steps=0", "max_steps=4"}), "nofp");
-  auto b = train_run(store, small({"max_steps=4"}), "fp");
-  auto c = train_run(store, small({"model.name=mlp", "max_steps=4"}), "mlp");
+  auto a = train_run(store, small({"fingerprint.every_steps=0", "train.max_steps=4"}), "nofp");
+  auto b = train_run(store, small({"train.max_steps=4"}), "fp");
+  auto c = train_run(store, small({"model.name=mlp", "train.max_steps=4"}), "mlp");
   RunDiff d = diff_runs(*store, a, b);
   EXPECT_FALSE(d.have_fingerprints);
   EXPECT_EQ(d.first_diff_step, -1);
@@ -170,7 +170,7 @@ TEST(RerunTest, VerifyIsBitIdenticalAndAChangedDataFileIsRefused) {
   std::filesystem::create_directories(data);
   write_idx(data, "train", 256, 1);
   write_idx(data, "t10k", 64, 2);
-  std::ofstream(dir / "c.yaml") << "threads: 1\nepochs: 1\nbatch_size: 32\nmodel: {name: lenet5}\n"
+  std::ofstream(dir / "c.yaml") << "compute: {threads: 1}\ntrain: {epochs: 1, batch_size: 32}\nmodel: {name: lenet5}\n"
                                    "data: {dataset: mnist, path: " << data.string() << "}\n";
   const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
   auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() + " --name orig --no-progress");

@@ -28,9 +28,12 @@ namespace {
 using testing::run_command;
 using testing::TempDir;
 
-constexpr const char* kConfig = R"(experiment: resume
-seed: 3
-threads: 1
+constexpr const char* kConfig = R"(run:
+  experiment: resume
+seeds:
+  master: 3
+compute:
+  threads: 1
 data:
   dataset: synthetic
   synthetic:
@@ -47,8 +50,9 @@ optimizer:
 schedule:
   name: cosine
   warmup_steps: 20
-epochs: 2
-batch_size: 16
+train:
+  epochs: 2
+  batch_size: 16
 checkpoint:
   every_steps: 16
 )";

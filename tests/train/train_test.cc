@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "support/test_util.h"
@@ -157,16 +158,16 @@ TEST(ModelsTest, EveryModelRunsForwardAndBackwardOnBothShapes) {
 Config small_config() {
   Config c;
   c.data.dataset = "synthetic";
-  c.data.synthetic_size = 512;
+  c.data.synthetic.size = 512;
   c.model.name = "demo_cnn";
   c.model.dropout = 0.2;
   c.data.crop_padding = 2;
   c.data.hflip = true;
-  c.batch_size = 32;
-  c.epochs = 1;
-  c.max_steps = 12;
-  c.threads = 1;
-  c.checkpoint_every_epochs = 0;
+  c.train.batch_size = 32;
+  c.train.epochs = 1;
+  c.train.max_steps = 12;
+  c.compute.threads = 1;
+  c.checkpoint.every_epochs = 0;
   return c;
 }
 
@@ -199,7 +200,7 @@ TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
   auto a = train_weights(c, store);
   auto b = train_weights(c, store);
   EXPECT_TRUE(bit_identical(a, b));
-  c.seed = 1;
+  c.seeds.master = 1;
   EXPECT_FALSE(bit_identical(a, train_weights(c, store)));
   // The run is recorded with its params and metrics.
   auto runs = store->list_runs();
@@ -211,7 +212,7 @@ TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
 
 TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
   Config base = small_config();
-  base.seed = 5;
+  base.seeds.master = 5;
   DataSplits data = load_data(base.data, derive_seeds(base).data_order);
   LoaderOptions lo;
   lo.batch_size = 32;
@@ -264,7 +265,7 @@ TEST(TrainerTest, Float64TrainsInDouble) {
   TempDir dir;
   auto store = temp_store(dir);
   Config c = small_config();
-  c.dtype = "float64";
+  c.compute.dtype = "float64";
   TrainOptions o;
   Trainer t(c, store, o);
   struct LossType : TrainObserver {
@@ -279,7 +280,7 @@ TEST(TrainerTest, Float64TrainsInDouble) {
   EXPECT_TRUE(seen->saw_double_loss);
   for (const auto& p : t.model()->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat64);
   // Different from the float32 result: double really was used.
-  c.dtype = "float32";
+  c.compute.dtype = "float32";
   auto w32 = train_weights(c, store);
   auto p64 = t.model()->parameters();
   EXPECT_FALSE(torch::equal(p64[0].to(torch::kFloat32), w32[0]));
@@ -341,10 +342,10 @@ TEST(TrainerTest, ObserversSeeEveryEventInOrderWithWhatItPromises) {
   TempDir dir;
   auto store = temp_store(dir);
   Config c = small_config();
-  c.data.synthetic_size = 96;  // 3 batches of 32 per epoch
-  c.max_steps = 0;
-  c.epochs = 2;
-  c.checkpoint_every_epochs = 1;
+  c.data.synthetic.size = 96;  // 3 batches of 32 per epoch
+  c.train.max_steps = 0;
+  c.train.epochs = 2;
+  c.checkpoint.every_epochs = 1;
   Trainer t(c, store);
   auto first = std::make_shared<EventLog>(), second = std::make_shared<EventLog>();
   t.add_observer(first);
@@ -369,7 +370,7 @@ TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
   TempDir dir;
   auto store = temp_store(dir);
   Config c = small_config();
-  c.max_steps = 0;
+  c.train.max_steps = 0;
   Trainer t(c, store);
   auto log = std::make_shared<EventLog>();
   log->stop_at_ = 5;
@@ -380,6 +381,39 @@ TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
   EXPECT_EQ(store->find_run(r.run_uuid)->status, RunStatus::kStopped);
   // A stopped run can be resumed: its last checkpoint is at the stop.
   EXPECT_EQ(log->log_.end()[-2], "checkpoint:5");
+}
+
+// Every key lives in a section; the top-level spellings of earlier versions
+// mean the same keys (configs written for them, and configs recorded with
+// old runs, keep working).
+TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
+  const Config old = parse_config(
+      "experiment: x\nseed: 7\nepochs: 2\nbatch_size: 16\nmax_steps: 5\non_nan: continue\n"
+      "log_every_steps: 3\neval_batch_size: 50\ntarget_accuracy: 0.5\ndtype: float64\n"
+      "threads: 1\n",
+      {"seed=8"});
+  const Config now = parse_config(
+      "run: {experiment: x}\nseeds: {master: 7}\n"
+      "train: {epochs: 2, batch_size: 16, max_steps: 5, on_nan: continue, log_every_steps: 3}\n"
+      "eval: {batch_size: 50, target_accuracy: 0.5}\ncompute: {dtype: float64, threads: 1}\n",
+      {"seeds.master=8"});
+  EXPECT_EQ(to_yaml(old), to_yaml(now));
+  EXPECT_EQ(now.seeds.master, 8);
+  EXPECT_EQ(now.train.batch_size, 16);
+  EXPECT_EQ(now.compute.dtype, "float64");
+  for (const auto& [old_key, key] : renamed_config_keys()) {
+    EXPECT_TRUE(flatten(now).count(key)) << old_key << " -> " << key;
+  }
+  // No key is outside a section, in params or in the recorded YAML.
+  for (const auto& [k, v] : flatten(now)) {
+    EXPECT_NE(k.find('.'), std::string::npos) << k;
+  }
+  std::istringstream yaml(to_yaml(now));
+  for (std::string line; std::getline(yaml, line);) {
+    if (!line.empty() && line[0] != ' ') {
+      EXPECT_EQ(line.back(), ':') << line;
+    }
+  }
 }
 
 TEST(TrainerTest, BadConfigValuesAreRejected) {
@@ -394,7 +428,7 @@ TEST(TrainerTest, BadConfigValuesAreRejected) {
   EXPECT_NE(error_of([] { parse_config("model:\n  name: nope\n", {}); }).find("must be one of"),
             std::string::npos);
   // Round trip: the resolved YAML parses back to the same params.
-  Config c = parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seed=9"});
+  Config c = parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seeds.master=9"});
   EXPECT_EQ(flatten(parse_config(to_yaml(c), {})), flatten(c));
 }
 
@@ -404,8 +438,8 @@ TEST(TrainerTest, NanLossFailsTheRunNamingTheStep) {
   Config c = small_config();
   c.optimizer.name = "sgd";
   c.optimizer.lr = 1e30;  // overflows within a few steps
-  c.max_steps = 200;
-  c.epochs = 20;
+  c.train.max_steps = 200;
+  c.train.epochs = 20;
   auto msg = error_of([&] { train_weights(c, store); });
   EXPECT_NE(msg.find("loss became"), std::string::npos) << msg;
   EXPECT_NE(msg.find("at step"), std::string::npos) << msg;
@@ -413,8 +447,8 @@ TEST(TrainerTest, NanLossFailsTheRunNamingTheStep) {
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].status, RunStatus::kFailed);
   // With on_nan: continue the same run goes on to the end.
-  c.on_nan = "continue";
-  c.max_steps = 30;
+  c.train.on_nan = "continue";
+  c.train.max_steps = 30;
   EXPECT_EQ(error_of([&] { train_weights(c, store); }), "");
   EXPECT_EQ(store->list_runs()[0].status, RunStatus::kFinished);
 }
@@ -424,8 +458,8 @@ TEST(TrainerTest, ModelThatDoesNotFitTheDataIsRejected) {
   auto store = temp_store(dir);
   Config c = small_config();
   c.model.name = "vgg11_seed";
-  c.data.synthetic_height = 40;
-  c.data.synthetic_width = 40;
+  c.data.synthetic.height = 40;
+  c.data.synthetic.width = 40;
   auto msg = error_of([&] { train_weights(c, store); });
   EXPECT_NE(msg.find("up to 32x32"), std::string::npos) << msg;
   EXPECT_TRUE(store->list_runs().empty()) << "nothing is recorded for a config that cannot run";
@@ -462,8 +496,8 @@ long child_minor_faults(const std::vector<std::string>& args) {
 TEST(AllocatorTest, KeepingFreedMemoryAvoidsPageFaultsEveryStep) {
   testing::TempDir dir;
   std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 4096}}\n"
-                                   "model: {name: demo_cnn}\nbatch_size: 256\nmax_steps: 40\n"
-                                   "threads: 1\nfingerprint: {every_steps: 0}\n"
+                                   "model: {name: demo_cnn}\ntrain: {batch_size: 256, max_steps: 40}\n"
+                                   "compute: {threads: 1}\nfingerprint: {every_steps: 0}\n"
                                    "checkpoint: {every_epochs: 0}\n";
   auto faults = [&](const char* keep) {
     return child_minor_faults({TS_CLI_BIN, "--store", "sqlite:" + (dir / "t.db").string(), "train",

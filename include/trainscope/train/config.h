@@ -1,6 +1,27 @@
-// The training configuration: one struct, every field with a default, read
-// from YAML and `--set key=value` overrides. Keys are dotted paths
-// ("optimizer.lr"); an unknown key is an error that suggests the nearest one.
+// The training configuration: one struct of sections, every field with a
+// default, read from YAML and `--set section.key=value` overrides. Every key
+// lives in a section, in the struct and in YAML alike:
+//
+//   run:          experiment
+//   seeds:        master, init, data_order, augment, dropout
+//   data:         dataset, path, subsets, augmentation, synthetic.*
+//   model:        name, init, dropout, width, hidden
+//   optimizer:    name, lr, momentum, ...
+//   schedule:     name, milestones, gamma, ...
+//   train:        epochs, batch_size, max_steps, on_nan, log_every_steps
+//   eval:         batch_size, target_accuracy
+//   compute:      dtype, threads
+//   allocator:    keep_memory
+//   checkpoint:   every_epochs, every_steps
+//   fingerprint:  every_steps
+//   profile:      enabled, warmup_steps, every
+//   monitor:      interval_s, carbon_kg_per_kwh, cpu_tdp_watts
+//   determinism:  deterministic_algorithms, mkldnn, cudnn_*
+//
+// Keys are dotted paths ("optimizer.lr"); an unknown key is an error that
+// suggests the nearest one. The top-level spellings of earlier versions
+// (epochs, batch_size, seed, experiment, dtype, threads, ...) still work and
+// mean the sectioned key (renamed_config_keys()).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +30,27 @@
 #include <vector>
 
 namespace trainscope::train {
+
+struct RunConfig {
+  std::string experiment = "default";  // experiment the run is recorded under
+};
+
+struct SeedConfig {
+  int64_t master = 0;  // every stream below derives from it (see seeds.h)
+  // -1: derived from the master seed. Set one to vary only that source.
+  int64_t init = -1;
+  int64_t data_order = -1;
+  int64_t augment = -1;
+  int64_t dropout = -1;
+};
+
+struct SyntheticDataConfig {
+  int64_t size = 2048;  // samples
+  int64_t classes = 10;
+  int64_t channels = 1;
+  int64_t height = 28;
+  int64_t width = 28;
+};
 
 struct DataConfig {
   std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
@@ -21,11 +63,7 @@ struct DataConfig {
   int64_t crop_padding = 0;               // augmentation: random crop after zero padding
   bool hflip = false;                     // augmentation: random horizontal flip
   int64_t prefetch = 2;                   // batches prepared ahead on a worker thread
-  int64_t synthetic_size = 2048;          // synthetic dataset: samples, classes, shape
-  int64_t synthetic_classes = 10;
-  int64_t synthetic_channels = 1;
-  int64_t synthetic_height = 28;
-  int64_t synthetic_width = 28;
+  SyntheticDataConfig synthetic;          // the synthetic dataset's shape
 };
 
 struct ModelConfig {
@@ -59,16 +97,51 @@ struct ScheduleConfig {
   int64_t warmup_steps = 0;       // linear warm-up from 0 over this many steps
 };
 
-struct SeedConfig {
-  // -1: derived from the master seed (see seeds.h). Set one to vary only it.
-  int64_t init = -1;
-  int64_t data_order = -1;
-  int64_t augment = -1;
-  int64_t dropout = -1;
+struct TrainLoopConfig {
+  int64_t epochs = 3;
+  int64_t batch_size = 128;
+  int64_t max_steps = 0;          // 0: no limit; stops early after this many steps
+  std::string on_nan = "fail";    // fail | continue
+  int64_t log_every_steps = 1;    // step metrics every N steps
+};
+
+struct EvalConfig {
+  int64_t batch_size = 1000;
+  double target_accuracy = 0;     // > 0: record time and epochs to reach it
+};
+
+struct ComputeConfig {
+  std::string dtype = "float32";  // float32 | float64
+  int64_t threads = 0;            // intra-op threads; 0: libtorch's default
+};
+
+struct AllocatorConfig {
+  bool keep_memory = true;  // see torch_env.h
+};
+
+struct CheckpointConfig {
+  int64_t every_epochs = 1;
+  int64_t every_steps = 0;
+};
+
+struct FingerprintConfig {
+  int64_t every_steps = 1;  // 0: off
+};
+
+struct ProfileConfig {
+  bool enabled = false;      // per-layer profiling (`trainscope profile` sets it)
+  int64_t warmup_steps = 5;  // never profile these first steps
+  int64_t every = 10;        // then profile every Nth step (1: every step)
+};
+
+struct MonitorConfig {
+  double interval_s = 1.0;  // resource sampling (0: off)
+  double carbon_kg_per_kwh = 0.385;
+  double cpu_tdp_watts = 0;  // 0: estimate 10 W per physical core
 };
 
 // Settings that trade speed for repeatability; recorded with every run.
-// (Thread count and dtype are the top-level `threads` and `dtype`.)
+// (Thread count and dtype are compute.threads and compute.dtype.)
 struct DeterminismConfig {
   bool deterministic_algorithms = false;  // at::Context::setDeterministicAlgorithms
   bool mkldnn = true;                     // oneDNN kernels (the CPU's algorithm choice)
@@ -77,32 +150,20 @@ struct DeterminismConfig {
 };
 
 struct Config {
-  std::string experiment = "default";
-  int64_t seed = 0;
+  RunConfig run;
   SeedConfig seeds;
   DataConfig data;
   ModelConfig model;
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
-  int64_t epochs = 3;
-  int64_t batch_size = 128;
-  int64_t eval_batch_size = 1000;
-  int64_t max_steps = 0;          // 0: no limit; stops early after this many steps
-  std::string dtype = "float32";  // float32 | float64
-  int64_t threads = 0;            // 0: libtorch's default
-  bool keep_memory = true;        // allocator.keep_memory (see torch_env.h)
-  int64_t checkpoint_every_epochs = 1;
-  int64_t checkpoint_every_steps = 0;
-  std::string on_nan = "fail";    // fail | continue
-  int64_t log_every_steps = 1;
-  int64_t fingerprint_every_steps = 1;  // 0: off
-  bool profile_enabled = false;         // per-layer profiling (`trainscope profile` sets it)
-  int64_t profile_warmup_steps = 5;     // never profile these first steps
-  int64_t profile_every = 10;           // then profile every Nth step (1: every step)
-  double target_accuracy = 0;           // > 0: record time and epochs to reach it
-  double monitor_interval_s = 1.0;      // resource sampling (0: off)
-  double carbon_kg_per_kwh = 0.385;
-  double cpu_tdp_watts = 0;             // 0: estimate 10 W per physical core
+  TrainLoopConfig train;
+  EvalConfig eval;
+  ComputeConfig compute;
+  AllocatorConfig allocator;
+  CheckpointConfig checkpoint;
+  FingerprintConfig fingerprint;
+  ProfileConfig profile;
+  MonitorConfig monitor;
   DeterminismConfig determinism;
 };
 
@@ -111,7 +172,8 @@ struct Config {
 // error messages. Throws Error(kUsage) naming the key and what is allowed.
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& source = "config");
-// Reads a YAML file, then as parse_config.
+// Reads a YAML file, then as parse_config. Notes each earlier spelling of a
+// key it meets (once, on stderr).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);
 
 // The resolved config as YAML with every field (the text recorded with a run).
@@ -120,5 +182,7 @@ std::string to_yaml(const Config& c);
 std::map<std::string, std::string> flatten(const Config& c);
 // Every valid key with its description, for `config keys`.
 std::vector<std::pair<std::string, std::string>> config_keys();
+// Earlier spelling -> key, for every key that moved into a section.
+const std::map<std::string, std::string>& renamed_config_keys();
 
 }  // namespace trainscope::train

@@ -28,8 +28,8 @@ train::ModelShape shape_of_config(const train::Config& cfg) {
   if (cfg.data.dataset.rfind("cifar", 0) == 0)
     shape = {3, 32, 32, cfg.data.dataset == "cifar100" ? 100 : 10};
   if (cfg.data.dataset == "synthetic")
-    shape = {cfg.data.synthetic_channels, cfg.data.synthetic_height, cfg.data.synthetic_width,
-             cfg.data.synthetic_classes};
+    shape = {cfg.data.synthetic.channels, cfg.data.synthetic.height, cfg.data.synthetic.width,
+             cfg.data.synthetic.classes};
   return shape;
 }
 
@@ -167,9 +167,9 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
   ss << in.rdbuf();
   auto m = profile::CostModel::from_json(ss.str());
   train::Config cfg = train::load_config(a.config, a.sets);
-  const int64_t b = a.batch > 0 ? a.batch : cfg.batch_size;
+  const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;
   const train::ModelShape shape = shape_of_config(cfg);
-  if (cfg.threads > 0) torch::set_num_threads(static_cast<int>(cfg.threads));
+  if (cfg.compute.threads > 0) torch::set_num_threads(static_cast<int>(cfg.compute.threads));
   auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
   auto layers = profile::describe_layers(
       *net, [&](torch::Tensor x) { return net->forward(x); },

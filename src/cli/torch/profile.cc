@@ -119,15 +119,15 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
 void profile(Context& ctx, const ProfileArgs& a) {
   auto overrides = a.sets;
   overrides.push_back("profile.enabled=true");
-  overrides.push_back("max_steps=" + std::to_string(a.steps));
+  overrides.push_back("train.max_steps=" + std::to_string(a.steps));
   if (a.every > 0) overrides.push_back("profile.every=" + std::to_string(a.every));
   train::Config cfg = train::load_config(a.config, overrides);
-  if (a.steps <= cfg.profile_warmup_steps)
+  if (a.steps <= cfg.profile.warmup_steps)
     fail(ErrorKind::kUsage,
          "--steps {} is not more than profile.warmup_steps = {}: nothing would be profiled; "
          "train longer or --set profile.warmup_steps=N",
-         a.steps, cfg.profile_warmup_steps);
-  cfg.epochs = std::max<int64_t>(cfg.epochs, 1);
+         a.steps, cfg.profile.warmup_steps);
+  cfg.train.epochs = std::max<int64_t>(cfg.train.epochs, 1);
   train::TrainOptions o;
   o.name = a.name.empty() ? fs::path(a.config).stem().string() + "-profile" : a.name;
   o.command_line = ctx.argv_line;

@@ -48,7 +48,7 @@ void ProgressObserver::draw(const train::RunContext& ctx, const train::Step& ste
   const double samples_per_s = static_cast<double>(epoch_samples_) / (now - epoch_start_);
   std::string line = fmt::format(
       "epoch {}/{} [{}] step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", step.epoch + 1,
-      ctx.config.epochs, bar, step.number, total, step.loss_value, samples_per_s,
+      ctx.config.train.epochs, bar, step.number, total, step.loss_value, samples_per_s,
       eta < 3600 ? fmt::format("{:.0f}s", eta) : fmt::format("{:.1f}h", eta / 3600));
   if (tty_) {
     std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
@@ -63,7 +63,7 @@ void ProgressObserver::on_epoch_end(const train::RunContext& ctx, const train::E
   message(fmt::format(
       "epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} macro-F1 {:.4f} | "
       "{:.1f}s",
-      e.epoch + 1, ctx.config.epochs, e.train_loss, e.train_accuracy, e.test.loss,
+      e.epoch + 1, ctx.config.train.epochs, e.train_loss, e.train_accuracy, e.test.loss,
       e.test.accuracy, e.test.macro_f1, e.seconds));
 }
 

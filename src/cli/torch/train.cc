@@ -84,7 +84,7 @@ nlohmann::json eval_json(const store::RunInfo& run, const train::CheckpointEval&
 
 void train(Context& ctx, const TrainArgs& a) {
   auto overrides = a.sets;
-  if (!a.experiment.empty()) overrides.push_back("experiment=" + a.experiment);
+  if (!a.experiment.empty()) overrides.push_back("run.experiment=" + a.experiment);
   train::Config cfg = train::load_config(a.config, overrides);
   train::TrainOptions o;
   o.name = a.name.empty() ? std::filesystem::path(a.config).stem().string() : a.name;

@@ -30,21 +30,21 @@ void CheckpointObserver::on_run_begin(const RunContext& ctx) {
   // The initial state, so that `diff` can replay from step 0 when two runs
   // differ from their first step.
   const Config& c = ctx.config;
-  const bool checkpointing = c.checkpoint_every_epochs > 0 || c.checkpoint_every_steps > 0;
+  const bool checkpointing = c.checkpoint.every_epochs > 0 || c.checkpoint.every_steps > 0;
   if (!ctx.resumed && !ctx.from_checkpoint && ctx.position.step == 0 && checkpointing) write(ctx);
 }
 
 void CheckpointObserver::on_batch_end(const RunContext& ctx, const Step& step) {
-  const int64_t every = ctx.config.checkpoint_every_steps;
+  const int64_t every = ctx.config.checkpoint.every_steps;
   // A step that ends an epoch is left to on_epoch_end.
   const bool inside_epoch = ctx.position.batch < ctx.batches_per_epoch;
   if (every > 0 && step.number % every == 0 && inside_epoch) write(ctx);
 }
 
 void CheckpointObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {
-  const int64_t every = ctx.config.checkpoint_every_epochs, e1 = epoch.epoch + 1;
+  const int64_t every = ctx.config.checkpoint.every_epochs, e1 = epoch.epoch + 1;
   // The last epoch's checkpoint is the final one, written at the run's end.
-  if (every > 0 && e1 % every == 0 && e1 < ctx.config.epochs) write(ctx);
+  if (every > 0 && e1 % every == 0 && e1 < ctx.config.train.epochs) write(ctx);
 }
 
 void CheckpointObserver::on_train_end(const RunContext& ctx, const TrainResult& result) {

@@ -13,7 +13,7 @@ void FingerprintObserver::on_run_begin(const RunContext& ctx) {
 }
 
 void FingerprintObserver::on_after_step(const RunContext& ctx, const Step& step) {
-  if (step.number % ctx.config.fingerprint_every_steps != 0) return;
+  if (step.number % ctx.config.fingerprint.every_steps != 0) return;
   std::vector<uint64_t> hashes;
   hashes.reserve(tensors_.size() + 1);
   for (const auto& [n, t] : tensors_) hashes.push_back(tensor_hash(t));

@@ -25,10 +25,10 @@ void MetricsObserver::on_phase(const RunContext& ctx, StepPhase phase) {
 void MetricsObserver::on_after_step(const RunContext& ctx, const Step& step) {
   const Config& c = ctx.config;
   // A loss that fails the run is recorded whatever the step.
-  const bool fatal = !std::isfinite(step.loss_value) && c.on_nan == "fail";
-  if (step.number % c.log_every_steps == 0 || fatal)
+  const bool fatal = !std::isfinite(step.loss_value) && c.train.on_nan == "fail";
+  if (step.number % c.train.log_every_steps == 0 || fatal)
     ctx.run.log_metric("train/loss", step.loss_value, step.number);
-  if (step.number % c.log_every_steps == 0 && !fatal)
+  if (step.number % c.train.log_every_steps == 0 && !fatal)
     ctx.run.log_metric("lr", step.lr, step.number);
 }
 
@@ -44,7 +44,7 @@ void MetricsObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& info)
   run.log_metric("epoch_time_s", info.seconds, e1);
   run.log_metric("samples_per_s", static_cast<double>(info.samples) / info.seconds, e1);
   run.log_metric("steps_per_s", static_cast<double>(info.steps) / info.seconds, e1);
-  const double target = ctx.config.target_accuracy;
+  const double target = ctx.config.eval.target_accuracy;
   if (target > 0 && !target_reached_ && info.test.accuracy >= target) {
     target_reached_ = true;
     run.log_metric("time_to_target_s", core::monotonic_now() - ctx.start_time, e1);
@@ -56,7 +56,7 @@ void MetricsObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& info)
 
 void MetricsObserver::on_run_end(const RunContext& ctx, const TrainResult& result) {
   if (result.status == store::RunStatus::kFailed) return;
-  if (ctx.config.target_accuracy > 0 && !target_reached_)
+  if (ctx.config.eval.target_accuracy > 0 && !target_reached_)
     ctx.run.set_tag("target_accuracy.reached_at_epoch", "not reached");
 }
 
