@@ -53,92 +53,119 @@ std::string tick_label(double v) {
 
 }  // namespace
 
-std::string SvgChart::render() const {
-  const double left = 70, right = 200, top = 40, bottom = 50;
-  const double pw = width - left - right, ph = height - top - bottom;
-  double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
-  auto ty = [&](double y) { return log_y ? std::log10(y) : y; };
-  auto tx = [&](double x) { return log_x ? std::log10(x) : x; };
-  auto skip = [&](double x, double y) {
-    return !std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0) || (log_x && x <= 0);
-  };
-  for (const auto& s : series)
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      double y = s.y[i];
-      if (skip(s.x[i], y)) continue;
-      xmin = std::min(xmin, tx(s.x[i])), xmax = std::max(xmax, tx(s.x[i]));
-      ymin = std::min(ymin, ty(y)), ymax = std::max(ymax, ty(y));
-    }
-  if (!std::isfinite(xmin)) xmin = 0, xmax = 1, ymin = 0, ymax = 1;
-  if (xmax == xmin) xmax = xmin + 1;
-  if (ymax == ymin) ymax = ymin + 1;
-  double pad = (ymax - ymin) * 0.05;
-  ymin -= pad, ymax += pad;
-  auto px = [&](double x) { return left + (tx(x) - xmin) / (xmax - xmin) * pw; };
-  auto py = [&](double y) { return top + (1 - (ty(y) - ymin) / (ymax - ymin)) * ph; };
+namespace {
 
+// The plot area and the mapping from data to pixels.
+struct Frame {
+  static constexpr double left = 70, right = 200, top = 40, bottom = 50;
+  double pw = 0, ph = 0;
+  bool log_x = false, log_y = false;
+  double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
+
+  double tx(double x) const { return log_x ? std::log10(x) : x; }
+  double ty(double y) const { return log_y ? std::log10(y) : y; }
+  // Points a log axis cannot show, and non-finite ones, are left out.
+  bool skip(double x, double y) const {
+    return !std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0) || (log_x && x <= 0);
+  }
+  double px(double x) const { return left + (tx(x) - xmin) / (xmax - xmin) * pw; }
+  double py(double y) const { return top + (1 - (ty(y) - ymin) / (ymax - ymin)) * ph; }
+};
+
+Frame frame_of(const SvgChart& c) {
+  Frame f;
+  f.pw = c.width - Frame::left - Frame::right;
+  f.ph = c.height - Frame::top - Frame::bottom;
+  f.log_x = c.log_x;
+  f.log_y = c.log_y;
+  for (const auto& s : c.series)
+    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+      if (f.skip(s.x[i], s.y[i])) continue;
+      f.xmin = std::min(f.xmin, f.tx(s.x[i])), f.xmax = std::max(f.xmax, f.tx(s.x[i]));
+      f.ymin = std::min(f.ymin, f.ty(s.y[i])), f.ymax = std::max(f.ymax, f.ty(s.y[i]));
+    }
+  if (!std::isfinite(f.xmin)) f.xmin = 0, f.xmax = 1, f.ymin = 0, f.ymax = 1;
+  if (f.xmax == f.xmin) f.xmax = f.xmin + 1;
+  if (f.ymax == f.ymin) f.ymax = f.ymin + 1;
+  const double pad = (f.ymax - f.ymin) * 0.05;
+  f.ymin -= pad, f.ymax += pad;
+  return f;
+}
+
+// Title, plot box, grid lines with tick labels, axis labels.
+std::string axes(const SvgChart& c, const Frame& f) {
+  const double left = Frame::left, top = Frame::top;
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
       "fill=\"white\"/>\n",
-      width, height, width, height);
+      c.width, c.height, c.width, c.height);
   o += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">{}</text>\n",
-                   left + pw / 2, escape(title));
+                   left + f.pw / 2, escape(c.title));
   o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-                   left, top, pw, ph);
-  for (double t : ticks(xmin, xmax)) {
-    double x = left + (t - xmin) / (xmax - xmin) * pw;
+                   left, top, f.pw, f.ph);
+  for (double t : ticks(f.xmin, f.xmax)) {
+    double x = left + (t - f.xmin) / (f.xmax - f.xmin) * f.pw;
     o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
                      "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                     x, top, top + ph, top + ph + 16, tick_label(log_x ? std::pow(10.0, t) : t));
+                     x, top, top + f.ph, top + f.ph + 16,
+                     tick_label(c.log_x ? std::pow(10.0, t) : t));
   }
-  for (double t : ticks(ymin, ymax)) {
-    double y = top + (1 - (t - ymin) / (ymax - ymin)) * ph;
-    std::string label = log_y ? tick_label(std::pow(10.0, t)) : tick_label(t);
+  for (double t : ticks(f.ymin, f.ymax)) {
+    double y = top + (1 - (t - f.ymin) / (f.ymax - f.ymin)) * f.ph;
+    std::string label = c.log_y ? tick_label(std::pow(10.0, t)) : tick_label(t);
     o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
                      "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-                     left, y, left + pw, left - 6, y + 4, label);
+                     left, y, left + f.pw, left - 6, y + 4, label);
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + pw / 2,
-                   height - 12, escape(x_label + (log_x ? " (log)" : "")));
+  o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + f.pw / 2,
+                   c.height - 12, escape(c.x_label + (c.log_x ? " (log)" : "")));
   o += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
-                   top + ph / 2, top + ph / 2, escape(y_label + (log_y ? " (log)" : "")));
-  for (size_t si = 0; si < series.size(); ++si) {
-    const auto& s = series[si];
-    const char* colour = kColours[si % std::size(kColours)];
-    std::string path;
-    bool pen_down = false;
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      double y = s.y[i];
-      if (skip(s.x[i], y)) {
-        pen_down = false;
-        continue;
-      }
-      if (s.points) {
-        o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
-                         "<title>{}: {:g}, {:g}</title></circle>\n",
-                         px(s.x[i]), py(y), colour, escape(s.name), s.x[i], y);
-        continue;
-      }
-      path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", px(s.x[i]), py(y));
-      pen_down = true;
-    }
-    if (!s.points)
-      o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}><title>{}</title></path>\n",
-                       path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
-    double ly = top + 10 + static_cast<double>(si) * 16;
-    const std::string label = escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name);
-    if (s.points)
-      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                       left + pw + 20, ly, colour, left + pw + 35, ly + 4, label);
-    else
-      o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
-                       "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
-                       left + pw + 10, ly, left + pw + 30, colour,
-                       s.dashed ? " stroke-dasharray=\"6 4\"" : "", left + pw + 35, ly + 4, label);
-  }
-  o += "</svg>\n";
+                   top + f.ph / 2, top + f.ph / 2, escape(c.y_label + (c.log_y ? " (log)" : "")));
   return o;
+}
+
+// One series: a path (or markers) and its legend entry, row `si`.
+std::string series_svg(const SvgSeries& s, size_t si, const Frame& f) {
+  const char* colour = kColours[si % std::size(kColours)];
+  std::string o, path;
+  bool pen_down = false;
+  for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+    const double y = s.y[i];
+    if (f.skip(s.x[i], y)) {
+      pen_down = false;
+      continue;
+    }
+    if (s.points) {
+      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
+                       "<title>{}: {:g}, {:g}</title></circle>\n",
+                       f.px(s.x[i]), f.py(y), colour, escape(s.name), s.x[i], y);
+      continue;
+    }
+    path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", f.px(s.x[i]), f.py(y));
+    pen_down = true;
+  }
+  if (!s.points)
+    o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}><title>{}</title></path>\n",
+                     path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
+  const double lx = Frame::left + f.pw, ly = Frame::top + 10 + static_cast<double>(si) * 16;
+  const std::string label = escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name);
+  if (s.points)
+    return o + fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
+                           lx + 20, ly, colour, lx + 35, ly + 4, label);
+  return o + fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
+                         "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
+                         lx + 10, ly, lx + 30, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "",
+                         lx + 35, ly + 4, label);
+}
+
+}  // namespace
+
+std::string SvgChart::render() const {
+  const Frame f = frame_of(*this);
+  std::string o = axes(*this, f);
+  for (size_t si = 0; si < series.size(); ++si) o += series_svg(series[si], si, f);
+  return o + "</svg>\n";
 }
 
 }  // namespace trainscope::core

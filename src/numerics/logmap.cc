@@ -287,6 +287,82 @@ int64_t first_divergence(const std::vector<double>& a, const std::vector<double>
   return -1;
 }
 
+namespace {
+
+// Correct significant digits per step. Errors in binary128 against the
+// reference rounded to binary128, so that long double and binary128
+// variants are measured beyond double.
+void measure_digits(const kernels::Trajectory& q, const kernels::Trajectory& ref_q,
+                    VariantResult& vr) {
+  vr.correct_digits.reserve(q.size());
+  for (size_t n = 0; n < q.size(); ++n) {
+    __float128 ref = ref_q[n];
+    __float128 errq = q[n] - ref;
+    if (errq < 0) errq = -errq;
+    double err = static_cast<double>(errq);
+    double rel = ref != 0 ? static_cast<double>(errq / (ref < 0 ? -ref : ref)) : err;
+    double digits = rel == 0 ? kMaxDigits : std::clamp(-std::log10(rel), 0.0, kMaxDigits);
+    if (std::isnan(digits)) digits = 0;
+    vr.correct_digits.push_back(digits);
+    if (vr.digits_gone < 0 && digits < 1) vr.digits_gone = static_cast<int64_t>(n);
+  }
+}
+
+// The linear regime: the error is well above the format's rounding (3
+// digits below its initial digits) and still small (>= 3 correct digits).
+// There e(n2)/e(n1) = prod |f'(x_k)|, so the measured slope and the
+// finite-time Lyapunov exponent over the same steps must agree.
+void measure_growth(const kernels::Trajectory& q, const kernels::Trajectory& ref_q,
+                    const LogmapResult& res, double r, VariantResult& vr) {
+  const double initial = vr.correct_digits.front();
+  const bool f32 = vr.variant.format == Format::kFloat32;
+  const double hi = initial - (f32 ? 2.0 : 3.0);
+  const double lo = f32 ? 1.5 : 3.0;
+  int64_t n1 = -1, n2 = -1;
+  for (size_t n = 0; n < vr.correct_digits.size(); ++n) {
+    double d = vr.correct_digits[n];
+    if (n1 < 0 && d <= hi) n1 = static_cast<int64_t>(n);
+    if (n1 >= 0 && d < lo) break;
+    if (n1 >= 0) n2 = static_cast<int64_t>(n);
+  }
+  if (n1 < 0 || n2 - n1 < 5) return;
+  vr.window_from = n1;
+  vr.window_to = n2;
+  // Growth of the absolute error (the Lyapunov exponent describes |dx|,
+  // while correct digits are relative to x, which moves).
+  auto abs_err = [&](int64_t n) {
+    __float128 e = q[static_cast<size_t>(n)] - ref_q[static_cast<size_t>(n)];
+    return std::fabs(static_cast<double>(e));
+  };
+  vr.digits_lost_per_step =
+      (std::log10(abs_err(n2)) - std::log10(abs_err(n1))) / static_cast<double>(n2 - n1);
+  double ls = 0;
+  for (int64_t k = n1; k < n2; ++k)
+    ls += std::log(std::fabs(r * (1 - 2 * res.reference[static_cast<size_t>(k)])));
+  vr.predicted_per_step = ls / static_cast<double>(n2 - n1) / std::log(10.0);
+}
+
+VariantResult run_variant(const Variant& v, const LogmapOptions& options,
+                          const kernels::Trajectory& ref_q, const LogmapResult& res, double r) {
+  VariantResult vr;
+  vr.variant = v;
+  kernels::Trajectory q;
+  if (v.torch) {
+    vr.x = options.extra_iterate(v, options.x0, options.r, options.steps);
+    q.assign(vr.x.begin(), vr.x.end());
+  } else {
+    q = iterate_q(v, options.x0, options.r, options.steps);
+    vr.x = to_double(q);
+  }
+  for (double t : options.thresholds)
+    vr.first_over.push_back(first_divergence(vr.x, res.reference, t));
+  measure_digits(q, ref_q, vr);
+  measure_growth(q, ref_q, res, r, vr);
+  return vr;
+}
+
+}  // namespace
+
 LogmapResult run_logmap(const LogmapOptions& options) {
   validate(options);
   LogmapResult res;
@@ -304,70 +380,12 @@ LogmapResult run_logmap(const LogmapOptions& options) {
   }
   res.lyapunov = lcount ? lsum / static_cast<double>(lcount) : 0;
   res.predicted_digits_per_step = res.lyapunov / std::log(10.0);
-
   std::vector<Variant> variants = available_variants();
   variants.insert(variants.end(), options.extra_variants.begin(), options.extra_variants.end());
   for (const auto& v : variants) {
-    if (!options.variants.empty() &&
-        std::find(options.variants.begin(), options.variants.end(), v.id) == options.variants.end())
-      continue;
-    VariantResult vr;
-    vr.variant = v;
-    kernels::Trajectory q;
-    if (v.torch) {
-      vr.x = options.extra_iterate(v, options.x0, options.r, options.steps);
-      q.assign(vr.x.begin(), vr.x.end());
-    } else {
-      q = iterate_q(v, options.x0, options.r, options.steps);
-      vr.x = to_double(q);
-    }
-    for (double t : options.thresholds) vr.first_over.push_back(first_divergence(vr.x, res.reference, t));
-    vr.correct_digits.reserve(vr.x.size());
-    // Errors in binary128 against the reference rounded to binary128, so
-    // that long double and binary128 variants are measured beyond double.
-    for (size_t n = 0; n < q.size(); ++n) {
-      __float128 ref = ref_q[n];
-      __float128 errq = q[n] - ref;
-      if (errq < 0) errq = -errq;
-      double err = static_cast<double>(errq);
-      double rel = ref != 0 ? static_cast<double>(errq / (ref < 0 ? -ref : ref)) : err;
-      double digits = rel == 0 ? kMaxDigits : std::clamp(-std::log10(rel), 0.0, kMaxDigits);
-      if (std::isnan(digits)) digits = 0;
-      vr.correct_digits.push_back(digits);
-      if (vr.digits_gone < 0 && digits < 1) vr.digits_gone = static_cast<int64_t>(n);
-    }
-    // The linear regime: the error is well above the format's rounding
-    // (3 digits below its initial digits) and still small (>= 3 correct
-    // digits). There e(n2)/e(n1) = prod |f'(x_k)|, so the measured slope and
-    // the finite-time Lyapunov exponent over the same steps must agree.
-    const double initial = vr.correct_digits.front();
-    const bool f32 = v.format == Format::kFloat32;
-    const double hi = initial - (f32 ? 2.0 : 3.0);
-    const double lo = f32 ? 1.5 : 3.0;
-    int64_t n1 = -1, n2 = -1;
-    for (size_t n = 0; n < vr.correct_digits.size(); ++n) {
-      double d = vr.correct_digits[n];
-      if (n1 < 0 && d <= hi) n1 = static_cast<int64_t>(n);
-      if (n1 >= 0 && d < lo) break;
-      if (n1 >= 0) n2 = static_cast<int64_t>(n);
-    }
-    if (n1 >= 0 && n2 - n1 >= 5) {
-      vr.window_from = n1;
-      vr.window_to = n2;
-      // Growth of the absolute error (the Lyapunov exponent describes
-      // |dx|, while correct digits are relative to x, which moves).
-      auto abs_err = [&](int64_t n) {
-        __float128 e = q[static_cast<size_t>(n)] - ref_q[static_cast<size_t>(n)];
-        return std::fabs(static_cast<double>(e));
-      };
-      vr.digits_lost_per_step =
-          (std::log10(abs_err(n2)) - std::log10(abs_err(n1))) / static_cast<double>(n2 - n1);
-      double ls = 0;
-      for (int64_t k = n1; k < n2; ++k)
-        ls += std::log(std::fabs(r * (1 - 2 * res.reference[static_cast<size_t>(k)])));
-      vr.predicted_per_step = ls / static_cast<double>(n2 - n1) / std::log(10.0);
-    }
-    res.variants.push_back(std::move(vr));
+    const auto& only = options.variants;
+    if (!only.empty() && std::find(only.begin(), only.end(), v.id) == only.end()) continue;
+    res.variants.push_back(run_variant(v, options, ref_q, res, r));
   }
   return res;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -113,7 +114,7 @@ CostModel CostModel::from_json(const std::string& text) {
     auto j = nlohmann::json::parse(text);
     if (j.value("format", std::string()) != "trainscope-costmodel/4")
       fail(ErrorKind::kUsage,
-           "not a trainscope cost model (format {}); refit it with `trainscope costmodel fit`",
+           "not a trainscope cost model (format {}); fit it again from profiled runs",
            j.value("format", std::string("missing")));
     m.coef = j.at("coef").get<std::map<std::string, std::vector<double>>>();
     m.generic = j.at("generic").get<std::vector<double>>();
@@ -124,10 +125,93 @@ CostModel CostModel::from_json(const std::string& text) {
     m.lanes = j.at("simd_float_lanes").get<int>();
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::kUsage,
-         "cost model file is not valid ({}); refit it with `trainscope costmodel fit`", e.what());
+         "cost model file is not valid ({}); fit the cost model again", e.what());
   }
   return m;
 }
+
+namespace {
+
+// One profiled run reduced to medians over its profiled steps.
+struct ReducedRun {
+  std::string uuid;
+  std::vector<LayerInfo> layers;
+  std::map<std::string, double> compute_us, update_us;  // layer -> median us
+  double wall = 0;
+};
+// Runs are grouped by (model, batch, threads).
+using GroupKey = std::tuple<std::string, int64_t, int64_t>;
+
+std::optional<ReducedRun> reduce_run(Store& store, const RunInfo& r) {
+  auto cells = store.profile_cells(r.uuid);
+  if (cells.empty()) return std::nullopt;
+  ReducedRun o;
+  o.uuid = r.uuid;
+  o.layers = layers_from_json(store.profile_layers(r.uuid));
+  // layer -> step -> us, for compute (forward, backward) and update
+  // (update, zero_grad).
+  std::map<std::string, std::map<int64_t, double>> compute, update;
+  std::vector<int64_t> steps;
+  std::vector<double> walls;
+  for (const auto& c : cells) {
+    if (c.layer == "(wall)") {
+      steps.push_back(c.step);
+      walls.push_back(c.us);
+    } else if (!c.layer.empty() && c.layer[0] != '(') {
+      auto& m = c.phase == "update" || c.phase == "zero_grad" ? update : compute;
+      m[c.layer][c.step] += c.us;
+    }
+  }
+  if (walls.empty()) return std::nullopt;
+  o.wall = median(walls);
+  auto median_over_steps = [&](std::map<int64_t, double>& per_step) {
+    std::vector<double> v;
+    for (int64_t s : steps) v.push_back(per_step.count(s) ? per_step[s] : 0.0);
+    return median(v);
+  };
+  for (const auto& l : o.layers) {
+    o.compute_us[l.name] = median_over_steps(compute[l.name]);
+    o.update_us[l.name] = median_over_steps(update[l.name]);
+  }
+  return o;
+}
+
+GroupKey group_of(Store& store, const ReducedRun& o) {
+  auto p = store.params(o.uuid);
+  std::string model = p.count("model.name") ? p.at("model.name") : "?";
+  int64_t batch = o.layers.empty() || o.layers[0].in_shape.empty() ? 0 : o.layers[0].in_shape[0];
+  int64_t threads = 0;
+  // compute.threads; "threads" in runs recorded before config keys had sections.
+  for (const char* key : {"compute.threads", "threads"})
+    if (p.count(key)) threads = std::atoll(p.at(key).c_str());
+  return {model, batch, threads};
+}
+
+// Repeats of one configuration merged by medians.
+ProfiledArch merge(const GroupKey& key, std::vector<ReducedRun>& ones) {
+  ProfiledArch a;
+  std::tie(a.model, a.batch, a.threads) = key;
+  a.layers = ones[0].layers;
+  std::vector<double> walls;
+  for (const auto& o : ones) {
+    a.runs.push_back(o.uuid);
+    walls.push_back(o.wall);
+  }
+  a.iteration_us = median(walls);
+  for (const auto& l : a.layers) {
+    std::vector<double> c, u;
+    for (auto& o : ones) {
+      c.push_back(o.compute_us[l.name]);
+      u.push_back(o.update_us[l.name]);
+    }
+    a.layer_compute_us.push_back(median(c));
+    a.layer_update_us.push_back(median(u));
+    a.layer_us.push_back(a.layer_compute_us.back() + a.layer_update_us.back());
+  }
+  return a;
+}
+
+}  // namespace
 
 std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::string>& runs) {
   std::vector<RunInfo> infos;
@@ -137,85 +221,18 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
   } else {
     for (const auto& ref : runs) infos.push_back(store.resolve_run(ref));
   }
-  // (model, batch, threads) -> runs; per run: layer -> median us, wall median.
-  struct One {
-    std::string uuid;
-    std::vector<LayerInfo> layers;
-    std::map<std::string, double> compute_us, update_us;
-    double wall = 0;
-  };
-  std::map<std::tuple<std::string, int64_t, int64_t>, std::vector<One>> groups;
-  for (const auto& r : infos) {
-    auto cells = store.profile_cells(r.uuid);
-    if (cells.empty()) continue;
-    One o;
-    o.uuid = r.uuid;
-    o.layers = layers_from_json(store.profile_layers(r.uuid));
-    // layer -> step -> us, for compute (forward, backward) and update
-    // (update, zero_grad).
-    std::map<std::string, std::map<int64_t, double>> compute, update;
-    std::vector<int64_t> steps;
-    std::vector<double> walls;
-    for (const auto& c : cells) {
-      if (c.layer == "(wall)") {
-        steps.push_back(c.step);
-        walls.push_back(c.us);
-      } else if (!c.layer.empty() && c.layer[0] != '(') {
-        auto& m = c.phase == "update" || c.phase == "zero_grad" ? update : compute;
-        m[c.layer][c.step] += c.us;
-      }
-    }
-    if (walls.empty()) continue;
-    o.wall = median(walls);
-    auto median_over_steps = [&](std::map<int64_t, double>& per_step) {
-      std::vector<double> v;
-      for (int64_t s : steps) v.push_back(per_step.count(s) ? per_step[s] : 0.0);
-      return median(v);
-    };
-    for (const auto& l : o.layers) {
-      o.compute_us[l.name] = median_over_steps(compute[l.name]);
-      o.update_us[l.name] = median_over_steps(update[l.name]);
-    }
-    auto p = store.params(r.uuid);
-    std::string model = p.count("model.name") ? p.at("model.name") : "?";
-    int64_t batch = o.layers.empty() || o.layers[0].in_shape.empty() ? 0 : o.layers[0].in_shape[0];
-    int64_t threads = 0;
-    // compute.threads; "threads" in runs recorded before config keys had sections.
-    for (const char* key : {"compute.threads", "threads"})
-      if (p.count(key)) threads = std::atoll(p.at(key).c_str());
-    groups[{model, batch, threads}].push_back(std::move(o));
-  }
+  std::map<GroupKey, std::vector<ReducedRun>> groups;
+  for (const auto& r : infos)
+    if (auto o = reduce_run(store, r)) groups[group_of(store, *o)].push_back(std::move(*o));
   std::vector<ProfiledArch> out;
-  for (auto& [key, ones] : groups) {
-    ProfiledArch a;
-    std::tie(a.model, a.batch, a.threads) = key;
-    a.layers = ones[0].layers;
-    std::vector<double> walls;
-    for (const auto& o : ones) {
-      a.runs.push_back(o.uuid);
-      walls.push_back(o.wall);
-    }
-    a.iteration_us = median(walls);
-    for (const auto& l : a.layers) {
-      std::vector<double> c, u;
-      for (auto& o : ones) {
-        c.push_back(o.compute_us[l.name]);
-        u.push_back(o.update_us[l.name]);
-      }
-      a.layer_compute_us.push_back(median(c));
-      a.layer_update_us.push_back(median(u));
-      a.layer_us.push_back(a.layer_compute_us.back() + a.layer_update_us.back());
-    }
-    out.push_back(std::move(a));
-  }
+  for (auto& [key, ones] : groups) out.push_back(merge(key, ones));
   return out;
 }
 
 CostModel fit(const std::vector<ProfiledArch>& data, int lanes) {
   if (data.empty())
     fail(ErrorKind::kNotFound,
-         "no profiled runs to fit; record some with `trainscope profile grid "
-         "configs/profile_grid.yaml`");
+         "no profiled runs to fit; profile some models first (configs/profile_grid.yaml)");
   CostModel m;
   m.lanes = lanes;
   std::map<std::string, Rows> by_type;
@@ -254,7 +271,7 @@ CostModelEval leave_one_architecture_out(const std::vector<ProfiledArch>& data, 
   if (models.size() < 2)
     fail(ErrorKind::kUsage,
          "leave-one-architecture-out needs profiles of at least 2 architectures (have {}); "
-         "run `trainscope profile grid configs/profile_grid.yaml`",
+         "profile a grid of models first (configs/profile_grid.yaml)",
          models.size());
   CostModelEval ev;
   double ape = 0, lape = 0;

@@ -2,11 +2,10 @@
 
 namespace trainscope::store {
 
+namespace {
 
-const std::vector<Migration>& migrations() {
-  static const std::vector<Migration> kMigrations = {
-      {1, "experiments, runs, params, tags, metrics",
-       R"sql(
+// Migration 1: experiments, runs, params, tags, metrics.
+constexpr const char* kSchema1 = R"sql(
 CREATE TABLE schema_migrations (
   version INTEGER PRIMARY KEY,
   description TEXT NOT NULL,
@@ -66,9 +65,10 @@ CREATE TABLE metric_chunks (
   points BLOB NOT NULL,
   PRIMARY KEY (key_id, seq)
 );
-)sql"},
-      {2, "artifacts; host and process of each run for crash detection",
-       R"sql(
+)sql";
+
+// Migration 2: artifacts; host and process of each run for crash detection.
+constexpr const char* kSchema2 = R"sql(
 ALTER TABLE runs ADD COLUMN host TEXT NOT NULL DEFAULT '';
 ALTER TABLE runs ADD COLUMN pid INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN pid_start INTEGER NOT NULL DEFAULT 0;
@@ -82,9 +82,10 @@ CREATE TABLE artifacts (
   created_time REAL NOT NULL,
   PRIMARY KEY (run_id, name)
 );
-)sql"},
-      {3, "environment manifest and per-step fingerprints",
-       R"sql(
+)sql";
+
+// Migration 3: environment manifest and per-step fingerprints.
+constexpr const char* kSchema3 = R"sql(
 CREATE TABLE environment (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   key TEXT NOT NULL,
@@ -103,9 +104,10 @@ CREATE TABLE fingerprints (
   hashes BLOB NOT NULL,
   PRIMARY KEY (run_id, step)
 );
-)sql"},
-      {4, "per-layer profiles",
-       R"sql(
+)sql";
+
+// Migration 4: per-layer profiles.
+constexpr const char* kSchema4 = R"sql(
 CREATE TABLE profile_cells (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
   step INTEGER NOT NULL,
@@ -121,7 +123,16 @@ CREATE TABLE profile_layers (
   info TEXT NOT NULL,
   PRIMARY KEY (run_id, idx)
 );
-)sql"},
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& migrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, "experiments, runs, params, tags, metrics", kSchema1},
+      {2, "artifacts; host and process of each run for crash detection", kSchema2},
+      {3, "environment manifest and per-step fingerprints", kSchema3},
+      {4, "per-layer profiles", kSchema4},
   };
   return kMigrations;
 }

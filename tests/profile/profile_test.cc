@@ -326,7 +326,7 @@ TEST(ProfileCliTest, CostModelFitEvalAndPredictAnUnseenArchitecture) {
   auto old = testing::run_command(cli + " costmodel predict " + cfg + " --model " +
                                   (dir / "old.json").string());
   EXPECT_NE(old.exit_code, 0);
-  EXPECT_NE(old.out.find("refit it with `trainscope costmodel fit`"), std::string::npos) << old.out;
+  EXPECT_NE(old.out.find("`trainscope costmodel fit` writes a new one"), std::string::npos) << old.out;
 }
 
 TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {

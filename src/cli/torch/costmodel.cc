@@ -165,7 +165,14 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
          a.model_file);
   std::stringstream ss;
   ss << in.rdbuf();
-  auto m = profile::CostModel::from_json(ss.str());
+  profile::CostModel m;
+  try {
+    m = profile::CostModel::from_json(ss.str());
+  } catch (const core::Error& e) {
+    throw core::Error(fmt::format("{}: {} (`trainscope costmodel fit` writes a new one)",
+                                  a.model_file, e.what()),
+                      e.kind());
+  }
   train::Config cfg = train::load_config(a.config, a.sets);
   const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;
   const train::ModelShape shape = shape_of_config(cfg);
