@@ -25,7 +25,7 @@ void add_train(CLI::App& app, Context& ctx) {
 void add_config(CLI::App& app, Context& ctx) {
   auto* config = app.add_subcommand("config", "Inspect training configs");
   config->require_subcommand(1);
-  set_example(config, "trainscope config show configs/demo.yaml --set epochs=5");
+  set_example(config, "trainscope config show configs/demo.yaml --set train.epochs=5");
   auto* show = config->add_subcommand("show", "Print the resolved config, every field included");
   auto a = std::make_shared<ConfigArgs>();
   show->add_option("CONFIG", a->config, "YAML config")->required();

@@ -48,7 +48,7 @@ void warn_mismatches(const profile::CostModel& m, const std::set<std::string>& u
   if (m.threads > 0 && m.threads != threads)
     core::log_warn(
         "the cost model was fitted on runs with {} thread(s) and this config uses {}; profile a "
-        "grid with threads={} and refit",
+        "grid with compute.threads={} and refit",
         m.threads, threads, threads);
 }
 
