@@ -103,8 +103,7 @@ void report(const std::string& label, const std::vector<Sample>& s) {
   }
   std::printf("%-60s %8.1f [%6.1f..%6.1f] %8.1f %8.1f %8.1f\n", label.c_str(), median(wall),
               *std::min_element(wall.begin(), wall.end()),
-              *std::max_element(wall.begin(), wall.end()), median(user), median(sys),
-              median(rss));
+              *std::max_element(wall.begin(), wall.end()), median(user), median(sys), median(rss));
 }
 
 }  // namespace

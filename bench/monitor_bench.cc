@@ -13,7 +13,8 @@ using namespace trainscope::store;
 
 static void BM_SampleOnce(benchmark::State& state) {
   std::random_device rd;
-  auto dir = std::filesystem::temp_directory_path() / ("trainscope-bench-mon-" + std::to_string(rd()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("trainscope-bench-mon-" + std::to_string(rd()));
   std::filesystem::create_directories(dir);
   {
     StoreOptions o;

@@ -35,7 +35,8 @@ void BM_IngestPoints(benchmark::State& state) {
   const int64_t n = state.range(0);
   fs::path dir = fresh_dir("ingest");
   auto store = open_at(dir / "b.db");
-  const std::string keys[10] = {"loss", "acc", "lr", "grad_norm", "k4", "k5", "k6", "k7", "k8", "k9"};
+  const std::string keys[10] = {"loss", "acc", "lr", "grad_norm", "k4",
+                                "k5",   "k6",  "k7", "k8",        "k9"};
   for (auto _ : state) {
     auto rec = RunRecorder::start(store, {});
     for (int64_t i = 0; i < n; ++i) rec->log_metric(keys[i % 10], static_cast<double>(i), i / 10);

@@ -7,13 +7,13 @@
 #include <cstdlib>
 #include <thread>
 
+#include "trainscope/profile/profiler.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
-#include "trainscope/profile/profiler.h"
 
 using namespace trainscope::train;
 
@@ -25,7 +25,8 @@ void BM_TrainStep(benchmark::State& state, const char* model_name, int64_t batch
   // Both sides pin the same intra-op thread count (Debian's libtorch starts
   // with 1 here whatever the core count).
   const char* env = std::getenv("TRAINSCOPE_BENCH_THREADS");
-  torch::set_num_threads(env ? std::atoi(env) : static_cast<int>(std::thread::hardware_concurrency()));
+  torch::set_num_threads(env ? std::atoi(env)
+                             : static_cast<int>(std::thread::hardware_concurrency()));
   Config c;
   c.model.name = model_name;
   c.data.train_subset = batch * 64;
@@ -33,9 +34,9 @@ void BM_TrainStep(benchmark::State& state, const char* model_name, int64_t batch
   std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
   for (int64_t b = 0; b < 64; ++b) {
     auto idx = torch::arange(b * batch, (b + 1) * batch);
-    batches.emplace_back(to_input(data.train.images.index_select(0, idx), data.mean, data.std,
-                                  torch::kFloat32),
-                         data.train.labels.index_select(0, idx));
+    batches.emplace_back(
+        to_input(data.train.images.index_select(0, idx), data.mean, data.std, torch::kFloat32),
+        data.train.labels.index_select(0, idx));
   }
   auto model = make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   init_weights(*model, "default", at::detail::createCPUGenerator(2));
@@ -54,10 +55,14 @@ void BM_TrainStep(benchmark::State& state, const char* model_name, int64_t batch
   state.counters["threads"] = torch::get_num_threads();
 }
 
-BENCHMARK_CAPTURE(BM_TrainStep, mlp_b64, "mlp", 64)->Unit(benchmark::kMicrosecond)
-    ->MinTime(3.0)->UseRealTime();
-BENCHMARK_CAPTURE(BM_TrainStep, demo_cnn_b128, "demo_cnn", 128)->Unit(benchmark::kMicrosecond)
-    ->MinTime(3.0)->UseRealTime();
+BENCHMARK_CAPTURE(BM_TrainStep, mlp_b64, "mlp", 64)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_TrainStep, demo_cnn_b128, "demo_cnn", 128)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(3.0)
+    ->UseRealTime();
 
 // Hashing every parameter, buffer and the loss once: the per-step cost of
 // fingerprint.every_steps: 1. Compare with BM_TrainStep of the same model.
@@ -81,8 +86,10 @@ void BM_Fingerprint(benchmark::State& state, const char* model_name) {
 }
 BENCHMARK_CAPTURE(BM_Fingerprint, demo_cnn, "demo_cnn")->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Fingerprint, vgg11_seed, "vgg11_seed")->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_TrainStep, vgg11_seed_b64, "vgg11_seed", 64)->Unit(benchmark::kMillisecond)
-    ->MinTime(5.0)->UseRealTime();
+BENCHMARK_CAPTURE(BM_TrainStep, vgg11_seed_b64, "vgg11_seed", 64)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(5.0)
+    ->UseRealTime();
 
 // The same step with the profiler attached every `every`-th step (0: never),
 // as the trainer does it. Compare the mean step time with every = 0.
@@ -117,9 +124,15 @@ void BM_ProfiledStep(benchmark::State& state, const char* model_name, int64_t ba
     if (on) benchmark::DoNotOptimize(profiler.end().wall_us);
   }
 }
-BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_off, "demo_cnn", 128, 0)->Unit(benchmark::kMillisecond)->MinTime(8.0);
-BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every10, "demo_cnn", 128, 10)->Unit(benchmark::kMillisecond)->MinTime(8.0);
-BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every1, "demo_cnn", 128, 1)->Unit(benchmark::kMillisecond)->MinTime(8.0);
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_off, "demo_cnn", 128, 0)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(8.0);
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every10, "demo_cnn", 128, 10)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(8.0);
+BENCHMARK_CAPTURE(BM_ProfiledStep, demo_cnn_every1, "demo_cnn", 128, 1)
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(8.0);
 
 }  // namespace
 

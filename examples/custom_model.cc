@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
     trainer.set_model(std::make_shared<TinyNet>());
     trainer.add_observer(std::make_shared<PrintEpochs>());
     auto result = trainer.run();
-    std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(), ts::store::to_string(result.status));
+    std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(),
+                ts::store::to_string(result.status));
     return 0;
   } catch (const ts::core::Error& e) {
     std::fprintf(stderr, "custom_model: %s\n", e.what());

@@ -24,13 +24,14 @@ struct GradNorms : ts::train::TrainObserver {
 };
 
 int main(int argc, char** argv) {
-  std::shared_ptr<ts::store::Store> store = ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
+  std::shared_ptr<ts::store::Store> store =
+      ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
   auto config = ts::train::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
   ts::train::Trainer trainer(config, store, {.name = "grad-norms"});
   trainer.set_model(std::make_shared<TinyNet>());
   trainer.add_observer(std::make_shared<GradNorms>());
   auto result = trainer.run();
-  std::printf("recorded run %s: %lld steps, grad_norm/* every 10 steps\n",
-              result.run_uuid.c_str(), static_cast<long long>(result.steps));
+  std::printf("recorded run %s: %lld steps, grad_norm/* every 10 steps\n", result.run_uuid.c_str(),
+              static_cast<long long>(result.steps));
 }

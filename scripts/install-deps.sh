@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ccache pkg-config git
+  build-essential cmake ccache pkg-config git clang-format python3
   libsqlite3-dev sqlite3
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <stdexcept>
 #include <string>
 
@@ -19,8 +18,8 @@ void register_runs_commands(CLI::App& app, Context& ctx);      // runs, metrics
 void register_numerics_commands(CLI::App& app, Context& ctx);  // numerics logmap*, sum
 void register_monitor_commands(CLI::App& app, Context& ctx);   // watch, resources, report
 void register_train_commands(CLI::App& app, Context& ctx);     // train*, config*, eval*
-void register_repro_commands(CLI::App& app, Context& ctx);     // env, diff*, rerun*, card, checklist
-void register_profile_commands(CLI::App& app, Context& ctx);   // profile*, costmodel*
+void register_repro_commands(CLI::App& app, Context& ctx);    // env, diff*, rerun*, card, checklist
+void register_profile_commands(CLI::App& app, Context& ctx);  // profile*, costmodel*
 
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.

@@ -2,7 +2,6 @@
 // caught here once and turned into one line on stderr and an exit code;
 // this is the only place where an error's kind becomes an exit code.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "commands.h"
@@ -33,8 +32,8 @@ int exit_code(core::ErrorKind kind) {
 }
 
 void add_global_flags(CLI::App& app, Context& ctx) {
-  app.set_version_flag("--version", fmt::format("trainscope {} ({})", core::version(),
-                                                core::build_commit()));
+  app.set_version_flag("--version",
+                       fmt::format("trainscope {} ({})", core::version(), core::build_commit()));
   app.require_subcommand(1);
   app.fallthrough();
   app.option_defaults()->always_capture_default();

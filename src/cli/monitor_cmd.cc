@@ -79,7 +79,8 @@ void add_resources(CLI::App& app, Context& ctx) {
   cmd->add_option("RUN", *ref, "Run")->required();
   cmd->add_option("--warmup", *warmup,
                   "Exclude samples from the run's first S seconds (all kept if none remain)");
-  cmd->add_option("--plot", *plot, "Write resources_cpu.svg and resources_memory.svg to this folder");
+  cmd->add_option("--plot", *plot,
+                  "Write resources_cpu.svg and resources_memory.svg to this folder");
   cmd->add_option("--format,-f", *fmt_name, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
   set_example(cmd, "trainscope resources demo --warmup 10 --plot plots/");

@@ -69,10 +69,12 @@ void logmap(Context& ctx, const LogmapArgs& a) {
                  numerics::reference_precision(std::strtod(o.r.c_str(), nullptr), o.steps),
                  o.variants.empty() ? std::string("all") : std::to_string(o.variants.size()));
   auto res = numerics::run_logmap(o);
-  const std::string run = numerics::record_logmap(
-      ctx.store(), o, res,
-      {.name = a.name, .experiment = a.experiment, .command_line = ctx.argv_line,
-       .out_dir = a.out_dir, .environment = m});
+  const std::string run = numerics::record_logmap(ctx.store(), o, res,
+                                                  {.name = a.name,
+                                                   .experiment = a.experiment,
+                                                   .command_line = ctx.argv_line,
+                                                   .out_dir = a.out_dir,
+                                                   .environment = m});
   if (ctx.json) {
     std::cout << format::logmap(run, o, res).dump(2) << "\n";
     return;

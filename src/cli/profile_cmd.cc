@@ -16,14 +16,17 @@ void add_grid_and_show(CLI::App* cmd, Context& ctx) {
   set_example(grid, "trainscope profile grid configs/profile_grid.yaml");
   grid->callback([&ctx, file] { torch_commands().profile_grid(ctx, *file); });
 
-  auto* sh = cmd->add_subcommand("show", "Show a run's profile: sorted table, categories, overhead");
+  auto* sh =
+      cmd->add_subcommand("show", "Show a run's profile: sorted table, categories, overhead");
   auto a = std::make_shared<ProfileShowArgs>();
   sh->add_option("RUN", a->run, "Run")->required();
   sh->add_option("--format,-f", a->format, "table, csv or json")
       ->check(CLI::IsMember({"table", "csv", "json"}));
-  sh->add_option("--trace", a->trace, "Write the Chrome trace JSON of the first profiled iteration here");
+  sh->add_option("--trace", a->trace,
+                 "Write the Chrome trace JSON of the first profiled iteration here");
   sh->add_option("--svg", a->svg, "Write a chart of time per layer split by phase here");
-  set_example(sh, "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json");
+  set_example(sh,
+              "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json");
   sh->callback([&ctx, a] { torch_commands().profile_show(ctx, *a); });
 }
 
@@ -34,9 +37,12 @@ void add_profile(CLI::App& app, Context& ctx) {
   cmd->add_option("CONFIG", a->config, "YAML config to train and profile");
   cmd->add_option("--set", a->sets, "Override a config key");
   cmd->add_option("--steps", a->steps, "Train this many steps (default 60)");
-  cmd->add_option("--every", a->every, "Profile every Nth step after the warm-up (default: profile.every)");
+  cmd->add_option("--every", a->every,
+                  "Profile every Nth step after the warm-up (default: profile.every)");
   cmd->add_option("--name", a->name, "Run name");
-  set_example(cmd, "trainscope profile configs/alexnet_mini.yaml --steps 60 && trainscope profile show alexnet_mini");
+  set_example(cmd,
+              "trainscope profile configs/alexnet_mini.yaml --steps 60 && trainscope profile show "
+              "alexnet_mini");
   cmd->callback([&ctx, cmd, a] {
     if (!cmd->get_subcommands().empty()) return;
     if (a->config.empty())
@@ -49,14 +55,16 @@ void add_profile(CLI::App& app, Context& ctx) {
 void add_costmodel(CLI::App& app, Context& ctx) {
   auto* cm = app.add_subcommand("costmodel", "Predict training time from a network's structure");
   cm->require_subcommand(1);
-  set_example(cm, "trainscope costmodel fit && trainscope costmodel predict configs/vgg11.yaml --batch 64");
+  set_example(
+      cm, "trainscope costmodel fit && trainscope costmodel predict configs/vgg11.yaml --batch 64");
   auto a = std::make_shared<CostmodelArgs>();
   auto* fit = cm->add_subcommand("fit", "Fit per-layer-type regressions on profiled runs");
   fit->add_option("RUNS", a->runs, "Profiled runs (default: every profiled run in the store)");
   fit->add_option("--out,-o", a->model_file, "Where to write the model");
   set_example(fit, "trainscope costmodel fit --out costmodel.json");
   fit->callback([&ctx, a] { torch_commands().costmodel_fit(ctx, *a); });
-  auto* pr = cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
+  auto* pr =
+      cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
   pr->add_option("CONFIG", a->config, "Config whose model to predict")->required();
   pr->add_option("--batch", a->batch, "Batch size (default: the config's)");
   pr->add_option("--set", a->sets, "Override a config key");

@@ -81,15 +81,18 @@ void add_env(CLI::App& app, Context& ctx) {
 }
 
 void add_diff_and_rerun(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("diff", "Where two runs first differ: step, tensors, numeric differences");
+  auto* cmd =
+      app.add_subcommand("diff", "Where two runs first differ: step, tensors, numeric differences");
   auto d = std::make_shared<DiffArgs>();
   cmd->add_option("A", d->a, "Run")->required();
   cmd->add_option("B", d->b, "Run")->required();
-  cmd->add_flag("--no-replay", d->no_replay, "Do not replay from a checkpoint to measure differences");
+  cmd->add_flag("--no-replay", d->no_replay,
+                "Do not replay from a checkpoint to measure differences");
   set_example(cmd, "trainscope diff threads1 threads2");
   cmd->callback([&ctx, d] { torch_commands().diff(ctx, *d); });
 
-  auto* rr = app.add_subcommand("rerun", "Re-execute a recorded run from its stored config, seeds and settings");
+  auto* rr = app.add_subcommand(
+      "rerun", "Re-execute a recorded run from its stored config, seeds and settings");
   auto r = std::make_shared<RerunArgs>();
   rr->add_option("RUN", r->run, "Run to re-execute")->required();
   rr->add_flag("--verify", r->verify, "Compare fingerprints step by step with the original");
@@ -113,7 +116,8 @@ void add_card(CLI::App& app, Context& ctx) {
 }
 
 void add_checklist(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("checklist", "Answer the ML Reproducibility Checklist items the records can");
+  auto* cmd = app.add_subcommand("checklist",
+                                 "Answer the ML Reproducibility Checklist items the records can");
   auto ref = std::make_shared<std::string>();
   cmd->add_option("RUN", *ref, "Run")->required();
   set_example(cmd, "trainscope checklist demo");

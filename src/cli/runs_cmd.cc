@@ -60,8 +60,7 @@ void print_header(std::ostream& o, const RunInfo& r) {
   o << "heartbeat   " << core::format_utc(r.heartbeat) << "\n";
   o << "host/pid    " << r.host << " / " << r.pid << "\n";
   if (!r.parent_uuid.empty()) o << "parent      " << r.parent_uuid << "\n";
-  o << "command     " << escape_for_display(r.command_line.empty() ? "-" : r.command_line)
-    << "\n";
+  o << "command     " << escape_for_display(r.command_line.empty() ? "-" : r.command_line) << "\n";
   o << "config      " << (r.config_hash.empty() ? "-" : "sha256:" + r.config_hash.substr(0, 16))
     << "\n";
 }
@@ -120,7 +119,8 @@ void add_list(CLI::App* runs, Context& ctx) {
 }
 
 void add_show(CLI::App* runs, Context& ctx) {
-  auto* cmd = runs->add_subcommand("show", "Show one run: status, params, tags, metrics, artifacts");
+  auto* cmd =
+      runs->add_subcommand("show", "Show one run: status, params, tags, metrics, artifacts");
   auto ref = std::make_shared<std::string>();
   cmd->add_option("RUN", *ref, "UUID, unique UUID prefix, or run name")->required();
   set_example(cmd, "trainscope runs show 3f2a --json");
@@ -136,7 +136,8 @@ void add_export(CLI::App* runs, Context& ctx) {
   auto fmt_name = std::make_shared<std::string>("csv");
   auto out = std::make_shared<std::string>();
   cmd->add_option("RUN", *ref, "UUID, unique UUID prefix, or run name")->required();
-  cmd->add_option("--format,-f", *fmt_name, "csv (one row per metric point) or json (the whole run)")
+  cmd->add_option("--format,-f", *fmt_name,
+                  "csv (one row per metric point) or json (the whole run)")
       ->check(CLI::IsMember({"csv", "json"}));
   cmd->add_option("--out,-o", *out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope runs export 3f2a --format json --out run.json");

@@ -54,13 +54,13 @@ struct ProfileShowArgs {
 };
 
 struct CostmodelArgs {
-  std::vector<std::string> runs;                     // fit, eval
+  std::vector<std::string> runs;  // fit, eval
   std::string model_file = "trainscope-costmodel.json";
-  std::string config;                                // predict
-  std::vector<std::string> sets;                     // predict
-  int64_t batch = 0;                                 // predict
-  std::string format = "table", svg;                 // eval
-  bool layers = false;                               // eval
+  std::string config;                 // predict
+  std::vector<std::string> sets;      // predict
+  int64_t batch = 0;                  // predict
+  std::string format = "table", svg;  // eval
+  bool layers = false;                // eval
 };
 
 // Implemented by the torch half; every method parses nothing and prints the

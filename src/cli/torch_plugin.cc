@@ -35,7 +35,8 @@ TorchCommands* load(bool required) {
                "({}); build trainscope with TRAINSCOPE_WITH_TORCH=ON or set "
                "TRAINSCOPE_TORCH_COMMANDS to the library",
                dlerror());
-  auto entry = reinterpret_cast<TorchCommandsEntry>(dlsym(handle, TRAINSCOPE_TORCH_COMMANDS_SYMBOL));
+  auto entry =
+      reinterpret_cast<TorchCommandsEntry>(dlsym(handle, TRAINSCOPE_TORCH_COMMANDS_SYMBOL));
   if (!entry)
     core::fail(core::ErrorKind::kRuntime,
                "'{}' is not the torch half of this trainscope (no {}); reinstall trainscope",

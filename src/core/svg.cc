@@ -17,11 +17,20 @@ std::string escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -102,26 +111,29 @@ std::string axes(const SvgChart& c, const Frame& f) {
       c.width, c.height, c.width, c.height);
   o += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">{}</text>\n",
                    left + f.pw / 2, escape(c.title));
-  o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n",
-                   left, top, f.pw, f.ph);
+  o += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left,
+      top, f.pw, f.ph);
   for (double t : ticks(f.xmin, f.xmax)) {
     double x = left + (t - f.xmin) / (f.xmax - f.xmin) * f.pw;
-    o += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
-                     "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-                     x, top, top + f.ph, top + f.ph + 16,
-                     tick_label(c.log_x ? std::pow(10.0, t) : t));
+    o += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#ddd\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+        x, top, top + f.ph, top + f.ph + 16, tick_label(c.log_x ? std::pow(10.0, t) : t));
   }
   for (double t : ticks(f.ymin, f.ymax)) {
     double y = top + (1 - (t - f.ymin) / (f.ymax - f.ymin)) * f.ph;
     std::string label = c.log_y ? tick_label(std::pow(10.0, t)) : tick_label(t);
-    o += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
-                     "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-                     left, y, left + f.pw, left - 6, y + 4, label);
+    o += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+        left, y, left + f.pw, left - 6, y + 4, label);
   }
   o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + f.pw / 2,
                    c.height - 12, escape(c.x_label + (c.log_x ? " (log)" : "")));
-  o += fmt::format("<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
-                   top + f.ph / 2, top + f.ph / 2, escape(c.y_label + (c.log_y ? " (log)" : "")));
+  o += fmt::format(
+      "<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
+      top + f.ph / 2, top + f.ph / 2, escape(c.y_label + (c.log_y ? " (log)" : "")));
   return o;
 }
 
@@ -137,26 +149,33 @@ std::string series_svg(const SvgSeries& s, size_t si, const Frame& f) {
       continue;
     }
     if (s.points) {
-      o += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
-                       "<title>{}: {:g}, {:g}</title></circle>\n",
-                       f.px(s.x[i]), f.py(y), colour, escape(s.name), s.x[i], y);
+      o += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
+          "<title>{}: {:g}, {:g}</title></circle>\n",
+          f.px(s.x[i]), f.py(y), colour, escape(s.name), s.x[i], y);
       continue;
     }
     path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", f.px(s.x[i]), f.py(y));
     pen_down = true;
   }
   if (!s.points)
-    o += fmt::format("<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.3\"{}><title>{}</title></path>\n",
-                     path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
+    o += fmt::format(
+        "<path d=\"{}\" fill=\"none\" stroke=\"{}\" "
+        "stroke-width=\"1.3\"{}><title>{}</title></path>\n",
+        path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
   const double lx = Frame::left + f.pw, ly = Frame::top + 10 + static_cast<double>(si) * 16;
   const std::string label = escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name);
   if (s.points)
-    return o + fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" y=\"{:.1f}\">{}</text>\n",
-                           lx + 20, ly, colour, lx + 35, ly + 4, label);
-  return o + fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
-                         "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
-                         lx + 10, ly, lx + 30, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "",
-                         lx + 35, ly + 4, label);
+    return o + fmt::format(
+                   "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" "
+                   "y=\"{:.1f}\">{}</text>\n",
+                   lx + 20, ly, colour, lx + 35, ly + 4, label);
+  return o + fmt::format(
+                 "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"{3}\" "
+                 "stroke-width=\"2\"{4}/>"
+                 "<text x=\"{5}\" y=\"{6:.1f}\">{7}</text>\n",
+                 lx + 10, ly, lx + 30, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", lx + 35,
+                 ly + 4, label);
 }
 
 }  // namespace

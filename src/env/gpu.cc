@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "fmt/format.h"
 #include "nvml.h"
 #include "trainscope/env/manifest.h"
-#include "fmt/format.h"
 
 namespace trainscope::env {
 
@@ -155,7 +155,8 @@ std::vector<GpuSample> Nvml::sample(const std::vector<int64_t>& pids) const {
       s.util_percent = u.gpu, s.mem_util_percent = u.memory;
     Api::Memory m{};
     if (api_->memory(d, &m) == 0)
-      s.mem_used_bytes = static_cast<double>(m.used), s.mem_total_bytes = static_cast<double>(m.total);
+      s.mem_used_bytes = static_cast<double>(m.used),
+      s.mem_total_bytes = static_cast<double>(m.total);
     unsigned v = 0;
     if (api_->power && api_->power(d, &v) == 0) s.power_w = v / 1000.0;
     if (api_->temperature && api_->temperature(d, 0, &v) == 0) s.temperature_c = v;
@@ -192,7 +193,8 @@ Manifest capture_gpus() {
       m[p + "name"] = g.name;
       m[p + "uuid"] = g.uuid;
       m[p + "serial"] = g.serial;
-      m[p + "memory_total"] = fmt::format("{:.1f} GiB", static_cast<double>(g.memory_total) / (1ull << 30));
+      m[p + "memory_total"] =
+          fmt::format("{:.1f} GiB", static_cast<double>(g.memory_total) / (1ull << 30));
       m[p + "compute_capability"] = fmt::format("{}.{}", g.cc_major, g.cc_minor);
       m[p + "max_sm_clock"] = std::to_string(g.max_sm_clock) + " MHz";
       m[p + "max_mem_clock"] = std::to_string(g.max_mem_clock) + " MHz";
@@ -205,7 +207,8 @@ Manifest capture_gpus() {
       using Fn = int (*)(int*);
       if (auto f = reinterpret_cast<Fn>(dlsym(h, "cudaRuntimeGetVersion"))) {
         int v = 0;
-        if (f(&v) == 0) m["libraries.cuda.runtime"] = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
+        if (f(&v) == 0)
+          m["libraries.cuda.runtime"] = fmt::format("{}.{}", v / 1000, (v % 1000) / 10);
       }
       dlclose(h);
       break;

@@ -62,9 +62,8 @@ std::string capture(const std::string& cmd, int* status = nullptr) {
   return out;
 }
 
-const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads",
-                                   "flags",    "env",    "data",      "config", "seeds",
-                                   "build",    "git"};
+const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads", "flags",
+                                   "env",      "data",   "config",    "seeds",  "build",   "git"};
 
 size_t group_rank(const std::string& g) {
   for (size_t i = 0; i < std::size(kGroupOrder); ++i)
@@ -129,9 +128,9 @@ CpuInfo parse_cpuinfo(std::string_view text) {
   if (!arm_implementer.empty()) {
     c.arch = "aarch64";
     static const std::map<std::string, std::string> kImplementers = {
-        {"0x41", "ARM"}, {"0x42", "Broadcom"}, {"0x43", "Cavium"}, {"0x46", "Fujitsu"},
-        {"0x48", "HiSilicon"}, {"0x4e", "NVIDIA"}, {"0x51", "Qualcomm"}, {"0x61", "Apple"},
-        {"0xc0", "Ampere"}};
+        {"0x41", "ARM"},      {"0x42", "Broadcom"},  {"0x43", "Cavium"},
+        {"0x46", "Fujitsu"},  {"0x48", "HiSilicon"}, {"0x4e", "NVIDIA"},
+        {"0x51", "Qualcomm"}, {"0x61", "Apple"},     {"0xc0", "Ampere"}};
     auto it = kImplementers.find(arm_implementer);
     c.vendor = it != kImplementers.end() ? it->second : arm_implementer;
     c.family = arm_variant;
@@ -234,14 +233,17 @@ Manifest capture_system(const fs::path& root) {
 }
 
 Manifest capture_env_vars() {
-  static const char* const kPrefixes[] = {"OMP_",    "MKL_",   "OPENBLAS_", "KMP_",  "GOMP_",
-                                          "CUBLAS_", "CUDA_",  "CUDNN_",    "PYTORCH_",
-                                          "TORCH_",  "DNNL_",  "ONEDNN_",   "GOTO_", "BLIS_",
-                                          "NVIDIA_TF32"};
-  static const char* const kAlways[] = {"OMP_NUM_THREADS",      "MKL_NUM_THREADS",
-                                        "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE",
-                                        "CUBLAS_WORKSPACE_CONFIG", "CUDA_VISIBLE_DEVICES",
-                                        "KMP_AFFINITY",         "OMP_PROC_BIND"};
+  static const char* const kPrefixes[] = {
+      "OMP_",     "MKL_",   "OPENBLAS_", "KMP_",    "GOMP_", "CUBLAS_", "CUDA_",      "CUDNN_",
+      "PYTORCH_", "TORCH_", "DNNL_",     "ONEDNN_", "GOTO_", "BLIS_",   "NVIDIA_TF32"};
+  static const char* const kAlways[] = {"OMP_NUM_THREADS",
+                                        "MKL_NUM_THREADS",
+                                        "OPENBLAS_NUM_THREADS",
+                                        "OPENBLAS_CORETYPE",
+                                        "CUBLAS_WORKSPACE_CONFIG",
+                                        "CUDA_VISIBLE_DEVICES",
+                                        "KMP_AFFINITY",
+                                        "OMP_PROC_BIND"};
   Manifest m;
   for (const char* name : kAlways) m[std::string("env.") + name] = "unset";
   for (char** e = environ; e && *e; ++e) {
@@ -273,7 +275,8 @@ Manifest capture_git(const fs::path& path) {
   if (st != 0 || head.empty()) return m;
   m["git.commit"] = head;
   m["git.root"] = trim(capture("git -C " + q + " rev-parse --show-toplevel 2>/dev/null"));
-  std::string status = capture("git -C " + q + " status --porcelain --untracked-files=no 2>/dev/null");
+  std::string status =
+      capture("git -C " + q + " status --porcelain --untracked-files=no 2>/dev/null");
   m["git.dirty"] = status.empty() ? "false" : "true";
   m["git.diff_sha256"] =
       status.empty() ? "" : sha256_hex(capture("git -C " + q + " diff HEAD 2>/dev/null"));

@@ -12,7 +12,7 @@ namespace trainscope::env {
 struct GpuStatic {
   std::string name, uuid, serial;
   int cc_major = 0, cc_minor = 0;
-  unsigned long long memory_total = 0;  // bytes
+  unsigned long long memory_total = 0;           // bytes
   unsigned max_sm_clock = 0, max_mem_clock = 0;  // MHz
   unsigned power_limit_mw = 0;
 };
@@ -23,8 +23,8 @@ struct GpuSample {
   double mem_used_bytes = -1, mem_total_bytes = -1;
   double power_w = -1, temperature_c = -1;
   double sm_clock_mhz = -1, mem_clock_mhz = -1;
-  double energy_j = -1;               // the driver's cumulative counter
-  double process_mem_bytes = 0;       // used by the given processes
+  double energy_j = -1;          // the driver's cumulative counter
+  double process_mem_bytes = 0;  // used by the given processes
 };
 
 class Nvml {

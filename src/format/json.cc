@@ -37,8 +37,12 @@ Json run(const store::RunInfo& r, bool full) {
 }
 
 Json metric_summary(const store::MetricSummary& m) {
-  return {{"key", m.key},          {"count", m.count},      {"last_step", m.last_step},
-          {"last", number(m.last_value)}, {"min", number(m.min)}, {"max", number(m.max)}};
+  return {{"key", m.key},
+          {"count", m.count},
+          {"last_step", m.last_step},
+          {"last", number(m.last_value)},
+          {"min", number(m.min)},
+          {"max", number(m.max)}};
 }
 
 Json artifact(const store::ArtifactInfo& a) {
@@ -83,9 +87,12 @@ Json differences(const std::vector<env::Difference>& diffs) {
 Json run_diff(const repro::RunDiff& d) {
   Json deltas = Json::array();
   for (const auto& x : d.deltas)
-    deltas.push_back({{"tensor", x.name},         {"elements", x.elements},
-                      {"differing", x.differing}, {"max_abs", x.max_abs},
-                      {"max_rel", x.max_rel},     {"max_ulp", x.max_ulp}});
+    deltas.push_back({{"tensor", x.name},
+                      {"elements", x.elements},
+                      {"differing", x.differing},
+                      {"max_abs", x.max_abs},
+                      {"max_rel", x.max_rel},
+                      {"max_ulp", x.max_ulp}});
   return {{"a", d.a},
           {"b", d.b},
           {"same_model", d.same_model},

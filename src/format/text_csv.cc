@@ -25,8 +25,8 @@ std::string value(double v) {
 }
 
 double run_seconds(const store::RunInfo& r, double now) {
-  const double end = r.end_time > 0 ? r.end_time
-                                    : (r.status == store::RunStatus::kRunning ? now : r.heartbeat);
+  const double end =
+      r.end_time > 0 ? r.end_time : (r.status == store::RunStatus::kRunning ? now : r.heartbeat);
   return end - r.start_time;
 }
 
@@ -72,14 +72,15 @@ void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
     out << csv_field(l.layer) << "," << l.type << "," << format_double(l.forward_us) << ","
         << format_double(l.backward_us) << "," << format_double(l.update_us) << ","
         << format_double(l.flops) << "," << format_double(gflops(l.flops, l.forward_us)) << "\n";
-  for (const auto& [k, v] : s.categories) out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
+  for (const auto& [k, v] : s.categories)
+    out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
 }
 
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e) {
   out << "level,model,batch,layer,type,measured_us,predicted_us,error_percent\n";
   for (const auto& r : e.rows)
-    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", r.model, r.batch,
-                       r.measured_us, r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
+    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.measured_us,
+                       r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
   for (const auto& r : e.layer_rows)
     out << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.layer,
                        r.type, r.measured_us, r.predicted_us,

@@ -1,7 +1,6 @@
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "trainscope/monitor/watch.h"

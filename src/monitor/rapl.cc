@@ -35,7 +35,8 @@ Rapl::Rapl(fs::path root) {
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(root, ec)) {
     const std::string n = e.path().filename().string();
-    if (n.rfind("intel-rapl:", 0) == 0 && fs::exists(e.path() / "energy_uj", ec)) dirs.push_back(e.path());
+    if (n.rfind("intel-rapl:", 0) == 0 && fs::exists(e.path() / "energy_uj", ec))
+      dirs.push_back(e.path());
   }
   if (dirs.empty()) {
     reason_ = "no intel-rapl:* domains under " + root.string();
@@ -50,7 +51,8 @@ Rapl::Rapl(fs::path root) {
     std::string why;
     if (!read_u64(d / "energy_uj", dom.last_uj, &why) ||
         !read_u64(d / "max_energy_range_uj", dom.max_range_uj, &why)) {
-      reason_ = "cannot read RAPL counters (" + why + "); reading energy_uj needs root on recent kernels";
+      reason_ =
+          "cannot read RAPL counters (" + why + "); reading energy_uj needs root on recent kernels";
       domains_.clear();
       return;
     }

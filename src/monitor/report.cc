@@ -82,11 +82,17 @@ std::vector<SeriesStats> resource_stats(store::Store& store, const store::RunInf
 }
 
 const std::vector<ThroughputRow>& throughput_rows() {
-  static const std::vector<ThroughputRow> kRows = {
-      {"CPU % (1 core = 100)", "{:.1f}"}, {"RSS MiB", "{:.0f}"},         {"GPU %", "{:.1f}"},
-      {"GPU MiB", "{:.0f}"},              {"steps/s", "{:.2f}"},         {"samples/s", "{:.0f}"},
-      {"epochs run", "{:.0f}"},           {"test accuracy", "{:.4f}"},   {"time to target s", "{:.1f}"},
-      {"epochs to target", "{:.0f}"},     {"energy kWh", "{:.3g}"}};
+  static const std::vector<ThroughputRow> kRows = {{"CPU % (1 core = 100)", "{:.1f}"},
+                                                   {"RSS MiB", "{:.0f}"},
+                                                   {"GPU %", "{:.1f}"},
+                                                   {"GPU MiB", "{:.0f}"},
+                                                   {"steps/s", "{:.2f}"},
+                                                   {"samples/s", "{:.0f}"},
+                                                   {"epochs run", "{:.0f}"},
+                                                   {"test accuracy", "{:.4f}"},
+                                                   {"time to target s", "{:.1f}"},
+                                                   {"epochs to target", "{:.0f}"},
+                                                   {"energy kWh", "{:.3g}"}};
   return kRows;
 }
 
@@ -122,8 +128,8 @@ std::string resource_chart_svg(store::Store& store, const store::RunInfo& run,
                                std::string_view kind) {
   const bool cpu = kind == "cpu";
   core::SvgChart c;
-  c.title = std::string(cpu ? "CPU and GPU utilisation" : "Memory") + " — run " +
-            run.uuid.substr(0, 8);
+  c.title =
+      std::string(cpu ? "CPU and GPU utilisation" : "Memory") + " — run " + run.uuid.substr(0, 8);
   c.x_label = "seconds since start";
   c.y_label = cpu ? "%" : "MiB";
   const std::vector<std::string> keys =

@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 #include "../env/nvml.h"
 #include "trainscope/core/log.h"
@@ -20,7 +20,6 @@ using core::monotonic_now;
 using core::unix_now;
 using store::RunRecorder;
 
-
 constexpr double kMiB = 1024.0 * 1024.0;
 
 struct ResourceSampler::State {
@@ -33,7 +32,7 @@ struct ResourceSampler::State {
   SystemStat prev_sys;
   std::vector<double> gpu_energy_start, gpu_energy_last;
   double peak_rss = 0;
-  double est_cpu_j = 0;  // TDP x utilisation integral when RAPL is absent
+  double est_cpu_j = 0;    // TDP x utilisation integral when RAPL is absent
   double gpu_power_j = 0;  // integrated power when the energy counter is absent
   int physical_cores = 1;
   double tdp = 0;
@@ -82,12 +81,12 @@ void ResourceSampler::loop() {
 }
 
 void ResourceSampler::State::log_memory(const ProcessStat& proc, const SystemStat& sys,
-                                         const Log& log) {
+                                        const Log& log) {
   // A watched command that has exited has no /proc entry: its process
   // series end with its last live sample.
   if (proc.alive) {
-    peak_rss = std::max({peak_rss, static_cast<double>(proc.rss_bytes),
-                         static_cast<double>(proc.peak_rss_bytes)});
+    peak_rss = std::max(
+        {peak_rss, static_cast<double>(proc.rss_bytes), static_cast<double>(proc.peak_rss_bytes)});
     log("proc/rss_mib", static_cast<double>(proc.rss_bytes) / kMiB);
     log("proc/peak_rss_mib", peak_rss / kMiB);
     log("proc/threads", static_cast<double>(proc.threads));
@@ -123,8 +122,10 @@ void ResourceSampler::State::log_rates(const ProcessStat& proc, const SystemStat
   log("sys/cpu_percent", busy(sys.all, prev_sys.all));
   for (size_t i = 0; i < sys.cores.size() && i < prev_sys.cores.size(); ++i)
     log(fmt::format("sys/cpu{}_percent", i), busy(sys.cores[i], prev_sys.cores[i]));
-  log("sys/net_rx_mibps", static_cast<double>(sys.net_rx_bytes - prev_sys.net_rx_bytes) / kMiB / dt);
-  log("sys/net_tx_mibps", static_cast<double>(sys.net_tx_bytes - prev_sys.net_tx_bytes) / kMiB / dt);
+  log("sys/net_rx_mibps",
+      static_cast<double>(sys.net_rx_bytes - prev_sys.net_rx_bytes) / kMiB / dt);
+  log("sys/net_tx_mibps",
+      static_cast<double>(sys.net_tx_bytes - prev_sys.net_tx_bytes) / kMiB / dt);
   // Without RAPL: TDP x the process tree's share of the machine.
   est_cpu_j += tdp * std::min(1.0, (user + sysc) / 100.0 / cores) * dt;
 }
@@ -204,8 +205,8 @@ EnergySummary ResourceSampler::stop() {
     summary_.cpu_source = "rapl";
   } else {
     summary_.cpu_j = st.est_cpu_j;
-    summary_.cpu_source = fmt::format("estimated: TDP {:.0f} W x CPU utilisation ({})", st.tdp,
-                                      st.rapl.reason());
+    summary_.cpu_source =
+        fmt::format("estimated: TDP {:.0f} W x CPU utilisation ({})", st.tdp, st.rapl.reason());
   }
   if (!st.nvml.available()) {
     summary_.gpu_source = "none: " + st.nvml.reason();

@@ -173,8 +173,10 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   std::mutex mu;
   {
     SignalForwarding forwarding(pid);
-    std::thread t_out(pump, pipes.out[0], stdout, tmp / "stdout.txt", std::ref(parser), std::ref(mu));
-    std::thread t_err(pump, pipes.err[0], stderr, tmp / "stderr.txt", std::ref(parser), std::ref(mu));
+    std::thread t_out(pump, pipes.out[0], stdout, tmp / "stdout.txt", std::ref(parser),
+                      std::ref(mu));
+    std::thread t_err(pump, pipes.err[0], stderr, tmp / "stderr.txt", std::ref(parser),
+                      std::ref(mu));
     r.exit_code = wait_exit_code(pid);
     t_out.join();
     t_err.join();

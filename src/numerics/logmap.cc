@@ -39,7 +39,11 @@ class Mp {
 class IeeeFormat {
  public:
   IeeeFormat(mpfr_prec_t prec, mpfr_exp_t emin, mpfr_exp_t emax)
-      : prec_(prec), old_emin_(mpfr_get_emin()), old_emax_(mpfr_get_emax()), emin_(emin), emax_(emax) {}
+      : prec_(prec),
+        old_emin_(mpfr_get_emin()),
+        old_emax_(mpfr_get_emax()),
+        emin_(emin),
+        emax_(emax) {}
   ~IeeeFormat() {
     mpfr_set_emin(old_emin_);
     mpfr_set_emax(old_emax_);
@@ -105,17 +109,23 @@ void mp_step(mpfr_ptr x, mpfr_srcptr r, Order order, bool fma, const IeeeFormat&
 
 const char* order_id(Order o) {
   switch (o) {
-    case Order::kRxTimesOneMinusX: return "rx_1mx";
-    case Order::kRTimesXOneMinusX: return "r_x1mx";
-    case Order::kRxMinusRxx: return "rx_rxx";
+    case Order::kRxTimesOneMinusX:
+      return "rx_1mx";
+    case Order::kRTimesXOneMinusX:
+      return "r_x1mx";
+    case Order::kRxMinusRxx:
+      return "rx_rxx";
   }
   return "?";
 }
 const char* order_text(Order o) {
   switch (o) {
-    case Order::kRxTimesOneMinusX: return "(r*x)*(1-x)";
-    case Order::kRTimesXOneMinusX: return "r*(x*(1-x))";
-    case Order::kRxMinusRxx: return "r*x - r*x*x";
+    case Order::kRxTimesOneMinusX:
+      return "(r*x)*(1-x)";
+    case Order::kRTimesXOneMinusX:
+      return "r*(x*(1-x))";
+    case Order::kRxMinusRxx:
+      return "r*x - r*x*x";
   }
   return "?";
 }
@@ -133,8 +143,8 @@ double parse_decimal(const std::string& s, const char* what) {
 std::vector<Variant> available_variants() {
   std::vector<Variant> out;
   const Order orders[] = {Order::kRxTimesOneMinusX, Order::kRTimesXOneMinusX, Order::kRxMinusRxx};
-  for (auto [fmt_id, fmt_name, format] :
-       {std::tuple{"f32", "float32", Format::kFloat32}, std::tuple{"f64", "float64", Format::kFloat64}}) {
+  for (auto [fmt_id, fmt_name, format] : {std::tuple{"f32", "float32", Format::kFloat32},
+                                          std::tuple{"f64", "float64", Format::kFloat64}}) {
     for (Order o : orders) {
       out.push_back({fmt::format("{} {}", fmt_name, order_text(o)),
                      fmt::format("{}.{}", fmt_id, order_id(o)), format, o});
@@ -147,8 +157,8 @@ std::vector<Variant> available_variants() {
                  Format::kFloat32, Order::kRxTimesOneMinusX, false, true});
   out.push_back({"long double (x87 80-bit) (r*x)*(1-x)", "f80.rx_1mx", Format::kLongDouble,
                  Order::kRxTimesOneMinusX});
-  out.push_back({"binary128 (r*x)*(1-x)", "f128.rx_1mx", Format::kBinary128,
-                 Order::kRxTimesOneMinusX});
+  out.push_back(
+      {"binary128 (r*x)*(1-x)", "f128.rx_1mx", Format::kBinary128, Order::kRxTimesOneMinusX});
   return out;
 }
 
@@ -186,8 +196,8 @@ void validate(const LogmapOptions& o) {
     if (!(t > 0)) fail(ErrorKind::kUsage, "thresholds must be > 0 (got {})", t);
 }
 
-std::vector<double> reference_trajectory(const std::string& x0, const std::string& r,
-                                         int64_t steps, int precision);
+std::vector<double> reference_trajectory(const std::string& x0, const std::string& r, int64_t steps,
+                                         int precision);
 
 namespace {
 kernels::Trajectory iterate_q(const Variant& v, const std::string& x0s, const std::string& rs,
@@ -245,8 +255,8 @@ std::vector<double> iterate(const Variant& v, const std::string& x0s, const std:
   return to_double(iterate_q(v, x0s, rs, steps));
 }
 
-std::vector<double> reference_trajectory(const std::string& x0, const std::string& r,
-                                         int64_t steps, int precision) {
+std::vector<double> reference_trajectory(const std::string& x0, const std::string& r, int64_t steps,
+                                         int precision) {
   return to_double(reference_q(x0, r, steps, precision));
 }
 

@@ -70,8 +70,12 @@ Trajectory iterate_f128(__float128 x0, __float128 r, Order order, int64_t steps)
   out.push_back(static_cast<__float128>(x));
   for (int64_t n = 0; n < steps; ++n) {
     switch (order) {
-      case Order::kRxTimesOneMinusX: x = (r * x) * (1 - x); break;
-      case Order::kRTimesXOneMinusX: x = r * (x * (1 - x)); break;
+      case Order::kRxTimesOneMinusX:
+        x = (r * x) * (1 - x);
+        break;
+      case Order::kRTimesXOneMinusX:
+        x = r * (x * (1 - x));
+        break;
       case Order::kRxMinusRxx: {
         __float128 t = r * x;
         x = t - t * x;

@@ -28,7 +28,8 @@ std::vector<double> iterate_torch(const Variant& v, const std::string& x0s, cons
                                   int64_t steps) {
   torch::NoGradGuard ng;
   auto dtype = v.format == Format::kFloat32 ? torch::kFloat32 : torch::kFloat64;
-  auto opts = torch::TensorOptions().dtype(dtype).device(v.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  auto opts =
+      torch::TensorOptions().dtype(dtype).device(v.device == "cuda" ? torch::kCUDA : torch::kCPU);
   // Values rounded from decimal by the C library, as the other variants.
   double x0 = std::strtod(x0s.c_str(), nullptr), r = std::strtod(rs.c_str(), nullptr);
   auto x = v.format == Format::kFloat32 ? torch::full({1}, std::strtof(x0s.c_str(), nullptr), opts)

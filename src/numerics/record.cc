@@ -30,7 +30,8 @@ std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> stor
 // Records `content` as an artifact and, when out_dir is set, copies it there.
 void emit_file(store::RunRecorder& run, const std::string& name, const std::string& kind,
                const std::string& content, const std::string& out_dir) {
-  fs::path tmp = fs::temp_directory_path() / ("trainscope-" + core::new_uuid().substr(0, 8) + "-" + name);
+  fs::path tmp =
+      fs::temp_directory_path() / ("trainscope-" + core::new_uuid().substr(0, 8) + "-" + name);
   std::ofstream(tmp, std::ios::binary) << content;
   run.add_artifact(tmp, kind, name);
   if (!out_dir.empty()) {
@@ -83,8 +84,10 @@ core::SvgChart first_steps_chart(const LogmapOptions& o, const LogmapResult& res
   c.y_label = "x(n)";
   const size_t shown = std::min<size_t>(101, res.reference.size());
   const auto end = static_cast<long>(shown);
-  c.series.push_back({"reference (MPFR)", steps_axis(shown),
-                      {res.reference.begin(), res.reference.begin() + end}, true});
+  c.series.push_back({"reference (MPFR)",
+                      steps_axis(shown),
+                      {res.reference.begin(), res.reference.begin() + end},
+                      true});
   for (const auto& v : res.variants)
     c.series.push_back({v.variant.id, steps_axis(shown), {v.x.begin(), v.x.begin() + end}});
   return c;
@@ -92,8 +95,8 @@ core::SvgChart first_steps_chart(const LogmapOptions& o, const LogmapResult& res
 
 core::SvgChart correct_digits_chart(const LogmapOptions& o, const LogmapResult& res) {
   core::SvgChart c;
-  c.title = fmt::format("Correct significant digits (r = {}, Lyapunov {:.4f}/step)", o.r,
-                        res.lyapunov);
+  c.title =
+      fmt::format("Correct significant digits (r = {}, Lyapunov {:.4f}/step)", o.r, res.lyapunov);
   c.x_label = "step n";
   c.y_label = "correct digits";
   size_t horizon = 0;
@@ -102,7 +105,8 @@ core::SvgChart correct_digits_chart(const LogmapOptions& o, const LogmapResult& 
   horizon = std::min(std::max<size_t>(horizon, 50), res.reference.size());
   const auto end = static_cast<long>(horizon);
   for (const auto& v : res.variants)
-    c.series.push_back({v.variant.id, steps_axis(horizon),
+    c.series.push_back({v.variant.id,
+                        steps_axis(horizon),
                         {v.correct_digits.begin(), v.correct_digits.begin() + end}});
   for (double start : {15.95, 7.22}) {  // float64 and float32 initial digits
     std::vector<double> line(horizon);
@@ -116,7 +120,8 @@ core::SvgChart correct_digits_chart(const LogmapOptions& o, const LogmapResult& 
 
 std::string record_logmap(std::shared_ptr<store::Store> store, const LogmapOptions& o,
                           const LogmapResult& res, const RecordOptions& r) {
-  auto run = start_run(std::move(store), r, fmt::format("x0: {}\nr: {}\nsteps: {}\n", o.x0, o.r, o.steps));
+  auto run =
+      start_run(std::move(store), r, fmt::format("x0: {}\nr: {}\nsteps: {}\n", o.x0, o.r, o.steps));
   run->set_params({{"x0", o.x0},
                    {"r", o.r},
                    {"steps", std::to_string(o.steps)},

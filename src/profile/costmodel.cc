@@ -124,8 +124,8 @@ CostModel CostModel::from_json(const std::string& text) {
     m.threads = j.value("threads", int64_t{0});
     m.lanes = j.at("simd_float_lanes").get<int>();
   } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kUsage,
-         "cost model file is not valid ({}); fit the cost model again", e.what());
+    fail(ErrorKind::kUsage, "cost model file is not valid ({}); fit the cost model again",
+         e.what());
   }
   return m;
 }

@@ -1,13 +1,13 @@
 #include "trainscope/profile/report.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "trainscope/core/svg.h"
@@ -18,22 +18,31 @@ using core::host_name;
 using store::ProfileCell;
 using store::Store;
 
-
-std::vector<std::pair<std::string, std::string>> layers_to_json(const std::vector<LayerInfo>& layers) {
+std::vector<std::pair<std::string, std::string>> layers_to_json(
+    const std::vector<LayerInfo>& layers) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& l : layers) {
-    nlohmann::json j = {{"type", l.type},         {"in_shape", l.in_shape},   {"out_shape", l.out_shape},
-                        {"params", l.params},     {"flops", l.flops},         {"bytes", l.bytes},
+    nlohmann::json j = {{"type", l.type},
+                        {"in_shape", l.in_shape},
+                        {"out_shape", l.out_shape},
+                        {"params", l.params},
+                        {"flops", l.flops},
+                        {"bytes", l.bytes},
                         {"activation_bytes", l.activation_bytes},
-                        {"in_channels", l.in_channels}, {"out_channels", l.out_channels},
-                        {"kernel", l.kernel},     {"stride", l.stride},       {"groups", l.groups},
-                        {"param_tensors", l.param_tensors}, {"param_bytes", l.param_bytes}};
+                        {"in_channels", l.in_channels},
+                        {"out_channels", l.out_channels},
+                        {"kernel", l.kernel},
+                        {"stride", l.stride},
+                        {"groups", l.groups},
+                        {"param_tensors", l.param_tensors},
+                        {"param_bytes", l.param_bytes}};
     out.emplace_back(l.name, j.dump());
   }
   return out;
 }
 
-std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string, std::string>>& rows) {
+std::vector<LayerInfo> layers_from_json(
+    const std::vector<std::pair<std::string, std::string>>& rows) {
   std::vector<LayerInfo> out;
   for (const auto& [name, text] : rows) {
     auto j = nlohmann::json::parse(text);
@@ -63,8 +72,10 @@ std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string,
 std::vector<ProfileCell> to_cells(const std::vector<IterationProfile>& profiles) {
   std::vector<ProfileCell> out;
   for (const auto& p : profiles) {
-    for (const auto& [key, us] : p.cells) out.push_back({p.step, key.first, to_string(key.second), us});
-    for (const auto& [phase, us] : p.overhead_us) out.push_back({p.step, "(overhead)", to_string(phase), us});
+    for (const auto& [key, us] : p.cells)
+      out.push_back({p.step, key.first, to_string(key.second), us});
+    for (const auto& [phase, us] : p.overhead_us)
+      out.push_back({p.step, "(overhead)", to_string(phase), us});
     out.push_back({p.step, "(other)", "other", p.other_us});
     out.push_back({p.step, "(wall)", "wall", p.wall_us});
   }
@@ -75,41 +86,69 @@ std::string chrome_trace(const IterationProfile& p) {
   nlohmann::json events = nlohmann::json::array();
   auto tid_of = [](Phase ph) {
     switch (ph) {
-      case Phase::kForward: case Phase::kLoss: return 1;
-      case Phase::kBackward: return 2;
-      case Phase::kUpdate: case Phase::kZeroGrad: return 3;
-      default: return 4;
+      case Phase::kForward:
+      case Phase::kLoss:
+        return 1;
+      case Phase::kBackward:
+        return 2;
+      case Phase::kUpdate:
+      case Phase::kZeroGrad:
+        return 3;
+      default:
+        return 4;
     }
   };
   for (int tid : {1, 2, 3, 4})
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", 1}, {"tid", tid},
-                      {"args", {{"name", tid == 1 ? "forward" : tid == 2 ? "backward" : tid == 3 ? "update" : "other"}}}});
+    events.push_back({{"name", "thread_name"},
+                      {"ph", "M"},
+                      {"pid", 1},
+                      {"tid", tid},
+                      {"args",
+                       {{"name", tid == 1   ? "forward"
+                                 : tid == 2 ? "backward"
+                                 : tid == 3 ? "update"
+                                            : "other"}}}});
   std::map<int64_t, const TraceEvent*> fwd_by_seq;
   for (const auto& e : p.events)
-    if ((e.phase == Phase::kForward || e.phase == Phase::kLoss) && e.seq >= 0 && !fwd_by_seq.count(e.seq))
+    if ((e.phase == Phase::kForward || e.phase == Phase::kLoss) && e.seq >= 0 &&
+        !fwd_by_seq.count(e.seq))
       fwd_by_seq[e.seq] = &e;
   std::set<int64_t> linked;
   for (const auto& e : p.events) {
-    events.push_back({{"name", e.name},
-                      {"cat", to_string(e.phase)},
-                      {"ph", "X"},
-                      {"ts", e.start_us},
-                      {"dur", e.dur_us},
-                      {"pid", 1},
-                      {"tid", tid_of(e.phase)},
-                      {"args", {{"layer", e.layer.empty() ? "(unattributed)" : e.layer}, {"seq", e.seq}}}});
-    if (e.phase == Phase::kBackward && e.seq >= 0 && fwd_by_seq.count(e.seq) && !linked.count(e.seq)) {
+    events.push_back(
+        {{"name", e.name},
+         {"cat", to_string(e.phase)},
+         {"ph", "X"},
+         {"ts", e.start_us},
+         {"dur", e.dur_us},
+         {"pid", 1},
+         {"tid", tid_of(e.phase)},
+         {"args", {{"layer", e.layer.empty() ? "(unattributed)" : e.layer}, {"seq", e.seq}}}});
+    if (e.phase == Phase::kBackward && e.seq >= 0 && fwd_by_seq.count(e.seq) &&
+        !linked.count(e.seq)) {
       const auto* f = fwd_by_seq[e.seq];
       linked.insert(e.seq);
-      events.push_back({{"name", "fwd->bwd"}, {"cat", "flow"}, {"ph", "s"}, {"id", e.seq},
-                        {"ts", f->start_us}, {"pid", 1}, {"tid", tid_of(f->phase)}});
-      events.push_back({{"name", "fwd->bwd"}, {"cat", "flow"}, {"ph", "f"}, {"bp", "e"}, {"id", e.seq},
-                        {"ts", e.start_us}, {"pid", 1}, {"tid", 2}});
+      events.push_back({{"name", "fwd->bwd"},
+                        {"cat", "flow"},
+                        {"ph", "s"},
+                        {"id", e.seq},
+                        {"ts", f->start_us},
+                        {"pid", 1},
+                        {"tid", tid_of(f->phase)}});
+      events.push_back({{"name", "fwd->bwd"},
+                        {"cat", "flow"},
+                        {"ph", "f"},
+                        {"bp", "e"},
+                        {"id", e.seq},
+                        {"ts", e.start_us},
+                        {"pid", 1},
+                        {"tid", 2}});
     }
   }
-  nlohmann::json j = {{"traceEvents", events},
-                      {"displayTimeUnit", "ms"},
-                      {"otherData", {{"step", p.step}, {"wall_us", p.wall_us}, {"coverage", p.coverage}}}};
+  nlohmann::json j = {
+      {"traceEvents", events},
+      {"displayTimeUnit", "ms"},
+      {"otherData", {{"step", p.step}, {"wall_us", p.wall_us}, {"coverage", p.coverage}}}};
   return j.dump();
 }
 
@@ -134,16 +173,20 @@ ProfileSummary summarize(Store& store, const std::string& uuid) {
     }
     if (c.layer.empty() || c.layer == "(overhead)") {
       std::string cat = c.phase + (c.layer.empty() ? " (unattributed ops)" : " (framework)");
-      if (c.phase == "data" || c.phase == "zero_grad" || c.phase == "recording" || c.phase == "loss")
+      if (c.phase == "data" || c.phase == "zero_grad" || c.phase == "recording" ||
+          c.phase == "loss")
         cat = c.phase;
       s.categories[cat] += c.us;
       continue;
     }
     auto& lt = by_layer[c.layer];
     lt.layer = c.layer;
-    if (c.phase == "forward" || c.phase == "loss") lt.forward_us += c.us;
-    else if (c.phase == "backward") lt.backward_us += c.us;
-    else lt.update_us += c.us;
+    if (c.phase == "forward" || c.phase == "loss")
+      lt.forward_us += c.us;
+    else if (c.phase == "backward")
+      lt.backward_us += c.us;
+    else
+      lt.update_us += c.us;
   }
   s.iterations = static_cast<int64_t>(steps.size());
   if (s.iterations == 0) return s;
@@ -172,7 +215,8 @@ ProfileSummary summarize(Store& store, const std::string& uuid) {
     // Parameter owners deeper than the scoped layer (e.g. "features.conv1"
     // owning updates) merge into their scoped prefix when there is one.
     lt.forward_us /= n, lt.backward_us /= n, lt.update_us /= n;
-    auto it = std::find_if(s.layers.begin(), s.layers.end(), [&](const LayerTime& x) { return x.layer == name; });
+    auto it = std::find_if(s.layers.begin(), s.layers.end(),
+                           [&](const LayerTime& x) { return x.layer == name; });
     if (it == s.layers.end()) s.layers.push_back(lt);
   }
   return s;
@@ -185,32 +229,41 @@ std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
   for (const auto& l : s.layers) max_total = std::max(max_total, l.total());
   const double scale = (width - left - 40) / max_total;
   std::string o = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
+      "font-family=\"sans-serif\" "
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">{}</text>\n",
       width, height, width / 2, title);
   const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c"};
   const char* names[] = {"forward", "backward", "update"};
   for (int i = 0; i < 3; ++i)
-    o += fmt::format("<rect x=\"{}\" y=\"30\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"40\">{}</text>\n",
-                     left + i * 110, colours[i], left + i * 110 + 16, names[i]);
+    o += fmt::format(
+        "<rect x=\"{}\" y=\"30\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" "
+        "y=\"40\">{}</text>\n",
+        left + i * 110, colours[i], left + i * 110 + 16, names[i]);
   int y = 55;
   for (const auto& l : s.layers) {
-    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + 12, l.layer);
+    o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + 12,
+                     l.layer);
     double x = left;
     double parts[] = {l.forward_us, l.backward_us, l.update_us};
     for (int i = 0; i < 3; ++i) {
       double w = parts[i] * scale;
       if (w > 0)
-        o += fmt::format("<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{} {}: {:.1f} us</title></rect>\n",
-                         x, y, w, row - 4, colours[i], l.layer, names[i], parts[i]);
+        o += fmt::format(
+            "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{} {}: "
+            "{:.1f} us</title></rect>\n",
+            x, y, w, row - 4, colours[i], l.layer, names[i], parts[i]);
       x += w;
     }
-    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#555\">{:.0f} us</text>\n", x + 4, y + 12, l.total());
+    o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#555\">{:.0f} us</text>\n", x + 4, y + 12,
+                     l.total());
     y += row;
   }
-  o += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#555\">mean per profiled iteration; wall {:.1f} ms, coverage {:.1f}%</text>\n",
-                   left, y + 16, s.wall_us / 1000, s.coverage_mean * 100);
+  o += fmt::format(
+      "<text x=\"{}\" y=\"{}\" fill=\"#555\">mean per profiled iteration; wall {:.1f} ms, coverage "
+      "{:.1f}%</text>\n",
+      left, y + 16, s.wall_us / 1000, s.coverage_mean * 100);
   return o + "</svg>\n";
 }
 

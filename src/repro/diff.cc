@@ -35,8 +35,8 @@ std::optional<double> last_value(Store& store, const std::string& uuid, const st
 
 }  // namespace
 
-TensorDelta compare_tensors(const std::string& name, const void* a, const void* b,
-                            int64_t elements, bool is_double) {
+TensorDelta compare_tensors(const std::string& name, const void* a, const void* b, int64_t elements,
+                            bool is_double) {
   TensorDelta d;
   d.name = name;
   d.elements = elements;
@@ -111,8 +111,8 @@ void compare_fingerprints(const FingerprintSet& fa, const FingerprintSet& fb, Ru
       if (f.hashes[i] != it->second->hashes[i]) d.differing_tensors.push_back(fa.names[i]);
     return;
   }
-  d.identical = fa.steps.size() == fb.steps.size() &&
-                d.common_steps == static_cast<int64_t>(fa.steps.size());
+  d.identical =
+      fa.steps.size() == fb.steps.size() && d.common_steps == static_cast<int64_t>(fa.steps.size());
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ namespace {
 using Map = std::map<std::string, std::string>;
 constexpr const char* kBlank = "_TODO (a person must write this)_";
 
-std::string get(const Map& m, const std::string& k, const std::string& fallback = "_(not recorded)_") {
+std::string get(const Map& m, const std::string& k,
+                const std::string& fallback = "_(not recorded)_") {
   auto it = m.find(k);
   return it == m.end() ? fallback : it->second;
 }
@@ -50,9 +51,8 @@ void card_details(std::ostream& o, const store::RunInfo& r, const Map& p, const 
   o << "- Architecture: `" << get(p, "model.name") << "` (init `" << get(p, "model.init")
     << "`, dropout " << get(p, "model.dropout") << ")\n";
   o << "- Training: " << param(p, "train.epochs", "epochs") << " epochs, batch "
-    << param(p, "train.batch_size", "batch_size")
-    << ", optimizer `" << get(p, "optimizer.name") << "` lr " << get(p, "optimizer.lr")
-    << ", schedule `" << get(p, "schedule.name") << "`, dtype "
+    << param(p, "train.batch_size", "batch_size") << ", optimizer `" << get(p, "optimizer.name")
+    << "` lr " << get(p, "optimizer.lr") << ", schedule `" << get(p, "schedule.name") << "`, dtype "
     << param(p, "compute.dtype", "dtype") << "\n";
   o << "- Seed: " << param(p, "seeds.master", "seed") << " (streams: init " << get(p, "seeds.init")
     << ", data_order " << get(p, "seeds.data_order") << ", augment " << get(p, "seeds.augment")
@@ -161,11 +161,12 @@ ChecklistItem compute(const Map& e) {
 
 ChecklistItem software(const Map& e) {
   const bool has = !e.empty();
-  return {"Software versions",
-          has ? fmt::format("libtorch {}, BLAS {}, trainscope {}", get(e, "libraries.torch.version"),
-                            get(e, "libraries.blas.loaded"), get(e, "build.trainscope.version"))
-              : "not recorded",
-          has};
+  return {
+      "Software versions",
+      has ? fmt::format("libtorch {}, BLAS {}, trainscope {}", get(e, "libraries.torch.version"),
+                        get(e, "libraries.blas.loaded"), get(e, "build.trainscope.version"))
+          : "not recorded",
+      has};
 }
 
 ChecklistItem determinism(const Map& e) {
@@ -183,9 +184,8 @@ ChecklistItem determinism(const Map& e) {
 std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& r) {
   const Map p = store.params(r.uuid), e = store.environment(r.uuid);
   const std::vector<double> acc = repeat_accuracies(store, r);
-  const auto hashes = std::count_if(e.begin(), e.end(), [](const auto& kv) {
-    return kv.first.rfind("data.sha256.", 0) == 0;
-  });
+  const auto hashes = std::count_if(
+      e.begin(), e.end(), [](const auto& kv) { return kv.first.rfind("data.sha256.", 0) == 0; });
   return {compute(e),
           software(e),
           {"Number of training runs (same config)", std::to_string(acc.size()), true},
@@ -193,7 +193,8 @@ std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& 
           {"Average runtime", duration(r), true},
           {"Energy consumption", "OPEN: no energy was metered for this run", false},
           {"Hyperparameters and seeds",
-           fmt::format("{} params recorded; seed {}", p.size(), param(p, "seeds.master", "seed")), !p.empty()},
+           fmt::format("{} params recorded; seed {}", p.size(), param(p, "seeds.master", "seed")),
+           !p.empty()},
           {"Data (files and hashes)", fmt::format("{} file hashes recorded", hashes), !e.empty()},
           determinism(e),
           {"Hyperparameter search ranges and selection", "OPEN: describe by hand", false}};

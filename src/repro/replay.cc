@@ -39,7 +39,8 @@ Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64
   cfg.checkpoint.every_steps = 0;
   cfg.fingerprint.every_steps = 0;
   std::shared_ptr<Store> scratch = Store::open({.uri = "sqlite::memory:"});
-  train::Trainer t(cfg, scratch, {.init_checkpoint = checkpoint.string(), .record_environment = false});
+  train::Trainer t(cfg, scratch,
+                   {.init_checkpoint = checkpoint.string(), .record_environment = false});
   t.run();
   Tensors out = train::fingerprint_tensors(*t.model());
   for (auto& [n, tensor] : out) tensor = tensor.detach().clone();
@@ -75,8 +76,7 @@ bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uin
   for (size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
     const auto& [name, x] = ta[i];
     const auto& y = tb[i].second;
-    if (reproduced)
-      reproduced = train::tensor_hash(x) == ha[i] && train::tensor_hash(y) == hb[i];
+    if (reproduced) reproduced = train::tensor_hash(x) == ha[i] && train::tensor_hash(y) == hb[i];
     if (!x.is_floating_point()) continue;
     if (x.scalar_type() != y.scalar_type() || x.sizes() != y.sizes()) continue;
     auto xc = x.contiguous(), yc = y.contiguous();

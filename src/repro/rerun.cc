@@ -38,8 +38,7 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
   if (orig.config_text.empty())
     fail(ErrorKind::kUsage, "run {} has no recorded config; only trained runs can be rerun",
          orig.uuid.substr(0, 8));
-  train::Config cfg =
-      train::parse_config(orig.config_text, {}, "run " + orig.uuid.substr(0, 8));
+  train::Config cfg = train::parse_config(orig.config_text, {}, "run " + orig.uuid.substr(0, 8));
   const env::Manifest recorded = store->environment(orig.uuid);
   check_data_files(recorded, orig, options.force);
   env::Manifest here = env::capture_machine();

@@ -20,7 +20,8 @@ namespace {
 // writing fails.
 int64_t copy_stream(std::ifstream& in, const fs::path& dest) {
   std::ofstream out(dest, std::ios::binary | std::ios::trunc);
-  if (!out) fail(ErrorKind::kStore, "cannot write artifact '{}': {}", dest.string(), std::strerror(errno));
+  if (!out)
+    fail(ErrorKind::kStore, "cannot write artifact '{}': {}", dest.string(), std::strerror(errno));
   std::array<char, 1 << 16> buf{};
   int64_t size = 0;
   while (in) {
@@ -46,7 +47,8 @@ class FolderArtifactStore final : public ArtifactStore {
   StoredFile put(std::string_view run_uuid, std::string_view name, const fs::path& file) override {
     std::ifstream in(file, std::ios::binary);
     if (!in)
-      fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(), std::strerror(errno));
+      fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(),
+           std::strerror(errno));
     const fs::path dest = path(run_uuid, name);
     std::error_code ec;
     fs::create_directories(dest.parent_path(), ec);

@@ -27,7 +27,8 @@ void encode(const MetricPoint* points, size_t n, std::string& out) {
 
 void decode(std::string_view blob, std::vector<MetricPoint>& out) {
   if (blob.size() % kPointBytes != 0)
-    fail(ErrorKind::kStore, "metric chunk of {} bytes is not a whole number of points; the store is damaged",
+    fail(ErrorKind::kStore,
+         "metric chunk of {} bytes is not a whole number of points; the store is damaged",
          blob.size());
   size_t n = blob.size() / kPointBytes;
   size_t base = out.size();

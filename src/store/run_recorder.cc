@@ -8,13 +8,12 @@
 
 namespace trainscope::store {
 using core::ErrorKind;
-using core::Verbosity;
 using core::fail;
 using core::log_debug;
 using core::log_line;
 using core::monotonic_now;
 using core::unix_now;
-
+using core::Verbosity;
 
 std::unique_ptr<RunRecorder> RunRecorder::start(std::shared_ptr<Store> store, const NewRun& run,
                                                 RecorderOptions options) {
@@ -43,12 +42,13 @@ RunRecorder::RunRecorder(std::shared_ptr<Store> store, RunInfo info, RecorderOpt
 }
 
 RunRecorder::~RunRecorder() {
-  RunStatus status = std::uncaught_exceptions() > uncaught_at_start_ ? RunStatus::kFailed
-                                                                     : RunStatus::kFinished;
+  RunStatus status =
+      std::uncaught_exceptions() > uncaught_at_start_ ? RunStatus::kFailed : RunStatus::kFinished;
   try {
     end(status);
   } catch (const std::exception& e) {
-    log_line(Verbosity::kQuiet, fmt::format("trainscope: closing run {}: {}", info_.uuid, e.what()));
+    log_line(Verbosity::kQuiet,
+             fmt::format("trainscope: closing run {}: {}", info_.uuid, e.what()));
   }
 }
 
@@ -121,11 +121,11 @@ bool RunRecorder::flush_once() {
   auto report = [&](const std::exception& e) {
     ++stats_.failed_flushes;
     if (stats_.last_error != e.what())
-      log_line(Verbosity::kQuiet,
-               fmt::format("trainscope: cannot write metrics of run {} ({} points, {} "
-                           "fingerprints kept in memory, will retry): {}",
-                           info_.uuid.substr(0, 8), buffer_.size(), fingerprints_.size(),
-                           e.what()));
+      log_line(
+          Verbosity::kQuiet,
+          fmt::format("trainscope: cannot write metrics of run {} ({} points, {} "
+                      "fingerprints kept in memory, will retry): {}",
+                      info_.uuid.substr(0, 8), buffer_.size(), fingerprints_.size(), e.what()));
     stats_.last_error = e.what();
   };
   auto restore_prints = [&] {

@@ -7,7 +7,6 @@ namespace trainscope::store::sqlite {
 using core::Error;
 using core::ErrorKind;
 
-
 void Db::exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
@@ -71,8 +70,7 @@ Stmt& Stmt::bind(int i, int64_t v) {
   return *this;
 }
 Stmt& Stmt::bind(int i, double v) {
-  db_.check(std::isnan(v) ? sqlite3_bind_null(stmt_, i) : sqlite3_bind_double(stmt_, i, v),
-            "bind");
+  db_.check(std::isnan(v) ? sqlite3_bind_null(stmt_, i) : sqlite3_bind_double(stmt_, i, v), "bind");
   return *this;
 }
 Stmt& Stmt::bind(int i, std::string_view v) {

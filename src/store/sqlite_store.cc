@@ -3,20 +3,20 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstring>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <thread>
 
-#include "metric_codec.h"
 #include "backends.h"
+#include "metric_codec.h"
 #include "migrations.h"
-#include "trainscope/store/artifact_store.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
+#include "trainscope/store/artifact_store.h"
 
 namespace fs = std::filesystem;
 
@@ -84,7 +84,8 @@ void check_location(const fs::path& path, bool read_only) {
       fail(ErrorKind::kStore, "store path '{}' is a folder; give a database file such as '{}'",
            path.string(), (path / "trainscope.db").string());
     if (access(path.c_str(), R_OK) != 0)
-      fail(ErrorKind::kStore, "store '{}' is not readable: {}", path.string(), std::strerror(errno));
+      fail(ErrorKind::kStore, "store '{}' is not readable: {}", path.string(),
+           std::strerror(errno));
     if (!read_only && access(path.c_str(), W_OK) != 0)
       fail(ErrorKind::kStore, "store '{}' is not writable: {}; fix its permissions or use --store",
            path.string(), std::strerror(errno));
@@ -117,7 +118,8 @@ constexpr const char* kMemory = ":memory:";
 // those of an in-memory store in a temporary folder of its own.
 fs::path artifact_root_for(const fs::path& path) {
   if (path == kMemory)
-    return fs::temp_directory_path() / ("trainscope-memory-" + new_uuid().substr(0, 8) + "-artifacts");
+    return fs::temp_directory_path() /
+           ("trainscope-memory-" + new_uuid().substr(0, 8) + "-artifacts");
   return path.parent_path() / (path.stem().string() + "-artifacts");
 }
 }  // namespace
@@ -172,8 +174,8 @@ int SqliteStore::latest_schema_version() const { return migrations().back().vers
 
 void SqliteStore::open_connection() {
   sqlite3* raw = nullptr;
-  int flags = options().read_only ? SQLITE_OPEN_READONLY
-                                  : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int flags =
+      options().read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
   int rc = sqlite3_open_v2(path_.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   db_ = sqlite::Db(raw, path_.string());
   if (rc != SQLITE_OK) db_.raise(rc, "opening");
@@ -226,8 +228,8 @@ void SqliteStore::migrate_locked() {
   int version = read_version_locked();
   for (const auto& m : migrations()) {
     if (m.version <= version) continue;
-    log_debug("store {}: migrating schema {} -> {} ({})", path_.string(), m.version - 1,
-              m.version, m.description);
+    log_debug("store {}: migrating schema {} -> {} ({})", path_.string(), m.version - 1, m.version,
+              m.description);
     db_.exec(m.sql);
     sqlite::Stmt ins(db_,
                      "INSERT INTO schema_migrations (version, description, applied_time) "
@@ -430,8 +432,8 @@ void SqliteStore::set_params(std::string_view uuid,
 
 std::map<std::string, std::string> SqliteStore::params(std::string_view uuid) {
   std::lock_guard lock(mu_);
-  sqlite::Stmt s(db_,
-                 "SELECT key, value FROM params WHERE run_id = (SELECT id FROM runs WHERE uuid = ?)");
+  sqlite::Stmt s(
+      db_, "SELECT key, value FROM params WHERE run_id = (SELECT id FROM runs WHERE uuid = ?)");
   s.bind(1, uuid);
   std::map<std::string, std::string> out;
   while (s.step()) out.emplace(s.text(0), s.text(1));
@@ -496,9 +498,9 @@ void SqliteStore::append_metrics(std::string_view uuid, const std::vector<Metric
   const int64_t run_id = run_id_locked(uuid);
   try {
     sqlite::WriteTxn txn(db_);
-    sqlite::Stmt next_seq(db_, "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
-    sqlite::Stmt summary(db_,
-                         "SELECT count, min_value, max_value FROM metric_keys WHERE id = ?");
+    sqlite::Stmt next_seq(db_,
+                          "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
+    sqlite::Stmt summary(db_, "SELECT count, min_value, max_value FROM metric_keys WHERE id = ?");
     sqlite::Stmt update(db_,
                         "UPDATE metric_keys SET count = ?, last_step = ?, last_value = ?, "
                         "min_value = ?, max_value = ? WHERE id = ?");
@@ -642,7 +644,8 @@ void SqliteStore::set_fingerprint_names(std::string_view uuid,
   txn.commit();
 }
 
-void SqliteStore::append_fingerprints(std::string_view uuid, const std::vector<Fingerprint>& steps) {
+void SqliteStore::append_fingerprints(std::string_view uuid,
+                                      const std::vector<Fingerprint>& steps) {
   if (steps.empty()) return;
   std::lock_guard lock(mu_);
   const int64_t run_id = run_id_locked(uuid);
@@ -691,9 +694,10 @@ void SqliteStore::append_profile(std::string_view uuid, const std::vector<Profil
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
   int64_t id = run_id_locked(uuid);
-  sqlite::Stmt ins(db_,
-                   "INSERT INTO profile_cells (run_id, step, layer, phase, us) VALUES (?, ?, ?, ?, ?) "
-                   "ON CONFLICT (run_id, step, layer, phase) DO UPDATE SET us = excluded.us");
+  sqlite::Stmt ins(
+      db_,
+      "INSERT INTO profile_cells (run_id, step, layer, phase, us) VALUES (?, ?, ?, ?, ?) "
+      "ON CONFLICT (run_id, step, layer, phase) DO UPDATE SET us = excluded.us");
   for (const auto& c : cells) {
     ins.reset();
     ins.bind(1, id).bind(2, c.step).bind(3, c.layer).bind(4, c.phase).bind(5, c.us).run();
@@ -712,8 +716,8 @@ std::vector<ProfileCell> SqliteStore::profile_cells(std::string_view uuid) {
   return out;
 }
 
-void SqliteStore::set_profile_layers(std::string_view uuid,
-                                     const std::vector<std::pair<std::string, std::string>>& layers) {
+void SqliteStore::set_profile_layers(
+    std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
   int64_t id = run_id_locked(uuid);
@@ -721,12 +725,17 @@ void SqliteStore::set_profile_layers(std::string_view uuid,
   sqlite::Stmt ins(db_, "INSERT INTO profile_layers (run_id, idx, name, info) VALUES (?, ?, ?, ?)");
   for (size_t i = 0; i < layers.size(); ++i) {
     ins.reset();
-    ins.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, layers[i].first).bind(4, layers[i].second).run();
+    ins.bind(1, id)
+        .bind(2, static_cast<int64_t>(i))
+        .bind(3, layers[i].first)
+        .bind(4, layers[i].second)
+        .run();
   }
   txn.commit();
 }
 
-std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(std::string_view uuid) {
+std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(
+    std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
                  "SELECT name, info FROM profile_layers "

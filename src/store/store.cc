@@ -7,11 +7,11 @@
 #include <cstdlib>
 #include <set>
 
+#include "backends.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/artifact_store.h"
-#include "backends.h"
 #include "trainscope/store/registry.h"
 
 namespace fs = std::filesystem;
@@ -148,8 +148,8 @@ void Store::delete_run(std::string_view uuid) {
 
 // --- artifacts ------------------------------------------------------------------
 
-ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file,
-                                 std::string_view kind, std::string_view name) {
+ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, std::string_view kind,
+                                 std::string_view name) {
   std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
   if (!find_run(uuid))
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());

@@ -78,21 +78,21 @@ std::string fmt_num(double d) { return format_double(d); }
     KEY, HELP, Kind::kInt, {}, [](const Config& c) { return std::to_string(c.MEMBER); }, \
         [](Config& c, const std::string& v) { c.MEMBER = parse_int(KEY, v); }            \
   }
-#define TS_DBL(KEY, MEMBER, HELP)                                                          \
-  Field {                                                                                  \
-    KEY, HELP, Kind::kDouble, {}, [](const Config& c) { return fmt_num(c.MEMBER); },       \
-        [](Config& c, const std::string& v) { c.MEMBER = parse_double(KEY, v); }           \
+#define TS_DBL(KEY, MEMBER, HELP)                                                    \
+  Field {                                                                            \
+    KEY, HELP, Kind::kDouble, {}, [](const Config& c) { return fmt_num(c.MEMBER); }, \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_double(KEY, v); }     \
   }
-#define TS_BOOL(KEY, MEMBER, HELP)                                                          \
-  Field {                                                                                   \
-    KEY, HELP, Kind::kBool, {},                                                             \
-        [](const Config& c) { return std::string(c.MEMBER ? "true" : "false"); },           \
-        [](Config& c, const std::string& v) { c.MEMBER = parse_bool(KEY, v); }              \
+#define TS_BOOL(KEY, MEMBER, HELP)                                                \
+  Field {                                                                         \
+    KEY, HELP, Kind::kBool, {},                                                   \
+        [](const Config& c) { return std::string(c.MEMBER ? "true" : "false"); }, \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_bool(KEY, v); }    \
   }
-#define TS_STR(KEY, MEMBER, HELP, ...)                                                     \
-  Field {                                                                                  \
-    KEY, HELP, Kind::kString, {__VA_ARGS__}, [](const Config& c) { return c.MEMBER; },     \
-        [](Config& c, const std::string& v) { c.MEMBER = v; }                              \
+#define TS_STR(KEY, MEMBER, HELP, ...)                                                 \
+  Field {                                                                              \
+    KEY, HELP, Kind::kString, {__VA_ARGS__}, [](const Config& c) { return c.MEMBER; }, \
+        [](Config& c, const std::string& v) { c.MEMBER = v; }                          \
   }
 
 // The schema, one table per section; fields() joins them in this order.
@@ -156,7 +156,10 @@ std::vector<Field> schedule_fields() {
              "exponential", "cosine"),
       TS_INT("schedule.step_size", schedule.step_size, "step: epochs between decays"),
       TS_DBL("schedule.gamma", schedule.gamma, "Decay factor"),
-      Field{"schedule.milestones", "multistep: epochs at which lr *= gamma", Kind::kIntList, {},
+      Field{"schedule.milestones",
+            "multistep: epochs at which lr *= gamma",
+            Kind::kIntList,
+            {},
             [](const Config& c) { return fmt_int_list(c.schedule.milestones); },
             [](Config& c, const std::string& v) {
               c.schedule.milestones = parse_int_list("schedule.milestones", v);
@@ -214,8 +217,8 @@ std::vector<Field> recording_fields() {
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = [] {
     std::vector<Field> all;
-    for (auto part : {run_and_seed_fields, data_fields, model_and_optimizer_fields,
-                      schedule_fields, loop_fields, recording_fields}) {
+    for (auto part : {run_and_seed_fields, data_fields, model_and_optimizer_fields, schedule_fields,
+                      loop_fields, recording_fields}) {
       auto f = part();
       all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
     }
@@ -259,8 +262,7 @@ const Field& find_field(const std::string& key, const std::string& source) {
     size_t d = std::min(edit_distance(key, k), edit_distance(key, last) + 1);
     if (d < best_d) best_d = d, best = &f;
   }
-  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?",
-       source, key, best->key);
+  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source, key, best->key);
 }
 
 void set_value(Config& c, const std::string& given, const std::string& value,
@@ -281,7 +283,8 @@ void set_value(Config& c, const std::string& given, const std::string& value,
 }
 
 void flatten_yaml(const YAML::Node& node, const std::string& prefix,
-                  std::vector<std::pair<std::string, std::string>>& out, const std::string& source) {
+                  std::vector<std::pair<std::string, std::string>>& out,
+                  const std::string& source) {
   if (node.IsMap()) {
     for (const auto& kv : node) {
       std::string k = kv.first.as<std::string>();
@@ -306,10 +309,13 @@ void validate(const Config& c, const std::string& source) {
   auto bad = [&](const char* key, const std::string& why) {
     fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
   };
-  if (!(c.optimizer.lr > 0)) bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
-  if (c.train.batch_size <= 0) bad("train.batch_size", fmt::format("must be >= 1 (got {})", c.train.batch_size));
+  if (!(c.optimizer.lr > 0))
+    bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
+  if (c.train.batch_size <= 0)
+    bad("train.batch_size", fmt::format("must be >= 1 (got {})", c.train.batch_size));
   if (c.eval.batch_size <= 0) bad("eval.batch_size", "must be >= 1");
-  if (c.train.epochs <= 0) bad("train.epochs", fmt::format("must be >= 1 (got {})", c.train.epochs));
+  if (c.train.epochs <= 0)
+    bad("train.epochs", fmt::format("must be >= 1 (got {})", c.train.epochs));
   if (c.train.max_steps < 0) bad("train.max_steps", "must be >= 0");
   if (c.compute.threads < 0) bad("compute.threads", "must be >= 0");
   if (!(c.data.val_fraction >= 0 && c.data.val_fraction < 1))
@@ -317,8 +323,8 @@ void validate(const Config& c, const std::string& source) {
   if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
   if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
   if (c.data.prefetch < 0) bad("data.prefetch", "must be >= 0");
-  if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 || c.data.synthetic.channels <= 0 ||
-      c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
+  if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 ||
+      c.data.synthetic.channels <= 0 || c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
     bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) bad("model.dropout", "must be in [0, 1)");
   if (!(c.model.width > 0)) bad("model.width", "must be > 0");
@@ -338,7 +344,8 @@ void validate(const Config& c, const std::string& source) {
   if (c.fingerprint.every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
   if (c.profile.warmup_steps < 0) bad("profile.warmup_steps", "must be >= 0");
   if (c.profile.every < 1) bad("profile.every", "must be >= 1");
-  if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1)) bad("eval.target_accuracy", "must be in [0, 1]");
+  if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1))
+    bad("eval.target_accuracy", "must be in [0, 1]");
   if (!(c.monitor.interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
   if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
     bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");
@@ -376,12 +383,17 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
 
 const std::map<std::string, std::string>& renamed_config_keys() {
   static const std::map<std::string, std::string> kRenamed = {
-      {"experiment", "run.experiment"},       {"seed", "seeds.master"},
-      {"epochs", "train.epochs"},             {"batch_size", "train.batch_size"},
-      {"max_steps", "train.max_steps"},       {"on_nan", "train.on_nan"},
+      {"experiment", "run.experiment"},
+      {"seed", "seeds.master"},
+      {"epochs", "train.epochs"},
+      {"batch_size", "train.batch_size"},
+      {"max_steps", "train.max_steps"},
+      {"on_nan", "train.on_nan"},
       {"log_every_steps", "train.log_every_steps"},
-      {"eval_batch_size", "eval.batch_size"}, {"target_accuracy", "eval.target_accuracy"},
-      {"dtype", "compute.dtype"},             {"threads", "compute.threads"},
+      {"eval_batch_size", "eval.batch_size"},
+      {"target_accuracy", "eval.target_accuracy"},
+      {"dtype", "compute.dtype"},
+      {"threads", "compute.threads"},
   };
   return kRenamed;
 }

@@ -35,8 +35,8 @@ std::string read_maybe_gz(const fs::path& path, const char* what) {
   std::string emsg = msg ? msg : "";
   gzclose(f);
   if (n < 0 || (err != Z_OK && err != Z_STREAM_END))
-    fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it",
-         what, path.string(), emsg);
+    fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it", what,
+         path.string(), emsg);
   return out;
 }
 
@@ -49,12 +49,12 @@ uint32_t be32(const std::string& s, size_t off) {
 fs::path find_file(const fs::path& dir, const std::string& name) {
   for (const auto& candidate : {dir / name, dir / (name + ".gz")})
     if (fs::exists(candidate)) return candidate;
-  fail(ErrorKind::kNotFound, "dataset file '{}' (or .gz) not found in '{}'; {}", name,
-       dir.string(), kFashionHint);
+  fail(ErrorKind::kNotFound, "dataset file '{}' (or .gz) not found in '{}'; {}", name, dir.string(),
+       kFashionHint);
 }
 
-const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser", "Pullover", "Dress",
-                                                  "Coat",        "Sandal",  "Shirt",    "Sneaker",
+const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
+                                                  "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                   "Bag",         "Ankle boot"};
 
 }  // namespace
@@ -81,7 +81,9 @@ Dataset read_idx(const fs::path& images_path, const fs::path& labels_path) {
   if (h <= 0 || w <= 0 || h > 4096 || w > 4096)
     fail(ErrorKind::kUsage, "'{}': implausible image size {}x{}", images_path.string(), h, w);
   if (static_cast<int64_t>(img.size()) != 16 + n * h * w)
-    fail(ErrorKind::kUsage, "'{}' is truncated or padded: header says {} images of {}x{} ({} bytes) but the file has {}",
+    fail(ErrorKind::kUsage,
+         "'{}' is truncated or padded: header says {} images of {}x{} ({} bytes) but the file has "
+         "{}",
          images_path.string(), n, h, w, 16 + n * h * w, img.size());
   int64_t nl = be32(lab, 4);
   if (static_cast<int64_t>(lab.size()) != 8 + nl)
@@ -160,8 +162,10 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
     fs::path dir = c.path.empty() ? fs::path(kFashionMnistDir) : fs::path(c.path);
     if (c.path.empty() && c.dataset == "mnist")
       fail(ErrorKind::kUsage, "data.path must name the folder with the MNIST IDX files");
-    auto ti = find_file(dir, "train-images-idx3-ubyte"), tl = find_file(dir, "train-labels-idx1-ubyte");
-    auto vi = find_file(dir, "t10k-images-idx3-ubyte"), vl = find_file(dir, "t10k-labels-idx1-ubyte");
+    auto ti = find_file(dir, "train-images-idx3-ubyte"),
+         tl = find_file(dir, "train-labels-idx1-ubyte");
+    auto vi = find_file(dir, "t10k-images-idx3-ubyte"),
+         vl = find_file(dir, "t10k-labels-idx1-ubyte");
     train = read_idx(ti, tl);
     test = read_idx(vi, vl);
     s.files = {ti, tl, vi, vl};
@@ -174,7 +178,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
     fs::path dir(c.path);
     std::vector<fs::path> tr, te;
     if (c.dataset == "cifar10") {
-      for (int i = 1; i <= 5; ++i) tr.push_back(find_file(dir, "data_batch_" + std::to_string(i) + ".bin"));
+      for (int i = 1; i <= 5; ++i)
+        tr.push_back(find_file(dir, "data_batch_" + std::to_string(i) + ".bin"));
       te.push_back(find_file(dir, "test_batch.bin"));
     } else {
       tr.push_back(find_file(dir, "train.bin"));

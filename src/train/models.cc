@@ -13,7 +13,6 @@ namespace trainscope::train {
 using core::ErrorKind;
 using core::fail;
 
-
 torch::Tensor StreamDropoutImpl::forward(torch::Tensor x) {
   if (!is_training() || p_ <= 0) return x;
   auto mask = torch::empty_like(x).bernoulli_(1.0 - p_, gen_);
@@ -364,8 +363,7 @@ std::vector<std::string> model_names() {
 }
 
 ModelShape shape_of(const DataSplits& d) {
-  return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3),
-          d.train.classes};
+  return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3), d.train.classes};
 }
 
 std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {

@@ -114,14 +114,13 @@ void Trainer::open_run(Session& s) {
     check_resumable(prev, config_text);
     auto ck = find_checkpoint(*store_, prev.uuid);
     if (!ck)
-      fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
-           prev.uuid.substr(0, 8));
+      fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from", prev.uuid.substr(0, 8));
     s.pos = read_checkpoint(ck->path, *model_, s.opt.get(), &s.dropout_gen);
     s.run = store::RunRecorder::attach(store_, prev.uuid);
     s.run->set_tag("resumed_from", ck->name);
     s.resumed = true;
-    core::log_info("resuming run {} from {} (epoch {}, step {})", prev.uuid.substr(0, 8),
-                   ck->name, s.pos.epoch + 1, s.pos.step);
+    core::log_info("resuming run {} from {} (epoch {}, step {})", prev.uuid.substr(0, 8), ck->name,
+                   s.pos.epoch + 1, s.pos.step);
     return;
   }
   if (!options_.init_checkpoint.empty())

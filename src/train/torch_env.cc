@@ -15,12 +15,12 @@
 
 namespace trainscope::train {
 
-
 void apply_determinism(const Config& c) {
   // threads: 0 means libtorch's own default, even after an earlier run in
   // this process (a replay, a test) changed it.
   static const int default_threads = at::get_num_threads();
-  torch::set_num_threads(c.compute.threads > 0 ? static_cast<int>(c.compute.threads) : default_threads);
+  torch::set_num_threads(c.compute.threads > 0 ? static_cast<int>(c.compute.threads)
+                                               : default_threads);
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, /*warn_only=*/false);
   ctx.setUserEnabledMkldnn(c.determinism.mkldnn);

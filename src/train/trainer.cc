@@ -181,8 +181,9 @@ void Trainer::train_step(Session& s, Events& events, Step& step) {
   TrainPosition& pos = s.pos;
   const bool fatal = !std::isfinite(step.loss_value) && s.cfg.train.on_nan == "fail";
   const std::string last_finite =
-      pos.epoch_seen > 0 ? core::format_double(pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen))
-                         : std::string("none this epoch");
+      pos.epoch_seen > 0
+          ? core::format_double(pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen))
+          : std::string("none this epoch");
   ++pos.step;
   pos.batch = b.index + 1;
   if (!fatal) {
@@ -227,8 +228,7 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
   // Stopped by max_steps inside an epoch: evaluate and record the final
   // model anyway, under the number of the epoch in progress.
   if (s.max_steps_reached && s.pos.batch > 0) {
-    s.result.test =
-        evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg));
+    s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg));
     events.each(&TrainObserver::on_evaluation_end,
                 Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }

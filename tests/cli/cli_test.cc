@@ -1,10 +1,9 @@
 // End-to-end tests of the trainscope executable on real store files.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "support/test_util.h"
@@ -51,12 +50,38 @@ TEST_F(CliTest, Version) {
 // Every command, those that need libtorch included: --help is parsed by the
 // torch-free executable and never loads libtorch.
 TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
-  for (const char* cmd :
-       {"", "runs", "runs list", "runs show", "runs export", "runs delete", "metrics", "numerics",
-        "numerics logmap", "numerics sum", "watch", "resources", "report", "report throughput",
-        "train", "config", "config show", "config keys", "eval", "env", "env diff", "diff",
-        "rerun", "card", "checklist", "profile", "profile grid", "profile show", "costmodel",
-        "costmodel fit", "costmodel predict", "costmodel eval"}) {
+  for (const char* cmd : {"",
+                          "runs",
+                          "runs list",
+                          "runs show",
+                          "runs export",
+                          "runs delete",
+                          "metrics",
+                          "numerics",
+                          "numerics logmap",
+                          "numerics sum",
+                          "watch",
+                          "resources",
+                          "report",
+                          "report throughput",
+                          "train",
+                          "config",
+                          "config show",
+                          "config keys",
+                          "eval",
+                          "env",
+                          "env diff",
+                          "diff",
+                          "rerun",
+                          "card",
+                          "checklist",
+                          "profile",
+                          "profile grid",
+                          "profile show",
+                          "costmodel",
+                          "costmodel fit",
+                          "costmodel predict",
+                          "costmodel eval"}) {
     auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " " + cmd + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;
@@ -201,8 +226,8 @@ TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
   check(run_command(std::string(TS_CLI_BIN) + " --store /proc/version/x.db runs list"),
         "cannot create store");
   // The env variable names the store too.
-  auto env = run_command("TRAINSCOPE_STORE=sqlite:" + (dir_ / "t.db").string() + " " +
-                         TS_CLI_BIN + " --json runs list --limit 0");
+  auto env = run_command("TRAINSCOPE_STORE=sqlite:" + (dir_ / "t.db").string() + " " + TS_CLI_BIN +
+                         " --json runs list --limit 0");
   EXPECT_EQ(nlohmann::json::parse(env.out).size(), 2u);
 }
 

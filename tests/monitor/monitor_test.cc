@@ -266,8 +266,10 @@ print("to stderr", file=sys.stderr)
 )";
   auto r = watch("--name py -- /usr/bin/python3 " + (dir_ / "train.py").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("skipped 1 malformed metric line(s); the first was: trainscope: step=oops loss"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("skipped 1 malformed metric line(s); the first was: trainscope: step=oops loss"),
+      std::string::npos)
+      << r.out;
   auto s = store();
   RunInfo run = s->resolve_run("py");
   EXPECT_EQ(run.status, RunStatus::kFinished);

@@ -326,7 +326,8 @@ TEST(ProfileCliTest, CostModelFitEvalAndPredictAnUnseenArchitecture) {
   auto old = testing::run_command(cli + " costmodel predict " + cfg + " --model " +
                                   (dir / "old.json").string());
   EXPECT_NE(old.exit_code, 0);
-  EXPECT_NE(old.out.find("`trainscope costmodel fit` writes a new one"), std::string::npos) << old.out;
+  EXPECT_NE(old.out.find("`trainscope costmodel fit` writes a new one"), std::string::npos)
+      << old.out;
 }
 
 TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
@@ -368,9 +369,9 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
   std::shared_ptr<Store> store = Store::open(o);
   auto train_one = [&](int64_t batch) {
     train::Config c = train::parse_config(
-        "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp", "compute.threads=1",
-             "train.batch_size=" + std::to_string(batch), "train.max_steps=6", "profile.enabled=true",
-             "profile.warmup_steps=1", "profile.every=1"});
+        "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp",
+             "compute.threads=1", "train.batch_size=" + std::to_string(batch), "train.max_steps=6",
+             "profile.enabled=true", "profile.warmup_steps=1", "profile.every=1"});
     train::TrainOptions to;
     train::Trainer t(c, store, to);
     return t.run().run_uuid;

@@ -29,8 +29,8 @@ std::shared_ptr<Store> temp_store(const TempDir& dir) {
 
 train::Config small(const std::vector<std::string>& overrides = {}) {
   std::vector<std::string> o = {"data.dataset=synthetic", "data.synthetic.size=512",
-                                "train.batch_size=32",          "train.epochs=2",
-                                "compute.threads=1",              "checkpoint.every_steps=4"};
+                                "train.batch_size=32",    "train.epochs=2",
+                                "compute.threads=1",      "checkpoint.every_steps=4"};
   o.insert(o.end(), overrides.begin(), overrides.end());
   return train::parse_config("", o);
 }
@@ -46,7 +46,8 @@ RunInfo train_run(const std::shared_ptr<Store>& store, const train::Config& c,
 
 TEST(CompareTensorsTest, UlpsAbsAndRel) {
   float a[4] = {1.0f, -0.0f, 3.0f, -2.0f};
-  float b[4] = {std::nextafter(1.0f, 2.0f), 0.0f, 3.0f, std::nextafter(std::nextafter(-2.0f, 0.f), 0.f)};
+  float b[4] = {std::nextafter(1.0f, 2.0f), 0.0f, 3.0f,
+                std::nextafter(std::nextafter(-2.0f, 0.f), 0.f)};
   TensorDelta d = compare_tensors("t", a, b, 4, false);
   EXPECT_EQ(d.elements, 4);
   EXPECT_EQ(d.differing, 3);  // -0 and +0 differ in bits, by 0 ULP
@@ -81,10 +82,12 @@ TEST(DiffTest, FindsTheFirstDifferingStepAndMeasuresItByReplay) {
   TempDir dir;
   auto store = temp_store(dir);
   // The learning rates part at epoch 2, i.e. at step 17.
-  auto a = train_run(store, small({"schedule.name=multistep", "schedule.milestones=[1]",
-                                   "schedule.gamma=0.5"}), "a");
-  auto b = train_run(store, small({"schedule.name=multistep", "schedule.milestones=[2]",
-                                   "schedule.gamma=0.5"}), "b");
+  auto a = train_run(
+      store, small({"schedule.name=multistep", "schedule.milestones=[1]", "schedule.gamma=0.5"}),
+      "a");
+  auto b = train_run(
+      store, small({"schedule.name=multistep", "schedule.milestones=[2]", "schedule.gamma=0.5"}),
+      "b");
   RunDiff d = diff_runs(*store, a, b);
   EXPECT_FALSE(d.replay_from.has_value());  // the records alone: no replay yet
   replay_divergence(*store, a, b, d);
@@ -170,20 +173,26 @@ TEST(RerunTest, VerifyIsBitIdenticalAndAChangedDataFileIsRefused) {
   std::filesystem::create_directories(data);
   write_idx(data, "train", 256, 1);
   write_idx(data, "t10k", 64, 2);
-  std::ofstream(dir / "c.yaml") << "compute: {threads: 1}\ntrain: {epochs: 1, batch_size: 32}\nmodel: {name: lenet5}\n"
-                                   "data: {dataset: mnist, path: " << data.string() << "}\n";
-  const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
-  auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() + " --name orig --no-progress");
+  std::ofstream(dir / "c.yaml")
+      << "compute: {threads: 1}\ntrain: {epochs: 1, batch_size: 32}\nmodel: {name: lenet5}\n"
+         "data: {dataset: mnist, path: "
+      << data.string() << "}\n";
+  const std::string ts =
+      std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
+  auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() +
+                                    " --name orig --no-progress");
   ASSERT_EQ(first.exit_code, 0) << first.out;
 
   auto verify = testing::run_command(ts + "rerun orig --verify");
   EXPECT_EQ(verify.exit_code, 0) << verify.out;
-  EXPECT_NE(verify.out.find("verify: bit-identical at all 8 steps"), std::string::npos) << verify.out;
+  EXPECT_NE(verify.out.find("verify: bit-identical at all 8 steps"), std::string::npos)
+      << verify.out;
 
   write_idx(data, "t10k", 64, 3);  // the test set changes
   auto refused = testing::run_command(ts + "rerun orig");
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_NE(refused.out.find("t10k-images-idx3-ubyte.gz' changed"), std::string::npos) << refused.out;
+  EXPECT_NE(refused.out.find("t10k-images-idx3-ubyte.gz' changed"), std::string::npos)
+      << refused.out;
   EXPECT_NE(refused.out.find("--force"), std::string::npos);
   auto forced = testing::run_command(ts + "-q rerun orig --force");
   EXPECT_EQ(forced.exit_code, 0) << forced.out;

@@ -198,10 +198,9 @@ TEST_P(StoreConformance, MetricsKeepNonFiniteValuesBitForBit) {
   const double qnan = std::numeric_limits<double>::quiet_NaN();
   const double payload_nan = std::bit_cast<double>(uint64_t{0x7ff8000000000123});
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<MetricPoint> pts = {{0, 1.0, 0.5},         {1, 1.1, qnan}, {2, 1.2, inf},
-                                  {3, 1.3, -inf},        {4, 1.4, payload_nan},
-                                  {5, 1.5, -qnan},       {6, 1.6, -0.0},
-                                  {2, 1.7, 7.0}};  // steps need not increase
+  std::vector<MetricPoint> pts = {{0, 1.0, 0.5},  {1, 1.1, qnan},        {2, 1.2, inf},
+                                  {3, 1.3, -inf}, {4, 1.4, payload_nan}, {5, 1.5, -qnan},
+                                  {6, 1.6, -0.0}, {2, 1.7, 7.0}};  // steps need not increase
   store_->append_metrics(r.uuid, {{"loss", pts}});
   auto back = store_->metric(r.uuid, "loss");
   ASSERT_EQ(back.size(), pts.size());

@@ -148,8 +148,7 @@ TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {
   auto mnt = dir / "small";
   std::filesystem::create_directories(mnt);
   if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0)
-    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno)
-                 << "); needs root";
+    GTEST_SKIP() << "cannot mount a small tmpfs here (" << std::strerror(errno) << "); needs root";
   struct Unmount {
     std::filesystem::path p;
     ~Unmount() { umount2(p.c_str(), MNT_DETACH); }

@@ -1,9 +1,6 @@
 // What is particular to the SQLite backend, on real database files: the
 // file beside its artifacts, several connections, schema versions and bad
 // locations. The contract every backend shares is in conformance_test.cc.
-#include "trainscope/store/store.h"
-#include "trainscope/store/registry.h"
-
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -15,11 +12,13 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/registry.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::store {
+using core::csv_field;
 using core::Error;
 using core::ErrorKind;
-using core::csv_field;
 using core::escape_for_display;
 using core::host_name;
 using core::sha256_file;
@@ -104,9 +103,9 @@ TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET heartbeat = heartbeat - 31", nullptr, nullptr,
-                           nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db, "UPDATE runs SET heartbeat = heartbeat - 31", nullptr, nullptr, nullptr),
+        SQLITE_OK);
     sqlite3_close(db);
   }
   auto store = open_at(dir / "t.db");

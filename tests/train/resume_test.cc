@@ -1,5 +1,6 @@
 // A run killed with SIGKILL mid-epoch and resumed ends with weights
 // bit-identical to an uninterrupted run. Uses the real trainscope executable.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,8 +9,6 @@
 
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
@@ -80,13 +79,15 @@ TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
   const std::string store_uri = "sqlite:" + (dir / "t.db").string();
   const std::string base = std::string(TS_CLI_BIN) + " -q --store " + store_uri + " ";
 
-  auto full = run_command(base + "train " + (dir / "c.yaml").string() + " --name full --no-progress");
+  auto full =
+      run_command(base + "train " + (dir / "c.yaml").string() + " --name full --no-progress");
   ASSERT_EQ(full.exit_code, 0) << full.out;
 
   pid_t pid = fork();
   if (pid == 0) {
     execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train",
-          (dir / "c.yaml").c_str(), "--name", "victim", "--no-progress", static_cast<char*>(nullptr));
+          (dir / "c.yaml").c_str(), "--name", "victim", "--no-progress",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   StoreOptions so;
@@ -123,8 +124,8 @@ TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
   EXPECT_NE(changed.exit_code, 0);
   EXPECT_NE(changed.out.find("config differs"), std::string::npos) << changed.out;
 
-  auto resumed = run_command(base + "train " + (dir / "c.yaml").string() + " --no-progress --resume " +
-                             victim.substr(0, 8));
+  auto resumed = run_command(base + "train " + (dir / "c.yaml").string() +
+                             " --no-progress --resume " + victim.substr(0, 8));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
   store = Store::open(so);
   EXPECT_EQ(store->find_run(victim)->status, RunStatus::kFinished);

@@ -1,16 +1,15 @@
 // Training engine tests on real libtorch training with small real data.
-#include <gtest/gtest.h>
-#include <torch/torch.h>
-#include <zlib.h>
-
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <torch/torch.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
@@ -149,7 +148,8 @@ TEST(ModelsTest, EveryModelRunsForwardAndBackwardOnBothShapes) {
         ASSERT_TRUE(p.value().grad().defined()) << name << " " << p.key();
       // Stable dotted names.
       bool dotted = false;
-      for (const auto& p : model->named_parameters()) dotted |= p.key().find('.') != std::string::npos;
+      for (const auto& p : model->named_parameters())
+        dotted |= p.key().find('.') != std::string::npos;
       EXPECT_TRUE(dotted) << name;
     }
   }
@@ -300,7 +300,8 @@ class EventLog : public TrainObserver {
     EXPECT_TRUE(s.loss.defined() && s.loss.requires_grad());
     EXPECT_EQ(s.output.size(0), s.data->y.size(0));
     EXPECT_EQ(s.number, ctx.position.step + 1);
-    for (const auto& p : ctx.model.parameters()) EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() != 0);
+    for (const auto& p : ctx.model.parameters())
+      EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() != 0);
   }
   void on_after_backward(const RunContext& ctx, const Step& s) override {
     log_.push_back("after_backward");
@@ -351,9 +352,9 @@ TEST(TrainerTest, ObserversSeeEveryEventInOrderWithWhatItPromises) {
   t.add_observer(first);
   t.add_observer(second);
   t.run();
-  const std::vector<std::string> step = {"batch_begin", "data", "zero_grad", "forward", "loss",
-                                         "after_forward", "backward", "after_backward", "update",
-                                         "recording", "after_step", "batch_end"};
+  const std::vector<std::string> step = {
+      "batch_begin", "data",           "zero_grad", "forward",   "loss",       "after_forward",
+      "backward",    "after_backward", "update",    "recording", "after_step", "batch_end"};
   std::vector<std::string> want = {"run_begin", "checkpoint:0"};
   for (int epoch = 0; epoch < 2; ++epoch) {
     want.push_back("epoch_begin");
@@ -423,12 +424,14 @@ TEST(TrainerTest, BadConfigValuesAreRejected) {
             std::string::npos);
   EXPECT_NE(error_of([] { parse_config("epochs: three\n", {}); }).find("integer"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_config("modle:\n  name: mlp\n", {}); }).find("did you mean 'model.name'"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { parse_config("modle:\n  name: mlp\n", {}); }).find("did you mean 'model.name'"),
+      std::string::npos);
   EXPECT_NE(error_of([] { parse_config("model:\n  name: nope\n", {}); }).find("must be one of"),
             std::string::npos);
   // Round trip: the resolved YAML parses back to the same params.
-  Config c = parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seeds.master=9"});
+  Config c =
+      parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seeds.master=9"});
   EXPECT_EQ(flatten(parse_config(to_yaml(c), {})), flatten(c));
 }
 
@@ -495,10 +498,11 @@ long child_minor_faults(const std::vector<std::string>& args) {
 
 TEST(AllocatorTest, KeepingFreedMemoryAvoidsPageFaultsEveryStep) {
   testing::TempDir dir;
-  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 4096}}\n"
-                                   "model: {name: demo_cnn}\ntrain: {batch_size: 256, max_steps: 40}\n"
-                                   "compute: {threads: 1}\nfingerprint: {every_steps: 0}\n"
-                                   "checkpoint: {every_epochs: 0}\n";
+  std::ofstream(dir / "c.yaml")
+      << "data: {dataset: synthetic, synthetic: {size: 4096}}\n"
+         "model: {name: demo_cnn}\ntrain: {batch_size: 256, max_steps: 40}\n"
+         "compute: {threads: 1}\nfingerprint: {every_steps: 0}\n"
+         "checkpoint: {every_epochs: 0}\n";
   auto faults = [&](const char* keep) {
     return child_minor_faults({TS_CLI_BIN, "--store", "sqlite:" + (dir / "t.db").string(), "train",
                                (dir / "c.yaml").string(), "--set",

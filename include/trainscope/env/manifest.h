@@ -74,7 +74,7 @@ Manifest capture_machine();
 struct Difference {
   std::string group;  // first component of the key
   std::string key;
-  std::string a, b;   // "(absent)" when one side lacks the key
+  std::string a, b;  // "(absent)" when one side lacks the key
 };
 
 // Every key whose value differs, ordered by group (hardware, driver,

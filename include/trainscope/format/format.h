@@ -6,9 +6,8 @@
 // fields are quoted per RFC 4180 when needed.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

@@ -14,7 +14,7 @@ struct ProcessStat {
   double utime_s = 0, stime_s = 0;  // CPU seconds (user, system)
   int64_t threads = 0;
   int64_t rss_bytes = 0;
-  int64_t peak_rss_bytes = 0;       // VmHWM
+  int64_t peak_rss_bytes = 0;               // VmHWM
   int64_t read_bytes = 0, write_bytes = 0;  // storage I/O (/proc/PID/io)
   bool alive = false;
 };

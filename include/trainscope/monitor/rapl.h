@@ -13,11 +13,11 @@
 namespace trainscope::monitor {
 
 struct RaplDomain {
-  std::string name;      // "package-0", "dram", ...
+  std::string name;  // "package-0", "dram", ...
   std::filesystem::path dir;
   uint64_t max_range_uj = 0;
   uint64_t last_uj = 0;
-  double joules = 0;     // accumulated since open
+  double joules = 0;  // accumulated since open
 };
 
 class Rapl {

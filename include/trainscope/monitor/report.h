@@ -50,8 +50,7 @@ const std::vector<ThroughputRow>& throughput_rows();
 // Process-tree CPU and RSS means (without warm-up), GPU 0 utilisation and
 // memory, steps/s and samples/s (mean over epochs), epochs run, final test
 // accuracy, time and epochs to the target accuracy, energy.
-ThroughputColumn throughput_column(store::Store& store, const store::RunInfo& run,
-                                   double warmup_s);
+ThroughputColumn throughput_column(store::Store& store, const store::RunInfo& run, double warmup_s);
 
 // SVG charts of a run's samples over time since its start: "cpu" (CPU and
 // GPU utilisation, %) or "memory" (process RSS, system memory, GPU memory,

@@ -48,8 +48,8 @@ struct WatchOptions {
   std::vector<std::string> command;  // program and arguments; the program is found in $PATH
   std::string name;                  // run name (default: the program's file name)
   std::string experiment = "watch";
-  std::string command_line;          // recorded with the run (default: the command joined)
-  double interval_s = 1.0;           // sampling interval
+  std::string command_line;  // recorded with the run (default: the command joined)
+  double interval_s = 1.0;   // sampling interval
   double carbon_kg_per_kwh = 0.385;
 };
 

@@ -21,13 +21,13 @@ enum class Order {
 };
 
 struct Variant {
-  std::string name;       // e.g. "float32 (r*x)*(1-x)"
-  std::string id;         // e.g. "f32.rx_1mx", used on the command line and in metric keys
+  std::string name;  // e.g. "float32 (r*x)*(1-x)"
+  std::string id;    // e.g. "f32.rx_1mx", used on the command line and in metric keys
   Format format = Format::kFloat64;
   Order order = Order::kRxTimesOneMinusX;
-  bool fma = false;       // explicit std::fma where the expression has a*b+c
+  bool fma = false;                 // explicit std::fma where the expression has a*b+c
   bool wide_intermediates = false;  // float32 storage, double intermediates
-  bool torch = false;     // libtorch tensor ops (device below)
+  bool torch = false;               // libtorch tensor ops (device below)
   std::string device = "cpu";
 };
 
@@ -46,10 +46,10 @@ struct LogmapOptions {
 
 struct VariantResult {
   Variant variant;
-  std::vector<double> x;                   // x[0..steps], widened to double
-  std::vector<double> correct_digits;      // per step, -log10(rel. error) clamped to [0, 34]
-  std::vector<int64_t> first_over;         // per threshold: first step with |x - ref| > t, or -1
-  int64_t digits_gone = -1;                // first step with < 1 correct digit, or -1
+  std::vector<double> x;               // x[0..steps], widened to double
+  std::vector<double> correct_digits;  // per step, -log10(rel. error) clamped to [0, 34]
+  std::vector<int64_t> first_over;     // per threshold: first step with |x - ref| > t, or -1
+  int64_t digits_gone = -1;            // first step with < 1 correct digit, or -1
   // Loss of correct digits per step while the error grows linearly (from
   // 3 digits below the format's precision down to 3 correct digits):
   // measured from this trajectory, and predicted by the reference's
@@ -62,9 +62,9 @@ struct VariantResult {
 
 struct LogmapResult {
   LogmapOptions options;
-  int reference_precision = 0;      // bits
-  std::vector<double> reference;    // rounded to double for output
-  double lyapunov = 0;              // mean ln|r (1 - 2 x_n)| along the whole reference
+  int reference_precision = 0;           // bits
+  std::vector<double> reference;         // rounded to double for output
+  double lyapunov = 0;                   // mean ln|r (1 - 2 x_n)| along the whole reference
   double predicted_digits_per_step = 0;  // lyapunov / ln 10
   std::vector<VariantResult> variants;
 };
@@ -97,8 +97,8 @@ std::vector<double> emulate(const Variant& v, const std::string& x0, const std::
                             int64_t steps);
 
 // The exact (to double) reference trajectory, computed at `precision` bits.
-std::vector<double> reference_trajectory(const std::string& x0, const std::string& r,
-                                         int64_t steps, int precision);
+std::vector<double> reference_trajectory(const std::string& x0, const std::string& r, int64_t steps,
+                                         int precision);
 
 // First step n with |a[n] - b[n]| > tol (NaN counts as over), or -1.
 int64_t first_divergence(const std::vector<double>& a, const std::vector<double>& b, double tol);

@@ -16,8 +16,8 @@ struct RecordOptions {
   std::string name;
   std::string experiment = "numerics";
   std::string command_line;
-  std::string out_dir;       // also write the files here when set
-  env::Manifest environment; // recorded with the run
+  std::string out_dir;        // also write the files here when set
+  env::Manifest environment;  // recorded with the run
 };
 
 // Records a logistic-map result: params (x0, r, steps, reference bits),

@@ -36,8 +36,8 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/profile/types.h"
 #include "trainscope/profile/report.h"
+#include "trainscope/profile/types.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::profile {

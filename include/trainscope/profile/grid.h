@@ -34,7 +34,7 @@ struct GridCell {
   int64_t batch = 0;
   int64_t repeat = 1;     // 1-based
   bool repeated = false;  // the grid has more than one repeat
-  std::string name;    // run name: grid-<model>-b<batch>[-r<repeat>]
+  std::string name;       // run name: grid-<model>-b<batch>[-r<repeat>]
 };
 
 // Every cell in the order it runs: repeats round-robin (every model once,

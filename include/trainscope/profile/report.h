@@ -11,8 +11,10 @@
 
 namespace trainscope::profile {
 
-std::vector<std::pair<std::string, std::string>> layers_to_json(const std::vector<LayerInfo>& layers);
-std::vector<LayerInfo> layers_from_json(const std::vector<std::pair<std::string, std::string>>& rows);
+std::vector<std::pair<std::string, std::string>> layers_to_json(
+    const std::vector<LayerInfo>& layers);
+std::vector<LayerInfo> layers_from_json(
+    const std::vector<std::pair<std::string, std::string>>& rows);
 
 // Every category of each iteration: (layer, phase) op self times, phase
 // overheads as layer "(overhead)", and "(other)". They sum to the wall time.
@@ -33,8 +35,8 @@ struct LayerTime {
 
 struct ProfileSummary {
   int64_t iterations = 0;
-  double wall_us = 0;                       // mean iteration wall time
-  std::vector<LayerTime> layers;            // forward order
+  double wall_us = 0;                        // mean iteration wall time
+  std::vector<LayerTime> layers;             // forward order
   std::map<std::string, double> categories;  // non-layer categories, mean us
   double coverage_min = 0, coverage_mean = 0;
 };

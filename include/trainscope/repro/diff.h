@@ -17,8 +17,8 @@ struct TensorDelta {
   int64_t elements = 0;
   int64_t differing = 0;  // elements whose bits differ
   double max_abs = 0;
-  double max_rel = 0;     // |a-b| / max(|a|,|b|)
-  double max_ulp = 0;     // distance in units in the last place
+  double max_rel = 0;  // |a-b| / max(|a|,|b|)
+  double max_ulp = 0;  // distance in units in the last place
 };
 
 struct RunDiff {
@@ -29,11 +29,11 @@ struct RunDiff {
   std::vector<env::Difference> environment;  // manifest entries that differ
 
   bool have_fingerprints = false;
-  bool same_tensors = true;      // both fingerprint the same tensor names
+  bool same_tensors = true;  // both fingerprint the same tensor names
   int64_t steps_a = 0, steps_b = 0, common_steps = 0;
-  int64_t first_diff_step = -1;  // -1: no difference over the common steps
+  int64_t first_diff_step = -1;                // -1: no difference over the common steps
   std::vector<std::string> differing_tensors;  // at first_diff_step, forward order
-  bool identical = false;        // bit-identical at every step, same length
+  bool identical = false;                      // bit-identical at every step, same length
 
   // Replay from the last checkpoint before first_diff_step.
   std::optional<int64_t> replay_from;
@@ -54,8 +54,8 @@ struct RunDiff {
 RunDiff diff_runs(store::Store& store, const store::RunInfo& a, const store::RunInfo& b);
 
 // Element-wise comparison of two tensors of the same shape and dtype.
-TensorDelta compare_tensors(const std::string& name, const void* a, const void* b,
-                            int64_t elements, bool is_double);
+TensorDelta compare_tensors(const std::string& name, const void* a, const void* b, int64_t elements,
+                            bool is_double);
 
 // The manifest of a run as recorded, plus its params as config.* / seeds.*.
 env::Manifest run_manifest(store::Store& store, const store::RunInfo& run);

@@ -33,8 +33,8 @@ struct RerunOptions {
 };
 
 struct Rerun {
-  train::TrainResult result;                // of the new run (tagged rerun_of)
-  std::vector<env::Difference> machine;     // machine facts that differ from the original's
+  train::TrainResult result;             // of the new run (tagged rerun_of)
+  std::vector<env::Difference> machine;  // machine facts that differ from the original's
 };
 
 // Re-executes a recorded run from its stored config, seeds and settings.

@@ -38,7 +38,7 @@ struct RecorderStats {
   int64_t points_flushed = 0;  // committed to the store
   int64_t flushes = 0;         // successful transactions
   int64_t failed_flushes = 0;
-  std::string last_error;      // empty when the last flush succeeded
+  std::string last_error;  // empty when the last flush succeeded
 };
 
 class RunRecorder {

@@ -31,9 +31,9 @@ RunStatus parse_run_status(std::string_view s);
 bool is_terminal(RunStatus s);
 
 struct RunInfo {
-  std::string uuid;          // canonical lowercase UUID: the run's only identity
-  std::string experiment;    // experiment name
-  std::string name;          // human name, may be empty, need not be unique
+  std::string uuid;        // canonical lowercase UUID: the run's only identity
+  std::string experiment;  // experiment name
+  std::string name;        // human name, may be empty, need not be unique
   RunStatus status = RunStatus::kCreated;
   double start_time = 0;     // unix seconds
   double end_time = 0;       // unix seconds, 0 while not ended
@@ -61,12 +61,12 @@ struct NewRun {
 
 // Which runs list_runs() returns; every field set narrows the result.
 struct RunFilter {
-  std::string experiment;                 // empty: all
-  std::optional<RunStatus> status;        // unset: all
-  std::string parent_uuid;                // empty: all
-  std::string name;                       // exact run name; empty: all
-  std::string uuid_prefix;                // UUIDs starting with this; empty: all
-  int64_t limit = 0;                      // 0: no limit; newest first
+  std::string experiment;           // empty: all
+  std::optional<RunStatus> status;  // unset: all
+  std::string parent_uuid;          // empty: all
+  std::string name;                 // exact run name; empty: all
+  std::string uuid_prefix;          // UUIDs starting with this; empty: all
+  int64_t limit = 0;                // 0: no limit; newest first
 };
 
 // One metric point. NaN and +-Inf are stored bit for bit.
@@ -115,8 +115,8 @@ struct ProfileCell {
 };
 
 struct ArtifactInfo {
-  std::string name;    // relative name inside the run's artifact folder
-  std::string kind;    // free text: "checkpoint", "stdout", "config", ...
+  std::string name;  // relative name inside the run's artifact folder
+  std::string kind;  // free text: "checkpoint", "stdout", "config", ...
   std::string sha256;
   int64_t size = 0;
   double created_time = 0;
@@ -230,9 +230,10 @@ class Store {
   virtual void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) = 0;
   virtual std::vector<ProfileCell> profile_cells(std::string_view uuid) = 0;
   // Per-layer facts as (name, JSON text), in forward order; replaces earlier.
-  virtual void set_profile_layers(std::string_view uuid,
-                                  const std::vector<std::pair<std::string, std::string>>& layers) = 0;
-  virtual std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) = 0;
+  virtual void set_profile_layers(
+      std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) = 0;
+  virtual std::vector<std::pair<std::string, std::string>> profile_layers(
+      std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
   // Copies a file into the run's artifacts under `name` (default: the file's

@@ -60,18 +60,18 @@ struct DataConfig {
   int64_t test_subset = 0;                // 0: all
   bool normalize = true;                  // per-channel mean/std of the training set
   bool shuffle = true;
-  int64_t crop_padding = 0;               // augmentation: random crop after zero padding
-  bool hflip = false;                     // augmentation: random horizontal flip
-  int64_t prefetch = 2;                   // batches prepared ahead on a worker thread
-  SyntheticDataConfig synthetic;          // the synthetic dataset's shape
+  int64_t crop_padding = 0;       // augmentation: random crop after zero padding
+  bool hflip = false;             // augmentation: random horizontal flip
+  int64_t prefetch = 2;           // batches prepared ahead on a worker thread
+  SyntheticDataConfig synthetic;  // the synthetic dataset's shape
 };
 
 struct ModelConfig {
   std::string name = "demo_cnn";  // see models.h for the list
   std::string init = "default";   // default | kaiming | xavier
   double dropout = 0.0;
-  double width = 1.0;             // width multiplier (mobilenet_v1, mlp hidden units)
-  int64_t hidden = 256;           // mlp hidden units before the multiplier
+  double width = 1.0;    // width multiplier (mobilenet_v1, mlp hidden units)
+  int64_t hidden = 256;  // mlp hidden units before the multiplier
 };
 
 struct OptimizerConfig {
@@ -83,31 +83,31 @@ struct OptimizerConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
-  double rho = 0.9;    // adadelta
-  double alpha = 0.99; // rmsprop
+  double rho = 0.9;     // adadelta
+  double alpha = 0.99;  // rmsprop
 };
 
 struct ScheduleConfig {
-  std::string name = "constant";  // constant | step | multistep | exponential | cosine
-  int64_t step_size = 30;         // step: epochs between decays
-  double gamma = 0.1;             // step, multistep, exponential
+  std::string name = "constant";    // constant | step | multistep | exponential | cosine
+  int64_t step_size = 30;           // step: epochs between decays
+  double gamma = 0.1;               // step, multistep, exponential
   std::vector<int64_t> milestones;  // multistep: epochs
-  int64_t t_max = 0;              // cosine: epochs (0: train.epochs)
-  double eta_min = 0.0;           // cosine
-  int64_t warmup_steps = 0;       // linear warm-up from 0 over this many steps
+  int64_t t_max = 0;                // cosine: epochs (0: train.epochs)
+  double eta_min = 0.0;             // cosine
+  int64_t warmup_steps = 0;         // linear warm-up from 0 over this many steps
 };
 
 struct TrainLoopConfig {
   int64_t epochs = 3;
   int64_t batch_size = 128;
-  int64_t max_steps = 0;          // 0: no limit; stops early after this many steps
-  std::string on_nan = "fail";    // fail | continue
-  int64_t log_every_steps = 1;    // step metrics every N steps
+  int64_t max_steps = 0;        // 0: no limit; stops early after this many steps
+  std::string on_nan = "fail";  // fail | continue
+  int64_t log_every_steps = 1;  // step metrics every N steps
 };
 
 struct EvalConfig {
   int64_t batch_size = 1000;
-  double target_accuracy = 0;     // > 0: record time and epochs to reach it
+  double target_accuracy = 0;  // > 0: record time and epochs to reach it
 };
 
 struct ComputeConfig {

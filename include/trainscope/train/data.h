@@ -46,7 +46,7 @@ Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed);
 
 struct DataSplits {
   Dataset train, val, test;
-  std::vector<double> mean, std;  // per channel, on [0, 1] pixels; identity when off
+  std::vector<double> mean, std;             // per channel, on [0, 1] pixels; identity when off
   std::vector<std::filesystem::path> files;  // every file read
 };
 
@@ -55,8 +55,8 @@ struct DataSplits {
 DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 
 struct Batch {
-  torch::Tensor x;  // float32/float64 [B, C, H, W], normalised (and augmented)
-  torch::Tensor y;  // int64 [B]
+  torch::Tensor x;    // float32/float64 [B, C, H, W], normalised (and augmented)
+  torch::Tensor y;    // int64 [B]
   int64_t index = 0;  // batch index within the epoch
 };
 
@@ -77,8 +77,8 @@ struct LoaderOptions {
 // prepared `prefetch` ahead on one worker thread.
 class EpochLoader {
  public:
-  EpochLoader(const Dataset& data, const LoaderOptions& options, int64_t epoch,
-              uint64_t order_seed, uint64_t augment_seed, int64_t start = 0);
+  EpochLoader(const Dataset& data, const LoaderOptions& options, int64_t epoch, uint64_t order_seed,
+              uint64_t augment_seed, int64_t start = 0);
   ~EpochLoader();
   EpochLoader(const EpochLoader&) = delete;
   EpochLoader& operator=(const EpochLoader&) = delete;

@@ -41,12 +41,12 @@ namespace trainscope::train {
 
 // Where the loop is; everything a checkpoint needs to continue exactly.
 struct TrainPosition {
-  int64_t epoch = 0;           // epoch in progress (0-based)
-  int64_t batch = 0;           // next batch within that epoch
-  int64_t step = 0;            // optimizer steps done
-  double epoch_loss_sum = 0;   // sum of sample losses so far this epoch
-  int64_t epoch_correct = 0;   // correctly classified training samples this epoch
-  int64_t epoch_seen = 0;      // training samples this epoch
+  int64_t epoch = 0;          // epoch in progress (0-based)
+  int64_t batch = 0;          // next batch within that epoch
+  int64_t step = 0;           // optimizer steps done
+  double epoch_loss_sum = 0;  // sum of sample losses so far this epoch
+  int64_t epoch_correct = 0;  // correctly classified training samples this epoch
+  int64_t epoch_seen = 0;     // training samples this epoch
 };
 
 // The phases of one training step, in the order the loop enters them.
@@ -68,15 +68,15 @@ struct EvalResult {
 // on_after_forward, gradients exist from on_after_backward, the new weights
 // and `loss_value` from on_after_step.
 struct Step {
-  int64_t epoch = 0;        // 0-based
-  int64_t batch = 0;        // index within the epoch
-  int64_t number = 0;       // the global step this is, 1-based (position.step + 1 before the update)
-  int64_t samples = 0;      // batch size
+  int64_t epoch = 0;    // 0-based
+  int64_t batch = 0;    // index within the epoch
+  int64_t number = 0;   // the global step this is, 1-based (position.step + 1 before the update)
+  int64_t samples = 0;  // batch size
   double lr = 0;
   const Batch* data = nullptr;
-  torch::Tensor output;     // logits
-  torch::Tensor loss;       // scalar tensor (graph still attached before backward)
-  double loss_value = 0;    // NaN before on_after_step
+  torch::Tensor output;   // logits
+  torch::Tensor loss;     // scalar tensor (graph still attached before backward)
+  double loss_value = 0;  // NaN before on_after_step
 };
 
 // One evaluation of the model on a split.
@@ -99,8 +99,8 @@ struct EpochInfo {
 
 struct CheckpointInfo {
   int64_t step = 0;
-  std::string name;             // artifact name, "checkpoints/step-000000469.pt"
-  std::filesystem::path path;   // the stored copy
+  std::string name;            // artifact name, "checkpoints/step-000000469.pt"
+  std::filesystem::path path;  // the stored copy
 };
 
 struct TrainResult {
@@ -123,11 +123,11 @@ class RunContext {
   const DataSplits& data;
   const TrainPosition& position;
   const at::Generator& dropout_generator;  // its state is part of a checkpoint
-  double start_time = 0;     // monotonic seconds when Trainer::run began
-  int64_t total_steps = 0;   // steps the run takes if nothing stops it
+  double start_time = 0;                   // monotonic seconds when Trainer::run began
+  int64_t total_steps = 0;                 // steps the run takes if nothing stops it
   int64_t batches_per_epoch = 0;
-  int64_t first_step = 0;    // position.step when this session began
-  bool resumed = false;      // continues a run recorded by an earlier session
+  int64_t first_step = 0;        // position.step when this session began
+  bool resumed = false;          // continues a run recorded by an earlier session
   bool from_checkpoint = false;  // a new run started from a checkpoint's state
 
   // Asks the loop to stop after the current step; the run ends "stopped".
@@ -139,7 +139,13 @@ class RunContext {
   RunContext(const Config& c, store::RunRecorder& r, Classifier& m, Optimizer& o,
              const DataSplits& d, const TrainPosition& p, const at::Generator& g,
              std::function<void(const CheckpointInfo&)> publish)
-      : config(c), run(r), model(m), optimizer(o), data(d), position(p), dropout_generator(g),
+      : config(c),
+        run(r),
+        model(m),
+        optimizer(o),
+        data(d),
+        position(p),
+        dropout_generator(g),
         publish_checkpoint_(std::move(publish)) {}
 
  private:

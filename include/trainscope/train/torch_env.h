@@ -2,9 +2,9 @@
 // settings applied before training.
 #pragma once
 
-#include <vector>
-
 #include <torch/types.h>
+
+#include <vector>
 
 #include "trainscope/env/manifest.h"
 #include "trainscope/train/config.h"

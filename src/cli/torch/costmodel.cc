@@ -1,4 +1,6 @@
 // costmodel fit, predict, eval.
+#include "trainscope/profile/costmodel.h"
+
 #include <torch/torch.h>
 
 #include <fstream>
@@ -12,7 +14,6 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/format/format.h"
-#include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/train/trainer.h"
 
@@ -65,15 +66,20 @@ void print_prediction(Context& ctx, const profile::CostModel& m, const train::Co
     if (est) unseen.insert(l.type);
     t.add_row({l.name, l.type, fmt::format("{:.2f}", l.flops / 1e6), fmt::format("{:.1f}", us),
                est ? "estimate: type not in the model" : ""});
-    jl.push_back({{"layer", l.name}, {"type", l.type}, {"fwd_mflop", l.flops / 1e6},
-                  {"predicted_us", us}, {"estimated", est}});
+    jl.push_back({{"layer", l.name},
+                  {"type", l.type},
+                  {"fwd_mflop", l.flops / 1e6},
+                  {"predicted_us", us},
+                  {"estimated", est}});
   }
   const double overhead = m.overhead_us(layers);
   t.add_row({"(outside layers)", "", "", fmt::format("{:.1f}", overhead), "data, loss, framework"});
   if (ctx.json) {
-    std::cout << nlohmann::json{{"model", cfg.model.name}, {"batch", b},
+    std::cout << nlohmann::json{{"model", cfg.model.name},
+                                {"batch", b},
                                 {"iteration_ms", m.iteration_us(layers) / 1000},
-                                {"outside_layers_ms", overhead / 1000}, {"layers", jl}}
+                                {"outside_layers_ms", overhead / 1000},
+                                {"layers", jl}}
                      .dump(2)
               << "\n";
   } else {
@@ -119,7 +125,8 @@ void print_eval(const profile::CostModelEval& e, const std::vector<profile::Prof
   for (size_t c = 1; c < 5; ++c) t.align_right(c);
   for (const auto& r : e.rows)
     t.add_row({r.model, std::to_string(r.batch), fmt::format("{:.2f}", r.measured_us / 1000),
-               fmt::format("{:.2f}", r.predicted_us / 1000), error_pct(r.predicted_us, r.measured_us)});
+               fmt::format("{:.2f}", r.predicted_us / 1000),
+               error_pct(r.predicted_us, r.measured_us)});
   t.print(std::cout);
   if (with_layers) {
     Table lt({"HELD-OUT MODEL", "BATCH", "LAYER", "TYPE", "MEASURED us", "PREDICTED us", "ERROR"});
@@ -169,9 +176,9 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
   try {
     m = profile::CostModel::from_json(ss.str());
   } catch (const core::Error& e) {
-    throw core::Error(fmt::format("{}: {} (`trainscope costmodel fit` writes a new one)",
-                                  a.model_file, e.what()),
-                      e.kind());
+    throw core::Error(
+        fmt::format("{}: {} (`trainscope costmodel fit` writes a new one)", a.model_file, e.what()),
+        e.kind());
   }
   train::Config cfg = train::load_config(a.config, a.sets);
   const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;

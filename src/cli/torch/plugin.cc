@@ -14,8 +14,12 @@ class Commands final : public TorchCommands {
   void rerun(Context& c, const RerunArgs& a) override { torch_cli::rerun(c, a); }
   void profile(Context& c, const ProfileArgs& a) override { torch_cli::profile(c, a); }
   void profile_grid(Context& c, const std::string& f) override { torch_cli::profile_grid(c, f); }
-  void profile_show(Context& c, const ProfileShowArgs& a) override { torch_cli::profile_show(c, a); }
-  void costmodel_fit(Context& c, const CostmodelArgs& a) override { torch_cli::costmodel_fit(c, a); }
+  void profile_show(Context& c, const ProfileShowArgs& a) override {
+    torch_cli::profile_show(c, a);
+  }
+  void costmodel_fit(Context& c, const CostmodelArgs& a) override {
+    torch_cli::costmodel_fit(c, a);
+  }
   void costmodel_predict(Context& c, const CostmodelArgs& a) override {
     torch_cli::costmodel_predict(c, a);
   }

@@ -42,14 +42,15 @@ void ProgressObserver::draw(const train::RunContext& ctx, const train::Step& ste
                                     static_cast<double>(std::max<int64_t>(0, total - step.number))
                               : 0;
   constexpr int kWidth = 24;
-  const int filled = total > 0 ? static_cast<int>(kWidth * step.number / std::max<int64_t>(1, total)) : 0;
+  const int filled =
+      total > 0 ? static_cast<int>(kWidth * step.number / std::max<int64_t>(1, total)) : 0;
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(kWidth, '.');
   const double samples_per_s = static_cast<double>(epoch_samples_) / (now - epoch_start_);
-  std::string line = fmt::format(
-      "epoch {}/{} [{}] step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", step.epoch + 1,
-      ctx.config.train.epochs, bar, step.number, total, step.loss_value, samples_per_s,
-      eta < 3600 ? fmt::format("{:.0f}s", eta) : fmt::format("{:.1f}h", eta / 3600));
+  std::string line =
+      fmt::format("epoch {}/{} [{}] step {}/{} loss {:.4f} {:.0f} samples/s ETA {}", step.epoch + 1,
+                  ctx.config.train.epochs, bar, step.number, total, step.loss_value, samples_per_s,
+                  eta < 3600 ? fmt::format("{:.0f}s", eta) : fmt::format("{:.1f}h", eta / 3600));
   if (tty_) {
     std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
     drawn_ = true;

@@ -120,8 +120,8 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
     std::cout << "\n  see `trainscope diff " << orig.uuid.substr(0, 8) << " "
               << rerun_uuid.substr(0, 8) << "`\n";
   } else {
-    std::cout << "verify: identical over " << d.common_steps
-              << " common steps but lengths differ (" << d.steps_a << " vs " << d.steps_b << ")\n";
+    std::cout << "verify: identical over " << d.common_steps << " common steps but lengths differ ("
+              << d.steps_a << " vs " << d.steps_b << ")\n";
   }
   throw core::Error("rerun is not bit-identical", core::ErrorKind::kRuntime);
 }

@@ -1,9 +1,8 @@
 // train, config show/keys, eval.
-#include <nlohmann/json.hpp>
-
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 
 #include "../output.h"
 #include "progress.h"
@@ -44,8 +43,8 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   const auto& r = ev.result;
   std::cout << fmt::format("run {}  checkpoint {}  ({} test samples)\n", run.uuid.substr(0, 8),
                            ev.checkpoint, r.samples);
-  std::cout << fmt::format("accuracy {:.4f}  macro-F1 {:.4f}  loss {:.4f}", r.accuracy,
-                           r.macro_f1, r.loss);
+  std::cout << fmt::format("accuracy {:.4f}  macro-F1 {:.4f}  loss {:.4f}", r.accuracy, r.macro_f1,
+                           r.loss);
   if (r.top5 >= 0) std::cout << fmt::format("  top-5 {:.4f}", r.top5);
   if (r.roc_auc >= 0) std::cout << fmt::format("  ROC-AUC {:.4f}", r.roc_auc);
   std::cout << "\n\n";
@@ -100,7 +99,8 @@ void train(Context& ctx, const TrainArgs& a) {
     core::log_info("stopped at step {}; resume with `trainscope train {} --resume {}`", r.steps,
                    a.config, r.run_uuid.substr(0, 8));
   print_result(r, ctx.json);
-  if (r.status == RunStatus::kStopped) throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
+  if (r.status == RunStatus::kStopped)
+    throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
 }
 
 void config_show(Context& ctx, const ConfigArgs& a) {

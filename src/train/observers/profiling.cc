@@ -38,7 +38,8 @@ ProfilingObserver::ProfilingObserver() = default;
 ProfilingObserver::~ProfilingObserver() = default;
 
 bool ProfilingObserver::profiled(const Config& c, int64_t step) const {
-  return step > c.profile.warmup_steps && (step - c.profile.warmup_steps - 1) % c.profile.every == 0;
+  return step > c.profile.warmup_steps &&
+         (step - c.profile.warmup_steps - 1) % c.profile.every == 0;
 }
 
 void ProfilingObserver::on_run_begin(const RunContext& ctx) {
@@ -49,11 +50,12 @@ void ProfilingObserver::on_run_begin(const RunContext& ctx) {
         "be profiled (lower the warm-up or train longer)",
         ctx.total_steps, c.profile.warmup_steps);
   Optimizer& opt = ctx.optimizer;
-  profiler_ = std::make_unique<profile::IterationProfiler>(
-      ctx.model, /*keep_events=*/true, [&opt] { return opt.state_tensors(); });
+  profiler_ = std::make_unique<profile::IterationProfiler>(ctx.model, /*keep_events=*/true,
+                                                           [&opt] { return opt.state_tensors(); });
   const Dataset& train = ctx.data.train;
-  auto sample = to_input(train.images.narrow(0, 0, std::min<int64_t>(c.train.batch_size, train.size())),
-                         ctx.data.mean, ctx.data.std, dtype_of(c));
+  auto sample =
+      to_input(train.images.narrow(0, 0, std::min<int64_t>(c.train.batch_size, train.size())),
+               ctx.data.mean, ctx.data.std, dtype_of(c));
   Classifier& model = ctx.model;
   auto layers = profile::describe_layers(
       model, [&](torch::Tensor x) { return model.forward(x); }, sample);
