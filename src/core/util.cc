@@ -211,6 +211,19 @@ int64_t process_start_ticks(int64_t pid) {
   return ticks;
 }
 
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "-";
+  if (s < 60) return fmt::format("{:.1f}s", s);
+  auto total = static_cast<int64_t>(s);
+  if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);
+  return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
+}
+
+std::string format_short(double v) {
+  if (!std::isfinite(v)) return format_double(v);
+  return fmt::format("{:.6g}", v);
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());

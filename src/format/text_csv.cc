@@ -11,18 +11,9 @@ namespace trainscope::format {
 using core::csv_field;
 using core::format_double;
 
-std::string duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "-";
-  if (s < 60) return fmt::format("{:.1f}s", s);
-  auto total = static_cast<int64_t>(s);
-  if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);
-  return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
-}
+std::string duration(double s) { return core::format_duration(s); }
 
-std::string value(double v) {
-  if (!std::isfinite(v)) return format_double(v);
-  return fmt::format("{:.6g}", v);
-}
+std::string value(double v) { return core::format_short(v); }
 
 double run_seconds(const store::RunInfo& r, double now) {
   const double end =

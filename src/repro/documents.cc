@@ -30,18 +30,10 @@ std::string param(const Map& p, const std::string& key, const std::string& befor
 }
 
 std::string duration(const store::RunInfo& r) {
-  const double end = r.end_time > 0 ? r.end_time : r.heartbeat;
-  const double s = end - r.start_time;
-  if (!std::isfinite(s) || s < 0) return "-";
-  if (s < 60) return fmt::format("{:.1f}s", s);
-  auto total = static_cast<int64_t>(s);
-  if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);
-  return fmt::format("{}h{:02d}m", total / 3600, (total % 3600) / 60);
+  return core::format_duration((r.end_time > 0 ? r.end_time : r.heartbeat) - r.start_time);
 }
 
-std::string value(double v) {
-  return std::isfinite(v) ? fmt::format("{:.6g}", v) : core::format_double(v);
-}
+std::string value(double v) { return core::format_short(v); }
 
 void card_details(std::ostream& o, const store::RunInfo& r, const Map& p, const Map& e) {
   o << "# Model Card: " << (r.name.empty() ? r.uuid.substr(0, 8) : r.name) << "\n\n";

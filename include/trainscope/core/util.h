@@ -42,6 +42,12 @@ std::string csv_field(std::string_view s);
 // infinities print as "nan", "inf" and "-inf".
 std::string format_double(double v);
 
+// "1h02m", "3m05s", "4.2s"; "-" for a negative or non-finite duration.
+std::string format_duration(double seconds);
+
+// 6 significant digits, for tables; NaN and infinities spelled out.
+std::string format_short(double v);
+
 // The p-quantile (0..1) of `v` with linear interpolation between order
 // statistics (p = 0.5: the median); NaN for an empty vector.
 double percentile(std::vector<double> v, double p);
