@@ -24,7 +24,7 @@ void Db::check(int rc, std::string_view what) const {
 
 void Db::raise(int rc, std::string_view what) const {
   if ((rc & 0xff) == SQLITE_NOTADB)
-    throw Error(fmt::format("store '{}' is not a SQLite database; point --store at a trainscope "
+    throw Error(fmt::format("store '{}' is not a SQLite database; point the store at a trainscope "
                             "database or a new file",
                             path_),
                 ErrorKind::kStore);
@@ -45,7 +45,7 @@ void Db::raise(int rc, std::string_view what) const {
       hint = "; check that the file and its folder are writable";
       break;
     case SQLITE_NOTADB:
-      hint = "; point --store at a trainscope database or a new file";
+      hint = "; point the store at a trainscope database or a new file";
       break;
     case SQLITE_CORRUPT:
       hint = "; the file is damaged: restore it from a backup";

@@ -87,13 +87,14 @@ void check_location(const fs::path& path, bool read_only) {
       fail(ErrorKind::kStore, "store '{}' is not readable: {}", path.string(),
            std::strerror(errno));
     if (!read_only && access(path.c_str(), W_OK) != 0)
-      fail(ErrorKind::kStore, "store '{}' is not writable: {}; fix its permissions or use --store",
+      fail(ErrorKind::kStore,
+           "store '{}' is not writable: {}; fix its permissions or use another store",
            path.string(), std::strerror(errno));
     return;
   }
   if (read_only)
-    fail(ErrorKind::kNotFound, "store '{}' does not exist; record a run first or use --store",
-         path.string());
+    fail(ErrorKind::kNotFound,
+         "store '{}' does not exist; record a run first or open another store", path.string());
   fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
   auto dst = fs::status(dir, ec);
   if (!fs::exists(dst))
@@ -213,7 +214,7 @@ int SqliteStore::read_version_locked() {
     if (other > 0)
       fail(ErrorKind::kStore,
            "'{}' is a SQLite database but not a trainscope store (no schema_migrations table); "
-           "use another --store path",
+           "use another store path",
            path_.string());
     return 0;
   }

@@ -372,8 +372,8 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
   for (const auto& o : overrides) {
     auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
-      fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. --set optimizer.lr=0.1", o);
-    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set", noted);
+      fail(ErrorKind::kUsage, "override '{}': expected key=value, e.g. optimizer.lr=0.1", o);
+    set_value(c, o.substr(0, eq), o.substr(eq + 1), "override", noted);
   }
   validate(c, source);
   return c;
