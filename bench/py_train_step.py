@@ -3,7 +3,11 @@
 
 Same models (layer for layer), same Fashion-MNIST batches (normalised with
 the training subset's mean/std), Adam lr 1e-3, zero_grad/forward/loss/
-backward/step/loss.item(). Prints one JSON line per model: mean step time.
+backward/step/loss.item().
+
+    bench/py_train_step.py MODEL SECONDS THREADS    (MODEL: mlp_b64 | demo_cnn_b128)
+
+Prints "bench: step_us=<mean>" (bench/interleave.py reads it).
 """
 import gzip
 import json
@@ -68,14 +72,13 @@ def bench(name, make, batch, seconds):
         step(steps)
         steps += 1
     elapsed = time.perf_counter() - start
-    print(json.dumps({"name": name, "batch": batch, "steps": steps,
-                      "step_us": elapsed / steps * 1e6, "threads": torch.get_num_threads(),
-                      "torch": torch.__version__}))
+    print(f"bench: step_us={elapsed / steps * 1e6:.2f} steps={steps} "
+          f"threads={torch.get_num_threads()}")
 
 
 if __name__ == "__main__":
-    seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 3.0
-    threads = int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count()
-    torch.set_num_threads(threads)
-    bench("mlp_b64", mlp, 64, seconds)
-    bench("demo_cnn_b128", demo_cnn, 128, seconds)
+    name = sys.argv[1]
+    seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
+    torch.set_num_threads(int(sys.argv[3]) if len(sys.argv) > 3 else os.cpu_count())
+    models = {"mlp_b64": (mlp, 64), "demo_cnn_b128": (demo_cnn, 128)}
+    bench(name, models[name][0], models[name][1], seconds)

@@ -14,6 +14,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
+#include "trainscope/env/cpus.h"
 
 extern char** environ;
 
@@ -22,6 +23,7 @@ namespace fs = std::filesystem;
 namespace trainscope::env {
 using core::build_commit;
 using core::build_compiler;
+using core::format_double;
 using core::host_name;
 using core::sha256_file;
 using core::sha256_hex;
@@ -185,6 +187,10 @@ Manifest capture_system(const fs::path& root) {
   m["hardware.cpu.logical_cores"] = std::to_string(cpu.logical);
   m["hardware.cpu.physical_cores"] = std::to_string(cpu.physical);
   m["hardware.cpu.sockets"] = std::to_string(cpu.sockets);
+  const CpuBudget budget = cpu_budget(root);
+  m["system.cpu.affinity_cpus"] = std::to_string(budget.logical);
+  m["system.cpu.affinity_physical_cores"] = std::to_string(budget.physical);
+  m["system.cpu.cgroup_quota"] = budget.quota > 0 ? format_double(budget.quota) : "none";
   fs::path cpu0 = root / "sys/devices/system/cpu/cpu0";
   auto khz = [&](const char* f) {
     std::string v = read_line(cpu0 / "cpufreq" / f);

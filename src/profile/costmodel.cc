@@ -180,10 +180,14 @@ GroupKey group_of(Store& store, const ReducedRun& o) {
   auto p = store.params(o.uuid);
   std::string model = p.count("model.name") ? p.at("model.name") : "?";
   int64_t batch = o.layers.empty() || o.layers[0].in_shape.empty() ? 0 : o.layers[0].in_shape[0];
+  // The threads the run really had (its environment), else its config
+  // ("threads" in runs recorded before config keys had sections).
   int64_t threads = 0;
-  // compute.threads; "threads" in runs recorded before config keys had sections.
   for (const char* key : {"compute.threads", "threads"})
     if (p.count(key)) threads = std::atoll(p.at(key).c_str());
+  auto e = store.environment(o.uuid);
+  if (e.count("threads.torch.intra_op"))
+    threads = std::atoll(e.at("threads.torch.intra_op").c_str());
   return {model, batch, threads};
 }
 

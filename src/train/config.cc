@@ -119,7 +119,8 @@ std::vector<Field> data_fields() {
       TS_BOOL("data.shuffle", data.shuffle, "Shuffle training data every epoch"),
       TS_INT("data.crop_padding", data.crop_padding, "Random-crop augmentation padding (0: off)"),
       TS_BOOL("data.hflip", data.hflip, "Random horizontal-flip augmentation"),
-      TS_INT("data.prefetch", data.prefetch, "Batches prepared ahead on a worker thread"),
+      TS_STR("data.prefetch", data.prefetch,
+             "Batches prepared ahead on a worker thread (auto: 2 if a core is spare, else 0)"),
       TS_INT("data.synthetic.size", data.synthetic.size, "Synthetic dataset: samples"),
       TS_INT("data.synthetic.classes", data.synthetic.classes, "Synthetic dataset: classes"),
       TS_INT("data.synthetic.channels", data.synthetic.channels, "Synthetic dataset: channels"),
@@ -182,7 +183,11 @@ std::vector<Field> loop_fields() {
              "Record time and epochs until test accuracy reaches this (0: off)"),
       TS_STR("compute.dtype", compute.dtype, "Floating-point type of model and data", "float32",
              "float64"),
-      TS_INT("compute.threads", compute.threads, "Intra-op threads (0: libtorch default)"),
+      TS_STR("compute.threads", compute.threads,
+             "libtorch intra- and inter-op threads (auto: the physical cores available; "
+             "default: libtorch's choice)"),
+      TS_STR("compute.blas_threads", compute.blas_threads,
+             "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)"),
       TS_BOOL("allocator.keep_memory", allocator.keep_memory,
               "Keep freed tensor memory in the process instead of returning it to the OS and "
               "page-faulting it back every step (glibc: no mmap, no trim)"),
@@ -305,6 +310,18 @@ void flatten_yaml(const YAML::Node& node, const std::string& prefix,
   }
 }
 
+// A count that may also be one of `words` ("auto", ...).
+void check_count(const char* key, const std::string& v, std::initializer_list<const char*> words,
+                 int64_t min, const std::string& source) {
+  for (const char* w : words)
+    if (v == w) return;
+  int64_t n = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < min)
+    fail(ErrorKind::kUsage, "{}: {} must be {} or an integer >= {} (got '{}')", source, key,
+         *words.begin(), min, v);
+}
+
 void validate(const Config& c, const std::string& source) {
   auto bad = [&](const char* key, const std::string& why) {
     fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
@@ -317,12 +334,13 @@ void validate(const Config& c, const std::string& source) {
   if (c.train.epochs <= 0)
     bad("train.epochs", fmt::format("must be >= 1 (got {})", c.train.epochs));
   if (c.train.max_steps < 0) bad("train.max_steps", "must be >= 0");
-  if (c.compute.threads < 0) bad("compute.threads", "must be >= 0");
   if (!(c.data.val_fraction >= 0 && c.data.val_fraction < 1))
     bad("data.val_fraction", "must be in [0, 1)");
   if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
   if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
-  if (c.data.prefetch < 0) bad("data.prefetch", "must be >= 0");
+  check_count("data.prefetch", c.data.prefetch, {"auto"}, 0, source);
+  check_count("compute.threads", c.compute.threads, {"auto", "default", "0"}, 1, source);
+  check_count("compute.blas_threads", c.compute.blas_threads, {"auto"}, 1, source);
   if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 ||
       c.data.synthetic.channels <= 0 || c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
     bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");

@@ -42,7 +42,7 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
   lo.shuffle = cfg.data.shuffle;
   lo.crop_padding = cfg.data.crop_padding;
   lo.hflip = cfg.data.hflip;
-  lo.prefetch = cfg.data.prefetch;
+  lo.prefetch = resolved_prefetch(cfg, torch::get_num_threads());
   lo.dtype = dtype_of(cfg);
   lo.mean = data.mean;
   lo.std = data.std;

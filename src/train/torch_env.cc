@@ -12,15 +12,87 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
+
+#include "trainscope/env/cpus.h"
 
 namespace trainscope::train {
 
-void apply_determinism(const Config& c) {
-  // threads: 0 means libtorch's own default, even after an earlier run in
-  // this process (a replay, a test) changed it.
+namespace {
+
+template <typename F>
+F blas_symbol(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+// Once per process: libtorch refuses a second call, or one after inter-op
+// work started.
+void set_interop_threads(int n) {
+  static bool done = false;
+  if (done || at::get_num_interop_threads() == n) return;
+  done = true;
+  try {
+    at::set_num_interop_threads(n);
+  } catch (const c10::Error&) {
+  }
+}
+
+}  // namespace
+
+int resolved_threads(const Config& c) {
+  // libtorch's default, even after an earlier run in this process (a
+  // replay, a test) changed it.
   static const int default_threads = at::get_num_threads();
-  torch::set_num_threads(c.compute.threads > 0 ? static_cast<int>(c.compute.threads)
-                                               : default_threads);
+  const std::string& t = c.compute.threads;
+  if (t == "auto") return env::cpu_budget().threads();
+  if (t == "default" || t == "0") return default_threads;
+  return std::stoi(t);
+}
+
+int64_t resolved_prefetch(const Config& c, int threads) {
+  if (c.data.prefetch != "auto") return std::stoll(c.data.prefetch);
+  return threads < env::cpu_budget().threads() ? 2 : 0;
+}
+
+BlasLibrary blas_library() {
+  BlasLibrary b;
+  using GetInt = int (*)();
+  using GetStr = char* (*)();
+  if (auto config = blas_symbol<GetStr>("openblas_get_config")) {
+    b.name = "openblas";
+    std::istringstream words(config());  // "OpenBLAS 0.3.21 NO_LAPACKE ..."
+    words >> b.version >> b.version;
+    if (auto get = blas_symbol<GetInt>("openblas_get_num_threads")) b.threads = get();
+  } else if (auto get = blas_symbol<GetInt>("bli_thread_get_num_threads")) {
+    b.name = "blis";
+    b.threads = get();
+    if (auto v = blas_symbol<GetStr>("bli_info_get_version_str")) b.version = v();
+  } else if (auto mkl = blas_symbol<GetInt>("mkl_get_max_threads")) {
+    b.name = "mkl";
+    b.threads = mkl();
+  } else {
+    b.name = "reference";  // netlib's BLAS: single-threaded, no threads API
+  }
+  return b;
+}
+
+bool set_blas_threads(int n) {
+  using SetInt = void (*)(int);
+  for (const char* name :
+       {"openblas_set_num_threads", "bli_thread_set_num_threads", "mkl_set_num_threads"}) {
+    if (auto set = blas_symbol<SetInt>(name)) {
+      set(n);
+      return true;
+    }
+  }
+  return false;
+}
+
+void apply_determinism(const Config& c) {
+  const int threads = resolved_threads(c);
+  torch::set_num_threads(threads);
+  set_interop_threads(threads);
+  set_blas_threads(c.compute.blas_threads == "auto" ? 1 : std::stoi(c.compute.blas_threads));
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, /*warn_only=*/false);
   ctx.setUserEnabledMkldnn(c.determinism.mkldnn);
@@ -80,6 +152,10 @@ env::Manifest capture_torch() {
   using GetConfig = char* (*)();
   if (auto f = reinterpret_cast<GetConfig>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
     m["libraries.blas.openblas_config"] = f();
+  const BlasLibrary library = blas_library();
+  m["libraries.blas.name"] = library.name;
+  m["libraries.blas.version"] = library.version.empty() ? "unknown" : library.version;
+  m["threads.blas"] = std::to_string(library.threads);
   m["threads.torch.intra_op"] = std::to_string(at::get_num_threads());
   m["threads.torch.inter_op"] = std::to_string(at::get_num_interop_threads());
   m["threads.parallel_info"] =

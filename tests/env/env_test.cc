@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "support/test_util.h"
+#include "trainscope/env/cpus.h"
 #include "trainscope/env/manifest.h"
 
 namespace trainscope::env {
@@ -96,6 +97,50 @@ TEST(SystemTest, ReadsASnapshotTree) {
   EXPECT_EQ(m["hardware.memory.total"], "31.2 GiB");
   EXPECT_EQ(m["system.os"], "Debian GNU/Linux 12 (bookworm)");
   EXPECT_EQ(m["system.kernel"], "5.15.0-test");
+}
+
+// A machine of 4 CPUs: 2 physical cores with 2 hardware threads each.
+// The cgroup's quota decides how many of them a process may keep busy.
+TEST(CpuBudgetTest, PhysicalCoresUnderTheCgroupQuota) {
+  testing::TempDir root;
+  auto put = [&](const std::string& rel, const std::string& content) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << content;
+  };
+  put("sys/devices/system/cpu/online", "0-3\n");
+  for (int cpu = 0; cpu < 4; ++cpu) {
+    const std::string topo = "sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    put(topo + "physical_package_id", "0\n");
+    put(topo + "core_id", std::to_string(cpu / 2) + "\n");
+  }
+  CpuBudget b = cpu_budget(root.path());
+  EXPECT_EQ(b.logical, 4);
+  EXPECT_EQ(b.physical, 2);
+  EXPECT_EQ(b.quota, 0);
+  EXPECT_EQ(b.threads(), 2);
+  // cgroup v2: the process's group allows 1.5 CPUs, its parent 3.
+  put("proc/self/cgroup", "0::/jobs/train\n");
+  put("sys/fs/cgroup/jobs/train/cpu.max", "150000 100000\n");
+  put("sys/fs/cgroup/jobs/cpu.max", "300000 100000\n");
+  b = cpu_budget(root.path());
+  EXPECT_DOUBLE_EQ(b.quota, 1.5);
+  EXPECT_EQ(b.threads(), 1);
+  put("sys/fs/cgroup/jobs/train/cpu.max", "max 100000\n");
+  EXPECT_DOUBLE_EQ(cpu_budget(root.path()).quota, 3.0);
+  EXPECT_EQ(cpu_budget(root.path()).threads(), 2);
+  // This live process: at least one core, never more than its CPUs.
+  const CpuBudget live = cpu_budget();
+  EXPECT_GE(live.threads(), 1);
+  EXPECT_LE(live.threads(), live.logical);
+}
+
+TEST(CpuBudgetTest, KernelListsAndQuotaLines) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (std::set<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list(""), std::set<int>{});
+  EXPECT_EQ(parse_cpu_list("x-1"), std::set<int>{});
+  EXPECT_EQ(parse_cpu_max("max 100000"), 0);
+  EXPECT_EQ(parse_cpu_max("50000 100000"), 0.5);
+  EXPECT_EQ(parse_cpu_max("garbage"), 0);
 }
 
 class ScopedEnv {

@@ -8,6 +8,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/env/cpus.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/replay.h"
 #include "trainscope/train/trainer.h"
@@ -119,12 +120,21 @@ TEST(DiffTest, DeterminismFlagsAreRecorded) {
   auto env = store->environment(r.uuid);
   EXPECT_EQ(env.at("flags.mkldnn"), "off");
   EXPECT_EQ(env.at("threads.torch.intra_op"), "1");
+  // One threads setting: the BLAS libtorch calls gets one thread beside
+  // libtorch's own, and which BLAS it is is recorded.
+  EXPECT_EQ(env.at("threads.blas"), "1");
+  EXPECT_EQ(env.at("libraries.blas.name"), "openblas");
+  EXPECT_NE(env.at("libraries.blas.version"), "unknown");
   EXPECT_EQ(env.at("flags.deterministic_algorithms"), "false");
   EXPECT_FALSE(env.at("libraries.torch.version").empty());
   EXPECT_FALSE(env.at("hardware.cpu.model_name").empty());
-  // The next run in this process gets mkldnn back.
-  auto r2 = train_run(store, small({"train.max_steps=2"}), "flags2");
-  EXPECT_EQ(store->environment(r2.uuid).at("flags.mkldnn"), "on");
+  // The next run in this process gets mkldnn back, and `auto` threads are
+  // the physical cores this process may use.
+  auto r2 = train_run(store, small({"train.max_steps=2", "compute.threads=auto"}), "flags2");
+  auto env2 = store->environment(r2.uuid);
+  EXPECT_EQ(env2.at("flags.mkldnn"), "on");
+  EXPECT_EQ(env2.at("threads.torch.intra_op"), std::to_string(env::cpu_budget().threads()));
+  EXPECT_EQ(env2.at("threads.blas"), "1");
 }
 
 TEST(DiffTest, WithoutFingerprintsOrWithDifferentModelsComparesWhatItCan) {

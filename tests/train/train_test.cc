@@ -114,6 +114,31 @@ TEST(IdxReaderTest, TruncatedAndCorruptFilesNameTheFile) {
   EXPECT_NE(msg.find("labels"), std::string::npos) << msg;
 }
 
+// Batches are normalised through a per-byte table: the values must be
+// those of normalising the batch itself in double, bit for bit, in both
+// dtypes and for several channels; the statistics are exact.
+TEST(DataTest, NormalisedBatchesAndStatisticsMatchTheDirectComputation) {
+  auto gen = at::detail::createCPUGenerator(7);
+  auto images = torch::randint(0, 256, {64, 3, 9, 7}, gen, torch::kUInt8);
+  const std::vector<double> mean = {0.2860, 0.5, 0.1234567}, sd = {0.353, 0.25, 0.3333};
+  auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+  auto m = torch::tensor(mean, opts).view({1, 3, 1, 1}),
+       s = torch::tensor(sd, opts).view({1, 3, 1, 1});
+  for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    auto direct = ((images.to(torch::kFloat64) / 255.0 - m) / s).to(dtype);
+    EXPECT_TRUE(torch::equal(to_input(images, mean, sd, dtype), direct)) << dtype;
+  }
+  Config c;
+  c.data.dataset = "synthetic";
+  c.data.synthetic.channels = 3;
+  DataSplits d = load_data(c.data, 1);
+  auto x = d.train.images.to(torch::kFloat64) / 255.0;
+  for (int64_t ch = 0; ch < 3; ++ch) {
+    EXPECT_NEAR(d.mean[ch], x.select(1, ch).mean().item<double>(), 1e-12);
+    EXPECT_NEAR(d.std[ch], x.select(1, ch).std().item<double>(), 1e-12);
+  }
+}
+
 TEST(CifarReaderTest, ReadsRecordsAndRejectsWrongSizes) {
   TempDir dir;
   std::string bytes;
@@ -166,7 +191,7 @@ Config small_config() {
   c.train.batch_size = 32;
   c.train.epochs = 1;
   c.train.max_steps = 12;
-  c.compute.threads = 1;
+  c.compute.threads = "1";
   c.checkpoint.every_epochs = 0;
   return c;
 }

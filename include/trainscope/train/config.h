@@ -60,9 +60,12 @@ struct DataConfig {
   int64_t test_subset = 0;                // 0: all
   bool normalize = true;                  // per-channel mean/std of the training set
   bool shuffle = true;
-  int64_t crop_padding = 0;       // augmentation: random crop after zero padding
-  bool hflip = false;             // augmentation: random horizontal flip
-  int64_t prefetch = 2;           // batches prepared ahead on a worker thread
+  int64_t crop_padding = 0;  // augmentation: random crop after zero padding
+  bool hflip = false;        // augmentation: random horizontal flip
+  // Batches prepared ahead on a worker thread; "auto": 2 when a core is left
+  // over by compute.threads, else 0 (the worker would take a core from the
+  // compute threads: 35% slower steps measured on 2 cores).
+  std::string prefetch = "auto";
   SyntheticDataConfig synthetic;  // the synthetic dataset's shape
 };
 
@@ -110,9 +113,17 @@ struct EvalConfig {
   double target_accuracy = 0;  // > 0: record time and epochs to reach it
 };
 
+// Threads: one setting for libtorch's intra-op and inter-op threads.
+// "auto" is the physical cores this process may use (affinity and cgroup
+// quota respected, env/cpus.h); "default" (or 0, the spelling of earlier
+// versions) leaves libtorch's own choice. The BLAS libtorch calls gets
+// blas_threads: "auto" is 1, because libtorch parallelises around its BLAS
+// calls and a BLAS with threads of its own beside them fights them for the
+// cores (an MLP stepped 2.5x slower with both at 2 on 2 cores).
 struct ComputeConfig {
-  std::string dtype = "float32";  // float32 | float64
-  int64_t threads = 0;            // intra-op threads; 0: libtorch's default
+  std::string dtype = "float32";      // float32 | float64
+  std::string threads = "auto";       // auto | default | N >= 1
+  std::string blas_threads = "auto";  // auto | N >= 1
 };
 
 struct AllocatorConfig {

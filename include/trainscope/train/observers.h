@@ -29,8 +29,10 @@ namespace trainscope::train {
 
 // Metrics (step = global optimizer step for step metrics, the 1-based epoch
 // for epoch metrics):
-//   step:  train/loss, lr (every train.log_every_steps; a loss that fails
-//          the run is recorded whatever the step), time_to_first_batch_s
+//   step:  train/loss, lr, train/step_ms (every train.log_every_steps; a
+//          loss that fails the run is recorded whatever the step),
+//          time_to_first_batch_s. train/step_ms is the wall time of the
+//          whole step: fetching the batch to the last observer of it.
 //   eval:  <split>/loss, <split>/accuracy, <split>/macro_f1, <split>/top5
 //          (> 5 classes), <split>/roc_auc (2 classes); split test or val
 //   epoch: train/epoch_loss, train/accuracy, epoch_time_s, samples_per_s,
@@ -39,14 +41,17 @@ namespace trainscope::train {
 // Tag target_accuracy.reached_at_epoch: the epoch, or "not reached".
 class MetricsObserver : public TrainObserver {
  public:
+  void on_batch_begin(const RunContext& ctx) override;
   void on_phase(const RunContext& ctx, StepPhase phase) override;
   void on_after_step(const RunContext& ctx, const Step& step) override;
+  void on_batch_end(const RunContext& ctx, const Step& step) override;
   void on_evaluation_end(const RunContext& ctx, const Evaluation& evaluation) override;
   void on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) override;
   void on_run_end(const RunContext& ctx, const TrainResult& result) override;
 
  private:
   bool target_reached_ = false;
+  double step_start_ = 0;
 };
 
 // Hashes every parameter and buffer (fingerprint_tensors order) and the loss

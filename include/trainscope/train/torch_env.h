@@ -11,8 +11,27 @@
 
 namespace trainscope::train {
 
-// Applies threads and the determinism block to this process's libtorch.
+// Applies the compute block (threads for libtorch and its BLAS), the
+// determinism block and the allocator setting to this process.
 void apply_determinism(const Config& c);
+
+// The intra-op thread count compute.threads stands for here: "auto" is
+// env::cpu_budget().threads(), "default" libtorch's own choice.
+int resolved_threads(const Config& c);
+// The batches to prepare ahead that data.prefetch stands for with
+// `threads` compute threads: "auto" is 2 when a core is left over, else 0.
+int64_t resolved_prefetch(const Config& c, int threads);
+
+// The BLAS library libtorch calls, found at run time by the API it exports
+// (OpenBLAS, BLIS, MKL; "reference" for one without a threads API).
+struct BlasLibrary {
+  std::string name;     // openblas | blis | mkl | reference
+  std::string version;  // as the library reports it ("" when it does not)
+  int threads = 1;      // threads it will use for one call
+};
+BlasLibrary blas_library();
+// Sets the BLAS's threads through its own API; false when it has none.
+bool set_blas_threads(int n);
 
 // libtorch version and build configuration, the BLAS actually loaded,
 // oneDNN, OpenMP/intra-/inter-op threads, determinism flags in force.

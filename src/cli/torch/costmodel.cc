@@ -15,6 +15,7 @@
 #include "trainscope/core/svg.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/profiler.h"
+#include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli::torch_cli {
@@ -183,7 +184,7 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
   train::Config cfg = train::load_config(a.config, a.sets);
   const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;
   const train::ModelShape shape = shape_of_config(cfg);
-  if (cfg.compute.threads > 0) torch::set_num_threads(static_cast<int>(cfg.compute.threads));
+  torch::set_num_threads(train::resolved_threads(cfg));
   auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
   auto layers = profile::describe_layers(
       *net, [&](torch::Tensor x) { return net->forward(x); },

@@ -16,6 +16,13 @@ void log_eval(store::RunRecorder& run, const std::string& prefix, const EvalResu
 }
 }  // namespace
 
+void MetricsObserver::on_batch_begin(const RunContext& ctx) { step_start_ = core::monotonic_now(); }
+
+void MetricsObserver::on_batch_end(const RunContext& ctx, const Step& step) {
+  if (step.number % ctx.config.train.log_every_steps == 0)
+    ctx.run.log_metric("train/step_ms", (core::monotonic_now() - step_start_) * 1e3, step.number);
+}
+
 void MetricsObserver::on_phase(const RunContext& ctx, StepPhase phase) {
   // The first batch of the run is ready.
   if (phase == StepPhase::kZeroGrad && ctx.position.epoch == 0 && ctx.position.batch == 0)
