@@ -81,11 +81,30 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   ev->callback([&ctx, a] { torch_commands().costmodel_eval(ctx, *a); });
 }
 
+void add_tune(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "tune", "Measure which threads, memory format, oneDNN (and batch size) train fastest here");
+  auto a = std::make_shared<TuneArgs>();
+  cmd->add_option("CONFIG", a->config, "YAML config to tune")->required();
+  cmd->add_option("--set", a->sets, "Override a config key (applies to every trial)");
+  cmd->add_option("--steps", a->steps, "Steps per trial (default 150)")
+      ->check(CLI::Range(30, 100000));
+  cmd->add_option("--rounds", a->rounds, "Trials per setting, interleaved (default 3)")
+      ->check(CLI::Range(1, 50));
+  cmd->add_option("--batch-multiples", a->batch_multiples,
+                  "Also try the batch size times these, e.g. 0.5,2 (changes the training)")
+      ->delimiter(',');
+  cmd->add_flag("--no-profile", a->no_profile, "Skip the per-layer comparison");
+  set_example(cmd, "trainscope tune configs/demo.yaml --batch-multiples 2");
+  cmd->callback([&ctx, a] { torch_commands().tune(ctx, *a); });
+}
+
 }  // namespace
 
 void register_profile_commands(CLI::App& app, Context& ctx) {
   add_profile(app, ctx);
   add_costmodel(app, ctx);
+  add_tune(app, ctx);
 }
 
 }  // namespace trainscope::cli

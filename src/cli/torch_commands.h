@@ -63,6 +63,15 @@ struct CostmodelArgs {
   bool layers = false;                // eval
 };
 
+struct TuneArgs {
+  std::string config;
+  std::vector<std::string> sets;
+  int64_t steps = 150;
+  int rounds = 3;
+  std::vector<double> batch_multiples;
+  bool no_profile = false;
+};
+
 // Implemented by the torch half; every method parses nothing and prints the
 // command's results (or throws core::Error).
 class TorchCommands {
@@ -80,6 +89,7 @@ class TorchCommands {
   virtual void costmodel_fit(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void costmodel_predict(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void costmodel_eval(Context& ctx, const CostmodelArgs& args) = 0;
+  virtual void tune(Context& ctx, const TuneArgs& args) = 0;
   // libtorch's part of the environment manifest (env/manifest.h groups
   // libraries, threads, flags).
   virtual env::Manifest torch_environment() = 0;

@@ -186,6 +186,8 @@ std::vector<Field> loop_fields() {
       TS_STR("compute.threads", compute.threads,
              "libtorch intra- and inter-op threads (auto: the physical cores available; "
              "default: libtorch's choice)"),
+      TS_STR("compute.memory_format", compute.memory_format,
+             "Layout of images, conv weights and activations", "contiguous", "channels_last"),
       TS_STR("compute.blas_threads", compute.blas_threads,
              "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)"),
       TS_BOOL("allocator.keep_memory", allocator.keep_memory,

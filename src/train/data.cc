@@ -259,6 +259,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
   return s;
 }
 
+bool channels_last(const Config& c) { return c.compute.memory_format == "channels_last"; }
+
 torch::ScalarType dtype_of(const Config& c) {
   return c.compute.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
@@ -274,7 +276,7 @@ void map_bytes(const uint8_t* in, const T* table, T* out, int64_t count) {
 }  // namespace
 
 torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
-                       const std::vector<double>& sd, torch::ScalarType dtype) {
+                       const std::vector<double>& sd, torch::ScalarType dtype, bool channels_last) {
   const torch::Tensor x = images_u8.contiguous();
   const int64_t n = x.size(0), ch = x.size(1), plane = x.size(2) * x.size(3);
   // A pixel's value depends only on its byte and channel: normalise the 256
@@ -296,7 +298,7 @@ torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>
       }
     }
   }
-  return out;
+  return channels_last ? out.contiguous(torch::MemoryFormat::ChannelsLast) : out;
 }
 
 // --- EpochLoader -------------------------------------------------------------------
@@ -351,7 +353,7 @@ Batch EpochLoader::make_batch(int64_t b) const {
     }
     imgs = out;
   }
-  batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype);
+  batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype, options_.channels_last);
   return batch;
 }
 

@@ -95,7 +95,7 @@ void summarize_confusion(EvalResult& r) {
 }  // namespace
 
 EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
-                    int64_t batch_size, torch::ScalarType dtype) {
+                    int64_t batch_size, torch::ScalarType dtype, bool channels_last) {
   torch::NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
@@ -105,7 +105,8 @@ EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& sp
   Tally t;
   for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
     const int64_t len = std::min(batch_size, data.size() - begin);
-    auto x = to_input(data.images.narrow(0, begin, len), splits.mean, splits.std, dtype);
+    auto x =
+        to_input(data.images.narrow(0, begin, len), splits.mean, splits.std, dtype, channels_last);
     tally_batch(model.forward(x), data.labels.narrow(0, begin, len), r, t);
   }
   model.train(was_training);
@@ -139,9 +140,11 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   auto model = make_model(cfg.model, shape_of(data), g);
   model->to(dtype_of(cfg));
   read_checkpoint(ck->path, *model, nullptr, nullptr);
+  if (channels_last(cfg)) to_channels_last(*model);
   CheckpointEval out;
   out.checkpoint = ck->name;
-  out.result = evaluate(*model, data.test, data, cfg.eval.batch_size, dtype_of(cfg));
+  out.result =
+      evaluate(*model, data.test, data, cfg.eval.batch_size, dtype_of(cfg), channels_last(cfg));
   out.class_names = data.test.class_names;
   return out;
 }

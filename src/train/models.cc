@@ -362,6 +362,14 @@ std::vector<std::string> model_names() {
           "vgg11", "vgg16",    "resnet18", "preact_resnet18", "mobilenet_v1"};
 }
 
+void to_channels_last(nn::Module& model) {
+  torch::NoGradGuard ng;
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(torch::MemoryFormat::ChannelsLast));
+  for (auto& b : model.buffers())
+    if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
+}
+
 ModelShape shape_of(const DataSplits& d) {
   return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3), d.train.classes};
 }

@@ -26,7 +26,8 @@ void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& da
   try {
     torch::NoGradGuard ng;
     model.eval();
-    model.forward(to_input(data.train.images.narrow(0, 0, 1), data.mean, data.std, dtype_of(cfg)));
+    model.forward(to_input(data.train.images.narrow(0, 0, 1), data.mean, data.std, dtype_of(cfg),
+                           channels_last(cfg)));
     model.train();
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
@@ -44,6 +45,7 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
   lo.hflip = cfg.data.hflip;
   lo.prefetch = resolved_prefetch(cfg, torch::get_num_threads());
   lo.dtype = dtype_of(cfg);
+  lo.channels_last = channels_last(cfg);
   lo.mean = data.mean;
   lo.std = data.std;
   return lo;
@@ -93,6 +95,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
   if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
   model_->to(dtype_of(cfg));
+  if (channels_last(cfg)) to_channels_last(*model_);
   check_model_fits(*model_, cfg, s->data);
   s->opt = make_optimizer(cfg.optimizer, model_->parameters());
   open_run(*s);

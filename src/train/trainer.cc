@@ -212,10 +212,11 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   info.train_accuracy = static_cast<double>(pos.epoch_correct) / seen;
   const int64_t e1 = pos.epoch + 1;
   const auto dtype = dtype_of(s.cfg);
-  info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype);
+  const bool nhwc = channels_last(s.cfg);
+  info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
   events.each(&TrainObserver::on_evaluation_end, Evaluation{"test", e1, info.test});
   if (s.data.val.size() > 0) {
-    info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype);
+    info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype, nhwc);
     events.each(&TrainObserver::on_evaluation_end, Evaluation{"val", e1, *info.val});
   }
   s.result.test = info.test;
@@ -228,7 +229,8 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
   // Stopped by max_steps inside an epoch: evaluate and record the final
   // model anyway, under the number of the epoch in progress.
   if (s.max_steps_reached && s.pos.batch > 0) {
-    s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg));
+    s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg),
+                             channels_last(s.cfg));
     events.each(&TrainObserver::on_evaluation_end,
                 Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }

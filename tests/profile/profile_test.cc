@@ -282,6 +282,41 @@ TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
   EXPECT_NE(r.out.find("not more than profile.warmup_steps = 5"), std::string::npos) << r.out;
 }
 
+// tune end to end: every candidate trains in a process of its own, the
+// config as given comes first and repeats itself bit for bit, a batch
+// multiple is a different training, and the fastest is one of them. (No
+// speed is asserted: that is for bench/.)
+TEST(TuneCliTest, TriesEachSettingAndSaysWhichChangeTheNumbers) {
+  testing::TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 512}}\n"
+                                   "model: {name: demo_cnn}\ntrain: {batch_size: 32}\n";
+  auto r =
+      testing::run_command(std::string(TS_CLI_BIN) + " --json tune " + (dir / "c.yaml").string() +
+                           " --steps 30 --rounds 2 --batch-multiples 2 --no-profile");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out.substr(r.out.find("{\n")));
+  const auto& s = j.at("settings");
+  ASSERT_GE(s.size(), 4u);  // as configured, channels_last, oneDNN off, batch 64 (+ threads)
+  EXPECT_EQ(s[0].at("setting"), "as configured");
+  EXPECT_EQ(s[0].at("speedup").get<double>(), 1.0);
+  EXPECT_TRUE(s[0].at("same_numbers").get<bool>()) << s[0].at("numbers");
+  std::set<std::string> labels;
+  for (const auto& x : s) {
+    labels.insert(x.at("setting").get<std::string>());
+    EXPECT_EQ(x.at("step_ms").size(), 2u) << x.at("setting");
+    EXPECT_GT(x.at("peak_rss_mib").get<double>(), 50) << x.at("setting");
+  }
+  EXPECT_TRUE(labels.count("channels_last"));
+  EXPECT_TRUE(labels.count("oneDNN off"));
+  ASSERT_TRUE(labels.count("batch 64"));
+  for (const auto& x : s) {
+    if (x.at("setting") == "batch 64") {
+      EXPECT_FALSE(x.at("same_numbers").get<bool>());
+    }
+  }
+  EXPECT_TRUE(labels.count(j.at("fastest").get<std::string>()));
+}
+
 // The cost model end to end through the CLI: profile two small nets, fit,
 // evaluate, and predict a third with layer types neither of them has.
 TEST(ProfileCliTest, CostModelFitEvalAndPredictAnUnseenArchitecture) {

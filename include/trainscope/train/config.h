@@ -124,6 +124,10 @@ struct ComputeConfig {
   std::string dtype = "float32";      // float32 | float64
   std::string threads = "auto";       // auto | default | N >= 1
   std::string blas_threads = "auto";  // auto | N >= 1
+  // How 4-D tensors (images, conv weights, activations) lie in memory:
+  // contiguous (NCHW) or channels_last (NHWC, what oneDNN's pooling and
+  // convolutions prefer on CPUs).
+  std::string memory_format = "contiguous";
 };
 
 struct AllocatorConfig {

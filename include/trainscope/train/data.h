@@ -68,6 +68,7 @@ struct LoaderOptions {
   bool hflip = false;
   int64_t prefetch = 2;
   torch::ScalarType dtype = torch::kFloat32;
+  bool channels_last = false;  // batches in NHWC memory order
   std::vector<double> mean, std;
 };
 
@@ -111,9 +112,13 @@ class EpochLoader {
 
 // The tensor type of a config's model and data (float32 or float64).
 torch::ScalarType dtype_of(const Config& c);
+// Whether a config lays 4-D tensors out channels-last (compute.memory_format).
+bool channels_last(const Config& c);
 
 // Converts and normalises images (no augmentation); for evaluation.
+// With `channels_last` the result lies in NHWC memory order.
 torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>& mean,
-                       const std::vector<double>& std, torch::ScalarType dtype);
+                       const std::vector<double>& std, torch::ScalarType dtype,
+                       bool channels_last = false);
 
 }  // namespace trainscope::train

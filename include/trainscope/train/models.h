@@ -48,6 +48,10 @@ ModelShape shape_of(const DataSplits& data);
 std::shared_ptr<Classifier> make_model(const ModelConfig& config, const ModelShape& shape,
                                        at::Generator dropout_gen);
 
+// Lays every 4-D parameter and buffer (conv weights) out channels-last
+// (NHWC); convolutions then produce channels-last activations.
+void to_channels_last(torch::nn::Module& model);
+
 // Re-initialises every Conv2d, Linear and BatchNorm parameter with `scheme`
 // ("default" reproduces libtorch's reset_parameters), drawing only from `gen`.
 void init_weights(torch::nn::Module& model, const std::string& scheme, at::Generator gen);

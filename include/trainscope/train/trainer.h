@@ -83,7 +83,7 @@ std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn
 // Evaluates `model` on `data` in batches of `batch_size` (eval mode, no
 // gradients; the training mode is restored).
 EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
-                    int64_t batch_size, torch::ScalarType dtype);
+                    int64_t batch_size, torch::ScalarType dtype, bool channels_last = false);
 
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).

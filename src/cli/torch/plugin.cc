@@ -26,6 +26,7 @@ class Commands final : public TorchCommands {
   void costmodel_eval(Context& c, const CostmodelArgs& a) override {
     torch_cli::costmodel_eval(c, a);
   }
+  void tune(Context& c, const TuneArgs& a) override { torch_cli::tune(c, a); }
   env::Manifest torch_environment() override { return torch_cli::torch_environment(); }
   void add_logmap_variants(numerics::LogmapOptions& o) override {
     torch_cli::add_logmap_variants(o);

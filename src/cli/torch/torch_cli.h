@@ -19,6 +19,7 @@ void profile_show(Context& ctx, const ProfileShowArgs& args);
 void costmodel_fit(Context& ctx, const CostmodelArgs& args);
 void costmodel_predict(Context& ctx, const CostmodelArgs& args);
 void costmodel_eval(Context& ctx, const CostmodelArgs& args);
+void tune(Context& ctx, const TuneArgs& args);
 env::Manifest torch_environment();
 void add_logmap_variants(numerics::LogmapOptions& options);
 

@@ -55,7 +55,7 @@ void ProfilingObserver::on_run_begin(const RunContext& ctx) {
   const Dataset& train = ctx.data.train;
   auto sample =
       to_input(train.images.narrow(0, 0, std::min<int64_t>(c.train.batch_size, train.size())),
-               ctx.data.mean, ctx.data.std, dtype_of(c));
+               ctx.data.mean, ctx.data.std, dtype_of(c), channels_last(c));
   Classifier& model = ctx.model;
   auto layers = profile::describe_layers(
       model, [&](torch::Tensor x) { return model.forward(x); }, sample);
