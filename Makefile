@@ -38,7 +38,10 @@ test-asan: deps
 
 bench: build
 	@for b in $(BUILD_DIR)/bench/*_bench; do echo "== $$b"; $$b; done
-	@echo "== C++ vs Python training step"; ./bench/train_vs_python.sh $(BUILD_DIR) 1
+	@echo "== C++ vs Python training step"; ./bench/train_vs_python.sh $(BUILD_DIR)
+	@echo "== trainer vs a bare libtorch loop"; ./bench/trainer_vs_bare.sh $(BUILD_DIR)
+	@echo "== demo: default threads vs 1"; ./bench/demo_threads.sh $(BUILD_DIR)
+	@echo "== CLI startup"; $(BUILD_DIR)/bench/cli_startup
 
 format:
 	@clang-format -i $$(git ls-files '*.cc' '*.h')

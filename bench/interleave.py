@@ -99,7 +99,8 @@ def report(cases, samples):
             keys += [k for k in s if k not in keys]
     base = cases[0][0]
     print(f"{len(samples[base])} rounds, interleaved, order rotated each round")
-    print(f"{'case':<28}{'figure':<16}{'median':>11}{'min':>11}{'max':>11}{'/ ' + base[:10]:>14}")
+    print(f"{'case':<28}{'figure':<16}{'median':>11}{'min':>11}{'max':>11}{'/ ' + base[:10]:>14}"
+          f"{'paired':>9}{'[min..max]':>16}")
     for name, _ in cases:
         for k in keys:
             vals = [s[k] for s in samples[name] if k in s]
@@ -107,8 +108,14 @@ def report(cases, samples):
                 continue
             bvals = [s[k] for s in samples[base] if k in s]
             ratio = statistics.median(vals) / statistics.median(bvals) if bvals and statistics.median(bvals) else float("nan")
+            # Paired: the ratio within each round (the runs of one round ran
+            # next to each other), then its median and range.
+            pairs = [a[k] / b[k] for a, b in zip(samples[name], samples[base])
+                     if k in a and k in b and b[k]]
+            paired = (f"{statistics.median(pairs):>9.3f}{f'[{min(pairs):.3f}..{max(pairs):.3f}]':>16}"
+                      if pairs else "")
             print(f"{name:<28}{k:<16}{statistics.median(vals):>11.4g}{min(vals):>11.4g}"
-                  f"{max(vals):>11.4g}{ratio:>14.3f}")
+                  f"{max(vals):>11.4g}{ratio:>14.3f}{paired}")
 
 
 def main():
