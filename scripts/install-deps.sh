@@ -10,9 +10,11 @@ PACKAGES=(
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev zlib1g-dev libxxhash-dev
-  libmpfr-dev
+  libmpfr-dev libboost-math-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
   python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
+  python3-scipy  # the statistics are tested against SciPy
+  chromium       # HTML reports are tested in a headless browser
 )
 
 missing=()

@@ -20,6 +20,8 @@ void register_monitor_commands(CLI::App& app, Context& ctx);   // watch, resourc
 void register_train_commands(CLI::App& app, Context& ctx);     // train*, config*, eval*
 void register_repro_commands(CLI::App& app, Context& ctx);    // env, diff*, rerun*, card, checklist
 void register_profile_commands(CLI::App& app, Context& ctx);  // profile*, costmodel*
+void register_stats_commands(CLI::App& app, Context& ctx);    // stats
+void register_study_commands(CLI::App& app, Context& ctx);    // study run, resume, status, report
 
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.

@@ -69,6 +69,8 @@ int run(int argc, char** argv) {
   register_train_commands(app, ctx);
   register_repro_commands(app, ctx);
   register_profile_commands(app, ctx);
+  register_stats_commands(app, ctx);
+  register_study_commands(app, ctx);
   set_verbosity_from(argc, argv);
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "context.h"
@@ -19,7 +20,7 @@ namespace trainscope::cli {
 struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
-  std::string name, experiment, resume;
+  std::string name, experiment, resume, parent;
   bool no_progress = false;
 };
 
@@ -80,6 +81,11 @@ class TorchCommands {
   virtual void train(Context& ctx, const TrainArgs& args) = 0;
   virtual void config_show(Context& ctx, const ConfigArgs& args) = 0;
   virtual void config_keys(Context& ctx) = 0;
+  // Loads `config` with each run's overrides; throws core::Error naming the
+  // first run whose config is not valid (a study checks before it starts).
+  virtual void check_configs(
+      const std::string& config,
+      const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) = 0;
   virtual void eval(Context& ctx, const EvalArgs& args) = 0;
   virtual void diff(Context& ctx, const DiffArgs& args) = 0;
   virtual void rerun(Context& ctx, const RerunArgs& args) = 0;

@@ -17,6 +17,7 @@ void add_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--name", a->name, "Run name");
   cmd->add_option("--experiment", a->experiment, "Experiment (overrides the config's)");
   cmd->add_option("--resume", a->resume, "Continue a stopped or killed run (UUID prefix or name)");
+  cmd->add_option("--parent", a->parent, "Record the run as a child of this run (a study)");
   cmd->add_flag("--no-progress", a->no_progress, "No progress bar");
   set_example(cmd, "trainscope train configs/demo.yaml --set optimizer.lr=0.002 --name try-2");
   cmd->callback([&ctx, a] { torch_commands().train(ctx, *a); });

@@ -137,6 +137,8 @@ std::vector<Field> model_and_optimizer_fields() {
       TS_DBL("model.dropout", model.dropout, "Dropout probability before the classifier"),
       TS_DBL("model.width", model.width, "Width multiplier (mobilenet_v1, mlp)"),
       TS_INT("model.hidden", model.hidden, "mlp hidden units"),
+      TS_INT("model.flip_bit", model.flip_bit,
+             "Flip the lowest bit of one initial weight chosen by N (0: off)"),
       TS_STR("optimizer.name", optimizer.name, "Optimizer", "sgd", "adam", "adamw", "adadelta",
              "rmsprop"),
       TS_DBL("optimizer.lr", optimizer.lr, "Learning rate"),
@@ -349,6 +351,7 @@ void validate(const Config& c, const std::string& source) {
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) bad("model.dropout", "must be in [0, 1)");
   if (!(c.model.width > 0)) bad("model.width", "must be > 0");
   if (c.model.hidden <= 0) bad("model.hidden", "must be >= 1");
+  if (c.model.flip_bit < 0) bad("model.flip_bit", "must be >= 0");
   if (c.optimizer.momentum < 0) bad("optimizer.momentum", "must be >= 0");
   if (c.optimizer.nesterov && c.optimizer.momentum <= 0)
     bad("optimizer.nesterov", "needs optimizer.momentum > 0");

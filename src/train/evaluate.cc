@@ -29,11 +29,18 @@ void tally_batch(const torch::Tensor& out, const torch::Tensor& y, EvalResult& r
   namespace F = torch::nn::functional;
   t.loss_sum +=
       F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
-  const torch::Tensor pred = out.argmax(1);
+  auto [top_value, pred] = out.max(1);
+  const torch::Tensor top32 = top_value.to(torch::kFloat32);
   auto pa = pred.accessor<int64_t, 1>();
   auto ya = y.accessor<int64_t, 1>();
+  auto ta = top32.accessor<float, 1>();
   const int64_t n = y.size(0);
-  for (int64_t i = 0; i < n; ++i) ++r.confusion[ya[i]][pa[i]];
+  for (int64_t i = 0; i < n; ++i) {
+    ++r.confusion[ya[i]][pa[i]];
+    r.labels.push_back(static_cast<int32_t>(ya[i]));
+    r.predicted.push_back(static_cast<int32_t>(pa[i]));
+    r.top_logit.push_back(ta[i]);
+  }
   if (r.confusion.size() > 5) {
     auto top = std::get<1>(out.topk(5, 1));
     t.top5 += top.eq(y.unsqueeze(1)).any(1).sum().item<int64_t>();

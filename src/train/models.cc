@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "trainscope/core/error.h"
 #include "trainscope/layers/layers.h"
@@ -399,6 +400,41 @@ std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s
   std::string names;
   for (const auto& n : model_names()) names += (names.empty() ? "" : ", ") + n;
   fail(ErrorKind::kUsage, "unknown model '{}'; available: {}", c.name, names);
+}
+
+std::string flip_lowest_bit(torch::nn::Module& model, int64_t n) {
+  torch::NoGradGuard ng;
+  auto params = model.named_parameters();
+  int64_t total = 0;
+  for (const auto& p : params) total += p.value().numel();
+  // splitmix64 of n: neighbouring numbers pick unrelated elements.
+  uint64_t z = static_cast<uint64_t>(n) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  int64_t at = static_cast<int64_t>((z ^ (z >> 31)) % static_cast<uint64_t>(total));
+  for (const auto& p : params) {
+    torch::Tensor t = p.value();
+    if (at >= t.numel()) {
+      at -= t.numel();
+      continue;
+    }
+    torch::Tensor flat = t.view(-1);  // parameters are contiguous after init
+    if (t.scalar_type() == torch::kFloat64) {
+      auto* v = flat.data_ptr<double>() + at;
+      uint64_t bits;
+      std::memcpy(&bits, v, 8);
+      bits ^= 1;
+      std::memcpy(v, &bits, 8);
+    } else {
+      auto* v = flat.data_ptr<float>() + at;
+      uint32_t bits;
+      std::memcpy(&bits, v, 4);
+      bits ^= 1;
+      std::memcpy(v, &bits, 4);
+    }
+    return p.key() + "[" + std::to_string(at) + "]";
+  }
+  return {};
 }
 
 void init_weights(torch::nn::Module& model, const std::string& scheme, at::Generator gen) {

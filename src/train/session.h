@@ -28,6 +28,7 @@ struct Trainer::Session {
   LoaderOptions loader;
   int64_t batches_per_epoch = 0, total_steps = 0;
   bool resumed = false, max_steps_reached = false, stopped = false;
+  std::string flipped;  // the weight model.flip_bit changed, if any
   TrainResult result;
 };
 

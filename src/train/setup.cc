@@ -95,6 +95,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
   if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
   model_->to(dtype_of(cfg));
+  if (cfg.model.flip_bit > 0) s->flipped = flip_lowest_bit(*model_, cfg.model.flip_bit);
   if (channels_last(cfg)) to_channels_last(*model_);
   check_model_fits(*model_, cfg, s->data);
   s->opt = make_optimizer(cfg.optimizer, model_->parameters());
@@ -133,7 +134,9 @@ void Trainer::open_run(Session& s) {
   nr.name = options_.name;
   nr.command_line = options_.command_line;
   nr.config_text = config_text;
+  nr.parent_uuid = options_.parent;
   s.run = store::RunRecorder::start(store_, nr);
+  if (!s.flipped.empty()) s.run->set_tag("model.flipped_weight", s.flipped);
   s.run->set_params(flatten(s.cfg));
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& f : s.data.files)

@@ -104,6 +104,7 @@ std::vector<std::shared_ptr<TrainObserver>> Trainer::observers_for(const Config&
   out.push_back(std::make_shared<MetricsObserver>());
   if (c.fingerprint.every_steps > 0) out.push_back(std::make_shared<FingerprintObserver>());
   if (c.monitor.interval_s > 0) out.push_back(std::make_shared<SamplingObserver>());
+  out.push_back(std::make_shared<PredictionsObserver>());
   out.insert(out.end(), user_observers_.begin(), user_observers_.end());
   out.push_back(std::make_shared<CheckpointObserver>());
   return out;

@@ -18,7 +18,10 @@
 #include "trainscope/profile/report.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
+#include "trainscope/stats/runs.h"
 #include "trainscope/store/store.h"
+#include "trainscope/study/report.h"
+#include "trainscope/study/study.h"
 
 namespace trainscope::format {
 
@@ -61,6 +64,10 @@ Json costmodel_eval(const profile::CostModelEval& e);
 Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
             const numerics::LogmapResult& r);
 Json sum(const std::string& run_uuid, const numerics::SumReport& r);
+// Statistics of a metric over runs (trainscope stats).
+Json metric_stats(const stats::MetricStats& m);
+Json study_status(const study::StudyStatus& s);
+Json study_analysis(const study::StudyAnalysis& a);
 
 // --- CSV ---------------------------------------------------------------------
 // "key,step,wall_time,value" (or without key) and one row per point.
@@ -72,6 +79,8 @@ void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInf
 void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
 void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
+// One row per group: n, mean, SD and its intervals, CV, range, Diff%.
+void metric_stats_csv(std::ostream& out, const stats::MetricStats& m);
 
 // The display string of one throughput cell (row i of throughput_rows()).
 std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row);

@@ -75,6 +75,9 @@ struct ModelConfig {
   double dropout = 0.0;
   double width = 1.0;    // width multiplier (mobilenet_v1, mlp hidden units)
   int64_t hidden = 256;  // mlp hidden units before the multiplier
+  // > 0: flip the lowest bit of one initial weight, chosen by this number
+  // (the smallest change to a run: studies' bitflip source).
+  int64_t flip_bit = 0;
 };
 
 struct OptimizerConfig {

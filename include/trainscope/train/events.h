@@ -62,6 +62,10 @@ struct EvalResult {
   double roc_auc = -1;  // two-class problems only
   std::vector<double> per_class_accuracy;
   std::vector<std::vector<int64_t>> confusion;  // [true][predicted]
+  // Per example, in the split's order: the true class, the predicted class
+  // and its logit (what studies compare across runs).
+  std::vector<int32_t> labels, predicted;
+  std::vector<float> top_logit;
 };
 
 // One optimizer step. Filled as the step goes: `output` and `loss` from

@@ -55,6 +55,10 @@ void to_channels_last(torch::nn::Module& model);
 // Re-initialises every Conv2d, Linear and BatchNorm parameter with `scheme`
 // ("default" reproduces libtorch's reset_parameters), drawing only from `gen`.
 void init_weights(torch::nn::Module& model, const std::string& scheme, at::Generator gen);
+// Flips the lowest mantissa bit of one parameter element, the element
+// chosen from `n` (> 0) by a hash over all elements in parameter order.
+// Returns "<parameter>[<index>]".
+std::string flip_lowest_bit(torch::nn::Module& model, int64_t n);
 
 std::vector<std::string> model_names();
 

@@ -6,6 +6,7 @@
 //   MetricsObserver      always
 //   FingerprintObserver  fingerprint.every_steps > 0
 //   SamplingObserver     monitor.interval_s > 0
+//   PredictionsObserver  always
 //   ... the user's observers (Trainer::add_observer), in the order added ...
 //   CheckpointObserver   always (last: a checkpoint holds what all others saw)
 //
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "trainscope/monitor/sampler.h"
+#include "trainscope/study/predictions.h"
 #include "trainscope/train/events.h"
 
 namespace trainscope::profile {
@@ -107,6 +109,17 @@ class SamplingObserver : public TrainObserver {
 // steps inside an epoch, every checkpoint.every_epochs epochs, and the final
 // state of a run that finishes or stops. Metrics are flushed first, so what
 // a checkpoint holds is never ahead of the store.
+// The final test predictions (class and top logit per example) as the
+// artifact predictions/test.bin (study/predictions.h), for studies.
+class PredictionsObserver : public TrainObserver {
+ public:
+  void on_evaluation_end(const RunContext& ctx, const Evaluation& evaluation) override;
+  void on_train_end(const RunContext& ctx, const TrainResult& result) override;
+
+ private:
+  study::Predictions last_;
+};
+
 class CheckpointObserver : public TrainObserver {
  public:
   void on_run_begin(const RunContext& ctx) override;

@@ -30,6 +30,7 @@ struct TrainOptions {
   std::string name;          // run name
   std::string command_line;  // recorded with the run
   std::string resume;        // UUID of a run to continue
+  std::string parent;        // UUID of the study the run belongs to
   std::string config_path;   // the config file, for the git state of its repository
   // Start a new run from this checkpoint file's state (model, optimizer,
   // RNG, position) instead of from scratch; used to replay steps.

@@ -9,6 +9,11 @@ class Commands final : public TorchCommands {
   void train(Context& c, const TrainArgs& a) override { torch_cli::train(c, a); }
   void config_show(Context& c, const ConfigArgs& a) override { torch_cli::config_show(c, a); }
   void config_keys(Context& c) override { torch_cli::config_keys(c); }
+  void check_configs(
+      const std::string& config,
+      const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) override {
+    torch_cli::check_configs(config, runs);
+  }
   void eval(Context& c, const EvalArgs& a) override { torch_cli::eval(c, a); }
   void diff(Context& c, const DiffArgs& a) override { torch_cli::diff(c, a); }
   void rerun(Context& c, const RerunArgs& a) override { torch_cli::rerun(c, a); }

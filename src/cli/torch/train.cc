@@ -89,6 +89,7 @@ void train(Context& ctx, const TrainArgs& a) {
   o.name = a.name.empty() ? std::filesystem::path(a.config).stem().string() : a.name;
   o.command_line = ctx.argv_line;
   o.resume = a.resume;
+  if (!a.parent.empty()) o.parent = ctx.store()->resolve_run(a.parent).uuid;
   o.config_path = a.config;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
@@ -116,6 +117,17 @@ void config_keys(Context& ctx) {
   Table t({"KEY", "DESCRIPTION"});
   for (const auto& [k, d] : train::config_keys()) t.add_row({k, d});
   t.print(std::cout);
+}
+
+void check_configs(const std::string& config,
+                   const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) {
+  for (const auto& [name, sets] : runs) {
+    try {
+      train::load_config(config, sets);
+    } catch (const core::Error& e) {
+      throw core::Error("study run " + name + ": " + e.what(), e.kind());
+    }
+  }
 }
 
 void eval(Context& ctx, const EvalArgs& a) {

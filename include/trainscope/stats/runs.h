@@ -1,0 +1,81 @@
+// Statistics over recorded runs: one value of a metric per run (its last,
+// min or max), grouped by a parameter, summarised and compared. What
+// `trainscope stats` prints and what study reports are made of.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/stats/stats.h"
+#include "trainscope/stats/variance.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::stats {
+
+enum class Reduce { kLast, kMin, kMax };
+// "last", "min", "max"; throws otherwise.
+Reduce parse_reduce(const std::string& name);
+
+// Which runs, and which value of each.
+struct Selection {
+  std::vector<std::string> runs;  // references (UUID, prefix, name); empty: use the filter
+  store::RunFilter filter;        // when runs is empty (e.g. parent_uuid of a study)
+  std::string metric = "test/accuracy";
+  Reduce reduce = Reduce::kLast;
+  std::string by;  // a param key to group by; empty: one group
+};
+
+struct RunValue {
+  std::string run;  // UUID
+  std::string name;
+  std::string group;  // value of Selection::by ("" when ungrouped)
+  double value = 0;
+};
+
+// One value per finished run that has the metric; throws when none has it.
+std::vector<RunValue> collect(store::Store& store, const Selection& selection);
+
+struct AnalysisOptions {
+  int ddof = 1;
+  double confidence = 0.95;
+  int bootstrap_resamples = 10000;
+  uint64_t seed = 0;
+  std::optional<double> reference;  // Diff% against this value
+};
+
+struct GroupStats {
+  std::string group;
+  Summary summary;
+  std::optional<Interval> sd_ci;       // bootstrap CI of the SD
+  std::optional<TestResult> shapiro;   // n >= 3 and not constant
+  std::optional<double> diff_percent;  // against AnalysisOptions::reference
+};
+
+struct PairTest {
+  std::string a, b;
+  TestResult welch;
+  double p_holm = 1;
+  std::optional<double> hedges_g;
+};
+
+struct Comparison {
+  std::optional<TestResult> anova, kruskal, levene;
+  std::optional<double> eta_squared;
+  std::optional<VarianceComponents> components;
+  std::vector<PairTest> pairs;  // Welch t per pair, Holm-adjusted
+};
+
+struct MetricStats {
+  std::string metric;
+  AnalysisOptions options;
+  std::vector<GroupStats> groups;
+  std::optional<Comparison> comparison;  // with >= 2 groups
+  // What could not be computed and why (a constant group, one value, ...).
+  std::vector<std::string> notes;
+};
+
+MetricStats analyse(const std::string& metric, const std::vector<RunValue>& values,
+                    const AnalysisOptions& options = {});
+
+}  // namespace trainscope::stats

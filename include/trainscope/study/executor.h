@@ -1,0 +1,48 @@
+// Where a study's trainings run. Each training is one process, so a crash
+// or a kill of one never stops the others or the study. The local executor
+// runs up to N at once on this machine; a cluster executor (Slurm) joins
+// behind the same interface.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trainscope::study {
+
+struct Job {
+  std::string id;                 // the planned run's name
+  std::vector<std::string> argv;  // argv[0]: the program
+  std::filesystem::path log;      // stdout and stderr go here
+};
+
+struct JobEnd {
+  std::string id;
+  int exit_code = 0;  // -1 when killed by a signal
+  int signal = 0;     // the signal that ended it, 0 if it exited
+  double seconds = 0;
+  bool ok() const { return exit_code == 0 && signal == 0; }
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  // How many jobs may run at once.
+  virtual int slots() const = 0;
+  // Starts a job; the caller keeps at most slots() running.
+  virtual void start(const Job& job) = 0;
+  // Blocks until a running job ends; nullopt when none is running.
+  virtual std::optional<JobEnd> wait_any() = 0;
+  virtual int running() const = 0;
+  // Asks every running job to stop (SIGTERM: the trainer checkpoints and
+  // marks its run stopped).
+  virtual void stop_all() = 0;
+};
+
+// Child processes on this machine. They get SIGTERM if the study process
+// dies, so a killed study leaves stopped runs that resume, not orphans.
+std::unique_ptr<Executor> local_executor(int slots);
+
+}  // namespace trainscope::study

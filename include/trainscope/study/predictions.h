@@ -1,0 +1,28 @@
+// Test predictions of a run, stored as an artifact so that measures across
+// runs (disagreement, logit correlation, ensembles) need no re-evaluation.
+//
+// File "predictions/test.bin" (kind "predictions"), little-endian:
+//   "TSPRED01" | uint64 n | int32 label[n] | int32 predicted[n] | float32 top_logit[n]
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace trainscope::study {
+
+inline constexpr const char* kPredictionsArtifact = "predictions/test.bin";
+inline constexpr const char* kPredictionsKind = "predictions";
+
+struct Predictions {
+  std::vector<int32_t> labels, predicted;
+  std::vector<float> top_logit;
+  double accuracy() const;
+};
+
+void write_predictions(const std::filesystem::path& file, const Predictions& p);
+// Throws core::Error naming the file when it is not a predictions file.
+Predictions read_predictions(const std::filesystem::path& file);
+
+}  // namespace trainscope::study

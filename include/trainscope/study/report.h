@@ -1,0 +1,79 @@
+// What a study's runs say: per cell the spread of the result with bootstrap
+// intervals, cross-run measures on the test predictions (disagreement,
+// logit correlation, ensemble gain), the bit-identity audit of cells that
+// should repeat exactly, each source's share of the variance, cost (time,
+// energy, CO2); and the report that shows it (HTML with SVG, Markdown).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/stats/runs.h"
+#include "trainscope/store/store.h"
+#include "trainscope/study/spec.h"
+
+namespace trainscope::study {
+
+// Agreement of the test predictions of runs (each pair of runs, averaged).
+struct CrossRun {
+  int runs = 0;                  // runs with predictions
+  double disagreement = 0;       // mean fraction of examples two runs classify differently
+  double logit_correlation = 0;  // mean Pearson correlation of the top logits
+  double mean_accuracy = 0;      // of the members
+  double ensemble_accuracy = 0;  // majority vote (ties: the larger top logit)
+};
+
+// Pairwise measures over runs' predictions; nullopt for fewer than 2 runs.
+struct Predictions;
+std::optional<CrossRun> cross_run(const std::vector<Predictions>& runs);
+
+struct Audit {
+  bool identical = true;  // every replicate bit-identical to the first
+  int compared = 0;
+  std::string first_differing_run;  // name
+  int64_t first_diff_step = -1;     // from repro::diff_runs
+  std::string note;
+};
+
+struct CellAnalysis {
+  std::string cell, vary;
+  int runs = 0;
+  stats::GroupStats result;        // of the study's metric, ddof 1
+  std::optional<double> sd_ratio;  // SD / SD of the "all" source (sources mode)
+  std::optional<CrossRun> cross;
+  std::optional<Audit> audit;  // cells that vary nothing
+  double mean_run_s = 0;       // wall time per run
+  double mean_samples_per_s = 0, mean_epoch_s = 0;
+  std::optional<double> mean_time_to_target_s;
+  double energy_kwh = 0;                                             // summed over its runs
+  std::vector<std::pair<std::string, std::vector<double>>> factors;  // (key, value) of grid cells
+  std::vector<double> values;  // the metric per run, for strip plots
+};
+
+struct Curve {
+  std::string cell, run;
+  std::vector<double> x, y;
+};
+
+struct StudyAnalysis {
+  store::RunInfo study;
+  StudySpec spec;
+  std::string metric = "test/accuracy";
+  std::vector<CellAnalysis> cells;
+  std::optional<stats::Comparison> comparison;  // across cells
+  std::vector<Curve> loss_curves;               // train/epoch_loss per run
+  double energy_kwh = 0, co2_kg = 0, carbon_kg_per_kwh = 0;
+  std::optional<double> determinism_cost;  // mean run time, deterministic / varied cells
+  int planned = 0, finished = 0;
+  std::vector<std::string> notes;
+};
+
+StudyAnalysis analyse_study(store::Store& store, const std::string& ref,
+                            const std::string& metric = "test/accuracy");
+
+// One self-contained HTML file (no network): tables and inline SVG plots.
+std::string html_report(const StudyAnalysis& a);
+std::string markdown_report(const StudyAnalysis& a);
+
+}  // namespace trainscope::study

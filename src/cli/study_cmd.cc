@@ -1,0 +1,158 @@
+// `trainscope study run | resume | status | report`: many trainings of one
+// config, in parallel worker processes, and what their spread says.
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "commands.h"
+#include "output.h"
+#include "torch_commands.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/format/format.h"
+#include "trainscope/study/report.h"
+#include "trainscope/study/study.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+struct StudyArgs {
+  std::string file, study, logs, out, format = "html";
+  bool quick = false;
+  int workers = 0;
+};
+
+study::StudyOptions options(Context& ctx, const StudyArgs& a) {
+  study::StudyOptions o;
+  o.store_uri = ctx.store()->describe();
+  o.program = std::filesystem::read_symlink("/proc/self/exe");
+  o.log_dir = a.logs;
+  o.workers = a.workers;
+  o.quick = a.quick;
+  o.command_line = ctx.argv_line;
+  return o;
+}
+
+// One line per event; on a terminal the line is rewritten in place.
+study::ProgressFn progress_printer() {
+  const bool tty = isatty(STDERR_FILENO);
+  return [tty](const study::Progress& p) {
+    std::string eta = p.eta_s >= 0 ? format::duration(p.eta_s) : "?";
+    std::string line = fmt::format(
+        "[{:>3}/{}] {} running, {} failed, {} retried, {} elapsed, ETA {}  {}", p.done, p.total,
+        p.running, p.failed, p.retried, format::duration(p.elapsed_s), eta, p.event);
+    if (core::verbosity() < core::Verbosity::kNormal) return;
+    std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
+    if (tty && p.running == 0 && p.done + p.failed == p.total) std::cerr << "\n";
+  };
+}
+
+void check_plan(const study::StudySpec& spec) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
+  for (const auto& r : study::plan(spec)) runs.emplace_back(r.name, study::set_lines(r));
+  torch_commands().check_configs(spec.base.string(), runs);
+}
+
+void finish(const study::Outcome& o) {
+  std::cerr << "\n";
+  std::cout << "study " << o.study << ": " << o.progress.done << "/" << o.progress.total
+            << " runs finished, " << o.progress.failed << " failed\n";
+  if (!o.complete())
+    throw core::Error(fmt::format("study {} is incomplete: `trainscope study resume {}` runs "
+                                  "what is left",
+                                  o.study.substr(0, 8), o.study.substr(0, 8)),
+                      core::ErrorKind::kRuntime);
+}
+
+void add_run(CLI::App* study, Context& ctx) {
+  auto* cmd = study->add_subcommand("run", "Run every training of a study file");
+  auto a = std::make_shared<StudyArgs>();
+  cmd->add_option("STUDY", a->file, "Study file (see configs/studies/)")->required();
+  cmd->add_flag("--quick", a->quick, "Apply the file's quick: section (minutes, not hours)");
+  cmd->add_option("--workers,-j", a->workers, "Trainings at once (default: cores / threads)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--logs", a->logs, "Folder for the runs' output (default trainscope-studies/)");
+  set_example(cmd, "trainscope study run configs/studies/seeds.yaml --quick --workers 2");
+  cmd->callback([&ctx, a] {
+    study::StudySpec spec = study::load_study(a->file, a->quick);
+    check_plan(spec);
+    finish(study::run_study(ctx.store(), spec, options(ctx, *a), progress_printer()));
+  });
+}
+
+void add_resume(CLI::App* study, Context& ctx) {
+  auto* cmd = study->add_subcommand("resume", "Run what a study has not finished");
+  auto a = std::make_shared<StudyArgs>();
+  cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
+  cmd->add_option("--workers,-j", a->workers, "Trainings at once")->check(CLI::Range(1, 1024));
+  cmd->add_option("--logs", a->logs, "Folder for the runs' output");
+  set_example(cmd, "trainscope study resume seeds");
+  cmd->callback([&ctx, a] {
+    finish(study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
+  });
+}
+
+void add_status(CLI::App* study, Context& ctx) {
+  auto* cmd =
+      study->add_subcommand("status", "Planned, finished, running and failed runs per cell");
+  auto a = std::make_shared<StudyArgs>();
+  cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
+  set_example(cmd, "trainscope study status seeds");
+  cmd->callback([&ctx, a] {
+    auto s = study::study_status(*ctx.store(), a->study);
+    if (ctx.json) return void(std::cout << format::study_status(s).dump(2) << "\n");
+    std::cout << "study " << s.study.name << " (" << s.study.uuid.substr(0, 8) << "), "
+              << to_string(s.study.status) << "\n";
+    Table t({"CELL", "PLANNED", "FINISHED", "RUNNING", "FAILED", "PENDING"});
+    for (size_t c = 1; c < 6; ++c) t.align_right(c);
+    auto row = [&](const study::CellStatus& c) {
+      t.add_row({c.cell, std::to_string(c.planned), std::to_string(c.finished),
+                 std::to_string(c.running), std::to_string(c.failed), std::to_string(c.pending)});
+    };
+    for (const auto& c : s.cells) row(c);
+    row(s.total);
+    t.print(std::cout);
+    if (s.mean_run_s > 0) std::cout << "mean run " << format::duration(s.mean_run_s) << "\n";
+  });
+}
+
+void add_report(CLI::App* study, Context& ctx) {
+  auto* cmd =
+      study->add_subcommand("report", "Statistics of a study: HTML (SVG plots), Markdown, JSON");
+  auto a = std::make_shared<StudyArgs>();
+  cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
+  cmd->add_option("--format,-f", a->format, "html, md or json")
+      ->check(CLI::IsMember({"html", "md", "json"}));
+  cmd->add_option("--out,-o", a->out, "Write to this file (default: stdout)");
+  set_example(cmd, "trainscope study report seeds --format html --out seeds.html");
+  cmd->callback([&ctx, a] {
+    auto store = ctx.store();
+    study::StudyAnalysis an = study::analyse_study(*store, a->study);
+    std::string fmt_name = ctx.json ? "json" : a->format;
+    write_output(a->out, [&](std::ostream& o) {
+      if (fmt_name == "json")
+        o << format::study_analysis(an).dump(2) << "\n";
+      else if (fmt_name == "md")
+        o << study::markdown_report(an);
+      else
+        o << study::html_report(an);
+    });
+  });
+}
+
+}  // namespace
+
+void register_study_commands(CLI::App& app, Context& ctx) {
+  auto* study = app.add_subcommand(
+      "study", "Many trainings in parallel, and how much of a result is noise (configs/studies/)");
+  study->require_subcommand(1);
+  set_example(study, "trainscope study run configs/studies/sources.yaml --quick");
+  add_run(study, ctx);
+  add_resume(study, ctx);
+  add_status(study, ctx);
+  add_report(study, ctx);
+}
+
+}  // namespace trainscope::cli

@@ -1,0 +1,174 @@
+// JSON and CSV of statistics over runs (stats/runs.h).
+#include <ostream>
+
+#include "trainscope/core/util.h"
+#include "trainscope/format/format.h"
+
+namespace trainscope::format {
+
+namespace {
+
+template <typename T>
+Json opt(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  return number(*v);
+}
+
+Json interval(const std::optional<stats::Interval>& i) {
+  if (!i) return nullptr;
+  return {{"low", number(i->low)}, {"high", number(i->high)}};
+}
+
+Json test(const std::optional<stats::TestResult>& t) {
+  if (!t) return nullptr;
+  return {{"test", t->test},
+          {"statistic", number(t->statistic)},
+          {"p_value", number(t->p_value)},
+          {"df", opt(t->df)},
+          {"df2", opt(t->df2)}};
+}
+
+Json group(const stats::GroupStats& g) {
+  const auto& s = g.summary;
+  return {{"group", g.group},
+          {"n", s.n},
+          {"mean", number(s.mean)},
+          {"sd", opt(s.sd)},
+          {"variance", opt(s.variance)},
+          {"sem", opt(s.sem)},
+          {"ci_low", opt(s.ci_low)},
+          {"ci_high", opt(s.ci_high)},
+          {"cv", opt(s.cv)},
+          {"min", number(s.min)},
+          {"max", number(s.max)},
+          {"sd_bootstrap_ci", interval(g.sd_ci)},
+          {"shapiro_wilk", test(g.shapiro)},
+          {"diff_percent", opt(g.diff_percent)}};
+}
+
+Json components(const std::optional<stats::VarianceComponents>& v) {
+  if (!v) return nullptr;
+  return {{"cells", v->k},
+          {"runs", v->n_total},
+          {"n0", v->n0},
+          {"ms_between", number(v->ms_between)},
+          {"ms_within", number(v->ms_within)},
+          {"f", number(v->f)},
+          {"p_value", number(v->p_value)},
+          {"var_between", number(v->s2_between)},
+          {"var_between_raw", number(v->s2_between_raw)},
+          {"var_between_ci", interval(v->s2_between_ci)},
+          {"var_within", number(v->s2_within)},
+          {"var_within_ci", interval(v->s2_within_ci)},
+          {"icc", number(v->icc)}};
+}
+
+Json comparison(const std::optional<stats::Comparison>& c) {
+  if (!c) return nullptr;
+  Json pairs = Json::array();
+  for (const auto& p : c->pairs)
+    pairs.push_back({{"a", p.a},
+                     {"b", p.b},
+                     {"welch", test(p.welch)},
+                     {"p_holm", number(p.p_holm)},
+                     {"hedges_g", opt(p.hedges_g)}});
+  return {{"anova", test(c->anova)},
+          {"kruskal_wallis", test(c->kruskal)},
+          {"brown_forsythe", test(c->levene)},
+          {"eta_squared", opt(c->eta_squared)},
+          {"variance_components", components(c->components)},
+          {"pairs", pairs}};
+}
+
+Json cell(const study::CellAnalysis& c) {
+  Json j = group(c.result);
+  j["cell"] = c.cell;
+  j["varies"] = c.vary;
+  j["runs"] = c.runs;
+  j["values"] = c.values;
+  j["sd_ratio_to_all"] = opt(c.sd_ratio);
+  j["mean_run_s"] = number(c.mean_run_s);
+  j["mean_samples_per_s"] = number(c.mean_samples_per_s);
+  j["mean_epoch_s"] = number(c.mean_epoch_s);
+  j["mean_time_to_target_s"] = opt(c.mean_time_to_target_s);
+  j["energy_kwh"] = number(c.energy_kwh);
+  j["cross_run"] = nullptr;
+  if (c.cross)
+    j["cross_run"] = {{"runs", c.cross->runs},
+                      {"disagreement", number(c.cross->disagreement)},
+                      {"logit_correlation", number(c.cross->logit_correlation)},
+                      {"mean_accuracy", number(c.cross->mean_accuracy)},
+                      {"ensemble_accuracy", number(c.cross->ensemble_accuracy)}};
+  j["audit"] = nullptr;
+  if (c.audit)
+    j["audit"] = {{"identical", c.audit->identical},
+                  {"compared", c.audit->compared},
+                  {"first_differing_run", c.audit->first_differing_run},
+                  {"first_diff_step", c.audit->first_diff_step},
+                  {"note", c.audit->note}};
+  return j;
+}
+
+Json cell_status(const study::CellStatus& c) {
+  return {{"cell", c.cell},       {"planned", c.planned}, {"finished", c.finished},
+          {"running", c.running}, {"failed", c.failed},   {"pending", c.pending}};
+}
+
+}  // namespace
+
+Json study_status(const study::StudyStatus& s) {
+  Json cells = Json::array();
+  for (const auto& c : s.cells) cells.push_back(cell_status(c));
+  return {{"study", run(s.study, false)},
+          {"cells", cells},
+          {"total", cell_status(s.total)},
+          {"mean_run_s", number(s.mean_run_s)}};
+}
+
+Json study_analysis(const study::StudyAnalysis& a) {
+  Json cells = Json::array();
+  for (const auto& c : a.cells) cells.push_back(cell(c));
+  return {{"study", run(a.study, false)},
+          {"metric", a.metric},
+          {"planned", a.planned},
+          {"finished", a.finished},
+          {"cells", cells},
+          {"comparison", comparison(a.comparison)},
+          {"energy_kwh", number(a.energy_kwh)},
+          {"co2_kg", number(a.co2_kg)},
+          {"carbon_kg_per_kwh", number(a.carbon_kg_per_kwh)},
+          {"determinism_cost", opt(a.determinism_cost)},
+          {"notes", a.notes}};
+}
+
+Json metric_stats(const stats::MetricStats& m) {
+  Json groups = Json::array();
+  for (const auto& g : m.groups) groups.push_back(group(g));
+  return {{"metric", m.metric},
+          {"ddof", m.options.ddof},
+          {"confidence", m.options.confidence},
+          {"bootstrap_resamples", m.options.bootstrap_resamples},
+          {"seed", m.options.seed},
+          {"reference", opt(m.options.reference)},
+          {"groups", groups},
+          {"comparison", comparison(m.comparison)},
+          {"notes", m.notes}};
+}
+
+void metric_stats_csv(std::ostream& out, const stats::MetricStats& m) {
+  out << "metric,group,n,mean,sd,ci_low,ci_high,sd_ci_low,sd_ci_high,cv,min,max,diff_percent\n";
+  auto cell = [](const std::optional<double>& v) {
+    return v ? core::format_double(*v) : std::string();
+  };
+  for (const auto& g : m.groups) {
+    const auto& s = g.summary;
+    out << core::csv_field(m.metric) << ',' << core::csv_field(g.group) << ',' << s.n << ','
+        << core::format_double(s.mean) << ',' << cell(s.sd) << ',' << cell(s.ci_low) << ','
+        << cell(s.ci_high) << ',' << (g.sd_ci ? core::format_double(g.sd_ci->low) : "") << ','
+        << (g.sd_ci ? core::format_double(g.sd_ci->high) : "") << ',' << cell(s.cv) << ','
+        << core::format_double(s.min) << ',' << core::format_double(s.max) << ','
+        << cell(g.diff_percent) << '\n';
+  }
+}
+
+}  // namespace trainscope::format

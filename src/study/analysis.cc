@@ -1,0 +1,252 @@
+// A study's runs, cell by cell: spread, cross-run agreement, audit, cost.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "trainscope/core/error.h"
+#include "trainscope/repro/diff.h"
+#include "trainscope/study/predictions.h"
+#include "trainscope/study/report.h"
+#include "trainscope/study/study.h"
+
+namespace trainscope::study {
+
+using store::RunInfo;
+using store::RunStatus;
+
+namespace {
+
+double pearson(const std::vector<float>& a, const std::vector<float>& b) {
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ma += a[i], mb += b[i];
+  ma /= a.size(), mb /= b.size();
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 1.0;
+}
+
+double ensemble(const std::vector<Predictions>& runs) {
+  const size_t n = runs[0].labels.size();
+  size_t right = 0;
+  for (size_t i = 0; i < n; ++i) {
+    std::map<int32_t, std::pair<int, float>> votes;  // class -> (votes, best logit)
+    for (const auto& r : runs) {
+      auto& v = votes[r.predicted[i]];
+      v.first += 1;
+      v.second = v.first == 1 ? r.top_logit[i] : std::max(v.second, r.top_logit[i]);
+    }
+    auto best = std::max_element(votes.begin(), votes.end(), [](const auto& x, const auto& y) {
+      return std::tie(x.second.first, x.second.second) < std::tie(y.second.first, y.second.second);
+    });
+    right += best->first == runs[0].labels[i];
+  }
+  return static_cast<double>(right) / n;
+}
+
+}  // namespace
+
+std::optional<CrossRun> cross_run(const std::vector<Predictions>& runs) {
+  if (runs.size() < 2) return std::nullopt;
+  for (const auto& r : runs)
+    if (r.labels != runs[0].labels) return std::nullopt;  // different test sets
+  CrossRun c;
+  c.runs = static_cast<int>(runs.size());
+  int pairs = 0;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    c.mean_accuracy += runs[i].accuracy() / runs.size();
+    for (size_t j = i + 1; j < runs.size(); ++j, ++pairs) {
+      size_t differ = 0;
+      for (size_t k = 0; k < runs[i].predicted.size(); ++k)
+        differ += runs[i].predicted[k] != runs[j].predicted[k];
+      c.disagreement += static_cast<double>(differ) / runs[i].predicted.size();
+      c.logit_correlation += pearson(runs[i].top_logit, runs[j].top_logit);
+    }
+  }
+  c.disagreement /= pairs;
+  c.logit_correlation /= pairs;
+  c.ensemble_accuracy = ensemble(runs);
+  return c;
+}
+
+namespace {
+
+std::optional<double> last(store::Store& s, const std::string& run, const std::string& key) {
+  auto pts = s.metric(run, key);
+  if (pts.empty()) return std::nullopt;
+  return pts.back().value;
+}
+
+double mean_of(store::Store& s, const std::string& run, const std::string& key) {
+  auto pts = s.metric(run, key);
+  double m = 0;
+  for (const auto& p : pts) m += p.value / pts.size();
+  return m;
+}
+
+Audit audit(store::Store& s, const std::vector<RunInfo>& runs) {
+  Audit a;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    repro::RunDiff d = repro::diff_runs(s, runs[0], runs[i]);
+    ++a.compared;
+    if (!d.have_fingerprints) {
+      a.note = "no fingerprints recorded: set fingerprint.every_steps to audit";
+      a.identical = false;
+      return a;
+    }
+    if (!d.identical) {
+      a.identical = false;
+      a.first_differing_run = runs[i].name;
+      a.first_diff_step = d.first_diff_step;
+      return a;
+    }
+  }
+  return a;
+}
+
+struct CellRuns {
+  std::string vary;
+  std::vector<std::pair<std::string, std::string>> factors;
+  std::vector<RunInfo> runs;
+};
+
+// The newest finished child of each planned run, by cell in plan order.
+std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
+                                                               const StudyAnalysis& a) {
+  store::RunFilter f;
+  f.parent_uuid = a.study.uuid;
+  std::map<std::string, RunInfo> by_name;
+  for (auto& r : s.list_runs(f))  // newest first: keep the first finished
+    if (r.status == RunStatus::kFinished && !by_name.count(r.name)) by_name[r.name] = r;
+  std::vector<std::pair<std::string, CellRuns>> cells;
+  for (const auto& p : plan(a.spec)) {
+    if (cells.empty() || cells.back().first != p.cell) {
+      CellRuns c{p.vary, {}, {}};
+      for (const auto& g : a.spec.grid)
+        for (const auto& kv : p.set)
+          if (kv.first == g.key) c.factors.emplace_back(kv.first, kv.second);
+      cells.emplace_back(p.cell, c);
+    }
+    auto it = by_name.find(p.name);
+    if (it != by_name.end()) cells.back().second.runs.push_back(it->second);
+  }
+  return cells;
+}
+
+void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
+  c.mean_run_s += (r.end_time - r.start_time) / n;
+  c.mean_samples_per_s += mean_of(s, r.uuid, "samples_per_s") / n;
+  c.mean_epoch_s += mean_of(s, r.uuid, "epoch_time_s") / n;
+  c.energy_kwh += last(s, r.uuid, "energy/total_kwh").value_or(0);
+  if (auto t = last(s, r.uuid, "time_to_target_s"))
+    c.mean_time_to_target_s = c.mean_time_to_target_s.value_or(0) + *t / n;
+}
+
+CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRuns& cr,
+                          StudyAnalysis& a) {
+  CellAnalysis c;
+  c.cell = name;
+  c.vary = cr.vary;
+  c.runs = static_cast<int>(cr.runs.size());
+  std::vector<Predictions> preds;
+  int n = c.runs;
+  for (const auto& r : cr.runs) {
+    if (auto v = last(s, r.uuid, a.metric)) c.values.push_back(*v);
+    fill_cost(s, r, c, n);
+    for (const auto& art : s.artifacts(r.uuid))
+      if (art.name == kPredictionsArtifact) preds.push_back(read_predictions(art.path));
+    Curve curve{name, r.name, {}, {}};
+    for (const auto& p : s.metric(r.uuid, "train/epoch_loss"))
+      curve.x.push_back(p.step), curve.y.push_back(p.value);
+    a.loss_curves.push_back(std::move(curve));
+  }
+  for (const auto& [k, v] : cr.factors) {
+    char* end = nullptr;
+    double d = std::strtod(v.c_str(), &end);
+    if (end && *end == 0) c.factors.emplace_back(k, std::vector<double>{d});
+  }
+  c.cross = cross_run(preds);
+  if (cr.vary == "none" && cr.runs.size() >= 2) c.audit = audit(s, cr.runs);
+  return c;
+}
+
+}  // namespace
+
+namespace {
+
+void add_statistics(StudyAnalysis& a) {
+  std::vector<stats::RunValue> values;
+  for (const auto& c : a.cells)
+    for (double v : c.values) values.push_back({"", "", c.cell, v});
+  if (values.empty()) {
+    a.notes.push_back("no finished run has " + a.metric + " yet");
+    return;
+  }
+  stats::MetricStats m;
+  try {
+    m = stats::analyse(a.metric, values);
+  } catch (const core::Error& e) {
+    a.notes.push_back(e.what());
+    return;
+  }
+  for (auto& c : a.cells)
+    for (const auto& g : m.groups)
+      if (g.group == c.cell) c.result = g;
+  a.comparison = m.comparison;
+  a.notes.insert(a.notes.end(), m.notes.begin(), m.notes.end());
+  const CellAnalysis* all = nullptr;
+  for (const auto& c : a.cells)
+    if (c.cell == "all" && c.result.summary.sd) all = &c;
+  if (!a.spec.sources.empty() && all && *all->result.summary.sd > 0)
+    for (auto& c : a.cells)
+      if (c.result.summary.sd) c.sd_ratio = *c.result.summary.sd / *all->result.summary.sd;
+}
+
+void add_cost(store::Store& s, StudyAnalysis& a) {
+  double det = 0, other = 0;
+  int nd = 0, no = 0;
+  for (const auto& c : a.cells) {
+    a.energy_kwh += c.energy_kwh;
+    if (c.runs == 0) continue;
+    bool is_det = c.vary == "none";
+    (is_det ? det : other) += c.mean_run_s;
+    ++(is_det ? nd : no);
+  }
+  if (nd > 0 && no > 0) a.determinism_cost = (det / nd) / (other / no);
+  store::RunFilter f;
+  f.parent_uuid = a.study.uuid;
+  f.limit = 1;
+  for (const auto& r : s.list_runs(f)) {
+    auto tags = s.tags(r.uuid);
+    if (tags.count("energy.carbon_kg_per_kwh"))
+      a.carbon_kg_per_kwh = std::strtod(tags["energy.carbon_kg_per_kwh"].c_str(), nullptr);
+  }
+  a.co2_kg = a.energy_kwh * a.carbon_kg_per_kwh;
+}
+
+}  // namespace
+
+StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::string& metric) {
+  StudyAnalysis a;
+  a.study = resolve_study(s, ref);
+  a.spec = recorded_spec(s, a.study);
+  a.metric = metric;
+  a.planned = static_cast<int>(plan(a.spec).size());
+  for (const auto& [name, cr] : finished_by_cell(s, a)) {
+    a.cells.push_back(analyse_cell(s, name, cr, a));
+    a.finished += a.cells.back().runs;
+  }
+  if (a.finished < a.planned)
+    a.notes.push_back(
+        fmt::format("{} of {} planned runs have finished: `trainscope study resume "
+                    "{}` runs the rest",
+                    a.finished, a.planned, a.study.name));
+  add_statistics(a);
+  add_cost(s, a);
+  return a;
+}
+
+}  // namespace trainscope::study

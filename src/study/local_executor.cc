@@ -1,0 +1,104 @@
+// The local executor: fork/exec one process per training, waitpid for them.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/study/executor.h"
+
+namespace trainscope::study {
+
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+[[noreturn]] void exec_child(const Job& job, pid_t parent) {
+  // Die with the study: SIGTERM lets the trainer checkpoint and stop.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  int fd = open(job.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  std::vector<char*> argv;
+  for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(argv[0], argv.data());
+  _exit(127);
+}
+
+class LocalExecutor : public Executor {
+ public:
+  explicit LocalExecutor(int slots) : slots_(slots) {}
+  ~LocalExecutor() override {
+    stop_all();
+    while (wait_any()) {
+    }
+  }
+  int slots() const override { return slots_; }
+  int running() const override { return static_cast<int>(jobs_.size()); }
+
+  void start(const Job& job) override {
+    if (job.argv.empty()) fail(ErrorKind::kUsage, "job {} has no program", job.id);
+    std::filesystem::create_directories(job.log.parent_path());
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) fail(ErrorKind::kRuntime, "cannot start job {}: {}", job.id, std::strerror(errno));
+    if (pid == 0) exec_child(job, parent);
+    jobs_[pid] = {job.id, core::unix_now()};
+  }
+
+  std::optional<JobEnd> wait_any() override {
+    if (jobs_.empty()) return std::nullopt;
+    int status = 0;
+    pid_t pid;
+    do {
+      pid = waitpid(-1, &status, 0);
+    } while (pid < 0 && errno == EINTR);
+    auto it = jobs_.find(pid);
+    if (pid < 0 || it == jobs_.end()) {
+      if (pid < 0) jobs_.clear();  // no children left to wait for
+      return std::nullopt;
+    }
+    JobEnd e{it->second.id, 0, 0, core::unix_now() - it->second.start};
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) {
+      e.exit_code = -1;
+      e.signal = WTERMSIG(status);
+    }
+    jobs_.erase(it);
+    return e;
+  }
+
+  void stop_all() override {
+    for (const auto& [pid, job] : jobs_) kill(pid, SIGTERM);
+  }
+
+ private:
+  struct Running {
+    std::string id;
+    double start = 0;
+  };
+  int slots_;
+  std::map<pid_t, Running> jobs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> local_executor(int slots) {
+  if (slots < 1) fail(ErrorKind::kUsage, "workers is {}: use at least 1", slots);
+  return std::make_unique<LocalExecutor>(slots);
+}
+
+}  // namespace trainscope::study

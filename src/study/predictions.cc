@@ -1,0 +1,64 @@
+// The predictions artifact: write and read.
+#include "trainscope/study/predictions.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "trainscope/core/error.h"
+
+namespace trainscope::study {
+
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+constexpr char kMagic[8] = {'T', 'S', 'P', 'R', 'E', 'D', '0', '1'};
+
+template <typename T>
+void put(std::ofstream& out, const std::vector<T>& v) {
+  out.write(reinterpret_cast<const char*>(v.data()),
+            static_cast<std::streamsize>(v.size() * sizeof(T)));
+}
+
+template <typename T>
+void get(std::ifstream& in, std::vector<T>& v, uint64_t n) {
+  v.resize(n);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T)));
+}
+}  // namespace
+
+double Predictions::accuracy() const {
+  if (labels.empty()) return 0;
+  size_t right = 0;
+  for (size_t i = 0; i < labels.size(); ++i) right += labels[i] == predicted[i];
+  return static_cast<double>(right) / labels.size();
+}
+
+void write_predictions(const std::filesystem::path& file, const Predictions& p) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  uint64_t n = p.labels.size();
+  out.write(kMagic, 8);
+  out.write(reinterpret_cast<const char*>(&n), 8);
+  put(out, p.labels);
+  put(out, p.predicted);
+  put(out, p.top_logit);
+  if (!out) fail(ErrorKind::kRuntime, "cannot write predictions to {}", file.string());
+}
+
+Predictions read_predictions(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  char magic[8] = {};
+  uint64_t n = 0;
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(&n), 8);
+  if (!in || std::memcmp(magic, kMagic, 8) != 0 || n > (1ULL << 32))
+    fail(ErrorKind::kStore, "{} is not a predictions file (TSPRED01)", file.string());
+  Predictions p;
+  get(in, p.labels, n);
+  get(in, p.predicted, n);
+  get(in, p.top_logit, n);
+  if (!in) fail(ErrorKind::kStore, "{} is truncated: expected {} predictions", file.string(), n);
+  return p;
+}
+
+}  // namespace trainscope::study

@@ -1,0 +1,353 @@
+// A study's report: one self-contained HTML file (inline CSS and SVG, no
+// network) or Markdown, in the shapes of BRIEF §2 (per-cell spread, tests
+// across cells, determinism) and §4 (speed and cost against a factor).
+#include "trainscope/study/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::study {
+
+namespace {
+
+std::string esc(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '<')
+      o += "&lt;";
+    else if (c == '>')
+      o += "&gt;";
+    else if (c == '&')
+      o += "&amp;";
+    else if (c == '"')
+      o += "&quot;";
+    else
+      o += c;
+  }
+  return o;
+}
+
+std::string num(double v, int digits = 4) {
+  if (!std::isfinite(v)) return "-";
+  return fmt::format("{:.{}g}", v, digits);
+}
+std::string num(const std::optional<double>& v, int digits = 4) {
+  return v ? num(*v, digits) : "-";
+}
+
+// Rows of the main table: one per cell.
+using Rows = std::vector<std::vector<std::string>>;
+
+std::vector<std::string> cell_header(const StudyAnalysis& a) {
+  std::vector<std::string> h = {
+      "cell", "varies", "runs", "mean " + a.metric, "SD (ddof 1)", "SD 95% CI (bootstrap)",
+      "min",  "max"};
+  if (!a.spec.sources.empty()) h.push_back("SD / SD(all)");
+  for (const char* c : {"disagreement %", "logit corr.", "ensemble gain %", "bit-identical"})
+    h.push_back(c);
+  return h;
+}
+
+std::string audit_text(const CellAnalysis& c) {
+  if (!c.audit) return "-";
+  if (!c.audit->note.empty()) return c.audit->note;
+  if (c.audit->identical) return fmt::format("yes ({} compared)", c.audit->compared + 1);
+  return fmt::format("NO: {} differs from step {}", c.audit->first_differing_run,
+                     c.audit->first_diff_step);
+}
+
+Rows cell_rows(const StudyAnalysis& a) {
+  Rows rows;
+  for (const auto& c : a.cells) {
+    const auto& s = c.result.summary;
+    std::string ci = c.result.sd_ci ? fmt::format("[{}, {}]", num(c.result.sd_ci->low),
+                                                  num(c.result.sd_ci->high))
+                                    : "-";
+    std::vector<std::string> r = {
+        c.cell,    c.vary, std::to_string(c.runs),    s.n ? num(s.mean, 6) : "-",
+        num(s.sd), ci,     s.n ? num(s.min, 6) : "-", s.n ? num(s.max, 6) : "-"};
+    if (!a.spec.sources.empty()) r.push_back(num(c.sd_ratio, 3));
+    if (c.cross) {
+      r.push_back(fmt::format("{:.2f}", c.cross->disagreement * 100));
+      r.push_back(fmt::format("{:.4f}", c.cross->logit_correlation));
+      r.push_back(
+          fmt::format("{:+.2f}", (c.cross->ensemble_accuracy - c.cross->mean_accuracy) * 100));
+    } else {
+      r.insert(r.end(), {"-", "-", "-"});
+    }
+    r.push_back(audit_text(c));
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<std::string> cost_header() {
+  return {"cell", "mean run time s", "samples/s", "epoch time s", "time to target s", "energy kWh"};
+}
+
+Rows cost_rows(const StudyAnalysis& a) {
+  Rows rows;
+  for (const auto& c : a.cells)
+    rows.push_back({c.cell, num(c.mean_run_s), num(c.mean_samples_per_s), num(c.mean_epoch_s),
+                    num(c.mean_time_to_target_s), num(c.energy_kwh, 3)});
+  return rows;
+}
+
+Rows test_rows(const StudyAnalysis& a) {
+  Rows rows;
+  if (!a.comparison) return rows;
+  auto add = [&](const std::optional<stats::TestResult>& t) {
+    if (t) rows.push_back({t->test, num(t->statistic), num(t->df), num(t->df2), num(t->p_value)});
+  };
+  add(a.comparison->anova);
+  add(a.comparison->kruskal);
+  add(a.comparison->levene);
+  return rows;
+}
+
+std::string html_table(const std::vector<std::string>& header, const Rows& rows) {
+  std::string o = "<table><thead><tr>";
+  for (const auto& h : header) o += "<th>" + esc(h) + "</th>";
+  o += "</tr></thead><tbody>\n";
+  for (const auto& r : rows) {
+    o += "<tr>";
+    for (const auto& c : r) o += "<td>" + esc(c) + "</td>";
+    o += "</tr>\n";
+  }
+  return o + "</tbody></table>\n";
+}
+
+std::string md_table(const std::vector<std::string>& header, const Rows& rows) {
+  std::string o = "|";
+  for (const auto& h : header) o += " " + h + " |";
+  o += "\n|";
+  for (size_t i = 0; i < header.size(); ++i) o += " --- |";
+  o += "\n";
+  for (const auto& r : rows) {
+    o += "|";
+    for (const auto& c : r) o += " " + c + " |";
+    o += "\n";
+  }
+  return o;
+}
+
+}  // namespace
+
+namespace {
+
+// A chart with one column per cell: each column's points, and optionally a
+// bar from low to high (an interval) with a mark at `mid`.
+struct Column {
+  std::string label;
+  std::vector<double> points;
+  std::optional<double> low, mid, high;
+};
+
+std::string column_svg(const std::string& title, const std::string& y_label,
+                       const std::vector<Column>& cols) {
+  const double w = std::max<double>(420, 90.0 * cols.size() + 120), h = 380, l = 80, r = 20, t = 40,
+               b = 110;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& c : cols) {
+    for (double v : c.points) lo = std::min(lo, v), hi = std::max(hi, v);
+    for (const auto& v : {c.low, c.mid, c.high})
+      if (v) lo = std::min(lo, *v), hi = std::max(hi, *v);
+  }
+  if (!std::isfinite(lo)) return "";
+  if (hi == lo) hi = lo + std::max(1e-9, std::fabs(lo) * 1e-3), lo -= (hi - lo);
+  double pad = (hi - lo) * 0.08;
+  lo = lo >= 0 && lo - pad < 0 ? 0 : lo - pad;  // an SD axis does not go below 0
+  hi += pad;
+  auto y = [&](double v) { return t + (h - t - b) * (1 - (v - lo) / (hi - lo)); };
+  auto x = [&](size_t i) { return l + (w - l - r) * (i + 0.5) / cols.size(); };
+  std::string o = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} "
+      "{1}\" font-family=\"sans-serif\" font-size=\"12\"><rect width=\"100%\" height=\"100%\" "
+      "fill=\"white\"/><text x=\"{2}\" y=\"22\" font-size=\"15\">{3}</text>",
+      w, h, l, esc(title));
+  for (int k = 0; k <= 4; ++k) {
+    double v = lo + (hi - lo) * k / 4;
+    o += fmt::format(
+        "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2:.1f}\" y2=\"{2:.1f}\" stroke=\"#ddd\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>",
+        l, w - r, y(v), l - 6, y(v) + 4, num(v, 4));
+  }
+  o += fmt::format(
+      "<text transform=\"translate(16,{}) rotate(-90)\" text-anchor=\"middle\">{}"
+      "</text>",
+      (h - b + t) / 2, esc(y_label));
+  for (size_t i = 0; i < cols.size(); ++i) {
+    const auto& c = cols[i];
+    if (c.low && c.high)
+      o += fmt::format(
+          "<line x1=\"{0:.1f}\" x2=\"{0:.1f}\" y1=\"{1:.1f}\" y2=\"{2:.1f}\" "
+          "stroke=\"#1f77b4\" stroke-width=\"3\"/>",
+          x(i), y(*c.low), y(*c.high));
+    if (c.mid)
+      o += fmt::format(
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"4\" fill=\"#d62728\"/>", x(i) - 6,
+          y(*c.mid) - 2);
+    for (size_t k = 0; k < c.points.size(); ++k)
+      o += fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\" "
+          "fill-opacity=\"0.6\"/>",
+          x(i) + ((k % 7) - 3.0) * 3, y(c.points[k]));
+    o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(40)\">{}</text>", x(i) - 4,
+                     h - b + 14, esc(c.label.size() > 28 ? c.label.substr(0, 27) + "…" : c.label));
+  }
+  return o + "</svg>\n";
+}
+
+std::vector<std::string> plots(const StudyAnalysis& a) {
+  std::vector<std::string> out;
+  std::vector<Column> strip, sd;
+  for (const auto& c : a.cells) {
+    strip.push_back({c.cell, c.values, {}, {}, {}});
+    Column s{c.cell, {}, {}, c.result.summary.sd, {}};
+    if (c.result.sd_ci) s.low = c.result.sd_ci->low, s.high = c.result.sd_ci->high;
+    sd.push_back(s);
+  }
+  out.push_back(column_svg(a.metric + " per run, by cell", a.metric, strip));
+  out.push_back(column_svg("SD of " + a.metric + " per cell, 95% bootstrap CI", "SD", sd));
+  core::SvgChart loss{"train loss per epoch, mean over each cell's runs", "epoch", "loss"};
+  std::map<std::string, std::map<double, std::pair<double, int>>> mean;
+  for (const auto& c : a.loss_curves)
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      auto& m = mean[c.cell][c.x[i]];
+      m.first += c.y[i], ++m.second;
+    }
+  for (const auto& [cell, pts] : mean) {
+    core::SvgSeries s{cell, {}, {}};
+    for (const auto& [x, m] : pts) s.x.push_back(x), s.y.push_back(m.first / m.second);
+    loss.series.push_back(s);
+  }
+  if (!loss.series.empty()) out.push_back(loss.render());
+  return out;
+}
+
+// For each numeric grid factor: speed, cost and result against its value,
+// one line per combination of the other factors (BRIEF §4).
+std::vector<std::string> sweep_plots(const StudyAnalysis& a) {
+  std::vector<std::string> out;
+  using Get = std::optional<double> (*)(const CellAnalysis&);
+  const std::vector<std::pair<std::string, Get>> figures = {
+      {"samples/s",
+       [](const CellAnalysis& c) -> std::optional<double> { return c.mean_samples_per_s; }},
+      {"epoch time s",
+       [](const CellAnalysis& c) -> std::optional<double> { return c.mean_epoch_s; }},
+      {"time to target s", [](const CellAnalysis& c) { return c.mean_time_to_target_s; }},
+      {"energy kWh", [](const CellAnalysis& c) -> std::optional<double> { return c.energy_kwh; }},
+      {"mean result", [](const CellAnalysis& c) -> std::optional<double> {
+         if (c.result.summary.n == 0) return std::nullopt;
+         return c.result.summary.mean;
+       }}};
+  for (const auto& factor : a.spec.grid) {
+    if (factor.key.rfind("seeds.", 0) == 0) continue;  // a seed is a name, not a quantity
+    std::map<std::string, std::vector<std::pair<double, const CellAnalysis*>>> lines;
+    double vmin = INFINITY, vmax = -INFINITY;
+    for (const auto& c : a.cells) {
+      std::optional<double> at;
+      for (const auto& [k, v] : c.factors)
+        if (k == factor.key) at = v[0];
+      if (!at || c.vary == "none") continue;
+      std::string label = c.cell;
+      // The line's name: the cell without this factor.
+      std::string key = factor.key + "=";
+      for (const auto& val : factor.values) {
+        auto pos = label.find(key + val);
+        if (pos != std::string::npos) label.erase(pos, key.size() + val.size());
+      }
+      while (label.find(",,") != std::string::npos) label.erase(label.find(",,"), 1);
+      if (!label.empty() && label.front() == ',') label.erase(0, 1);
+      if (!label.empty() && label.back() == ',') label.pop_back();
+      lines[label.empty() ? "all" : label].emplace_back(*at, &c);
+      vmin = std::min(vmin, *at), vmax = std::max(vmax, *at);
+    }
+    if (lines.empty() || vmin == vmax) continue;
+    for (const auto& [name, get] : figures) {
+      core::SvgChart ch{name + " against " + factor.key, factor.key, name};
+      ch.log_x = vmin > 0 && vmax / vmin >= 10;
+      ch.width = 640, ch.height = 360;
+      for (auto& [label, pts] : lines) {
+        std::sort(pts.begin(), pts.end(), [](auto& p, auto& q) { return p.first < q.first; });
+        core::SvgSeries s{label, {}, {}};
+        for (const auto& [x, c] : pts)
+          if (auto v = get(*c)) s.x.push_back(x), s.y.push_back(*v);
+        if (!s.x.empty()) ch.series.push_back(s);
+      }
+      if (!ch.series.empty()) out.push_back(ch.render());
+    }
+  }
+  return out;
+}
+
+std::string summary_lines(const StudyAnalysis& a) {
+  std::string o = fmt::format("{} of {} planned runs finished. Energy {} kWh", a.finished,
+                              a.planned, num(a.energy_kwh, 3));
+  if (a.carbon_kg_per_kwh > 0)
+    o += fmt::format(", CO2 {} kg at {} kg/kWh", num(a.co2_kg, 3), num(a.carbon_kg_per_kwh, 3));
+  o += ".";
+  if (a.determinism_cost)
+    o += fmt::format(" Exact-repeat (deterministic) cells took {:.2f}x the time of the others.",
+                     *a.determinism_cost);
+  if (a.comparison && a.comparison->components) {
+    const auto& v = *a.comparison->components;
+    o += fmt::format(
+        " Between-cell share of the variance: {:.1f}% (between {} [{}, {}], within {} "
+        "[{}, {}]).",
+        100 * v.icc, num(v.s2_between), num(v.s2_between_ci.low), num(v.s2_between_ci.high),
+        num(v.s2_within), num(v.s2_within_ci.low), num(v.s2_within_ci.high));
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string html_report(const StudyAnalysis& a) {
+  std::ostringstream o;
+  o << "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>study " << esc(a.study.name)
+    << "</title><style>body{font-family:sans-serif;margin:24px;max-width:1400px}"
+       "table{border-collapse:collapse;margin:12px 0}td,th{border:1px solid #ccc;padding:3px 8px;"
+       "font-size:13px;text-align:right}td:first-child,th{text-align:left}svg{margin:8px 0;"
+       "display:block}.note{color:#8a4b00}</style></head><body>\n";
+  o << "<h1>Study " << esc(a.study.name) << "</h1>\n<p>" << esc(a.study.uuid) << " · "
+    << esc(core::format_utc(a.study.start_time)) << " · base config " << esc(a.spec.base.string())
+    << "</p>\n<p>" << esc(summary_lines(a)) << "</p>\n";
+  o << "<h2>" << esc(a.metric) << " per cell</h2>\n" << html_table(cell_header(a), cell_rows(a));
+  if (!test_rows(a).empty())
+    o << "<h2>Do the cells differ?</h2>\n"
+      << html_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
+  for (const auto& svg : plots(a)) o << svg;
+  o << "<h2>Speed and cost</h2>\n" << html_table(cost_header(), cost_rows(a));
+  for (const auto& svg : sweep_plots(a)) o << svg;
+  if (!a.notes.empty()) {
+    o << "<h2>Notes</h2><ul>";
+    for (const auto& n : a.notes) o << "<li class=\"note\">" << esc(n) << "</li>";
+    o << "</ul>\n";
+  }
+  o << "</body></html>\n";
+  return o.str();
+}
+
+std::string markdown_report(const StudyAnalysis& a) {
+  std::ostringstream o;
+  o << "# Study " << a.study.name << "\n\n"
+    << summary_lines(a) << "\n\n## " << a.metric << " per cell\n\n"
+    << md_table(cell_header(a), cell_rows(a));
+  if (!test_rows(a).empty())
+    o << "\n## Do the cells differ?\n\n"
+      << md_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
+  o << "\n## Speed and cost\n\n" << md_table(cost_header(), cost_rows(a));
+  for (const auto& n : a.notes) o << "\n- " << n;
+  o << "\n";
+  return o.str();
+}
+
+}  // namespace trainscope::study

@@ -1,0 +1,340 @@
+// Running a study's trainings through an executor, with retries and resume.
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <map>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/env/cpus.h"
+#include "trainscope/store/run_recorder.h"
+#include "trainscope/study/study.h"
+
+namespace trainscope::study {
+
+using core::ErrorKind;
+using core::fail;
+using store::RunInfo;
+using store::RunStatus;
+
+namespace {
+
+std::atomic<int> g_signal{0};
+void on_signal(int sig) { g_signal = sig; }
+
+// Installs SIGINT/SIGTERM handlers for the scheduling loop (no SA_RESTART,
+// so waiting for a child returns on the signal) and restores the old ones.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// What the store says about one planned run.
+struct State {
+  const PlannedRun* plan = nullptr;
+  bool finished = false;
+  int failed_attempts = 0;  // children of this name that did not finish
+  std::string resume_uuid;  // a stopped or killed child to continue
+};
+
+std::map<std::string, std::vector<RunInfo>> children(store::Store& s, const std::string& study) {
+  std::map<std::string, std::vector<RunInfo>> out;
+  store::RunFilter f;
+  f.parent_uuid = study;
+  auto runs = s.list_runs(f);
+  std::reverse(runs.begin(), runs.end());  // oldest first
+  for (auto& r : runs) out[r.name].push_back(r);
+  return out;
+}
+
+bool has_checkpoint(store::Store& s, const RunInfo& r) {
+  for (const auto& a : s.artifacts(r.uuid))
+    if (a.kind == "checkpoint") return true;
+  return false;
+}
+
+State state_of(store::Store& s, const PlannedRun& p, const std::vector<RunInfo>& runs) {
+  State st{&p, false, 0, {}};
+  for (const auto& r : runs) {
+    if (r.status == RunStatus::kFinished) st.finished = true;
+    if (r.status == RunStatus::kFailed || r.status == RunStatus::kKilled ||
+        r.status == RunStatus::kStopped)
+      ++st.failed_attempts;
+  }
+  const RunInfo* last = runs.empty() ? nullptr : &runs.back();
+  if (!st.finished && last &&
+      (last->status == RunStatus::kStopped || last->status == RunStatus::kKilled) &&
+      has_checkpoint(s, *last))
+    st.resume_uuid = last->uuid;
+  return st;
+}
+
+std::string log_name(const std::string& run_name) {
+  std::string n = run_name;
+  for (char& c : n)
+    if (c == '/' || c == ',' || c == '=' || c == ' ') c = '_';
+  return n + ".log";
+}
+
+Job make_job(const State& st, const StudySpec& spec, const StudyOptions& o,
+             const std::string& study, const std::filesystem::path& logs) {
+  const PlannedRun& p = *st.plan;
+  Job j{p.name,
+        {o.program.string(), "--store", o.store_uri, "-q", "train", spec.base.string()},
+        logs / log_name(p.name)};
+  for (const auto& line : set_lines(p)) j.argv.insert(j.argv.end(), {"--set", line});
+  j.argv.insert(j.argv.end(), {"--experiment", spec.name});
+  if (!st.resume_uuid.empty())
+    j.argv.insert(j.argv.end(), {"--resume", st.resume_uuid});
+  else
+    j.argv.insert(j.argv.end(), {"--name", p.name, "--parent", study});
+  j.argv.push_back("--no-progress");
+  return j;
+}
+
+}  // namespace
+
+int default_workers(const StudySpec& spec) {
+  if (spec.workers > 0) return spec.workers;
+  return std::max(1, env::cpu_budget().threads() / spec.threads_per_run);
+}
+
+namespace {
+
+// The scheduling loop: keeps every slot busy, retries what failed, and
+// reports progress after every start and end.
+class Scheduler {
+ public:
+  Scheduler(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
+            std::string study, const ProgressFn& progress)
+      : store_(std::move(store)),
+        spec_(spec),
+        o_(o),
+        study_(std::move(study)),
+        progress_fn_(progress) {
+    logs_ = o.log_dir.empty() ? std::filesystem::path("trainscope-studies") / study_.substr(0, 8)
+                              : o.log_dir;
+    exec_ = local_executor(o.workers > 0 ? o.workers : default_workers(spec));
+  }
+
+  Progress run(const std::vector<PlannedRun>& planned) {
+    store_->reap_stale_runs();
+    auto by_name = children(*store_, study_);
+    for (const auto& p : planned) {
+      State st = state_of(*store_, p, by_name[p.name]);
+      ++p_.total;
+      // Every unfinished run is tried again, with a fresh budget of retries.
+      if (st.finished)
+        ++p_.done, ++p_.skipped;
+      else
+        queue_.push_back(st);
+    }
+    start_ = core::unix_now();
+    report(fmt::format("{} runs: {} done before, {} to run, {} worker(s)", p_.total, p_.skipped,
+                       queue_.size(), exec_->slots()));
+    SignalGuard guard;
+    while ((!queue_.empty() || exec_->running() > 0) && g_signal == 0) step();
+    if (g_signal != 0) stop();
+    return p_;
+  }
+
+ private:
+  void step() {
+    while (!queue_.empty() && exec_->running() < exec_->slots()) {
+      State st = queue_.front();
+      queue_.pop_front();
+      exec_->start(make_job(st, spec_, o_, study_, logs_));
+      running_[st.plan->name] = st;
+    }
+    p_.running = exec_->running();
+    auto end = exec_->wait_any();
+    if (end) finish(*end);
+  }
+
+  void finish(const JobEnd& end) {
+    State st = running_[end.id];
+    running_.erase(end.id);
+    store_->reap_stale_runs();  // a child killed by a signal is marked killed
+    auto runs = children(*store_, study_)[end.id];
+    State now = state_of(*store_, *st.plan, runs);
+    if (now.finished) {
+      ++p_.done;
+      durations_.push_back(end.seconds);
+      report(fmt::format("{} finished in {:.1f}s", end.id, end.seconds));
+    } else if (++tries_[end.id] <= spec_.retries) {
+      ++p_.retried;
+      queue_.push_back(now);
+      report(fmt::format("{} ended ({}), retrying (see {})", end.id, describe(end),
+                         (logs_ / log_name(end.id)).string()));
+    } else {
+      ++p_.failed;
+      report(fmt::format("{} failed {} times, last {} (see {})", end.id, tries_[end.id],
+                         describe(end), (logs_ / log_name(end.id)).string()));
+    }
+  }
+
+  static std::string describe(const JobEnd& e) {
+    return e.signal ? fmt::format("signal {}", e.signal) : fmt::format("exit {}", e.exit_code);
+  }
+
+  void stop() {
+    report(fmt::format("signal {}: stopping {} running run(s)", g_signal.load(), exec_->running()));
+    exec_->stop_all();
+    while (auto end = exec_->wait_any()) running_.erase(end->id);
+    p_.running = 0;
+  }
+
+  void report(const std::string& event) {
+    p_.event = event;
+    p_.running = exec_->running();
+    p_.elapsed_s = core::unix_now() - start_;
+    if (!durations_.empty()) {
+      double mean = 0;
+      for (double d : durations_) mean += d / durations_.size();
+      int left = p_.total - p_.done - p_.failed;
+      p_.eta_s = mean * left / exec_->slots();
+    }
+    if (progress_fn_) progress_fn_(p_);
+  }
+
+  std::shared_ptr<store::Store> store_;
+  const StudySpec& spec_;
+  const StudyOptions& o_;
+  std::string study_;
+  ProgressFn progress_fn_;
+  std::filesystem::path logs_;
+  std::unique_ptr<Executor> exec_;
+  std::deque<State> queue_;
+  std::map<std::string, State> running_;
+  std::map<std::string, int> tries_;  // retries used per run in this execution
+  std::vector<double> durations_;
+  Progress p_;
+  double start_ = 0;
+};
+
+RunStatus final_status(const Progress& p) {
+  if (g_signal != 0) return RunStatus::kStopped;
+  return p.failed > 0 ? RunStatus::kFailed : RunStatus::kFinished;
+}
+
+Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunRecorder> rec,
+                const StudySpec& spec, const StudyOptions& o, const ProgressFn& progress) {
+  Scheduler sched(store, spec, o, rec->uuid(), progress);
+  Outcome out{rec->uuid(), sched.run(plan(spec))};
+  rec->log_metric("study/runs_done", out.progress.done, 0);
+  rec->log_metric("study/runs_failed", out.progress.failed, 0);
+  rec->end(final_status(out.progress));
+  return out;
+}
+
+}  // namespace
+
+Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
+                  const ProgressFn& progress) {
+  store::NewRun nr;
+  nr.experiment = spec.name;
+  nr.name = spec.name;
+  nr.command_line = o.command_line;
+  nr.config_text = spec.text;
+  auto rec = store::RunRecorder::start(store, nr);
+  rec->set_tag("kind", "study");
+  rec->set_params({{"study.file", std::filesystem::absolute(spec.file).string()},
+                   {"study.base", spec.base.string()},
+                   {"study.quick", o.quick ? "true" : "false"},
+                   {"study.mode", spec.sources.empty() ? "grid" : "sources"},
+                   {"study.replicates", std::to_string(spec.replicates)},
+                   {"study.vary", spec.vary},
+                   {"study.retries", std::to_string(spec.retries)},
+                   {"study.threads_per_run", std::to_string(spec.threads_per_run)},
+                   {"study.planned_runs", std::to_string(plan(spec).size())}});
+  return execute(store, std::move(rec), spec, o, progress);
+}
+
+RunInfo resolve_study(store::Store& store, const std::string& ref) {
+  RunInfo r = store.resolve_run(ref);
+  auto tags = store.tags(r.uuid);
+  if (tags.count("kind") == 0 || tags["kind"] != "study")
+    fail(ErrorKind::kUsage,
+         "run {} ({}) is not a study: give the study's name or UUID "
+         "(`trainscope runs list` shows them)",
+         r.uuid.substr(0, 8), r.name);
+  return r;
+}
+
+StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
+  auto params = store.params(study.uuid);
+  return parse_study(study.config_text, params["study.file"], params["study.quick"] == "true");
+}
+
+Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,
+                     const StudyOptions& o, const ProgressFn& progress) {
+  store->reap_stale_runs();
+  RunInfo study = resolve_study(*store, ref);
+  if (study.status == RunStatus::kRunning)
+    fail(ErrorKind::kConflict, "study {} is running (pid {} on {}): wait for it or stop it first",
+         study.name, study.pid, study.host);
+  StudySpec spec = recorded_spec(*store, study);
+  return execute(store, store::RunRecorder::attach(store, study.uuid), spec, o, progress);
+}
+
+StudyStatus study_status(store::Store& store, const std::string& ref) {
+  store.reap_stale_runs();
+  StudyStatus s;
+  s.study = resolve_study(store, ref);
+  StudySpec spec = recorded_spec(store, s.study);
+  auto by_name = children(store, s.study.uuid);
+  std::map<std::string, size_t> cell_index;
+  double sum = 0;
+  int n = 0;
+  for (const auto& p : plan(spec)) {
+    if (!cell_index.count(p.cell)) {
+      cell_index[p.cell] = s.cells.size();
+      s.cells.push_back({p.cell});
+    }
+    CellStatus& c = s.cells[cell_index[p.cell]];
+    ++c.planned;
+    const auto& runs = by_name[p.name];
+    bool finished = false, running = false;
+    for (const auto& r : runs) {
+      if (r.status == RunStatus::kFinished) {
+        finished = true;
+        sum += r.end_time - r.start_time, ++n;
+      }
+      running |= r.status == RunStatus::kRunning;
+    }
+    if (finished)
+      ++c.finished;
+    else if (running)
+      ++c.running;
+    else if (!runs.empty() && runs.size() > static_cast<size_t>(spec.retries))
+      ++c.failed;
+    else
+      ++c.pending;
+  }
+  for (const auto& c : s.cells) {
+    s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;
+    s.total.failed += c.failed, s.total.pending += c.pending;
+  }
+  s.mean_run_s = n ? sum / n : 0;
+  return s;
+}
+
+}  // namespace trainscope::study

@@ -1,0 +1,167 @@
+// Study files: parsing, checking and planning.
+#include "trainscope/study/spec.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "trainscope/core/error.h"
+
+namespace trainscope::study {
+
+using core::ErrorKind;
+using core::fail;
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& source_names() {
+  static const std::vector<std::string> names = {"init",    "data_order",     "augment",
+                                                 "dropout", "implementation", "all",
+                                                 "bitflip", "deterministic"};
+  return names;
+}
+
+namespace {
+
+const std::set<std::string> kKeys = {
+    "study",      "base", "set",           "grid",    "sources",
+    "replicates", "vary", "deterministic", "workers", "threads_per_run",
+    "retries",    "quick"};
+
+struct Ctx {
+  std::string file;
+  [[noreturn]] void bad(const std::string& key, const std::string& what) const {
+    fail(ErrorKind::kUsage, "{}: {} {}", file, key, what);
+  }
+};
+
+// Flattens nested maps into dotted keys; scalars are kept as written.
+void flatten(const YAML::Node& n, const std::string& prefix,
+             std::vector<std::pair<std::string, std::string>>& out, const Ctx& c) {
+  if (n.IsMap()) {
+    for (const auto& kv : n)
+      flatten(
+          kv.second,
+          prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(),
+          out, c);
+  } else if (n.IsScalar()) {
+    out.emplace_back(prefix, n.as<std::string>());
+  } else {
+    c.bad(prefix, "must be a value (lists belong under grid:)");
+  }
+}
+
+void read_grid(const YAML::Node& n, StudySpec& s, const Ctx& c) {
+  if (!n.IsMap() || n.size() == 0) c.bad("grid", "is empty: give at least one key with values");
+  for (const auto& kv : n) {
+    Factor f{kv.first.as<std::string>(), {}};
+    if (!kv.second.IsSequence() || kv.second.size() == 0)
+      c.bad("grid." + f.key, "needs a non-empty list of values, e.g. [0.01, 0.1]");
+    for (const auto& v : kv.second) f.values.push_back(v.as<std::string>());
+    auto it =
+        std::find_if(s.grid.begin(), s.grid.end(), [&](const Factor& g) { return g.key == f.key; });
+    if (it == s.grid.end())
+      s.grid.push_back(f);
+    else
+      *it = f;
+  }
+}
+
+void read_sources(const YAML::Node& n, StudySpec& s, const Ctx& c) {
+  if (!n.IsSequence() || n.size() == 0) c.bad("sources", "needs a non-empty list of sources");
+  s.sources.clear();
+  for (const auto& v : n) {
+    std::string name = v.as<std::string>();
+    const auto& known = source_names();
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      c.bad("sources", "has unknown source '" + name +
+                           "': use init, data_order, augment, "
+                           "dropout, implementation, all, bitflip or deterministic");
+    s.sources.push_back(name);
+  }
+}
+
+int read_int(const YAML::Node& n, const std::string& key, int min, const Ctx& c) {
+  int v = 0;
+  try {
+    v = n.as<int>();
+  } catch (const YAML::Exception&) {
+    c.bad(key, "must be an integer");
+  }
+  if (v < min) c.bad(key, fmt::format("is {}: must be >= {}", v, min));
+  return v;
+}
+
+void read_fields(const YAML::Node& root, StudySpec& s, const Ctx& c) {
+  if (root["set"]) flatten(root["set"], "", s.set, c);
+  if (root["grid"]) read_grid(root["grid"], s, c);
+  if (root["sources"]) read_sources(root["sources"], s, c);
+  if (root["replicates"]) s.replicates = read_int(root["replicates"], "replicates", 1, c);
+  if (root["vary"]) s.vary = root["vary"].as<std::string>();
+  if (root["deterministic"]) s.deterministic = root["deterministic"].as<bool>();
+  if (root["retries"]) s.retries = read_int(root["retries"], "retries", 0, c);
+  if (root["threads_per_run"])
+    s.threads_per_run = read_int(root["threads_per_run"], "threads_per_run", 1, c);
+  if (root["workers"] && root["workers"].as<std::string>() != "auto")
+    s.workers = read_int(root["workers"], "workers", 1, c);
+}
+
+void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    if (!kKeys.count(key))
+      c.bad(key,
+            "is not a study key: use study, base, set, grid, sources, replicates, vary, "
+            "deterministic, workers, threads_per_run, retries, quick");
+  }
+  if (s.name.empty()) c.bad("study", "is missing: name the study, e.g. study: seeds");
+  if (!root["base"]) c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml");
+  if (!fs::exists(s.base)) c.bad("base", "names " + s.base.string() + ", which does not exist");
+  if (s.grid.empty() && s.sources.empty())
+    c.bad("grid", "and sources are both missing: give a grid of factors or a list of sources");
+  if (!s.grid.empty() && !s.sources.empty())
+    c.bad("sources", "cannot be combined with grid: make two studies");
+  if (s.replicates < 2)
+    c.bad("replicates", fmt::format("is {}: an SD needs at least 2 runs per cell", s.replicates));
+  const auto& known = source_names();
+  if (s.vary.find('.') == std::string::npos && s.vary != "none" &&
+      std::find(known.begin(), known.end(), s.vary) == known.end())
+    c.bad("vary", "is '" + s.vary +
+                      "': use none, a source (init, data_order, augment, dropout, "
+                      "implementation, all, bitflip) or a config key");
+}
+
+}  // namespace
+
+StudySpec parse_study(const std::string& text, const fs::path& file, bool quick) {
+  Ctx c{file.string()};
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    fail(ErrorKind::kUsage, "{}: not valid YAML ({})", c.file, e.what());
+  }
+  if (!root.IsMap()) fail(ErrorKind::kUsage, "{}: a study file is a map of keys", c.file);
+  StudySpec s;
+  s.file = file;
+  s.text = text;
+  if (root["study"]) s.name = root["study"].as<std::string>();
+  if (root["base"]) s.base = fs::absolute(file.parent_path() / root["base"].as<std::string>());
+  read_fields(root, s, c);
+  if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
+  check(root, s, c);
+  return s;
+}
+
+StudySpec load_study(const fs::path& file, bool quick) {
+  std::ifstream in(file);
+  if (!in)
+    fail(ErrorKind::kNotFound, "study file {} cannot be read: check the path", file.string());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_study(ss.str(), file, quick);
+}
+
+}  // namespace trainscope::study

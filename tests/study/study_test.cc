@@ -1,0 +1,147 @@
+// A small study on real data, through the real CLI: 2 optimizers x 3 seeds
+// x 3 replicates on 2 workers; one worker killed with SIGKILL, then the
+// whole study killed and resumed; then the report.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/store/store.h"
+
+namespace fs = std::filesystem;
+namespace store = trainscope::store;
+namespace tst = trainscope::testing;
+using trainscope::testing::TempDir;
+
+namespace {
+
+class StudyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_ / "small.yaml")
+        << "study: small\nbase: " << TS_SOURCE_DIR << "/configs/demo.yaml\n"
+        << "set:\n  train.epochs: 2\n  data.train_subset: 2048\n  data.test_subset: 500\n"
+        << "  fingerprint.every_steps: 4\n  monitor.interval_s: 0.2\n"
+        << "grid:\n  optimizer.name: [adam, sgd]\n  seeds.master: [1, 2, 3]\n"
+        << "replicates: 3\nvary: data_order\nretries: 2\nworkers: 2\n";
+  }
+  std::string cli(const std::string& args) {
+    return std::string(TS_CLI_BIN) + " --store sqlite:" + (dir_ / "s.db").string() + " " + args;
+  }
+  std::vector<store::RunInfo> children() {
+    auto s = store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string()});
+    auto study = s->list_runs({.experiment = "small", .name = "small"});
+    if (study.empty()) return {};
+    return s->list_runs({.parent_uuid = study[0].uuid});
+  }
+  // Starts `trainscope study run` in the background; returns its pid.
+  pid_t start_study() {
+    pid_t pid = fork();
+    if (pid == 0) {
+      std::string cmd =
+          cli("study run " + (dir_ / "small.yaml").string() + " --logs " +
+              (dir_ / "logs").string() + " > " + (dir_ / "run.out").string() + " 2>&1");
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+      _exit(127);
+    }
+    return pid;
+  }
+  template <typename F>
+  bool wait_for(F done, int seconds) {
+    for (int i = 0; i < seconds * 10; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  int count(store::RunStatus st) {
+    int n = 0;
+    for (const auto& r : children()) n += r.status == st;
+    return n;
+  }
+  TempDir dir_;
+};
+
+}  // namespace
+
+TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
+  pid_t study = start_study();
+  // A worker killed outright: the study notices and retries it.
+  store::RunInfo victim;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const auto& r : children())
+          if (r.status == store::RunStatus::kRunning && r.pid > 0) return victim = r, true;
+        return false;
+      },
+      120));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  ASSERT_EQ(kill(static_cast<pid_t>(victim.pid), SIGKILL), 0);
+  // Then the whole study, once some runs have finished.
+  ASSERT_TRUE(wait_for([&] { return count(store::RunStatus::kFinished) >= 5; }, 300));
+  ASSERT_EQ(kill(study, SIGKILL), 0);
+  int status = 0;
+  waitpid(study, &status, 0);
+  // Its workers get SIGTERM and stop; nothing is left running.
+  ASSERT_TRUE(wait_for([&] { return count(store::RunStatus::kRunning) == 0; }, 120))
+      << tst::run_command(cli("runs list -a")).out;
+  std::map<std::string, std::string> finished_before;
+  for (const auto& r : children())
+    if (r.status == store::RunStatus::kFinished) finished_before[r.name] = r.uuid;
+  ASSERT_LT(finished_before.size(), 18u);
+  std::string log = tst::run_command("cat " + (dir_ / "run.out").string()).out;
+  EXPECT_NE(log.find(victim.name + " ended (signal 9), retrying"), std::string::npos) << log;
+
+  auto st = tst::run_command(cli("study status small"));
+  EXPECT_EQ(st.exit_code, 0) << st.out;
+  EXPECT_NE(st.out.find("optimizer.name=sgd,seeds.master=3"), std::string::npos) << st.out;
+
+  auto resumed = tst::run_command(cli("study resume small --logs " + (dir_ / "logs").string()));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("18/18 runs finished, 0 failed"), std::string::npos) << resumed.out;
+
+  // Every planned run finished exactly once; what had finished is untouched.
+  std::map<std::string, int> finished;
+  for (const auto& r : children())
+    if (r.status == store::RunStatus::kFinished) ++finished[r.name];
+  EXPECT_EQ(finished.size(), 18u);
+  for (const auto& [name, n] : finished) EXPECT_EQ(n, 1) << name;
+  for (const auto& r : children()) {
+    if (finished_before.count(r.name) && r.status == store::RunStatus::kFinished) {
+      EXPECT_EQ(finished_before[r.name], r.uuid) << r.name;
+    }
+  }
+
+  auto report = tst::run_command(
+      cli("study report small --format html --out " + (dir_ / "report.html").string()));
+  ASSERT_EQ(report.exit_code, 0) << report.out;
+  std::string html = tst::run_command("cat " + (dir_ / "report.html").string()).out;
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("optimizer.name=adam,seeds.master=2"), std::string::npos);
+  EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no network
+  auto stats =
+      tst::run_command(cli("stats test/accuracy --study small --by optimizer.name --format json"));
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  EXPECT_NE(stats.out.find("\"n\": 9"), std::string::npos) << stats.out;
+  // In a real browser: no console errors, no network, tables and plots drawn.
+  auto browser = tst::run_command(std::string(TS_BROWSER_CHECK) + " " +
+                                  (dir_ / "report.html").string() + " " TS_SCREENSHOT " 3 3");
+  EXPECT_EQ(browser.exit_code, 0) << browser.out;
+  EXPECT_TRUE(fs::exists(TS_SCREENSHOT));
+  if (const char* keep = std::getenv("TS_KEEP_REPORT"))
+    fs::copy_file(dir_ / "report.html", keep, fs::copy_options::overwrite_existing);
+}
+
+TEST_F(StudyTest, ABadStudyStopsBeforeAnyRunStarts) {
+  std::ofstream(dir_ / "bad.yaml") << "study: bad\nbase: " << TS_SOURCE_DIR
+                                   << "/configs/demo.yaml\ngrid:\n  optimizer.nam: [adam]\n";
+  auto r = tst::run_command(cli("study run " + (dir_ / "bad.yaml").string()));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("optimizer.nam"), std::string::npos) << r.out;
+  auto list = tst::run_command(cli("runs list -a"));
+  EXPECT_EQ(list.out.find("bad"), std::string::npos) << list.out;
+}
