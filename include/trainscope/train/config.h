@@ -112,7 +112,9 @@ struct TrainLoopConfig {
 };
 
 struct EvalConfig {
-  int64_t batch_size = 1000;
+  // 256: evaluation as fast as with larger batches and a third less peak
+  // memory than 1000 on the demo (its activations dominate the peak).
+  int64_t batch_size = 256;
   double target_accuracy = 0;  // > 0: record time and epochs to reach it
 };
 
