@@ -169,7 +169,8 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     if (end && *end == 0) c.factors.emplace_back(k, std::vector<double>{d});
   }
   c.cross = cross_run(preds);
-  if (cr.vary == "none" && cr.runs.size() >= 2) c.audit = audit(s, cr.runs);
+  const bool exact = cr.vary == "none" || cr.vary == "deterministic";
+  if (exact && cr.runs.size() >= 2) c.audit = audit(s, cr.runs);
   return c;
 }
 
@@ -211,7 +212,7 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
   for (const auto& c : a.cells) {
     a.energy_kwh += c.energy_kwh;
     if (c.runs == 0) continue;
-    bool is_det = c.vary == "none";
+    bool is_det = c.vary == "none" || c.vary == "deterministic";
     (is_det ? det : other) += c.mean_run_s;
     ++(is_det ? nd : no);
   }

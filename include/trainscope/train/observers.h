@@ -104,11 +104,6 @@ class SamplingObserver : public TrainObserver {
   std::unique_ptr<monitor::ResourceSampler> sampler_;
 };
 
-// Writes checkpoints as artifacts of the run: the initial state of a fresh
-// run (so that `diff` can replay from step 0), every checkpoint.every_steps
-// steps inside an epoch, every checkpoint.every_epochs epochs, and the final
-// state of a run that finishes or stops. Metrics are flushed first, so what
-// a checkpoint holds is never ahead of the store.
 // The final test predictions (class and top logit per example) as the
 // artifact predictions/test.bin (study/predictions.h), for studies.
 class PredictionsObserver : public TrainObserver {
@@ -120,6 +115,11 @@ class PredictionsObserver : public TrainObserver {
   study::Predictions last_;
 };
 
+// Writes checkpoints as artifacts of the run: the initial state of a fresh
+// run (so that `diff` can replay from step 0), every checkpoint.every_steps
+// steps inside an epoch, every checkpoint.every_epochs epochs, and the final
+// state of a run that finishes or stops. Metrics are flushed first, so what
+// a checkpoint holds is never ahead of the store.
 class CheckpointObserver : public TrainObserver {
  public:
   void on_run_begin(const RunContext& ctx) override;
