@@ -20,7 +20,7 @@ namespace {
 
 struct StudyArgs {
   std::string file, study, logs, out, format = "html";
-  bool quick = false;
+  bool quick = false, no_weights = false;
   int workers = 0;
 };
 
@@ -126,10 +126,13 @@ void add_report(CLI::App* study, Context& ctx) {
   cmd->add_option("--format,-f", a->format, "html, md or json")
       ->check(CLI::IsMember({"html", "md", "json"}));
   cmd->add_option("--out,-o", a->out, "Write to this file (default: stdout)");
+  cmd->add_flag("--no-weights", a->no_weights,
+                "Skip the weight spread across runs (reads every checkpoint)");
   set_example(cmd, "trainscope study report seeds --format html --out seeds.html");
   cmd->callback([&ctx, a] {
     auto store = ctx.store();
     study::StudyAnalysis an = study::analyse_study(*store, a->study);
+    if (!a->no_weights) an.weights = torch_commands().weight_spread(ctx, an);
     std::string fmt_name = ctx.json ? "json" : a->format;
     write_output(a->out, [&](std::ostream& o) {
       if (fmt_name == "json")

@@ -14,6 +14,7 @@
 #include "context.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/numerics/logmap.h"
+#include "trainscope/study/report.h"
 
 namespace trainscope::cli {
 
@@ -81,6 +82,9 @@ class TorchCommands {
   virtual void train(Context& ctx, const TrainArgs& args) = 0;
   virtual void config_show(Context& ctx, const ConfigArgs& args) = 0;
   virtual void config_keys(Context& ctx) = 0;
+  // The spread of weights across each cell's runs, from their checkpoints.
+  virtual std::vector<study::WeightSpread> weight_spread(Context& ctx,
+                                                         const study::StudyAnalysis& a) = 0;
   // Loads `config` with each run's overrides; throws core::Error naming the
   // first run whose config is not valid (a study checks before it starts).
   virtual void check_configs(

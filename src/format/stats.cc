@@ -128,6 +128,17 @@ Json study_status(const study::StudyStatus& s) {
 Json study_analysis(const study::StudyAnalysis& a) {
   Json cells = Json::array();
   for (const auto& c : a.cells) cells.push_back(cell(c));
+  Json weights = Json::array();
+  for (const auto& w : a.weights)
+    weights.push_back({{"cell", w.cell},
+                       {"step", w.step},
+                       {"layer", w.layer},
+                       {"last_layer", w.last_layer},
+                       {"runs", w.runs},
+                       {"mean_sd", number(w.mean_sd)},
+                       {"cosine_min", number(w.cos_min)},
+                       {"cosine_mean", number(w.cos_mean)},
+                       {"cosine_max", number(w.cos_max)}});
   return {{"study", run(a.study, false)},
           {"metric", a.metric},
           {"planned", a.planned},
@@ -138,6 +149,7 @@ Json study_analysis(const study::StudyAnalysis& a) {
           {"co2_kg", number(a.co2_kg)},
           {"carbon_kg_per_kwh", number(a.carbon_kg_per_kwh)},
           {"determinism_cost", opt(a.determinism_cost)},
+          {"weights", weights},
           {"notes", a.notes}};
 }
 

@@ -154,6 +154,7 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
   std::vector<Predictions> preds;
   int n = c.runs;
   for (const auto& r : cr.runs) {
+    c.run_uuids.push_back(r.uuid);
     if (auto v = last(s, r.uuid, a.metric)) c.values.push_back(*v);
     fill_cost(s, r, c, n);
     for (const auto& art : s.artifacts(r.uuid))

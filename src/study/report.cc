@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -288,6 +289,43 @@ std::vector<std::string> sweep_plots(const StudyAnalysis& a) {
   return out;
 }
 
+// Per cell at its last common checkpoint: the last layer and all weights.
+Rows weight_rows(const StudyAnalysis& a) {
+  std::map<std::string, int64_t> last_step;
+  for (const auto& w : a.weights) last_step[w.cell] = std::max(last_step[w.cell], w.step);
+  Rows rows;
+  for (const auto& w : a.weights)
+    if (w.step == last_step[w.cell] && (w.last_layer || w.layer == "(all)"))
+      rows.push_back({w.cell, std::to_string(w.step), w.last_layer ? w.layer + " (last)" : w.layer,
+                      std::to_string(w.runs), num(w.mean_sd), num(w.cos_min, 6), num(w.cos_mean, 6),
+                      num(w.cos_max, 6)});
+  return rows;
+}
+
+// Weight SD of the last layer and the cosine band over checkpoints, per cell.
+std::vector<std::string> weight_plots(const StudyAnalysis& a) {
+  core::SvgChart sd{"element-wise SD of the last layer's weights across runs", "step", "mean SD"};
+  core::SvgChart cos{"pairwise cosine similarity of all weights (mean; min and max dashed)", "step",
+                     "cosine"};
+  std::map<std::string, std::array<core::SvgSeries, 4>> by_cell;
+  for (const auto& w : a.weights) {
+    auto& s = by_cell[w.cell];
+    if (w.last_layer) s[0].x.push_back(w.step), s[0].y.push_back(w.mean_sd);
+    if (w.layer != "(all)") continue;
+    for (int k = 1; k < 4; ++k) s[k].x.push_back(w.step);
+    s[1].y.push_back(w.cos_mean), s[2].y.push_back(w.cos_min), s[3].y.push_back(w.cos_max);
+  }
+  for (auto& [cell, s] : by_cell) {
+    s[0].name = s[1].name = cell;
+    s[2].name = cell + " min", s[3].name = cell + " max";
+    s[2].dashed = s[3].dashed = true;
+    sd.series.push_back(s[0]);
+    for (int k = 1; k < 4; ++k) cos.series.push_back(s[k]);
+  }
+  if (sd.series.empty()) return {};
+  return {sd.render(), cos.render()};
+}
+
 std::string summary_lines(const StudyAnalysis& a) {
   std::string o = fmt::format("{} of {} planned runs finished. Energy {} kWh", a.finished,
                               a.planned, num(a.energy_kwh, 3));
@@ -325,6 +363,13 @@ std::string html_report(const StudyAnalysis& a) {
     o << "<h2>Do the cells differ?</h2>\n"
       << html_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
   for (const auto& svg : plots(a)) o << svg;
+  if (!a.weights.empty()) {
+    o << "<h2>Weights across runs</h2>\n"
+      << html_table({"cell", "step", "layer", "runs", "mean element-wise SD", "cosine min",
+                     "cosine mean", "cosine max"},
+                    weight_rows(a));
+    for (const auto& svg : weight_plots(a)) o << svg;
+  }
   o << "<h2>Speed and cost</h2>\n" << html_table(cost_header(), cost_rows(a));
   for (const auto& svg : sweep_plots(a)) o << svg;
   if (!a.notes.empty()) {
@@ -344,6 +389,11 @@ std::string markdown_report(const StudyAnalysis& a) {
   if (!test_rows(a).empty())
     o << "\n## Do the cells differ?\n\n"
       << md_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
+  if (!a.weights.empty())
+    o << "\n## Weights across runs\n\n"
+      << md_table({"cell", "step", "layer", "runs", "mean element-wise SD", "cosine min",
+                   "cosine mean", "cosine max"},
+                  weight_rows(a));
   o << "\n## Speed and cost\n\n" << md_table(cost_header(), cost_rows(a));
   for (const auto& n : a.notes) o << "\n- " << n;
   o << "\n";

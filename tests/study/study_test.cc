@@ -126,6 +126,8 @@ TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
   std::string html = tst::run_command("cat " + (dir_ / "report.html").string()).out;
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("optimizer.name=adam,seeds.master=2"), std::string::npos);
+  EXPECT_NE(html.find("Weights across runs"), std::string::npos);
+  EXPECT_NE(html.find("classifier.fc2 (last)"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no network
   auto stats =
       tst::run_command(cli("stats test/accuracy --study small --by optimizer.name --format json"));

@@ -48,7 +48,22 @@ struct CellAnalysis {
   std::optional<double> mean_time_to_target_s;
   double energy_kwh = 0;                                             // summed over its runs
   std::vector<std::pair<std::string, std::vector<double>>> factors;  // (key, value) of grid cells
-  std::vector<double> values;  // the metric per run, for strip plots
+  std::vector<double> values;          // the metric per run, for strip plots
+  std::vector<std::string> run_uuids;  // its finished runs
+};
+
+// How far apart the weights of a cell's runs are at one checkpoint step
+// (BRIEF §2): the element-wise SD across runs (ddof 1), averaged over the
+// layer's elements, and the cosine similarity of each pair of runs' weight
+// vectors. Layer "(all)" is every parameter together.
+struct WeightSpread {
+  std::string cell;
+  int64_t step = 0;
+  std::string layer;
+  int runs = 0;
+  double mean_sd = 0;
+  double cos_min = 0, cos_mean = 0, cos_max = 0;
+  bool last_layer = false;
 };
 
 struct Curve {
@@ -65,12 +80,19 @@ struct StudyAnalysis {
   std::vector<Curve> loss_curves;               // train/epoch_loss per run
   double energy_kwh = 0, co2_kg = 0, carbon_kg_per_kwh = 0;
   std::optional<double> determinism_cost;  // mean run time, deterministic / varied cells
+  // Filled by weight_spread (libtorch reads the checkpoints); empty if not.
+  std::vector<WeightSpread> weights;
   int planned = 0, finished = 0;
   std::vector<std::string> notes;
 };
 
 StudyAnalysis analyse_study(store::Store& store, const std::string& ref,
                             const std::string& metric = "test/accuracy");
+
+// The weight spread of every cell with >= 2 runs, at every checkpoint step
+// its runs share. Needs libtorch: implemented in libtrainscope_train
+// (src/study/weights.cc).
+std::vector<WeightSpread> weight_spread(store::Store& store, const StudyAnalysis& a);
 
 // One self-contained HTML file (no network): tables and inline SVG plots.
 std::string html_report(const StudyAnalysis& a);

@@ -9,6 +9,10 @@ class Commands final : public TorchCommands {
   void train(Context& c, const TrainArgs& a) override { torch_cli::train(c, a); }
   void config_show(Context& c, const ConfigArgs& a) override { torch_cli::config_show(c, a); }
   void config_keys(Context& c) override { torch_cli::config_keys(c); }
+  std::vector<study::WeightSpread> weight_spread(Context& c,
+                                                 const study::StudyAnalysis& a) override {
+    return study::weight_spread(*c.store(), a);
+  }
   void check_configs(
       const std::string& config,
       const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) override {
