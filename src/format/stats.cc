@@ -91,6 +91,7 @@ Json cell(const study::CellAnalysis& c) {
   j["mean_samples_per_s"] = number(c.mean_samples_per_s);
   j["mean_epoch_s"] = number(c.mean_epoch_s);
   j["mean_time_to_target_s"] = opt(c.mean_time_to_target_s);
+  j["mean_epochs_to_target"] = opt(c.mean_epochs_to_target);
   j["energy_kwh"] = number(c.energy_kwh);
   j["cross_run"] = nullptr;
   if (c.cross)

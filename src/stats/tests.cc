@@ -148,6 +148,11 @@ TestResult levene(const std::vector<std::vector<double>>& groups, const std::str
   if (center != "median" && center != "mean")
     fail(ErrorKind::kUsage, "center is '{}': use median (Brown-Forsythe) or mean (Levene)", center);
   require_groups(groups);
+  // With two values a group's deviations from its centre are equal: the
+  // test would compare rounding errors.
+  if (std::all_of(groups.begin(), groups.end(), [](const auto& g) { return g.size() <= 2; }))
+    fail(ErrorKind::kUsage, "every group has 1 or 2 values: {} needs a group of at least 3",
+         center == "median" ? "Brown-Forsythe" : "Levene");
   std::vector<std::vector<double>> z;
   for (const auto& g : groups) {
     double c = center == "median" ? median(g) : mean(g);

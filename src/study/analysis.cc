@@ -143,6 +143,8 @@ void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
   c.energy_kwh += last(s, r.uuid, "energy/total_kwh").value_or(0);
   if (auto t = last(s, r.uuid, "time_to_target_s"))
     c.mean_time_to_target_s = c.mean_time_to_target_s.value_or(0) + *t / n;
+  if (auto e = last(s, r.uuid, "epochs_to_target"))
+    c.mean_epochs_to_target = c.mean_epochs_to_target.value_or(0) + *e / n;
 }
 
 CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRuns& cr,
@@ -160,7 +162,7 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     for (const auto& art : s.artifacts(r.uuid))
       if (art.name == kPredictionsArtifact) preds.push_back(read_predictions(art.path));
     Curve curve{name, r.name, {}, {}};
-    for (const auto& p : s.metric(r.uuid, "train/epoch_loss"))
+    for (const auto& p : s.metric(r.uuid, "train/loss"))
       curve.x.push_back(p.step), curve.y.push_back(p.value);
     a.loss_curves.push_back(std::move(curve));
   }
@@ -217,7 +219,8 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
     (is_det ? det : other) += c.mean_run_s;
     ++(is_det ? nd : no);
   }
-  if (nd > 0 && no > 0) a.determinism_cost = (det / nd) / (other / no);
+  // Only a grid's exact-repeat cells run the same work as the varied ones.
+  if (nd > 0 && no > 0 && a.spec.sources.empty()) a.determinism_cost = (det / nd) / (other / no);
   store::RunFilter f;
   f.parent_uuid = a.study.uuid;
   f.limit = 1;

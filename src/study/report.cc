@@ -90,14 +90,17 @@ Rows cell_rows(const StudyAnalysis& a) {
 }
 
 std::vector<std::string> cost_header() {
-  return {"cell", "mean run time s", "samples/s", "epoch time s", "time to target s", "energy kWh"};
+  return {"cell",         "mean run time s",  "samples/s",
+          "epoch time s", "time to target s", "epochs to target",
+          "energy kWh"};
 }
 
 Rows cost_rows(const StudyAnalysis& a) {
   Rows rows;
   for (const auto& c : a.cells)
     rows.push_back({c.cell, num(c.mean_run_s), num(c.mean_samples_per_s), num(c.mean_epoch_s),
-                    num(c.mean_time_to_target_s), num(c.energy_kwh, 3)});
+                    num(c.mean_time_to_target_s), num(c.mean_epochs_to_target, 3),
+                    num(c.energy_kwh, 3)});
   return rows;
 }
 
@@ -217,7 +220,7 @@ std::vector<std::string> plots(const StudyAnalysis& a) {
   }
   out.push_back(column_svg(a.metric + " per run, by cell", a.metric, strip));
   out.push_back(column_svg("SD of " + a.metric + " per cell, 95% bootstrap CI", "SD", sd));
-  core::SvgChart loss{"train loss per epoch, mean over each cell's runs", "epoch", "loss"};
+  core::SvgChart loss{"train loss per step, mean over each cell's runs", "step", "loss"};
   std::map<std::string, std::map<double, std::pair<double, int>>> mean;
   for (const auto& c : a.loss_curves)
     for (size_t i = 0; i < c.x.size(); ++i) {

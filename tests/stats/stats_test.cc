@@ -213,6 +213,7 @@ TEST(StatsTest, UnanswerableSamplesSaySoInsteadOfNaN) {
   EXPECT_THROW(kruskal_wallis({constant, constant}), Error);
   EXPECT_THROW(anova_oneway({one}), Error);
   EXPECT_THROW(variance_components({constant, constant}), Error);
+  EXPECT_THROW(levene({{1.0, 2.0}, {3.0, 5.0}}), Error);  // pairs: equal deviations
   try {
     summarize(nan, 1, 0.95, "test/accuracy");
     FAIL();

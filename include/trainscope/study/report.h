@@ -46,6 +46,7 @@ struct CellAnalysis {
   double mean_run_s = 0;       // wall time per run
   double mean_samples_per_s = 0, mean_epoch_s = 0;
   std::optional<double> mean_time_to_target_s;
+  std::optional<double> mean_epochs_to_target;
   double energy_kwh = 0;                                             // summed over its runs
   std::vector<std::pair<std::string, std::vector<double>>> factors;  // (key, value) of grid cells
   std::vector<double> values;          // the metric per run, for strip plots
@@ -77,7 +78,7 @@ struct StudyAnalysis {
   std::string metric = "test/accuracy";
   std::vector<CellAnalysis> cells;
   std::optional<stats::Comparison> comparison;  // across cells
-  std::vector<Curve> loss_curves;               // train/epoch_loss per run
+  std::vector<Curve> loss_curves;               // train/loss per run
   double energy_kwh = 0, co2_kg = 0, carbon_kg_per_kwh = 0;
   std::optional<double> determinism_cost;  // mean run time, deterministic / varied cells
   // Filled by weight_spread (libtorch reads the checkpoints); empty if not.
