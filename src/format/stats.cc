@@ -92,6 +92,9 @@ Json cell(const study::CellAnalysis& c) {
   j["mean_epoch_s"] = number(c.mean_epoch_s);
   j["mean_time_to_target_s"] = opt(c.mean_time_to_target_s);
   j["mean_epochs_to_target"] = opt(c.mean_epochs_to_target);
+  j["deterministic_value"] = opt(c.deterministic_value);
+  j["diff_percent_vs_deterministic"] = opt(c.diff_percent_vs_deterministic);
+  j["t_vs_deterministic"] = test(c.t_vs_deterministic);
   j["energy_kwh"] = number(c.energy_kwh);
   j["cross_run"] = nullptr;
   if (c.cross)

@@ -209,6 +209,24 @@ void add_statistics(StudyAnalysis& a) {
       if (c.result.summary.sd) c.sd_ratio = *c.result.summary.sd / *all->result.summary.sd;
 }
 
+void add_deterministic_twins(StudyAnalysis& a) {
+  std::map<std::string, const CellAnalysis*> by_name;
+  for (const auto& c : a.cells) by_name[c.cell] = &c;
+  for (auto& c : a.cells) {
+    auto twin = by_name.find(c.cell + ",deterministic");
+    if (twin == by_name.end() || twin->second->values.empty() || c.values.empty()) continue;
+    const double det = twin->second->values.front();
+    c.deterministic_value = det;
+    const double mean = stats::mean(c.values);
+    if (mean != 0) c.diff_percent_vs_deterministic = (det - mean) / mean * 100;
+    try {
+      c.t_vs_deterministic = stats::t_test_one_sample(c.values, det);
+    } catch (const core::Error& e) {
+      a.notes.push_back(c.cell + " against its deterministic run: " + e.what());
+    }
+  }
+}
+
 void add_cost(store::Store& s, StudyAnalysis& a) {
   double det = 0, other = 0;
   int nd = 0, no = 0;
@@ -250,6 +268,7 @@ StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::
                     "{}` runs the rest",
                     a.finished, a.planned, a.study.name));
   add_statistics(a);
+  add_deterministic_twins(a);
   add_cost(s, a);
   return a;
 }

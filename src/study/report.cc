@@ -292,6 +292,22 @@ std::vector<std::string> sweep_plots(const StudyAnalysis& a) {
   return out;
 }
 
+// BRIEF §2: each varied cell against its exact-repeat twin.
+Rows deterministic_rows(const StudyAnalysis& a) {
+  Rows rows;
+  for (const auto& c : a.cells) {
+    if (!c.deterministic_value) continue;
+    const auto& t = c.t_vs_deterministic;
+    rows.push_back({c.cell, std::to_string(c.runs), num(c.result.summary.mean, 6),
+                    num(*c.deterministic_value, 6), num(c.diff_percent_vs_deterministic, 3),
+                    t ? num(t->statistic) : "-", t ? num(t->p_value) : "-"});
+  }
+  return rows;
+}
+
+const std::vector<std::string> kDeterministicHeader = {
+    "cell", "runs", "mean", "deterministic", "Diff %", "one-sample t", "p"};
+
 // Per cell at its last common checkpoint: the last layer and all weights.
 Rows weight_rows(const StudyAnalysis& a) {
   std::map<std::string, int64_t> last_step;
@@ -366,6 +382,9 @@ std::string html_report(const StudyAnalysis& a) {
     o << "<h2>Do the cells differ?</h2>\n"
       << html_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
   for (const auto& svg : plots(a)) o << svg;
+  if (!deterministic_rows(a).empty())
+    o << "<h2>Against the deterministic run</h2>\n"
+      << html_table(kDeterministicHeader, deterministic_rows(a));
   if (!a.weights.empty()) {
     o << "<h2>Weights across runs</h2>\n"
       << html_table({"cell", "step", "layer", "runs", "mean element-wise SD", "cosine min",
@@ -392,6 +411,9 @@ std::string markdown_report(const StudyAnalysis& a) {
   if (!test_rows(a).empty())
     o << "\n## Do the cells differ?\n\n"
       << md_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
+  if (!deterministic_rows(a).empty())
+    o << "\n## Against the deterministic run\n\n"
+      << md_table(kDeterministicHeader, deterministic_rows(a));
   if (!a.weights.empty())
     o << "\n## Weights across runs\n\n"
       << md_table({"cell", "step", "layer", "runs", "mean element-wise SD", "cosine min",

@@ -51,6 +51,11 @@ struct CellAnalysis {
   std::vector<std::pair<std::string, std::vector<double>>> factors;  // (key, value) of grid cells
   std::vector<double> values;          // the metric per run, for strip plots
   std::vector<std::string> run_uuids;  // its finished runs
+  // Grid cells with an exact-repeat twin (deterministic: true), BRIEF §2:
+  // Diff% = (deterministic - mean) / mean * 100, and the one-sample t-test
+  // of this cell's runs against the deterministic value.
+  std::optional<double> deterministic_value, diff_percent_vs_deterministic;
+  std::optional<stats::TestResult> t_vs_deterministic;
 };
 
 // How far apart the weights of a cell's runs are at one checkpoint step
