@@ -89,17 +89,26 @@ TestResult welch_t_test(Sample a, Sample b) {
   return {"Welch t", t, t_two_sided(t, df), df, {}};
 }
 
-TestResult anova_oneway(const std::vector<std::vector<double>>& groups) {
-  require_groups(groups);
+namespace {
+
+// The one-way F test: between-group over within-group mean square.
+TestResult f_test(const std::vector<std::vector<double>>& groups, const std::string& name) {
   OneWay w = one_way(groups);
   if (w.n <= w.k)
-    fail(ErrorKind::kUsage, "{} values in {} groups: ANOVA needs more values than groups", w.n,
-         w.k);
+    fail(ErrorKind::kUsage, "{} values in {} groups: {} needs more values than groups", w.n, w.k,
+         name);
   if (w.ss_within == 0)
-    fail(ErrorKind::kUsage, "every group is constant: the F statistic is undefined");
+    fail(ErrorKind::kUsage, "no spread within any group: {} is undefined", name);
   double df1 = w.k - 1, df2 = w.n - w.k;
   double f = (w.ss_between / df1) / (w.ss_within / df2);
-  return {"one-way ANOVA", f, f_upper(f, df1, df2), df1, df2};
+  return {name, f, f_upper(f, df1, df2), df1, df2};
+}
+
+}  // namespace
+
+TestResult anova_oneway(const std::vector<std::vector<double>>& groups) {
+  require_groups(groups);
+  return f_test(groups, "one-way ANOVA");
 }
 
 std::vector<double> rank_average(Sample x) {
@@ -159,16 +168,7 @@ TestResult levene(const std::vector<std::vector<double>>& groups, const std::str
     auto& d = z.emplace_back();
     for (double v : g) d.push_back(std::fabs(v - c));
   }
-  OneWay w = one_way(z);
-  if (w.n <= w.k)
-    fail(ErrorKind::kUsage, "{} values in {} groups: the test needs more values than groups", w.n,
-         w.k);
-  if (w.ss_within == 0)
-    fail(ErrorKind::kUsage, "no spread within any group: Levene's W is undefined");
-  double df1 = w.k - 1, df2 = w.n - w.k;
-  double stat = (w.ss_between / df1) / (w.ss_within / df2);
-  std::string name = center == "median" ? "Brown-Forsythe" : "Levene";
-  return {name, stat, f_upper(stat, df1, df2), df1, df2};
+  return f_test(z, center == "median" ? "Brown-Forsythe" : "Levene");
 }
 
 std::vector<double> bonferroni(std::span<const double> p) {
