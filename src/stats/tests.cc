@@ -97,7 +97,12 @@ TestResult f_test(const std::vector<std::vector<double>>& groups, const std::str
   if (w.n <= w.k)
     fail(ErrorKind::kUsage, "{} values in {} groups: {} needs more values than groups", w.n, w.k,
          name);
-  if (w.ss_within == 0)
+  // Spread within the groups at the level of rounding (e.g. the absolute
+  // deviations of bit-identical runs) is no spread: F would divide by noise.
+  double scale = 0;
+  for (const auto& g : groups)
+    for (double v : g) scale = std::max(scale, std::fabs(v));
+  if (w.ss_within <= 1e-24 * scale * scale * w.n)
     fail(ErrorKind::kUsage, "no spread within any group: {} is undefined", name);
   double df1 = w.k - 1, df2 = w.n - w.k;
   double f = (w.ss_between / df1) / (w.ss_within / df2);

@@ -214,6 +214,8 @@ TEST(StatsTest, UnanswerableSamplesSaySoInsteadOfNaN) {
   EXPECT_THROW(anova_oneway({one}), Error);
   EXPECT_THROW(variance_components({constant, constant}), Error);
   EXPECT_THROW(levene({{1.0, 2.0}, {3.0, 5.0}}), Error);  // pairs: equal deviations
+  // Groups of repeated values: deviations equal up to rounding.
+  EXPECT_THROW(levene({{0.764, 0.764, 0.72, 0.72}, {0.584, 0.584, 0.548, 0.548}}), Error);
   try {
     summarize(nan, 1, 0.95, "test/accuracy");
     FAIL();
