@@ -7,6 +7,7 @@
 
 #include "stats_internal.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/stats/stats.h"
 
 namespace trainscope::stats {
@@ -87,14 +88,6 @@ double diff_percent(Sample x, double reference) {
   return (mean(x) - reference) / std::fabs(reference) * 100.0;
 }
 
-double quantile_linear(std::vector<double>& v, double q) {
-  std::sort(v.begin(), v.end());
-  double pos = q * (v.size() - 1);
-  size_t i = static_cast<size_t>(std::floor(pos));
-  if (i + 1 >= v.size()) return v.back();
-  return v[i] + (pos - i) * (v[i + 1] - v[i]);
-}
-
 Interval bootstrap_sd_ci(Sample x, int ddof, int resamples, uint64_t seed, double confidence) {
   require_spread(x, std::max(ddof, 1), "sample");
   if (resamples < 100) fail(ErrorKind::kUsage, "resamples is {}: use at least 100", resamples);
@@ -111,7 +104,7 @@ Interval bootstrap_sd_ci(Sample x, int ddof, int resamples, uint64_t seed, doubl
     sds[r] = std::sqrt(sum_squares(draw, m) / (draw.size() - ddof));
   }
   double a = (1 - confidence) / 2;
-  return {quantile_linear(sds, a), quantile_linear(sds, 1 - a)};
+  return {core::percentile(sds, a), core::percentile(sds, 1 - a)};
 }
 
 }  // namespace trainscope::stats

@@ -14,8 +14,6 @@ void require_finite(Sample x, const std::string& what);
 void require_spread(Sample x, int ddof, const std::string& what);
 double sum_squares(Sample x, double mean);
 double t_quantile(double df, double p);
-// Linear-interpolation quantile (NumPy's default); sorts v.
-double quantile_linear(std::vector<double>& v, double q);
 // Throws unless there are >= 2 groups, each non-empty and finite.
 void require_groups(const std::vector<std::vector<double>>& groups, size_t min_size = 1);
 

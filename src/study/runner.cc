@@ -51,7 +51,6 @@ class SignalGuard {
 struct State {
   const PlannedRun* plan = nullptr;
   bool finished = false;
-  int failed_attempts = 0;  // children of this name that did not finish
   std::string resume_uuid;  // a stopped or killed child to continue
 };
 
@@ -72,12 +71,9 @@ bool has_checkpoint(store::Store& s, const RunInfo& r) {
 }
 
 State state_of(store::Store& s, const PlannedRun& p, const std::vector<RunInfo>& runs) {
-  State st{&p, false, 0, {}};
+  State st{&p, false, {}};
   for (const auto& r : runs) {
     if (r.status == RunStatus::kFinished) st.finished = true;
-    if (r.status == RunStatus::kFailed || r.status == RunStatus::kKilled ||
-        r.status == RunStatus::kStopped)
-      ++st.failed_attempts;
   }
   const RunInfo* last = runs.empty() ? nullptr : &runs.back();
   if (!st.finished && last &&
