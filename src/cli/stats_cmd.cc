@@ -109,6 +109,8 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--resamples", a->options.bootstrap_resamples, "Bootstrap resamples")
       ->check(CLI::Range(100, 10000000));
   cmd->add_option("--seed", a->options.seed, "Seed of the bootstrap");
+  cmd->add_flag("--shapiro-as-scipy", a->options.shapiro_as_scipy,
+                "Shapiro-Wilk in single precision, bit for bit as scipy.stats.shapiro");
   cmd->add_option("--format,-f", a->format, "text, json or csv")
       ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");

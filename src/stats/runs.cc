@@ -103,7 +103,9 @@ GroupStats group_stats(const std::string& name, const std::vector<double>& x,
     notes.push_back(label + ": every run gave " + fmt::format("{}", x[0]) +
                     " (bit-identical or saturated)");
   if (x.size() >= 3 && !constant)
-    g.shapiro = attempt(notes, label + " Shapiro-Wilk", [&] { return shapiro_wilk(x); });
+    g.shapiro = attempt(notes, label + " Shapiro-Wilk", [&] {
+      return o.shapiro_as_scipy ? shapiro_wilk_as_scipy(x) : shapiro_wilk(x);
+    });
   if (o.reference) g.diff_percent = diff_percent(x, *o.reference);
   return g;
 }

@@ -105,15 +105,21 @@ double p_value(int n, double w1) {
 
 }  // namespace
 
-TestResult shapiro_wilk(Sample sample) {
+std::vector<double> shapiro_checked_sorted(Sample sample) {
   require_finite(sample, "sample");
-  int n = static_cast<int>(sample.size());
+  size_t n = sample.size();
   if (n < 3 || n > 5000)
     fail(ErrorKind::kUsage, "{} values: the Shapiro-Wilk test takes 3 to 5000", n);
   std::vector<double> x(sample.begin(), sample.end());
   std::sort(x.begin(), x.end());
   if (x.back() == x.front())
     fail(ErrorKind::kUsage, "every value is {}: the Shapiro-Wilk test is undefined", x.front());
+  return x;
+}
+
+TestResult shapiro_wilk(Sample sample) {
+  std::vector<double> x = shapiro_checked_sorted(sample);
+  int n = static_cast<int>(x.size());
   double mid = x[n / 2];  // centre the data, as SciPy does, before scaling by the range
   for (double& v : x) v -= mid;
   double w1 = one_minus_w(x, coefficients(n));

@@ -17,6 +17,10 @@ double t_quantile(double df, double p);
 // Throws unless there are >= 2 groups, each non-empty and finite.
 void require_groups(const std::vector<std::vector<double>>& groups, size_t min_size = 1);
 
+// The sample sorted, after the checks of the Shapiro-Wilk test (3 to 5000
+// finite values, not all equal).
+std::vector<double> shapiro_checked_sorted(Sample x);
+
 // Sums of squares of a one-way layout.
 struct OneWay {
   int k = 0;

@@ -115,7 +115,29 @@ TEST(StatsTest, AgreesWithScipyOnRandomSamples) {
 }
 
 // SciPy 1.10's Shapiro-Wilk is the Fortran AS R94 in single precision (its W
-// and p are float32), so it can only confirm ours to float32's precision.
+// and p are float32): our single-precision version must give the same bits,
+// and our double-precision one agrees to float32's precision.
+TEST(StatsTest, ShapiroWilkAsScipyAgreesWithScipyTo1e10) {
+  std::vector<Case> cases;
+  for (uint64_t seed = 20; seed < 60; ++seed) cases.push_back(draw(seed, false));
+  for (int n : {3, 4, 5, 6, 11, 12, 50, 400}) {  // each branch of the algorithm
+    Case c = draw(100 + n, false);
+    std::mt19937_64 rng(n);
+    std::gamma_distribution<double> skewed(2.0);  // W well below 1 as well as near it
+    c.groups[0].resize(std::min(c.groups[0].size(), size_t(n)));
+    while (c.groups[0].size() < size_t(n)) c.groups[0].push_back(skewed(rng));
+    cases.push_back(c);
+  }
+  json ref = scipy_says(cases);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    TestResult r = shapiro_wilk_as_scipy(cases[i].groups[0]);
+    double w = ref[i]["shapiro"]["statistic"].get<double>(),
+           p = ref[i]["shapiro"]["p"].get<double>();
+    EXPECT_NEAR(r.statistic, w, 1e-10 * w) << i;
+    EXPECT_NEAR(r.p_value, p, 1e-10 * p) << i << " n=" << cases[i].groups[0].size();
+  }
+}
+
 TEST(StatsTest, ShapiroWilkAgreesWithScipyToItsSinglePrecision) {
   std::vector<Case> cases;
   for (uint64_t seed = 20; seed < 40; ++seed) cases.push_back(draw(seed, false));

@@ -42,6 +42,7 @@ struct AnalysisOptions {
   int bootstrap_resamples = 10000;
   uint64_t seed = 0;
   std::optional<double> reference;  // Diff% against this value
+  bool shapiro_as_scipy = false;    // single precision, SciPy's exact numbers
 };
 
 struct GroupStats {

@@ -82,6 +82,10 @@ TestResult levene(const std::vector<std::vector<double>>& groups,
                   const std::string& center = "median");
 // Shapiro-Wilk W and p (Royston 1995, AS R94, in double precision), 3 <= n <= 5000.
 TestResult shapiro_wilk(Sample x);
+// The same test as scipy.stats.shapiro (SciPy 1.10) computes it, in single
+// precision: its W and p to the last bit, and off from the double-precision
+// version by float32 rounding (about 1e-7 relative in W).
+TestResult shapiro_wilk_as_scipy(Sample x);
 
 // Adjusted p-values, in the input's order, each capped at 1.
 std::vector<double> bonferroni(std::span<const double> p);
