@@ -122,8 +122,7 @@ void print_throughput(const std::vector<monitor::ThroughputColumn>& cols, double
 }
 
 void add_report(CLI::App& app, Context& ctx) {
-  auto* report = app.add_subcommand("report", "Tables across runs");
-  report->require_subcommand(1);
+  auto* report = app.add_subcommand("report", "A study's report, or tables across runs");
   set_example(report, "trainscope report throughput bs64 bs128 bs256");
   auto* cmd = report->add_subcommand(
       "throughput",

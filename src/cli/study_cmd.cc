@@ -118,30 +118,53 @@ void add_status(CLI::App* study, Context& ctx) {
   });
 }
 
+// The options of a study report, on `study report` and on `report STUDY`.
+void add_report_options(CLI::App* cmd, StudyArgs& a) {
+  cmd->add_option("--format,-f", a.format, "html, md or json")
+      ->check(CLI::IsMember({"html", "md", "json"}));
+  cmd->add_option("--out,-o", a.out, "Write to this file (default: stdout)");
+  cmd->add_flag("--no-weights", a.no_weights,
+                "Skip the weight spread across runs (reads every checkpoint)");
+}
+
+void write_report(Context& ctx, const StudyArgs& a) {
+  auto store = ctx.store();
+  study::StudyAnalysis an = study::analyse_study(*store, a.study);
+  if (!a.no_weights) an.weights = torch_commands().weight_spread(ctx, an);
+  std::string fmt_name = ctx.json ? "json" : a.format;
+  write_output(a.out, [&](std::ostream& o) {
+    if (fmt_name == "json")
+      o << format::study_analysis(an).dump(2) << "\n";
+    else if (fmt_name == "md")
+      o << study::markdown_report(an);
+    else
+      o << study::html_report(an);
+  });
+}
+
 void add_report(CLI::App* study, Context& ctx) {
   auto* cmd =
       study->add_subcommand("report", "Statistics of a study: HTML (SVG plots), Markdown, JSON");
   auto a = std::make_shared<StudyArgs>();
   cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
-  cmd->add_option("--format,-f", a->format, "html, md or json")
-      ->check(CLI::IsMember({"html", "md", "json"}));
-  cmd->add_option("--out,-o", a->out, "Write to this file (default: stdout)");
-  cmd->add_flag("--no-weights", a->no_weights,
-                "Skip the weight spread across runs (reads every checkpoint)");
+  add_report_options(cmd, *a);
   set_example(cmd, "trainscope study report seeds --format html --out seeds.html");
-  cmd->callback([&ctx, a] {
-    auto store = ctx.store();
-    study::StudyAnalysis an = study::analyse_study(*store, a->study);
-    if (!a->no_weights) an.weights = torch_commands().weight_spread(ctx, an);
-    std::string fmt_name = ctx.json ? "json" : a->format;
-    write_output(a->out, [&](std::ostream& o) {
-      if (fmt_name == "json")
-        o << format::study_analysis(an).dump(2) << "\n";
-      else if (fmt_name == "md")
-        o << study::markdown_report(an);
-      else
-        o << study::html_report(an);
-    });
+  cmd->callback([&ctx, a] { write_report(ctx, *a); });
+}
+
+// `trainscope report STUDY`: the same report from the top-level `report`
+// command, whose other forms are subcommands (`report throughput ...`).
+void add_top_level_report(CLI::App& app, Context& ctx) {
+  CLI::App* report = app.get_subcommand("report");
+  report->require_subcommand(0, 1);
+  auto a = std::make_shared<StudyArgs>();
+  report->add_option("STUDY", a->study, "A study (name or UUID prefix): its report");
+  add_report_options(report, *a);
+  set_example(report, "trainscope report seeds --format html --out seeds.html");
+  report->callback([&ctx, a, report] {
+    if (!report->get_subcommands().empty()) return;
+    if (a->study.empty()) throw CLI::RequiredError("STUDY (or a subcommand such as throughput)");
+    write_report(ctx, *a);
   });
 }
 
@@ -156,6 +179,7 @@ void register_study_commands(CLI::App& app, Context& ctx) {
   add_resume(study, ctx);
   add_status(study, ctx);
   add_report(study, ctx);
+  add_top_level_report(app, ctx);
 }
 
 }  // namespace trainscope::cli

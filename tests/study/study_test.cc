@@ -129,6 +129,9 @@ TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
   EXPECT_NE(html.find("Weights across runs"), std::string::npos);
   EXPECT_NE(html.find("classifier.fc2 (last)"), std::string::npos);
   EXPECT_EQ(html.find("http://"), html.find("http://www.w3.org/2000/svg"));  // no network
+  auto md = tst::run_command(cli("report small --format md --no-weights"));  // top-level form
+  ASSERT_EQ(md.exit_code, 0) << md.out;
+  EXPECT_NE(md.out.find("optimizer.name=adam,seeds.master=2"), std::string::npos) << md.out;
   auto stats =
       tst::run_command(cli("stats test/accuracy --study small --by optimizer.name --format json"));
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
