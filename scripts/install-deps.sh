@@ -15,6 +15,8 @@ PACKAGES=(
   python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
   python3-scipy  # the statistics are tested against SciPy
   chromium       # HTML reports are tested in a headless browser
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files
+  python3-protobuf  # an independent runtime decodes them in the tests
 )
 
 missing=()

@@ -1,5 +1,6 @@
 #include "metric_codec.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -39,6 +40,36 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
     std::memcpy(&out[base + i].wall_time, p + 8, 8);
     std::memcpy(&out[base + i].value, p + 16, 8);
   }
+}
+
+void encode_counts(const std::vector<int64_t>& counts, std::string& out) {
+  for (int64_t c : counts) {
+    auto v = static_cast<uint64_t>(std::max<int64_t>(c, 0));
+    do {
+      uint8_t byte = v & 0x7f;
+      v >>= 7;
+      out.push_back(static_cast<char>(byte | (v ? 0x80 : 0)));
+    } while (v);
+  }
+}
+
+std::vector<int64_t> decode_counts(std::string_view blob) {
+  std::vector<int64_t> out;
+  uint64_t v = 0;
+  int shift = 0;
+  for (char ch : blob) {
+    auto byte = static_cast<uint8_t>(ch);
+    if (shift > 63) core::fail(core::ErrorKind::kStore, "histogram counts: varint too long");
+    v |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    shift += 7;
+    if (!(byte & 0x80)) {
+      out.push_back(static_cast<int64_t>(v));
+      v = 0;
+      shift = 0;
+    }
+  }
+  if (shift) core::fail(core::ErrorKind::kStore, "histogram counts: truncated varint");
+  return out;
 }
 
 }  // namespace trainscope::store::codec

@@ -20,4 +20,10 @@ void encode(const MetricPoint* points, size_t n, std::string& out);
 // size is not a multiple of kPointBytes.
 void decode(std::string_view blob, std::vector<MetricPoint>& out);
 
+// Non-negative counts as LEB128 varints (a 64-bin histogram of mostly empty
+// bins takes ~70 bytes instead of 512). Throws Error(kStore) on a truncated
+// blob.
+void encode_counts(const std::vector<int64_t>& counts, std::string& out);
+std::vector<int64_t> decode_counts(std::string_view blob);
+
 }  // namespace trainscope::store::codec

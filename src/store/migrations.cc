@@ -125,6 +125,34 @@ CREATE TABLE profile_layers (
 );
 )sql";
 
+// Migration 5: probes' histograms (bin counts as LEB128 varints) and run events.
+constexpr const char* kSchema5 = R"sql(
+CREATE TABLE histograms (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  low REAL NOT NULL,
+  high REAL NOT NULL,
+  nan INTEGER NOT NULL,
+  pos_inf INTEGER NOT NULL,
+  neg_inf INTEGER NOT NULL,
+  counts BLOB NOT NULL,
+  PRIMARY KEY (run_id, key, step)
+);
+CREATE TABLE run_events (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step INTEGER NOT NULL,
+  wall_time REAL NOT NULL,
+  kind TEXT NOT NULL,
+  name TEXT NOT NULL,
+  source TEXT NOT NULL,
+  message TEXT NOT NULL
+);
+CREATE INDEX run_events_run ON run_events (run_id, id);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -133,6 +161,7 @@ const std::vector<Migration>& migrations() {
       {2, "artifacts; host and process of each run for crash detection", kSchema2},
       {3, "environment manifest and per-step fingerprints", kSchema3},
       {4, "per-layer profiles", kSchema4},
+      {5, "probes: histograms and run events", kSchema5},
   };
   return kMigrations;
 }

@@ -76,6 +76,48 @@ void RunRecorder::log_fingerprint(int64_t step, std::vector<uint64_t> hashes) {
   fingerprints_.push_back(Fingerprint{step, std::move(hashes)});
 }
 
+void RunRecorder::log_histogram(HistogramRecord histogram) {
+  std::lock_guard lock(mu_);
+  histograms_.push_back(std::move(histogram));
+}
+
+void RunRecorder::log_event(RunEvent event) {
+  std::lock_guard lock(mu_);
+  events_.push_back(std::move(event));
+}
+
+bool RunRecorder::flush_probes() {
+  std::vector<HistogramRecord> hists;
+  std::vector<RunEvent> events;
+  {
+    std::lock_guard lock(mu_);
+    hists.swap(histograms_);
+    events.swap(events_);
+  }
+  auto put_back = [&](auto& taken, auto& buffer) {
+    taken.insert(taken.end(), std::make_move_iterator(buffer.begin()),
+                 std::make_move_iterator(buffer.end()));
+    buffer.swap(taken);
+  };
+  try {
+    if (!hists.empty()) store_->append_histograms(info_.uuid, hists);
+    hists.clear();
+    if (!events.empty()) store_->append_events(info_.uuid, events);
+    return true;
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    put_back(hists, histograms_);
+    put_back(events, events_);
+    ++stats_.failed_flushes;
+    if (stats_.last_error != e.what())
+      log_line(Verbosity::kQuiet, fmt::format("trainscope: cannot write probes of run {} (kept in "
+                                              "memory, will retry): {}",
+                                              info_.uuid.substr(0, 8), e.what()));
+    stats_.last_error = e.what();
+    return false;
+  }
+}
+
 void RunRecorder::set_fingerprint_names(const std::vector<std::string>& names) {
   store_->set_fingerprint_names(info_.uuid, names);
 }
@@ -173,7 +215,7 @@ void RunRecorder::writer_loop() {
       request = flush_requests_;
       stop = stopping_;
     }
-    flush_once();
+    if (flush_once()) flush_probes();
     if (monotonic_now() - last_heartbeat >= hb_interval) {
       try {
         store_->heartbeat(info_.uuid);
@@ -213,13 +255,13 @@ void RunRecorder::end(RunStatus status) {
   if (writer_.joinable()) writer_.join();
   // The writer's last flush may have failed (disk full); try a few more times
   // before giving up, so a transient error does not lose the tail.
-  for (int attempt = 0; attempt < 5 && !flush_once(); ++attempt)
+  for (int attempt = 0; attempt < 5 && !(flush_once() && flush_probes()); ++attempt)
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
   size_t lost;
   std::string err;
   {
     std::lock_guard lock(mu_);
-    lost = buffer_.size() + fingerprints_.size();
+    lost = buffer_.size() + fingerprints_.size() + histograms_.size() + events_.size();
     err = stats_.last_error;
   }
   if (lost > 0) status = RunStatus::kFailed;

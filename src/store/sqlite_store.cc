@@ -747,6 +747,74 @@ std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(
   return out;
 }
 
+// --- probes ---------------------------------------------------------------------
+
+void SqliteStore::append_histograms(std::string_view uuid,
+                                    const std::vector<HistogramRecord>& histograms) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO histograms (run_id, key, step, wall_time, low, high, nan, "
+                   "pos_inf, neg_inf, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                   "ON CONFLICT (run_id, key, step) DO NOTHING");
+  std::string blob;
+  for (const auto& h : histograms) {
+    blob.clear();
+    codec::encode_counts(h.counts, blob);
+    ins.reset();
+    ins.bind(1, id).bind(2, h.key).bind(3, h.step).bind(4, h.wall_time);
+    ins.bind(5, std::isfinite(h.low) ? h.low : 0.0).bind(6, std::isfinite(h.high) ? h.high : 0.0);
+    ins.bind(7, h.nan).bind(8, h.pos_inf).bind(9, h.neg_inf);
+    ins.bind_blob(10, blob.data(), blob.size()).run();
+  }
+  txn.commit();
+}
+
+std::vector<HistogramRecord> SqliteStore::histograms(std::string_view uuid, std::string_view key) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT key, step, wall_time, low, high, nan, pos_inf, neg_inf, counts "
+                 "FROM histograms WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) "
+                 "AND (? OR key = ?) ORDER BY key, step");
+  s.bind(1, uuid).bind(2, int64_t{key.empty()}).bind(3, std::string(key));
+  std::vector<HistogramRecord> out;
+  while (s.step()) {
+    HistogramRecord h{s.text(0),  s.int64(1), s.real(2),
+                      s.real(3),  s.real(4),  codec::decode_counts(s.blob(8)),
+                      s.int64(5), s.int64(6), s.int64(7)};
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void SqliteStore::append_events(std::string_view uuid, const std::vector<RunEvent>& events) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  int64_t id = run_id_locked(uuid);
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO run_events (run_id, step, wall_time, kind, name, source, message) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const auto& e : events) {
+    ins.reset();
+    ins.bind(1, id).bind(2, e.step).bind(3, e.wall_time).bind(4, e.kind).bind(5, e.name);
+    ins.bind(6, e.source).bind(7, e.message).run();
+  }
+  txn.commit();
+}
+
+std::vector<RunEvent> SqliteStore::events(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::Stmt s(db_,
+                 "SELECT step, wall_time, kind, name, source, message FROM run_events "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY id");
+  s.bind(1, uuid);
+  std::vector<RunEvent> out;
+  while (s.step())
+    out.push_back({s.int64(0), s.real(1), s.text(2), s.text(3), s.text(4), s.text(5)});
+  return out;
+}
+
 // --- artifacts ------------------------------------------------------------------
 
 std::optional<ArtifactInfo> SqliteStore::find_artifact(std::string_view uuid,

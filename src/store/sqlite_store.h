@@ -54,6 +54,11 @@ class SqliteStore final : public Store {
   void set_profile_layers(std::string_view uuid,
                           const std::vector<std::pair<std::string, std::string>>& layers) override;
   std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) override;
+  void append_histograms(std::string_view uuid,
+                         const std::vector<HistogramRecord>& histograms) override;
+  std::vector<HistogramRecord> histograms(std::string_view uuid, std::string_view key) override;
+  void append_events(std::string_view uuid, const std::vector<RunEvent>& events) override;
+  std::vector<RunEvent> events(std::string_view uuid) override;
 
  protected:
   bool mark_killed(std::string_view uuid) override;

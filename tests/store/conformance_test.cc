@@ -275,6 +275,44 @@ TEST_P(StoreConformance, ProfileCellsAndLayersRoundTrip) {
             (std::vector<std::pair<std::string, std::string>>{{"fc", "{}"}}));
 }
 
+TEST_P(StoreConformance, HistogramsRoundTripAndAStepIsKeptAsFirstWritten) {
+  RunInfo r = new_run();
+  std::vector<int64_t> counts(64, 0);
+  counts[0] = 3;
+  counts[31] = 1'000'000;  // several varint bytes
+  counts[63] = 127;
+  HistogramRecord h{"conv1/weights", 10, 1.5, -0.25, 0.5, counts, 2, 1, 4};
+  HistogramRecord other{"fc/weights", 10, 1.5, 0, 1, {1, 2}, 0, 0, 0};
+  store_->append_histograms(r.uuid, {h, other});
+  HistogramRecord replay = h;
+  replay.counts[0] = 99;
+  store_->append_histograms(r.uuid, {replay});  // a resumed run replays step 10
+  auto got = store_->histograms(r.uuid, "conv1/weights");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].counts, counts);
+  EXPECT_EQ(got[0].low, -0.25);
+  EXPECT_EQ(got[0].high, 0.5);
+  EXPECT_EQ(got[0].nan, 2);
+  EXPECT_EQ(got[0].pos_inf, 1);
+  EXPECT_EQ(got[0].neg_inf, 4);
+  EXPECT_EQ(store_->histograms(r.uuid).size(), 2u);
+  EXPECT_TRUE(store_->histograms(new_run().uuid).empty());
+}
+
+TEST_P(StoreConformance, RunEventsKeepTheirOrder) {
+  RunInfo r = new_run();
+  store_->append_events(r.uuid, {{30, 2.0, "alert", "lr_too_high", "fc1", "update ratio 3.1"},
+                                 {10, 1.0, "alert", "nan_origin", "conv1", "inf in forward"}});
+  auto ev = store_->events(r.uuid);
+  ASSERT_EQ(ev.size(), 2u);
+  EXPECT_EQ(ev[0].name, "lr_too_high");
+  EXPECT_EQ(ev[0].source, "fc1");
+  EXPECT_EQ(ev[0].message, "update ratio 3.1");
+  EXPECT_EQ(ev[1].step, 10);
+  store_->delete_run(r.uuid);
+  EXPECT_TRUE(store_->events(r.uuid).empty());
+}
+
 TEST_P(StoreConformance, ArtifactsAreCopiedHashedAndNeverOverwritten) {
   RunInfo r = new_run();
   auto model = write("model.bin", "weights");

@@ -69,6 +69,9 @@ class RunRecorder {
   // set_fingerprint_names); written with the metrics. Never blocks on I/O.
   void log_fingerprint(int64_t step, std::vector<uint64_t> hashes);
   void set_fingerprint_names(const std::vector<std::string>& names);
+  // Buffer a histogram or an event (probes); written with the metrics.
+  void log_histogram(HistogramRecord histogram);
+  void log_event(RunEvent event);
   void set_environment(const std::map<std::string, std::string>& entries);
 
   // Params, tags and artifacts are rare and must fail loudly, so they write
@@ -98,6 +101,8 @@ class RunRecorder {
   void writer_loop();
   // Moves the buffer into the store. Called on the writer thread only.
   bool flush_once();
+  // Writes histograms and events; on failure puts them back. Writer thread.
+  bool flush_probes();
 
   std::shared_ptr<Store> store_;
   RunInfo info_;
@@ -115,6 +120,8 @@ class RunRecorder {
   std::vector<std::string> keys_;
   std::vector<Pending> buffer_;
   std::vector<Fingerprint> fingerprints_;
+  std::vector<HistogramRecord> histograms_;
+  std::vector<RunEvent> events_;
   int64_t flush_requests_ = 0;
   int64_t flush_done_ = 0;
   bool stopping_ = false;

@@ -114,6 +114,31 @@ struct ProfileCell {
   double us = 0;
 };
 
+// The distribution of one tensor at one step (written by probes): counts
+// over `counts.size()` equal-width bins from low to high; NaN and +-Inf
+// counted apart.
+struct HistogramRecord {
+  std::string key;  // "<layer>/<kind>", e.g. "features.conv1/weights"
+  int64_t step = 0;
+  double wall_time = 0;  // unix seconds
+  double low = 0;
+  double high = 0;
+  std::vector<int64_t> counts;
+  int64_t nan = 0;
+  int64_t pos_inf = 0;
+  int64_t neg_inf = 0;
+};
+
+// Something that happened in a run: an alert raised by a probe rule, ...
+struct RunEvent {
+  int64_t step = 0;
+  double wall_time = 0;  // unix seconds
+  std::string kind;      // "alert"
+  std::string name;      // "lr_too_high", "nan_origin", ...
+  std::string source;    // the layer or series it concerns; may be empty
+  std::string message;   // one line for people
+};
+
 struct ArtifactInfo {
   std::string name;  // relative name inside the run's artifact folder
   std::string kind;  // free text: "checkpoint", "stdout", "config", ...
@@ -234,6 +259,18 @@ class Store {
       std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) = 0;
   virtual std::vector<std::pair<std::string, std::string>> profile_layers(
       std::string_view uuid) = 0;
+
+  // --- probes: histograms and run events ------------------------------------
+  // Appends in one transaction; a (key, step) already recorded is kept as it
+  // was (a resumed run replays steps after its last checkpoint).
+  virtual void append_histograms(std::string_view uuid,
+                                 const std::vector<HistogramRecord>& histograms) = 0;
+  // Histograms of one key by step; every key's when `key` is empty.
+  virtual std::vector<HistogramRecord> histograms(std::string_view uuid,
+                                                  std::string_view key = {}) = 0;
+  virtual void append_events(std::string_view uuid, const std::vector<RunEvent>& events) = 0;
+  // In the order they were appended.
+  virtual std::vector<RunEvent> events(std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
   // Copies a file into the run's artifacts under `name` (default: the file's
