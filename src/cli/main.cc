@@ -71,6 +71,7 @@ int run(int argc, char** argv) {
   register_profile_commands(app, ctx);
   register_stats_commands(app, ctx);
   register_study_commands(app, ctx);
+  register_probes_commands(app, ctx);
   set_verbosity_from(argc, argv);
   try {
     app.parse(argc, argv);

@@ -11,6 +11,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/probes/probes.h"
 
 namespace trainscope::train {
 using core::Error;
@@ -208,6 +209,31 @@ std::vector<Field> recording_fields() {
       TS_BOOL("profile.enabled", profile.enabled, "Per-layer time profiling"),
       TS_INT("profile.warmup_steps", profile.warmup_steps, "Steps before the first profiled one"),
       TS_INT("profile.every", profile.every, "Profile every Nth step after the warm-up"),
+      TS_STR("probes.preset", probes.preset, "Live per-layer probes", "off", "economy",
+             "standard", "full"),
+      TS_STR("probes.every", probes.every, "Probe steps N, 2N, ... (preset: 10, full 1)"),
+      TS_STR("probes.layers", probes.layers, "Glob over layer names to probe"),
+      TS_STR("probes.types", probes.types, "Comma-separated module types to probe (empty: all)"),
+      TS_INT("probes.max_depth", probes.max_depth, "Deepest layer name level to probe (0: any)"),
+      TS_STR("probes.kinds", probes.kinds, "Comma-separated kinds narrowing the preset's"),
+      TS_INT("probes.histogram_bins", probes.histogram_bins, "Bins per histogram"),
+      TS_INT("probes.test_every", probes.test_every, "Test accuracy every N steps (0: off)"),
+      TS_INT("probes.workers", probes.workers, "Threads computing the probes"),
+      TS_INT("probes.queue", probes.queue, "Packets waiting per probe worker"),
+      TS_STR("probes.when_full", probes.when_full, "When the queue is full", "block", "drop"),
+      TS_BOOL("probes.tensorboard", probes.tensorboard, "Write a TensorBoard event file"),
+      TS_INT("probes.alert_patience", probes.alert_patience,
+             "Consecutive observations before an alert"),
+      TS_DBL("probes.alert_update_ratio_high", probes.alert_update_ratio_high,
+             "Update/weight ratio above which the learning rate is too high"),
+      TS_DBL("probes.alert_update_ratio_low", probes.alert_update_ratio_low,
+             "Update/weight ratio below which the learning rate is too low"),
+      TS_DBL("probes.alert_dead_fraction", probes.alert_dead_fraction,
+             "Fraction of dead ReLU units that raises an alert"),
+      TS_DBL("probes.alert_grad_depth_ratio", probes.alert_grad_depth_ratio,
+             "First/last layer gradient-norm ratio that raises an alert"),
+      TS_DBL("probes.alert_overfit_drop", probes.alert_overfit_drop,
+             "Test-accuracy drop from its best (train rising) that means overfitting"),
       TS_DBL("monitor.interval_s", monitor.interval_s, "Resource sampling interval (0: off)"),
       TS_DBL("monitor.carbon_kg_per_kwh", monitor.carbon_kg_per_kwh,
              "Grid carbon intensity for CO2"),
@@ -239,6 +265,7 @@ const std::vector<Field>& fields() {
 // An earlier spelling of `key`, replaced by its sectioned key; `noted`
 // collects the spellings met, for the caller to mention.
 std::string current_key(const std::string& key, std::vector<std::string>* noted) {
+  if (key == "probes") return "probes.preset";  // `probes: standard`, `--set probes=full`
   const auto& renamed = renamed_config_keys();
   auto it = renamed.find(key);
   if (it == renamed.end()) return key;
@@ -326,6 +353,27 @@ void check_count(const char* key, const std::string& v, std::initializer_list<co
          *words.begin(), min, v);
 }
 
+void validate_probes(const ProbesConfig& p, const std::string& source) {
+  auto bad = [&](const char* key, const std::string& why) {
+    fail(ErrorKind::kUsage, "{}: probes.{} {}", source, key, why);
+  };
+  check_count("probes.every", p.every, {"preset"}, 1, source);
+  if (p.max_depth < 0) bad("max_depth", "must be >= 0");
+  if (p.histogram_bins < 2 || p.histogram_bins > 10000) bad("histogram_bins", "must be 2..10000");
+  if (p.test_every < 0) bad("test_every", "must be >= 0");
+  if (p.workers < 1 || p.workers > 64) bad("workers", "must be 1..64");
+  if (p.queue < 1) bad("queue", "must be >= 1");
+  if (p.alert_patience < 1) bad("alert_patience", "must be >= 1");
+  std::stringstream ss(p.kinds);
+  std::string k;
+  try {
+    while (std::getline(ss, k, ','))
+      if (!k.empty()) probes::parse_kind(k);
+  } catch (const Error& e) {
+    throw Error(source + ": probes.kinds: " + e.what(), ErrorKind::kUsage);
+  }
+}
+
 void validate(const Config& c, const std::string& source) {
   auto bad = [&](const char* key, const std::string& why) {
     fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
@@ -369,6 +417,7 @@ void validate(const Config& c, const std::string& source) {
   if (c.profile.every < 1) bad("profile.every", "must be >= 1");
   if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1))
     bad("eval.target_accuracy", "must be in [0, 1]");
+  validate_probes(c.probes, source);
   if (!(c.monitor.interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
   if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
     bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");

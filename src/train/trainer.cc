@@ -2,6 +2,7 @@
 // walks epochs and steps and raises the events of events.h; everything
 // else happens in observers.
 #include "trainscope/train/trainer.h"
+#include "trainscope/train/probe_observer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -98,6 +99,10 @@ void Trainer::add_observer(std::shared_ptr<TrainObserver> observer) {
   user_observers_.push_back(std::move(observer));
 }
 
+void Trainer::add_probe_subscriber(std::shared_ptr<probes::Subscriber> subscriber) {
+  probe_subscribers_.push_back(std::move(subscriber));
+}
+
 std::vector<std::shared_ptr<TrainObserver>> Trainer::observers_for(const Config& c) const {
   std::vector<std::shared_ptr<TrainObserver>> out;
   if (c.profile.enabled) out.push_back(std::make_shared<ProfilingObserver>());
@@ -105,6 +110,8 @@ std::vector<std::shared_ptr<TrainObserver>> Trainer::observers_for(const Config&
   if (c.fingerprint.every_steps > 0) out.push_back(std::make_shared<FingerprintObserver>());
   if (c.monitor.interval_s > 0) out.push_back(std::make_shared<SamplingObserver>());
   out.push_back(std::make_shared<PredictionsObserver>());
+  if (c.probes.preset != "off" || !probe_subscribers_.empty())
+    out.push_back(std::make_shared<ProbeObserver>(probe_subscribers_));
   out.insert(out.end(), user_observers_.begin(), user_observers_.end());
   out.push_back(std::make_shared<CheckpointObserver>());
   return out;

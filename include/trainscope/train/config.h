@@ -15,6 +15,7 @@
 //   checkpoint:   every_epochs, every_steps
 //   fingerprint:  every_steps
 //   profile:      enabled, warmup_steps, every
+//   probes:       preset (`probes: standard` for short), every, layers, ...
 //   monitor:      interval_s, carbon_kg_per_kwh, cpu_tdp_watts
 //   determinism:  deterministic_algorithms, mkldnn, cudnn_*
 //
@@ -154,6 +155,28 @@ struct ProfileConfig {
   int64_t every = 10;        // then profile every Nth step (1: every step)
 };
 
+// Live per-layer probes (probes/builtin.h has the presets and rules).
+struct ProbesConfig {
+  std::string preset = "off";       // off | economy | standard | full
+  std::string every = "preset";     // preset (10; full: 1) or N >= 1: steps N, 2N, ...
+  std::string layers = "*";         // glob over layer names
+  std::string types;                // comma-separated module types; empty: all
+  int64_t max_depth = 0;            // 0: any
+  std::string kinds;                // comma-separated kinds narrowing the preset's
+  int64_t histogram_bins = 64;
+  int64_t test_every = 0;           // test accuracy (test subset) every N steps; 0: off
+  int64_t workers = 1;              // worker threads computing the probes
+  int64_t queue = 64;               // packets waiting per worker
+  std::string when_full = "block";  // block | drop (counted in probe/dropped)
+  bool tensorboard = true;          // an events.out.tfevents file among the artifacts
+  int64_t alert_patience = 5;
+  double alert_update_ratio_high = 0.5;
+  double alert_update_ratio_low = 1e-7;
+  double alert_dead_fraction = 0.5;
+  double alert_grad_depth_ratio = 1e4;
+  double alert_overfit_drop = 0.02;
+};
+
 struct MonitorConfig {
   double interval_s = 1.0;  // resource sampling (0: off)
   double carbon_kg_per_kwh = 0.385;
@@ -183,6 +206,7 @@ struct Config {
   CheckpointConfig checkpoint;
   FingerprintConfig fingerprint;
   ProfileConfig profile;
+  ProbesConfig probes;
   MonitorConfig monitor;
   DeterminismConfig determinism;
 };

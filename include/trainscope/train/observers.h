@@ -7,6 +7,8 @@
 //   FingerprintObserver  fingerprint.every_steps > 0
 //   SamplingObserver     monitor.interval_s > 0
 //   PredictionsObserver  always
+//   ProbeObserver        probes.preset != off, or probe subscribers added
+//                        (probe_observer.h)
 //   ... the user's observers (Trainer::add_observer), in the order added ...
 //   CheckpointObserver   always (last: a checkpoint holds what all others saw)
 //

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/probes/probes.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/train/config.h"
@@ -50,6 +51,9 @@ class Trainer {
   // Adds an observer, called after the built-in recorders and before the
   // checkpoint writer, in the order added (see observers.h).
   void add_observer(std::shared_ptr<TrainObserver> observer);
+  // Adds a probe subscriber of the user's (probes/probes.h): it gets the
+  // per-layer data it asks for, beside the preset's subscribers (if any).
+  void add_probe_subscriber(std::shared_ptr<probes::Subscriber> subscriber);
 
   // Runs training to the end (or until stopped) and returns the outcome.
   // Throws Error on bad input; the run is then marked failed.
@@ -73,6 +77,7 @@ class Trainer {
   std::shared_ptr<store::Store> store_;
   TrainOptions options_;
   std::vector<std::shared_ptr<TrainObserver>> user_observers_;
+  std::vector<std::shared_ptr<probes::Subscriber>> probe_subscribers_;
   std::shared_ptr<Classifier> model_;
   bool keep_init_ = false;
 };

@@ -1,0 +1,76 @@
+// The probe settings of a run, the presets, and the built-in subscribers.
+//
+// Presets (config `probes: economy | standard | full`; measured cost in
+// docs/probes.md):
+//   economy   every 10th step: L2 and max norms of weights and weight
+//             gradients, update-to-weight ratio, loss and train accuracy,
+//             the alert rules, NaN/Inf origin.
+//   standard  economy + histograms of weights and weight gradients,
+//             activation statistics (mean, SD, zeros, dead units,
+//             saturation), layer-gradient norms, spectral norm of weights.
+//   full      every step: every kind's norms and histograms (activations
+//             and layer gradients included).
+#pragma once
+
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "trainscope/probes/probes.h"
+
+namespace trainscope::probes {
+
+struct AlertSettings {
+  int patience = 5;                // K: consecutive observations before an alert
+  double update_ratio_high = 0.5;  // above: learning rate too high
+  double update_ratio_low = 1e-7;  // below: learning rate too low
+  double dead_fraction = 0.5;      // dead ReLU units above this fraction
+  int loss_window = 20;            // observations per window of the loss rules
+  double grad_depth_ratio = 1e4;   // first/last layer gradient norm outside [1/r, r]
+  double overfit_drop = 0.02;      // test accuracy this far below its best ...
+};                                 // ... while train accuracy rose since: overfitting
+
+struct ProbeSettings {
+  std::string preset = "off";      // off | economy | standard | full
+  int64_t every = 0;               // 0: the preset's (10, or 1 for full)
+  std::string layers = "*";        // glob over layer names ("features.*")
+  std::vector<std::string> types;  // module types to keep ("Conv2d"); empty: all
+  int max_depth = 0;               // 0: any depth
+  std::set<Kind> kinds;            // restricts the preset's kinds; empty: all of them
+  int histogram_bins = 64;
+  int64_t test_every = 0;  // test accuracy on a subset every N steps (0: off)
+  int workers = 1;
+  size_t queue_capacity = 64;
+  bool block_when_full = true;
+  bool tensorboard = true;
+  AlertSettings alerts;
+
+  bool enabled() const { return preset != "off"; }
+  int64_t period() const;  // every, or the preset's
+};
+
+const std::vector<std::string>& preset_names();  // off, economy, standard, full
+// Throws Error(kUsage) listing the presets.
+void check_preset(const std::string& name);
+
+// The preset's subscribers (and alert rules), with settings applied.
+std::vector<std::shared_ptr<Subscriber>> builtin_subscribers(const ProbeSettings& settings);
+
+// Shell-style glob: '*' any run of characters, '?' one character.
+bool glob_match(const std::string& pattern, const std::string& text);
+// Whether a layer passes the settings' filter.
+bool layer_selected(const ProbeSettings& settings, const LayerInfo& layer);
+
+// Building blocks, for users composing their own set.
+std::shared_ptr<Subscriber> norms_subscriber(std::set<Kind> kinds, int64_t every = 0);
+std::shared_ptr<Subscriber> update_ratio_subscriber(int64_t every = 0);
+std::shared_ptr<Subscriber> spectral_norm_subscriber(int64_t every = 0);
+std::shared_ptr<Subscriber> histogram_subscriber(std::set<Kind> kinds, int bins, int64_t every = 0);
+std::shared_ptr<Subscriber> activation_stats_subscriber(int64_t every = 0);
+// Loss and train accuracy averaged over the batches between publications,
+// published at every `every`th step; test accuracy of each evaluation.
+std::shared_ptr<Subscriber> training_subscriber(int64_t every);
+std::shared_ptr<Subscriber> alert_rules(const AlertSettings& settings);
+
+}  // namespace trainscope::probes

@@ -1,0 +1,76 @@
+// The probes' publisher: a TrainObserver and a layer subscriber that copies
+// what the subscribers want at a step and hands it to the probes' Hub.
+//
+// Hand-over is by copy (float32, contiguous), never by reference: the
+// optimizer updates weights in place and the next forward pass reuses the
+// activation memory, so a held reference would show the worker a later step
+// (or a half-written one). Weights are copied after the step and, on the
+// steps that want updates, also before it (update = after - before).
+//
+// Cost on the training thread is the copies, only on due steps (the every
+// of each subscriber), plus on every step: the loss's finiteness (free) and
+// the finiteness of each weight gradient (one pass over the parameters).
+// When the loss turns non-finite, the forward pass of that batch is replayed
+// (buffers and the dropout stream restored afterwards) to name the first
+// layer whose output is not finite.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainscope/layers/layers.h"
+#include "trainscope/probes/builtin.h"
+#include "trainscope/probes/hub.h"
+#include "trainscope/train/events.h"
+
+namespace trainscope::train {
+
+// The probe settings a config asks for.
+probes::ProbeSettings probe_settings(const Config& config);
+
+class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
+ public:
+  // `extra`: the user's own subscribers, beside the preset's.
+  explicit ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> extra = {});
+  ~ProbeObserver() override;
+
+  void on_run_begin(const RunContext& ctx) override;
+  void on_batch_begin(const RunContext& ctx) override;
+  void on_after_forward(const RunContext& ctx, const Step& step) override;
+  void on_after_backward(const RunContext& ctx, const Step& step) override;
+  void on_after_step(const RunContext& ctx, const Step& step) override;
+  void on_batch_end(const RunContext& ctx, const Step& step) override;
+  void on_evaluation_end(const RunContext& ctx, const Evaluation& evaluation) override;
+  void on_run_end(const RunContext& ctx, const TrainResult& result) override;
+
+  void on_forward(const layers::ForwardEvent& event) override;
+  void on_backward(const layers::BackwardEvent& event) override;
+  bool wants_backward() const override;
+
+ private:
+  struct Layer;
+  Layer* selected(const std::string& name);
+  void discover_layers(const RunContext& ctx);
+  void publish_step(const RunContext& ctx, const Step& step);
+  void find_forward_origin(const RunContext& ctx, const Step& step);
+  void check_gradients(const Step& step);
+  void probe_test_accuracy(const RunContext& ctx, int64_t step);
+  probes::Position position(const Step& step) const;
+
+  std::vector<std::shared_ptr<probes::Subscriber>> extra_;
+  probes::ProbeSettings settings_;
+  std::unique_ptr<probes::Hub> hub_;
+  std::shared_ptr<probes::Output> tfevents_;
+  std::vector<std::unique_ptr<Layer>> layers_;  // selected layers, forward order
+  std::map<std::string, Layer*> by_name_;
+  std::optional<layers::Subscription> subscription_;
+  std::set<probes::Kind> due_;
+  std::map<std::string, probes::LayerPacket> pending_;
+  int64_t correct_before_ = 0;
+  bool nan_reported_ = false;
+};
+
+}  // namespace trainscope::train

@@ -1,0 +1,122 @@
+// `trainscope probes RUN`: what the probes recorded, printed, exported, drawn.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "output.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/format/format.h"
+#include "trainscope/probes/read.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+struct ProbesArgs {
+  std::string run, format = "text", out, svg, histogram;
+  probes::ProbeFilter filter;
+};
+
+void print_table(std::ostream& o, const std::vector<probes::SeriesRef>& series) {
+  Table t({"LAYER", "SERIES", "N", "LAST STEP", "LAST", "MIN", "MAX"});
+  for (size_t c : {2, 3, 4, 5, 6}) t.align_right(c);
+  for (const auto& s : series) {
+    const auto& m = s.summary;
+    t.add_row({s.layer.empty() ? "(network)" : s.layer,
+               s.stat.empty() ? s.kind : s.kind + "/" + s.stat, std::to_string(m.count),
+               std::to_string(m.last_step), format::value(m.last_value), format::value(m.min),
+               format::value(m.max)});
+  }
+  t.print(o);
+}
+
+void print_alerts(std::ostream& o, const std::vector<store::RunEvent>& alerts) {
+  if (alerts.empty()) return void(o << "no alerts\n");
+  for (const auto& a : alerts)
+    o << fmt::format("alert at step {} [{}] {}: {}\n", a.step, a.name, a.source, a.message);
+}
+
+// Every point of the selected series, long format.
+void export_points(std::ostream& o, store::Store& store, const std::string& uuid,
+                   const std::vector<probes::SeriesRef>& series, bool json) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (!json) o << "layer,series,step,value\n";
+  for (const auto& s : series) {
+    std::string name = s.stat.empty() ? s.kind : s.kind + "/" + s.stat;
+    for (const auto& p : store.metric(uuid, s.key)) {
+      if (json)
+        rows.push_back(
+            {{"layer", s.layer}, {"series", name}, {"step", p.step}, {"value", p.value}});
+      else
+        o << fmt::format("{},{},{},{}\n", core::csv_field(s.layer), core::csv_field(name), p.step,
+                         format::value(p.value));
+    }
+  }
+  if (json) o << rows.dump(2) << "\n";
+}
+
+void run_probes(Context& ctx, ProbesArgs& a) {
+  auto store = ctx.store();
+  store::RunInfo run = store->resolve_run(a.run);
+  if (!a.histogram.empty()) {
+    auto hs = store->histograms(run.uuid, a.histogram);
+    if (hs.empty())
+      core::fail(core::ErrorKind::kNotFound,
+                 "run {} has no histograms under '{}'; `trainscope probes {}` lists the layers "
+                 "and kinds (histogram keys are LAYER/KIND, e.g. features.conv1/weights)",
+                 run.uuid.substr(0, 8), a.histogram, a.run);
+    std::string svg = probes::histogram_heatmap_svg(hs, run.name + " " + a.histogram);
+    write_output(a.svg.empty() ? a.out : a.svg, [&](std::ostream& o) { o << svg; });
+    return;
+  }
+  auto series = probes::probe_series(*store, run.uuid, a.filter);
+  if (!a.svg.empty()) {
+    if (a.filter.stat.empty() && a.filter.kind.empty()) {
+      a.filter.kind = "weights", a.filter.stat = "update_ratio";
+      series = probes::probe_series(*store, run.uuid, a.filter);
+    }
+    std::string title = run.name + " " + (a.filter.kind + "/" + a.filter.stat);
+    write_output(
+        a.svg, [&](std::ostream& o) { o << probes::series_svg(*store, run.uuid, series, title); });
+    return;
+  }
+  bool json = ctx.json || a.format == "json";
+  if (json || a.format == "csv")
+    return write_output(a.out,
+                        [&](std::ostream& o) { export_points(o, *store, run.uuid, series, json); });
+  write_output(a.out, [&](std::ostream& o) {
+    print_table(o, series);
+    print_alerts(o, probes::probe_alerts(*store, run.uuid));
+  });
+}
+
+}  // namespace
+
+void register_probes_commands(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "probes", "Per-layer probe series, histograms and alerts of a run (config `probes:`)");
+  auto a = std::make_shared<ProbesArgs>();
+  cmd->add_option("RUN", a->run, "Run (UUID, prefix or name)")->required();
+  cmd->add_option("--layer,-l", a->filter.layer, "Glob over layer names, e.g. 'features.*'");
+  cmd->add_option("--kind,-k", a->filter.kind,
+                  "A kind (weights, weight_gradients, activations, ...) or loss, train_accuracy");
+  cmd->add_option("--stat", a->filter.stat, "l2, max, update_ratio, spectral_norm, mean, ...");
+  cmd->add_option("--format,-f", a->format, "text (table and alerts), csv or json (every point)")
+      ->check(CLI::IsMember({"text", "json", "csv"}));
+  cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
+  cmd->add_option("--svg", a->svg,
+                  "Draw the selected stat over steps, one line per layer (default "
+                  "weights/update_ratio), or with --histogram its heat map");
+  cmd->add_option("--histogram", a->histogram, "A histogram key LAYER/KIND to draw over time");
+  set_example(cmd,
+              "trainscope probes demo --kind weights --stat update_ratio --svg ratio.svg\n"
+              "  trainscope probes demo --histogram features.conv1/weights --svg conv1.svg\n"
+              "  trainscope probes demo --layer 'classifier.*' --format csv -o probes.csv");
+  cmd->callback([&ctx, a] { run_probes(ctx, *a); });
+}
+
+}  // namespace trainscope::cli

@@ -1,0 +1,359 @@
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/probes/outputs.h"
+#include "trainscope/train/probe_observer.h"
+#include "trainscope/train/trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::train {
+
+using probes::Kind;
+
+struct ProbeObserver::Layer {
+  probes::LayerInfo info;
+  torch::Tensor weight, bias;  // the model's own; undefined when the layer has none
+  torch::Tensor weight_before, bias_before;
+};
+
+namespace {
+
+probes::BufferPtr copy(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kFloat).contiguous();
+  auto b = std::make_shared<probes::Buffer>();
+  b->shape = c.sizes().vec();
+  b->values.resize(c.numel());
+  std::memcpy(b->values.data(), c.data_ptr<float>(), b->values.size() * sizeof(float));
+  return b;
+}
+
+bool finite(const torch::Tensor& t) { return torch::isfinite(t).all().item<bool>(); }
+
+std::string module_type(const torch::nn::Module* m, const std::string& functional) {
+  if (!m) return functional;
+  std::string name = m->name();
+  auto colon = name.rfind("::");
+  std::string t = colon == std::string::npos ? name : name.substr(colon + 2);
+  if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
+  return t;
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Records each layer of one forward pass: name, type, module.
+struct LayerLister : layers::LayerSubscriber {
+  struct Seen {
+    std::string name, type;
+    const torch::nn::Module* module;
+  };
+  std::vector<Seen> seen;
+  void on_forward(const layers::ForwardEvent& e) override {
+    for (const auto& s : seen)
+      if (s.name == e.name) return;
+    seen.push_back({e.name, module_type(e.module, e.type), e.module});
+  }
+};
+
+// The first layer whose output is not finite, in forward order.
+struct NonFiniteFinder : layers::LayerSubscriber {
+  std::string layer, type, what;
+  bool input_finite = true;
+  void on_forward(const layers::ForwardEvent& e) override {
+    if (!layer.empty() || finite(e.output)) return;
+    layer = e.name;
+    type = module_type(e.module, e.type);
+    what = torch::isnan(e.output).any().item<bool>() ? "NaN" : "Inf";
+    for (const auto& in : e.inputs) input_finite = input_finite && finite(in);
+  }
+};
+
+}  // namespace
+
+probes::ProbeSettings probe_settings(const Config& config) {
+  const ProbesConfig& c = config.probes;
+  probes::ProbeSettings s;
+  s.preset = c.preset;
+  s.every = c.every == "preset" ? 0 : std::stoll(c.every);
+  s.layers = c.layers;
+  s.types = split_list(c.types);
+  s.max_depth = static_cast<int>(c.max_depth);
+  for (const auto& k : split_list(c.kinds)) s.kinds.insert(probes::parse_kind(k));
+  s.histogram_bins = static_cast<int>(c.histogram_bins);
+  s.test_every = c.test_every;
+  s.workers = static_cast<int>(c.workers);
+  s.queue_capacity = static_cast<size_t>(c.queue);
+  s.block_when_full = c.when_full == "block";
+  s.tensorboard = c.tensorboard;
+  s.alerts.patience = static_cast<int>(c.alert_patience);
+  s.alerts.update_ratio_high = c.alert_update_ratio_high;
+  s.alerts.update_ratio_low = c.alert_update_ratio_low;
+  s.alerts.dead_fraction = c.alert_dead_fraction;
+  s.alerts.grad_depth_ratio = c.alert_grad_depth_ratio;
+  s.alerts.overfit_drop = c.alert_overfit_drop;
+  return s;
+}
+
+ProbeObserver::ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> extra)
+    : extra_(std::move(extra)) {}
+
+ProbeObserver::~ProbeObserver() = default;
+
+void ProbeObserver::on_run_begin(const RunContext& ctx) {
+  settings_ = probe_settings(ctx.config);
+  if (!settings_.enabled()) settings_.preset = "economy", settings_.kinds = {}, settings_.every = 0;
+  auto subs = ctx.config.probes.preset == "off" ? std::vector<std::shared_ptr<probes::Subscriber>>{}
+                                                : probes::builtin_subscribers(settings_);
+  subs.insert(subs.end(), extra_.begin(), extra_.end());
+  std::vector<std::shared_ptr<probes::Output>> outputs = {probes::store_output(ctx.run),
+                                                          probes::console_output()};
+  if (settings_.tensorboard) {
+    fs::path dir = fs::temp_directory_path() / ("trainscope-tb-" + ctx.run.uuid().substr(0, 8));
+    tfevents_ = std::make_shared<probes::TfEventsWriter>(dir);
+    outputs.push_back(tfevents_);
+  }
+  probes::HubOptions o{settings_.workers, settings_.queue_capacity, settings_.block_when_full,
+                       settings_.period()};
+  hub_ = std::make_unique<probes::Hub>(std::move(subs), std::move(outputs), o);
+  discover_layers(ctx);
+}
+
+void ProbeObserver::discover_layers(const RunContext& ctx) {
+  const Config& c = ctx.config;
+  LayerLister lister;
+  {
+    torch::NoGradGuard no_grad;
+    bool was_training = ctx.model.is_training();
+    ctx.model.eval();  // no dropout draw, no batch-norm statistics update
+    layers::Subscription sub(lister);
+    const Dataset& train = ctx.data.train;
+    ctx.model.forward(to_input(train.images.narrow(0, 0, std::min<int64_t>(2, train.size())),
+                               ctx.data.mean, ctx.data.std, dtype_of(c), channels_last(c)));
+    ctx.model.train(was_training);
+  }
+  std::string all;
+  for (size_t i = 0; i < lister.seen.size(); ++i) {
+    const auto& s = lister.seen[i];
+    probes::LayerInfo info{s.name, s.type,
+                           1 + static_cast<int>(std::count(s.name.begin(), s.name.end(), '.')),
+                           static_cast<int>(i)};
+    all += (all.empty() ? "" : ", ") + s.name + " (" + s.type + ")";
+    if (!probes::layer_selected(settings_, info)) continue;
+    auto layer = std::make_unique<Layer>();
+    layer->info = info;
+    if (s.module)
+      for (const auto& p : s.module->named_parameters(/*recurse=*/false)) {
+        if (p.key() == "weight") layer->weight = p.value();
+        if (p.key() == "bias") layer->bias = p.value();
+      }
+    by_name_[s.name] = layer.get();
+    layers_.push_back(std::move(layer));
+  }
+  if (layers_.empty())
+    core::fail(core::ErrorKind::kUsage,
+               "probes: no layer matches layers '{}'{}{}; the layers of {} are: {}",
+               settings_.layers, settings_.types.empty() ? "" : ", types " + c.probes.types,
+               settings_.max_depth ? fmt::format(", max_depth {}", settings_.max_depth) : "",
+               c.model.name, all);
+}
+
+ProbeObserver::Layer* ProbeObserver::selected(const std::string& name) {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+probes::Position ProbeObserver::position(const Step& step) const {
+  return {step.number, step.epoch, step.batch};
+}
+
+void ProbeObserver::on_batch_begin(const RunContext& ctx) {
+  due_ = hub_->kinds_due(ctx.position.step + 1);
+  pending_.clear();
+  correct_before_ = ctx.position.epoch_correct;
+  if (due_.count(Kind::kActivations) || due_.count(Kind::kLayerGradients))
+    subscription_.emplace(*this);
+}
+
+void ProbeObserver::on_forward(const layers::ForwardEvent& e) {
+  if (!due_.count(Kind::kActivations)) return;
+  if (selected(e.name)) pending_[e.name].tensors[Kind::kActivations] = copy(e.output);
+}
+
+void ProbeObserver::on_backward(const layers::BackwardEvent& e) {
+  if (selected(e.name)) pending_[e.name].tensors[Kind::kLayerGradients] = copy(e.grad_output);
+}
+
+bool ProbeObserver::wants_backward() const { return due_.count(Kind::kLayerGradients) > 0; }
+
+void ProbeObserver::on_after_forward(const RunContext& ctx, const Step& step) {
+  if (!nan_reported_ && !std::isfinite(step.loss.item<double>())) find_forward_origin(ctx, step);
+}
+
+void ProbeObserver::find_forward_origin(const RunContext& ctx, const Step& step) {
+  nan_reported_ = true;
+  subscription_.reset();
+  NonFiniteFinder finder;
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> buffers, saved;
+    for (auto& b : ctx.model.buffers()) buffers.push_back(b), saved.push_back(b.clone());
+    at::Generator gen = ctx.dropout_generator;  // a handle on the run's dropout stream
+    torch::Tensor gen_state = gen.get_state();
+    {
+      layers::Subscription sub(finder);
+      ctx.model.forward(step.data->x);
+    }
+    for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved[i]);
+    gen.set_state(gen_state);
+  }
+  probes::Alert a{"nan_origin", finder.layer, position(step), {}};
+  if (finder.layer.empty()) {
+    a.source = "loss";
+    a.message = fmt::format("the loss is {} at step {} while every layer's output is finite",
+                            step.loss.item<double>(), step.number);
+  } else if (!finder.input_finite) {
+    a.message = fmt::format("the input of {} ({}) is already non-finite at step {}", finder.layer,
+                            finder.type, step.number);
+  } else {
+    a.message = fmt::format(
+        "first non-finite value ({}) at step {} in the forward pass: output of {} ({}), whose "
+        "inputs are finite",
+        finder.what, step.number, finder.layer, finder.type);
+  }
+  hub_->sink().alert(a);
+}
+
+void ProbeObserver::check_gradients(const Step& step) {
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) {  // backward order
+    Layer& l = **it;
+    for (const auto* p : {&l.weight, &l.bias}) {
+      if (!p->defined() || !p->grad().defined() || finite(p->grad())) continue;
+      nan_reported_ = true;
+      hub_->sink().alert(
+          {"nan_origin", l.info.name, position(step),
+           fmt::format("first non-finite value at step {} in the backward pass: the {} "
+                       "gradient of {} ({}), with a finite loss",
+                       step.number, p == &l.weight ? "weight" : "bias", l.info.name, l.info.type)});
+      return;
+    }
+  }
+}
+
+void ProbeObserver::on_after_backward(const RunContext& ctx, const Step& step) {
+  if (!nan_reported_) check_gradients(step);
+  bool updates = due_.count(Kind::kWeightUpdates) || due_.count(Kind::kBiasUpdates);
+  for (auto& lp : layers_) {
+    Layer& l = *lp;
+    auto& t = pending_[l.info.name].tensors;
+    if (l.weight.defined()) {
+      if (updates) l.weight_before = l.weight.detach().clone();
+      if (due_.count(Kind::kWeightGradients) && l.weight.grad().defined())
+        t[Kind::kWeightGradients] = copy(l.weight.grad());
+    }
+    if (l.bias.defined()) {
+      if (updates) l.bias_before = l.bias.detach().clone();
+      if (due_.count(Kind::kBiasGradients) && l.bias.grad().defined())
+        t[Kind::kBiasGradients] = copy(l.bias.grad());
+    }
+  }
+}
+
+void ProbeObserver::on_after_step(const RunContext& ctx, const Step& step) {
+  if (!due_.empty()) publish_step(ctx, step);
+  if (hub_->wants_meta()) {
+    probes::MetaPacket m;
+    m.at = position(step);
+    m.loss = step.loss_value;
+    m.correct = ctx.position.epoch_correct - correct_before_;
+    m.samples = step.samples;
+    if (hub_->wants_batch_tensors()) {
+      m.labels = copy(step.data->y);
+      m.output = copy(step.output);
+    }
+    hub_->publish(std::move(m));
+  }
+  if (settings_.test_every > 0 && step.number % settings_.test_every == 0)
+    probe_test_accuracy(ctx, step.number);
+}
+
+void ProbeObserver::publish_step(const RunContext& ctx, const Step& step) {
+  for (auto& lp : layers_) {
+    Layer& l = *lp;
+    auto& t = pending_[l.info.name].tensors;
+    auto add = [&](Kind value, Kind update, torch::Tensor& now, torch::Tensor& before) {
+      if (!now.defined()) return;
+      if (due_.count(value) || due_.count(update)) t[value] = copy(now);
+      if (due_.count(update) && before.defined()) t[update] = copy(now.detach() - before);
+      before = torch::Tensor();
+    };
+    add(Kind::kWeights, Kind::kWeightUpdates, l.weight, l.weight_before);
+    add(Kind::kBiases, Kind::kBiasUpdates, l.bias, l.bias_before);
+    if (t.empty()) continue;
+    probes::LayerPacket packet = std::move(pending_[l.info.name]);
+    packet.layer = &l.info;
+    packet.at = position(step);
+    hub_->publish(std::move(packet));
+  }
+  pending_.clear();
+}
+
+// Accuracy on (up to) the first 1000 test examples, as an evaluation of
+// split "test_probe": not a published layer event, no model state changed.
+void ProbeObserver::probe_test_accuracy(const RunContext& ctx, int64_t step) {
+  const Config& c = ctx.config;
+  const Dataset& test = ctx.data.test;
+  Dataset part = test.select(torch::arange(std::min<int64_t>(1000, test.size())));
+  EvalResult r =
+      evaluate(ctx.model, part, ctx.data, c.eval.batch_size, dtype_of(c), channels_last(c));
+  probes::MetaPacket m;
+  m.event = probes::MetaPacket::Event::kEvaluation;
+  m.at = {step, ctx.position.epoch, ctx.position.batch};
+  m.split = "test_probe";
+  m.loss = r.loss;
+  m.samples = r.samples;
+  m.correct = std::llround(r.accuracy * static_cast<double>(r.samples));
+  hub_->publish(std::move(m));
+}
+
+void ProbeObserver::on_batch_end(const RunContext& ctx, const Step& step) {
+  subscription_.reset();
+  due_.clear();
+}
+
+void ProbeObserver::on_evaluation_end(const RunContext& ctx, const Evaluation& ev) {
+  probes::MetaPacket m;
+  m.event = probes::MetaPacket::Event::kEvaluation;
+  m.at = {ctx.position.step, ev.epoch - 1, 0};
+  m.split = ev.split;
+  m.loss = ev.result.loss;
+  m.samples = ev.result.samples;
+  m.correct = std::llround(ev.result.accuracy * static_cast<double>(ev.result.samples));
+  hub_->publish(std::move(m));
+}
+
+void ProbeObserver::on_run_end(const RunContext& ctx, const TrainResult& result) {
+  subscription_.reset();
+  if (!hub_) return;
+  hub_->close();
+  ctx.run.log_metric("probe/dropped", static_cast<double>(hub_->dropped()), ctx.position.step);
+  if (tfevents_) {
+    auto* w = static_cast<probes::TfEventsWriter*>(tfevents_.get());
+    ctx.run.add_artifact(w->path(), "tensorboard", "tensorboard/" + w->path().filename().string());
+    fs::remove_all(w->path().parent_path());
+  }
+}
+
+}  // namespace trainscope::train
