@@ -19,7 +19,7 @@ class AlertRules : public Subscriber {
   bool wants_series(const SeriesPoint& p) const override {
     return p.name == "weights/update_ratio" || p.name == "activations/dead_fraction" ||
            p.name == "weight_gradients/l2" || p.name == "loss" || p.name == "train_accuracy" ||
-           p.name == "test_accuracy";
+           p.name == "test_accuracy" || p.name == "test_loss";
   }
   void on_series(const SeriesPoint& p, Sink& sink) override {
     if (p.name == "weights/update_ratio") return update_ratio(p, sink);
@@ -31,7 +31,8 @@ class AlertRules : public Subscriber {
     if (p.name == "weight_gradients/l2") return depth(p, sink);
     if (p.name == "loss") return loss(p, sink);
     if (p.name == "train_accuracy") train_accuracy_ = p.value;
-    if (p.name == "test_accuracy") overfitting(p, sink);
+    if (p.name == "test_accuracy") test_accuracy_ = p.value;
+    if (p.name == "test_loss") overfitting(p, sink);
   }
   void on_end(Sink& sink) override { check_depth(sink); }
 
@@ -85,13 +86,15 @@ class AlertRules : public Subscriber {
                "gradients explode with depth",
                r, last.layer, first.layer, s_.patience));
     streak(first, r < 1 / s_.grad_depth_ratio, "gradients_vanishing", sink,
-           fmt("gradient norm shrinks {:.3g}x from {} (last) to {} (first) for {} observations: "
+           fmt("gradient norm shrinks {} from {} (last) to {} (first) for {} observations: "
                "gradients vanish with depth",
-               1 / r, last.layer, first.layer, s_.patience));
+               r > 0 ? fmt("{:.3g}x", 1 / r) : std::string("to zero"), last.layer, first.layer,
+               s_.patience));
   }
 
   // Mean of the last window against the window before it.
   void loss(const SeriesPoint& p, Sink& sink) {
+    train_loss_ = p.value;
     losses_.push_back(p.value);
     size_t w = static_cast<size_t>(s_.loss_window);
     if (losses_.size() > 2 * w) losses_.pop_front();
@@ -111,19 +114,23 @@ class AlertRules : public Subscriber {
                after, w, s_.patience));
   }
 
+  // After each evaluation (its loss comes after its accuracy): the test loss
+  // well above its best, or the test accuracy below its best, while the
+  // training loss or accuracy kept improving.
   void overfitting(const SeriesPoint& p, Sink& sink) {
-    if (p.value > best_test_) {
-      best_test_ = p.value;
-      train_at_best_ = train_accuracy_;
-      best_step_ = p.at.step;
-      return;
-    }
-    if (p.value < best_test_ - s_.overfit_drop && train_accuracy_ > train_at_best_)
-      raise(sink, "overfitting", p,
-            fmt("test accuracy fell from {:.2f}% (step {}) to {:.2f}% while train accuracy rose "
-                "from {:.2f}% to {:.2f}%: the model overfits",
-                100 * best_test_, best_step_, 100 * p.value, 100 * train_at_best_,
-                100 * train_accuracy_));
+    double loss = p.value;
+    if (test_accuracy_ > best_acc_)
+      best_acc_ = test_accuracy_, train_acc_at_best_ = train_accuracy_;
+    if (loss < best_loss_)
+      best_loss_ = loss, train_loss_at_best_ = train_loss_, best_step_ = p.at.step;
+    bool loss_up = loss > best_loss_ * 1.1 && train_loss_ < train_loss_at_best_;
+    bool acc_down =
+        test_accuracy_ < best_acc_ - s_.overfit_drop && train_accuracy_ > train_acc_at_best_;
+    streak(p, loss_up || acc_down, "overfitting", sink,
+           fmt("test loss {:.4g} (best {:.4g} at step {}), test accuracy {:.2f}% (best {:.2f}%), "
+               "while the training loss fell to {:.4g}, for {} evaluations: the model overfits",
+               loss, best_loss_, best_step_, 100 * test_accuracy_, 100 * best_acc_, train_loss_,
+               s_.patience));
   }
 
   AlertSettings s_;
@@ -132,7 +139,8 @@ class AlertRules : public Subscriber {
   std::map<int, SeriesPoint> grads_;
   int64_t grad_step_ = -1;
   std::deque<double> losses_;
-  double train_accuracy_ = 0, best_test_ = -1, train_at_best_ = 0;
+  double train_accuracy_ = 0, train_loss_ = INFINITY, test_accuracy_ = 0;
+  double best_acc_ = -1, train_acc_at_best_ = 0, best_loss_ = INFINITY, train_loss_at_best_ = 0;
   int64_t best_step_ = 0;
 };
 

@@ -69,15 +69,15 @@ Hub::Hub(std::vector<std::shared_ptr<Subscriber>> subscribers,
 
 Hub::~Hub() { close(); }
 
-int64_t Hub::period(const Subscriber& s) const {
-  int64_t e = s.every();
-  return e > 0 ? e : std::max<int64_t>(1, options_.every);
+bool Hub::due(const Subscriber& s, int64_t step) const {
+  int64_t e = s.every() > 0 ? s.every() : std::max<int64_t>(1, options_.every);
+  return step <= s.warmup_steps() || step % e == 0;
 }
 
 std::set<Kind> Hub::kinds_due(int64_t step) const {
   std::set<Kind> out;
   for (const auto& s : subscribers_) {
-    if (step % period(*s) != 0) continue;
+    if (!due(*s, step)) continue;
     auto k = s->kinds();
     out.insert(k.begin(), k.end());
   }
@@ -129,7 +129,7 @@ void Hub::run(Worker& w) {
 void Hub::deliver(const Item& item) {
   if (const auto* lp = std::get_if<LayerPacket>(&item)) {
     for (auto& s : subscribers_)
-      if (!s->kinds().empty() && lp->at.step % period(*s) == 0) s->on_layer(*lp, *dispatch_);
+      if (!s->kinds().empty() && due(*s, lp->at.step)) s->on_layer(*lp, *dispatch_);
     return;
   }
   const auto& mp = std::get<MetaPacket>(item);

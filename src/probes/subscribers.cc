@@ -45,18 +45,27 @@ class Norms : public Subscriber {
   int64_t every_;
 };
 
-// ||Δw|| / ||w||, with w the weights after the step.
+// ||Δw|| / ||w||, with w the weights the step started from (w_new - Δw).
+// Every step of the first 10 too: a wrong learning rate shows most plainly
+// in the first updates (with Adam the weights then grow until the ratio
+// looks ordinary).
 class UpdateRatio : public Subscriber {
  public:
   explicit UpdateRatio(int64_t every) : every_(every) {}
   std::string name() const override { return "update_ratio"; }
   std::set<Kind> kinds() const override { return {Kind::kWeights, Kind::kWeightUpdates}; }
   int64_t every() const override { return every_; }
+  int64_t warmup_steps() const override { return 10; }
   void on_layer(const LayerPacket& p, Sink& sink) override {
     const Buffer *w = p.get(Kind::kWeights), *dw = p.get(Kind::kWeightUpdates);
-    if (!w || !dw) return;
-    double nw = l2(w->values);
-    if (nw > 0) publish(sink, p, Kind::kWeights, "update_ratio", l2(dw->values) / nw);
+    if (!w || !dw || w->values.size() != dw->values.size()) return;
+    double before = 0;
+    for (size_t i = 0; i < w->values.size(); ++i) {
+      double x = static_cast<double>(w->values[i]) - dw->values[i];
+      before += x * x;
+    }
+    if (before > 0)
+      publish(sink, p, Kind::kWeights, "update_ratio", l2(dw->values) / std::sqrt(before));
   }
 
  private:

@@ -60,7 +60,7 @@ class Hub {
   void enqueue(size_t worker, Item item);
   void run(Worker& w);
   void deliver(const Item& item);
-  int64_t period(const Subscriber& s) const;
+  bool due(const Subscriber& s, int64_t step) const;
 
   std::vector<std::shared_ptr<Subscriber>> subscribers_;
   std::unique_ptr<Dispatch> dispatch_;

@@ -142,6 +142,9 @@ class Subscriber {
   // `every`). Step numbers are 1-based global steps, so every 10 means
   // steps 10, 20, 30, ...
   virtual int64_t every() const { return 0; }
+  // Also called at every step up to this one (a learning rate shows in the
+  // first updates; a period of 10 would miss them).
+  virtual int64_t warmup_steps() const { return 0; }
   // Whether on_meta is wanted (every batch and evaluation, whatever every()).
   virtual bool wants_meta() const { return false; }
   // Whether the labels and output of a batch should be copied for it.

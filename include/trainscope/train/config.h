@@ -169,8 +169,8 @@ struct ProbesConfig {
   int64_t queue = 64;               // packets waiting per worker
   std::string when_full = "block";  // block | drop (counted in probe/dropped)
   bool tensorboard = true;          // an events.out.tfevents file among the artifacts
-  int64_t alert_patience = 5;
-  double alert_update_ratio_high = 0.5;
+  int64_t alert_patience = 3;
+  double alert_update_ratio_high = 0.3;
   double alert_update_ratio_low = 1e-7;
   double alert_dead_fraction = 0.5;
   double alert_grad_depth_ratio = 1e4;
