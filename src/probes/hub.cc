@@ -89,7 +89,9 @@ void Hub::publish(LayerPacket packet) {
   enqueue(w, std::move(packet));
 }
 
-void Hub::publish(MetaPacket packet) { enqueue(0, std::move(packet)); }
+void Hub::publish(std::vector<MetaPacket> packets) {
+  if (!packets.empty()) enqueue(0, std::move(packets));
+}
 
 Sink& Hub::sink() { return *dispatch_; }
 
@@ -132,9 +134,9 @@ void Hub::deliver(const Item& item) {
       if (!s->kinds().empty() && due(*s, lp->at.step)) s->on_layer(*lp, *dispatch_);
     return;
   }
-  const auto& mp = std::get<MetaPacket>(item);
-  for (auto& s : subscribers_)
-    if (s->wants_meta()) s->on_meta(mp, *dispatch_);
+  for (const auto& mp : std::get<std::vector<MetaPacket>>(item))
+    for (auto& s : subscribers_)
+      if (s->wants_meta()) s->on_meta(mp, *dispatch_);
 }
 
 void Hub::close() {

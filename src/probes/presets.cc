@@ -52,10 +52,15 @@ std::vector<std::shared_ptr<Subscriber>> builtin_subscribers(const ProbeSettings
     add_if({Kind::kWeights}, spectral_norm_subscriber());
     add_if({Kind::kActivations}, activation_stats_subscriber());
     std::set<Kind> hist = {Kind::kWeights, Kind::kWeightGradients};
-    if (full) hist = std::set<Kind>(all_kinds().begin(), all_kinds().end());
+    if (full)
+      hist = {Kind::kActivations,     Kind::kLayerGradients, Kind::kWeights,
+              Kind::kWeightGradients, Kind::kWeightUpdates,  Kind::kBiases,
+              Kind::kBiasGradients,   Kind::kBiasUpdates};
     if (auto k = keep(s, hist); !k.empty())
       out.push_back(histogram_subscriber(k, s.histogram_bins));
   }
+  if (full)
+    add_if({Kind::kReferenceActivations}, svcca_subscriber(std::max<int64_t>(50, s.period())));
   out.push_back(training_subscriber(s.period()));
   out.push_back(alert_rules(s.alerts));
   return out;

@@ -217,6 +217,8 @@ std::vector<Field> recording_fields() {
       TS_INT("probes.max_depth", probes.max_depth, "Deepest layer name level to probe (0: any)"),
       TS_STR("probes.kinds", probes.kinds, "Comma-separated kinds narrowing the preset's"),
       TS_INT("probes.histogram_bins", probes.histogram_bins, "Bins per histogram"),
+      TS_INT("probes.activation_samples", probes.activation_samples,
+             "Examples of the batch whose activations and layer gradients are probed (0: all)"),
       TS_INT("probes.test_every", probes.test_every, "Test accuracy every N steps (0: off)"),
       TS_INT("probes.workers", probes.workers, "Threads computing the probes"),
       TS_INT("probes.queue", probes.queue, "Packets waiting per probe worker"),
@@ -361,6 +363,7 @@ void validate_probes(const ProbesConfig& p, const std::string& source) {
   if (p.max_depth < 0) bad("max_depth", "must be >= 0");
   if (p.histogram_bins < 2 || p.histogram_bins > 10000) bad("histogram_bins", "must be 2..10000");
   if (p.test_every < 0) bad("test_every", "must be >= 0");
+  if (p.activation_samples < 0) bad("activation_samples", "must be >= 0");
   if (p.workers < 1 || p.workers > 64) bad("workers", "must be 1..64");
   if (p.queue < 1) bad("queue", "must be >= 1");
   if (p.alert_patience < 1) bad("alert_patience", "must be >= 1");

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "support/test_util.h"
 #include "trainscope/probes/builtin.h"
@@ -308,4 +309,28 @@ TEST(ProbesTest, TensorBoardFileDecodesWithAnIndependentRuntime) {
   f.put('\x7f');
   f.close();
   EXPECT_NE(tst::run_command(cmd).exit_code, 0);
+}
+
+// SVCCA is invariant to invertible linear maps of a representation and
+// near zero between unrelated ones.
+TEST(ProbesTest, SvccaOfALinearImageIsOneAndOfNoiseIsSmall) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> z;
+  const int n = 500, d = 6;
+  std::vector<double> x(n * d), mixed(n * d), noise(n * 4);
+  for (double& v : x) v = z(rng);
+  for (double& v : noise) v = z(rng);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < d; ++j)  // an invertible mixing: x_j + 0.5 x_{j+1}, scaled
+      mixed[i * d + j] = 3 * (x[i * d + j] + 0.5 * x[i * d + (j + 1) % d]) + 7;
+  EXPECT_NEAR(probes::svcca(x, d, mixed, d, n), 1.0, 1e-9);
+  EXPECT_LT(probes::svcca(x, d, noise, 4, n), 0.15);
+  // One shared direction out of three: the mean correlation is about 1/3.
+  std::vector<double> a(n * 3), b(n * 3);
+  for (int i = 0; i < n; ++i) {
+    double shared = z(rng);
+    a[i * 3] = shared, b[i * 3] = shared;
+    for (int j = 1; j < 3; ++j) a[i * 3 + j] = z(rng), b[i * 3 + j] = z(rng);
+  }
+  EXPECT_NEAR(probes::svcca(a, 3, b, 3, n), 1.0 / 3, 0.1);
 }

@@ -7,9 +7,11 @@
 //             the alert rules, NaN/Inf origin.
 //   standard  economy + histograms of weights and weight gradients,
 //             activation statistics (mean, SD, zeros, dead units,
-//             saturation), layer-gradient norms, spectral norm of weights.
+//             saturation), bias norms, spectral norm of weights.
 //   full      every step: every kind's norms and histograms (activations
-//             and layer gradients included).
+//             and layer gradients: their norms only here); every 50th step the SVCCA
+//             similarity of each layer's representation of a fixed batch
+//             with the one 50 steps before.
 #pragma once
 
 #include <memory>
@@ -75,5 +77,14 @@ std::shared_ptr<Subscriber> activation_stats_subscriber(int64_t every = 0);
 // published at every `every`th step; test accuracy of each evaluation.
 std::shared_ptr<Subscriber> training_subscriber(int64_t every);
 std::shared_ptr<Subscriber> alert_rules(const AlertSettings& settings);
+// SVCCA similarity of a layer's reference activations (conv channels
+// averaged over space) with those at its previous call.
+std::shared_ptr<Subscriber> svcca_subscriber(int64_t every);
+
+// SVCCA (Raghu et al. 2017) of two views X (n x dx) and Y (n x dy) of the
+// same n inputs, row-major: each centred and cut to the directions holding
+// `keep` of its variance, then the mean canonical correlation of the two.
+double svcca(const std::vector<double>& x, int dx, const std::vector<double>& y, int dy, int n,
+             double keep = 0.99);
 
 }  // namespace trainscope::probes

@@ -43,7 +43,9 @@ class Hub {
   bool wants_batch_tensors() const { return wants_batch_tensors_; }
 
   void publish(LayerPacket packet);
-  void publish(MetaPacket packet);
+  // Meta packets in order, as one hand-over (the publisher gathers a
+  // period's batches: one queue operation per period, not per step).
+  void publish(std::vector<MetaPacket> packets);
   // Publishes directly into the sink from the calling thread (alerts found
   // on the training thread, such as the origin of a NaN).
   Sink& sink();
@@ -56,7 +58,7 @@ class Hub {
  private:
   class Dispatch;
   struct Worker;
-  using Item = std::variant<LayerPacket, MetaPacket>;
+  using Item = std::variant<LayerPacket, std::vector<MetaPacket>>;
   void enqueue(size_t worker, Item item);
   void run(Worker& w);
   void deliver(const Item& item);

@@ -25,7 +25,10 @@
 namespace trainscope::probes {
 
 // Per-layer kinds. Updates are the change an optimizer step made
-// (new - old parameters); layer gradients are d loss / d layer output.
+// (new - old parameters); layer gradients are d loss / d layer output;
+// reference activations are a layer's output on a fixed batch (the first
+// 256 test examples, eval mode), the same inputs at every step so that
+// representations can be compared across steps (SVCCA).
 enum class Kind {
   kActivations,
   kLayerGradients,
@@ -35,6 +38,7 @@ enum class Kind {
   kBiases,
   kBiasGradients,
   kBiasUpdates,
+  kReferenceActivations,
 };
 const char* to_string(Kind k);  // "activations", "layer_gradients", "weights", ...
 // Throws Error(kUsage) listing the valid kinds.

@@ -164,6 +164,7 @@ struct ProbesConfig {
   int64_t max_depth = 0;            // 0: any
   std::string kinds;                // comma-separated kinds narrowing the preset's
   int64_t histogram_bins = 64;
+  int64_t activation_samples = 32;  // examples of the batch whose activations are probed (0: all)
   int64_t test_every = 0;           // test accuracy (test subset) every N steps; 0: off
   int64_t workers = 1;              // worker threads computing the probes
   int64_t queue = 64;               // packets waiting per worker

@@ -8,11 +8,14 @@
 // steps that want updates, also before it (update = after - before).
 //
 // Cost on the training thread is the copies, only on due steps (the every
-// of each subscriber), plus on every step: the loss's finiteness (free) and
-// the finiteness of each weight gradient (one pass over the parameters).
-// When the loss turns non-finite, the forward pass of that batch is replayed
-// (buffers and the dropout stream restored afterwards) to name the first
-// layer whose output is not finite.
+// of each subscriber), plus on every step the loss's finiteness (free) and
+// a meta packet appended to a list handed over once per period. Activations
+// and layer gradients are copied for the first probes.activation_samples
+// examples of the batch only (32 by default: they are the largest tensors
+// of a step). On due steps the weight gradients are checked for
+// non-finite values (backward origin); when the loss turns non-finite, the
+// forward pass of that batch is replayed (buffers and the dropout stream
+// restored afterwards) to name the first layer whose output is not finite.
 #pragma once
 
 #include <map>
@@ -44,6 +47,7 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   void on_after_step(const RunContext& ctx, const Step& step) override;
   void on_batch_end(const RunContext& ctx, const Step& step) override;
   void on_evaluation_end(const RunContext& ctx, const Evaluation& evaluation) override;
+  void on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) override;
   void on_run_end(const RunContext& ctx, const TrainResult& result) override;
 
   void on_forward(const layers::ForwardEvent& event) override;
@@ -58,10 +62,13 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   void find_forward_origin(const RunContext& ctx, const Step& step);
   void check_gradients(const Step& step);
   void probe_test_accuracy(const RunContext& ctx, int64_t step);
+  void capture_reference(const RunContext& ctx);
   probes::Position position(const Step& step) const;
+  torch::Tensor sample(const torch::Tensor& t) const;  // the first activation_samples rows
 
   std::vector<std::shared_ptr<probes::Subscriber>> extra_;
   probes::ProbeSettings settings_;
+  const Config* ctx_config_ = nullptr;
   std::unique_ptr<probes::Hub> hub_;
   std::shared_ptr<probes::Output> tfevents_;
   std::vector<std::unique_ptr<Layer>> layers_;  // selected layers, forward order
@@ -69,6 +76,8 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   std::optional<layers::Subscription> subscription_;
   std::set<probes::Kind> due_;
   std::map<std::string, probes::LayerPacket> pending_;
+  std::vector<probes::MetaPacket> metas_;  // gathered, handed over once per period
+  torch::Tensor reference_;                // the reference batch (first 256 test examples)
   int64_t correct_before_ = 0;
   bool nan_reported_ = false;
 };

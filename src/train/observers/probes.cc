@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -113,6 +114,7 @@ ProbeObserver::ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> ex
 ProbeObserver::~ProbeObserver() = default;
 
 void ProbeObserver::on_run_begin(const RunContext& ctx) {
+  ctx_config_ = &ctx.config;
   settings_ = probe_settings(ctx.config);
   if (!settings_.enabled()) settings_.preset = "economy", settings_.kinds = {}, settings_.every = 0;
   auto subs = ctx.config.probes.preset == "off" ? std::vector<std::shared_ptr<probes::Subscriber>>{}
@@ -187,13 +189,20 @@ void ProbeObserver::on_batch_begin(const RunContext& ctx) {
     subscription_.emplace(*this);
 }
 
+torch::Tensor ProbeObserver::sample(const torch::Tensor& t) const {
+  int64_t n = ctx_config_->probes.activation_samples;
+  if (n <= 0 || t.dim() == 0 || t.size(0) <= n) return t;
+  return t.narrow(0, 0, n);
+}
+
 void ProbeObserver::on_forward(const layers::ForwardEvent& e) {
   if (!due_.count(Kind::kActivations)) return;
-  if (selected(e.name)) pending_[e.name].tensors[Kind::kActivations] = copy(e.output);
+  if (selected(e.name)) pending_[e.name].tensors[Kind::kActivations] = copy(sample(e.output));
 }
 
 void ProbeObserver::on_backward(const layers::BackwardEvent& e) {
-  if (selected(e.name)) pending_[e.name].tensors[Kind::kLayerGradients] = copy(e.grad_output);
+  if (selected(e.name))
+    pending_[e.name].tensors[Kind::kLayerGradients] = copy(sample(e.grad_output));
 }
 
 bool ProbeObserver::wants_backward() const { return due_.count(Kind::kLayerGradients) > 0; }
@@ -253,6 +262,7 @@ void ProbeObserver::check_gradients(const Step& step) {
 }
 
 void ProbeObserver::on_after_backward(const RunContext& ctx, const Step& step) {
+  if (due_.empty()) return;
   if (!nan_reported_) check_gradients(step);
   bool updates = due_.count(Kind::kWeightUpdates) || due_.count(Kind::kBiasUpdates);
   for (auto& lp : layers_) {
@@ -271,7 +281,36 @@ void ProbeObserver::on_after_backward(const RunContext& ctx, const Step& step) {
   }
 }
 
+// Each selected layer's output on the reference batch: eval mode and no
+// gradients, so no dropout draw and no batch-norm statistics change.
+void ProbeObserver::capture_reference(const RunContext& ctx) {
+  const Config& c = ctx.config;
+  if (!reference_.defined()) {
+    const Dataset& test = ctx.data.test;
+    reference_ = to_input(test.images.narrow(0, 0, std::min<int64_t>(256, test.size())),
+                          ctx.data.mean, ctx.data.std, dtype_of(c), channels_last(c));
+  }
+  struct Capture : layers::LayerSubscriber {
+    ProbeObserver* self;
+    void on_forward(const layers::ForwardEvent& e) override {
+      if (self->selected(e.name))
+        self->pending_[e.name].tensors[Kind::kReferenceActivations] = copy(e.output);
+    }
+  } capture;
+  capture.self = this;
+  subscription_.reset();
+  torch::NoGradGuard no_grad;
+  bool was_training = ctx.model.is_training();
+  ctx.model.eval();
+  {
+    layers::Subscription sub(capture);
+    ctx.model.forward(reference_);
+  }
+  ctx.model.train(was_training);
+}
+
 void ProbeObserver::on_after_step(const RunContext& ctx, const Step& step) {
+  if (due_.count(Kind::kReferenceActivations)) capture_reference(ctx);
   if (!due_.empty()) publish_step(ctx, step);
   if (hub_->wants_meta()) {
     probes::MetaPacket m;
@@ -283,7 +322,9 @@ void ProbeObserver::on_after_step(const RunContext& ctx, const Step& step) {
       m.labels = copy(step.data->y);
       m.output = copy(step.output);
     }
-    hub_->publish(std::move(m));
+    metas_.push_back(std::move(m));
+    if (!due_.empty() || static_cast<int64_t>(metas_.size()) >= settings_.period())
+      hub_->publish(std::exchange(metas_, {}));
   }
   if (settings_.test_every > 0 && step.number % settings_.test_every == 0)
     probe_test_accuracy(ctx, step.number);
@@ -325,7 +366,8 @@ void ProbeObserver::probe_test_accuracy(const RunContext& ctx, int64_t step) {
   m.loss = r.loss;
   m.samples = r.samples;
   m.correct = std::llround(r.accuracy * static_cast<double>(r.samples));
-  hub_->publish(std::move(m));
+  metas_.push_back(std::move(m));
+  hub_->publish(std::exchange(metas_, {}));
 }
 
 void ProbeObserver::on_batch_end(const RunContext& ctx, const Step& step) {
@@ -341,12 +383,25 @@ void ProbeObserver::on_evaluation_end(const RunContext& ctx, const Evaluation& e
   m.loss = ev.result.loss;
   m.samples = ev.result.samples;
   m.correct = std::llround(ev.result.accuracy * static_cast<double>(ev.result.samples));
-  hub_->publish(std::move(m));
+  metas_.push_back(std::move(m));
+  hub_->publish(std::exchange(metas_, {}));
+}
+
+void ProbeObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {
+  probes::MetaPacket m;
+  m.event = probes::MetaPacket::Event::kEpochFinished;
+  m.at = {ctx.position.step, epoch.epoch, epoch.steps};
+  m.loss = epoch.train_loss;
+  m.samples = epoch.samples;
+  m.correct = std::llround(epoch.train_accuracy * static_cast<double>(epoch.samples));
+  metas_.push_back(std::move(m));
+  hub_->publish(std::exchange(metas_, {}));
 }
 
 void ProbeObserver::on_run_end(const RunContext& ctx, const TrainResult& result) {
   subscription_.reset();
   if (!hub_) return;
+  hub_->publish(std::exchange(metas_, {}));
   hub_->close();
   ctx.run.log_metric("probe/dropped", static_cast<double>(hub_->dropped()), ctx.position.step);
   if (tfevents_) {
