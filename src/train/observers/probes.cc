@@ -30,8 +30,8 @@ probes::BufferPtr copy(const torch::Tensor& t) {
   auto c = t.detach().to(torch::kFloat).contiguous();
   auto b = std::make_shared<probes::Buffer>();
   b->shape = c.sizes().vec();
-  b->values.resize(c.numel());
-  std::memcpy(b->values.data(), c.data_ptr<float>(), b->values.size() * sizeof(float));
+  const float* data = c.data_ptr<float>();
+  b->values.assign(data, data + c.numel());  // one pass: no zero-fill first
   return b;
 }
 
