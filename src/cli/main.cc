@@ -2,6 +2,7 @@
 // caught here once and turned into one line on stderr and an exit code;
 // this is the only place where an error's kind becomes an exit code.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <iostream>
 
 #include "commands.h"
@@ -45,6 +46,44 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   app.add_flag("-v,--verbose")->description("More diagnostics on stderr");
   app.add_flag("-q,--quiet")->description("Only errors on stderr");
   set_example(&app, "trainscope runs list --status running --limit 10");
+  app.footer(
+      app.get_footer() +
+      "\nExit codes: 0 success; 1 the job failed (training diverged, a check found a difference);\n"
+      "  2 usage or bad input (arguments, config, data files); 3 not found (run, key, file);\n"
+      "  4 conflict (ambiguous reference, changed value, run still running); 5 store error\n"
+      "  (cannot open, read or write; damaged artifact); 127 a command to run does not exist.");
+}
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// The first word that is not a global option must be a command: a mistyped
+// one is named, with the nearest real command.
+void check_command(CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a(argv[i]);
+    if (a == "--store") ++i;  // its value follows
+    if (a.empty() || a[0] == '-') continue;
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    for (const auto* sub : app.get_subcommands({})) {
+      if (sub->get_name() == a) return;
+      size_t d = edit_distance(a, sub->get_name());
+      if (d < best_d) best_d = d, best = sub->get_name();
+    }
+    core::fail(core::ErrorKind::kUsage,
+               "unknown command '{}'{}; `trainscope --help` lists the commands", a,
+               best_d <= 3 ? fmt::format(" (did you mean '{}'?)", best) : "");
+  }
 }
 
 // Verbosity must be in force before any command callback runs, so it is
@@ -74,9 +113,11 @@ int run(int argc, char** argv) {
   register_probes_commands(app, ctx);
   set_verbosity_from(argc, argv);
   try {
+    check_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every argument error is a usage error.
+    return app.exit(e) == 0 ? 0 : exit_code(core::ErrorKind::kUsage);
   } catch (const Exit& e) {
     std::cout.flush();
     if (*e.what()) std::cerr << "trainscope: " << e.what() << "\n";

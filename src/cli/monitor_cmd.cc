@@ -56,7 +56,7 @@ void add_watch(CLI::App& app, Context& ctx) {
 void print_stats(const std::vector<monitor::SeriesStats>& stats, const std::string& f,
                  double warmup) {
   if (f == "json") {
-    std::cout << format::resource_stats(stats).dump(2) << "\n";
+    std::cout << format::resource_stats(stats).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (f == "csv") {
     format::resource_stats_csv(std::cout, stats);
   } else {
@@ -138,7 +138,7 @@ void add_report(CLI::App& app, Context& ctx) {
     for (const auto& ref : *refs)
       cols.push_back(monitor::throughput_column(*store, store->resolve_run(ref), *warmup));
     if (ctx.json) {
-      std::cout << format::throughput(cols).dump(2) << "\n";
+      std::cout << format::throughput(cols).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     } else {
       print_throughput(cols, *warmup);
     }

@@ -76,7 +76,7 @@ void logmap(Context& ctx, const LogmapArgs& a) {
                                                    .out_dir = a.out_dir,
                                                    .environment = m});
   if (ctx.json) {
-    std::cout << format::logmap(run, o, res).dump(2) << "\n";
+    std::cout << format::logmap(run, o, res).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   print_logmap(o, res);
@@ -106,7 +106,7 @@ void add_logmap(CLI::App* numerics, Context& ctx) {
 
 void print_sum(const std::string& run, const numerics::SumReport& rep, bool json) {
   if (json) {
-    std::cout << format::sum(run, rep).dump(2) << "\n";
+    std::cout << format::sum(run, rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   Table t({"METHOD", "FLOAT32 SUM", "ABS ERROR", "ERROR (ULP)"});

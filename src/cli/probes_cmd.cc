@@ -56,7 +56,7 @@ void export_points(std::ostream& o, store::Store& store, const std::string& uuid
                          format::value(p.value));
     }
   }
-  if (json) o << rows.dump(2) << "\n";
+  if (json) o << rows.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
 }
 
 void run_probes(Context& ctx, ProbesArgs& a) {

@@ -24,7 +24,7 @@ env::Manifest this_machine(bool with_torch) {
 
 void print_manifest(const env::Manifest& m, bool json) {
   if (json) {
-    std::cout << format::Json(m).dump(2) << "\n";
+    std::cout << format::Json(m).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   Table t({"KEY", "VALUE"});
@@ -50,7 +50,7 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
     label_b = rb.uuid.substr(0, 8);
   }
   if (ctx.json) {
-    std::cout << format::differences(diffs).dump(2) << "\n";
+    std::cout << format::differences(diffs).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (diffs.empty()) {
     std::cout << "no differences\n";
   } else {
@@ -125,7 +125,7 @@ void add_checklist(CLI::App& app, Context& ctx) {
     auto store = ctx.store();
     auto items = repro::checklist(*store, store->resolve_run(*ref));
     if (ctx.json) {
-      std::cout << format::checklist(items).dump(2) << "\n";
+      std::cout << format::checklist(items).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
     for (const auto& i : items)

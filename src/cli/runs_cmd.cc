@@ -21,7 +21,7 @@ void print_runs(const std::vector<RunInfo>& runs, bool json) {
   if (json) {
     format::Json arr = format::Json::array();
     for (const auto& r : runs) arr.push_back(format::run(r, false));
-    std::cout << arr.dump(2) << "\n";
+    std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   Table t({"RUN", "NAME", "EXPERIMENT", "STATUS", "STARTED (UTC)", "DURATION"});
@@ -88,7 +88,8 @@ void print_metrics_and_artifacts(std::ostream& o, Store& store, const RunInfo& r
 
 void show_run(Store& store, const RunInfo& r, bool json) {
   if (json) {
-    std::cout << format::run_export(store, r, false).dump(2) << "\n";
+    std::cout << format::run_export(store, r, false).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
     return;
   }
   print_header(std::cout, r);
@@ -146,7 +147,8 @@ void add_export(CLI::App* runs, Context& ctx) {
     RunInfo r = store->resolve_run(*ref);
     if (*fmt_name == "json" || ctx.json) {
       auto j = format::run_export(*store, r, true);
-      write_output(*out, [&](std::ostream& o) { o << j.dump(2) << "\n"; });
+      write_output(
+          *out, [&](std::ostream& o) { o << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n"; });
     } else {
       write_output(*out, [&](std::ostream& o) { format::run_metrics_csv(o, *store, r); });
     }
@@ -181,7 +183,7 @@ void print_metric(Store& store, const RunInfo& r, const std::string& key, const 
     if (f == "json") {
       format::Json arr = format::Json::array();
       for (const auto& m : ms) arr.push_back(format::metric_summary(m));
-      std::cout << arr.dump(2) << "\n";
+      std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
     Table t({"KEY", "POINTS", "LAST STEP", "LAST"});
@@ -201,7 +203,7 @@ void print_metric(Store& store, const RunInfo& r, const std::string& key, const 
   }
   if (f == "json") {
     std::cout << format::Json{{"run", r.uuid}, {"key", key}, {"points", format::metric_points(pts)}}
-                     .dump(2)
+                     .dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
   } else if (f == "csv") {
     format::metric_csv_header(std::cout, false);

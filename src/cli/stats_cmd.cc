@@ -80,7 +80,8 @@ void run_stats(Context& ctx, StatsArgs& a) {
   }
   auto m = stats::analyse(a.selection.metric, stats::collect(*store, a.selection), a.options);
   write_output(a.out, [&](std::ostream& o) {
-    if (ctx.json || a.format == "json") return void(o << format::metric_stats(m).dump(2) << "\n");
+    if (ctx.json || a.format == "json")
+      return void(o << format::metric_stats(m).dump(2, ' ', false, format::kInvalidUtf8) << "\n");
     if (a.format == "csv") return format::metric_stats_csv(o, m);
     print_groups(o, m);
     if (m.comparison) print_comparison(o, *m.comparison);

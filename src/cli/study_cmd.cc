@@ -102,7 +102,9 @@ void add_status(CLI::App* study, Context& ctx) {
   set_example(cmd, "trainscope study status seeds");
   cmd->callback([&ctx, a] {
     auto s = study::study_status(*ctx.store(), a->study);
-    if (ctx.json) return void(std::cout << format::study_status(s).dump(2) << "\n");
+    if (ctx.json)
+      return void(std::cout << format::study_status(s).dump(2, ' ', false, format::kInvalidUtf8)
+                            << "\n");
     std::cout << "study " << s.study.name << " (" << s.study.uuid.substr(0, 8) << "), "
               << to_string(s.study.status) << "\n";
     Table t({"CELL", "PLANNED", "FINISHED", "RUNNING", "FAILED", "PENDING"});
@@ -134,7 +136,7 @@ void write_report(Context& ctx, const StudyArgs& a) {
   std::string fmt_name = ctx.json ? "json" : a.format;
   write_output(a.out, [&](std::ostream& o) {
     if (fmt_name == "json")
-      o << format::study_analysis(an).dump(2) << "\n";
+      o << format::study_analysis(an).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     else if (fmt_name == "md")
       o << study::markdown_report(an);
     else

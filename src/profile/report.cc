@@ -36,7 +36,7 @@ std::vector<std::pair<std::string, std::string>> layers_to_json(
                         {"groups", l.groups},
                         {"param_tensors", l.param_tensors},
                         {"param_bytes", l.param_bytes}};
-    out.emplace_back(l.name, j.dump());
+    out.emplace_back(l.name, j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return out;
 }
@@ -149,7 +149,7 @@ std::string chrome_trace(const IterationProfile& p) {
       {"traceEvents", events},
       {"displayTimeUnit", "ms"},
       {"otherData", {{"step", p.step}, {"wall_us", p.wall_us}, {"coverage", p.coverage}}}};
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 ProfileSummary summarize(Store& store, const std::string& uuid) {

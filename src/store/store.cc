@@ -178,4 +178,22 @@ std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
   return rows;
 }
 
+void verify_artifact(const ArtifactInfo& a) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(a.path, ec);
+  if (ec)
+    core::fail(core::ErrorKind::kStore, "artifact '{}' of this run is missing ({}): {}", a.name,
+               a.path.string(), ec.message());
+  if (static_cast<int64_t>(size) != a.size)
+    core::fail(core::ErrorKind::kStore,
+               "artifact '{}' ({}) is {} bytes but was recorded with {}: it was truncated or "
+               "replaced; it cannot be used",
+               a.name, a.path.string(), size, a.size);
+  if (core::sha256_file(a.path) != a.sha256)
+    core::fail(core::ErrorKind::kStore,
+               "artifact '{}' ({}) does not match the SHA-256 recorded when it was written: it "
+               "is damaged or was replaced; it cannot be used",
+               a.name, a.path.string());
+}
+
 }  // namespace trainscope::store

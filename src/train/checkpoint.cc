@@ -72,11 +72,15 @@ std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const st
   for (auto& a : store.artifacts(uuid)) {
     if (a.kind != kCheckpointKind) continue;
     if (!name.empty()) {
-      if (a.name == name || a.name == "checkpoints/" + name) return a;
+      if (a.name == name || a.name == "checkpoints/" + name) {
+        store::verify_artifact(a);
+        return a;
+      }
       continue;
     }
     if (!best || a.name > best->name) best = a;
   }
+  if (best) store::verify_artifact(*best);  // never train on from a damaged file
   return best;
 }
 

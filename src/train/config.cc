@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -209,8 +210,8 @@ std::vector<Field> recording_fields() {
       TS_BOOL("profile.enabled", profile.enabled, "Per-layer time profiling"),
       TS_INT("profile.warmup_steps", profile.warmup_steps, "Steps before the first profiled one"),
       TS_INT("profile.every", profile.every, "Profile every Nth step after the warm-up"),
-      TS_STR("probes.preset", probes.preset, "Live per-layer probes", "off", "economy",
-             "standard", "full"),
+      TS_STR("probes.preset", probes.preset, "Live per-layer probes", "off", "economy", "standard",
+             "full"),
       TS_STR("probes.every", probes.every, "Probe steps N, 2N, ... (preset: 10, full 1)"),
       TS_STR("probes.layers", probes.layers, "Glob over layer names to probe"),
       TS_STR("probes.types", probes.types, "Comma-separated module types to probe (empty: all)"),
@@ -479,6 +480,10 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail(ErrorKind::kUsage, "config '{}' is a directory; give a YAML file, e.g. configs/demo.yaml",
+         path);
   std::ifstream in(path);
   if (!in)
     fail(ErrorKind::kNotFound, "cannot read config '{}': {}; see configs/ for examples", path,

@@ -55,6 +55,17 @@ fs::path find_file(const fs::path& dir, const std::string& name) {
        kFashionHint);
 }
 
+// MNIST and Fashion-MNIST have classes 0..9: a label outside that range is
+// a damaged or foreign file, not an 11th class.
+void check_labels(const Dataset& d, const fs::path& labels_path, const std::string& dataset) {
+  if (d.size() == 0) return;
+  int64_t max = d.labels.max().item<int64_t>();
+  if (max < 10) return;
+  int64_t at = (d.labels >= 10).nonzero()[0][0].item<int64_t>();
+  fail(ErrorKind::kUsage, "'{}' holds label {} at index {}; {} labels are 0..9 (a damaged file?)",
+       labels_path.string(), d.labels[at].item<int64_t>(), at, dataset);
+}
+
 const std::vector<std::string> kFashionClasses = {"T-shirt/top", "Trouser",   "Pullover", "Dress",
                                                   "Coat",        "Sandal",    "Shirt",    "Sneaker",
                                                   "Bag",         "Ankle boot"};
@@ -208,6 +219,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
          vl = find_file(dir, "t10k-labels-idx1-ubyte");
     train = read_idx(ti, tl);
     test = read_idx(vi, vl);
+    check_labels(train, tl, c.dataset);
+    check_labels(test, vl, c.dataset);
     s.files = {ti, tl, vi, vl};
     if (c.dataset == "fashion-mnist") train.class_names = test.class_names = kFashionClasses;
   } else if (c.dataset == "cifar10" || c.dataset == "cifar100") {

@@ -2,7 +2,6 @@
 // walks epochs and steps and raises the events of events.h; everything
 // else happens in observers.
 #include "trainscope/train/trainer.h"
-#include "trainscope/train/probe_observer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
@@ -16,6 +15,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/train/observers.h"
+#include "trainscope/train/probe_observer.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 

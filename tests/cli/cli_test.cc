@@ -10,6 +10,7 @@
 #include "trainscope/store/store.h"
 
 namespace trainscope {
+using store::NewRun;
 using store::RunInfo;
 using store::RunStatus;
 using store::Store;
@@ -81,7 +82,10 @@ TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
                           "costmodel",
                           "costmodel fit",
                           "costmodel predict",
-                          "costmodel eval"}) {
+                          "costmodel eval",
+                          "stats",
+                          "study",
+                          "probes"}) {
     auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " " + cmd + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;
@@ -192,6 +196,50 @@ TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
   auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["metrics"]["lo,ss\n"][0]["value"], "nan");
   EXPECT_EQ(j["params"]["we,ird\nkey"], "va\"lue");
+}
+
+// Reliability defect 4: a run name with invalid UTF-8 broke `--json runs
+// list` and JSON export for the whole store. Invalid bytes become U+FFFD.
+TEST_F(CliTest, InvalidUtf8InANameKeepsJsonValid) {
+  std::string good = make_run("plain");
+  std::string bad_uuid;
+  {
+    auto s = store();
+    NewRun n;
+    n.name = "caf\xe9-\xff";  // Latin-1 bytes
+    RunInfo r = s->create_run(n);
+    bad_uuid = r.uuid;
+    s->set_tag(r.uuid, "note", "\xc3(");  // a broken two-byte sequence
+    s->set_status(r.uuid, RunStatus::kFinished);
+  }
+  auto list = ts("--json runs list");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  auto j = nlohmann::json::parse(list.out);
+  ASSERT_EQ(j.size(), 2u);
+  std::string names = j.dump();
+  EXPECT_NE(names.find("caf\xef\xbf\xbd-\xef\xbf\xbd"), std::string::npos) << names;
+  auto exported = ts("runs export " + bad_uuid + " --format json");
+  ASSERT_EQ(exported.exit_code, 0) << exported.out;
+  EXPECT_NO_THROW(nlohmann::json::parse(exported.out));
+  auto other = ts("runs export " + good + " --format json");
+  EXPECT_EQ(other.exit_code, 0) << other.out;
+}
+
+// Reliability defect 12: argument errors exited with the parser's own codes
+// (104-109) and a mistyped command was not named.
+TEST_F(CliTest, ExitCodesFollowTheDocumentedPolicy) {
+  auto typo = ts("trian configs/demo.yaml");
+  EXPECT_EQ(typo.exit_code, 2) << typo.out;
+  EXPECT_NE(typo.out.find("unknown command 'trian' (did you mean 'train'?)"), std::string::npos)
+      << typo.out;
+  EXPECT_EQ(ts("runs list --limit abc").exit_code, 2);
+  EXPECT_EQ(ts("runs list --bogus").exit_code, 2);
+  EXPECT_EQ(ts("runs").exit_code, 2);  // a subcommand is required
+  EXPECT_EQ(ts("runs show no-such-run").exit_code, 3);
+  auto help = ts("--help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("Exit codes: 0 success"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("Example:"), std::string::npos) << help.out;
 }
 
 TEST_F(CliTest, DeleteNeedsYes) {

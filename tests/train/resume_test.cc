@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "support/test_util.h"
@@ -140,6 +141,13 @@ TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
   auto lb = store->metric(victim, "train/loss");
   ASSERT_EQ(la.back().step, 512);
   EXPECT_EQ(la.back().value, lb.back().value);
+  // One point per step: the replayed steps after the checkpoint are not
+  // recorded twice.
+  std::set<int64_t> steps;
+  for (const auto& p : lb) steps.insert(p.step);
+  EXPECT_EQ(steps.size(), lb.size());
+  EXPECT_EQ(lb.size(), la.size());
+  EXPECT_EQ(store->metric(victim, "test/accuracy").size(), 2u);  // one per epoch
 }
 
 TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {

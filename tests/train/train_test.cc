@@ -21,6 +21,7 @@
 
 namespace trainscope::train {
 using core::Error;
+using core::ErrorKind;
 using store::RunStatus;
 using store::Store;
 using store::StoreOptions;
@@ -80,6 +81,24 @@ TEST(IdxReaderTest, ReadsRawAndGzippedFiles) {
     EXPECT_EQ(d.labels[6].item<int64_t>(), 6);
     EXPECT_EQ(d.classes, 7);
   }
+}
+
+// Reliability defect 7: a label of 200 in an MNIST file built a 201-class
+// model. Labels are checked against the dataset's 10 classes.
+TEST(IdxReaderTest, LabelsOutsideTheDatasetsClassesAreRefused) {
+  TempDir dir;
+  auto [img, lab] = idx_bytes(7, 28, 28);
+  write_file(dir / "train-images-idx3-ubyte", img, false);
+  write_file(dir / "t10k-images-idx3-ubyte", img, false);
+  write_file(dir / "t10k-labels-idx1-ubyte", lab, false);
+  lab[8 + 4] = static_cast<char>(200);  // the label of example 4
+  write_file(dir / "train-labels-idx1-ubyte", lab, false);
+  DataConfig c;
+  c.dataset = "mnist";
+  c.path = dir.path().string();
+  auto msg = error_of([&] { load_data(c, 1); });
+  EXPECT_NE(msg.find("label 200 at index 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("train-labels-idx1-ubyte"), std::string::npos) << msg;
 }
 
 TEST(IdxReaderTest, TruncatedAndCorruptFilesNameTheFile) {
@@ -449,6 +468,19 @@ TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
 // Every key lives in a section; the top-level spellings of earlier versions
 // mean the same keys (configs written for them, and configs recorded with
 // old runs, keep working).
+// Reliability defect 2: a directory given as the config trained with
+// defaults and exited 0.
+TEST(ConfigTest, ADirectoryIsNotAConfig) {
+  TempDir dir;
+  try {
+    load_config(dir.path().string(), {});
+    FAIL() << "a directory was accepted as a config";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
   const Config old = parse_config(
       "experiment: x\nseed: 7\nepochs: 2\nbatch_size: 16\nmax_steps: 5\non_nan: continue\n"
@@ -531,4 +563,40 @@ TEST(TrainerTest, ModelThatDoesNotFitTheDataIsRejected) {
 }
 
 }  // namespace
+}  // namespace trainscope::train
+
+namespace trainscope::train {
+
+// Reliability defect 3: a checkpoint whose bytes no longer match the
+// SHA-256 recorded when it was written is refused by eval and resume.
+TEST(CheckpointTest, ADamagedCheckpointIsRefusedByEvalAndResume) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: fashion-mnist, train_subset: 256, "
+                                   "test_subset: 100}\ntrain: {epochs: 1, batch_size: 128}\n";
+  std::string base = std::string(TS_CLI_BIN) + " -q --store sqlite:" + (dir / "t.db").string();
+  auto run = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --name ck");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  auto eval = testing::run_command(base + " eval ck");
+  ASSERT_EQ(eval.exit_code, 0) << eval.out;
+  auto store = Store::open({.uri = "sqlite:" + (dir / "t.db").string()});
+  std::string uuid = store->resolve_run("ck").uuid;
+  std::filesystem::path last;
+  for (const auto& a : store->artifacts(uuid))
+    if (a.kind == "checkpoint" && a.path > last) last = a.path;
+  ASSERT_FALSE(last.empty());
+  {
+    std::fstream f(last, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(200);
+    f.put('\x5a');
+  }
+  auto damaged = testing::run_command(base + " eval ck");
+  EXPECT_NE(damaged.exit_code, 0) << damaged.out;
+  EXPECT_NE(damaged.out.find("SHA-256"), std::string::npos) << damaged.out;
+  EXPECT_NE(damaged.out.find(last.filename().string()), std::string::npos) << damaged.out;
+  store->set_status(uuid, RunStatus::kStopped);  // as if stopped by Ctrl-C: resumable
+  auto resume = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --resume ck");
+  EXPECT_NE(resume.exit_code, 0) << resume.out;
+  EXPECT_NE(resume.out.find("SHA-256"), std::string::npos) << resume.out;
+}
+
 }  // namespace trainscope::train

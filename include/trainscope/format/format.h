@@ -27,6 +27,12 @@ namespace trainscope::format {
 
 using Json = nlohmann::json;
 
+// How every JSON text trainscope writes treats bytes that are not UTF-8 (a
+// run name, tag or param holding Latin-1 bytes, ...): each invalid byte
+// becomes U+FFFD, so one such value never breaks the output for the rest
+// (docs/store_format.md). Use as `j.dump(2, ' ', false, kInvalidUtf8)`.
+inline constexpr auto kInvalidUtf8 = nlohmann::json::error_handler_t::replace;
+
 // --- text --------------------------------------------------------------------
 // "1h02m", "3m05s", "4.2s"; "-" for a negative or non-finite duration.
 std::string duration(double seconds);

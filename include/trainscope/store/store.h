@@ -161,6 +161,11 @@ struct StoreOptions {
   bool read_only = false;
 };
 
+// Checks a stored artifact's file against its record: present, the recorded
+// size, the recorded SHA-256. Throws Error(kStore), one line naming the file
+// and what differs, otherwise.
+void verify_artifact(const ArtifactInfo& artifact);
+
 // The default store URI after consulting $TRAINSCOPE_STORE.
 std::string default_store_uri();
 

@@ -157,12 +157,12 @@ struct ProfileConfig {
 
 // Live per-layer probes (probes/builtin.h has the presets and rules).
 struct ProbesConfig {
-  std::string preset = "off";       // off | economy | standard | full
-  std::string every = "preset";     // preset (10; full: 1) or N >= 1: steps N, 2N, ...
-  std::string layers = "*";         // glob over layer names
-  std::string types;                // comma-separated module types; empty: all
-  int64_t max_depth = 0;            // 0: any
-  std::string kinds;                // comma-separated kinds narrowing the preset's
+  std::string preset = "off";    // off | economy | standard | full
+  std::string every = "preset";  // preset (10; full: 1) or N >= 1: steps N, 2N, ...
+  std::string layers = "*";      // glob over layer names
+  std::string types;             // comma-separated module types; empty: all
+  int64_t max_depth = 0;         // 0: any
+  std::string kinds;             // comma-separated kinds narrowing the preset's
   int64_t histogram_bins = 64;
   int64_t activation_samples = 32;  // examples of the batch whose activations are probed (0: all)
   int64_t test_every = 0;           // test accuracy (test subset) every N steps; 0: off

@@ -16,6 +16,7 @@
 // events.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,8 +44,13 @@ namespace trainscope::train {
 //          steps_per_s, epoch (at the global step), time_to_target_s and
 //          epochs_to_target once eval.target_accuracy is reached
 // Tag target_accuracy.reached_at_epoch: the epoch, or "not reached".
+//
+// A resumed run replays the steps after its last checkpoint: a point whose
+// key already has a point at that step or later is a replay and is not
+// recorded again (one point per step and key).
 class MetricsObserver : public TrainObserver {
  public:
+  void on_run_begin(const RunContext& ctx) override;
   void on_batch_begin(const RunContext& ctx) override;
   void on_phase(const RunContext& ctx, StepPhase phase) override;
   void on_after_step(const RunContext& ctx, const Step& step) override;
@@ -54,8 +60,10 @@ class MetricsObserver : public TrainObserver {
   void on_run_end(const RunContext& ctx, const TrainResult& result) override;
 
  private:
+  void log(const RunContext& ctx, const std::string& key, double value, int64_t step);
   bool target_reached_ = false;
   double step_start_ = 0;
+  std::map<std::string, int64_t> recorded_until_;  // resumed runs: last step per key
 };
 
 // Hashes every parameter and buffer (fingerprint_tensors order) and the loss

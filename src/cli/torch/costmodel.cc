@@ -81,7 +81,7 @@ void print_prediction(Context& ctx, const profile::CostModel& m, const train::Co
                                 {"iteration_ms", m.iteration_us(layers) / 1000},
                                 {"outside_layers_ms", overhead / 1000},
                                 {"layers", jl}}
-                     .dump(2)
+                     .dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
   } else {
     t.print(std::cout);
@@ -197,7 +197,7 @@ void costmodel_eval(Context& ctx, const CostmodelArgs& a) {
   auto e = profile::leave_one_architecture_out(data, env::simd_float_lanes());
   if (!a.svg.empty()) write_output(a.svg, [&](std::ostream& o) { o << eval_chart(e).render(); });
   if (ctx.json || a.format == "json") {
-    std::cout << format::costmodel_eval(e).dump(2) << "\n";
+    std::cout << format::costmodel_eval(e).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (a.format == "csv") {
     format::costmodel_eval_csv(std::cout, e);
   } else {

@@ -99,7 +99,7 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
                                 mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
                                 profile::peak_gflops()};
   if (json || a.format == "json") {
-    std::cout << format::profile(run.uuid, s, x).dump(2) << "\n";
+    std::cout << format::profile(run.uuid, s, x).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (a.format == "csv") {
     format::profile_csv(std::cout, s);
   } else {

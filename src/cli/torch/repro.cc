@@ -134,7 +134,7 @@ void diff(Context& ctx, const DiffArgs& a) {
   repro::RunDiff d = repro::diff_runs(*store, ra, rb);
   if (!a.no_replay && d.same_model && d.same_tensors) repro::replay_divergence(*store, ra, rb, d);
   if (ctx.json) {
-    std::cout << format::run_diff(d).dump(2) << "\n";
+    std::cout << format::run_diff(d).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
     print_run_diff(std::cout, d);
   }

@@ -9,6 +9,7 @@
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/format/format.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli::torch_cli {
@@ -31,7 +32,7 @@ void print_result(const train::TrainResult& r, bool json) {
                                 {"epochs", r.epochs_completed},
                                 {"test_accuracy", r.test.accuracy},
                                 {"seconds", r.seconds}}
-                     .dump(2)
+                     .dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
   } else {
     std::cout << fmt::format("run {} {}: {} steps, test accuracy {:.4f}, {:.1f}s\n", r.run_uuid,
@@ -107,7 +108,8 @@ void train(Context& ctx, const TrainArgs& a) {
 void config_show(Context& ctx, const ConfigArgs& a) {
   auto cfg = train::load_config(a.config, a.sets);
   if (ctx.json) {
-    std::cout << nlohmann::json(train::flatten(cfg)).dump(2) << "\n";
+    std::cout << nlohmann::json(train::flatten(cfg)).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
   } else {
     std::cout << train::to_yaml(cfg);
   }
@@ -135,7 +137,7 @@ void eval(Context& ctx, const EvalArgs& a) {
   store::RunInfo run = store->resolve_run(a.run);
   auto ev = train::evaluate_run(*store, run, a.checkpoint);
   if (ctx.json) {
-    std::cout << eval_json(run, ev).dump(2) << "\n";
+    std::cout << eval_json(run, ev).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
     print_eval(run, ev);
   }

@@ -10,6 +10,7 @@
 #include "torch_cli.h"
 #include "trainscope/core/log.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/format/format.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli::torch_cli {
@@ -114,7 +115,7 @@ void tune(Context& ctx, const TuneArgs& a) {
   };
   const tune::TuneReport rep = tune::run_tune(o);
   if (ctx.json) {
-    std::cout << tune_json(rep).dump(2) << "\n";
+    std::cout << tune_json(rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   print_results(rep);

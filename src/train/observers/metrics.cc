@@ -5,22 +5,24 @@
 
 namespace trainscope::train {
 
-namespace {
-void log_eval(store::RunRecorder& run, const std::string& prefix, const EvalResult& r,
-              int64_t step) {
-  run.log_metric(prefix + "/loss", r.loss, step);
-  run.log_metric(prefix + "/accuracy", r.accuracy, step);
-  run.log_metric(prefix + "/macro_f1", r.macro_f1, step);
-  if (r.top5 >= 0) run.log_metric(prefix + "/top5", r.top5, step);
-  if (r.roc_auc >= 0) run.log_metric(prefix + "/roc_auc", r.roc_auc, step);
+void MetricsObserver::on_run_begin(const RunContext& ctx) {
+  if (!ctx.resumed) return;
+  for (const auto& m : ctx.run.store().metric_summaries(ctx.run.uuid()))
+    recorded_until_[m.key] = m.last_step;
 }
-}  // namespace
+
+void MetricsObserver::log(const RunContext& ctx, const std::string& key, double value,
+                          int64_t step) {
+  auto it = recorded_until_.find(key);
+  if (it != recorded_until_.end() && step <= it->second) return;  // a replayed step
+  ctx.run.log_metric(key, value, step);
+}
 
 void MetricsObserver::on_batch_begin(const RunContext& ctx) { step_start_ = core::monotonic_now(); }
 
 void MetricsObserver::on_batch_end(const RunContext& ctx, const Step& step) {
   if (step.number % ctx.config.train.log_every_steps == 0)
-    ctx.run.log_metric("train/step_ms", (core::monotonic_now() - step_start_) * 1e3, step.number);
+    log(ctx, "train/step_ms", (core::monotonic_now() - step_start_) * 1e3, step.number);
 }
 
 void MetricsObserver::on_phase(const RunContext& ctx, StepPhase phase) {
@@ -34,23 +36,27 @@ void MetricsObserver::on_after_step(const RunContext& ctx, const Step& step) {
   // A loss that fails the run is recorded whatever the step.
   const bool fatal = !std::isfinite(step.loss_value) && c.train.on_nan == "fail";
   if (step.number % c.train.log_every_steps == 0 || fatal)
-    ctx.run.log_metric("train/loss", step.loss_value, step.number);
-  if (step.number % c.train.log_every_steps == 0 && !fatal)
-    ctx.run.log_metric("lr", step.lr, step.number);
+    log(ctx, "train/loss", step.loss_value, step.number);
+  if (step.number % c.train.log_every_steps == 0 && !fatal) log(ctx, "lr", step.lr, step.number);
 }
 
 void MetricsObserver::on_evaluation_end(const RunContext& ctx, const Evaluation& e) {
-  log_eval(ctx.run, e.split, e.result, e.epoch);
+  const EvalResult& r = e.result;
+  log(ctx, e.split + "/loss", r.loss, e.epoch);
+  log(ctx, e.split + "/accuracy", r.accuracy, e.epoch);
+  log(ctx, e.split + "/macro_f1", r.macro_f1, e.epoch);
+  if (r.top5 >= 0) log(ctx, e.split + "/top5", r.top5, e.epoch);
+  if (r.roc_auc >= 0) log(ctx, e.split + "/roc_auc", r.roc_auc, e.epoch);
 }
 
 void MetricsObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& info) {
   store::RunRecorder& run = ctx.run;
   const int64_t e1 = info.epoch + 1;
-  run.log_metric("train/epoch_loss", info.train_loss, e1);
-  run.log_metric("train/accuracy", info.train_accuracy, e1);
-  run.log_metric("epoch_time_s", info.seconds, e1);
-  run.log_metric("samples_per_s", static_cast<double>(info.samples) / info.seconds, e1);
-  run.log_metric("steps_per_s", static_cast<double>(info.steps) / info.seconds, e1);
+  log(ctx, "train/epoch_loss", info.train_loss, e1);
+  log(ctx, "train/accuracy", info.train_accuracy, e1);
+  log(ctx, "epoch_time_s", info.seconds, e1);
+  log(ctx, "samples_per_s", static_cast<double>(info.samples) / info.seconds, e1);
+  log(ctx, "steps_per_s", static_cast<double>(info.steps) / info.seconds, e1);
   const double target = ctx.config.eval.target_accuracy;
   if (target > 0 && !target_reached_ && info.test.accuracy >= target) {
     target_reached_ = true;
@@ -58,7 +64,7 @@ void MetricsObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& info)
     run.log_metric("epochs_to_target", static_cast<double>(e1), e1);
     run.set_tag("target_accuracy.reached_at_epoch", std::to_string(e1));
   }
-  run.log_metric("epoch", static_cast<double>(e1), ctx.position.step);
+  log(ctx, "epoch", static_cast<double>(e1), ctx.position.step);
 }
 
 void MetricsObserver::on_run_end(const RunContext& ctx, const TrainResult& result) {
