@@ -58,6 +58,7 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step) {
 
 void RunRecorder::log_metric(std::string_view key, double value, int64_t step, double wall_time) {
   std::lock_guard lock(mu_);
+  if (deleted_) return;
   auto it = key_ids_.find(key);
   uint32_t id;
   if (it == key_ids_.end()) {
@@ -143,6 +144,33 @@ ArtifactInfo RunRecorder::add_artifact(const std::filesystem::path& file, std::s
   return store_->add_artifact(info_.uuid, file, kind, name);
 }
 
+bool RunRecorder::deleted() const {
+  std::lock_guard lock(mu_);
+  return deleted_;
+}
+
+bool RunRecorder::check_deleted() {
+  bool gone = false;
+  try {
+    gone = !store_->find_run(info_.uuid);
+  } catch (const std::exception&) {
+    return false;  // the store itself is failing: keep the points and retry
+  }
+  if (!gone) return false;
+  std::lock_guard lock(mu_);
+  if (!deleted_)
+    log_line(Verbosity::kQuiet,
+             fmt::format("trainscope: run {} was deleted from {} while it was running; nothing "
+                         "more of it is recorded",
+                         info_.uuid.substr(0, 8), store_->describe()));
+  deleted_ = true;
+  buffer_.clear();
+  fingerprints_.clear();
+  histograms_.clear();
+  events_.clear();
+  return true;
+}
+
 bool RunRecorder::flush_once() {
   std::vector<Pending> taken;
   std::vector<std::string> keys;
@@ -178,6 +206,7 @@ bool RunRecorder::flush_once() {
   try {
     store_->append_metrics(info_.uuid, batch);
   } catch (const std::exception& e) {
+    if (check_deleted()) return true;
     std::lock_guard lock(mu_);
     restore_prints();
     // Keep the points, in order, ahead of anything logged meanwhile.
@@ -239,6 +268,9 @@ void RunRecorder::flush() {
   int64_t mine = ++flush_requests_;
   wake_.notify_one();
   flushed_.wait(lock, [&] { return flush_done_ >= mine; });
+  if (deleted_)
+    fail(ErrorKind::kNotFound, "run {} was deleted from {} while it was running",
+         info_.uuid.substr(0, 8), store_->describe());
   if (!stats_.last_error.empty())
     fail(ErrorKind::kStore, "run {}: {} points not yet written: {}", info_.uuid.substr(0, 8),
          buffer_.size(), stats_.last_error);
@@ -257,6 +289,7 @@ void RunRecorder::end(RunStatus status) {
   // before giving up, so a transient error does not lose the tail.
   for (int attempt = 0; attempt < 5 && !(flush_once() && flush_probes()); ++attempt)
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+  if (deleted()) return;  // no run left to give a status
   size_t lost;
   std::string err;
   {

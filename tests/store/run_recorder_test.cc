@@ -143,6 +143,30 @@ TEST(RunRecorderTest, ConcurrentLoggersFromManyThreads) {
 
 // Disk full during a flush: a real 1 MiB tmpfs fills up. The error is
 // reported, points stay in memory, and what was committed stays readable.
+// Reliability defect 8: a run deleted while it trains made its writer fail
+// with a FOREIGN KEY error, retried forever. Now it says the run was
+// deleted, records nothing more, and ends without touching the store.
+TEST(RunRecorderTest, ARunDeletedWhileRunningIsReportedOnce) {
+  TempDir dir;
+  auto store = open_at(dir / "t.db");
+  auto rec = RunRecorder::start(store, NewRun{});
+  rec->log_metric("loss", 1.0, 1);
+  rec->flush();
+  open_at(dir / "t.db")->delete_run(rec->uuid());  // another process deletes it
+  rec->log_metric("loss", 0.5, 2);
+  try {
+    rec->flush();
+    FAIL() << "flush of a deleted run succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), core::ErrorKind::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("was deleted"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(rec->deleted());
+  rec->log_metric("loss", 0.25, 3);  // dropped, no error
+  EXPECT_NO_THROW(rec->end());
+  EXPECT_FALSE(store->find_run(rec->uuid()).has_value());  // not re-created
+}
+
 TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {
   TempDir dir;
   auto mnt = dir / "small";

@@ -89,6 +89,10 @@ class RunRecorder {
   void end(RunStatus status = RunStatus::kFinished);
 
   RecorderStats stats() const;
+  // True once a flush found the run gone from the store (deleted while it
+  // was running): from then on nothing is recorded, flush() throws
+  // Error(kNotFound) saying so, and end() sets no status.
+  bool deleted() const;
   Store& store() { return *store_; }
 
  private:
@@ -103,6 +107,8 @@ class RunRecorder {
   bool flush_once();
   // Writes histograms and events; on failure puts them back. Writer thread.
   bool flush_probes();
+  // After a failed write: whether the run is gone; if so drops the buffers.
+  bool check_deleted();
 
   std::shared_ptr<Store> store_;
   RunInfo info_;
@@ -126,6 +132,7 @@ class RunRecorder {
   int64_t flush_done_ = 0;
   bool stopping_ = false;
   bool ended_ = false;
+  bool deleted_ = false;
   RecorderStats stats_;
 
   std::thread writer_;

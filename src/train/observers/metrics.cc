@@ -1,5 +1,6 @@
 #include <cmath>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/train/observers.h"
 
@@ -21,6 +22,10 @@ void MetricsObserver::log(const RunContext& ctx, const std::string& key, double 
 void MetricsObserver::on_batch_begin(const RunContext& ctx) { step_start_ = core::monotonic_now(); }
 
 void MetricsObserver::on_batch_end(const RunContext& ctx, const Step& step) {
+  if (ctx.run.deleted())  // someone deleted the run: training it on records nothing
+    core::fail(core::ErrorKind::kNotFound,
+               "run {} was deleted from the store while it trained; stopped after step {}",
+               ctx.run.uuid().substr(0, 8), step.number);
   if (step.number % ctx.config.train.log_every_steps == 0)
     log(ctx, "train/step_ms", (core::monotonic_now() - step_start_) * 1e3, step.number);
 }
