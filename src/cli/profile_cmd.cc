@@ -36,9 +36,11 @@ void add_profile(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<ProfileArgs>();
   cmd->add_option("CONFIG", a->config, "YAML config to train and profile");
   cmd->add_option("--set", a->sets, "Override a config key");
-  cmd->add_option("--steps", a->steps, "Train this many steps (default 60)");
+  cmd->add_option("--steps", a->steps, "Train this many steps (default 60)")
+      ->check(CLI::Range(1, 1000000000).description("an integer >= 1"));
   cmd->add_option("--every", a->every,
-                  "Profile every Nth step after the warm-up (default: profile.every)");
+                  "Profile every Nth step after the warm-up (default: profile.every)")
+      ->check(CLI::Range(1, 1000000000).description("an integer >= 1"));
   cmd->add_option("--name", a->name, "Run name");
   set_example(cmd,
               "trainscope profile configs/alexnet_mini.yaml --steps 60 && trainscope profile show "

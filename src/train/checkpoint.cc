@@ -34,6 +34,9 @@ void write_checkpoint(const fs::path& path, Classifier& model, Optimizer& opt,
 TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer* opt,
                               at::Generator* dropout_gen) {
   torch::serialize::InputArchive a;
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    fail(ErrorKind::kNotFound, "checkpoint '{}' does not exist (moved or deleted?)", path.string());
   try {
     a.load_from(path.string());
   } catch (const c10::Error&) {

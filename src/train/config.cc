@@ -1,5 +1,6 @@
 #include "trainscope/train/config.h"
 
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -288,9 +289,24 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   return prev[b.size()];
 }
 
+// The keys of a section ("model" -> model.name, model.init, ...).
+std::vector<std::string> section_keys(const std::string& section) {
+  std::vector<std::string> out;
+  for (const auto& f : fields())
+    if (std::string(f.key).rfind(section + ".", 0) == 0) out.push_back(f.key);
+  return out;
+}
+
 const Field& find_field(const std::string& key, const std::string& source) {
   for (const auto& f : fields())
     if (key == f.key) return f;
+  if (auto keys = section_keys(key); !keys.empty())  // `model: demo_cnn`
+    fail(ErrorKind::kUsage,
+         "{}: '{}' is a section, not a value; give one of its keys ({}{}), e.g. {}: value", source,
+         key,
+         fmt::format(
+             "{}", fmt::join(keys.begin(), keys.begin() + std::min<size_t>(4, keys.size()), ", ")),
+         keys.size() > 4 ? ", ..." : "", keys.front());
   const Field* best = nullptr;
   size_t best_d = SIZE_MAX;
   for (const auto& f : fields()) {
@@ -301,7 +317,13 @@ const Field& find_field(const std::string& key, const std::string& source) {
     size_t d = std::min(edit_distance(key, k), edit_distance(key, last) + 1);
     if (d < best_d) best_d = d, best = &f;
   }
-  fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source, key, best->key);
+  // Suggest only a near miss: a third of the word at most (lr -> optimizer.lr,
+  // optimizer.nam -> optimizer.name), never an unrelated key.
+  std::string last = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+  if (best_d <= std::max<size_t>(1, last.size() / 3) + 1)
+    fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source, key, best->key);
+  fail(ErrorKind::kUsage, "{}: unknown key '{}'; `trainscope config keys` lists every key", source,
+       key);
 }
 
 void set_value(Config& c, const std::string& given, const std::string& value,
@@ -356,11 +378,16 @@ void check_count(const char* key, const std::string& v, std::initializer_list<co
          *words.begin(), min, v);
 }
 
-void validate_probes(const ProbesConfig& p, const std::string& source) {
+// Names where a key's value came from: the --set that overrode it, else the
+// config file (so an error blames the input that holds the bad value).
+using Where = std::function<std::string(const std::string& key)>;
+
+void validate_probes(const ProbesConfig& p, const Where& where) {
   auto bad = [&](const char* key, const std::string& why) {
-    fail(ErrorKind::kUsage, "{}: probes.{} {}", source, key, why);
+    fail(ErrorKind::kUsage, "{}: probes.{} {}", where(std::string("probes.") + key), key, why);
   };
-  check_count("probes.every", p.every, {"preset"}, 1, source);
+  const std::string source = where("probes.kinds");
+  check_count("probes.every", p.every, {"preset"}, 1, where("probes.every"));
   if (p.max_depth < 0) bad("max_depth", "must be >= 0");
   if (p.histogram_bins < 2 || p.histogram_bins > 10000) bad("histogram_bins", "must be 2..10000");
   if (p.test_every < 0) bad("test_every", "must be >= 0");
@@ -378,9 +405,9 @@ void validate_probes(const ProbesConfig& p, const std::string& source) {
   }
 }
 
-void validate(const Config& c, const std::string& source) {
+void validate(const Config& c, const Where& where) {
   auto bad = [&](const char* key, const std::string& why) {
-    fail(ErrorKind::kUsage, "{}: {} {}", source, key, why);
+    fail(ErrorKind::kUsage, "{}: {} {}", where(key), key, why);
   };
   if (!(c.optimizer.lr > 0))
     bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
@@ -394,9 +421,11 @@ void validate(const Config& c, const std::string& source) {
     bad("data.val_fraction", "must be in [0, 1)");
   if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
   if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
-  check_count("data.prefetch", c.data.prefetch, {"auto"}, 0, source);
-  check_count("compute.threads", c.compute.threads, {"auto", "default", "0"}, 1, source);
-  check_count("compute.blas_threads", c.compute.blas_threads, {"auto"}, 1, source);
+  check_count("data.prefetch", c.data.prefetch, {"auto"}, 0, where("data.prefetch"));
+  check_count("compute.threads", c.compute.threads, {"auto", "default", "0"}, 1,
+              where("compute.threads"));
+  check_count("compute.blas_threads", c.compute.blas_threads, {"auto"}, 1,
+              where("compute.blas_threads"));
   if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 ||
       c.data.synthetic.channels <= 0 || c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
     bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");
@@ -421,7 +450,7 @@ void validate(const Config& c, const std::string& source) {
   if (c.profile.every < 1) bad("profile.every", "must be >= 1");
   if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1))
     bad("eval.target_accuracy", "must be in [0, 1]");
-  validate_probes(c.probes, source);
+  validate_probes(c.probes, where);
   if (!(c.monitor.interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
   if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
     bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");
@@ -445,13 +474,20 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
     fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1, e.msg);
   }
   for (const auto& [k, v] : kv) set_value(c, k, v, source, noted);
+  std::map<std::string, std::string> overridden;  // key -> the --set that gave it
   for (const auto& o : overrides) {
     auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
-      fail(ErrorKind::kUsage, "override '{}': expected key=value, e.g. optimizer.lr=0.1", o);
-    set_value(c, o.substr(0, eq), o.substr(eq + 1), "override", noted);
+      fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", o);
+    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + o, noted);
+    overridden[current_key(o.substr(0, eq), nullptr)] = o;
   }
-  validate(c, source);
+  validate(c, [&](const std::string& key) {
+    std::string prefix = key.substr(0, key.find('*'));  // "checkpoint.*" covers its keys
+    for (const auto& [k, o] : overridden)
+      if (k == key || (prefix.size() < key.size() && k.rfind(prefix, 0) == 0)) return "--set " + o;
+    return source;
+  });
   return c;
 }
 

@@ -236,6 +236,10 @@ TEST_F(CliTest, ExitCodesFollowTheDocumentedPolicy) {
   EXPECT_EQ(ts("runs list --bogus").exit_code, 2);
   EXPECT_EQ(ts("runs").exit_code, 2);  // a subcommand is required
   EXPECT_EQ(ts("runs show no-such-run").exit_code, 3);
+  auto every = ts("profile configs/demo.yaml --every -1");  // defect 11: was accepted
+  EXPECT_EQ(every.exit_code, 2) << every.out;
+  EXPECT_NE(every.out.find("--every"), std::string::npos) << every.out;
+  EXPECT_EQ(ts("profile configs/demo.yaml --steps -3").exit_code, 2);
   auto help = ts("--help");
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("Exit codes: 0 success"), std::string::npos) << help.out;

@@ -481,6 +481,31 @@ TEST(ConfigTest, ADirectoryIsNotAConfig) {
   }
 }
 
+// Reliability defect 11: messages. A section given a value was "an unknown
+// key", suggestions were unrelated words, --set errors blamed the file.
+TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
+  auto msg = [](const std::string& yaml, std::vector<std::string> sets) {
+    try {
+      parse_config(yaml, sets, "c.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string m = msg("model: demo_cnn\n", {});
+  EXPECT_NE(m.find("c.yaml: 'model' is a section"), std::string::npos) << m;
+  EXPECT_NE(m.find("model.name"), std::string::npos) << m;
+  m = msg("", {"zzzqqq=1"});
+  EXPECT_EQ(m.find("did you mean"), std::string::npos) << m;
+  EXPECT_NE(m.find("config keys"), std::string::npos) << m;
+  m = msg("", {"optimizer.nam=sgd"});
+  EXPECT_NE(m.find("did you mean 'optimizer.name'"), std::string::npos) << m;
+  m = msg("train:\n  epochs: 2\n", {"train.epochs=0"});
+  EXPECT_EQ(m.rfind("--set train.epochs=0: ", 0), 0u) << m;
+  m = msg("train:\n  epochs: 0\n", {"optimizer.lr=0.1"});
+  EXPECT_EQ(m.rfind("c.yaml: train.epochs", 0), 0u) << m;
+}
+
 TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
   const Config old = parse_config(
       "experiment: x\nseed: 7\nepochs: 2\nbatch_size: 16\nmax_steps: 5\non_nan: continue\n"
@@ -593,6 +618,8 @@ TEST(CheckpointTest, ADamagedCheckpointIsRefusedByEvalAndResume) {
   EXPECT_NE(damaged.exit_code, 0) << damaged.out;
   EXPECT_NE(damaged.out.find("SHA-256"), std::string::npos) << damaged.out;
   EXPECT_NE(damaged.out.find(last.filename().string()), std::string::npos) << damaged.out;
+  auto same = testing::run_command(base + " diff ck ck");  // defect 11: the same run twice
+  EXPECT_NE(same.out.find("are the same run"), std::string::npos) << same.out;
   store->set_status(uuid, RunStatus::kStopped);  // as if stopped by Ctrl-C: resumable
   auto resume = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --resume ck");
   EXPECT_NE(resume.exit_code, 0) << resume.out;

@@ -136,6 +136,11 @@ void diff(Context& ctx, const DiffArgs& a) {
   if (ctx.json) {
     std::cout << format::run_diff(d).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
+    if (ra.uuid == rb.uuid)
+      std::cout << fmt::format(
+          "note: '{}' and '{}' are the same run ({}): it cannot differ from "
+          "itself\n",
+          a.a, a.b, ra.uuid.substr(0, 8));
     print_run_diff(std::cout, d);
   }
 }
