@@ -18,6 +18,24 @@ struct Context {
     if (!store_) store_ = store::Store::open({.uri = store_uri});
     return store_;
   }
+  // For commands that only read: opens read-only, so that reading never
+  // migrates a schema, switches a journal mode or marks another user's run
+  // killed, and a store on read-only media (or of files made read-only) can
+  // be inspected. A store that does not exist yet, or needs migrating, is
+  // opened as by store() when that is possible.
+  std::shared_ptr<store::Store> reader() {
+    if (store_) return store_;
+    try {
+      store_ = store::Store::open({.uri = store_uri, .read_only = true});
+    } catch (const std::exception&) {
+      try {
+        store_ = store::Store::open({.uri = store_uri});
+      } catch (const std::exception&) {
+        store_ = store::Store::open({.uri = store_uri, .read_only = true});  // its own message
+      }
+    }
+    return store_;
+  }
 
  private:
   std::shared_ptr<store::Store> store_;

@@ -85,7 +85,7 @@ void add_resources(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   set_example(cmd, "trainscope resources demo --warmup 10 --plot plots/");
   cmd->callback([&ctx, ref, warmup, plot, fmt_name] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     store::RunInfo run = store->resolve_run(*ref);
     auto stats = monitor::resource_stats(*store, run, *warmup);
     if (stats.empty())
@@ -133,7 +133,7 @@ void add_report(CLI::App& app, Context& ctx) {
   cmd->add_option("--warmup", *warmup, "Exclude the first S seconds of resource samples");
   set_example(cmd, "trainscope report throughput bs64 bs128 bs256 --json");
   cmd->callback([&ctx, refs, warmup] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     std::vector<monitor::ThroughputColumn> cols;
     for (const auto& ref : *refs)
       cols.push_back(monitor::throughput_column(*store, store->resolve_run(ref), *warmup));

@@ -60,7 +60,7 @@ void export_points(std::ostream& o, store::Store& store, const std::string& uuid
 }
 
 void run_probes(Context& ctx, ProbesArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
   if (!a.histogram.empty()) {
     auto hs = store->histograms(run.uuid, a.histogram);

@@ -33,7 +33,7 @@ void print_manifest(const env::Manifest& m, bool json) {
 }
 
 void env_diff(Context& ctx, const std::string& a, const std::string& b, bool with_torch) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   store::RunInfo ra = store->resolve_run(a);
   env::Manifest ma = repro::run_manifest(*store, ra);
   if (store->environment(ra.uuid).empty())
@@ -109,7 +109,7 @@ void add_card(CLI::App& app, Context& ctx) {
   cmd->add_option("--out,-o", *out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope card demo --out MODEL_CARD.md");
   cmd->callback([&ctx, ref, out] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     const std::string card = repro::model_card(*store, store->resolve_run(*ref));
     write_output(*out, [&](std::ostream& o) { o << card; });
   });
@@ -122,7 +122,7 @@ void add_checklist(CLI::App& app, Context& ctx) {
   cmd->add_option("RUN", *ref, "Run")->required();
   set_example(cmd, "trainscope checklist demo");
   cmd->callback([&ctx, ref] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     auto items = repro::checklist(*store, store->resolve_run(*ref));
     if (ctx.json) {
       std::cout << format::checklist(items).dump(2, ' ', false, format::kInvalidUtf8) << "\n";

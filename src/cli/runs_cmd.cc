@@ -115,7 +115,7 @@ void add_list(CLI::App* runs, Context& ctx) {
     if (!status->empty()) f->status = store::parse_run_status(*status);
     if (*limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", *limit);
     f->limit = *all ? 0 : *limit;
-    print_runs(ctx.store()->list_runs(*f), ctx.json);
+    print_runs(ctx.reader()->list_runs(*f), ctx.json);
   });
 }
 
@@ -126,7 +126,7 @@ void add_show(CLI::App* runs, Context& ctx) {
   cmd->add_option("RUN", *ref, "UUID, unique UUID prefix, or run name")->required();
   set_example(cmd, "trainscope runs show 3f2a --json");
   cmd->callback([&ctx, ref] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     show_run(*store, store->resolve_run(*ref), ctx.json);
   });
 }
@@ -143,7 +143,7 @@ void add_export(CLI::App* runs, Context& ctx) {
   cmd->add_option("--out,-o", *out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope runs export 3f2a --format json --out run.json");
   cmd->callback([&ctx, ref, fmt_name, out] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     RunInfo r = store->resolve_run(*ref);
     if (*fmt_name == "json" || ctx.json) {
       auto j = format::run_export(*store, r, true);
@@ -229,7 +229,7 @@ void add_metrics(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   set_example(cmd, "trainscope metrics 3f2a train/loss --format csv > loss.csv");
   cmd->callback([&ctx, ref, key, fmt_name] {
-    auto store = ctx.store();
+    auto store = ctx.reader();
     print_metric(*store, store->resolve_run(*ref), *key, ctx.json ? "json" : *fmt_name);
   });
 }

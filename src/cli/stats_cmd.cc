@@ -67,7 +67,7 @@ void print_comparison(std::ostream& o, const stats::Comparison& c) {
 }
 
 void run_stats(Context& ctx, StatsArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   a.selection.reduce = stats::parse_reduce(a.reduce);
   if (!a.parent.empty()) a.selection.filter.parent_uuid = store->resolve_run(a.parent).uuid;
   if (!a.reference_run.empty()) {

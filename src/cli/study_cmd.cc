@@ -101,7 +101,7 @@ void add_status(CLI::App* study, Context& ctx) {
   cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
   set_example(cmd, "trainscope study status seeds");
   cmd->callback([&ctx, a] {
-    auto s = study::study_status(*ctx.store(), a->study);
+    auto s = study::study_status(*ctx.reader(), a->study);
     if (ctx.json)
       return void(std::cout << format::study_status(s).dump(2, ' ', false, format::kInvalidUtf8)
                             << "\n");
@@ -130,7 +130,7 @@ void add_report_options(CLI::App* cmd, StudyArgs& a) {
 }
 
 void write_report(Context& ctx, const StudyArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   study::StudyAnalysis an = study::analyse_study(*store, a.study);
   if (!a.no_weights) an.weights = torch_commands().weight_spread(ctx, an);
   std::string fmt_name = ctx.json ? "json" : a.format;

@@ -75,6 +75,18 @@ RunInfo read_run(const sqlite::Stmt& s) {
 
 std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
 
+// A path as the path part of a SQLite "file:" URI.
+std::string uri_escape(const std::string& path) {
+  std::string out;
+  for (unsigned char c : path) {
+    if (c == '%' || c == '?' || c == '#' || c <= 0x20 || c >= 0x7f)
+      out += fmt::format("%{:02X}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  return out;
+}
+
 // Checks a store location before SQLite sees it, to give a precise message.
 void check_location(const fs::path& path, bool read_only) {
   std::error_code ec;
@@ -142,7 +154,19 @@ SqliteStore::SqliteStore(fs::path path, fs::path artifact_root, const StoreOptio
   std::lock_guard lock(mu_);
   // Reading first: a file that is not a database, or one from a newer
   // trainscope, is refused before anything is written to it.
-  int version = read_version_locked();
+  int version;
+  try {
+    version = read_version_locked();
+  } catch (const Error&) {
+    // A WAL store on read-only media (or in a read-only folder): SQLite
+    // cannot create the -shm file a WAL reader needs. Nothing can write
+    // there either, so the file is read as immutable.
+    if (!options.read_only || memory_ ||
+        access(path_.parent_path().empty() ? "." : path_.parent_path().c_str(), W_OK) == 0)
+      throw;
+    open_connection(/*immutable=*/true);
+    version = read_version_locked();
+  }
   if (version > latest_schema_version())
     fail(ErrorKind::kStore,
          "store '{}' has schema version {}, newer than this trainscope ({}, schema {}); "
@@ -173,11 +197,16 @@ std::string SqliteStore::describe() const {
 
 int SqliteStore::latest_schema_version() const { return migrations().back().version; }
 
-void SqliteStore::open_connection() {
+void SqliteStore::open_connection(bool immutable) {
   sqlite3* raw = nullptr;
   int flags =
       options().read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
-  int rc = sqlite3_open_v2(path_.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::string name = path_.string();
+  if (immutable) {
+    flags |= SQLITE_OPEN_URI;
+    name = "file:" + uri_escape(name) + "?immutable=1";
+  }
+  int rc = sqlite3_open_v2(name.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   db_ = sqlite::Db(raw, path_.string());
   if (rc != SQLITE_OK) db_.raise(rc, "opening");
   sqlite3_extended_result_codes(raw, 1);

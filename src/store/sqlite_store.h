@@ -70,7 +70,9 @@ class SqliteStore final : public Store {
  private:
   SqliteStore(std::filesystem::path path, std::filesystem::path artifact_root,
               const StoreOptions& options);
-  void open_connection();
+  // `immutable`: read-only media: the file cannot change, so SQLite needs no
+  // -shm/-wal files beside it (it could not create them).
+  void open_connection(bool immutable = false);
   void use_wal_locked();
   int read_version_locked();
   void migrate_locked();

@@ -1,5 +1,7 @@
 // End-to-end tests of the trainscope executable on real store files.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/mount.h>
 
 #include <cmath>
 #include <fstream>
@@ -246,6 +248,50 @@ TEST_F(CliTest, ExitCodesFollowTheDocumentedPolicy) {
   EXPECT_NE(help.out.find("Example:"), std::string::npos) << help.out;
 }
 
+// Reliability defect 10 (and everyday use 5): read commands opened the store
+// read-write, so a store on read-only media could not be inspected.
+TEST_F(CliTest, AStoreOnReadOnlyMediaCanBeRead) {
+  auto mnt = dir_ / "ro";
+  std::filesystem::create_directories(mnt);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=16m") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << std::strerror(errno) << "); needs root";
+  struct Unmount {
+    std::string p;
+    ~Unmount() { umount2(p.c_str(), MNT_DETACH); }
+  } unmount{mnt.string()};
+  std::string at = std::string(TS_CLI_BIN) + " --store sqlite:" + (mnt / "s.db").string() + " ";
+  ASSERT_EQ(run_command(at + "numerics logmap --steps 50 --name lm").exit_code, 0);
+  ASSERT_EQ(mount(nullptr, mnt.c_str(), nullptr, MS_REMOUNT | MS_RDONLY, nullptr), 0)
+      << std::strerror(errno);
+  for (const char* read : {"runs list", "--json runs list", "runs show lm",
+                           "runs export lm --format json", "checklist lm"}) {
+    auto r = run_command(at + read);
+    EXPECT_EQ(r.exit_code, 0) << read << ": " << r.out;
+  }
+  auto del = run_command(at + "runs delete lm --yes");
+  EXPECT_EQ(del.exit_code, 5) << del.out;  // a store error, named
+  EXPECT_NE(del.out.find("not writable"), std::string::npos) << del.out;
+}
+
+// Reading a store never marks another process's run killed (only a writer's
+// open reaps stale runs).
+TEST_F(CliTest, ReadingDoesNotReapOtherRuns) {
+  std::string uuid;
+  {
+    auto s = store();
+    uuid = s->create_run({}).uuid;  // running, written by this process
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "t.db").c_str(), &db), SQLITE_OK);
+  sqlite3_exec(db, "UPDATE runs SET heartbeat = 1", nullptr, nullptr, nullptr);  // long stale
+  sqlite3_close(db);
+  auto list = ts("--json runs list");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  EXPECT_EQ(nlohmann::json::parse(list.out)[0]["status"], "running");
+  make_run("writer");  // a writer's open reaps it
+  EXPECT_EQ(store()->find_run(uuid)->status, RunStatus::kKilled);
+}
+
 TEST_F(CliTest, DeleteNeedsYes) {
   std::string uuid = make_run("doomed");
   auto no = ts("runs delete doomed");
@@ -276,6 +322,8 @@ TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
                     " runs list"),
         "not a SQLite database");
   check(run_command(std::string(TS_CLI_BIN) + " --store /proc/version/x.db runs list"),
+        "does not exist");  // a reader says so; a writer cannot create it:
+  check(run_command(std::string(TS_CLI_BIN) + " --store /proc/version/x.db runs delete x --yes"),
         "cannot create store");
   // The env variable names the store too.
   auto env = run_command("TRAINSCOPE_STORE=sqlite:" + (dir_ / "t.db").string() + " " + TS_CLI_BIN +

@@ -151,7 +151,7 @@ void print_eval(const profile::CostModelEval& e, const std::vector<profile::Prof
 }  // namespace
 
 void costmodel_fit(Context& ctx, const CostmodelArgs& a) {
-  auto data = profile::load_profiled(*ctx.store(), a.runs);
+  auto data = profile::load_profiled(*ctx.reader(), a.runs);
   auto m = profile::fit(data, env::simd_float_lanes());
   write_output(a.model_file, [&](std::ostream& o) { o << m.to_json() << "\n"; });
   std::set<std::string> archs;
@@ -193,7 +193,7 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
 }
 
 void costmodel_eval(Context& ctx, const CostmodelArgs& a) {
-  auto data = profile::load_profiled(*ctx.store(), a.runs);
+  auto data = profile::load_profiled(*ctx.reader(), a.runs);
   auto e = profile::leave_one_architecture_out(data, env::simd_float_lanes());
   if (!a.svg.empty()) write_output(a.svg, [&](std::ostream& o) { o << eval_chart(e).render(); });
   if (ctx.json || a.format == "json") {

@@ -152,7 +152,7 @@ void profile_grid(Context& ctx, const std::string& grid_file) {
 }
 
 void profile_show(Context& ctx, const ProfileShowArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   show(*store, store->resolve_run(a.run), a, ctx.json);
 }
 

@@ -133,7 +133,7 @@ void check_configs(const std::string& config,
 }
 
 void eval(Context& ctx, const EvalArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
   auto ev = train::evaluate_run(*store, run, a.checkpoint);
   if (ctx.json) {
