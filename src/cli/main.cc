@@ -42,9 +42,12 @@ void add_global_flags(CLI::App& app, Context& ctx) {
                  "Store location, sqlite:PATH (default: $TRAINSCOPE_STORE or "
                  "sqlite:./trainscope.db)");
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
-  // Read from argv before parsing (set_verbosity_from); declared for --help.
-  app.add_flag("-v,--verbose")->description("More diagnostics on stderr");
-  app.add_flag("-q,--quiet")->description("Only errors on stderr");
+  // Option callbacks run while parsing, before any command's callback.
+  app.add_flag_callback(
+      "-v,--verbose", [] { core::set_verbosity(core::Verbosity::kVerbose); },
+      "More diagnostics on stderr");
+  app.add_flag_callback(
+      "-q,--quiet", [] { core::set_verbosity(core::Verbosity::kQuiet); }, "Only errors on stderr");
   set_example(&app, "trainscope runs list --status running --limit 10");
   app.footer(
       app.get_footer() +
@@ -86,17 +89,6 @@ void check_command(CLI::App& app, int argc, char** argv) {
   }
 }
 
-// Verbosity must be in force before any command callback runs, so it is
-// read from argv up front; the flags above document it in --help.
-void set_verbosity_from(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    std::string_view a(argv[i]);
-    if (a == "--") break;
-    if (a == "-v" || a == "--verbose") core::set_verbosity(core::Verbosity::kVerbose);
-    if (a == "-q" || a == "--quiet") core::set_verbosity(core::Verbosity::kQuiet);
-  }
-}
-
 int run(int argc, char** argv) {
   Context ctx;
   for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
@@ -111,7 +103,6 @@ int run(int argc, char** argv) {
   register_stats_commands(app, ctx);
   register_study_commands(app, ctx);
   register_probes_commands(app, ctx);
-  set_verbosity_from(argc, argv);
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);

@@ -48,8 +48,18 @@ std::vector<double> ticks(double lo, double hi, int target = 6) {
       step = m * mag;
       break;
     }
+  // Ticks as integer multiples of the step: `t += step` stops moving when a
+  // span of a few ULPs makes the step smaller than t's ULP (the loop never
+  // ended); such a span gets its two ends.
   std::vector<double> out;
-  for (double t = std::ceil(lo / step) * step; t <= hi + step * 1e-9; t += step) out.push_back(t);
+  double first = std::ceil(lo / step);
+  for (int i = 0; i <= 2 * target + 2; ++i) {
+    double t = (first + i) * step;
+    if (t > hi + step * 1e-9) break;
+    if (!out.empty() && t <= out.back()) return {lo, hi};
+    out.push_back(t);
+  }
+  if (out.empty()) return {lo, hi};
   return out;
 }
 

@@ -60,8 +60,8 @@ void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStat
 void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
   out << "layer,type,forward_us,backward_us,update_us,forward_flops,forward_gflops_per_s\n";
   for (const auto& l : s.layers)
-    out << csv_field(l.layer) << "," << l.type << "," << format_double(l.forward_us) << ","
-        << format_double(l.backward_us) << "," << format_double(l.update_us) << ","
+    out << csv_field(l.layer) << "," << csv_field(l.type) << "," << format_double(l.forward_us)
+        << "," << format_double(l.backward_us) << "," << format_double(l.update_us) << ","
         << format_double(l.flops) << "," << format_double(gflops(l.flops, l.forward_us)) << "\n";
   for (const auto& [k, v] : s.categories)
     out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
@@ -70,11 +70,11 @@ void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e) {
   out << "level,model,batch,layer,type,measured_us,predicted_us,error_percent\n";
   for (const auto& r : e.rows)
-    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.measured_us,
-                       r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
+    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", csv_field(r.model), r.batch,
+                       r.measured_us, r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
   for (const auto& r : e.layer_rows)
-    out << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", r.model, r.batch, r.layer,
-                       r.type, r.measured_us, r.predicted_us,
+    out << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", csv_field(r.model), r.batch,
+                       csv_field(r.layer), csv_field(r.type), r.measured_us, r.predicted_us,
                        (r.predicted_us / r.measured_us - 1) * 100);
 }
 

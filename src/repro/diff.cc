@@ -17,14 +17,22 @@ using store::Store;
 namespace {
 
 // Maps IEEE bits to integers that are ordered like the values, so that the
-// difference of two mapped values is their distance in ULPs.
+// difference of two mapped values is their distance in ULPs. 128-bit, so
+// that the difference of two float64 images is exact (a double holds only
+// 53 bits: 1 ULP became 0, 700 became 512).
 template <typename Int>
-double ordered(Int bits) {
+__int128 ordered(Int bits) {
   using U = std::make_unsigned_t<Int>;
   constexpr U sign = U{1} << (sizeof(Int) * 8 - 1);
   U u = static_cast<U>(bits);
   // Negative values count down from -0.
-  return (u & sign) ? -static_cast<double>(u & ~sign) : static_cast<double>(u);
+  return (u & sign) ? -static_cast<__int128>(u & ~sign) : static_cast<__int128>(u);
+}
+
+template <typename Int>
+double ulp_distance(Int a, Int b) {
+  __int128 d = ordered(a) - ordered(b);
+  return static_cast<double>(d < 0 ? -d : d);
 }
 
 std::optional<double> last_value(Store& store, const std::string& uuid, const std::string& key) {
@@ -48,13 +56,13 @@ TensorDelta compare_tensors(const std::string& name, const void* a, const void* 
       auto bx = std::bit_cast<int64_t>(x), by = std::bit_cast<int64_t>(y);
       same_bits = bx == by;
       va = x, vb = y;
-      ulp = std::fabs(ordered(bx) - ordered(by));
+      ulp = ulp_distance(bx, by);
     } else {
       float x = static_cast<const float*>(a)[i], y = static_cast<const float*>(b)[i];
       auto bx = std::bit_cast<int32_t>(x), by = std::bit_cast<int32_t>(y);
       same_bits = bx == by;
       va = x, vb = y;
-      ulp = std::fabs(ordered(bx) - ordered(by));
+      ulp = ulp_distance(bx, by);
     }
     if (same_bits) continue;
     ++d.differing;

@@ -171,6 +171,22 @@ ChecklistItem determinism(const Map& e) {
           has};
 }
 
+// Energy recorded by the resource sampler (energy/total_kwh), metered
+// (RAPL, NVML) or estimated from the CPU's power: says which.
+ChecklistItem energy(store::Store& store, const store::RunInfo& r) {
+  auto kwh = store.metric(r.uuid, "energy/total_kwh");
+  if (kwh.empty())
+    return {"Energy consumption", "OPEN: no energy was recorded for this run", false};
+  auto co2 = store.metric(r.uuid, "energy/co2_kg");
+  const Map tags = store.tags(r.uuid);
+  auto source = tags.find("energy.cpu.source");
+  return {"Energy consumption",
+          fmt::format("{:.3g} kWh{}{}", kwh.back().value,
+                      co2.empty() ? "" : fmt::format(", {:.3g} kg CO2", co2.back().value),
+                      source == tags.end() ? "" : " (CPU: " + source->second + ")"),
+          true};
+}
+
 }  // namespace
 
 std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& r) {
@@ -183,7 +199,7 @@ std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& 
           {"Number of training runs (same config)", std::to_string(acc.size()), true},
           variation(acc),
           {"Average runtime", duration(r), true},
-          {"Energy consumption", "OPEN: no energy was metered for this run", false},
+          energy(store, r),
           {"Hyperparameters and seeds",
            fmt::format("{} params recorded; seed {}", p.size(), param(p, "seeds.master", "seed")),
            !p.empty()},

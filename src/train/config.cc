@@ -58,9 +58,13 @@ double parse_double(const std::string& key, const std::string& v) {
   fail(ErrorKind::kUsage, "{}: expected a number, got '{}'", key, v);
 }
 
+// As yaml-cpp reads a boolean (YAML 1.1: true/True/TRUE, yes, on, y and
+// their negatives), and 1/0.
 bool parse_bool(const std::string& key, const std::string& v) {
-  if (v == "true" || v == "on" || v == "yes" || v == "1") return true;
-  if (v == "false" || v == "off" || v == "no" || v == "0") return false;
+  if (v == "1") return true;
+  if (v == "0") return false;
+  bool out = false;
+  if (YAML::convert<bool>::decode(YAML::Node(v), out)) return out;
   fail(ErrorKind::kUsage, "{}: expected true or false, got '{}'", key, v);
 }
 

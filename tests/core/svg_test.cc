@@ -51,5 +51,16 @@ TEST(SvgChartTest, LineSeriesStayLines) {
   EXPECT_EQ(count(svg.substr(d, svg.find('"', d + 3) - d), " L"), 2);
 }
 
+// Everyday-use defect 2: a series spanning a few ULPs never finished its
+// ticks (t += step stopped moving t): `resources --plot` ran out of memory.
+TEST(SvgChartTest, ASeriesSpanningAFewUlpsRenders) {
+  SvgChart c;
+  double v = 1234.5;
+  c.series.push_back({"flat", {0, 1, 2}, {v, std::nextafter(v, 2e3), v}});
+  std::string svg = c.render();
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_LT(svg.size(), 100000u);
+}
+
 }  // namespace
 }  // namespace trainscope::core

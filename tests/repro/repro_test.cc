@@ -61,6 +61,16 @@ TEST(CompareTensorsTest, UlpsAbsAndRel) {
   EXPECT_GT(e.max_ulp, 1e18);  // across zero: almost the whole range
 }
 
+// Everyday-use defect 1: float64 ULP distances went through double before
+// subtracting: 1 ULP printed 0, 700 printed 512.
+TEST(CompareTensorsTest, Float64UlpDistancesAreExact) {
+  double x = 1234.5678, one = std::nextafter(x, 1e9), far = x;
+  for (int i = 0; i < 700; ++i) far = std::nextafter(far, 1e9);
+  double a[1] = {x}, b1[1] = {one}, b700[1] = {far};
+  EXPECT_EQ(compare_tensors("d", a, b1, 1, true).max_ulp, 1);
+  EXPECT_EQ(compare_tensors("d", a, b700, 1, true).max_ulp, 700);
+}
+
 TEST(DiffTest, SameConfigOnOneThreadIsBitIdenticalThroughout) {
   TempDir dir;
   auto store = temp_store(dir);
@@ -217,7 +227,10 @@ TEST(RerunTest, VerifyIsBitIdenticalAndAChangedDataFileIsRefused) {
   EXPECT_NE(card.out.find("TODO"), std::string::npos);
   auto checklist = testing::run_command(ts + "checklist orig");
   EXPECT_NE(checklist.out.find("[x] Compute infrastructure"), std::string::npos) << checklist.out;
-  EXPECT_NE(checklist.out.find("[ ] Energy consumption"), std::string::npos) << checklist.out;
+  // Everyday-use defect 7: "no energy was metered" while energy/total_kwh
+  // was recorded.
+  EXPECT_NE(checklist.out.find("[x] Energy consumption: "), std::string::npos) << checklist.out;
+  EXPECT_NE(checklist.out.find(" kWh"), std::string::npos) << checklist.out;
   // orig and its two reruns share the config: three runs, with a std.
   EXPECT_NE(checklist.out.find("Number of training runs (same config): 3"), std::string::npos)
       << checklist.out;

@@ -506,6 +506,18 @@ TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
   EXPECT_EQ(m.rfind("c.yaml: train.epochs", 0), 0u) << m;
 }
 
+// Everyday-use defect 8: `data.hflip: True` was refused; yaml-cpp and YAML
+// 1.1 accept it.
+TEST(ConfigTest, BooleansAreReadAsYamlReadsThem) {
+  for (const char* yes : {"True", "TRUE", "true", "yes", "Yes", "on", "y", "1"})
+    EXPECT_TRUE(parse_config(std::string("data:\n  hflip: ") + yes + "\n", {}).data.hflip) << yes;
+  for (const char* no : {"False", "NO", "off", "n", "0"})
+    EXPECT_FALSE(
+        parse_config("data:\n  hflip: true\n", {std::string("data.hflip=") + no}).data.hflip)
+        << no;
+  EXPECT_THROW(parse_config("data:\n  hflip: maybe\n", {}), Error);
+}
+
 TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
   const Config old = parse_config(
       "experiment: x\nseed: 7\nepochs: 2\nbatch_size: 16\nmax_steps: 5\non_nan: continue\n"
