@@ -1,8 +1,12 @@
 #include "trainscope/env/manifest.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gnu/libc-version.h>
+#include <spawn.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -51,15 +55,35 @@ std::string read_line(const fs::path& p) {
   return trim(s.substr(0, s.find('\n')));
 }
 
-// Runs a command and returns its stdout (empty on failure).
-std::string capture(const std::string& cmd, int* status = nullptr) {
+// Runs a program with these arguments (no shell: nothing in them is ever
+// interpreted) and returns its stdout; its stderr is discarded. `status` is
+// its wait status, -1 when it could not run.
+std::string capture(const std::vector<std::string>& args, int* status = nullptr) {
   std::string out;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  int st = pclose(p);
+  if (status) *status = -1;
+  int fds[2];
+  if (pipe(fds) != 0) return out;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  posix_spawn_file_actions_addclose(&fa, fds[1]);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc == 0) {
+    std::array<char, 4096> buf{};
+    ssize_t n;
+    while ((n = read(fds[0], buf.data(), buf.size())) > 0) out.append(buf.data(), n);
+  }
+  close(fds[0]);
+  int st = -1;
+  if (rc == 0) waitpid(pid, &st, 0);
   if (status) *status = st;
   return out;
 }
@@ -275,17 +299,18 @@ Manifest capture_git(const fs::path& path) {
   std::error_code ec;
   fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path();
   if (dir.empty()) dir = ".";
-  std::string q = "'" + dir.string() + "'";
+  auto git = [&](std::vector<std::string> args, int* st = nullptr) {
+    args.insert(args.begin(), {"git", "-C", dir.string()});
+    return capture(args, st);
+  };
   int st = 0;
-  std::string head = trim(capture("git -C " + q + " rev-parse HEAD 2>/dev/null", &st));
+  std::string head = trim(git({"rev-parse", "HEAD"}, &st));
   if (st != 0 || head.empty()) return m;
   m["git.commit"] = head;
-  m["git.root"] = trim(capture("git -C " + q + " rev-parse --show-toplevel 2>/dev/null"));
-  std::string status =
-      capture("git -C " + q + " status --porcelain --untracked-files=no 2>/dev/null");
+  m["git.root"] = trim(git({"rev-parse", "--show-toplevel"}));
+  std::string status = git({"status", "--porcelain", "--untracked-files=no"});
   m["git.dirty"] = status.empty() ? "false" : "true";
-  m["git.diff_sha256"] =
-      status.empty() ? "" : sha256_hex(capture("git -C " + q + " diff HEAD 2>/dev/null"));
+  m["git.diff_sha256"] = status.empty() ? "" : sha256_hex(git({"diff", "HEAD"}));
   return m;
 }
 

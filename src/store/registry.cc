@@ -61,9 +61,14 @@ StoreUri parse_store_uri(std::string_view uri) {
   if (has_scheme(uri, colon)) {
     out.scheme = std::string(uri.substr(0, colon));
     uri.remove_prefix(colon + 1);
-    // "scheme://rest": the authority form keeps what follows the slashes
-    // ("sqlite:///abs/path" is "/abs/path").
-    if (uri.starts_with("//")) uri.remove_prefix(2);
+    // "scheme://rest": the authority form keeps what follows the slashes.
+    // For SQLite it reads as SQLAlchemy and MLflow read it: an empty host,
+    // then the path, so "sqlite:///x.db" is the relative "x.db" and
+    // "sqlite:////abs/x.db" the absolute "/abs/x.db" ("sqlite:PATH" is PATH).
+    if (uri.starts_with("//")) {
+      uri.remove_prefix(2);
+      if (out.scheme == "sqlite" && uri.starts_with("/")) uri.remove_prefix(1);
+    }
   } else {
     out.scheme = "sqlite";
   }

@@ -210,5 +210,24 @@ TEST(ManifestTest, EnvVarsAndDiffGroups) {
   EXPECT_TRUE(diff(a, a).empty());
 }
 
+// Everyday-use defect 4: git ran through popen with hand-made quoting; a
+// folder whose name holds a quote lost the git record or ran shell code.
+TEST(ManifestTest, GitIsRecordedWhateverTheFolderIsCalled) {
+  testing::TempDir dir;
+  auto repo = dir.path() / "it's $(touch pwned) `touch pwned2`";
+  std::filesystem::create_directories(repo);
+  std::string q = testing::shell_quote(repo.string());
+  auto made = testing::run_command("cd " + q +
+                                   " && git init -q && echo x > f && git add f && "
+                                   "git -c user.email=t@t -c user.name=t commit -qm init");
+  ASSERT_EQ(made.exit_code, 0) << made.out;
+  Manifest m = capture_git(repo);
+  EXPECT_EQ(m["git.commit"].size(), 40u) << m["git.commit"];
+  EXPECT_EQ(m["git.dirty"], "false");
+  EXPECT_FALSE(std::filesystem::exists(repo / "pwned"));
+  EXPECT_FALSE(std::filesystem::exists(repo / "pwned2"));
+  EXPECT_FALSE(std::filesystem::exists("pwned"));
+}
+
 }  // namespace
 }  // namespace trainscope::env

@@ -51,12 +51,17 @@ TEST(SqliteStoreTest, SecondConnectionSeesTheSameRuns) {
 TEST(SqliteStoreTest, UriSpellingsNameTheSameFile) {
   TempDir dir;
   RunInfo r = open_at(dir / "t.db")->create_run({});
-  for (std::string uri : {(dir / "t.db").string(), "sqlite://" + (dir / "t.db").string()}) {
+  for (std::string uri : {(dir / "t.db").string(), "sqlite:///" + (dir / "t.db").string()}) {
     StoreOptions o;
     o.uri = uri;
     EXPECT_TRUE(Store::open(o)->find_run(r.uuid).has_value()) << uri;
   }
   EXPECT_EQ(parse_store_uri("sqlite::memory:").location, ":memory:");
+  // Everyday-use defect 12: as SQLAlchemy and MLflow read them.
+  EXPECT_EQ(parse_store_uri("sqlite:///x.db").location, "x.db");
+  EXPECT_EQ(parse_store_uri("sqlite:////abs/x.db").location, "/abs/x.db");
+  EXPECT_EQ(parse_store_uri("sqlite:/abs/x.db").location, "/abs/x.db");
+  EXPECT_EQ(parse_store_uri("sqlite:rel/x.db").location, "rel/x.db");
   EXPECT_EQ(parse_store_uri("runs/t.db").scheme, "sqlite");
   EXPECT_EQ(parse_store_uri("postgresql://u@h:5432/db").scheme, "postgresql");
   EXPECT_EQ(parse_store_uri("postgresql://u@h:5432/db").location, "u@h:5432/db");
