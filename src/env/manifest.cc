@@ -215,6 +215,7 @@ Manifest capture_system(const fs::path& root) {
   m["system.cpu.affinity_cpus"] = std::to_string(budget.logical);
   m["system.cpu.affinity_physical_cores"] = std::to_string(budget.physical);
   m["system.cpu.cgroup_quota"] = budget.quota > 0 ? format_double(budget.quota) : "none";
+  m.merge(capture_isolation(root, cpu));
   fs::path cpu0 = root / "sys/devices/system/cpu/cpu0";
   auto khz = [&](const char* f) {
     std::string v = read_line(cpu0 / "cpufreq" / f);

@@ -229,5 +229,42 @@ TEST(ManifestTest, GitIsRecordedWhateverTheFolderIsCalled) {
   EXPECT_FALSE(std::filesystem::exists("pwned"));
 }
 
+// Everyday-use defect 13: whether a run ran in a container or a VM, and
+// under which memory limit, was not recorded.
+TEST(SystemTest, ContainerVirtualMachineAndMemoryLimitAreRecorded) {
+  testing::TempDir root;
+  auto put = [&](const std::string& rel, const std::string& content) {
+    std::filesystem::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << content;
+  };
+  CpuInfo vm;
+  vm.flags = {"fpu", "sse2", "hypervisor"};
+  Manifest bare = capture_isolation(root.path(), CpuInfo{});
+  EXPECT_EQ(bare["system.container"], "none");
+  EXPECT_EQ(bare["system.virtualization"], "none");
+  EXPECT_EQ(bare["system.memory.cgroup_limit"], "none");
+
+  put(".dockerenv", "");
+  put("proc/self/cgroup", "0::/docker/abc\n");
+  put("sys/fs/cgroup/docker/abc/memory.max", "4294967296\n");
+  put("sys/fs/cgroup/docker/memory.max", "max\n");
+  put("sys/class/dmi/id/sys_vendor", "QEMU\n");
+  put("sys/class/dmi/id/product_name", "Standard PC (i440FX + PIIX, 1996)\n");
+  Manifest m = capture_isolation(root.path(), vm);
+  EXPECT_EQ(m["system.container"], "docker");
+  EXPECT_EQ(m["system.virtualization"], "yes (hypervisor flag)");
+  EXPECT_EQ(m["system.virtualization.machine"], "QEMU Standard PC (i440FX + PIIX, 1996)");
+  EXPECT_EQ(m["system.memory.cgroup_limit"], "4.00 GiB");
+
+  put("run/.containerenv", "engine=\"podman-4.3\"\nimage=\"docker.io/library/debian:12\"\n");
+  Manifest p = capture_isolation(root.path(), vm);
+  EXPECT_EQ(p["system.container"], "podman");
+  EXPECT_EQ(p["system.container.image"], "docker.io/library/debian:12");
+  // This machine, live: the keys are there whatever it is.
+  Manifest live = capture_system("/");
+  EXPECT_TRUE(live.count("system.container"));
+  EXPECT_TRUE(live.count("system.virtualization"));
+}
+
 }  // namespace
 }  // namespace trainscope::env

@@ -47,6 +47,12 @@ int simd_float_lanes();
 // Hardware and OS facts read under `root` ("/" on a live system; a folder
 // holding proc/ and sys/ snapshots in tests).
 Manifest capture_system(const std::filesystem::path& root = "/");
+// Container (system.container: none, docker, podman, kubernetes, ...; and
+// system.container.image where visible), virtual machine
+// (system.virtualization: the hypervisor's CPUID signature, e.g. KVMKVMKVM;
+// system.virtualization.machine from DMI) and the cgroup memory limit
+// (system.memory.cgroup_limit). Part of capture_system; `root` as there.
+Manifest capture_isolation(const std::filesystem::path& root, const CpuInfo& cpu);
 
 // OMP_*, MKL_*, OPENBLAS_*, KMP_*, GOMP_*, CUBLAS_*, CUDA_*, CUDNN_*,
 // NVIDIA_TF32_OVERRIDE, TF_*, PYTORCH_*, TORCH_*, LD_PRELOAD, LD_LIBRARY_PATH:
