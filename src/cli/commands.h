@@ -23,6 +23,7 @@ void register_profile_commands(CLI::App& app, Context& ctx);  // profile*, costm
 void register_stats_commands(CLI::App& app, Context& ctx);    // stats
 void register_study_commands(CLI::App& app, Context& ctx);    // study run, resume, status, report
 void register_probes_commands(CLI::App& app, Context& ctx);   // probes
+void register_plot_commands(CLI::App& app, Context& ctx);     // plot
 
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.

@@ -103,6 +103,7 @@ int run(int argc, char** argv) {
   register_stats_commands(app, ctx);
   register_study_commands(app, ctx);
   register_probes_commands(app, ctx);
+  register_plot_commands(app, ctx);
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);

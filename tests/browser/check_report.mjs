@@ -1,11 +1,12 @@
 // Opens an HTML report in Debian's headless Chromium: fails on any console
 // error or failed request, checks that tables and SVG plots rendered with a
 // size, and saves a screenshot.
-//   node check_report.mjs REPORT.html SCREENSHOT.png [MIN_TABLES] [MIN_SVGS]
+//   node check_report.mjs REPORT.html SCREENSHOT.png [MIN_TABLES] [MIN_SVGS] [LINES]
+// LINES: the exact number of line series (unfilled paths) the plots draw.
 import puppeteer from 'puppeteer-core';
 import { pathToFileURL } from 'node:url';
 
-const [report, shot, minTables = '1', minSvgs = '1'] = process.argv.slice(2);
+const [report, shot, minTables = '1', minSvgs = '1', lines = ''] = process.argv.slice(2);
 const browser = await puppeteer.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
@@ -28,13 +29,16 @@ try {
       tables: [...document.querySelectorAll('table')].filter((t) => t.rows.length > 1).length,
       svgs: [...document.querySelectorAll('svg')].filter(sized).length,
       marks: document.querySelectorAll('svg circle, svg path, svg polyline, svg line').length,
+      lines: [...document.querySelectorAll('svg path[fill="none"], svg polyline')]
+        .filter((p) => p.getTotalLength() > 10).length,
     };
   });
   if (seen.tables < Number(minTables)) problems.push(`tables with rows: ${seen.tables} < ${minTables}`);
   if (seen.svgs < Number(minSvgs)) problems.push(`rendered SVG plots: ${seen.svgs} < ${minSvgs}`);
   if (seen.marks === 0) problems.push('the plots draw nothing');
+  if (lines !== '' && seen.lines !== Number(lines)) problems.push(`line series: ${seen.lines} != ${lines}`);
   await page.screenshot({ path: shot, fullPage: true });
-  console.log(`tables ${seen.tables}, plots ${seen.svgs}, marks ${seen.marks}, screenshot ${shot}`);
+  console.log(`tables ${seen.tables}, plots ${seen.svgs}, marks ${seen.marks}, lines ${seen.lines}, screenshot ${shot}`);
 } finally {
   await browser.close();
 }

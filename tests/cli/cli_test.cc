@@ -87,7 +87,8 @@ TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
                           "costmodel eval",
                           "stats",
                           "study",
-                          "probes"}) {
+                          "probes",
+                          "plot"}) {
     auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " " + cmd + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;

@@ -1,0 +1,36 @@
+// Metric curves of one or more runs overlaid: what `trainscope plot` draws
+// (and a web page would chart). One chart writer serves every plot:
+// core::SvgChart.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::format {
+
+struct PlotOptions {
+  std::string x = "step";  // step | epoch | time (seconds since the run started)
+  // Exponential moving average with TensorBoard's weight and debiasing:
+  // s_k = w s_{k-1} + (1 - w) v_k, divided by 1 - w^k. 0: raw values.
+  double smooth = 0;
+  bool log_y = false;
+};
+
+struct Curve {
+  std::string run, run_name, key;
+  std::vector<double> x, y, smoothed;
+};
+
+// One curve per (run, key) that has points; throws Error(kNotFound) naming
+// the first key no run has, or kUsage for an unknown x or a smoothing
+// weight outside [0, 1).
+std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::RunInfo>& runs,
+                                 const std::vector<std::string>& keys, const PlotOptions& options);
+std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& options);
+// Long format: run,name,key,x,value,smoothed.
+void curves_csv(std::ostream& out, const std::vector<Curve>& curves);
+
+}  // namespace trainscope::format

@@ -1,0 +1,67 @@
+// `trainscope plot RUN... KEY...`: metric curves of runs, overlaid.
+#include <fmt/ranges.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "output.h"
+#include "trainscope/core/error.h"
+#include "trainscope/format/plot.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+struct PlotArgs {
+  std::vector<std::string> items;  // runs and keys, in any order
+  format::PlotOptions options;
+  std::string out, format = "svg";
+};
+
+void run_plot(Context& ctx, const PlotArgs& a) {
+  auto store = ctx.reader();
+  std::vector<store::RunInfo> runs;
+  std::vector<std::string> keys;
+  for (const auto& item : a.items) {  // a run if it names one, else a metric key
+    try {
+      runs.push_back(store->resolve_run(item));
+    } catch (const core::Error& e) {
+      if (e.kind() == core::ErrorKind::kConflict) throw;  // an ambiguous run reference
+      keys.push_back(item);
+    }
+  }
+  if (runs.empty())
+    core::fail(core::ErrorKind::kUsage, "none of {} names a run; give RUN... KEY...",
+               fmt::format("'{}'", fmt::join(a.items, "', '")));
+  if (keys.empty())
+    core::fail(core::ErrorKind::kUsage,
+               "give at least one metric key after the runs, e.g. train/loss");
+  auto curves = format::metric_curves(*store, runs, keys, a.options);
+  write_output(a.out, [&](std::ostream& o) {
+    if (a.format == "csv")
+      format::curves_csv(o, curves);
+    else
+      o << format::curves_svg(curves, a.options);
+  });
+}
+
+}  // namespace
+
+void register_plot_commands(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("plot", "Metric curves of one or more runs, overlaid (SVG, CSV)");
+  auto a = std::make_shared<PlotArgs>();
+  cmd->add_option("RUN_OR_KEY", a->items, "Runs (UUID, prefix or name), then metric keys")
+      ->required()
+      ->expected(2, -1);
+  cmd->add_option("--x", a->options.x, "step, epoch or time")
+      ->check(CLI::IsMember({"step", "epoch", "time"}));
+  cmd->add_option("--smooth", a->options.smooth,
+                  "Exponential smoothing weight in [0, 1) as TensorBoard's (0: raw)");
+  cmd->add_flag("--log-y", a->options.log_y, "Logarithmic y axis");
+  cmd->add_option("--format,-f", a->format, "svg or csv")->check(CLI::IsMember({"svg", "csv"}));
+  cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
+  set_example(cmd, "trainscope plot demo demo-2 train/loss --smooth 0.6 -o loss.svg");
+  cmd->callback([&ctx, a] { run_plot(ctx, *a); });
+}
+
+}  // namespace trainscope::cli

@@ -1,0 +1,106 @@
+#include "trainscope/format/plot.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::format {
+
+namespace {
+
+// Steps per epoch from the run's "epoch" metric (value e at the step that
+// ended epoch e); 0 when the run recorded none.
+double steps_per_epoch(store::Store& store, const std::string& uuid) {
+  for (const auto& p : store.metric(uuid, "epoch"))
+    if (p.value > 0) return static_cast<double>(p.step) / p.value;
+  return 0;
+}
+
+std::vector<double> ema(const std::vector<double>& v, double w) {
+  std::vector<double> out;
+  double s = 0, weight = 1;
+  for (double x : v) {
+    if (!std::isfinite(x)) {
+      out.push_back(x);
+      continue;
+    }
+    s = w * s + (1 - w) * x;
+    weight *= w;
+    out.push_back(w > 0 ? s / (1 - weight) : x);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::RunInfo>& runs,
+                                 const std::vector<std::string>& keys, const PlotOptions& o) {
+  if (o.x != "step" && o.x != "epoch" && o.x != "time")
+    core::fail(core::ErrorKind::kUsage, "--x '{}': use step, epoch or time", o.x);
+  if (!(o.smooth >= 0 && o.smooth < 1))
+    core::fail(core::ErrorKind::kUsage, "--smooth {}: a weight in [0, 1), e.g. 0.6", o.smooth);
+  std::vector<Curve> out;
+  for (const auto& key : keys) {
+    size_t before = out.size();
+    for (const auto& r : runs) {
+      auto pts = store.metric(r.uuid, key);
+      if (pts.empty()) continue;
+      Curve c{r.uuid, r.name, key, {}, {}, {}};
+      double per_epoch = o.x == "epoch" ? steps_per_epoch(store, r.uuid) : 0;
+      if (o.x == "epoch" && per_epoch <= 0)
+        core::fail(core::ErrorKind::kNotFound, "run {} recorded no epoch to plot by; use --x step",
+                   r.uuid.substr(0, 8));
+      for (const auto& p : pts) {
+        double step = static_cast<double>(p.step);
+        c.x.push_back(o.x == "step"    ? step
+                      : o.x == "epoch" ? step / per_epoch
+                                       : p.wall_time - r.start_time);
+        c.y.push_back(p.value);
+      }
+      c.smoothed = ema(c.y, o.smooth);
+      out.push_back(std::move(c));
+    }
+    if (out.size() == before)
+      core::fail(core::ErrorKind::kNotFound,
+                 "no run given has the metric '{}'; `trainscope runs show RUN` lists its metrics",
+                 key);
+  }
+  return out;
+}
+
+std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& o) {
+  core::SvgChart chart;
+  chart.x_label = o.x == "time" ? "seconds since the run started" : o.x;
+  chart.log_y = o.log_y;
+  std::set<std::string> keys;
+  for (const auto& c : curves) keys.insert(c.key);
+  for (const auto& k : keys) chart.title += (chart.title.empty() ? "" : ", ") + k;
+  chart.y_label = keys.size() == 1 ? *keys.begin() : "value";
+  for (const auto& c : curves) {
+    std::string label = (c.run_name.empty() ? c.run.substr(0, 8) : c.run_name) +
+                        (keys.size() > 1 ? " " + c.key : "");
+    if (o.smooth > 0) {
+      chart.series.push_back({label + " (raw)", c.x, c.y, true, false});
+      chart.series.push_back({label, c.x, c.smoothed, false, false});
+    } else {
+      chart.series.push_back({label, c.x, c.y, false, false});
+    }
+  }
+  return chart.render();
+}
+
+void curves_csv(std::ostream& out, const std::vector<Curve>& curves) {
+  out << "run,name,key,x,value,smoothed\n";
+  for (const auto& c : curves)
+    for (size_t i = 0; i < c.x.size(); ++i)
+      out << c.run << "," << core::csv_field(c.run_name) << "," << core::csv_field(c.key) << ","
+          << core::format_double(c.x[i]) << "," << core::format_double(c.y[i]) << ","
+          << core::format_double(c.smoothed[i]) << "\n";
+}
+
+}  // namespace trainscope::format
