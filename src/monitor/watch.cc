@@ -50,19 +50,37 @@ struct Pipes {
   int out[2] = {-1, -1}, err[2] = {-1, -1};
 };
 
-// Starts `exe` with stdout and stderr on fresh pipes.
-pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p) {
+// This process's environment with `extra` set (replacing the same names).
+std::vector<std::string> child_environment(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string_view kv(*e);
+    if (!extra.count(std::string(kv.substr(0, kv.find('='))))) env.emplace_back(kv);
+  }
+  for (const auto& [k, v] : extra) env.push_back(k + "=" + v);
+  return env;
+}
+
+// Starts `exe` with stdout and stderr on fresh pipes, and with
+// TRAINSCOPE_RUN_ID and TRAINSCOPE_STORE naming its run, so that a script
+// can attach records of its own to it.
+pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
+            const std::map<std::string, std::string>& extra_env) {
   if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
     fail(ErrorKind::kRuntime, "cannot create pipes: {}", std::strerror(errno));
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  std::vector<std::string> env = child_environment(extra_env);
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
   if (pid == 0) {
     dup2(p.out[1], 1);
     dup2(p.err[1], 2);
-    execv(exe.c_str(), argv.data());
+    execve(exe.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   close(p.out[1]);
@@ -161,7 +179,9 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   WatchResult r;
   r.run_uuid = run->uuid();
   Pipes pipes;
-  const pid_t pid = spawn(exe, o.command, pipes);
+  const pid_t pid =
+      spawn(exe, o.command, pipes,
+            {{"TRAINSCOPE_RUN_ID", r.run_uuid}, {"TRAINSCOPE_STORE", run->store().describe()}});
   SamplerOptions so;
   so.interval_s = o.interval_s;
   so.pid = pid;

@@ -137,6 +137,7 @@ void Trainer::open_run(Session& s) {
   nr.parent_uuid = options_.parent;
   s.run = store::RunRecorder::start(store_, nr);
   if (!s.flipped.empty()) s.run->set_tag("model.flipped_weight", s.flipped);
+  for (const auto& [k, v] : options_.tags) s.run->set_tag(k, v);
   s.run->set_params(flatten(s.cfg));
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& f : s.data.files)

@@ -303,6 +303,17 @@ TEST_F(WatchTest, FailingCommandIsRecordedFailedWithItsExitCodeAndSamples) {
   EXPECT_GE(s->metric(run.uuid, "sys/mem_used_mib").size(), 2u);
 }
 
+// Everyday use: the child learns its run and store, so a script can attach
+// records of its own (as W&B's and MLflow's run-id variables allow).
+TEST_F(WatchTest, TheChildGetsItsRunIdAndStore) {
+  auto r =
+      watch("--name env -- /bin/sh -c 'echo \"id=$TRAINSCOPE_RUN_ID store=$TRAINSCOPE_STORE\"'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  RunInfo run = store()->resolve_run("env");
+  EXPECT_NE(r.out.find("id=" + run.uuid), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("store=sqlite:" + (dir_ / "t.db").string()), std::string::npos) << r.out;
+}
+
 TEST_F(WatchTest, CommandNotFoundExits127AndRecordsNothing) {
   auto r = watch("-- no-such-command-xyz --flag");
   EXPECT_EQ(r.exit_code, 127) << r.out;

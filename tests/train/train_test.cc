@@ -632,6 +632,17 @@ TEST(CheckpointTest, ADamagedCheckpointIsRefusedByEvalAndResume) {
   EXPECT_NE(damaged.out.find(last.filename().string()), std::string::npos) << damaged.out;
   auto same = testing::run_command(base + " diff ck ck");  // defect 11: the same run twice
   EXPECT_NE(same.out.find("are the same run"), std::string::npos) << same.out;
+  // The run's experiment, name and tags from the environment, as W&B's and
+  // MLflow's variables.
+  auto named = testing::run_command(
+      "TRAINSCOPE_EXPERIMENT=exp1 TRAINSCOPE_RUN_NAME=from-env "
+      "TRAINSCOPE_TAGS=team=vision,try=2 " +
+      base + " train " + (dir / "c.yaml").string() + " --set train.max_steps=1");
+  ASSERT_EQ(named.exit_code, 0) << named.out;
+  auto from_env = store->resolve_run("from-env");
+  EXPECT_EQ(from_env.experiment, "exp1");
+  EXPECT_EQ(store->tags(from_env.uuid).at("team"), "vision");
+  EXPECT_EQ(store->tags(from_env.uuid).at("try"), "2");
   store->set_status(uuid, RunStatus::kStopped);  // as if stopped by Ctrl-C: resumable
   auto resume = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --resume ck");
   EXPECT_NE(resume.exit_code, 0) << resume.out;

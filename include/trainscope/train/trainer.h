@@ -14,6 +14,7 @@
 // current step, checkpoints and marks the run "stopped".
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,7 +37,8 @@ struct TrainOptions {
   // Start a new run from this checkpoint file's state (model, optimizer,
   // RNG, position) instead of from scratch; used to replay steps.
   std::string init_checkpoint;
-  bool record_environment = true;  // capture the environment manifest
+  bool record_environment = true;           // capture the environment manifest
+  std::map<std::string, std::string> tags;  // set on a new run when it is created
 };
 
 class Trainer {

@@ -2,7 +2,9 @@
 #include <csignal>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "../output.h"
 #include "progress.h"
@@ -80,14 +82,45 @@ nlohmann::json eval_json(const store::RunInfo& run, const train::CheckpointEval&
   return j;
 }
 
+// TRAINSCOPE_TAGS="k=v,k2=v2" (as W&B's WANDB_TAGS and MLflow's tags).
+std::map<std::string, std::string> tags_from_env() {
+  std::map<std::string, std::string> out;
+  const char* t = std::getenv("TRAINSCOPE_TAGS");
+  std::stringstream ss(t ? t : "");
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == 0 || eq == std::string::npos)
+      core::fail(
+          core::ErrorKind::kUsage,
+          "TRAINSCOPE_TAGS: '{}' is not key=value; e.g. TRAINSCOPE_TAGS=team=vision,ablation=1",
+          item);
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+std::string env_or(const char* var, const std::string& fallback) {
+  const char* v = std::getenv(var);
+  return v && *v ? v : fallback;
+}
+
 }  // namespace
 
+// Explicit options win over the environment (TRAINSCOPE_EXPERIMENT,
+// TRAINSCOPE_RUN_NAME, TRAINSCOPE_TAGS), which wins over the config.
 void train(Context& ctx, const TrainArgs& a) {
   auto overrides = a.sets;
-  if (!a.experiment.empty()) overrides.push_back("run.experiment=" + a.experiment);
+  std::string experiment =
+      a.experiment.empty() ? env_or("TRAINSCOPE_EXPERIMENT", "") : a.experiment;
+  if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   train::Config cfg = train::load_config(a.config, overrides);
   train::TrainOptions o;
-  o.name = a.name.empty() ? std::filesystem::path(a.config).stem().string() : a.name;
+  o.name = !a.name.empty()
+               ? a.name
+               : env_or("TRAINSCOPE_RUN_NAME", std::filesystem::path(a.config).stem().string());
+  o.tags = tags_from_env();
   o.command_line = ctx.argv_line;
   o.resume = a.resume;
   if (!a.parent.empty()) o.parent = ctx.store()->resolve_run(a.parent).uuid;
