@@ -9,6 +9,7 @@
 #include "output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
 
 namespace trainscope::cli {
@@ -57,18 +58,6 @@ void add_global_flags(CLI::App& app, Context& ctx) {
       "  (cannot open, read or write; damaged artifact); 127 a command to run does not exist.");
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The first word that is not a global option must be a command: a mistyped
 // one is named, with the nearest real command.
 void check_command(CLI::App& app, int argc, char** argv) {
@@ -80,7 +69,7 @@ void check_command(CLI::App& app, int argc, char** argv) {
     size_t best_d = SIZE_MAX;
     for (const auto* sub : app.get_subcommands({})) {
       if (sub->get_name() == a) return;
-      size_t d = edit_distance(a, sub->get_name());
+      size_t d = core::edit_distance(a, sub->get_name());
       if (d < best_d) best_d = d, best = sub->get_name();
     }
     core::fail(core::ErrorKind::kUsage,

@@ -7,13 +7,7 @@
 #include <limits>
 
 namespace trainscope::core {
-namespace {
-
-constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-                                    "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"};
-
-std::string escape(const std::string& s) {
+std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
@@ -35,6 +29,19 @@ std::string escape(const std::string& s) {
   }
   return out;
 }
+
+namespace {
+
+// At most `n` bytes of `s`, never cutting a UTF-8 sequence in two.
+std::string utf8_prefix(const std::string& s, size_t n) {
+  if (s.size() <= n) return s;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return s.substr(0, n);
+}
+
+constexpr const char* kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+                                    "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"};
 
 // "Nice" tick positions covering [lo, hi].
 std::vector<double> ticks(double lo, double hi, int target = 6) {
@@ -120,7 +127,7 @@ std::string axes(const SvgChart& c, const Frame& f) {
       "fill=\"white\"/>\n",
       c.width, c.height, c.width, c.height);
   o += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"15\" text-anchor=\"middle\">{}</text>\n",
-                   left + f.pw / 2, escape(c.title));
+                   left + f.pw / 2, xml_escape(c.title));
   o += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", left,
       top, f.pw, f.ph);
@@ -140,10 +147,10 @@ std::string axes(const SvgChart& c, const Frame& f) {
         left, y, left + f.pw, left - 6, y + 4, label);
   }
   o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", left + f.pw / 2,
-                   c.height - 12, escape(c.x_label + (c.log_x ? " (log)" : "")));
+                   c.height - 12, xml_escape(c.x_label + (c.log_x ? " (log)" : "")));
   o += fmt::format(
       "<text x=\"16\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {})\">{}</text>\n",
-      top + f.ph / 2, top + f.ph / 2, escape(c.y_label + (c.log_y ? " (log)" : "")));
+      top + f.ph / 2, top + f.ph / 2, xml_escape(c.y_label + (c.log_y ? " (log)" : "")));
   return o;
 }
 
@@ -162,7 +169,7 @@ std::string series_svg(const SvgSeries& s, size_t si, const Frame& f) {
       o += fmt::format(
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\" fill-opacity=\"0.8\">"
           "<title>{}: {:g}, {:g}</title></circle>\n",
-          f.px(s.x[i]), f.py(y), colour, escape(s.name), s.x[i], y);
+          f.px(s.x[i]), f.py(y), colour, xml_escape(s.name), s.x[i], y);
       continue;
     }
     path += fmt::format("{}{:.1f},{:.1f} ", pen_down ? "L" : "M", f.px(s.x[i]), f.py(y));
@@ -172,9 +179,9 @@ std::string series_svg(const SvgSeries& s, size_t si, const Frame& f) {
     o += fmt::format(
         "<path d=\"{}\" fill=\"none\" stroke=\"{}\" "
         "stroke-width=\"1.3\"{}><title>{}</title></path>\n",
-        path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", escape(s.name));
+        path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", xml_escape(s.name));
   const double lx = Frame::left + f.pw, ly = Frame::top + 10 + static_cast<double>(si) * 16;
-  const std::string label = escape(s.name.size() > 26 ? s.name.substr(0, 25) + "…" : s.name);
+  const std::string label = xml_escape(s.name.size() > 26 ? utf8_prefix(s.name, 25) + "…" : s.name);
   if (s.points)
     return o + fmt::format(
                    "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"/><text x=\"{}\" "

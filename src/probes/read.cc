@@ -38,29 +38,6 @@ std::string joined(const std::set<std::string>& s) {
   return out;
 }
 
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 std::vector<SeriesRef> probe_series(store::Store& store, const std::string& uuid,
@@ -133,7 +110,7 @@ std::string histogram_heatmap_svg(const std::vector<store::HistogramRecord>& hs,
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
       "fill=\"white\"/>\n<text x=\"{}\" y=\"22\" font-size=\"15\">{}</text>\n",
-      w, h, left, xml_escape(title));
+      w, h, left, core::xml_escape(title));
   if (hs.empty() || !(hi > lo))
     return svg + "<text x=\"70\" y=\"80\">no finite values</text></svg>\n";
   double pw = w - left - right, ph = h - top - bottom, cw = pw / hs.size();

@@ -281,18 +281,6 @@ std::string current_key(const std::string& key, std::vector<std::string>* noted)
   return it->second;
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
-
 // The keys of a section ("model" -> model.name, model.init, ...).
 std::vector<std::string> section_keys(const std::string& section) {
   std::vector<std::string> out;
@@ -318,7 +306,7 @@ const Field& find_field(const std::string& key, const std::string& source) {
     // "optimizer.lr".
     std::string k = f.key;
     std::string last = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    size_t d = std::min(edit_distance(key, k), edit_distance(key, last) + 1);
+    size_t d = std::min(core::edit_distance(key, k), core::edit_distance(key, last) + 1);
     if (d < best_d) best_d = d, best = &f;
   }
   // Suggest only a near miss: a third of the word at most (lr -> optimizer.lr,

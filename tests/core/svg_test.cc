@@ -62,5 +62,21 @@ TEST(SvgChartTest, ASeriesSpanningAFewUlpsRenders) {
   EXPECT_LT(svg.size(), 100000u);
 }
 
+// Everyday-use defect 2: a long legend was cut in the middle of a UTF-8
+// character; names are escaped.
+TEST(SvgChartTest, LegendsAreCutBetweenCharactersAndEscaped) {
+  SvgChart c;
+  std::string name = "layer a<b&c " + std::string(10, 'x') + "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9";
+  c.series.push_back({name, {0, 1}, {1, 2}});
+  std::string svg = c.render();
+  EXPECT_EQ(svg.find("a<b"), std::string::npos);
+  EXPECT_NE(svg.find("a&lt;b&amp;c"), std::string::npos);
+  for (size_t i = 0; i + 1 < svg.size(); ++i) {  // no lead byte without its continuation
+    if ((static_cast<unsigned char>(svg[i]) & 0xE0) == 0xC0) {
+      EXPECT_EQ(static_cast<unsigned char>(svg[i + 1]) & 0xC0, 0x80) << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainscope::core

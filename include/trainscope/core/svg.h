@@ -6,6 +6,9 @@
 
 namespace trainscope::core {
 
+// Text for XML/SVG/HTML: & < > " escaped.
+std::string xml_escape(const std::string& s);
+
 struct SvgSeries {
   std::string name;
   std::vector<double> x, y;  // same length; non-finite points break the line

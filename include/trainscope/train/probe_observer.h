@@ -63,6 +63,8 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   void check_gradients(const Step& step);
   void probe_test_accuracy(const RunContext& ctx, int64_t step);
   void capture_reference(const RunContext& ctx);
+  void publish_evaluation(const std::string& split, const EvalResult& r,
+                          const probes::Position& at);
   probes::Position position(const Step& step) const;
   torch::Tensor sample(const torch::Tensor& t) const;  // the first activation_samples rows
 

@@ -359,10 +359,16 @@ void ProbeObserver::probe_test_accuracy(const RunContext& ctx, int64_t step) {
   Dataset part = test.select(torch::arange(std::min<int64_t>(1000, test.size())));
   EvalResult r =
       evaluate(ctx.model, part, ctx.data, c.eval.batch_size, dtype_of(c), channels_last(c));
+  publish_evaluation("test_probe", r, {step, ctx.position.epoch, ctx.position.batch});
+}
+
+// An evaluation as a meta packet, handed over with the batches before it.
+void ProbeObserver::publish_evaluation(const std::string& split, const EvalResult& r,
+                                       const probes::Position& at) {
   probes::MetaPacket m;
   m.event = probes::MetaPacket::Event::kEvaluation;
-  m.at = {step, ctx.position.epoch, ctx.position.batch};
-  m.split = "test_probe";
+  m.at = at;
+  m.split = split;
   m.loss = r.loss;
   m.samples = r.samples;
   m.correct = std::llround(r.accuracy * static_cast<double>(r.samples));
@@ -376,15 +382,7 @@ void ProbeObserver::on_batch_end(const RunContext& ctx, const Step& step) {
 }
 
 void ProbeObserver::on_evaluation_end(const RunContext& ctx, const Evaluation& ev) {
-  probes::MetaPacket m;
-  m.event = probes::MetaPacket::Event::kEvaluation;
-  m.at = {ctx.position.step, ev.epoch - 1, 0};
-  m.split = ev.split;
-  m.loss = ev.result.loss;
-  m.samples = ev.result.samples;
-  m.correct = std::llround(ev.result.accuracy * static_cast<double>(ev.result.samples));
-  metas_.push_back(std::move(m));
-  hub_->publish(std::exchange(metas_, {}));
+  publish_evaluation(ev.split, ev.result, {ctx.position.step, ev.epoch - 1, 0});
 }
 
 void ProbeObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {
