@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -94,7 +95,10 @@ ProcessStat read_tree(int64_t root, const fs::path& proc) {
     total.stime_s += s.stime_s;
     total.threads += s.threads;
     total.rss_bytes += s.rss_bytes;
-    total.peak_rss_bytes += s.peak_rss_bytes;
+    // Each process's VmHWM is its own peak, reached at its own moment: their
+    // sum is not the tree's peak. The largest of them is a floor of it; the
+    // sampler raises it to the largest tree RSS it samples.
+    total.peak_rss_bytes = std::max(total.peak_rss_bytes, s.peak_rss_bytes);
     total.read_bytes += s.read_bytes;
     total.write_bytes += s.write_bytes;
   }

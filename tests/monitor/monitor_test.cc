@@ -126,6 +126,26 @@ void put(const std::filesystem::path& p, const std::string& content) {
   std::ofstream(p) << content;
 }
 
+// Everyday-use defect 10: the tree's "peak RSS" was the sum of each
+// process's own peak, reached at different moments.
+TEST(ProcfsTest, ATreesPeakRssIsNotTheSumOfItsProcessesPeaks) {
+  TempDir proc;
+  auto stat = [](int pid, int ppid, int rss_pages) {
+    std::string f = std::to_string(pid) + " (p) S " + std::to_string(ppid);
+    for (int i = 5; i <= 23; ++i) f += " 1";  // fields 5..23
+    return f + " " + std::to_string(rss_pages) + " 0\n";
+  };
+  const long page = sysconf(_SC_PAGESIZE);
+  const int mib = static_cast<int>((1 << 20) / page);
+  put(proc / "100/stat", stat(100, 1, 10 * mib));
+  put(proc / "100/status", "VmHWM:\t  102400 kB\n");  // 100 MiB, earlier
+  put(proc / "101/stat", stat(101, 100, 70 * mib));
+  put(proc / "101/status", "VmHWM:\t   81920 kB\n");  // 80 MiB, now near it
+  ProcessStat t = read_tree(100, proc.path());
+  EXPECT_EQ(t.rss_bytes, int64_t{80} << 20);
+  EXPECT_EQ(t.peak_rss_bytes, int64_t{100} << 20);  // not 180
+}
+
 // Values as recorded from a two-socket Intel server's /sys/class/powercap.
 TEST(RaplTest, AccumulatesEnergyAcrossCounterWrapAround) {
   TempDir root;

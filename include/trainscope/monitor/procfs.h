@@ -33,8 +33,10 @@ struct SystemStat {
 ProcessStat read_process(int64_t pid, const std::filesystem::path& proc = "/proc");
 // The process and all its descendants (a snapshot of /proc).
 std::vector<int64_t> process_tree(int64_t root, const std::filesystem::path& proc = "/proc");
-// Sum over a process tree (peak RSS: the largest single process's VmHWM
-// summed is not meaningful, so the tree's peak is tracked by the sampler).
+// Sum over a process tree, but peak_rss_bytes: the largest single process's
+// VmHWM (a floor of the tree's peak; summing them would count peaks reached
+// at different moments together). The sampler's proc/peak_rss_mib is the
+// larger of that and the largest tree RSS sampled.
 ProcessStat read_tree(int64_t root, const std::filesystem::path& proc = "/proc");
 SystemStat read_system(const std::filesystem::path& proc = "/proc");
 
