@@ -7,18 +7,13 @@
 #include <map>
 #include <sstream>
 
+#include "files.h"
+
 namespace fs = std::filesystem;
 
 namespace trainscope::env {
 
 namespace {
-
-std::string first_line(const fs::path& p) {
-  std::ifstream in(p);
-  std::string s;
-  std::getline(in, s);
-  return s;
-}
 
 std::set<int> affinity(const fs::path& root) {
   if (root == "/") {
@@ -31,7 +26,7 @@ std::set<int> affinity(const fs::path& root) {
       return out;
     }
   }
-  return parse_cpu_list(first_line(root / "sys/devices/system/cpu/online"));
+  return parse_cpu_list(files::read_line(root / "sys/devices/system/cpu/online"));
 }
 
 int physical_cores(const fs::path& root, const std::set<int>& cpus) {
@@ -39,7 +34,8 @@ int physical_cores(const fs::path& root, const std::set<int>& cpus) {
   for (int c : cpus) {
     const fs::path topo =
         root / "sys/devices/system/cpu" / ("cpu" + std::to_string(c)) / "topology";
-    std::string pkg = first_line(topo / "physical_package_id"), core = first_line(topo / "core_id");
+    std::string pkg = files::read_line(topo / "physical_package_id"),
+                core = files::read_line(topo / "core_id");
     // Without topology (some containers), every CPU counts as a core.
     cores.emplace(pkg, core.empty() ? "cpu" + std::to_string(c) : core);
   }
@@ -67,13 +63,14 @@ double cgroup_quota(const fs::path& root) {
     if (q > 0 && (best == 0 || q < best)) best = q;
   };
   for (fs::path p = fs::path(v2_path); !v2_path.empty(); p = p.parent_path()) {
-    consider(parse_cpu_max(first_line(root / "sys/fs/cgroup" / p.relative_path() / "cpu.max")));
+    consider(
+        parse_cpu_max(files::read_line(root / "sys/fs/cgroup" / p.relative_path() / "cpu.max")));
     if (p == p.parent_path() || p.empty()) break;
   }
   if (!v1_path.empty()) {
     const fs::path dir = root / "sys/fs/cgroup/cpu" / fs::path(v1_path).relative_path();
-    const std::string q = first_line(dir / "cpu.cfs_quota_us"),
-                      t = first_line(dir / "cpu.cfs_period_us");
+    const std::string q = files::read_line(dir / "cpu.cfs_quota_us"),
+                      t = files::read_line(dir / "cpu.cfs_period_us");
     if (!q.empty() && !t.empty() && std::stod(q) > 0 && std::stod(t) > 0)
       consider(std::stod(q) / std::stod(t));
   }

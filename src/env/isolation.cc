@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "files.h"
 #include "trainscope/env/manifest.h"
 
 namespace fs = std::filesystem;
@@ -16,21 +17,6 @@ namespace fs = std::filesystem;
 namespace trainscope::env {
 
 namespace {
-
-std::string first_line_of(const fs::path& p) {
-  std::ifstream in(p);
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  return line;
-}
-
-std::string text_of(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // `key="value"` from /run/.containerenv (podman writes image, name, engine).
 std::string containerenv_value(const std::string& text, const std::string& key) {
@@ -48,9 +34,10 @@ std::string containerenv_value(const std::string& text, const std::string& key) 
 void detect_container(const fs::path& root, bool live, Manifest& m) {
   std::error_code ec;
   std::string runtime = "none", image;
-  std::string cgroup = text_of(root / "proc/1/cgroup") + text_of(root / "proc/self/cgroup");
+  std::string cgroup =
+      files::read_text(root / "proc/1/cgroup") + files::read_text(root / "proc/self/cgroup");
   if (fs::exists(root / "run/.containerenv", ec)) {
-    std::string env = text_of(root / "run/.containerenv");
+    std::string env = files::read_text(root / "run/.containerenv");
     runtime = "podman";
     image = containerenv_value(env, "image");
   } else if (fs::exists(root / ".dockerenv", ec)) {
@@ -93,8 +80,8 @@ std::string cpuid_hypervisor() {
 void detect_vm(const fs::path& root, bool live, const CpuInfo& cpu, Manifest& m) {
   bool flagged = std::find(cpu.flags.begin(), cpu.flags.end(), "hypervisor") != cpu.flags.end();
   std::string sig = live ? cpuid_hypervisor() : "";
-  std::string vendor = first_line_of(root / "sys/class/dmi/id/sys_vendor");
-  std::string product = first_line_of(root / "sys/class/dmi/id/product_name");
+  std::string vendor = files::read_line(root / "sys/class/dmi/id/sys_vendor");
+  std::string product = files::read_line(root / "sys/class/dmi/id/product_name");
   m["system.virtualization"] = !sig.empty() ? sig : flagged ? "yes (hypervisor flag)" : "none";
   if (flagged || !sig.empty()) {
     std::string dmi = vendor + (product.empty() ? "" : " " + product);
@@ -110,7 +97,7 @@ void detect_memory_limit(const fs::path& root, Manifest& m) {
     if (line.rfind("0::", 0) == 0) path = line.substr(3);
   int64_t best = 0;
   for (fs::path p = path; !path.empty(); p = p.parent_path()) {
-    std::string v = first_line_of(root / "sys/fs/cgroup" / p.relative_path() / "memory.max");
+    std::string v = files::read_line(root / "sys/fs/cgroup" / p.relative_path() / "memory.max");
     if (!v.empty() && v != "max") {
       int64_t b = std::stoll(v);
       if (best == 0 || b < best) best = b;

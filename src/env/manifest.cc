@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 
+#include "files.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
@@ -35,24 +36,14 @@ using core::version;
 
 namespace {
 
+using files::read_line;
+using files::read_text;
+
 std::string trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";
   size_t e = s.find_last_not_of(" \t\r\n");
   return std::string(s.substr(b, e - b + 1));
-}
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string read_line(const fs::path& p) {
-  std::string s = read_text(p);
-  return trim(s.substr(0, s.find('\n')));
 }
 
 // Runs a program with these arguments (no shell: nothing in them is ever

@@ -44,7 +44,8 @@ struct ProbeSettings {
   int max_depth = 0;               // 0: any depth
   std::set<Kind> kinds;            // restricts the preset's kinds; empty: all of them
   int histogram_bins = 64;
-  int64_t test_every = 0;  // test accuracy on a subset every N steps (0: off)
+  int64_t activation_samples = 32;  // examples of a batch whose activations are copied (0: all)
+  int64_t test_every = 0;           // test accuracy on a subset every N steps (0: off)
   int workers = 1;
   size_t queue_capacity = 64;
   bool block_when_full = true;

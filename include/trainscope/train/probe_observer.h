@@ -70,7 +70,6 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
 
   std::vector<std::shared_ptr<probes::Subscriber>> extra_;
   probes::ProbeSettings settings_;
-  const Config* ctx_config_ = nullptr;
   std::unique_ptr<probes::Hub> hub_;
   std::shared_ptr<probes::Output> tfevents_;
   std::vector<std::unique_ptr<Layer>> layers_;  // selected layers, forward order

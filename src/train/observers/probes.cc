@@ -94,6 +94,7 @@ probes::ProbeSettings probe_settings(const Config& config) {
   s.max_depth = static_cast<int>(c.max_depth);
   for (const auto& k : split_list(c.kinds)) s.kinds.insert(probes::parse_kind(k));
   s.histogram_bins = static_cast<int>(c.histogram_bins);
+  s.activation_samples = c.activation_samples;
   s.test_every = c.test_every;
   s.workers = static_cast<int>(c.workers);
   s.queue_capacity = static_cast<size_t>(c.queue);
@@ -114,7 +115,6 @@ ProbeObserver::ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> ex
 ProbeObserver::~ProbeObserver() = default;
 
 void ProbeObserver::on_run_begin(const RunContext& ctx) {
-  ctx_config_ = &ctx.config;
   settings_ = probe_settings(ctx.config);
   if (!settings_.enabled()) settings_.preset = "economy", settings_.kinds = {}, settings_.every = 0;
   auto subs = ctx.config.probes.preset == "off" ? std::vector<std::shared_ptr<probes::Subscriber>>{}
@@ -190,7 +190,7 @@ void ProbeObserver::on_batch_begin(const RunContext& ctx) {
 }
 
 torch::Tensor ProbeObserver::sample(const torch::Tensor& t) const {
-  int64_t n = ctx_config_->probes.activation_samples;
+  int64_t n = settings_.activation_samples;
   if (n <= 0 || t.dim() == 0 || t.size(0) <= n) return t;
   return t.narrow(0, 0, n);
 }
