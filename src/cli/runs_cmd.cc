@@ -1,4 +1,7 @@
 // `trainscope runs ...` and `trainscope metrics`: reading the store.
+#include <unistd.h>
+
+#include <algorithm>
 #include <iostream>
 
 #include "commands.h"
@@ -17,27 +20,51 @@ using store::Store;
 
 namespace {
 
-void print_runs(const std::vector<RunInfo>& runs, bool json) {
-  if (json) {
+// `runs list` as a table, CSV or JSON. Without --columns, JSON keeps the
+// full run objects it always had.
+void print_runs(const store::RunQueryResult& res, const std::string& fmt_name, bool custom) {
+  if (fmt_name == "json" && !custom) {
     format::Json arr = format::Json::array();
-    for (const auto& r : runs) arr.push_back(format::run(r, false));
+    for (const auto& r : res.rows) arr.push_back(format::run(r.info, false));
     std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
-    return;
+  } else if (fmt_name == "json") {
+    std::cout << format::run_rows(res).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+  } else if (fmt_name == "csv") {
+    format::run_rows_csv(std::cout, res);
+  } else {
+    std::vector<std::string> header;
+    for (const auto& c : res.columns) header.push_back(format::run_column_title(c));
+    Table t(header);
+    for (size_t c = 0; c < res.columns.size(); ++c)
+      if (res.columns[c] == "duration" || res.columns[c].rfind("metrics.", 0) == 0)
+        t.align_right(c);
+    for (const auto& r : res.rows) {
+      std::vector<std::string> cells;
+      for (const auto& c : res.columns) cells.push_back(format::run_cell(r, c));
+      t.add_row(std::move(cells));
+    }
+    if (t.size() == 0) return core::log_info("no runs match");
+    t.print(std::cout);
+    std::cout.flush();  // before the note on stderr
+    if (res.total > static_cast<int64_t>(res.rows.size()))
+      core::log_info("showing {} of {} matching runs (--all shows every one)", res.rows.size(),
+                     res.total);
   }
-  Table t({"RUN", "NAME", "EXPERIMENT", "STATUS", "STARTED (UTC)", "DURATION"});
-  t.align_right(5);
-  const double now = core::unix_now();
-  for (const auto& r : runs) {
-    std::string started = core::format_utc(r.start_time).substr(0, 19);
-    started[10] = ' ';
-    t.add_row({r.uuid.substr(0, 8), r.name, r.experiment, to_string(r.status), started,
-               format::duration(format::run_seconds(r, now))});
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    std::string part = s.substr(start, comma - start);
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (!part.empty()) out.push_back(part);
+    start = comma + 1;
   }
-  if (t.size() == 0) {
-    core::log_info("no runs match");
-    return;
-  }
-  t.print(std::cout);
+  return out;
 }
 
 void print_key_values(std::ostream& o, const char* title,
@@ -56,7 +83,7 @@ void print_header(std::ostream& o, const RunInfo& r) {
   o << "status      " << to_string(r.status) << "\n";
   o << "started     " << core::format_utc(r.start_time) << "\n";
   o << "ended       " << (r.end_time > 0 ? core::format_utc(r.end_time) : "-") << "\n";
-  o << "duration    " << format::duration(format::run_seconds(r, core::unix_now())) << "\n";
+  o << "duration    " << format::duration(store::run_seconds(r, core::unix_now())) << "\n";
   o << "heartbeat   " << core::format_utc(r.heartbeat) << "\n";
   o << "host/pid    " << r.host << " / " << r.pid << "\n";
   if (!r.parent_uuid.empty()) o << "parent      " << r.parent_uuid << "\n";
@@ -98,24 +125,48 @@ void show_run(Store& store, const RunInfo& r, bool json) {
   print_metrics_and_artifacts(std::cout, store, r);
 }
 
+struct ListArgs {
+  store::RunQuery q;
+  std::string status, columns, format = "table";
+  bool all = false;
+};
+
 void add_list(CLI::App* runs, Context& ctx) {
-  auto* cmd = runs->add_subcommand("list", "List runs, newest first");
-  auto f = std::make_shared<store::RunFilter>();
-  auto status = std::make_shared<std::string>();
-  auto limit = std::make_shared<int64_t>(50);
-  auto all = std::make_shared<bool>(false);
-  cmd->add_option("--experiment,-e", f->experiment, "Only runs of this experiment");
-  cmd->add_option("--status,-s", *status,
+  auto* cmd = runs->add_subcommand("list", "List and find runs, newest first");
+  auto a = std::make_shared<ListArgs>();
+  a->q.limit = 50;
+  cmd->add_option("--experiment,-e", a->q.base.experiment, "Only runs of this experiment");
+  cmd->add_option("--status,-s", a->status,
                   "Only runs with this status (created, running, finished, failed, killed, "
                   "stopped)");
-  cmd->add_option("--limit,-n", *limit, "Show at most N runs (0: all)");
-  cmd->add_flag("--all,-a", *all, "Show every run (same as --limit 0)");
-  set_example(cmd, "trainscope runs list --experiment demo --status finished --limit 20");
-  cmd->callback([&ctx, f, status, limit, all] {
-    if (!status->empty()) f->status = store::parse_run_status(*status);
-    if (*limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", *limit);
-    f->limit = *all ? 0 : *limit;
-    print_runs(ctx.reader()->list_runs(*f), ctx.json);
+  cmd->add_option("--filter,-F", a->q.filter,
+                  "Only runs matching this expression, e.g. \"metrics.test/accuracy > 0.9 and "
+                  "params.optimizer.name = 'adam'\" (README: Finding runs)");
+  cmd->add_option("--columns,-c", a->columns,
+                  "Comma-separated fields to show: metrics.KEY, params.KEY, tags.KEY, params.*, "
+                  "uuid, name, experiment, status, start_time, end_time, duration, host");
+  cmd->add_option("--sort", a->q.sort,
+                  "Sort by fields, e.g. \"metrics.test/accuracy desc, start_time\" or "
+                  "-metrics.loss (missing values last)");
+  cmd->add_option("--format,-f", a->format, "table, csv or json")
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  cmd->add_option("--limit,-n", a->q.limit, "Show at most N runs (0: all)");
+  cmd->add_option("--offset", a->q.offset, "Skip the first N matching runs (paging)");
+  cmd->add_flag("--all,-a", a->all, "Show every run (same as --limit 0)");
+  set_example(cmd,
+              "trainscope runs list --filter \"metrics.test/accuracy > 0.9 and "
+              "params.optimizer.name = 'adam'\" \\\n"
+              "      --columns name,params.optimizer.lr,metrics.test/accuracy "
+              "--sort \"-metrics.test/accuracy\" --format csv");
+  cmd->callback([&ctx, a] {
+    if (!a->status.empty()) a->q.base.status = store::parse_run_status(a->status);
+    if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
+    if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
+    if (a->all) a->q.limit = 0;
+    a->q.columns = split_list(a->columns);
+    auto store = ctx.reader();
+    print_runs(store::query_runs(*store, a->q), ctx.json ? "json" : a->format,
+               !a->q.columns.empty());
   });
 }
 
@@ -131,28 +182,80 @@ void add_show(CLI::App* runs, Context& ctx) {
   });
 }
 
-void add_export(CLI::App* runs, Context& ctx) {
-  auto* cmd = runs->add_subcommand("export", "Export a run's metrics (CSV) or everything (JSON)");
-  auto ref = std::make_shared<std::string>();
-  auto fmt_name = std::make_shared<std::string>("csv");
-  auto out = std::make_shared<std::string>();
-  cmd->add_option("RUN", *ref, "UUID, unique UUID prefix, or run name")->required();
-  cmd->add_option("--format,-f", *fmt_name,
-                  "csv (one row per metric point) or json (the whole run)")
-      ->check(CLI::IsMember({"csv", "json"}));
-  cmd->add_option("--out,-o", *out, "Write to this file instead of stdout");
-  set_example(cmd, "trainscope runs export 3f2a --format json --out run.json");
-  cmd->callback([&ctx, ref, fmt_name, out] {
-    auto store = ctx.reader();
-    RunInfo r = store->resolve_run(*ref);
-    if (*fmt_name == "json" || ctx.json) {
-      auto j = format::run_export(*store, r, true);
-      write_output(
-          *out, [&](std::ostream& o) { o << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n"; });
-    } else {
-      write_output(*out, [&](std::ostream& o) { format::run_metrics_csv(o, *store, r); });
+struct ExportArgs {
+  std::vector<std::string> refs;
+  std::string filter, experiment, format = "csv", out;
+};
+
+// The runs an export names: given references, else every run matching the
+// filter and experiment.
+std::vector<RunInfo> export_runs(Store& store, const ExportArgs& a) {
+  std::vector<RunInfo> runs;
+  for (const auto& ref : a.refs) runs.push_back(store.resolve_run(ref));
+  if (!a.refs.empty() && a.filter.empty() && a.experiment.empty()) return runs;
+  store::RunQuery q;
+  q.filter = a.filter;
+  q.base.experiment = a.experiment;
+  auto found = store::query_runs(store, q);
+  std::vector<RunInfo> matched;
+  for (auto& row : found.rows)
+    if (a.refs.empty() || std::any_of(runs.begin(), runs.end(),
+                                      [&](const RunInfo& r) { return r.uuid == row.info.uuid; }))
+      matched.push_back(std::move(row.info));
+  return matched;
+}
+
+// "[12/40] exporting" on a terminal, rewritten in place.
+std::function<void(size_t)> export_progress(size_t total) {
+  if (!isatty(STDERR_FILENO) || core::verbosity() < core::Verbosity::kNormal || total < 2)
+    return {};
+  return [total](size_t done) {
+    std::cerr << "\r\033[K[" << done << "/" << total << "] runs exported"
+              << (done == total ? "\n" : "") << std::flush;
+  };
+}
+
+void write_export(Store& store, const std::vector<RunInfo>& runs, const ExportArgs& a, bool json) {
+  const bool one = runs.size() == 1 && a.refs.size() == 1 && a.filter.empty();
+  auto progress = export_progress(runs.size());
+  write_output(a.out, [&](std::ostream& o) {
+    if (!json && one) return format::run_metrics_csv(o, store, runs[0]);
+    if (!json) return format::runs_metrics_csv(o, store, runs, progress);
+    if (one) {
+      o << format::run_export(store, runs[0], true).dump(2, ' ', false, format::kInvalidUtf8)
+        << "\n";
+      return;
     }
-    if (!out->empty() && *out != "-") core::log_info("wrote {}", *out);
+    format::Json arr = format::Json::array();
+    for (size_t i = 0; i < runs.size(); ++i) {
+      arr.push_back(format::run_export(store, runs[i], true));
+      if (progress) progress(i + 1);
+    }
+    o << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+  });
+}
+
+void add_export(CLI::App* runs, Context& ctx) {
+  auto* cmd = runs->add_subcommand(
+      "export", "Export runs' metric points (CSV, one long table) or everything (JSON)");
+  auto a = std::make_shared<ExportArgs>();
+  cmd->add_option("RUN", a->refs, "UUIDs, unique UUID prefixes or run names (default: all runs)");
+  cmd->add_option("--filter,-F", a->filter, "Only runs matching this expression (as runs list)");
+  cmd->add_option("--experiment,-e", a->experiment, "Only runs of this experiment");
+  cmd->add_option("--format,-f", a->format,
+                  "csv (one row per metric point: run,name,key,step,wall_time,value; one run: "
+                  "key,step,wall_time,value) or json (every run whole)")
+      ->check(CLI::IsMember({"csv", "json"}));
+  cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
+  set_example(
+      cmd, "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv");
+  cmd->callback([&ctx, a] {
+    auto store = ctx.reader();
+    auto found = export_runs(*store, *a);
+    if (found.empty()) fail(ErrorKind::kNotFound, "no runs match; nothing exported");
+    write_export(*store, found, *a, a->format == "json" || ctx.json);
+    if (!a->out.empty() && a->out != "-")
+      core::log_info("wrote {} ({} run{})", a->out, found.size(), found.size() == 1 ? "" : "s");
   });
 }
 

@@ -15,12 +15,6 @@ std::string duration(double s) { return core::format_duration(s); }
 
 std::string value(double v) { return core::format_short(v); }
 
-double run_seconds(const store::RunInfo& r, double now) {
-  const double end =
-      r.end_time > 0 ? r.end_time : (r.status == store::RunStatus::kRunning ? now : r.heartbeat);
-  return end - r.start_time;
-}
-
 double gflops(double flops, double us) { return us > 0 ? flops / us / 1e3 : 0.0; }
 
 std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row) {

@@ -6,6 +6,7 @@
 // fields are quoted per RFC 4180 when needed.
 #pragma once
 
+#include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -19,6 +20,7 @@
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
 #include "trainscope/stats/runs.h"
+#include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
@@ -38,16 +40,23 @@ inline constexpr auto kInvalidUtf8 = nlohmann::json::error_handler_t::replace;
 std::string duration(double seconds);
 // 6 significant digits; nan/inf spelled out.
 std::string value(double v);
-// How long a run has taken: until its end, until now while it runs, else
-// until its last heartbeat.
-double run_seconds(const store::RunInfo& run, double now);
 // GFLOP/s of `flops` done in `us` microseconds (0 when us is 0).
 double gflops(double flops, double us);
+
+// A cell of `runs list` for people: the UUID's first 8 characters, times in
+// UTC, durations as "3m05s", numbers to 6 digits, "-" when absent.
+std::string run_cell(const store::RunRow& row, const std::string& column);
+// The header of a column for people ("STARTED (UTC)", "metrics.loss").
+std::string run_column_title(const std::string& column);
 
 // --- JSON --------------------------------------------------------------------
 Json number(double v);
 // A run; `full` adds the command line and config.
 Json run(const store::RunInfo& r, bool full);
+// A page of runs: {"total": matching runs before paging, "columns": [...],
+// "runs": [one object per run: column -> value]}. Absent values are null,
+// times ISO-8601 UTC, the duration in seconds, metrics numbers.
+Json run_rows(const store::RunQueryResult& result);
 Json metric_summary(const store::MetricSummary& m);
 Json artifact(const store::ArtifactInfo& a);
 Json metric_points(const std::vector<store::MetricPoint>& points);
@@ -82,6 +91,14 @@ void metric_csv(std::ostream& out, const std::string* key,
                 const std::vector<store::MetricPoint>& points);
 // Every metric point of a run, with its key.
 void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInfo& r);
+// Every metric point of many runs in one long table:
+// "run,name,key,step,wall_time,value".
+void runs_metrics_csv(std::ostream& out, store::Store& store,
+                      const std::vector<store::RunInfo>& runs,
+                      const std::function<void(size_t)>& progress = {});
+// One row per run, one column per query column (absent: empty; times
+// ISO-8601 UTC; full UUIDs; numbers round-trip exactly).
+void run_rows_csv(std::ostream& out, const store::RunQueryResult& result);
 void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
 void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);

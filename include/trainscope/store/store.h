@@ -49,6 +49,10 @@ struct RunInfo {
   int64_t pid_start = 0;
 };
 
+// How long a run has taken: until its end, until `now` while it runs, else
+// until its last heartbeat.
+double run_seconds(const RunInfo& run, double now);
+
 // What a new run is created with.
 struct NewRun {
   std::string experiment = "default";

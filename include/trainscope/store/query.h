@@ -1,0 +1,105 @@
+// Finding runs: a filter expression, a sort order and columns over the runs
+// of a store, as `trainscope runs list` and the web server use them.
+//
+// Fields name what is recorded for a run, in the spirit of `mlflow runs
+// search`:
+//   metrics.KEY   the latest value of a metric (e.g. metrics.test/accuracy)
+//   params.KEY    a param (e.g. params.optimizer.name)
+//   tags.KEY      a tag
+//   uuid, name, experiment, status, start_time, end_time, duration, host
+//                 the run's attributes ("attributes." or "run." may prefix them)
+// A key holding spaces or operator characters is written in backquotes:
+// params.`my key`.
+//
+// Filter grammar (keywords in any case):
+//   expr  := term ('or' term)*          term := factor ('and' factor)*
+//   factor:= 'not' factor | '(' expr ')' | FIELD OP VALUE
+//          | FIELD 'like' STRING | FIELD 'ilike' STRING
+//          | FIELD 'in' '(' VALUE (',' VALUE)* ')' | FIELD 'exists'
+//   OP    := '=' '==' '!=' '<>' '<' '<=' '>' '>='
+//   VALUE := a number (1, -2.5e-3, nan, inf) or a quoted string ('adam',
+//            "adam"); like-patterns use % (any run of characters) and _ (one).
+// Two numbers compare as numbers; otherwise both sides compare as text, so
+// params.lr = 0.1 matches the param "0.1" and "1e-1". A run without the
+// field never matches a comparison (not even !=).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::store {
+
+// What the query knows about one run; params, tags and metrics are loaded
+// only when a filter, sort key or column asks for them.
+struct RunRow {
+  RunInfo info;
+  std::map<std::string, std::string> params;
+  std::map<std::string, std::string> tags;
+  std::map<std::string, MetricSummary> metrics;
+};
+
+// A field's value: absent, a number or text.
+using FieldValue = std::variant<std::monostate, double, std::string>;
+
+// The value of FIELD ("metrics.loss", "status", ...) for a run.
+FieldValue field_value(const RunRow& row, std::string_view field);
+
+class RunFilterExpr {
+ public:
+  // Parses a filter; throws Error(kUsage) with one line naming the column of
+  // the first error: "filter column 14: expected a value after '>'".
+  static RunFilterExpr parse(std::string_view text);
+  RunFilterExpr();
+  RunFilterExpr(RunFilterExpr&&) noexcept;
+  RunFilterExpr& operator=(RunFilterExpr&&) noexcept;
+  ~RunFilterExpr();
+
+  bool matches(const RunRow& row) const;
+  // The fields the filter reads (to load only what it needs).
+  const std::vector<std::string>& fields() const { return fields_; }
+  bool empty() const { return root_ == nullptr; }
+
+  struct Node;
+
+ private:
+  std::unique_ptr<Node> root_;
+  std::vector<std::string> fields_;
+};
+
+struct SortKey {
+  std::string field;
+  bool descending = false;
+};
+// "metrics.loss", "-metrics.loss", "metrics.loss desc", comma-separated.
+std::vector<SortKey> parse_sort(std::string_view text);
+
+struct RunQuery {
+  RunFilter base;                    // experiment, status, ... (limit ignored)
+  std::string filter;                // the expression language above; empty: all
+  std::string sort;                  // empty: newest first
+  std::vector<std::string> columns;  // fields; a '*' in one matches many keys
+  int64_t offset = 0;
+  int64_t limit = 0;  // 0: all
+};
+
+struct RunQueryResult {
+  std::vector<std::string> columns;  // after expanding '*'
+  std::vector<RunRow> rows;          // the requested page
+  int64_t total = 0;                 // matching runs before paging
+};
+
+// Runs matching the query, sorted, paged, with every column's data loaded.
+RunQueryResult query_runs(Store& store, const RunQuery& query);
+
+// The columns `runs list` shows when none are asked for.
+std::vector<std::string> default_run_columns();
+
+}  // namespace trainscope::store

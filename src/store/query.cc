@@ -1,0 +1,617 @@
+// Finding runs: the filter language's lexer, parser and evaluator, sorting,
+// columns and paging (include/trainscope/store/query.h).
+#include "trainscope/store/query.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <set>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::store {
+using core::ErrorKind;
+using core::fail;
+
+double run_seconds(const RunInfo& r, double now) {
+  const double end =
+      r.end_time > 0 ? r.end_time : (r.status == RunStatus::kRunning ? now : r.heartbeat);
+  return end - r.start_time;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The whole of `s` as a number, or nullopt ("0.1", "1e-3", "nan", "-inf").
+std::optional<double> parse_number(std::string_view s) {
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
+  std::string text(s);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+// --- fields ------------------------------------------------------------------
+
+enum class Section { kAttribute, kMetric, kParam, kTag };
+
+struct FieldName {
+  Section section = Section::kAttribute;
+  std::string key;
+};
+
+FieldName split_field(std::string_view field) {
+  const auto dot = field.find('.');
+  if (dot != std::string_view::npos) {
+    const std::string head = lower(field.substr(0, dot));
+    const std::string_view rest = field.substr(dot + 1);
+    if (head == "metrics" || head == "metric") return {Section::kMetric, std::string(rest)};
+    if (head == "params" || head == "param") return {Section::kParam, std::string(rest)};
+    if (head == "tags" || head == "tag") return {Section::kTag, std::string(rest)};
+    if (head == "attributes" || head == "attribute" || head == "run")
+      return {Section::kAttribute, lower(rest)};
+  }
+  return {Section::kAttribute, lower(field)};
+}
+
+const std::vector<std::string>& attribute_names() {
+  static const std::vector<std::string> names = {"uuid",       "name",     "experiment", "status",
+                                                 "start_time", "end_time", "duration",   "host",
+                                                 "pid",        "parent"};
+  return names;
+}
+
+FieldValue attribute(const RunInfo& r, const std::string& key) {
+  if (key == "uuid" || key == "id" || key == "run_id") return r.uuid;
+  if (key == "name" || key == "run_name") return r.name;
+  if (key == "experiment") return r.experiment;
+  if (key == "status") return std::string(to_string(r.status));
+  if (key == "start_time") return r.start_time;
+  if (key == "end_time") return r.end_time > 0 ? FieldValue(r.end_time) : FieldValue();
+  if (key == "duration") return run_seconds(r, core::unix_now());
+  if (key == "host") return r.host;
+  if (key == "pid") return static_cast<double>(r.pid);
+  if (key == "parent") return r.parent_uuid.empty() ? FieldValue() : FieldValue(r.parent_uuid);
+  return {};
+}
+
+bool known_field(std::string_view field) {
+  const FieldName f = split_field(field);
+  if (f.section != Section::kAttribute) return !f.key.empty();
+  static const std::set<std::string> aliases = {"id", "run_id", "run_name"};
+  const auto& names = attribute_names();
+  return std::find(names.begin(), names.end(), f.key) != names.end() || aliases.count(f.key);
+}
+
+FieldValue text_or_absent(const std::map<std::string, std::string>& kv, const std::string& key) {
+  auto it = kv.find(key);
+  return it == kv.end() ? FieldValue() : FieldValue(it->second);
+}
+
+std::string as_text(const FieldValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return core::format_double(*d);
+  if (const auto* s = std::get_if<std::string>(&v)) return *s;
+  return {};
+}
+
+std::optional<double> as_number(const FieldValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* s = std::get_if<std::string>(&v)) return parse_number(*s);
+  return std::nullopt;
+}
+
+// --- lexer --------------------------------------------------------------------
+
+enum class Tok { kWord, kNumber, kString, kOp, kOpen, kClose, kComma, kEnd };
+
+struct Token {
+  Tok kind = Tok::kEnd;
+  std::string text;
+  size_t pos = 0;  // 0-based offset in the filter text
+};
+
+[[noreturn]] void syntax_error(size_t pos, const std::string& what) {
+  fail(ErrorKind::kUsage, "filter column {}: {} (see `trainscope runs list --help`)", pos + 1,
+       what);
+}
+
+bool word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+         c == '-' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+class Lexer {
+ public:
+  explicit Lexer(std::string_view text) : s_(text) {}
+
+  std::vector<Token> run() {
+    std::vector<Token> out;
+    for (;;) {
+      while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
+      if (i_ >= s_.size()) break;
+      out.push_back(next());
+    }
+    out.push_back({Tok::kEnd, "", s_.size()});
+    return out;
+  }
+
+ private:
+  Token next() {
+    const size_t start = i_;
+    const char c = s_[i_];
+    if (c == '(') return ++i_, Token{Tok::kOpen, "(", start};
+    if (c == ')') return ++i_, Token{Tok::kClose, ")", start};
+    if (c == ',') return ++i_, Token{Tok::kComma, ",", start};
+    if (c == '\'' || c == '"') return quoted(c);
+    if (std::string_view("=!<>").find(c) != std::string_view::npos) return op();
+    const bool sign = (c == '-' || c == '+') && i_ + 1 < s_.size() &&
+                      (std::isdigit(static_cast<unsigned char>(s_[i_ + 1])) || s_[i_ + 1] == '.' ||
+                       s_[i_ + 1] == 'i' || s_[i_ + 1] == 'n');
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '.' || sign) return number();
+    if (word_char(c) || c == '`') return word();
+    syntax_error(start,
+                 fmt::format("unexpected character '{}'", core::escape_for_display({&c, 1})));
+  }
+
+  Token quoted(char q) {
+    const size_t start = i_++;
+    std::string text;
+    while (i_ < s_.size() && s_[i_] != q) {
+      if (s_[i_] == '\\' && i_ + 1 < s_.size()) ++i_;
+      text += s_[i_++];
+    }
+    if (i_ >= s_.size()) syntax_error(start, fmt::format("string opened with {} is not closed", q));
+    ++i_;
+    return {Tok::kString, text, start};
+  }
+
+  Token op() {
+    const size_t start = i_;
+    std::string text(1, s_[i_++]);
+    if (i_ < s_.size() && (s_[i_] == '=' || (text == "<" && s_[i_] == '>'))) text += s_[i_++];
+    if (text == "!") syntax_error(start, "'!' must be followed by '=' (use 'not' to negate)");
+    return {Tok::kOp, text, start};
+  }
+
+  Token number() {
+    const size_t start = i_;
+    ++i_;
+    while (i_ < s_.size() &&
+           (std::isalnum(static_cast<unsigned char>(s_[i_])) || s_[i_] == '.' ||
+            ((s_[i_] == '-' || s_[i_] == '+') && (s_[i_ - 1] == 'e' || s_[i_ - 1] == 'E'))))
+      ++i_;
+    std::string text(s_.substr(start, i_ - start));
+    if (!parse_number(text)) syntax_error(start, fmt::format("'{}' is not a number", text));
+    return {Tok::kNumber, text, start};
+  }
+
+  // A field or keyword; backquoted parts may hold any character but '`'.
+  Token word() {
+    const size_t start = i_;
+    std::string text;
+    while (i_ < s_.size() && (word_char(s_[i_]) || s_[i_] == '`')) {
+      if (s_[i_] != '`') {
+        text += s_[i_++];
+        continue;
+      }
+      const size_t open = i_++;
+      while (i_ < s_.size() && s_[i_] != '`') text += s_[i_++];
+      if (i_ >= s_.size()) syntax_error(open, "backquote is not closed");
+      ++i_;
+    }
+    return {Tok::kWord, text, start};
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+// --- parser and evaluator ------------------------------------------------------
+
+struct RunFilterExpr::Node {
+  enum class Kind { kAnd, kOr, kNot, kCompare, kLike, kIn, kExists } kind = Kind::kCompare;
+  std::unique_ptr<Node> left, right;  // kAnd, kOr; kNot uses left
+  std::string field;
+  std::string op;                  // kCompare: = != < <= > >=; kLike: like or ilike
+  std::vector<FieldValue> values;  // kCompare, kLike: one; kIn: many
+
+  bool eval(const RunRow& row) const;
+};
+
+namespace {
+
+using Node = RunFilterExpr::Node;
+
+// -1, 0, 1, or nullopt when the two cannot be ordered (NaN).
+std::optional<int> compare_values(const FieldValue& a, const FieldValue& b) {
+  const auto x = as_number(a), y = as_number(b);
+  if (x && y) {
+    if (std::isnan(*x) || std::isnan(*y))
+      return std::isnan(*x) && std::isnan(*y) ? std::optional<int>(0) : std::nullopt;
+    return *x < *y ? -1 : (*x > *y ? 1 : 0);
+  }
+  const int c = as_text(a).compare(as_text(b));
+  return c < 0 ? -1 : (c > 0 ? 1 : 0);
+}
+
+bool compare(const FieldValue& lhs, const std::string& op, const FieldValue& rhs) {
+  const auto c = compare_values(lhs, rhs);
+  if (op == "=" || op == "==") return c && *c == 0;
+  if (op == "!=" || op == "<>") return !c || *c != 0;
+  if (!c) return false;
+  if (op == "<") return *c < 0;
+  if (op == "<=") return *c <= 0;
+  if (op == ">") return *c > 0;
+  return *c >= 0;  // ">="
+}
+
+// SQL LIKE: % any run of characters, _ one character.
+bool like(std::string_view s, std::string_view p) {
+  size_t si = 0, pi = 0, star = std::string_view::npos, mark = 0;
+  while (si < s.size()) {
+    if (pi < p.size() && (p[pi] == '_' || p[pi] == s[si])) {
+      ++si, ++pi;
+    } else if (pi < p.size() && p[pi] == '%') {
+      star = pi++, mark = si;
+    } else if (star != std::string_view::npos) {
+      pi = star + 1, si = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (pi < p.size() && p[pi] == '%') ++pi;
+  return pi == p.size();
+}
+
+class Parser {
+ public:
+  Parser(std::vector<Token> tokens, std::vector<std::string>& fields)
+      : t_(std::move(tokens)), fields_(fields) {}
+
+  std::unique_ptr<Node> parse() {
+    auto root = expr();
+    if (peek().kind != Tok::kEnd)
+      syntax_error(peek().pos, fmt::format("expected 'and', 'or' or the end, got '{}'",
+                                           core::escape_for_display(peek().text)));
+    return root;
+  }
+
+ private:
+  const Token& peek() const { return t_[i_]; }
+  const Token& take() { return t_[i_++]; }
+  bool keyword(const char* k) const { return peek().kind == Tok::kWord && lower(peek().text) == k; }
+
+  std::unique_ptr<Node> binary(Node::Kind kind, std::unique_ptr<Node> l, std::unique_ptr<Node> r) {
+    auto n = std::make_unique<Node>();
+    n->kind = kind;
+    n->left = std::move(l);
+    n->right = std::move(r);
+    return n;
+  }
+
+  std::unique_ptr<Node> expr() {
+    auto n = term();
+    while (keyword("or")) take(), n = binary(Node::Kind::kOr, std::move(n), term());
+    return n;
+  }
+
+  std::unique_ptr<Node> term() {
+    auto n = factor();
+    while (keyword("and")) take(), n = binary(Node::Kind::kAnd, std::move(n), factor());
+    return n;
+  }
+
+  std::unique_ptr<Node> factor() {
+    if (keyword("not")) {
+      take();
+      return binary(Node::Kind::kNot, factor(), nullptr);
+    }
+    if (peek().kind == Tok::kOpen) {
+      take();
+      auto n = expr();
+      if (peek().kind != Tok::kClose) syntax_error(peek().pos, "expected ')'");
+      take();
+      return n;
+    }
+    return condition();
+  }
+
+  std::unique_ptr<Node> condition() {
+    const Token& f = peek();
+    if (f.kind != Tok::kWord)
+      syntax_error(f.pos, f.kind == Tok::kEnd ? "expected a field such as metrics.loss"
+                                              : fmt::format("expected a field, got '{}'",
+                                                            core::escape_for_display(f.text)));
+    if (!known_field(f.text))
+      syntax_error(f.pos, fmt::format("unknown field '{}': use metrics.KEY, params.KEY, tags.KEY "
+                                      "or one of uuid, name, experiment, status, start_time, "
+                                      "end_time, duration, host, pid, parent",
+                                      core::escape_for_display(f.text)));
+    auto n = std::make_unique<Node>();
+    n->field = take().text;
+    fields_.push_back(n->field);
+    if (keyword("exists")) {
+      take();
+      n->kind = Node::Kind::kExists;
+      return n;
+    }
+    if (keyword("like") || keyword("ilike")) {
+      n->kind = Node::Kind::kLike;
+      n->op = lower(take().text);
+      if (peek().kind != Tok::kString)
+        syntax_error(peek().pos, fmt::format("expected a quoted pattern after '{}'", n->op));
+      n->values.push_back(take().text);
+      return n;
+    }
+    if (keyword("in")) {
+      take();
+      n->kind = Node::Kind::kIn;
+      return in_list(std::move(n));
+    }
+    if (peek().kind != Tok::kOp)
+      syntax_error(peek().pos, fmt::format("expected an operator (= != < <= > >= like in "
+                                           "exists) after '{}'",
+                                           core::escape_for_display(n->field)));
+    n->op = take().text;
+    n->values.push_back(value(n->op));
+    return n;
+  }
+
+  std::unique_ptr<Node> in_list(std::unique_ptr<Node> n) {
+    if (peek().kind != Tok::kOpen) syntax_error(peek().pos, "expected '(' after 'in'");
+    take();
+    for (;;) {
+      n->values.push_back(value("in"));
+      if (peek().kind == Tok::kClose) break;
+      if (peek().kind != Tok::kComma) syntax_error(peek().pos, "expected ',' or ')' in the list");
+      take();
+    }
+    take();
+    return n;
+  }
+
+  FieldValue value(const std::string& after) {
+    const Token& v = peek();
+    if (v.kind == Tok::kNumber) return *parse_number(take().text);
+    if (v.kind == Tok::kString) return take().text;
+    if (v.kind == Tok::kWord && parse_number(v.text)) return *parse_number(take().text);
+    if (v.kind == Tok::kWord)
+      syntax_error(v.pos,
+                   fmt::format("'{}' is not a value: quote text, as in '{}'",
+                               core::escape_for_display(v.text), core::escape_for_display(v.text)));
+    syntax_error(v.pos, fmt::format("expected a number or a quoted string after '{}'", after));
+  }
+
+  std::vector<Token> t_;
+  size_t i_ = 0;
+  std::vector<std::string>& fields_;
+};
+
+}  // namespace
+
+bool RunFilterExpr::Node::eval(const RunRow& row) const {
+  switch (kind) {
+    case Kind::kAnd:
+      return left->eval(row) && right->eval(row);
+    case Kind::kOr:
+      return left->eval(row) || right->eval(row);
+    case Kind::kNot:
+      return !left->eval(row);
+    default:
+      break;
+  }
+  const FieldValue v = field_value(row, field);
+  if (std::holds_alternative<std::monostate>(v)) return false;
+  if (kind == Kind::kExists) return true;
+  if (kind == Kind::kLike) {
+    const std::string& p = std::get<std::string>(values[0]);
+    return op == "ilike" ? like(lower(as_text(v)), lower(p)) : like(as_text(v), p);
+  }
+  if (kind == Kind::kIn)
+    return std::any_of(values.begin(), values.end(),
+                       [&](const FieldValue& x) { return compare(v, "=", x); });
+  return compare(v, op, values[0]);
+}
+
+RunFilterExpr::RunFilterExpr() = default;
+RunFilterExpr::RunFilterExpr(RunFilterExpr&&) noexcept = default;
+RunFilterExpr& RunFilterExpr::operator=(RunFilterExpr&&) noexcept = default;
+RunFilterExpr::~RunFilterExpr() = default;
+
+RunFilterExpr RunFilterExpr::parse(std::string_view text) {
+  RunFilterExpr e;
+  auto tokens = Lexer(text).run();
+  if (tokens.size() == 1) return e;  // only whitespace: no filter
+  e.root_ = Parser(std::move(tokens), e.fields_).parse();
+  return e;
+}
+
+bool RunFilterExpr::matches(const RunRow& row) const { return !root_ || root_->eval(row); }
+
+FieldValue field_value(const RunRow& row, std::string_view field) {
+  const FieldName f = split_field(field);
+  switch (f.section) {
+    case Section::kMetric: {
+      auto it = row.metrics.find(f.key);
+      return it == row.metrics.end() ? FieldValue() : FieldValue(it->second.last_value);
+    }
+    case Section::kParam:
+      return text_or_absent(row.params, f.key);
+    case Section::kTag:
+      return text_or_absent(row.tags, f.key);
+    case Section::kAttribute:
+      return attribute(row.info, f.key);
+  }
+  return {};
+}
+
+std::vector<SortKey> parse_sort(std::string_view text) {
+  std::vector<SortKey> keys;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string part(text.substr(start, comma - start));
+    start = comma + 1;
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (part.empty()) continue;
+    SortKey k;
+    if (part[0] == '-' || part[0] == '+') k.descending = part[0] == '-', part.erase(0, 1);
+    const auto space = part.rfind(' ');
+    if (space != std::string::npos) {
+      const std::string dir = lower(part.substr(space + 1));
+      if (dir != "asc" && dir != "desc")
+        fail(ErrorKind::kUsage, "--sort '{}': direction must be asc or desc, not '{}'", text, dir);
+      k.descending = dir == "desc";
+      part.erase(part.find_last_not_of(' ', space) + 1);
+    }
+    if (!known_field(part))
+      fail(ErrorKind::kUsage,
+           "--sort: unknown field '{}' (use metrics.KEY, params.KEY, tags.KEY "
+           "or a run attribute such as start_time)",
+           core::escape_for_display(part));
+    k.field = part;
+    keys.push_back(k);
+  }
+  return keys;
+}
+
+std::vector<std::string> default_run_columns() {
+  return {"uuid", "name", "experiment", "status", "start_time", "duration"};
+}
+
+namespace {
+
+struct Needs {
+  bool params = false, tags = false, metrics = false;
+  void add(std::string_view field) {
+    switch (split_field(field).section) {
+      case Section::kParam:
+        params = true;
+        break;
+      case Section::kTag:
+        tags = true;
+        break;
+      case Section::kMetric:
+        metrics = true;
+        break;
+      case Section::kAttribute:
+        break;
+    }
+  }
+};
+
+void load(Store& store, RunRow& row, const Needs& need, Needs& have) {
+  if (need.params && !have.params) row.params = store.params(row.info.uuid);
+  if (need.tags && !have.tags) row.tags = store.tags(row.info.uuid);
+  if (need.metrics && !have.metrics)
+    for (auto& m : store.metric_summaries(row.info.uuid)) row.metrics[m.key] = std::move(m);
+}
+
+// Missing values sort last whichever the direction.
+bool less(const RunRow& a, const RunRow& b, const std::vector<SortKey>& keys) {
+  for (const auto& k : keys) {
+    const FieldValue x = field_value(a, k.field), y = field_value(b, k.field);
+    const bool mx = std::holds_alternative<std::monostate>(x);
+    const bool my = std::holds_alternative<std::monostate>(y);
+    if (mx || my) {
+      if (mx != my) return my;
+      continue;
+    }
+    const auto c = compare_values(x, y);
+    if (!c) {  // NaN sorts after numbers
+      const bool nx = std::isnan(as_number(x).value_or(0)),
+                 ny = std::isnan(as_number(y).value_or(0));
+      if (nx != ny) return ny;
+      continue;
+    }
+    if (*c != 0) return k.descending ? *c > 0 : *c < 0;
+  }
+  return false;
+}
+
+// "params.*" -> every params key of the rows, sorted; other columns as given.
+std::vector<std::string> expand_columns(const std::vector<std::string>& cols,
+                                        const std::vector<RunRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& c : cols) {
+    if (c.find('*') == std::string::npos) {
+      out.push_back(c);
+      continue;
+    }
+    const FieldName f = split_field(c);
+    std::set<std::string> keys;
+    for (const auto& r : rows) {
+      auto add = [&](const auto& m) {
+        for (const auto& kv : m)
+          if (like(kv.first, [&] {
+                std::string p = f.key;
+                std::replace(p.begin(), p.end(), '*', '%');
+                return p;
+              }()))
+            keys.insert(kv.first);
+      };
+      if (f.section == Section::kParam) add(r.params);
+      if (f.section == Section::kTag) add(r.tags);
+      if (f.section == Section::kMetric) add(r.metrics);
+    }
+    const std::string prefix = c.substr(0, c.find('.') + 1);
+    for (const auto& k : keys) out.push_back(prefix + k);
+  }
+  return out;
+}
+
+}  // namespace
+
+RunQueryResult query_runs(Store& store, const RunQuery& query) {
+  const RunFilterExpr filter = RunFilterExpr::parse(query.filter);
+  const std::vector<SortKey> sort = parse_sort(query.sort);
+  for (const auto& c : query.columns)
+    if (!known_field(c))
+      fail(ErrorKind::kUsage,
+           "--columns: unknown field '{}' (use metrics.KEY, params.KEY, "
+           "tags.KEY, params.* or a run attribute such as status)",
+           core::escape_for_display(c));
+  Needs early, late;
+  for (const auto& f : filter.fields()) early.add(f);
+  for (const auto& k : sort) early.add(k.field);
+  for (const auto& c : query.columns) late.add(c);
+
+  RunFilter base = query.base;
+  base.limit = 0;
+  std::vector<RunRow> rows;
+  for (auto& info : store.list_runs(base)) {
+    RunRow row{std::move(info), {}, {}, {}};
+    Needs none;
+    load(store, row, early, none);
+    if (filter.matches(row)) rows.push_back(std::move(row));
+  }
+  if (!sort.empty())
+    std::stable_sort(rows.begin(), rows.end(),
+                     [&](const RunRow& a, const RunRow& b) { return less(a, b, sort); });
+  RunQueryResult result;
+  result.total = static_cast<int64_t>(rows.size());
+  const auto first =
+      std::min<size_t>(rows.size(), static_cast<size_t>(std::max<int64_t>(0, query.offset)));
+  auto last = rows.size();
+  if (query.limit > 0) last = std::min(last, first + static_cast<size_t>(query.limit));
+  result.rows.assign(std::make_move_iterator(rows.begin() + first),
+                     std::make_move_iterator(rows.begin() + last));
+  for (auto& row : result.rows) load(store, row, late, early);
+  result.columns =
+      expand_columns(query.columns.empty() ? default_run_columns() : query.columns, result.rows);
+  return result;
+}
+
+}  // namespace trainscope::store
