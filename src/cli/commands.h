@@ -24,6 +24,11 @@ void register_stats_commands(CLI::App& app, Context& ctx);    // stats
 void register_study_commands(CLI::App& app, Context& ctx);    // study run, resume, status, report
 void register_probes_commands(CLI::App& app, Context& ctx);   // probes
 void register_plot_commands(CLI::App& app, Context& ctx);     // plot
+void register_completion_commands(CLI::App& app, Context& ctx);  // completion
+
+// Appends the root's options (--store, --json, -v, ...) to the help of every
+// subcommand; call after every command is registered.
+void add_global_options_to_help(CLI::App& root);
 
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.

@@ -41,7 +41,8 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   app.option_defaults()->always_capture_default();
   app.add_option("--store", ctx.store_uri,
                  "Store location, sqlite:PATH (default: $TRAINSCOPE_STORE or "
-                 "sqlite:./trainscope.db)");
+                 "sqlite:./trainscope.db)")
+      ->type_name("URI");
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
   // Option callbacks run while parsing, before any command's callback.
   app.add_flag_callback(
@@ -93,6 +94,8 @@ int run(int argc, char** argv) {
   register_study_commands(app, ctx);
   register_probes_commands(app, ctx);
   register_plot_commands(app, ctx);
+  register_completion_commands(app, ctx);
+  add_global_options_to_help(app);
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);

@@ -1,13 +1,48 @@
 // `trainscope profile ...` and `trainscope costmodel ...`: parsed here, run
 // by the torch half.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
 #include "commands.h"
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
+#include "trainscope/format/format.h"
+#include "trainscope/profile/report.h"
 
 namespace trainscope::cli {
 
 namespace {
+
+// The operator table needs no libtorch: it reads the stored trace.
+void print_operators(Context& ctx, const ProfileShowArgs& a) {
+  auto store = ctx.reader();
+  const store::RunInfo run = store->resolve_run(a.run);
+  const profile::OperatorTable t = profile::operator_table(*store, run.uuid);
+  const size_t top = static_cast<size_t>(a.ops);
+  if (ctx.json || a.format == "json")
+    return void(std::cout << format::operator_table(run.uuid, t, top)
+                                 .dump(2, ' ', false, format::kInvalidUtf8)
+                          << "\n");
+  if (a.format == "csv") return format::operator_table_csv(std::cout, t, top);
+  std::cout << fmt::format(
+      "run {}: {} operators over {} profiled steps, self time {:.2f} ms per step\n",
+      run.uuid.substr(0, 8), t.ops.size(), t.steps,
+      t.self_us / static_cast<double>(std::max<int64_t>(1, t.steps)) / 1000);
+  Table tab({"NAME", "SELF %", "SELF us", "TOTAL us", "AVG us", "CALLS", "SELF us/STEP"});
+  for (size_t c = 1; c < 7; ++c) tab.align_right(c);
+  for (size_t i = 0; i < t.ops.size() && (top == 0 || i < top); ++i) {
+    const auto& o = t.ops[i];
+    tab.add_row(
+        {o.name, fmt::format("{:.2f}%", t.self_us > 0 ? o.self_us / t.self_us * 100 : 0.0),
+         fmt::format("{:.1f}", o.self_us), fmt::format("{:.1f}", o.total_us),
+         fmt::format("{:.2f}", o.total_us / static_cast<double>(o.calls)), std::to_string(o.calls),
+         fmt::format("{:.1f}", o.self_us / static_cast<double>(std::max<int64_t>(1, t.steps)))});
+  }
+  tab.print(std::cout);
+}
 
 void add_grid_and_show(CLI::App* cmd, Context& ctx) {
   auto* grid = cmd->add_subcommand("grid", "Profile models x batch sizes (feeds the cost model)");
@@ -25,9 +60,19 @@ void add_grid_and_show(CLI::App* cmd, Context& ctx) {
   sh->add_option("--trace", a->trace,
                  "Write the Chrome trace JSON of the first profiled iteration here");
   sh->add_option("--svg", a->svg, "Write a chart of time per layer split by phase here");
+  sh->add_option("--ops", a->ops,
+                 "List the top N operators by self time over every profiled step, as the "
+                 "PyTorch profiler's key_averages().table() (0: all)")
+      ->expected(0, 1)
+      ->default_str("20")
+      ->check(CLI::NonNegativeNumber);
   set_example(sh,
-              "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json");
-  sh->callback([&ctx, a] { torch_commands().profile_show(ctx, *a); });
+              "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json\n"
+              "  trainscope profile show alexnet_mini-profile --ops 15");
+  sh->callback([&ctx, a] {
+    if (a->ops >= 0) return print_operators(ctx, *a);
+    torch_commands().profile_show(ctx, *a);
+  });
 }
 
 void add_profile(CLI::App& app, Context& ctx) {

@@ -53,6 +53,7 @@ struct ProfileArgs {
 
 struct ProfileShowArgs {
   std::string run, format = "table", trace, svg;
+  int64_t ops = -1;  // >= 0: the operator table instead (0: every operator)
 };
 
 struct CostmodelArgs {

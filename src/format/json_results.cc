@@ -1,5 +1,7 @@
 // JSON of results computed from runs: profiles, the cost model's
 // evaluation, the floating-point lab.
+#include <algorithm>
+
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 
@@ -26,6 +28,22 @@ Json profile(const std::string& run_uuid, const profile::ProfileSummary& s,
           {"step_ms_unprofiled", x.step_ms_unprofiled},
           {"peak_gflops", x.peak_gflops},
           {"layers", layers}};
+}
+
+Json operator_table(const std::string& run_uuid, const profile::OperatorTable& t, size_t top) {
+  Json ops = Json::array();
+  for (size_t i = 0; i < t.ops.size() && (top == 0 || i < top); ++i) {
+    const auto& o = t.ops[i];
+    ops.push_back(
+        {{"name", o.name},
+         {"calls", o.calls},
+         {"self_us", o.self_us},
+         {"self_percent", t.self_us > 0 ? o.self_us / t.self_us * 100 : 0.0},
+         {"total_us", o.total_us},
+         {"avg_us", o.total_us / static_cast<double>(o.calls)},
+         {"self_us_per_step", o.self_us / static_cast<double>(std::max<int64_t>(1, t.steps))}});
+  }
+  return {{"run", run_uuid}, {"steps", t.steps}, {"self_us", t.self_us}, {"operators", ops}};
 }
 
 Json costmodel_eval(const profile::CostModelEval& e) {

@@ -1,6 +1,7 @@
 // Short text forms and CSV.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ostream>
 
@@ -59,6 +60,19 @@ void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
         << format_double(l.flops) << "," << format_double(gflops(l.flops, l.forward_us)) << "\n";
   for (const auto& [k, v] : s.categories)
     out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
+}
+
+void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top) {
+  out << "name,calls,self_us,self_percent,total_us,avg_us,self_us_per_step\n";
+  const double steps = static_cast<double>(std::max<int64_t>(1, t.steps));
+  for (size_t i = 0; i < t.ops.size() && (top == 0 || i < top); ++i) {
+    const auto& o = t.ops[i];
+    out << csv_field(o.name) << "," << o.calls << "," << format_double(o.self_us) << ","
+        << format_double(t.self_us > 0 ? o.self_us / t.self_us * 100 : 0.0) << ","
+        << format_double(o.total_us) << ","
+        << format_double(o.total_us / static_cast<double>(o.calls)) << ","
+        << format_double(o.self_us / steps) << "\n";
+  }
 }
 
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e) {

@@ -91,10 +91,12 @@ void on_end(const at::RecordFunction&, at::ObserverContext*) {
   if (!st || st->stack.empty()) return;
   auto& f = st->stack.back();
   const double dur = st->now_us() - f.start_us;
-  st->cells[{f.layer, f.phase}] += std::max(0.0, dur - f.child_us);
+  const double self = std::max(0.0, dur - f.child_us);
+  st->cells[{f.layer, f.phase}] += self;
   if (st->keep_events)
     st->prof.events.push_back({std::move(f.name), f.layer ? *f.layer : std::string(), f.phase,
-                               f.start_us, dur, f.seq, static_cast<int>(st->stack.size()) - 1});
+                               f.start_us, dur, self, f.seq,
+                               static_cast<int>(st->stack.size()) - 1});
   const Phase phase = f.phase;
   st->stack.pop_back();
   if (st->stack.empty()) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
 
@@ -82,32 +83,47 @@ std::vector<ProfileCell> to_cells(const std::vector<IterationProfile>& profiles)
   return out;
 }
 
-std::string chrome_trace(const IterationProfile& p) {
-  nlohmann::json events = nlohmann::json::array();
-  auto tid_of = [](Phase ph) {
-    switch (ph) {
-      case Phase::kForward:
-      case Phase::kLoss:
-        return 1;
-      case Phase::kBackward:
-        return 2;
-      case Phase::kUpdate:
-      case Phase::kZeroGrad:
-        return 3;
-      default:
-        return 4;
-    }
-  };
+namespace {
+
+int trace_tid(Phase ph) {
+  switch (ph) {
+    case Phase::kForward:
+    case Phase::kLoss:
+      return 1;
+    case Phase::kBackward:
+      return 2;
+    case Phase::kUpdate:
+    case Phase::kZeroGrad:
+      return 3;
+    default:
+      return 4;
+  }
+}
+
+// Names the process of one iteration and its four tracks.
+void trace_metadata(nlohmann::json& events, int pid, const IterationProfile& p) {
+  events.push_back({{"name", "process_name"},
+                    {"ph", "M"},
+                    {"pid", pid},
+                    {"tid", 0},
+                    {"args", {{"name", fmt::format("step {}", p.step)}}}});
+  events.push_back({{"name", "process_sort_index"},
+                    {"ph", "M"},
+                    {"pid", pid},
+                    {"tid", 0},
+                    {"args", {{"sort_index", pid}}}});
+  static const char* kTracks[] = {"forward", "backward", "update", "other"};
   for (int tid : {1, 2, 3, 4})
     events.push_back({{"name", "thread_name"},
                       {"ph", "M"},
-                      {"pid", 1},
+                      {"pid", pid},
                       {"tid", tid},
-                      {"args",
-                       {{"name", tid == 1   ? "forward"
-                                 : tid == 2 ? "backward"
-                                 : tid == 3 ? "update"
-                                            : "other"}}}});
+                      {"args", {{"name", kTracks[tid - 1]}}}});
+}
+
+// One iteration's operators and fwd->bwd arrows; flow ids are unique across
+// iterations (pid in the high bits).
+void trace_events(nlohmann::json& events, int pid, const IterationProfile& p) {
   std::map<int64_t, const TraceEvent*> fwd_by_seq;
   for (const auto& e : p.events)
     if ((e.phase == Phase::kForward || e.phase == Phase::kLoss) && e.seq >= 0 &&
@@ -115,41 +131,104 @@ std::string chrome_trace(const IterationProfile& p) {
       fwd_by_seq[e.seq] = &e;
   std::set<int64_t> linked;
   for (const auto& e : p.events) {
-    events.push_back(
-        {{"name", e.name},
-         {"cat", to_string(e.phase)},
-         {"ph", "X"},
-         {"ts", e.start_us},
-         {"dur", e.dur_us},
-         {"pid", 1},
-         {"tid", tid_of(e.phase)},
-         {"args", {{"layer", e.layer.empty() ? "(unattributed)" : e.layer}, {"seq", e.seq}}}});
-    if (e.phase == Phase::kBackward && e.seq >= 0 && fwd_by_seq.count(e.seq) &&
-        !linked.count(e.seq)) {
-      const auto* f = fwd_by_seq[e.seq];
-      linked.insert(e.seq);
-      events.push_back({{"name", "fwd->bwd"},
-                        {"cat", "flow"},
-                        {"ph", "s"},
-                        {"id", e.seq},
-                        {"ts", f->start_us},
-                        {"pid", 1},
-                        {"tid", tid_of(f->phase)}});
-      events.push_back({{"name", "fwd->bwd"},
-                        {"cat", "flow"},
-                        {"ph", "f"},
-                        {"bp", "e"},
-                        {"id", e.seq},
-                        {"ts", e.start_us},
-                        {"pid", 1},
-                        {"tid", 2}});
-    }
+    events.push_back({{"name", e.name},
+                      {"cat", to_string(e.phase)},
+                      {"ph", "X"},
+                      {"ts", e.start_us},
+                      {"dur", e.dur_us},
+                      {"pid", pid},
+                      {"tid", trace_tid(e.phase)},
+                      {"args",
+                       {{"layer", e.layer.empty() ? "(unattributed)" : e.layer},
+                        {"self_us", e.self_us},
+                        {"seq", e.seq}}}});
+    if (e.phase != Phase::kBackward || e.seq < 0 || !fwd_by_seq.count(e.seq) ||
+        !linked.insert(e.seq).second)
+      continue;
+    const auto* f = fwd_by_seq[e.seq];
+    const int64_t id = (static_cast<int64_t>(pid) << 40) + e.seq;
+    events.push_back({{"name", "fwd->bwd"},
+                      {"cat", "flow"},
+                      {"ph", "s"},
+                      {"id", id},
+                      {"ts", f->start_us},
+                      {"pid", pid},
+                      {"tid", trace_tid(f->phase)}});
+    events.push_back({{"name", "fwd->bwd"},
+                      {"cat", "flow"},
+                      {"ph", "f"},
+                      {"bp", "e"},
+                      {"id", id},
+                      {"ts", e.start_us},
+                      {"pid", pid},
+                      {"tid", 2}});
   }
-  nlohmann::json j = {
-      {"traceEvents", events},
-      {"displayTimeUnit", "ms"},
-      {"otherData", {{"step", p.step}, {"wall_us", p.wall_us}, {"coverage", p.coverage}}}};
+}
+
+}  // namespace
+
+std::string chrome_trace(const std::vector<IterationProfile>& steps) {
+  nlohmann::json events = nlohmann::json::array();
+  nlohmann::json info = nlohmann::json::array();
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int pid = static_cast<int>(i) + 1;
+    trace_metadata(events, pid, steps[i]);
+    trace_events(events, pid, steps[i]);
+    info.push_back(
+        {{"step", steps[i].step}, {"wall_us", steps[i].wall_us}, {"coverage", steps[i].coverage}});
+  }
+  nlohmann::json j = {{"traceEvents", events},
+                      {"displayTimeUnit", "ms"},
+                      {"otherData", {{"trainscope_trace", 2}, {"steps", info}}}};
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+OperatorTable operator_table(std::string_view trace_json, const std::string& what) {
+  nlohmann::json j = nlohmann::json::parse(trace_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("traceEvents") ||
+      !j["traceEvents"].is_array())
+    core::fail(core::ErrorKind::kStore, "{} is not a Chrome trace written by trainscope", what);
+  OperatorTable t;
+  std::map<std::string, OperatorStat> by_name;
+  std::set<int64_t> pids;
+  for (const auto& e : j["traceEvents"]) {
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto& args = e.contains("args") ? e["args"] : nlohmann::json::object();
+    if (!args.is_object() || !args.contains("self_us"))
+      core::fail(core::ErrorKind::kStore,
+                 "{} has no self times (written before trainscope recorded them); profile the "
+                 "run again",
+                 what);
+    OperatorStat& s = by_name[e.value("name", std::string("?"))];
+    s.calls += 1;
+    s.self_us += args.value("self_us", 0.0);
+    s.total_us += e.value("dur", 0.0);
+    pids.insert(e.value("pid", int64_t{0}));
+  }
+  t.steps = static_cast<int64_t>(pids.size());
+  for (auto& [name, s] : by_name) {
+    s.name = name;
+    t.self_us += s.self_us;
+    t.ops.push_back(std::move(s));
+  }
+  std::sort(t.ops.begin(), t.ops.end(),
+            [](const OperatorStat& a, const OperatorStat& b) { return a.self_us > b.self_us; });
+  return t;
+}
+
+OperatorTable operator_table(Store& store, const std::string& uuid) {
+  std::optional<store::ArtifactInfo> trace;
+  for (auto& a : store.artifacts(uuid))
+    if (a.kind == kTraceKind && (!trace || a.name == kTraceArtifact)) trace = std::move(a);
+  if (!trace)
+    core::fail(core::ErrorKind::kNotFound,
+               "run {} has no trace; profile it with `trainscope profile CONFIG` or "
+               "profile.enabled: true",
+               uuid.substr(0, 8));
+  store::verify_artifact(*trace);
+  std::ifstream in(trace->path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return operator_table(text, trace->path.string());
 }
 
 ProfileSummary summarize(Store& store, const std::string& uuid) {

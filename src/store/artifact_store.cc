@@ -16,24 +16,6 @@ using core::fail;
 
 namespace {
 
-// Copies `in` to `out`; returns the bytes copied. Throws Error(kStore) when
-// writing fails.
-int64_t copy_stream(std::ifstream& in, const fs::path& dest) {
-  std::ofstream out(dest, std::ios::binary | std::ios::trunc);
-  if (!out)
-    fail(ErrorKind::kStore, "cannot write artifact '{}': {}", dest.string(), std::strerror(errno));
-  std::array<char, 1 << 16> buf{};
-  int64_t size = 0;
-  while (in) {
-    in.read(buf.data(), buf.size());
-    out.write(buf.data(), in.gcount());
-    size += in.gcount();
-  }
-  out.flush();
-  if (!out) fail(ErrorKind::kStore, "writing artifact '{}' failed (disk full?)", dest.string());
-  return size;
-}
-
 class FolderArtifactStore final : public ArtifactStore {
  public:
   explicit FolderArtifactStore(fs::path root) : root_(std::move(root)) {}
@@ -44,36 +26,47 @@ class FolderArtifactStore final : public ArtifactStore {
     return root_ / std::string(run_uuid) / std::string(name);
   }
 
-  StoredFile put(std::string_view run_uuid, std::string_view name, const fs::path& file) override {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
-      fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(),
-           std::strerror(errno));
-    const fs::path dest = path(run_uuid, name);
+  StagedFile stage(std::string_view run_uuid, std::string_view name,
+                   const std::function<void(std::ostream&)>& body) override {
+    StagedFile staged;
+    staged.destination = path(run_uuid, name);
     std::error_code ec;
-    fs::create_directories(dest.parent_path(), ec);
+    fs::create_directories(staged.destination.parent_path(), ec);
     if (ec)
-      fail(ErrorKind::kStore, "cannot create artifact folder '{}': {}", dest.parent_path().string(),
-           ec.message());
-    // A temporary name, then rename: a kill never leaves a half file under
-    // the final name.
-    fs::path tmp = dest;
-    tmp += ".tmp-" + core::new_uuid().substr(0, 8);
-    StoredFile out;
+      fail(ErrorKind::kStore, "cannot create artifact folder '{}': {}",
+           staged.destination.parent_path().string(), ec.message());
+    // A temporary name in the same folder: the rename is atomic and a kill
+    // never leaves a half file under the final name.
+    staged.file.path = staged.destination;
+    staged.file.path += ".tmp-" + core::new_uuid().substr(0, 8);
     try {
-      out.size = copy_stream(in, tmp);
-      out.sha256 = core::sha256_file(tmp);
+      core::WrittenFile w = core::write_synced_file(staged.file.path, body);
+      staged.file.sha256 = w.sha256;
+      staged.file.size = w.size;
     } catch (...) {
-      fs::remove(tmp, ec);
+      fs::remove(staged.file.path, ec);
       throw;
     }
-    fs::rename(tmp, dest, ec);
+    return staged;
+  }
+
+  StoredFile commit(const StagedFile& staged) override {
+    std::error_code ec;
+    fs::rename(staged.file.path, staged.destination, ec);
     if (ec) {
-      fs::remove(tmp, ec);
-      fail(ErrorKind::kStore, "cannot move artifact into '{}': {}", dest.string(), ec.message());
+      discard(staged);
+      fail(ErrorKind::kStore, "cannot move artifact into '{}': {}", staged.destination.string(),
+           ec.message());
     }
-    out.path = dest;
+    core::sync_directory(staged.destination.parent_path());
+    StoredFile out = staged.file;
+    out.path = staged.destination;
     return out;
+  }
+
+  void discard(const StagedFile& staged) override {
+    std::error_code ec;
+    fs::remove(staged.file.path, ec);
   }
 
   void remove_run(std::string_view run_uuid) override {
@@ -89,6 +82,23 @@ class FolderArtifactStore final : public ArtifactStore {
 };
 
 }  // namespace
+
+StoredFile ArtifactStore::put(std::string_view run_uuid, std::string_view name,
+                              const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(),
+         std::strerror(errno));
+  StagedFile staged = stage(run_uuid, name, [&](std::ostream& out) {
+    std::array<char, 1 << 16> buf{};
+    while (in) {
+      in.read(buf.data(), buf.size());
+      out.write(buf.data(), in.gcount());
+    }
+    if (in.bad()) fail(ErrorKind::kRuntime, "error while reading '{}'", file.string());
+  });
+  return commit(staged);
+}
 
 std::unique_ptr<ArtifactStore> make_folder_artifact_store(fs::path root) {
   return std::make_unique<FolderArtifactStore>(std::move(root));

@@ -144,6 +144,11 @@ ArtifactInfo RunRecorder::add_artifact(const std::filesystem::path& file, std::s
   return store_->add_artifact(info_.uuid, file, kind, name);
 }
 
+ArtifactInfo RunRecorder::write_artifact(std::string_view name, std::string_view kind,
+                                         const std::function<void(std::ostream&)>& body) {
+  return store_->write_artifact(info_.uuid, name, kind, body);
+}
+
 bool RunRecorder::deleted() const {
   std::lock_guard lock(mu_);
   return deleted_;

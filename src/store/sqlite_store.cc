@@ -304,7 +304,17 @@ RunInfo SqliteStore::create_run(const NewRun& run) {
                    "parent_id, command_line, config_text, config_hash, host, pid, pid_start) "
                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   std::string uuid = new_uuid();
-  ins.bind(1, uuid).bind(2, experiment_id).bind(3, run.name).bind(4, to_string(run.status));
+  std::string name = run.name;
+  if (run.unique_name && !name.empty()) {
+    sqlite::Stmt taken(db_,
+                       "SELECT name FROM runs WHERE name = ?1 OR "
+                       "substr(name, 1, length(?1) + 1) = ?1 || '-'");
+    taken.bind(1, name);
+    std::vector<std::string> names;
+    while (taken.step()) names.push_back(taken.text(0));
+    name = next_free_name(name, names);
+  }
+  ins.bind(1, uuid).bind(2, experiment_id).bind(3, name).bind(4, to_string(run.status));
   ins.bind(5, now).bind(6, now);
   if (run.parent_uuid.empty()) {
     ins.bind_null(7);

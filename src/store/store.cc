@@ -76,6 +76,22 @@ RunStatus parse_run_status(std::string_view s) {
        escape_for_display(s));
 }
 
+std::string next_free_name(const std::string& base, const std::vector<std::string>& taken) {
+  bool base_taken = false;
+  int64_t highest = 1;
+  for (const auto& t : taken) {
+    if (t == base) base_taken = true;
+    if (t.size() <= base.size() + 1 || t.compare(0, base.size(), base) != 0 ||
+        t[base.size()] != '-')
+      continue;
+    const std::string tail = t.substr(base.size() + 1);
+    if (tail.size() > 9 || tail.find_first_not_of("0123456789") != std::string::npos) continue;
+    highest = std::max<int64_t>(highest, std::stoll(tail));
+  }
+  if (!base_taken) return base;
+  return base + "-" + std::to_string(highest + 1);
+}
+
 bool is_terminal(RunStatus s) { return s != RunStatus::kCreated && s != RunStatus::kRunning; }
 
 std::string default_store_uri() {
@@ -162,7 +178,30 @@ ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, st
     existing->path = artifacts_->path(uuid, rel);
     return *existing;
   }
-  StoredFile stored = artifacts_->put(uuid, rel, file);
+  return record_artifact(uuid, rel, kind, artifacts_->put(uuid, rel, file));
+}
+
+ArtifactInfo Store::write_artifact(std::string_view uuid, std::string_view name,
+                                   std::string_view kind,
+                                   const std::function<void(std::ostream&)>& body) {
+  std::string rel = checked_artifact_name(name);
+  if (!find_run(uuid))
+    fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
+  StagedFile staged = artifacts_->stage(uuid, rel, body);
+  if (auto existing = find_artifact(uuid, rel)) {
+    artifacts_->discard(staged);
+    if (existing->sha256 != staged.file.sha256)
+      fail(ErrorKind::kConflict,
+           "run {} already has an artifact '{}' with different content; choose another name",
+           short_uuid(std::string(uuid)), rel);
+    existing->path = artifacts_->path(uuid, rel);
+    return *existing;
+  }
+  return record_artifact(uuid, rel, kind, artifacts_->commit(staged));
+}
+
+ArtifactInfo Store::record_artifact(std::string_view uuid, const std::string& rel,
+                                    std::string_view kind, const StoredFile& stored) {
   ArtifactInfo info{rel, std::string(kind), stored.sha256, stored.size, core::unix_now(), {}};
   ArtifactInfo recorded = insert_artifact(uuid, info);
   if (recorded.sha256 != info.sha256)

@@ -15,7 +15,7 @@ namespace {
 constexpr char kMagic[8] = {'T', 'S', 'P', 'R', 'E', 'D', '0', '1'};
 
 template <typename T>
-void put(std::ofstream& out, const std::vector<T>& v) {
+void put(std::ostream& out, const std::vector<T>& v) {
   out.write(reinterpret_cast<const char*>(v.data()),
             static_cast<std::streamsize>(v.size() * sizeof(T)));
 }
@@ -34,15 +34,14 @@ double Predictions::accuracy() const {
   return static_cast<double>(right) / labels.size();
 }
 
-void write_predictions(const std::filesystem::path& file, const Predictions& p) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+void write_predictions(std::ostream& out, const Predictions& p) {
   uint64_t n = p.labels.size();
   out.write(kMagic, 8);
   out.write(reinterpret_cast<const char*>(&n), 8);
   put(out, p.labels);
   put(out, p.predicted);
   put(out, p.top_logit);
-  if (!out) fail(ErrorKind::kRuntime, "cannot write predictions to {}", file.string());
+  if (!out) fail(ErrorKind::kRuntime, "cannot write predictions");
 }
 
 Predictions read_predictions(const std::filesystem::path& file) {

@@ -14,7 +14,7 @@ std::string checkpoint_name(int64_t step) {
   return fmt::format("checkpoints/step-{:09d}.pt", step);
 }
 
-void write_checkpoint(const fs::path& path, Classifier& model, Optimizer& opt,
+void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
                       const at::Generator& dropout_gen, const TrainPosition& pos) {
   torch::serialize::OutputArchive a;
   torch::serialize::OutputArchive model_a, opt_a;
@@ -28,7 +28,7 @@ void write_checkpoint(const fs::path& path, Classifier& model, Optimizer& opt,
                         torch::kInt64),
           true);
   a.write("pos.loss_sum", torch::tensor({pos.epoch_loss_sum}, torch::kFloat64), true);
-  a.save_to(path.string());
+  a.save_to(out);
 }
 
 TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer* opt,

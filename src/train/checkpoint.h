@@ -17,7 +17,9 @@ constexpr const char* kCheckpointKind = "checkpoint";
 // "checkpoints/step-000000469.pt": names sort by step.
 std::string checkpoint_name(int64_t step);
 
-void write_checkpoint(const std::filesystem::path& path, Classifier& model, Optimizer& opt,
+// Writes a checkpoint into `out` (the store's artifact writer: one pass,
+// hashed and synced as it goes).
+void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
                       const at::Generator& dropout_gen, const TrainPosition& pos);
 
 // Loads `path` into the model and, when given, the optimizer and the

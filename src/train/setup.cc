@@ -132,6 +132,7 @@ void Trainer::open_run(Session& s) {
   store::NewRun nr;
   nr.experiment = s.cfg.run.experiment;
   nr.name = options_.name;
+  nr.unique_name = options_.unique_name;
   nr.command_line = options_.command_line;
   nr.config_text = config_text;
   nr.parent_uuid = options_.parent;

@@ -88,12 +88,30 @@ TEST_F(CliTest, EveryCommandHasHelpWithAnExample) {
                           "stats",
                           "study",
                           "probes",
-                          "plot"}) {
+                          "plot",
+                          "completion"}) {
     auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " " + cmd + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd;
     EXPECT_NE(r.out.find("Example:"), std::string::npos) << cmd << ":\n" << r.out;
+    EXPECT_NE(r.out.find("--store URI"), std::string::npos) << cmd << ": no global options";
+    EXPECT_NE(r.out.find("-v,--verbose"), std::string::npos) << cmd << ": no global options";
     EXPECT_EQ(r.out.find("file=libtorch"), std::string::npos) << cmd << " --help loaded libtorch";
   }
+}
+
+// The bash completion is generated from the command table: sourced into a
+// real bash, it completes commands, subcommands and options of the path.
+TEST_F(CliTest, BashCompletionCompletesCommandsAndOptions) {
+  std::ofstream(dir_ / "t.sh")
+      << "source <(\"$1\" completion bash)\n"
+         "c() { COMP_WORDS=(\"$@\"); COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 )); COMPREPLY=();\n"
+         "  _trainscope; echo \"${COMPREPLY[*]}\"; }\n"
+         "c trainscope ru\nc trainscope runs li\nc trainscope --store x.db runs list --fi\n"
+         "c trainscope runs list --format csv --js\nc trainscope profile show --o\n"
+         "c trainscope study ''\n";
+  auto r = run_command("bash " + shell_quote((dir_ / "t.sh").string()) + " " + TS_CLI_BIN);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "runs\nlist\n--filter\n--json\n--ops\nrun resume status report\n");
 }
 
 // The dynamic loader names every library it maps (LD_DEBUG=files): reading

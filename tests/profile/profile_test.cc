@@ -265,6 +265,33 @@ TEST_F(ProfiledRun, ChromeTraceHasTheFieldsViewersRequire) {
   EXPECT_EQ(starts, ends);
 }
 
+// Issue 20: the trace holds every profiled step (one process each), and the
+// operator table's self times add up to what the profile recorded per step.
+TEST_F(ProfiledRun, TraceHoldsEveryProfiledStepAndOperatorSelfTimesAddUp) {
+  std::map<int64_t, double> op_self;  // per step: layer cells, all op self time
+  for (const auto& c : store_->profile_cells(uuid_))
+    if (c.layer != "(wall)" && c.layer != "(other)" && c.layer != "(overhead)")
+      op_self[c.step] += c.us;
+  ASSERT_GE(op_self.size(), 4u);
+  OperatorTable t = operator_table(*store_, uuid_);
+  EXPECT_EQ(t.steps, static_cast<int64_t>(op_self.size()));
+  double recorded = 0;
+  for (const auto& [step, us] : op_self) recorded += us;
+  EXPECT_NEAR(t.self_us, recorded, 1e-6 * recorded);
+  ASSERT_GT(t.ops.size(), 5u);
+  for (size_t i = 1; i < t.ops.size(); ++i) EXPECT_GE(t.ops[i - 1].self_us, t.ops[i].self_us);
+  for (const auto& o : t.ops) EXPECT_LE(o.self_us, o.total_us + 1e-9) << o.name;
+  auto r =
+      testing::run_command(std::string(TS_CLI_BIN) + " --store sqlite:" + (dir_ / "t.db").string() +
+                           " profile show " + uuid_ + " --ops 5 --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["operators"].size(), 5u);
+  EXPECT_EQ(j["operators"][0]["name"], t.ops[0].name);
+  EXPECT_EQ(j["steps"], t.steps);
+  EXPECT_THROW(operator_table("{\"traceEvents\": 3}", "x.json"), core::Error);
+}
+
 }  // namespace
 }  // namespace trainscope::profile
 

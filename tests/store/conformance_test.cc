@@ -158,6 +158,25 @@ TEST_P(StoreConformance, ResolveRunByUuidPrefixNameAndAmbiguity) {
   EXPECT_THROW(store_->resolve_run(""), Error);
 }
 
+// Default names stay unique: "demo", then "demo-2", "demo-3"; a name given
+// on purpose is kept as it is, even when taken.
+TEST_P(StoreConformance, DefaultNamesAreMadeUnique) {
+  NewRun n;
+  n.name = "demo";
+  n.unique_name = true;
+  EXPECT_EQ(store_->create_run(n).name, "demo");
+  EXPECT_EQ(store_->create_run(n).name, "demo-2");
+  EXPECT_EQ(store_->create_run(n).name, "demo-3");
+  n.name = "dem";  // a prefix of the others is its own name
+  EXPECT_EQ(store_->create_run(n).name, "dem");
+  n.name = "demo";
+  n.unique_name = false;
+  EXPECT_EQ(store_->create_run(n).name, "demo");
+  EXPECT_EQ(store_->resolve_run("demo-3").name, "demo-3");
+  EXPECT_EQ(next_free_name("a", {"a", "a-9", "a-x", "a-2-1", "ab-20"}), "a-10");
+  EXPECT_EQ(next_free_name("a", {"a-2"}), "a");
+}
+
 TEST_P(StoreConformance, ParamsAreImmutableTagsAreNot) {
   RunInfo r = new_run();
   store_->set_param(r.uuid, "lr", "0.1");
@@ -342,6 +361,39 @@ TEST_P(StoreConformance, ArtifactsAreCopiedHashedAndNeverOverwritten) {
   EXPECT_THROW(store_->add_artifact(r.uuid, model, "x", "/abs"), Error);
   EXPECT_THROW(store_->add_artifact(r.uuid, dir_ / "missing.bin", "x"), Error);
   EXPECT_EQ(store_->artifacts(r.uuid).size(), 2u);
+}
+
+// Written in place (checkpoints, predictions, traces): hashed as written,
+// same rules for a name already taken; a writer that throws leaves nothing.
+TEST_P(StoreConformance, ArtifactsWrittenInPlaceFollowTheSameRules) {
+  RunInfo r = new_run();
+  auto body = [](const std::string& text) { return [text](std::ostream& o) { o << text; }; };
+  const std::string big(300000, 'w');  // several stream buffers
+  ArtifactInfo a = store_->write_artifact(r.uuid, "ckpt/step-1.pt", "checkpoint", body(big));
+  EXPECT_EQ(a.sha256, sha256_hex(big));
+  EXPECT_EQ(a.size, 300000);
+  EXPECT_EQ(sha256_file(a.path), a.sha256);
+  EXPECT_NO_THROW(verify_artifact(store_->artifacts(r.uuid).at(0)));
+  EXPECT_EQ(store_->write_artifact(r.uuid, "ckpt/step-1.pt", "checkpoint", body(big)).sha256,
+            a.sha256);
+  try {
+    store_->write_artifact(r.uuid, "ckpt/step-1.pt", "checkpoint", body("other"));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+  }
+  EXPECT_EQ(sha256_file(a.path), sha256_hex(big));
+  EXPECT_THROW(store_->write_artifact(r.uuid, "half.bin", "x",
+                                      [](std::ostream& o) {
+                                        o << "half";
+                                        throw std::runtime_error("writer failed");
+                                      }),
+               std::runtime_error);
+  EXPECT_EQ(store_->artifacts(r.uuid).size(), 1u);
+  for (const auto& e :
+       std::filesystem::recursive_directory_iterator(a.path.parent_path().parent_path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  EXPECT_THROW(store_->write_artifact(r.uuid, "../escape", "x", body("x")), Error);
 }
 
 TEST_P(StoreConformance, DeletingARunRemovesEverythingRecordedForIt) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -52,8 +53,17 @@ TEST(AllocatorTest, KeepingFreedMemoryAvoidsPageFaultsEveryStep) {
                                (dir / "c.yaml").string(), "--set",
                                std::string("allocator.keep_memory=") + keep});
   };
-  const long kept = faults("true"), returned = faults("false");
-  std::cout << "minor page faults: kept " << kept << ", glibc defaults " << returned << "\n";
+  // Three interleaved pairs and their medians: one run alone on a shared
+  // machine once came out at 0.835 (noise, not the allocator).
+  std::vector<long> k, r;
+  for (int i = 0; i < 3; ++i) {
+    k.push_back(faults("true"));
+    r.push_back(faults("false"));
+    std::cout << "minor page faults: kept " << k.back() << ", glibc defaults " << r.back() << "\n";
+  }
+  std::sort(k.begin(), k.end());
+  std::sort(r.begin(), r.end());
+  const long kept = k[1], returned = r[1];
   // 40 steps with 12.8 MB activations: glibc's defaults fault tens of
   // thousands of pages back in; kept memory faults only while growing.
   EXPECT_LT(kept * 5, returned * 4) << "kept " << kept << " vs glibc defaults " << returned;

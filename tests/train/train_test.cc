@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "support/test_util.h"
@@ -647,6 +648,44 @@ TEST(CheckpointTest, ADamagedCheckpointIsRefusedByEvalAndResume) {
   auto resume = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --resume ck");
   EXPECT_NE(resume.exit_code, 0) << resume.out;
   EXPECT_NE(resume.out.find("SHA-256"), std::string::npos) << resume.out;
+}
+
+}  // namespace trainscope::train
+
+namespace trainscope::train {
+
+// Everyday-use defect 11: checkpoints (and predictions, traces) were written
+// to $TMPDIR, copied into the store and read a third time to hash. They are
+// now written once in place, hashed as written and synced: a run trains
+// with $TMPDIR pointing nowhere, and every artifact verifies.
+TEST(CheckpointTest, ArtifactsAreWrittenInPlaceNotThroughTmpdir) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml")
+      << "data: {dataset: fashion-mnist, train_subset: 256, test_subset: 100}\n"
+         "train: {epochs: 1, batch_size: 64}\ncheckpoint: {every_steps: 2}\n"
+         "profile: {enabled: true, warmup_steps: 1, every: 1}\n";
+  std::string base = "TMPDIR=" + (dir / "no-such-dir").string() + " " + TS_CLI_BIN +
+                     " -q --store sqlite:" + (dir / "t.db").string();
+  auto run = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --name inplace");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  auto store = Store::open({.uri = "sqlite:" + (dir / "t.db").string()});
+  auto arts = store->artifacts(store->resolve_run("inplace").uuid);
+  std::set<std::string> kinds;
+  for (const auto& a : arts) {
+    EXPECT_NO_THROW(store::verify_artifact(a)) << a.name;
+    kinds.insert(a.kind);
+  }
+  EXPECT_EQ(kinds, (std::set<std::string>{"checkpoint", "predictions", "trace"}));
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
+  // Default names (the config's stem) stay unique: c, then c-2.
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(testing::run_command(base + " train " + (dir / "c.yaml").string() +
+                                   " --set train.max_steps=1 --set profile.enabled=false")
+                  .exit_code,
+              0);
+  EXPECT_EQ(store->resolve_run("c").name, "c");
+  EXPECT_EQ(store->resolve_run("c-2").name, "c-2");
 }
 
 }  // namespace trainscope::train

@@ -61,6 +61,20 @@ double percentile(std::vector<double> v, double p);
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body);
 
+// What write_synced_file wrote.
+struct WrittenFile {
+  std::string sha256;  // lowercase hex of the bytes written
+  int64_t size = 0;
+};
+// Creates (or truncates) `path` and writes it through `body` in one pass:
+// the bytes are hashed as they go and synced to disk (fsync) before this
+// returns, so a crash after it leaves the whole file. Throws Error(kStore)
+// naming the file when it cannot be written (disk full, ...).
+WrittenFile write_synced_file(const std::filesystem::path& path,
+                              const std::function<void(std::ostream&)>& body);
+// Syncs a folder so that a rename into it survives a crash (best effort).
+void sync_directory(const std::filesystem::path& dir);
+
 // This host's name.
 std::string host_name();
 

@@ -76,6 +76,9 @@ struct ProfileExtras {
 Json profile(const std::string& run_uuid, const profile::ProfileSummary& s,
              const ProfileExtras& extras);
 Json costmodel_eval(const profile::CostModelEval& e);
+// The first `top` operators (0: all) with self/total time, their shares and
+// calls, per profiled step.
+Json operator_table(const std::string& run_uuid, const profile::OperatorTable& t, size_t top);
 Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
             const numerics::LogmapResult& r);
 Json sum(const std::string& run_uuid, const numerics::SumReport& r);
@@ -102,6 +105,7 @@ void run_rows_csv(std::ostream& out, const store::RunQueryResult& result);
 void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
 void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
+void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top);
 // One row per group: n, mean, SD and its intervals, CV, range, Diff%.
 void metric_stats_csv(std::ostream& out, const stats::MetricStats& m);
 

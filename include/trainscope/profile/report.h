@@ -4,6 +4,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainscope/profile/types.h"
@@ -20,10 +21,35 @@ std::vector<LayerInfo> layers_from_json(
 // overheads as layer "(overhead)", and "(other)". They sum to the wall time.
 std::vector<store::ProfileCell> to_cells(const std::vector<IterationProfile>& profiles);
 
-// Chrome trace JSON (chrome://tracing, Perfetto): one complete event ("X")
-// per operator on a forward/backward/update track, and flow arrows from each
-// forward operator to the backward operator with the same sequence number.
-std::string chrome_trace(const IterationProfile& p);
+// Chrome trace JSON (chrome://tracing, Perfetto) of every profiled
+// iteration: one process per iteration ("step N", times from its start),
+// one complete event ("X") per operator on a forward/backward/update track
+// with its layer and self time, and flow arrows from each forward operator
+// to the backward operator with the same sequence number.
+std::string chrome_trace(const std::vector<IterationProfile>& steps);
+// The run artifact holding it.
+inline constexpr const char* kTraceArtifact = "profile_trace.json";
+inline constexpr const char* kTraceKind = "trace";
+
+// One operator's times over every profiled iteration, as the PyTorch
+// profiler's key_averages() gives them.
+struct OperatorStat {
+  std::string name;
+  int64_t calls = 0;
+  double self_us = 0;   // total self time
+  double total_us = 0;  // total time including the operators it called
+};
+struct OperatorTable {
+  int64_t steps = 0;              // profiled iterations in the trace
+  double self_us = 0;             // sum of every operator's self time
+  std::vector<OperatorStat> ops;  // by self time, largest first
+};
+// Reads a trace written by chrome_trace(); throws Error(kStore) naming
+// `what` when it is not one.
+OperatorTable operator_table(std::string_view trace_json, const std::string& what);
+// The operator table of a run's stored trace, verified by size and hash
+// first. Throws Error(kNotFound) when the run has no trace.
+OperatorTable operator_table(store::Store& store, const std::string& uuid);
 
 struct LayerTime {
   std::string layer;

@@ -22,6 +22,7 @@ struct TraceEvent {
   std::string layer;  // empty when unattributed
   Phase phase = Phase::kNone;
   double start_us = 0, dur_us = 0;  // from the iteration start
+  double self_us = 0;               // dur_us minus the operators it called
   int64_t seq = -1;
   int depth = 0;
 };

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,17 +20,32 @@ struct StoredFile {
   std::filesystem::path path;  // where the stored copy can be read
 };
 
+// A file written under a temporary name beside its final place, hashed as
+// it was written and synced; commit() or discard() it.
+struct StagedFile {
+  StoredFile file;  // path: the temporary file
+  std::filesystem::path destination;
+};
+
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
   virtual std::string describe() const = 0;
-  // Copies `file` to (run, name) so that a reader never sees a half-written
-  // copy (temporary name, then rename), replacing what was there. `name`
-  // has been checked to be a relative path without '.' or '..'. Throws
-  // Error(kNotFound) when `file` cannot be read, Error(kStore) when the copy
-  // cannot be written (the destination is then left as it was).
-  virtual StoredFile put(std::string_view run_uuid, std::string_view name,
-                         const std::filesystem::path& file) = 0;
+  // Writes (run, name) through `body` into a temporary file in its final
+  // folder, hashing and syncing it in the same pass (no copy, no second
+  // read). `name` has been checked to be a relative path without '.' or
+  // '..'. Throws Error(kStore) when it cannot be written (nothing is left
+  // behind).
+  virtual StagedFile stage(std::string_view run_uuid, std::string_view name,
+                           const std::function<void(std::ostream&)>& body) = 0;
+  // Renames a staged file into place (replacing what was there) so that a
+  // reader never sees half a file, and syncs the folder.
+  virtual StoredFile commit(const StagedFile& staged) = 0;
+  virtual void discard(const StagedFile& staged) = 0;
+  // Copies `file` to (run, name): stage() then commit(). Throws
+  // Error(kNotFound) when `file` cannot be read.
+  StoredFile put(std::string_view run_uuid, std::string_view name,
+                 const std::filesystem::path& file);
   // Where the stored copy of (run, name) is, whether or not it exists.
   virtual std::filesystem::path path(std::string_view run_uuid, std::string_view name) const = 0;
   // Removes every file of a run; a run without files is not an error.

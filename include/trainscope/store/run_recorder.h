@@ -81,6 +81,8 @@ class RunRecorder {
   void set_tag(std::string_view key, std::string_view value);
   ArtifactInfo add_artifact(const std::filesystem::path& file, std::string_view kind,
                             std::string_view name = {});
+  ArtifactInfo write_artifact(std::string_view name, std::string_view kind,
+                              const std::function<void(std::ostream&)>& body);
 
   // Writes everything buffered so far and waits until it is committed.
   // Throws Error if the store rejects it.

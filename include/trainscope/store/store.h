@@ -12,6 +12,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -61,7 +63,14 @@ struct NewRun {
   std::string command_line;
   std::string config_text;
   RunStatus status = RunStatus::kRunning;
+  // A default name ("demo" from demo.yaml): when a run already has it, the
+  // run is named "demo-2", "demo-3", ... instead, chosen inside the
+  // creating transaction, so that a name keeps naming one run.
+  bool unique_name = false;
 };
+
+// The first of `base`, `base-2`, `base-3`, ... that is not in `taken`.
+std::string next_free_name(const std::string& base, const std::vector<std::string>& taken);
 
 // Which runs list_runs() returns; every field set narrows the result.
 struct RunFilter {
@@ -174,6 +183,7 @@ void verify_artifact(const ArtifactInfo& artifact);
 std::string default_store_uri();
 
 class ArtifactStore;
+struct StoredFile;
 
 // The run store. Public methods are the whole contract every reader and
 // writer relies on; a backend implements the protected primitives below and
@@ -288,6 +298,12 @@ class Store {
   // content throws Error(kConflict) and changes nothing.
   ArtifactInfo add_artifact(std::string_view uuid, const std::filesystem::path& file,
                             std::string_view kind, std::string_view name = {});
+  // Writes an artifact in place through `body` (a checkpoint, predictions,
+  // a trace): one pass into the artifact folder, hashed as written, synced
+  // to disk before it is recorded; no temporary copy elsewhere. Same rules
+  // as add_artifact for a name already recorded.
+  ArtifactInfo write_artifact(std::string_view uuid, std::string_view name, std::string_view kind,
+                              const std::function<void(std::ostream&)>& body);
   // The run's artifacts by name, each with the path of its stored copy.
   std::vector<ArtifactInfo> artifacts(std::string_view uuid);
 
@@ -295,6 +311,10 @@ class Store {
   // `artifacts` keeps the files; `options` is what the store was opened with.
   Store(std::unique_ptr<ArtifactStore> artifacts, StoreOptions options);
   const StoreOptions& options() const { return options_; }
+  // Records a file the artifact store holds; checks the run and any
+  // artifact of that name already recorded.
+  ArtifactInfo record_artifact(std::string_view uuid, const std::string& rel, std::string_view kind,
+                               const StoredFile& stored);
 
   // --- backend primitives behind the neutral methods above ---------------------
   // Sets status "killed" and end_time = the last heartbeat, only if the run

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@ struct Predictions {
   double accuracy() const;
 };
 
-void write_predictions(const std::filesystem::path& file, const Predictions& p);
+void write_predictions(std::ostream& out, const Predictions& p);
 // Throws core::Error naming the file when it is not a predictions file.
 Predictions read_predictions(const std::filesystem::path& file);
 

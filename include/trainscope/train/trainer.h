@@ -30,6 +30,7 @@ namespace trainscope::train {
 
 struct TrainOptions {
   std::string name;          // run name
+  bool unique_name = false;  // a default name: "NAME-2", ... when NAME is taken
   std::string command_line;  // recorded with the run
   std::string resume;        // UUID of a run to continue
   std::string parent;        // UUID of the study the run belongs to

@@ -130,6 +130,7 @@ void profile(Context& ctx, const ProfileArgs& a) {
   cfg.train.epochs = std::max<int64_t>(cfg.train.epochs, 1);
   train::TrainOptions o;
   o.name = a.name.empty() ? fs::path(a.config).stem().string() + "-profile" : a.name;
+  o.unique_name = a.name.empty();
   o.command_line = ctx.argv_line;
   o.config_path = a.config;
   train::Trainer trainer(cfg, ctx.store(), o);

@@ -120,6 +120,7 @@ void train(Context& ctx, const TrainArgs& a) {
   o.name = !a.name.empty()
                ? a.name
                : env_or("TRAINSCOPE_RUN_NAME", std::filesystem::path(a.config).stem().string());
+  o.unique_name = a.name.empty() && env_or("TRAINSCOPE_RUN_NAME", "").empty();
   o.tags = tags_from_env();
   o.command_line = ctx.argv_line;
   o.resume = a.resume;

@@ -18,11 +18,12 @@ void CheckpointObserver::write(const RunContext& ctx) {
   // after the last checkpoint of a killed run may appear twice after
   // resuming: once from the killed process, once replayed.)
   ctx.run.flush();
-  fs::path tmp = fs::temp_directory_path() /
-                 fmt::format("trainscope-ckpt-{}-{}.pt", getpid(), core::new_uuid().substr(0, 8));
-  write_checkpoint(tmp, ctx.model, ctx.optimizer, ctx.dropout_generator, pos);
-  store::ArtifactInfo a = ctx.run.add_artifact(tmp, kCheckpointKind, checkpoint_name(pos.step));
-  fs::remove(tmp);
+  // Written in place into the artifact folder, hashed as written and
+  // synced before it is recorded: no copy through $TMPDIR, no re-read.
+  store::ArtifactInfo a =
+      ctx.run.write_artifact(checkpoint_name(pos.step), kCheckpointKind, [&](std::ostream& out) {
+        write_checkpoint(out, ctx.model, ctx.optimizer, ctx.dropout_generator, pos);
+      });
   ctx.publish_checkpoint({pos.step, a.name, a.path});
 }
 

@@ -21,11 +21,8 @@ void PredictionsObserver::on_evaluation_end(const RunContext&, const Evaluation&
 
 void PredictionsObserver::on_train_end(const RunContext& ctx, const TrainResult& result) {
   if (result.status != store::RunStatus::kFinished || last_.labels.empty()) return;
-  fs::path tmp = fs::temp_directory_path() /
-                 fmt::format("trainscope-pred-{}-{}.bin", getpid(), core::new_uuid().substr(0, 8));
-  study::write_predictions(tmp, last_);
-  ctx.run.add_artifact(tmp, study::kPredictionsKind, study::kPredictionsArtifact);
-  fs::remove(tmp);
+  ctx.run.write_artifact(study::kPredictionsArtifact, study::kPredictionsKind,
+                         [&](std::ostream& out) { study::write_predictions(out, last_); });
 }
 
 }  // namespace trainscope::train

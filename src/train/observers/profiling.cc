@@ -66,7 +66,7 @@ void ProfilingObserver::on_batch_begin(const RunContext& ctx) {
   step_start_ = core::monotonic_now();
   active_ = profiled(ctx.config, ctx.position.step + 1);
   // Operator events for the trace are kept for the first profiled step only.
-  if (active_) profiler_->begin(ctx.position.step + 1, /*keep_events=*/profiles_.empty());
+  if (active_) profiler_->begin(ctx.position.step + 1, /*keep_events=*/true);
 }
 
 void ProfilingObserver::on_phase(const RunContext& ctx, StepPhase phase) {
@@ -89,13 +89,9 @@ void ProfilingObserver::on_run_end(const RunContext& ctx, const TrainResult& res
 void ProfilingObserver::save(const RunContext& ctx) {
   if (profiles_.empty()) return;
   ctx.run.store().append_profile(ctx.run.uuid(), profile::to_cells(profiles_));
-  // The first profiled iteration as a Chrome trace.
-  fs::path tmp = fs::temp_directory_path() /
-                 fmt::format("trainscope-trace-{}.json", core::new_uuid().substr(0, 8));
-  std::ofstream(tmp) << profile::chrome_trace(profiles_.front());
-  ctx.run.add_artifact(tmp, "trace",
-                       fmt::format("profile_trace_step{}.json", profiles_.front().step));
-  fs::remove(tmp);
+  // Every profiled iteration as a Chrome trace, one process per step.
+  ctx.run.write_artifact(profile::kTraceArtifact, profile::kTraceKind,
+                         [&](std::ostream& out) { out << profile::chrome_trace(profiles_); });
   for (const auto& p : profiles_) ctx.run.log_metric("profile/coverage", p.coverage, p.step);
   profiles_.clear();
 }

@@ -1,0 +1,96 @@
+// Files written once, hashed as they are written and synced to disk.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ostream>
+#include <streambuf>
+#include <vector>
+
+#include "sha256.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::core {
+namespace {
+
+// A stream buffer over a file descriptor that feeds every byte to SHA-256.
+class HashingFileBuf final : public std::streambuf {
+ public:
+  explicit HashingFileBuf(int fd) : fd_(fd), buf_(1 << 16) { reset(); }
+  bool failed() const { return failed_; }
+  int error() const { return errno_; }
+  int64_t size() const { return size_; }
+  std::string sha256() { return hash_.hex(); }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (!drain()) return traits_type::eof();
+    if (!traits_type::eq_int_type(c, traits_type::eof())) {
+      *pptr() = traits_type::to_char_type(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return drain() ? 0 : -1; }
+
+ private:
+  void reset() { setp(buf_.data(), buf_.data() + buf_.size()); }
+  bool drain() {
+    const char* p = pbase();
+    size_t n = static_cast<size_t>(pptr() - pbase());
+    hash_.update(p, n);
+    size_ += static_cast<int64_t>(n);
+    while (n > 0 && !failed_) {
+      const ssize_t w = ::write(fd_, p, n);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)
+        failed_ = true, errno_ = errno;
+      else
+        p += w, n -= static_cast<size_t>(w);
+    }
+    reset();
+    return !failed_;
+  }
+
+  int fd_;
+  std::vector<char> buf_;
+  Sha256 hash_;
+  int64_t size_ = 0;
+  bool failed_ = false;
+  int errno_ = 0;
+};
+
+}  // namespace
+
+WrittenFile write_synced_file(const std::filesystem::path& path,
+                              const std::function<void(std::ostream&)>& body) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(ErrorKind::kStore, "cannot write '{}': {}", path.string(), std::strerror(errno));
+  HashingFileBuf buf(fd);
+  std::ostream out(&buf);
+  try {
+    body(out);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  out.flush();
+  const bool ok = !buf.failed() && out.good() && ::fsync(fd) == 0;
+  const int err = buf.failed() ? buf.error() : errno;
+  ::close(fd);
+  if (!ok)
+    fail(ErrorKind::kStore, "writing '{}' failed: {}", path.string(),
+         err ? std::strerror(err) : "the writer reported an error");
+  return {buf.sha256(), buf.size()};
+}
+
+void sync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // best effort: some file systems refuse
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace trainscope::core
