@@ -24,12 +24,17 @@ build: configure
 demo: build
 	@./scripts/demo.sh $(BUILD_DIR)/bin/trainscope
 
+# The whole suite: the Release build's tests, then the sanitizer build's
+# tests and fuzzers (test-asan).
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j$(JOBS)
+	@$(MAKE) --no-print-directory test-asan
 
-# AddressSanitizer + UBSan build of everything that does not need libtorch.
+# AddressSanitizer + UBSan build (clang) of everything that does not need
+# libtorch, with the libFuzzer targets of tests/fuzz run for a bounded time.
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_SANITIZE=ON \
+	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DTRAINSCOPE_WITH_TORCH=OFF -DTRAINSCOPE_BUILD_BENCH=OFF > $(ASAN_DIR).configure.log 2>&1 \
 	  || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j$(JOBS)

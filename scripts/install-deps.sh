@@ -17,6 +17,7 @@ PACKAGES=(
   chromium       # HTML reports are tested in a headless browser
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   python3-protobuf  # an independent runtime decodes them in the tests
+  clang libclang-rt-dev  # the sanitizer build and its libFuzzer targets
 )
 
 missing=()

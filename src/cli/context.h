@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "trainscope/core/error.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::cli {
@@ -21,13 +22,15 @@ struct Context {
   // For commands that only read: opens read-only, so that reading never
   // migrates a schema, switches a journal mode or marks another user's run
   // killed, and a store on read-only media (or of files made read-only) can
-  // be inspected. A store that does not exist yet, or needs migrating, is
-  // opened as by store() when that is possible.
+  // be inspected. A store that needs migrating is opened as by store() when
+  // that is possible; one that does not exist is an error (reading never
+  // creates a store).
   std::shared_ptr<store::Store> reader() {
     if (store_) return store_;
     try {
       store_ = store::Store::open({.uri = store_uri, .read_only = true});
-    } catch (const std::exception&) {
+    } catch (const core::Error& e) {
+      if (e.kind() == core::ErrorKind::kNotFound) throw;
       try {
         store_ = store::Store::open({.uri = store_uri});
       } catch (const std::exception&) {

@@ -100,8 +100,11 @@ int run(int argc, char** argv) {
     check_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every argument error is a usage error.
-    return app.exit(e) == 0 ? 0 : exit_code(core::ErrorKind::kUsage);
+    // --help and --version exit 0; every argument error is a usage error,
+    // reported in one line like every other error.
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "trainscope: " << e.what() << "; `--help` lists the options\n";
+    return exit_code(core::ErrorKind::kUsage);
   } catch (const Exit& e) {
     std::cout.flush();
     if (*e.what()) std::cerr << "trainscope: " << e.what() << "\n";

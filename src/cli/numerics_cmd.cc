@@ -65,11 +65,12 @@ void logmap(Context& ctx, const LogmapArgs& a) {
   }
   if (a.list) return list_variants(o);
   numerics::validate(o);
+  auto store = ctx.store();  // a store that cannot be opened fails before the work
   core::log_info("computing the exact reference at {} bits and {} variants...",
                  numerics::reference_precision(std::strtod(o.r.c_str(), nullptr), o.steps),
                  o.variants.empty() ? std::string("all") : std::to_string(o.variants.size()));
   auto res = numerics::run_logmap(o);
-  const std::string run = numerics::record_logmap(ctx.store(), o, res,
+  const std::string run = numerics::record_logmap(store, o, res,
                                                   {.name = a.name,
                                                    .experiment = a.experiment,
                                                    .command_line = ctx.argv_line,

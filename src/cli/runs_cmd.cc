@@ -298,9 +298,13 @@ void print_metric(Store& store, const RunInfo& r, const std::string& key, const 
   }
   auto pts = store.metric(r.uuid, key);
   if (pts.empty()) {
+    const auto ms = store.metric_summaries(r.uuid);
     std::string keys;
-    for (const auto& m : store.metric_summaries(r.uuid))
-      keys += (keys.empty() ? "" : ", ") + escape_for_display(m.key);
+    for (size_t i = 0; i < ms.size() && i < 8; ++i)
+      keys += (keys.empty() ? "" : ", ") + escape_for_display(ms[i].key);
+    if (ms.size() > 8)
+      keys += fmt::format(" and {} more (`trainscope metrics {}` lists them)", ms.size() - 8,
+                          r.uuid.substr(0, 8));
     fail(ErrorKind::kNotFound, "run {} has no metric '{}'; its metrics: {}", r.uuid.substr(0, 8),
          escape_for_display(key), keys.empty() ? "none" : keys);
   }

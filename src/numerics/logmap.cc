@@ -1,6 +1,11 @@
 #define MPFR_WANT_FLOAT128 1
 #include "trainscope/numerics/logmap.h"
 
+#if defined(__clang__)
+// mpfr.h names the type _Float128, which clang's C++ only spells __float128
+// (the sanitizer and fuzzer build uses clang).
+typedef __float128 _Float128;
+#endif
 #include <mpfr.h>
 
 #include <algorithm>

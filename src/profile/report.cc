@@ -290,9 +290,11 @@ ProfileSummary summarize(Store& store, const std::string& uuid) {
     lt.forward_us /= n, lt.backward_us /= n, lt.update_us /= n;
     s.layers.push_back(lt);
   }
-  for (auto& [name, lt] : by_layer) {
+  for (auto& entry : by_layer) {
     // Parameter owners deeper than the scoped layer (e.g. "features.conv1"
     // owning updates) merge into their scoped prefix when there is one.
+    LayerTime& lt = entry.second;
+    const std::string& name = entry.first;
     lt.forward_us /= n, lt.backward_us /= n, lt.update_us /= n;
     auto it = std::find_if(s.layers.begin(), s.layers.end(),
                            [&](const LayerTime& x) { return x.layer == name; });

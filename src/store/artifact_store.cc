@@ -43,6 +43,13 @@ class FolderArtifactStore final : public ArtifactStore {
       core::WrittenFile w = core::write_synced_file(staged.file.path, body);
       staged.file.sha256 = w.sha256;
       staged.file.size = w.size;
+    } catch (const core::Error& e) {
+      fs::remove(staged.file.path, ec);
+      if (e.kind() != ErrorKind::kStore) throw;
+      // Name the artifact, not its temporary file.
+      const std::string what = e.what();
+      fail(ErrorKind::kStore, "cannot store artifact '{}': {}", staged.destination.string(),
+           what.substr(what.rfind(": ") + 2));
     } catch (...) {
       fs::remove(staged.file.path, ec);
       throw;

@@ -303,11 +303,27 @@ void RunRecorder::end(RunStatus status) {
     err = stats_.last_error;
   }
   if (lost > 0) status = RunStatus::kFailed;
-  store_->set_status(info_.uuid, status);
-  info_.status = status;
+  set_final_status(status);
   if (lost > 0)
     fail(ErrorKind::kStore, "run {}: {} metric points could not be written: {}",
          info_.uuid.substr(0, 8), lost, err);
+}
+
+// On a full disk even the status update may not fit: the store's reserve
+// is freed for it, so the run ends "failed" rather than being found
+// "killed" later.
+void RunRecorder::set_final_status(RunStatus status) {
+  try {
+    store_->set_status(info_.uuid, status);
+  } catch (const core::Error& e) {
+    if (e.kind() != ErrorKind::kStore || !store_->release_reserve()) throw;
+    log_line(Verbosity::kQuiet,
+             fmt::format("trainscope: the disk is full; freed the store's reserve to record run {} "
+                         "as {}",
+                         info_.uuid.substr(0, 8), to_string(status)));
+    store_->set_status(info_.uuid, status);
+  }
+  info_.status = status;
 }
 
 RecorderStats RunRecorder::stats() const {

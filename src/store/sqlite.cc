@@ -11,9 +11,8 @@ void Db::exec(const char* sql) {
   char* err = nullptr;
   int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &err);
   if (rc != SQLITE_OK) {
-    std::string msg = err ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    raise(rc, msg);
+    raise(rc, fmt::format("'{}'", std::string_view(sql).substr(0, 60)));
   }
 }
 
@@ -30,11 +29,13 @@ void Db::raise(int rc, std::string_view what) const {
                 ErrorKind::kStore);
   const char* detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   int primary = rc & 0xff;
+  if (primary == SQLITE_FULL)
+    throw Error(fmt::format("store '{}': the disk is full ({} was refused); free space: nothing "
+                            "committed earlier was lost",
+                            path_, what),
+                ErrorKind::kStore);
   std::string hint;
   switch (primary) {
-    case SQLITE_FULL:
-      hint = "; the disk is full: free space, nothing committed earlier was lost";
-      break;
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       hint = "; another process held the store's lock too long: retry, or raise the busy timeout";

@@ -1,5 +1,7 @@
 #include "sqlite_store.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -88,6 +90,20 @@ std::string uri_escape(const std::string& path) {
 }
 
 // Checks a store location before SQLite sees it, to give a precise message.
+// A file of zeros beside the store, written while there is room, deleted
+// when the disk fills up so that a writer can still record that its run
+// failed (Store::release_reserve). Best effort: no room, no reserve.
+void keep_reserve(const fs::path& path) {
+  constexpr off_t kReserveBytes = 512 * 1024;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && st.st_size >= kReserveBytes) return;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const bool ok = ::posix_fallocate(fd, 0, kReserveBytes) == 0;
+  ::close(fd);
+  if (!ok) ::unlink(path.c_str());
+}
+
 void check_location(const fs::path& path, bool read_only) {
   std::error_code ec;
   auto st = fs::status(path, ec);
@@ -183,6 +199,18 @@ SqliteStore::SqliteStore(fs::path path, fs::path artifact_root, const StoreOptio
   }
   if (!memory_) use_wal_locked();
   if (version < latest_schema_version()) migrate_locked();
+  if (!memory_) keep_reserve(reserve_path());
+}
+
+fs::path SqliteStore::reserve_path() const {
+  fs::path p = path_;
+  p += "-reserve";
+  return p;
+}
+
+bool SqliteStore::release_reserve() {
+  std::error_code ec;
+  return !memory_ && fs::remove(reserve_path(), ec);
 }
 
 SqliteStore::~SqliteStore() {

@@ -21,6 +21,8 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   std::string describe() const override;
+  bool release_reserve() override;
+  std::filesystem::path reserve_path() const;
   int schema_version() override;
   int latest_schema_version() const override;
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "trainscope/core/error.h"
+#include "trainscope/train/dataset_files.h"
 #include "trainscope/train/seeds.h"
 
 namespace fs = std::filesystem;
@@ -40,11 +41,6 @@ std::string read_maybe_gz(const fs::path& path, const char* what) {
     fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it", what,
          path.string(), emsg);
   return out;
-}
-
-uint32_t be32(const std::string& s, size_t off) {
-  auto b = reinterpret_cast<const unsigned char*>(s.data()) + off;
-  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
 }
 
 // Finds NAME or NAME.gz in dir.
@@ -81,72 +77,36 @@ Dataset Dataset::select(const torch::Tensor& index) const {
   return d;
 }
 
-Dataset read_idx(const fs::path& images_path, const fs::path& labels_path) {
-  std::string img = read_maybe_gz(images_path, "IDX image");
-  std::string lab = read_maybe_gz(labels_path, "IDX label");
-  const char* expect =
-      "expected IDX format (magic 0x00000803 for images, 0x00000801 for labels, big-endian)";
-  if (img.size() < 16 || be32(img, 0) != 0x00000803)
-    fail(ErrorKind::kUsage, "'{}' is not an IDX image file; {}", images_path.string(), expect);
-  if (lab.size() < 8 || be32(lab, 0) != 0x00000801)
-    fail(ErrorKind::kUsage, "'{}' is not an IDX label file; {}", labels_path.string(), expect);
-  int64_t n = be32(img, 4), h = be32(img, 8), w = be32(img, 12);
-  if (h <= 0 || w <= 0 || h > 4096 || w > 4096)
-    fail(ErrorKind::kUsage, "'{}': implausible image size {}x{}", images_path.string(), h, w);
-  if (static_cast<int64_t>(img.size()) != 16 + n * h * w)
-    fail(ErrorKind::kUsage,
-         "'{}' is truncated or padded: header says {} images of {}x{} ({} bytes) but the file has "
-         "{}",
-         images_path.string(), n, h, w, 16 + n * h * w, img.size());
-  int64_t nl = be32(lab, 4);
-  if (static_cast<int64_t>(lab.size()) != 8 + nl)
-    fail(ErrorKind::kUsage, "'{}' is truncated: header says {} labels but the file has {} bytes",
-         labels_path.string(), nl, lab.size());
-  if (nl != n)
-    fail(ErrorKind::kUsage, "'{}' has {} images but '{}' has {} labels", images_path.string(), n,
-         labels_path.string(), nl);
+namespace {
+
+// Tensors over unpacked images: uint8 [n, c, h, w] and int64 labels.
+Dataset to_dataset(const RawImages& r) {
   Dataset d;
-  d.images = torch::empty({n, 1, h, w}, torch::kUInt8);
-  std::memcpy(d.images.data_ptr(), img.data() + 16, static_cast<size_t>(n * h * w));
-  auto labels_u8 = torch::empty({n}, torch::kUInt8);
-  std::memcpy(labels_u8.data_ptr(), lab.data() + 8, static_cast<size_t>(n));
-  d.labels = labels_u8.to(torch::kInt64);
-  d.classes = n > 0 ? d.labels.max().item<int64_t>() + 1 : 0;
-  if (d.classes > 256) fail(ErrorKind::kUsage, "'{}': labels out of range", labels_path.string());
+  d.images = torch::empty({r.n, r.channels, r.height, r.width}, torch::kUInt8);
+  std::memcpy(d.images.data_ptr(), r.pixels.data(), r.pixels.size());
+  d.labels = torch::empty({r.n}, torch::kInt64);
+  auto* lab = d.labels.data_ptr<int64_t>();
+  for (int64_t i = 0; i < r.n; ++i) lab[i] = r.labels[static_cast<size_t>(i)];
+  return d;
+}
+
+}  // namespace
+
+Dataset read_idx(const fs::path& images_path, const fs::path& labels_path) {
+  const RawImages r =
+      parse_idx(read_maybe_gz(images_path, "IDX image"), read_maybe_gz(labels_path, "IDX label"),
+                images_path.string(), labels_path.string());
+  Dataset d = to_dataset(r);
+  d.classes = r.n > 0 ? d.labels.max().item<int64_t>() + 1 : 0;
   return d;
 }
 
 Dataset read_cifar(const std::vector<fs::path>& files, bool cifar100) {
-  const int64_t label_bytes = cifar100 ? 2 : 1;
-  const int64_t record = label_bytes + 3 * 32 * 32;
-  std::vector<std::string> contents;
-  int64_t total = 0;
-  for (const auto& f : files) {
-    contents.push_back(read_maybe_gz(f, cifar100 ? "CIFAR-100 binary" : "CIFAR-10 binary"));
-    if (contents.back().empty() || static_cast<int64_t>(contents.back().size()) % record != 0)
-      fail(ErrorKind::kUsage,
-           "'{}' is not a CIFAR-{} binary batch: its size {} is not a multiple of {} bytes "
-           "({} label byte(s) + 3072 pixels)",
-           f.string(), cifar100 ? 100 : 10, contents.back().size(), record, label_bytes);
-    total += static_cast<int64_t>(contents.back().size()) / record;
-  }
-  Dataset d;
-  d.images = torch::empty({total, 3, 32, 32}, torch::kUInt8);
-  d.labels = torch::empty({total}, torch::kInt64);
-  auto* img = d.images.data_ptr<uint8_t>();
-  auto* lab = d.labels.data_ptr<int64_t>();
-  int64_t i = 0;
-  for (size_t fi = 0; fi < contents.size(); ++fi) {
-    const auto& c = contents[fi];
-    for (size_t off = 0; off < c.size(); off += static_cast<size_t>(record), ++i) {
-      int64_t label = static_cast<unsigned char>(c[off + static_cast<size_t>(label_bytes) - 1]);
-      if (label >= (cifar100 ? 100 : 10))
-        fail(ErrorKind::kUsage, "'{}': record {} has label {}, out of range; the file is corrupt",
-             files[fi].string(), i, label);
-      lab[i] = label;
-      std::memcpy(img + i * 3072, c.data() + off + label_bytes, 3072);
-    }
-  }
+  RawImages r;
+  for (const auto& f : files)
+    parse_cifar(read_maybe_gz(f, cifar100 ? "CIFAR-100 binary" : "CIFAR-10 binary"), cifar100,
+                f.string(), r);
+  Dataset d = to_dataset(r);
   d.classes = cifar100 ? 100 : 10;
   return d;
 }

@@ -131,7 +131,6 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   if (run.config_text.empty())
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no config)",
          run.uuid.substr(0, 8));
-  Config cfg = parse_config(run.config_text, {}, "run " + run.uuid.substr(0, 8));
   auto ck = find_checkpoint(store, run.uuid, checkpoint);
   if (!ck) {
     std::string have;
@@ -140,6 +139,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
     fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}", run.uuid.substr(0, 8),
          checkpoint.empty() ? "" : " '" + checkpoint + "'", have.empty() ? "none" : have);
   }
+  Config cfg = parse_config(run.config_text, {}, "run " + run.uuid.substr(0, 8));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);

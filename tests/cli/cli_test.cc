@@ -241,7 +241,7 @@ TEST_F(CliTest, InvalidUtf8InANameKeepsJsonValid) {
   EXPECT_NE(names.find("caf\xef\xbf\xbd-\xef\xbf\xbd"), std::string::npos) << names;
   auto exported = ts("runs export " + bad_uuid + " --format json");
   ASSERT_EQ(exported.exit_code, 0) << exported.out;
-  EXPECT_NO_THROW(nlohmann::json::parse(exported.out));
+  EXPECT_TRUE(nlohmann::json::parse(exported.out).is_object());
   auto other = ts("runs export " + good + " --format json");
   EXPECT_EQ(other.exit_code, 0) << other.out;
 }

@@ -107,6 +107,7 @@ class RunRecorder {
   void writer_loop();
   // Moves the buffer into the store. Called on the writer thread only.
   bool flush_once();
+  void set_final_status(RunStatus status);
   // Writes histograms and events; on failure puts them back. Writer thread.
   bool flush_probes();
   // After a failed write: whether the run is gone; if so drops the buffers.

@@ -307,6 +307,12 @@ class Store {
   // The run's artifacts by name, each with the path of its stored copy.
   std::vector<ArtifactInfo> artifacts(std::string_view uuid);
 
+  // --- a full disk ------------------------------------------------------------
+  // Frees the disk space the backend holds in reserve for a full disk (the
+  // SQLite backend keeps a 512 KiB file beside the store), so that a writer
+  // can still record that its run failed. True when it freed some.
+  virtual bool release_reserve() { return false; }
+
  protected:
   // `artifacts` keeps the files; `options` is what the store was opened with.
   Store(std::unique_ptr<ArtifactStore> artifacts, StoreOptions options);

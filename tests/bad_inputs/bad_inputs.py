@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""Bad inputs and faults, each with the exact message and exit code.
+
+docs/bad-inputs.md is generated from CASES by `--write` and checked by the
+default mode (ctest BadInputs.EveryDocumentedMessageAndExitCode): every row of
+the document is run against the real trainscope executable on a real store,
+and its exit code and stderr must be exactly what the document says.
+
+usage: bad_inputs.py TRAINSCOPE DOC [--write]
+"""
+import os
+import shutil
+import sqlite3
+import struct
+import subprocess
+import sys
+import tempfile
+
+# (what is wrong, command). $TS is trainscope on the fixture store $DIR/t.db;
+# $DIR is the fixture folder (see make_fixtures).
+CASES = [
+    # --- commands and arguments
+    ("a mistyped command", "$TS trian $DIR/good.yaml"),
+    ("an unknown option", "$TS runs list --colour"),
+    ("a missing argument", "$TS runs show"),
+    ("a negative limit", "$TS runs list --limit -1"),
+    ("a limit that is not a number", "$TS runs list --limit many"),
+    ("an unknown output format", "$TS runs list --format xml"),
+    ("a filter cut short", "$TS runs list --filter 'metrics.acc >'"),
+    ("a filter with unquoted text", "$TS runs list --filter \"params.optimizer.name = adam\""),
+    ("a filter on an unknown field", "$TS runs list --filter \"colour = 'red'\""),
+    ("a sort direction that does not exist", "$TS runs list --sort 'start_time sideways'"),
+    ("an unknown run", "$TS runs show nosuchrun"),
+    ("a name two runs share", "$TS runs show twin"),
+    ("deleting without --yes", "$TS runs delete lm"),
+    ("a metric the run does not have", "$TS metrics lm no/such/key"),
+    ("plotting a metric no run has", "$TS plot lm no/such/key -o $DIR/p.svg"),
+    ("exporting runs no filter matches", "$TS runs export --filter \"name = 'nobody'\""),
+    ("a run's operator table without a profile", "$TS profile show lm --ops"),
+    ("statistics of a metric no run has", "$TS stats no/such/key"),
+    # --- the store
+    ("a store file that is not a database", "$BARE --store sqlite:$DIR/notadb.db runs list"),
+    ("a store in a folder that does not exist",
+     "$BARE --store sqlite:$DIR/nope/t.db numerics logmap --steps 5"),
+    ("reading a store that does not exist", "$BARE --store sqlite:$DIR/absent.db runs list"),
+    ("a store URI with an unknown scheme", "$BARE --store mongodb://host/db runs list"),
+    ("a store from a newer trainscope", "$BARE --store sqlite:$DIR/newer.db runs list"),
+    # --- configs and --set
+    ("a config file that does not exist", "$TS train $DIR/missing.yaml"),
+    ("a folder given as the config", "$TS train $DIR/folder"),
+    ("a config that is not YAML", "$TS train $DIR/broken.yaml"),
+    ("a misspelt key", "$TS train $DIR/typo.yaml"),
+    ("a word where a number belongs", "$TS train $DIR/good.yaml --set train.epochs=many"),
+    ("zero epochs", "$TS train $DIR/good.yaml --set train.epochs=0"),
+    ("a negative learning rate", "$TS train $DIR/good.yaml --set optimizer.lr=-1"),
+    ("a string where a section belongs", "$TS train $DIR/section.yaml"),
+    ("--set without a value", "$TS train $DIR/good.yaml --set train.epochs"),
+    ("--set of a key that does not exist", "$TS train $DIR/good.yaml --set train.epoch=2"),
+    ("an unknown model", "$TS train $DIR/good.yaml --set model.name=resnet9000"),
+    ("an unknown optimizer", "$TS train $DIR/good.yaml --set optimizer.name=adamw2"),
+    ("a boolean that is neither", "$TS train $DIR/good.yaml --set data.hflip=maybe"),
+    # --- data files
+    ("a dataset folder that does not exist",
+     "$TS train $DIR/good.yaml --set data.dataset=mnist --set data.path=$DIR/nodata"),
+    ("IDX files with the wrong magic number",
+     "$TS train $DIR/good.yaml --set data.dataset=mnist --set data.path=$DIR/idx_magic"),
+    ("a truncated IDX image file",
+     "$TS train $DIR/good.yaml --set data.dataset=mnist --set data.path=$DIR/idx_short"),
+    ("an IDX label outside 0..9",
+     "$TS train $DIR/good.yaml --set data.dataset=mnist --set data.path=$DIR/idx_label"),
+    ("a CIFAR batch of the wrong size",
+     "$TS train $DIR/good.yaml --set data.dataset=cifar10 --set data.path=$DIR/cifar_bad"),
+    # --- checkpoints and runs
+    ("evaluating a run that has no checkpoint", "$TS eval lm"),
+    ("a damaged checkpoint", "$TS eval ck"),
+    ("resuming a finished run", "$TS train $DIR/good.yaml --resume ck2"),
+    # --- other commands
+    ("watching a program that does not exist", "$TS watch -- no-such-program-xyz"),
+    ("watch without a program", "$TS watch --"),
+    ("a study file that does not exist", "$TS study run $DIR/missing-study.yaml"),
+    ("a study with one replicate", "$TS study run $DIR/study_one.yaml"),
+    ("a study with an unknown key", "$TS study run $DIR/study_key.yaml"),
+    ("profiling every -1 steps", "$TS profile $DIR/good.yaml --every -1"),
+    ("profiling fewer steps than the warm-up", "$TS profile $DIR/good.yaml --steps 3"),
+    ("a profile of a run that has none", "$TS profile show lm"),
+    ("an environment diff with an unknown run", "$TS env diff lm nosuchrun"),
+]
+
+GOOD = ("data: {dataset: synthetic, synthetic: {size: 256}}\n"
+        "model: {name: mlp}\ntrain: {epochs: 1, batch_size: 64}\n")
+
+
+def idx(folder, images, labels):
+    os.makedirs(folder)
+    for prefix in ("train", "t10k"):
+        with open(f"{folder}/{prefix}-images-idx3-ubyte", "wb") as f:
+            f.write(images)
+        with open(f"{folder}/{prefix}-labels-idx1-ubyte", "wb") as f:
+            f.write(labels)
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def data_fixtures(d):
+    img = struct.pack(">IIII", 0x803, 2, 28, 28) + bytes(2 * 784)
+    lab = struct.pack(">II", 0x801, 2) + bytes([1, 2])
+    idx(f"{d}/idx_magic", struct.pack(">I", 0x999) + img[4:], lab)
+    idx(f"{d}/idx_short", img[:-100], lab)
+    idx(f"{d}/idx_label", img, struct.pack(">II", 0x801, 2) + bytes([1, 200]))
+    os.makedirs(f"{d}/cifar_bad")
+    for name in ["data_batch_%d.bin" % i for i in range(1, 6)] + ["test_batch.bin"]:
+        with open(f"{d}/cifar_bad/{name}", "wb") as f:
+            f.write(bytes(3000))
+
+
+def config_fixtures(d):
+    write(f"{d}/good.yaml", GOOD)
+    os.makedirs(f"{d}/folder")
+    write(f"{d}/broken.yaml", "train: {epochs: 2\nmodel: [\n")
+    write(f"{d}/typo.yaml", GOOD.replace("epochs: 1", "epoch: 1"))
+    write(f"{d}/section.yaml", "model: demo_cnn\n")
+    write(f"{d}/notadb.db", "this is not a database\n" * 100)
+    write(f"{d}/study_one.yaml", f"study: one\nbase: {d}/good.yaml\nreplicates: 1\nsources: [init]\n")
+    write(f"{d}/study_key.yaml", f"study: key\nbase: {d}/good.yaml\nreplicates: 2\ncolour: red\n")
+
+
+def run(cmd, d, ts, check=True):
+    full = cmd.replace("$TS", f"{ts} --store sqlite:{d}/t.db").replace("$DIR", d)
+    full = full.replace("$BARE --store", f"{ts} --store", 1)
+    r = subprocess.run(["bash", "-c", full], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, TRAINSCOPE_STORE=f"sqlite:{d}/t.db"))
+    if check and r.returncode != 0:
+        sys.exit(f"fixture failed: {full}\n{r.stdout}{r.stderr}")
+    return r
+
+
+def make_fixtures(d, ts):
+    config_fixtures(d)
+    data_fixtures(d)
+    run("$TS numerics logmap --steps 20 --name lm", d, ts)
+    run("$TS numerics logmap --steps 5 --name twin", d, ts)
+    run("$TS numerics logmap --steps 5 --name twin", d, ts)
+    tiny = "--set train.max_steps=2 --set checkpoint.every_steps=1"
+    run(f"$TS -q train $DIR/good.yaml --name ck {tiny} --no-progress", d, ts)
+    run(f"$TS -q train $DIR/good.yaml --name ck2 {tiny} --no-progress", d, ts)
+    ckpts = sorted(p for p in _walk(f"{d}/t-artifacts") if "/checkpoints/" in p)
+    victim = [p for p in ckpts if p.endswith(".pt")]
+    with sqlite3.connect(f"{d}/t.db") as db:
+        run_ck = db.execute("SELECT uuid FROM runs WHERE name='ck'").fetchone()[0]
+    for p in victim:
+        if run_ck in p:
+            with open(p, "r+b") as f:
+                f.seek(200)
+                f.write(b"\x5a")
+    shutil.copy(f"{d}/t.db", f"{d}/newer.db")
+    with sqlite3.connect(f"{d}/newer.db") as db:
+        cols = [r[1] for r in db.execute("PRAGMA table_info(schema_migrations)")]
+        db.execute(f"INSERT INTO schema_migrations ({', '.join(cols)}) VALUES "
+                   f"({', '.join(['999'] + ['0'] * (len(cols) - 1))})")
+
+
+def _walk(root):
+    for base, _, files in os.walk(root):
+        for f in files:
+            yield os.path.join(base, f)
+
+
+def observe(d, ts):
+    """Runs every case; run UUIDs in messages become <name> (they differ per run)."""
+    with sqlite3.connect(f"{d}/t.db") as db:
+        ids = db.execute("SELECT uuid, name FROM runs").fetchall()
+    rows = []
+    for what, cmd in CASES:
+        r = run(cmd, d, ts, check=False)
+        msg = r.stderr.strip().replace(d, "$DIR")
+        for uuid, name in ids:
+            msg = msg.replace(uuid, f"<{name}>").replace(uuid[:8], f"<{name}>")
+        rows.append((what, cmd, r.returncode, msg))
+    return rows
+
+
+def cell(s):
+    return s.replace("|", "\\|").replace("\n", "<br>")
+
+
+HEADER = """# Bad inputs and faults
+
+What trainscope answers to {n} bad inputs and faults: the exact message on
+stderr and the exit code (0 success; 1 the job failed; 2 usage or bad input;
+3 not found; 4 conflict; 5 store error; 127 a program to run does not
+exist). `$TS` is `trainscope --store sqlite:$DIR/t.db`, `$BARE` is
+`trainscope`; `$DIR` a folder of
+fixtures (a store with runs `lm`, `twin` twice, `ck` with a damaged
+checkpoint, `ck2`; configs; broken dataset files), made by
+`tests/bad_inputs/bad_inputs.py`. A run's UUID (or its first 8 characters)
+is shown as `<name>`.
+
+Every row is a test: `ctest -R BadInputs` runs each command against the real
+executable and requires exactly this exit code and message. After a change
+to a message, regenerate this file with
+`tests/bad_inputs/bad_inputs.py build/bin/trainscope docs/bad-inputs.md --write`
+and review the diff. A full disk (`watch` on a nearly full tmpfs) is tested by
+`DiskFullTest` (tests/cli/disk_full_test.cc), and a crash at any moment by the
+crash campaign (docs/reliability.md).
+
+| # | bad input or fault | command | exit | message |
+|---|---|---|---|---|
+"""
+
+
+def write_doc(path, rows):
+    with open(path, "w") as f:
+        f.write(HEADER.format(n=len(rows)))
+        for i, (what, cmd, code, msg) in enumerate(rows, 1):
+            f.write(f"| {i} | {cell(what)} | `{cell(cmd)}` | {code} | {cell(msg)} |\n")
+
+
+def read_doc(path):
+    rows = []
+    for line in open(path):
+        if not line.startswith("| ") or line.startswith("| #"):
+            continue
+        parts = [p.strip() for p in line.strip().strip("|").replace("\\|", "\x00").split("|")]
+        parts = [p.replace("\x00", "|") for p in parts]
+        rows.append((parts[1], parts[3], parts[4].replace("<br>", "\n")))
+    return rows
+
+
+def main():
+    ts, doc = os.path.abspath(sys.argv[1]), sys.argv[2]
+    d = tempfile.mkdtemp(prefix="trainscope-bad-")
+    try:
+        make_fixtures(d, ts)
+        rows = observe(d, ts)
+        if "--write" in sys.argv:
+            write_doc(doc, rows)
+            print(f"wrote {doc}: {len(rows)} cases")
+            return 0
+        documented = read_doc(doc)
+        failures = 0
+        if len(documented) != len(rows):
+            print(f"{doc} has {len(documented)} rows, CASES has {len(rows)}: regenerate it")
+            failures += 1
+        for (what, _, code, msg), (dwhat, dcode, dmsg) in zip(rows, documented):
+            if what != dwhat or str(code) != dcode or msg != dmsg:
+                print(f"FAIL {what}: documented exit {dcode} '{dmsg}', got {code} '{msg}'")
+                failures += 1
+        for what, _, code, msg in rows:
+            if code == 0 or "\n" in msg or not msg.startswith("trainscope: "):
+                print(f"FAIL {what}: exit {code}, not one error line: {msg!r}")
+                failures += 1
+        print(f"{len(rows) - failures}/{len(rows)} bad inputs as documented")
+        return 1 if failures else 0
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+// The YAML config reader and --set overrides: YAML before the first NUL,
+// then one "key=value" override per line.
+#include "fuzz_common.h"
+#include "trainscope/train/config.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace trainscope;
+  auto [yaml, sets] = fuzz::split(fuzz::as_text(data, size));
+  std::vector<std::string> overrides;
+  for (size_t start = 0; start < sets.size();) {
+    size_t end = sets.find('\n', start);
+    if (end == std::string_view::npos) end = sets.size();
+    overrides.emplace_back(sets.substr(start, end - start));
+    start = end + 1;
+  }
+  fuzz::expect_clean([&] {
+    train::Config c = train::parse_config(std::string(yaml), overrides, "fuzz.yaml");
+    (void)train::to_yaml(c);
+  });
+  return 0;
+}
