@@ -1,5 +1,6 @@
 #include "sqlite.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -27,7 +28,12 @@ void Db::raise(int rc, std::string_view what) const {
                             "database or a new file",
                             path_),
                 ErrorKind::kStore);
-  const char* detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  // SQLite's message may quote a damaged schema over many lines: one line,
+  // cut short.
+  std::string detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  std::replace_if(
+      detail.begin(), detail.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
+  if (detail.size() > 200) detail = detail.substr(0, 200) + "...";
   int primary = rc & 0xff;
   if (primary == SQLITE_FULL)
     throw Error(fmt::format("store '{}': the disk is full ({} was refused); free space: nothing "

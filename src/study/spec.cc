@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::study {
 
@@ -33,7 +34,8 @@ const std::set<std::string> kKeys = {
 struct Ctx {
   std::string file;
   [[noreturn]] void bad(const std::string& key, const std::string& what) const {
-    fail(ErrorKind::kUsage, "{}: {} {}", file, key, what);
+    fail(ErrorKind::kUsage, "{}: {} {}", file, core::escape_for_display(key),
+         core::escape_for_display(what));
   }
 };
 
@@ -108,6 +110,15 @@ void read_fields(const YAML::Node& root, StudySpec& s, const Ctx& c) {
     s.workers = read_int(root["workers"], "workers", 1, c);
 }
 
+// The base config, relative to the study file's folder.
+fs::path base_path(const fs::path& file, const std::string& base, const Ctx& c) {
+  if (base.empty()) c.bad("base", "is empty: give the base config, e.g. base: ../demo.yaml");
+  std::error_code ec;
+  fs::path p = fs::absolute(file.parent_path() / base, ec);
+  if (ec) c.bad("base", "'" + base + "' is not a usable path: " + ec.message());
+  return p;
+}
+
 void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
@@ -118,7 +129,8 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
   }
   if (s.name.empty()) c.bad("study", "is missing: name the study, e.g. study: seeds");
   if (!root["base"]) c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml");
-  if (!fs::exists(s.base)) c.bad("base", "names " + s.base.string() + ", which does not exist");
+  std::error_code ec;
+  if (!fs::exists(s.base, ec)) c.bad("base", "names " + s.base.string() + ", which does not exist");
   if (s.grid.empty() && s.sources.empty())
     c.bad("grid", "and sources are both missing: give a grid of factors or a list of sources");
   if (!s.grid.empty() && !s.sources.empty())
@@ -141,17 +153,24 @@ StudySpec parse_study(const std::string& text, const fs::path& file, bool quick)
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    fail(ErrorKind::kUsage, "{}: not valid YAML ({})", c.file, e.what());
+    fail(ErrorKind::kUsage, "{}: not valid YAML at line {}: {}", c.file, e.mark.line + 1,
+         core::escape_for_display(e.msg));
   }
   if (!root.IsMap()) fail(ErrorKind::kUsage, "{}: a study file is a map of keys", c.file);
   StudySpec s;
   s.file = file;
   s.text = text;
-  if (root["study"]) s.name = root["study"].as<std::string>();
-  if (root["base"]) s.base = fs::absolute(file.parent_path() / root["base"].as<std::string>());
-  read_fields(root, s, c);
-  if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
-  check(root, s, c);
+  try {
+    if (root["study"]) s.name = root["study"].as<std::string>();
+    if (root["base"]) s.base = base_path(file, root["base"].as<std::string>(), c);
+    read_fields(root, s, c);
+    if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
+    check(root, s, c);
+  } catch (const YAML::Exception& e) {
+    // A list or map where a value belongs (or the reverse), found by yaml-cpp.
+    fail(ErrorKind::kUsage, "{}: line {}, column {}: {} (a list or map where a value belongs?)",
+         c.file, e.mark.line + 1, e.mark.column + 1, core::escape_for_display(e.msg));
+  }
   return s;
 }
 

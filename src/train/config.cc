@@ -463,7 +463,8 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
       fail(ErrorKind::kUsage, "{}: expected a mapping of keys to values at the top level", source);
     flatten_yaml(root, "", kv, source);
   } catch (const YAML::Exception& e) {
-    fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1, e.msg);
+    fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1,
+         core::escape_for_display(e.msg));
   }
   for (const auto& [k, v] : kv) set_value(c, k, v, source, noted);
   std::map<std::string, std::string> overridden;  // key -> the --set that gave it

@@ -5,7 +5,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace trainscope;
-  auto [yaml, sets] = fuzz::split(fuzz::as_text(data, size));
+  const auto parts = fuzz::split(fuzz::as_text(data, size));
+  const std::string yaml(parts.first);
+  const std::string_view sets = parts.second;
   std::vector<std::string> overrides;
   for (size_t start = 0; start < sets.size();) {
     size_t end = sets.find('\n', start);
@@ -14,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     start = end + 1;
   }
   fuzz::expect_clean([&] {
-    train::Config c = train::parse_config(std::string(yaml), overrides, "fuzz.yaml");
+    train::Config c = train::parse_config(yaml, overrides, "fuzz.yaml");
     (void)train::to_yaml(c);
   });
   return 0;

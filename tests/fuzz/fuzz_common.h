@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -19,7 +20,10 @@ void expect_clean(F&& f) {
   try {
     std::forward<F>(f)();
   } catch (const core::Error& e) {
-    if (std::strchr(e.what(), '\n') != nullptr) std::abort();  // one line, always
+    if (std::strchr(e.what(), '\n') != nullptr) {  // one line, always
+      std::fprintf(stderr, "error message of more than one line:\n%s\n", e.what());
+      std::abort();
+    }
   }
 }
 
