@@ -202,16 +202,21 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
 }
 
-size_t edit_distance(const std::string& a, const std::string& b) {
+size_t edit_distance(const std::string& a, const std::string& b, size_t limit) {
+  const size_t over = limit == SIZE_MAX ? SIZE_MAX : limit + 1;
+  const size_t gap = a.size() > b.size() ? a.size() - b.size() : b.size() - a.size();
+  if (gap > limit) return over;
   std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
   for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (size_t j = 1; j <= b.size(); ++j)
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    // A row's minimum never decreases further down.
+    if (*std::min_element(cur.begin(), cur.end()) > limit) return over;
     std::swap(prev, cur);
   }
-  return prev[b.size()];
+  return std::min(prev[b.size()], over);
 }
 
 }  // namespace trainscope::core

@@ -627,7 +627,9 @@ std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_
   total.bind(1, uuid).bind(2, key);
   total.step();
   std::vector<MetricPoint> out;
-  out.reserve(static_cast<size_t>(total.int64(0)));
+  // A damaged store may claim any count: reserve what is plausible only.
+  const int64_t claimed = total.int64(0);
+  if (claimed > 0) out.reserve(static_cast<size_t>(std::min<int64_t>(claimed, 1 << 24)));
   sqlite::Stmt s(db_,
                  "SELECT c.points FROM metric_chunks c "
                  "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "

@@ -299,20 +299,24 @@ const Field& find_field(const std::string& key, const std::string& source) {
          fmt::format(
              "{}", fmt::join(keys.begin(), keys.begin() + std::min<size_t>(4, keys.size()), ", ")),
          keys.size() > 4 ? ", ..." : "", keys.front());
+  // Suggest only a near miss: a third of the word at most (lr -> optimizer.lr,
+  // optimizer.nam -> optimizer.name), never an unrelated key; farther
+  // distances are not computed to the end.
+  const std::string own_last =
+      key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
+  const size_t near = std::max<size_t>(1, own_last.size() / 3) + 1;
   const Field* best = nullptr;
-  size_t best_d = SIZE_MAX;
+  size_t best_d = near + 1;
   for (const auto& f : fields()) {
     // Compare with the full key and with its last component, so "lr" finds
     // "optimizer.lr".
     std::string k = f.key;
     std::string last = k.substr(k.rfind('.') == std::string::npos ? 0 : k.rfind('.') + 1);
-    size_t d = std::min(core::edit_distance(key, k), core::edit_distance(key, last) + 1);
+    size_t d =
+        std::min(core::edit_distance(key, k, near), core::edit_distance(key, last, near) + 1);
     if (d < best_d) best_d = d, best = &f;
   }
-  // Suggest only a near miss: a third of the word at most (lr -> optimizer.lr,
-  // optimizer.nam -> optimizer.name), never an unrelated key.
-  std::string last = key.substr(key.rfind('.') == std::string::npos ? 0 : key.rfind('.') + 1);
-  if (best_d <= std::max<size_t>(1, last.size() / 3) + 1)
+  if (best && best_d <= near)
     fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source, key, best->key);
   fail(ErrorKind::kUsage, "{}: unknown key '{}'; `trainscope config keys` lists every key", source,
        key);
@@ -453,8 +457,8 @@ void validate(const Config& c, const Where& where) {
 
 namespace {
 
-Config parse(const std::string& yaml_text, const std::vector<std::string>& overrides,
-             const std::string& source, std::vector<std::string>* noted) {
+Config parse_text(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                  const std::string& source, std::vector<std::string>* noted) {
   Config c;
   std::vector<std::pair<std::string, std::string>> kv;
   try {
@@ -482,6 +486,19 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
     return source;
   });
   return c;
+}
+
+// Every message about a config is one line: a key or value that holds
+// control characters (a YAML block scalar, a stray byte) is escaped.
+Config parse(const std::string& yaml_text, const std::vector<std::string>& overrides,
+             const std::string& source, std::vector<std::string>* noted) {
+  try {
+    return parse_text(yaml_text, overrides, source, noted);
+  } catch (const core::Error& e) {
+    const std::string_view m = e.what();
+    if (std::none_of(m.begin(), m.end(), [](char ch) { return ch == '\n' || ch == '\r'; })) throw;
+    throw core::Error(core::escape_for_display(m), e.kind());
+  }
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // escaping. All functions are thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -41,8 +42,9 @@ std::string csv_field(std::string_view s);
 // Formats a double so that parsing it back yields the same bits; NaN and
 // infinities print as "nan", "inf" and "-inf".
 std::string format_double(double v);
-// Levenshtein distance (for "did you mean" suggestions).
-size_t edit_distance(const std::string& a, const std::string& b);
+// Levenshtein distance (for "did you mean" suggestions); any distance above
+// `limit` is returned as limit + 1, found early.
+size_t edit_distance(const std::string& a, const std::string& b, size_t limit = SIZE_MAX);
 
 // "1h02m", "3m05s", "4.2s"; "-" for a negative or non-finite duration.
 std::string format_duration(double seconds);
