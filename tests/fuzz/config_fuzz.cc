@@ -15,8 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     overrides.emplace_back(sets.substr(start, end - start));
     start = end + 1;
   }
-  fuzz::expect_clean([&] {
-    (void)train::parse_config(yaml, overrides, "fuzz.yaml");
-  });
+  fuzz::expect_clean([&] { (void)train::parse_config(yaml, overrides, "fuzz.yaml"); });
   return 0;
 }
