@@ -52,21 +52,6 @@ void print_runs(const store::RunQueryResult& res, const std::string& fmt_name, b
   }
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    std::string part = s.substr(start, comma - start);
-    part.erase(0, part.find_first_not_of(' '));
-    part.erase(part.find_last_not_of(' ') + 1);
-    if (!part.empty()) out.push_back(part);
-    start = comma + 1;
-  }
-  return out;
-}
-
 void print_key_values(std::ostream& o, const char* title,
                       const std::map<std::string, std::string>& kv) {
   o << "\n" << title << " (" << kv.size() << ")\n";
@@ -163,7 +148,7 @@ void add_list(CLI::App* runs, Context& ctx) {
     if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
     if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
     if (a->all) a->q.limit = 0;
-    a->q.columns = split_list(a->columns);
+    a->q.columns = store::split_fields(a->columns);
     auto store = ctx.reader();
     print_runs(store::query_runs(*store, a->q), ctx.json ? "json" : a->format,
                !a->q.columns.empty());
