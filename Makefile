@@ -35,7 +35,8 @@ test: build
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_SANITIZE=ON \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-	  -DTRAINSCOPE_WITH_TORCH=OFF -DTRAINSCOPE_BUILD_BENCH=OFF > $(ASAN_DIR).configure.log 2>&1 \
+	  -DTRAINSCOPE_WITH_TORCH=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_WEB=OFF \
+	  > $(ASAN_DIR).configure.log 2>&1 \
 	  || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j$(JOBS)
 	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \

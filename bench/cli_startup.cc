@@ -21,44 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/store/run_recorder.h"
-#include "trainscope/store/store.h"
+#include "bench_stores.h"
 
 namespace fs = std::filesystem;
-namespace store = trainscope::store;
 
 namespace {
-
-constexpr int kRuns = 10'000;
-
-// 10,000 finished runs in 7 experiments, each with a config, 40 params, a
-// tag and a short loss series: the shape `trainscope train` leaves.
-fs::path ten_thousand_runs() {
-  const fs::path db = fs::temp_directory_path() / "trainscope-cli-startup-v1.db";
-  if (fs::exists(db)) return db;
-  const fs::path tmp = db.string() + ".building";
-  fs::remove(tmp);
-  std::shared_ptr<store::Store> s = store::Store::open({.uri = "sqlite:" + tmp.string()});
-  std::map<std::string, std::string> params;
-  for (int p = 0; p < 40; ++p) params["section.key" + std::to_string(p)] = std::to_string(p * 0.5);
-  for (int i = 0; i < kRuns; ++i) {
-    if (i % 1000 == 0) std::fprintf(stderr, "building the store: %d/%d runs\n", i, kRuns);
-    store::RunInfo r = s->create_run({.experiment = "exp" + std::to_string(i % 7),
-                                      .name = "run-" + std::to_string(i),
-                                      .config_text = std::string(1500, 'c') + std::to_string(i)});
-    s->set_params(r.uuid, params);
-    s->set_tag(r.uuid, "note", "bench");
-    std::vector<store::MetricPoint> loss;
-    for (int k = 0; k < 20; ++k) loss.push_back({k, 1.7e9 + k, 1.0 / (k + 1)});
-    s->append_metrics(r.uuid, {{"train/loss", loss}});
-    s->set_status(r.uuid, store::RunStatus::kFinished);
-  }
-  s.reset();
-  fs::rename(tmp, db);
-  fs::remove(tmp.string() + "-wal");
-  fs::remove(tmp.string() + "-shm");
-  return db;
-}
 
 struct Sample {
   double wall_ms, user_ms, sys_ms, rss_mib;
@@ -120,7 +87,7 @@ int main(int argc, char** argv) {
     }
   }
   if (binaries.empty()) binaries.push_back(TS_CLI_BIN);
-  const std::string uri = "sqlite:" + ten_thousand_runs().string();
+  const std::string uri = "sqlite:" + trainscope::bench::ten_thousand_runs().string();
   std::vector<std::pair<std::string, std::vector<std::string>>> cases;
   for (const auto& b : binaries) {
     cases.push_back({b + " --version", {b, "--version"}});
@@ -133,7 +100,7 @@ int main(int argc, char** argv) {
       const size_t i = (k + static_cast<size_t>(r)) % cases.size();
       samples[i].push_back(run_once(cases[i].second));
     }
-  std::printf("%d rounds, interleaved; %d runs in the store\n", rounds, kRuns);
+  std::printf("%d rounds, interleaved; %d runs in the store\n", rounds, trainscope::bench::kRuns);
   std::printf("%-60s %8s %17s %8s %8s %8s\n", "command", "wall ms", "[min..max]", "user ms",
               "sys ms", "RSS MiB");
   for (size_t i = 0; i < cases.size(); ++i) report(cases[i].first, samples[i]);

@@ -18,7 +18,15 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   python3-protobuf  # an independent runtime decodes them in the tests
   clang libclang-rt-dev  # the sanitizer build and its libFuzzer targets
+  libcpp-httplib-dev     # trainscope serve (the dashboard)
 )
+
+# Node.js and npm come with the machine (not from Debian's packages, whose
+# npm would replace that Node): the dashboard's front end and the browser
+# tests install their npm packages from lock files at build time.
+for tool in node npm; do
+  command -v "$tool" >/dev/null || { echo "install-deps: '$tool' is missing; install Node.js 20 with npm" >&2; exit 1; }
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -25,6 +25,7 @@ void register_study_commands(CLI::App& app, Context& ctx);    // study run, resu
 void register_probes_commands(CLI::App& app, Context& ctx);   // probes
 void register_plot_commands(CLI::App& app, Context& ctx);     // plot
 void register_completion_commands(CLI::App& app, Context& ctx);  // completion
+void register_serve_commands(CLI::App& app, Context& ctx);       // serve
 
 // Appends the root's options (--store, --json, -v, ...) to the help of every
 // subcommand; call after every command is registered.

@@ -639,6 +639,40 @@ std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_
   return out;
 }
 
+std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::string_view key,
+                                                  int64_t first) {
+  if (first <= 0) return metric(uuid, key);
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  // Chunk sizes first (no BLOBs read) to find the chunk holding point
+  // `first`; then only that chunk and the later ones.
+  sqlite::Stmt sizes(db_,
+                     "SELECT c.seq, c.n FROM metric_chunks c "
+                     "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
+                     "WHERE r.uuid = ? AND k.key = ? ORDER BY c.seq");
+  sizes.bind(1, uuid).bind(2, key);
+  int64_t before = 0, from_seq = -1;
+  while (sizes.step()) {
+    const int64_t n = sizes.int64(1);
+    if (before + n > first) {
+      from_seq = sizes.int64(0);
+      break;
+    }
+    before += n;
+  }
+  std::vector<MetricPoint> out;
+  if (from_seq < 0) return out;
+  sqlite::Stmt s(db_,
+                 "SELECT c.points FROM metric_chunks c "
+                 "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
+                 "WHERE r.uuid = ? AND k.key = ? AND c.seq >= ? ORDER BY c.seq");
+  s.bind(1, uuid).bind(2, key).bind(3, from_seq);
+  while (s.step()) codec::decode(s.blob(0), out);
+  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
+                                           std::min<int64_t>(first - before, std::ssize(out))));
+  return out;
+}
+
 std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,

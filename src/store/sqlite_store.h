@@ -42,6 +42,8 @@ class SqliteStore final : public Store {
 
   void append_metrics(std::string_view uuid, const std::vector<MetricSeries>& batch) override;
   std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) override;
+  std::vector<MetricPoint> metric_from(std::string_view uuid, std::string_view key,
+                                       int64_t first) override;
   std::vector<MetricSummary> metric_summaries(std::string_view uuid) override;
 
   void set_environment(std::string_view uuid,

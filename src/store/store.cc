@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 
@@ -209,6 +210,14 @@ ArtifactInfo Store::record_artifact(std::string_view uuid, const std::string& re
          short_uuid(std::string(uuid)), rel);
   recorded.path = stored.path;
   return recorded;
+}
+
+std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_view key,
+                                            int64_t first) {
+  auto all = metric(uuid, key);
+  const auto skip = static_cast<size_t>(std::clamp<int64_t>(first, 0, std::ssize(all)));
+  all.erase(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(skip));
+  return all;
 }
 
 std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {

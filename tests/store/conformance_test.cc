@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -252,6 +253,32 @@ TEST_P(StoreConformance, MetricsAppendAcrossBatchesAndLargeSeries) {
   EXPECT_EQ(summaries[0].min, -5);
   EXPECT_EQ(summaries[1].count, 1);
   EXPECT_TRUE(store_->metric(r.uuid, "missing").empty());
+}
+
+// A live reader asks only for the points after those it has; chunk
+// boundaries (batches of 20000, 7 and 1 points here) must not show.
+TEST_P(StoreConformance, MetricFromReturnsThePointsAfterAnAppendIndex) {
+  RunInfo r = new_run();
+  std::vector<MetricPoint> big;
+  for (int i = 0; i < 20000; ++i) big.push_back({i, 1.0, i * 0.5});
+  store_->append_metrics(r.uuid, {{"a", big}});
+  std::vector<MetricPoint> seven;
+  for (int i = 20000; i < 20007; ++i) seven.push_back({i, 2.0, i * 0.5});
+  store_->append_metrics(r.uuid, {{"a", seven}});
+  store_->append_metrics(r.uuid, {{"a", {{20007, 3.0, -1}}}});
+  const auto all = store_->metric(r.uuid, "a");
+  for (int64_t first : {int64_t{-3}, int64_t{0}, int64_t{1}, int64_t{19999}, int64_t{20000},
+                        int64_t{20003}, int64_t{20007}, int64_t{20008}, int64_t{50000}}) {
+    const auto tail = store_->metric_from(r.uuid, "a", first);
+    const size_t skip = static_cast<size_t>(std::clamp<int64_t>(first, 0, std::ssize(all)));
+    ASSERT_EQ(tail.size(), all.size() - skip) << "from " << first;
+    for (size_t i = 0; i < tail.size(); ++i) {
+      ASSERT_EQ(tail[i].step, all[skip + i].step) << "from " << first;
+      ASSERT_EQ(tail[i].value, all[skip + i].value) << "from " << first;
+    }
+  }
+  EXPECT_TRUE(store_->metric_from(r.uuid, "missing", 0).empty());
+  EXPECT_TRUE(store_->metric_from(r.uuid, "missing", 5).empty());
 }
 
 TEST_P(StoreConformance, EnvironmentEntriesReplaceEarlierValues) {

@@ -250,6 +250,11 @@ class Store {
   virtual void append_metrics(std::string_view uuid, const std::vector<MetricSeries>& batch) = 0;
   // Every point of one key in append order (steps need not be monotonic).
   virtual std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) = 0;
+  // The points of one key from append index `first` on: what a live reader
+  // that already holds `first` points still lacks. A backend reads only the
+  // chunks holding them; this default reads all and drops the head.
+  virtual std::vector<MetricPoint> metric_from(std::string_view uuid, std::string_view key,
+                                               int64_t first);
   virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
 
   // --- environment manifest ---------------------------------------------------

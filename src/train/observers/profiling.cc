@@ -93,6 +93,9 @@ void ProfilingObserver::save(const RunContext& ctx) {
   ctx.run.write_artifact(profile::kTraceArtifact, profile::kTraceKind,
                          [&](std::ostream& out) { out << profile::chrome_trace(profiles_); });
   for (const auto& p : profiles_) ctx.run.log_metric("profile/coverage", p.coverage, p.step);
+  // The GEMM peak the layers' GFLOP/s are compared with (roofline share),
+  // recorded so that a reader without libtorch (the dashboard) has it.
+  ctx.run.log_metric("profile/peak_gflops", profile::peak_gflops(), profiles_.back().step);
   profiles_.clear();
 }
 

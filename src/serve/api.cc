@@ -1,0 +1,182 @@
+// Routing of the API: path segments to the handlers of api_internal.h, and
+// the one place where errors become HTTP statuses.
+#include "trainscope/serve/api.h"
+
+#include <cctype>
+#include <charconv>
+#include <vector>
+
+#include "api_internal.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/core/version.h"
+
+namespace trainscope::serve {
+
+using core::ErrorKind;
+using core::fail;
+
+namespace detail {
+
+std::string param(const Request& r, const std::string& name, const std::string& fallback) {
+  auto it = r.query.find(name);
+  return it == r.query.end() ? fallback : it->second;
+}
+
+std::string required(const Request& r, const std::string& name) {
+  std::string v = param(r, name);
+  if (v.empty()) fail(ErrorKind::kUsage, "parameter '{}' is required", name);
+  return v;
+}
+
+int64_t int_param(const Request& r, const std::string& name, int64_t fallback, int64_t lo,
+                  int64_t hi) {
+  const std::string v = param(r, name);
+  if (v.empty()) return fallback;
+  int64_t out = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (ec != std::errc() || end != v.data() + v.size() || out < lo || out > hi)
+    fail(ErrorKind::kUsage, "parameter '{}' must be a whole number from {} to {}, got '{}'", name,
+         lo, hi, core::escape_for_display(v));
+  return out;
+}
+
+Response json(const Json& j, int status) {
+  Response out;
+  out.status = status;
+  out.body = j.dump(-1, ' ', false, format::kInvalidUtf8);
+  return out;
+}
+
+Response text(std::string body, std::string content_type) {
+  Response out;
+  out.body = std::move(body);
+  out.content_type = std::move(content_type);
+  return out;
+}
+
+std::string artifact_url(const std::string& uuid, const std::string& name) {
+  std::string out = "/api/runs/" + uuid + "/artifacts/";
+  static const char* hex = "0123456789ABCDEF";
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '/' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
+std::vector<std::string> segments(const std::string& path) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (j > i) out.push_back(path.substr(i, j - i));
+    i = j + 1;
+  }
+  return out;
+}
+
+int status_of(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kUsage:
+      return 400;
+    case ErrorKind::kNotFound:
+      return 404;
+    case ErrorKind::kConflict:
+      return 409;
+    default:
+      return 500;
+  }
+}
+
+[[noreturn]] void no_such_path(const Request& r) {
+  fail(ErrorKind::kNotFound, "no API endpoint {} {} (docs/api.md lists them)", r.method,
+       core::escape_for_display(r.path));
+}
+
+// /api/runs/{ref}/...: everything about one run.
+Response run_route(store::Store& s, const Request& r, const std::vector<std::string>& seg,
+                   const ApiOptions& o) {
+  const store::RunInfo run = s.resolve_run(seg[2]);
+  const std::string what = seg.size() > 3 ? seg[3] : "";
+  if (what == "tags" && seg.size() == 5) {
+    if (!o.allow_writes)
+      return error_response(403,
+                            "this server is read-only; start it with --allow-writes "
+                            "to change tags");
+    return tags(s, run, r, seg[4]);
+  }
+  if (r.method != "GET") no_such_path(r);
+  if (what == "artifacts" && seg.size() > 4) {
+    std::string name = seg[4];
+    for (size_t i = 5; i < seg.size(); ++i) name += "/" + seg[i];
+    return artifact_file(s, run, name);
+  }
+  if (seg.size() > 4) no_such_path(r);
+  if (what.empty()) return json(run_page(s, run));
+  if (what == "live") return json(live(s, run));
+  if (what == "metric") return json(metric_chart(s, run, r));
+  if (what == "environment") return json({{"entries", s.environment(run.uuid)}});
+  if (what == "resources") return json(resources(s, run));
+  if (what == "profile") return json(profile(s, run));
+  if (what == "profile.svg") return text(profile_svg(s, run), "image/svg+xml");
+  if (what == "probes") return json(probes(s, run));
+  if (what == "histograms") return json(histograms(s, run, r));
+  if (what == "histogram.svg") return text(histogram_svg(s, run, r), "image/svg+xml");
+  no_such_path(r);
+}
+
+Response route(store::Store& s, const Request& r, const ApiOptions& o) {
+  const auto seg = segments(r.path);
+  if (seg.size() < 2 || seg[0] != "api") no_such_path(r);
+  const std::string& what = seg[1];
+  if (what == "runs" && seg.size() >= 3) return run_route(s, r, seg, o);
+  if (r.method != "GET") no_such_path(r);
+  if (what == "info" && seg.size() == 2)
+    return json({{"version", core::version()},
+                 {"store", s.describe()},
+                 {"schema_version", s.schema_version()},
+                 {"writes_allowed", o.allow_writes},
+                 {"now", core::unix_now()}});
+  if (what == "runs" && seg.size() == 2) return json(runs_page(s, r));
+  if (what == "diff" && seg.size() == 2) return json(diff(s, r));
+  if (what == "studies" && seg.size() == 2) return json(studies(s));
+  if (what == "studies" && seg.size() == 3) return json(study(s, seg[2]));
+  if (what == "studies" && seg.size() == 4 && seg[3] == "report.html") {
+    Response out = text(study_html(s, seg[2]), "text/html; charset=utf-8");
+    // The report is a document of its own: no scripts, no same-origin access.
+    out.headers.emplace_back("Content-Security-Policy", "sandbox");
+    return out;
+  }
+  no_such_path(r);
+}
+
+}  // namespace
+
+Response error_response(int status, const std::string& message) {
+  return json({{"error", message}, {"status", status}}, status);
+}
+
+Response handle_api(store::Store& store, const Request& request, const ApiOptions& options) {
+  try {
+    return route(store, request, options);
+  } catch (const core::Error& e) {
+    return error_response(status_of(e.kind()), e.what());
+  } catch (const std::exception& e) {
+    return error_response(500, e.what());
+  }
+}
+
+}  // namespace trainscope::serve

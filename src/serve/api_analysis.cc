@@ -1,0 +1,137 @@
+// Profiles, probes, diffs and studies: what the analysis pages show, through
+// the same library readers as `profile show`, `probes`, `diff` and `study
+// report`.
+#include <set>
+
+#include "api_internal.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/probes/read.h"
+#include "trainscope/profile/report.h"
+#include "trainscope/repro/diff.h"
+#include "trainscope/store/query.h"
+#include "trainscope/study/report.h"
+#include "trainscope/study/study.h"
+
+namespace trainscope::serve::detail {
+
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+double mean_of(store::Store& s, const std::string& uuid, const std::string& key) {
+  const auto points = s.metric(uuid, key);
+  if (points.empty()) return 0;
+  double sum = 0;
+  for (const auto& p : points) sum += p.value;
+  return sum / static_cast<double>(points.size());
+}
+
+profile::ProfileSummary summary_or_404(store::Store& s, const store::RunInfo& run) {
+  auto summary = profile::summarize(s, run.uuid);
+  if (summary.iterations == 0)
+    fail(ErrorKind::kNotFound, "run {} has no profile; record one with `trainscope profile`",
+         run.uuid.substr(0, 8));
+  return summary;
+}
+
+std::string histogram_key(const Request& r) { return required(r, "key"); }
+
+std::vector<store::HistogramRecord> histograms_or_404(store::Store& s, const store::RunInfo& run,
+                                                      const std::string& key) {
+  auto hs = s.histograms(run.uuid, key);
+  if (hs.empty())
+    fail(ErrorKind::kNotFound, "run {} has no histograms under '{}'", run.uuid.substr(0, 8),
+         core::escape_for_display(key));
+  return hs;
+}
+
+}  // namespace
+
+Json profile(store::Store& s, const store::RunInfo& run) {
+  const auto summary = summary_or_404(s, run);
+  const format::ProfileExtras extras{mean_of(s, run.uuid, "profile/step_ms_profiled"),
+                                     mean_of(s, run.uuid, "profile/step_ms_unprofiled"),
+                                     mean_of(s, run.uuid, "profile/peak_gflops")};
+  Json j = format::profile(run.uuid, summary, extras);
+  j["operators"] = Json::array();
+  j["trace_url"] = nullptr;
+  for (const auto& a : s.artifacts(run.uuid))
+    if (a.name == profile::kTraceArtifact) {
+      j["trace_url"] = artifact_url(run.uuid, a.name);
+      j["operators"] =
+          format::operator_table(run.uuid, profile::operator_table(s, run.uuid), 20)["operators"];
+    }
+  return j;
+}
+
+std::string profile_svg(store::Store& s, const store::RunInfo& run) {
+  return profile::layer_chart_svg(summary_or_404(s, run), run.name);
+}
+
+Json probes(store::Store& s, const store::RunInfo& run) {
+  Json series = Json::array();
+  for (const auto& ref : probes::probe_series(s, run.uuid))
+    series.push_back({{"key", ref.key},
+                      {"layer", ref.layer},
+                      {"kind", ref.kind},
+                      {"stat", ref.stat},
+                      {"count", ref.summary.count},
+                      {"last", format::number(ref.summary.last_value)}});
+  std::set<std::string> keys;
+  for (const auto& h : s.histograms(run.uuid)) keys.insert(h.key);
+  Json alerts = Json::array();
+  for (const auto& e : probes::probe_alerts(s, run.uuid))
+    alerts.push_back(
+        {{"step", e.step}, {"name", e.name}, {"source", e.source}, {"message", e.message}});
+  return {{"series", series}, {"histograms", keys}, {"alerts", alerts}};
+}
+
+Json histograms(store::Store& s, const store::RunInfo& run, const Request& r) {
+  const std::string key = histogram_key(r);
+  Json steps = Json::array();
+  for (const auto& h : histograms_or_404(s, run, key))
+    steps.push_back({{"step", h.step},
+                     {"low", format::number(h.low)},
+                     {"high", format::number(h.high)},
+                     {"counts", h.counts},
+                     {"nan", h.nan},
+                     {"pos_inf", h.pos_inf},
+                     {"neg_inf", h.neg_inf}});
+  return {{"key", key}, {"steps", steps}};
+}
+
+std::string histogram_svg(store::Store& s, const store::RunInfo& run, const Request& r) {
+  const std::string key = histogram_key(r);
+  return probes::histogram_heatmap_svg(histograms_or_404(s, run, key), run.name + " " + key);
+}
+
+Json diff(store::Store& s, const Request& r) {
+  const auto a = s.resolve_run(required(r, "a"));
+  const auto b = s.resolve_run(required(r, "b"));
+  return format::run_diff(repro::diff_runs(s, a, b));
+}
+
+Json studies(store::Store& s) {
+  store::RunQuery q;
+  q.filter = "tags.kind = 'study'";
+  Json out = Json::array();
+  for (const auto& row : store::query_runs(s, q).rows) {
+    Json j = format::run(row.info, false);
+    j["children"] = s.list_runs({.parent_uuid = row.info.uuid}).size();
+    out.push_back(std::move(j));
+  }
+  return {{"studies", out}};
+}
+
+Json study(store::Store& s, const std::string& ref) {
+  return {{"analysis", format::study_analysis(study::analyse_study(s, ref))},
+          {"status", format::study_status(study::study_status(s, ref))}};
+}
+
+std::string study_html(store::Store& s, const std::string& ref) {
+  return study::html_report(study::analyse_study(s, ref));
+}
+
+}  // namespace trainscope::serve::detail

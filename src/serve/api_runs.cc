@@ -1,0 +1,220 @@
+// The runs table, the run page and its live poll, metric series for charts,
+// resources, artifacts and tags.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include "api_internal.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/monitor/report.h"
+#include "trainscope/serve/downsample.h"
+#include "trainscope/store/query.h"
+
+namespace trainscope::serve::detail {
+
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+// What the runs table shows when the page asks for no columns: the run,
+// and the two metrics every training records.
+std::vector<std::string> dashboard_columns() {
+  auto cols = store::default_run_columns();
+  cols.push_back("metrics.train/loss");
+  cols.push_back("metrics.test/accuracy");
+  return cols;
+}
+
+// "name or UUID contains TEXT" in the filter language.
+std::string search_filter(const std::string& text) {
+  const char quote = text.find('\'') == std::string::npos ? '\'' : '"';
+  if (text.find(quote) != std::string::npos)
+    fail(ErrorKind::kUsage, "parameter 'search' cannot hold both ' and \"");
+  const std::string lit = std::string(1, quote) + "%" + text + "%" + quote;
+  return "(name ilike " + lit + " or uuid ilike " + lit + ")";
+}
+
+std::optional<store::MetricSummary> summary_of(store::Store& s, const std::string& uuid,
+                                               const std::string& key) {
+  for (auto& m : s.metric_summaries(uuid))
+    if (m.key == key) return m;
+  return std::nullopt;
+}
+
+Json events_json(const std::vector<store::RunEvent>& events) {
+  Json out = Json::array();
+  for (const auto& e : events)
+    out.push_back({{"step", e.step},
+                   {"wall_time", core::format_utc(e.wall_time)},
+                   {"kind", e.kind},
+                   {"name", e.name},
+                   {"source", e.source},
+                   {"message", e.message}});
+  return out;
+}
+
+bool has_prefix(const std::vector<store::MetricSummary>& ms, std::string_view prefix) {
+  return std::any_of(ms.begin(), ms.end(),
+                     [&](const auto& m) { return m.key.starts_with(prefix); });
+}
+
+}  // namespace
+
+Json runs_page(store::Store& s, const Request& r) {
+  store::RunQuery q;
+  q.base.experiment = param(r, "experiment");
+  if (auto st = param(r, "status"); !st.empty()) q.base.status = store::parse_run_status(st);
+  q.filter = param(r, "filter");
+  if (auto text = param(r, "search"); !text.empty()) {
+    const std::string f = search_filter(text);
+    q.filter = q.filter.empty() ? f : "(" + q.filter + ") and " + f;
+  }
+  q.sort = param(r, "sort");
+  q.columns = store::split_fields(param(r, "columns"));
+  if (q.columns.empty()) q.columns = dashboard_columns();
+  q.offset = int_param(r, "offset", 0, 0, INT64_MAX);
+  q.limit = int_param(r, "limit", 50, 1, 1000);
+  const auto result = store::query_runs(s, q);
+  Json j = format::run_rows(result);
+  // Whatever the columns, a row names its run for links and selection.
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const auto& info = result.rows[i].info;
+    j["runs"][i]["uuid"] = info.uuid;
+    j["runs"][i]["name"] = info.name;
+    j["runs"][i]["status"] = store::to_string(info.status);
+  }
+  j["offset"] = q.offset;
+  j["limit"] = q.limit;
+  j["experiments"] = s.list_experiments();
+  return j;
+}
+
+Json run_page(store::Store& s, const store::RunInfo& run) {
+  Json j;
+  j["run"] = format::run(run, true);
+  j["params"] = s.params(run.uuid);
+  const auto tags = s.tags(run.uuid);
+  j["tags"] = tags;
+  const auto summaries = s.metric_summaries(run.uuid);
+  j["metrics"] = Json::array();
+  for (const auto& m : summaries) j["metrics"].push_back(format::metric_summary(m));
+  j["artifacts"] = Json::array();
+  for (const auto& a : s.artifacts(run.uuid)) {
+    Json aj = format::artifact(a);
+    aj.erase("path");  // where the server keeps it is not the browser's business
+    aj["url"] = artifact_url(run.uuid, a.name);
+    j["artifacts"].push_back(std::move(aj));
+  }
+  j["events"] = events_json(s.events(run.uuid));
+  j["has_profile"] = has_prefix(summaries, "profile/coverage");
+  j["has_probes"] = has_prefix(summaries, "probe/");
+  auto kind = tags.find("kind");
+  j["is_study"] = kind != tags.end() && kind->second == "study";
+  j["children"] = s.list_runs({.parent_uuid = run.uuid}).size();
+  return j;
+}
+
+Json live(store::Store& s, const store::RunInfo& run) {
+  Json metrics = Json::array();
+  for (const auto& m : s.metric_summaries(run.uuid))
+    metrics.push_back({{"key", m.key},
+                       {"count", m.count},
+                       {"last_step", m.last_step},
+                       {"last", format::number(m.last_value)}});
+  return {{"status", store::to_string(run.status)},
+          {"heartbeat", core::format_utc(run.heartbeat)},
+          {"duration_s", store::run_seconds(run, core::unix_now())},
+          {"metrics", metrics}};
+}
+
+Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) {
+  const std::string key = required(r, "key");
+  const int64_t width = int_param(r, "width", 1000, 1, 100000);
+  const int64_t after = int_param(r, "after", 0, 0, INT64_MAX);
+  if (!summary_of(s, run.uuid, key)) {
+    std::vector<std::string> keys;
+    for (const auto& m : s.metric_summaries(run.uuid)) keys.push_back(m.key);
+    fail(ErrorKind::kNotFound, "run {} has no metric '{}' ({} keys recorded)",
+         run.uuid.substr(0, 8), core::escape_for_display(key), keys.size());
+  }
+  auto points = s.metric_from(run.uuid, key, after);
+  const int64_t count = after + static_cast<int64_t>(points.size());
+  // LTTB needs x in order: a series is appended in step order but need not be.
+  auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
+  if (!std::is_sorted(points.begin(), points.end(), by_step))
+    std::stable_sort(points.begin(), points.end(), by_step);
+  std::vector<double> x, y;
+  int64_t nonfinite = 0;
+  for (const auto& p : points) {
+    if (!std::isfinite(p.value)) {
+      ++nonfinite;
+      continue;
+    }
+    x.push_back(static_cast<double>(p.step));
+    y.push_back(p.value);
+  }
+  const size_t target = std::min<size_t>(kMaxChartPoints, static_cast<size_t>(2 * width));
+  const bool down = x.size() > target;
+  Json steps = Json::array(), values = Json::array();
+  if (down) {
+    for (size_t i : lttb(x.data(), y.data(), x.size(), target)) {
+      steps.push_back(static_cast<int64_t>(x[i]));
+      values.push_back(y[i]);
+    }
+  } else {
+    // Few enough to send all: non-finite values as gaps (null).
+    for (const auto& p : points) {
+      steps.push_back(p.step);
+      values.push_back(std::isfinite(p.value) ? Json(p.value) : Json());
+    }
+  }
+  return {{"key", key},
+          {"count", count},
+          {"from", after},
+          {"downsampled", down},
+          {"nonfinite", nonfinite},
+          {"steps", std::move(steps)},
+          {"values", std::move(values)}};
+}
+
+Json resources(store::Store& s, const store::RunInfo& run) {
+  Json keys = Json::array();
+  for (const auto& m : s.metric_summaries(run.uuid))
+    if (monitor::is_resource_key(m.key)) keys.push_back(m.key);
+  return {{"stats", format::resource_stats(monitor::resource_stats(s, run, 0))}, {"keys", keys}};
+}
+
+Response artifact_file(store::Store& s, const store::RunInfo& run, const std::string& name) {
+  for (const auto& a : s.artifacts(run.uuid)) {
+    if (a.name != name) continue;
+    store::verify_artifact(a);  // a damaged file is an error, never served
+    std::ifstream in(a.path, std::ios::binary);
+    std::ostringstream body;
+    body << in.rdbuf();
+    Response out =
+        text(body.str(), name.ends_with(".json") ? "application/json" : "application/octet-stream");
+    std::string file = a.path.filename().string();
+    std::replace(file.begin(), file.end(), '"', '_');
+    out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + file + "\"");
+    return out;
+  }
+  fail(ErrorKind::kNotFound, "run {} has no artifact '{}'", run.uuid.substr(0, 8),
+       core::escape_for_display(name));
+}
+
+Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
+              const std::string& key) {
+  if (r.method == "PUT")
+    s.set_tag(run.uuid, key, r.body);
+  else if (r.method == "DELETE")
+    s.delete_tag(run.uuid, key);
+  else
+    fail(ErrorKind::kNotFound, "tags take PUT (set) or DELETE, not {}", r.method);
+  return json({{"tags", s.tags(run.uuid)}});
+}
+
+}  // namespace trainscope::serve::detail

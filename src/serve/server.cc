@@ -1,0 +1,291 @@
+// The HTTP side of the dashboard: access control, the store pool, the
+// embedded front end, and requests handed to the API (api.cc).
+#include "trainscope/serve/server.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "assets.h"
+#include "trainscope/core/error.h"
+#include "trainscope/serve/api.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::serve {
+
+using core::ErrorKind;
+using core::fail;
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+}
+
+std::string random_token() {
+  std::random_device dev;  // /dev/urandom
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 32; ++i) out += hex[dev() & 15];
+  return out;
+}
+
+namespace {
+
+// Read-only store connections, one per concurrent request: a request takes
+// one (opening another when all are busy) and gives it back.
+class StorePool {
+ public:
+  explicit StorePool(std::string uri) : uri_(std::move(uri)) {}
+
+  struct Lease {
+    StorePool* pool;
+    std::unique_ptr<store::Store> store;
+    ~Lease() {
+      std::lock_guard lock(pool->mu_);
+      pool->free_.push_back(std::move(store));
+    }
+  };
+
+  Lease take() {
+    std::unique_ptr<store::Store> s;
+    {
+      std::lock_guard lock(mu_);
+      if (!free_.empty()) {
+        s = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    if (!s) s = store::Store::open({.uri = uri_, .read_only = true});
+    return Lease{this, std::move(s)};
+  }
+
+ private:
+  std::string uri_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<store::Store>> free_;
+};
+
+// Compares in time independent of where the strings differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string cookie_token(const httplib::Request& req) {
+  const std::string cookies = req.get_header_value("Cookie");
+  const std::string name = "trainscope_token=";
+  for (size_t at = cookies.find(name); at != std::string::npos; at = cookies.find(name, at + 1)) {
+    if (at != 0 && cookies[at - 1] != ' ' && cookies[at - 1] != ';') continue;
+    const size_t from = at + name.size();
+    return cookies.substr(from, cookies.find(';', from) - from);
+  }
+  return {};
+}
+
+// The host name of a Host header ("localhost:8765" -> "localhost").
+std::string host_of(const std::string& header) {
+  if (header.starts_with("[")) return header.substr(0, header.find(']') + 1);
+  return header.substr(0, header.find(':'));
+}
+
+void send(httplib::Response& res, const Response& r) {
+  res.status = r.status;
+  for (const auto& [k, v] : r.headers) res.set_header(k, v);
+  res.set_content(r.body, r.content_type);
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions options;
+  std::string store_name;
+  StorePool pool;
+  std::unique_ptr<store::Store> writer;  // opened on the first write
+  std::mutex writer_mu;
+  httplib::Server http;
+  int port = 0;
+  std::atomic<bool> run_called = false, stop_requested = false, returned = false;
+
+  explicit Impl(ServerOptions o) : options(std::move(o)), pool(options.store_uri) {}
+
+  // Empty when the request may go on; else why not (and `status`).
+  std::string refuse(const httplib::Request& req, httplib::Response& res) {
+    const std::string& token = options.token;
+    if (token.empty()) {
+      // No token on loopback: still only answer requests addressed to this
+      // machine, so that a web page cannot reach the API by DNS rebinding.
+      const std::string host = host_of(req.get_header_value("Host"));
+      if (!host.empty() && !is_loopback(host) && host != options.bind) {
+        res.status = 403;
+        return "requests must be addressed to " + options.bind + " or localhost";
+      }
+      return {};
+    }
+    const std::string auth = req.get_header_value("Authorization");
+    if (auth.starts_with("Bearer ") && same_secret(auth.substr(7), token)) return {};
+    if (same_secret(cookie_token(req), token)) return {};
+    if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
+      res.set_header("Set-Cookie",
+                     "trainscope_token=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+      return {};
+    }
+    res.status = 401;
+    return "this server needs its token: open the URL `trainscope serve` printed (with "
+           "?token=...), or send 'Authorization: Bearer TOKEN'";
+  }
+
+  void api(const httplib::Request& req, httplib::Response& res) {
+    Request r{req.method, req.path, {}, req.body};
+    for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+    const ApiOptions o{.allow_writes = options.allow_writes};
+    if (req.method == "GET") {
+      auto lease = pool.take();
+      return send(res, handle_api(*lease.store, r, o));
+    }
+    if (!options.allow_writes)
+      return send(res, error_response(403,
+                                      "this server is read-only; start it with "
+                                      "--allow-writes to change tags"));
+    std::lock_guard lock(writer_mu);
+    if (!writer) writer = store::Store::open({.uri = options.store_uri});
+    send(res, handle_api(*writer, r, o));
+  }
+
+  void page(const httplib::Request& req, httplib::Response& res) {
+    // TRAINSCOPE_WEB_DIR serves a front end from a folder instead (while
+    // developing it); otherwise the bundle compiled in.
+    if (const char* dir = std::getenv("TRAINSCOPE_WEB_DIR"); dir && *dir) {
+      const std::string path = req.path == "/" ? "/index.html" : req.path;
+      const Asset* known = find_asset(path);
+      std::ifstream in(std::string(dir) + path, std::ios::binary);
+      if (path.find("..") == std::string::npos && in) {
+        std::ostringstream body;
+        body << in.rdbuf();
+        const std::string type = known                    ? std::string(known->content_type)
+                                 : path.ends_with(".js")  ? "text/javascript"
+                                 : path.ends_with(".css") ? "text/css"
+                                                          : "text/html; charset=utf-8";
+        return res.set_content(body.str(), type);
+      }
+    }
+    if (const Asset* a = find_asset(req.path)) {
+      res.set_content(std::string(a->body), std::string(a->content_type));
+      return;
+    }
+    if (req.path == "/" || req.path == "/index.html") {
+      res.set_content(
+          "<!doctype html><title>trainscope</title><p>This build has no dashboard bundle "
+          "(TRAINSCOPE_WEB=OFF); the JSON API is at /api/ (docs/api.md).",
+          "text/html; charset=utf-8");
+      return;
+    }
+    send(res, error_response(404, "no page " + req.path + "; the dashboard is at /"));
+  }
+
+  void handle(const httplib::Request& req, httplib::Response& res) {
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Referrer-Policy", "no-referrer");
+    res.set_header("Cache-Control", "no-store");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; style-src 'self' "
+                   "'unsafe-inline'; frame-src 'self'; frame-ancestors 'self'");
+    if (std::string why = refuse(req, res); !why.empty())
+      return send(res, error_response(res.status, why));
+    if (req.path.starts_with("/api/")) return api(req, res);
+    if (req.method != "GET") return send(res, error_response(404, "no page " + req.path));
+    page(req, res);
+  }
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  auto& o = impl_->options;
+  if (o.token.empty() && !is_loopback(o.bind)) o.token = random_token();
+  // Opening once checks the store before anything listens: a store that
+  // does not exist is an error here, not on every request.
+  try {
+    impl_->store_name = impl_->pool.take().store->describe();
+  } catch (const core::Error& e) {
+    // An older schema is migrated once, as any writer would; a store that
+    // does not exist is not created.
+    if (e.kind() == ErrorKind::kNotFound) throw;
+    store::Store::open({.uri = o.store_uri});
+    impl_->store_name = impl_->pool.take().store->describe();
+  }
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) {
+    impl_->handle(req, res);
+  };
+  auto& http = impl_->http;
+  // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which
+  // a second server on a port in use would share it instead of failing.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  http.Get(".*", handler);
+  http.Put(".*", handler);
+  http.Delete(".*", handler);
+  http.Post(".*", handler);
+  const int threads = std::max(1, o.threads);
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+}
+
+Server::~Server() = default;
+
+int Server::bind() {
+  auto& o = impl_->options;
+  if (o.port < 0 || o.port > 65535)
+    fail(ErrorKind::kUsage, "--port {}: a port is a number from 0 to 65535", o.port);
+  if (o.port == 0) {
+    impl_->port = impl_->http.bind_to_any_port(o.bind);
+  } else if (impl_->http.bind_to_port(o.bind, o.port)) {
+    impl_->port = o.port;
+  } else {
+    impl_->port = -1;
+  }
+  if (impl_->port <= 0)
+    fail(ErrorKind::kUsage,
+         "cannot listen on {}:{}: the port is in use or the address is not this machine's; "
+         "choose another with --port (0 picks a free one) or --bind",
+         o.bind, o.port);
+  return impl_->port;
+}
+
+void Server::run() {
+  impl_->run_called = true;
+  if (!impl_->stop_requested) impl_->http.listen_after_bind();
+  impl_->returned = true;
+}
+
+// httplib's stop() does nothing until the server is listening, so a stop
+// right after run() began on another thread would be lost: wait for one or
+// the other (or, when run() was never called, not for long).
+void Server::stop() {
+  impl_->stop_requested = true;
+  for (int i = 0; !impl_->returned && (impl_->run_called || i < 100); ++i) {
+    if (impl_->http.is_running()) impl_->http.stop();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+std::string Server::url() const {
+  const auto& o = impl_->options;
+  const std::string host = o.bind.find(':') != std::string::npos ? "[" + o.bind + "]" : o.bind;
+  std::string out = "http://" + host + ":" + std::to_string(impl_->port) + "/";
+  if (!o.token.empty()) out += "?token=" + o.token;
+  return out;
+}
+
+const std::string& Server::token() const { return impl_->options.token; }
+
+std::string Server::store_name() const { return impl_->store_name; }
+
+}  // namespace trainscope::serve

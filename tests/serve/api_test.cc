@@ -1,0 +1,175 @@
+// The dashboard's JSON API over a real SQLite store, without sockets:
+// paging and filters, chart series (downsampled, incremental), errors as
+// statuses, user strings kept as data, artifacts checked before serving.
+#include "trainscope/serve/api.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/test_util.h"
+#include "trainscope/serve/downsample.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::serve {
+namespace {
+
+using nlohmann::json;
+namespace tst = trainscope::testing;
+
+class ServeApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store_ = store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string()});
+  }
+
+  Response get(const std::string& path, std::map<std::string, std::string> query = {}) {
+    return handle_api(*store_, {.path = path, .query = std::move(query)}, {});
+  }
+  json get_json(const std::string& path, std::map<std::string, std::string> query = {},
+                int status = 200) {
+    Response r = get(path, std::move(query));
+    EXPECT_EQ(r.status, status) << path << ": " << r.body;
+    EXPECT_EQ(r.content_type, "application/json");
+    return json::parse(r.body);
+  }
+  std::string run(const std::string& name, double loss) {
+    auto r = store_->create_run({.name = name, .status = store::RunStatus::kFinished});
+    store_->append_metrics(r.uuid, {{"train/loss", {{0, 1, loss}}}});
+    return r.uuid;
+  }
+
+  tst::TempDir dir_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(ServeApiTest, RunsArePagedSortedFilteredAndSearched) {
+  for (int i = 0; i < 120; ++i) run("run-" + std::to_string(i), i);
+  json page = get_json("/api/runs", {{"sort", "-metrics.train/loss"}, {"offset", "50"}});
+  EXPECT_EQ(page["total"], 120);
+  ASSERT_EQ(page["runs"].size(), 50u);  // the default page
+  EXPECT_EQ(page["runs"][0]["metrics.train/loss"], 69.0);
+  EXPECT_EQ(page["runs"][0]["name"], "run-69");
+  EXPECT_EQ(page["runs"][49]["name"], "run-20");
+  EXPECT_EQ(page["runs"][0]["uuid"].get<std::string>().size(), 36u);
+  json filtered = get_json("/api/runs", {{"filter", "metrics.train/loss >= 100"}});
+  EXPECT_EQ(filtered["total"], 20);
+  json searched =
+      get_json("/api/runs", {{"search", "RUN-11"}, {"filter", "metrics.train/loss < 115"}});
+  EXPECT_EQ(searched["total"], 6);  // run-11, run-110 ... run-114
+  json bad = get_json("/api/runs", {{"filter", "metrics.train/loss >"}}, 400);
+  EXPECT_NE(bad["error"].get<std::string>().find("filter column"), std::string::npos);
+  EXPECT_EQ(bad["status"], 400);
+  get_json("/api/runs", {{"limit", "0"}}, 400);
+  get_json("/api/runs", {{"limit", "ten"}}, 400);
+  get_json("/api/runs", {{"status", "sleeping"}}, 400);
+}
+
+TEST_F(ServeApiTest, AChartGetsAtMost4000PointsKeepingPeaksAndReadsOnlyWhatIsNew) {
+  auto r = store_->create_run({.name = "long"});
+  std::vector<store::MetricPoint> pts;
+  for (int i = 0; i < 300000; ++i) pts.push_back({i, 0, std::sin(i * 1e-4)});
+  pts[123457].value = 1e6;  // one spike: LTTB keeps it, striding would not
+  store_->append_metrics(r.uuid, {{"loss", pts}});
+  json chart = get_json("/api/runs/long/metric", {{"key", "loss"}, {"width", "100000"}});
+  EXPECT_EQ(chart["count"], 300000);
+  EXPECT_TRUE(chart["downsampled"]);
+  ASSERT_EQ(chart["steps"].size(), kMaxChartPoints);
+  EXPECT_EQ(chart["steps"][0], 0);
+  EXPECT_EQ(chart["steps"].back(), 299999);
+  bool spike = false;
+  for (size_t i = 0; i < chart["steps"].size(); ++i)
+    spike |= chart["steps"][i] == 123457 && chart["values"][i] == 1e6;
+  EXPECT_TRUE(spike);
+  json narrow = get_json("/api/runs/long/metric", {{"key", "loss"}, {"width", "300"}});
+  EXPECT_EQ(narrow["steps"].size(), 600u);  // two points per pixel
+
+  // A live page asks for what it lacks: the points after those it holds.
+  store_->append_metrics(r.uuid, {{"loss", {{300000, 0, 5}, {300001, 0, NAN}}}});
+  json tail = get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "299999"}});
+  EXPECT_EQ(tail["count"], 300002);
+  EXPECT_EQ(tail["from"], 299999);
+  EXPECT_FALSE(tail["downsampled"]);
+  EXPECT_EQ(tail["steps"], json({299999, 300000, 300001}));
+  EXPECT_EQ(tail["values"][1], 5.0);
+  EXPECT_TRUE(tail["values"][2].is_null());  // NaN is a gap, and counted
+  EXPECT_EQ(tail["nonfinite"], 1);
+  json none = get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "300002"}});
+  EXPECT_TRUE(none["steps"].empty());
+  get_json("/api/runs/long/metric", {{"key", "nope"}}, 404);
+  get_json("/api/runs/long/metric", {}, 400);
+  get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "-1"}}, 400);
+}
+
+TEST_F(ServeApiTest, LttbKeepsTheEndsAndTheShape) {
+  std::vector<double> x, y;
+  for (int i = 0; i < 1000; ++i) x.push_back(i), y.push_back(i % 100 == 50 ? 10 : 0);
+  auto idx = lttb(x.data(), y.data(), x.size(), 100);
+  ASSERT_EQ(idx.size(), 100u);
+  EXPECT_EQ(idx.front(), 0u);
+  EXPECT_EQ(idx.back(), 999u);
+  EXPECT_TRUE(std::is_sorted(idx.begin(), idx.end()));
+  int peaks = 0;
+  for (size_t i : idx) peaks += y[i] == 10;
+  EXPECT_EQ(peaks, 10);  // every one of the ten spikes survives
+  EXPECT_EQ(lttb(x.data(), y.data(), 50, 100).size(), 50u);
+  EXPECT_EQ(lttb(x.data(), y.data(), 1000, 2).size(), 1000u);
+}
+
+TEST_F(ServeApiTest, ErrorsAreJsonWithTheStatusOfTheirKind) {
+  run("twin", 1);
+  run("twin", 2);
+  EXPECT_EQ(get_json("/api/runs/twin", {}, 409)["status"], 409);
+  EXPECT_EQ(get_json("/api/runs/nobody", {}, 404)["status"], 404);
+  std::string uuid = run("single", 3);
+  get_json("/api/nothing", {}, 404);
+  get_json("/api/runs/single/nothing", {}, 404);
+  get_json("/api/diff", {{"a", "single"}}, 400);
+  EXPECT_EQ(get_json("/api/runs/single/profile", {}, 404)["error"].get<std::string>().substr(0, 4),
+            "run ");
+  get_json("/api/runs/single/probes", {}, 404);
+  get_json("/api/studies/single", {}, 400);  // a run, but not a study
+
+  // Tags change only on a server started with --allow-writes.
+  Request put{.method = "PUT", .path = "/api/runs/" + uuid + "/tags/note", .body = "good"};
+  EXPECT_EQ(handle_api(*store_, put, {}).status, 403);
+  EXPECT_TRUE(store_->tags(uuid).empty());
+  Response ok = handle_api(*store_, put, {.allow_writes = true});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(store_->tags(uuid).at("note"), "good");
+}
+
+TEST_F(ServeApiTest, UserStringsAreDataInValidJson) {
+  const std::string xss = "<script>alert(1)</script>", latin1 = "caf\xe9";
+  std::string a = run(xss, 1), b = run(latin1, 2);
+  store_->set_params(b, {{"bad\xff key", "\xfe"}});
+  json list = get_json("/api/runs", {{"columns", "name,params.*"}});
+  ASSERT_EQ(list["runs"].size(), 2u);
+  json page = get_json("/api/runs/" + a);
+  EXPECT_EQ(page["run"]["name"], xss);  // exactly: escaping is the page's job
+  json other = get_json("/api/runs/" + b);
+  EXPECT_EQ(other["run"]["name"], "caf\xef\xbf\xbd");  // U+FFFD for the invalid byte
+}
+
+TEST_F(ServeApiTest, ArtifactsAreServedOnlyWhenTheyMatchTheirRecord) {
+  std::string uuid = run("with-file", 1);
+  std::ofstream(dir_ / "notes.txt") << "hello artifact";
+  store_->add_artifact(uuid, dir_ / "notes.txt", "notes");
+  json page = get_json("/api/runs/" + uuid);
+  ASSERT_EQ(page["artifacts"].size(), 1u);
+  EXPECT_FALSE(page["artifacts"][0].contains("path"));
+  const std::string url = page["artifacts"][0]["url"];
+  Response file = get(url);
+  EXPECT_EQ(file.status, 200);
+  EXPECT_EQ(file.body, "hello artifact");
+  std::ofstream(store_->artifacts(uuid)[0].path) << "tampered";
+  Response bad = get(url);
+  EXPECT_EQ(bad.status, 500);
+  EXPECT_NE(bad.body.find("notes.txt"), std::string::npos) << bad.body;
+  get_json("/api/runs/" + uuid + "/artifacts/other.txt", {}, 404);
+}
+
+}  // namespace
+}  // namespace trainscope::serve
