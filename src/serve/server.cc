@@ -144,10 +144,10 @@ struct Server::Impl {
   }
 
   void api(const httplib::Request& req, httplib::Response& res) {
-    Request r{req.method, req.path, {}, req.body};
+    Request r{req.method == "HEAD" ? "GET" : req.method, req.path, {}, req.body};
     for (const auto& [k, v] : req.params) r.query.emplace(k, v);
     const ApiOptions o{.allow_writes = options.allow_writes};
-    if (req.method == "GET") {
+    if (r.method == "GET") {
       auto lease = pool.take();
       return send(res, handle_api(*lease.store, r, o));
     }
@@ -201,7 +201,8 @@ struct Server::Impl {
     if (std::string why = refuse(req, res); !why.empty())
       return send(res, error_response(res.status, why));
     if (req.path.starts_with("/api/")) return api(req, res);
-    if (req.method != "GET") return send(res, error_response(404, "no page " + req.path));
+    if (req.method != "GET" && req.method != "HEAD")
+      return send(res, error_response(404, "no page " + req.path));
     page(req, res);
   }
 };

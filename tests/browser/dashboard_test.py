@@ -177,9 +177,11 @@ def main(argv):
             "run": uuids["run"], "compare": [uuids["run"], uuids["other"]],
             "profile": uuids["profile"], "probes": uuids["probes"], "study": uuids["study"],
             "xss_run": uuids["xss_run"], "xss_name": XSS_NAME,
+            # ~9 s of training, a point every step: ~40 flushes to watch arrive.
             "live": {"argv": ts + ["train", demo, "--name", "live-run",
-                                   "--set", "train.epochs=3", "--set", "data.train_subset=2560",
-                                   "--set", "data.test_subset=200"],
+                                   "--set", "train.epochs=8", "--set", "data.train_subset=12800",
+                                   "--set", "data.test_subset=200",
+                                   "--set", "train.log_every_steps=1"],
                      "name": "live-run", "key": "train/loss"},
         }
         os.makedirs(scenario["shots"], exist_ok=True)

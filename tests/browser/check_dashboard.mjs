@@ -1,0 +1,238 @@
+// Opens every page of `trainscope serve` in Debian's headless Chromium and
+// checks what a user would see; trains a run meanwhile and measures how
+// soon its new points reach the open run page. Fails on any console error,
+// page error, failed request or request leaving the server.
+//   node check_dashboard.mjs SCENARIO.json   (written by dashboard_test.py)
+import puppeteer from 'puppeteer-core';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+const s = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const problems = [];
+const fail = (what) => problems.push(what);
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking',
+    '--disable-component-update', '--no-first-run', '--disable-sync'],
+});
+
+// A fresh page at ROUTE (#/...) watched for errors; waits until `ready`
+// (a function evaluated in the page) holds.
+async function open(name, route, ready, waitUntil = 'networkidle0') {
+  const page = await browser.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') fail(`${name}: console: ${m.text()}`); });
+  page.on('pageerror', (e) => fail(`${name}: page error: ${e.message}`));
+  page.on('requestfailed', (r) => fail(`${name}: request failed: ${r.url()}`));
+  page.on('request', (r) => { if (!r.url().startsWith(s.base)) fail(`${name}: left the server: ${r.url()}`); });
+  await page.setViewport({ width: 1400, height: 900 });
+  await page.goto(`${s.base}/${route}`, { waitUntil });
+  try {
+    await page.waitForFunction(ready, { timeout: 20000 });
+  } catch {
+    fail(`${name}: did not show its content (${ready.toString().slice(0, 120)})`);
+  }
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: `${s.shots}/${name}.png`, fullPage: name !== 'run' && name !== 'compare' });
+}
+
+const text = (page) => page.evaluate(() => document.body.innerText);
+
+async function runsTable() {
+  const page = await open('runs', '#/', () => document.querySelectorAll('table.runs tbody tr').length > 0);
+  const seen = await page.evaluate(() => ({
+    rows: document.querySelectorAll('table.runs tbody tr').length,
+    range: document.getElementById('runs-range')?.textContent,
+  }));
+  if (!seen.range?.endsWith(`of ${s.runs_total}`)) fail(`runs: range '${seen.range}', want 'of ${s.runs_total}'`);
+  if (seen.rows !== Math.min(50, s.runs_total)) fail(`runs: ${seen.rows} rows`);
+  await shot(page, 'runs');
+  // Select two runs and compare them from the table.
+  await page.evaluate(() => {
+    const boxes = document.querySelectorAll('table.runs tbody input[type=checkbox]');
+    boxes[0].click();
+    document.querySelectorAll('table.runs tbody input[type=checkbox]')[1].click();
+  });
+  await page.click('#compare');
+  await page.waitForFunction(() => location.hash.startsWith('#/compare/'), { timeout: 5000 })
+    .catch(() => fail('runs: "Compare selected" did not open the compare page'));
+  console.log(`runs: ${seen.rows} rows, ${seen.range}`);
+  await page.close();
+}
+
+async function runPage() {
+  const page = await open('run', `#/run/${s.run}`,
+    () => [...document.querySelectorAll('[data-key]')].some((c) => Number(c.dataset.count) > 0 && c.querySelector('canvas')));
+  const seen = await page.evaluate(() => ({
+    name: document.getElementById('run-name')?.textContent,
+    charts: document.querySelectorAll('#metric-charts [data-key] canvas').length,
+    loss: Number(document.querySelector('[data-key="train/loss"]')?.dataset.count),
+    params: document.querySelectorAll('table.kv tbody tr').length,
+    status: document.getElementById('run-status')?.textContent,
+  }));
+  if (!seen.name?.startsWith('seed-one')) fail(`run: name '${seen.name}'`);
+  if (seen.charts < 3 || !(seen.loss > 0)) fail(`run: ${seen.charts} charts, train/loss count ${seen.loss}`);
+  if (seen.params < 10) fail(`run: ${seen.params} param rows`);
+  if (seen.status !== 'finished') fail(`run: status '${seen.status}'`);
+  await shot(page, 'run');
+  console.log(`run: ${seen.charts} metric charts, train/loss ${seen.loss} points, ${seen.params} params`);
+  await page.close();
+}
+
+async function comparePage() {
+  const page = await open('compare', `#/compare/${s.compare.join(',')}`,
+    () => document.querySelector('#first-divergence') && document.querySelector('[data-key="train/loss"] canvas'));
+  const seen = await page.evaluate(() => ({
+    part: document.getElementById('first-divergence')?.textContent,
+    legends: document.querySelectorAll('[data-key="train/loss"] .u-legend .u-series').length,
+    differs: document.querySelectorAll('tr.differs').length,
+  }));
+  if (!/part at step \d+/.test(seen.part || '')) fail(`compare: divergence '${seen.part}'`);
+  if (seen.legends !== 3) fail(`compare: ${seen.legends - 1} series in the loss chart, want 2`);
+  if (seen.differs < 1) fail('compare: no differing param highlighted (seeds.master differs)');
+  await shot(page, 'compare');
+  console.log(`compare: ${seen.part}; ${seen.differs} differing params`);
+  await page.close();
+}
+
+async function profilePage() {
+  const page = await open('profile', `#/profile/${s.profile}`,
+    () => document.querySelectorAll('table.layers tbody tr').length > 0);
+  const seen = await page.evaluate(() => ({
+    layers: document.querySelectorAll('table.layers tbody tr').length,
+    bars: document.querySelectorAll('svg.bars rect').length,
+    trace: !!document.querySelector('a[href$="profile_trace.json"]'),
+  }));
+  if (seen.layers < 4 || seen.bars < seen.layers * 3) fail(`profile: ${seen.layers} layers, ${seen.bars} bars`);
+  if (!seen.trace) fail('profile: no Chrome trace link');
+  await shot(page, 'profile');
+  console.log(`profile: ${seen.layers} layers, ${seen.bars} bar segments, trace link`);
+  await page.close();
+}
+
+async function probesPage() {
+  const page = await open('probes', `#/probes/${s.probes}`,
+    () => document.querySelector('.grid [data-key] canvas') && document.querySelector('img.heatmap')?.complete);
+  const seen = await page.evaluate(() => ({
+    charts: document.querySelectorAll('.grid [data-key] canvas').length,
+    heat: document.querySelector('img.heatmap')?.naturalWidth,
+    alerts: document.querySelectorAll('table.events tbody tr').length,
+  }));
+  if (seen.charts < 2 || !(seen.heat > 0)) fail(`probes: ${seen.charts} charts, heat map width ${seen.heat}`);
+  if (seen.alerts < 1) fail('probes: the lr_too_high alert is not shown');
+  await shot(page, 'probes');
+  console.log(`probes: ${seen.charts} charts, heat map ${seen.heat}px, ${seen.alerts} alerts`);
+  await page.close();
+}
+
+async function studyPages() {
+  let page = await open('studies', '#/studies', () => document.querySelectorAll('table tbody tr').length > 0);
+  await shot(page, 'studies');
+  await page.close();
+  page = await open('study', `#/study/${s.study}`, () => document.querySelectorAll('table.cells tbody tr').length > 0);
+  const seen = await page.evaluate(() => ({
+    cells: document.querySelectorAll('table.cells tbody tr').length,
+    bars: document.querySelectorAll('svg.bars rect').length,
+    report: document.querySelector('iframe.report')?.getAttribute('sandbox') === '',
+  }));
+  if (seen.cells !== 2 || seen.bars !== 2) fail(`study: ${seen.cells} cells, ${seen.bars} SD bars`);
+  if (!seen.report) fail('study: no sandboxed report frame');
+  await shot(page, 'study');
+  console.log(`study: ${seen.cells} cells, SD bars ${seen.bars}`);
+  await page.close();
+}
+
+// A name holding a script tag shows as text and never runs.
+async function xss() {
+  for (const [name, route] of [['xss-run', `#/run/${s.xss_run}`], ['xss-runs', '#/']]) {
+    const page = await open(name, route, () => document.querySelector('h1') && document.body.innerText.length > 100);
+    const seen = await page.evaluate((n) => ({
+      shown: document.body.innerText.includes(n),
+      scripts: document.scripts.length,
+      ran: window.__xss === 1,
+    }), s.xss_name);
+    if (!seen.shown || seen.scripts !== 1 || seen.ran) fail(`${name}: ${JSON.stringify(seen)}`);
+    await page.close();
+  }
+  console.log('xss: the name renders as text, no script ran');
+}
+
+// Trains a run and watches its page: for every point count the store
+// reaches, how long until the page holds it.
+async function live() {
+  const get = async (path) => (await fetch(`${s.base}${path}`)).json();
+  const named = async () => (await get(`/api/runs?search=${encodeURIComponent(s.live.name)}`)).runs;
+  const before = new Set((await named()).map((r) => r.uuid));
+  const child = spawn(s.live.argv[0], s.live.argv.slice(1), { stdio: 'ignore' });
+  let exited = false;
+  child.on('exit', () => { exited = true; });
+  let uuid = null;
+  for (let i = 0; i < 2400 && !uuid && !exited; ++i) {
+    uuid = (await named()).find((r) => !before.has(r.uuid))?.uuid;
+    if (!uuid) await new Promise((r) => setTimeout(r, 50));
+  }
+  if (!uuid) return fail('live: the training never appeared in the store');
+  // A live page never goes network-idle while it polls: wait for load only.
+  const page = await open('live', `#/run/${uuid}`, () => document.getElementById('run-status'), 'load');
+  const storeSeen = new Map(); // count -> when the store first had it
+  const pageSeen = [];         // [time, count shown]
+  const tick = async () => {
+    const now = Date.now();
+    const l = await get(`/api/runs/${uuid}/live`);
+    const m = l.metrics.find((x) => x.key === s.live.key);
+    if (m && !storeSeen.has(m.count)) storeSeen.set(m.count, now);
+    const shown = await page.evaluate((k) => ({
+      count: Number(document.querySelector(`[data-key="${k}"]`)?.dataset.count || 0),
+      status: document.getElementById('run-status')?.textContent,
+    }), s.live.key);
+    pageSeen.push([Date.now(), shown.count, shown.status]);
+    return l.status;
+  };
+  while (!exited) {
+    await tick();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  // Up to 3 s more for the page to show the end: the status and every point.
+  let status = '';
+  const final = Math.max(...storeSeen.keys());
+  for (let i = 0; i < 60 && (status !== 'finished' || pageSeen.at(-1)[1] < final); ++i) {
+    await tick();
+    status = pageSeen.at(-1)[2];
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const latencies = [];
+  for (const [count, t] of storeSeen) {
+    if (count === 0) continue;
+    const shown = pageSeen.find(([tp, c]) => tp >= t && c >= count);
+    latencies.push(shown ? shown[0] - t : Infinity);
+  }
+  latencies.sort((a, b) => a - b);
+  const max = latencies.at(-1), median = latencies[Math.floor(latencies.length / 2)];
+  console.log(`live: ${latencies.length} increments, max latency ${max} ms, median ${median} ms; final status ${status}`);
+  if (latencies.length < 3) fail(`live: only ${latencies.length} increments observed`);
+  if (!(max <= 1000)) fail(`live: a point took ${max} ms to show (want <= 1000)`);
+  if (status !== 'finished') fail(`live: the page shows status '${status}' after the run finished`);
+  await shot(page, 'live');
+  await page.close();
+}
+
+try {
+  await runsTable();
+  await runPage();
+  await comparePage();
+  await profilePage();
+  await probesPage();
+  await studyPages();
+  await xss();
+  await live();
+} finally {
+  await browser.close();
+}
+if (problems.length) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
+console.log(`every page rendered; screenshots in ${s.shots}`);
