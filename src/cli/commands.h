@@ -26,6 +26,7 @@ void register_probes_commands(CLI::App& app, Context& ctx);   // probes
 void register_plot_commands(CLI::App& app, Context& ctx);     // plot
 void register_completion_commands(CLI::App& app, Context& ctx);  // completion
 void register_serve_commands(CLI::App& app, Context& ctx);       // serve
+void register_store_commands(CLI::App& app, Context& ctx);       // store copy
 
 // Appends the root's options (--store, --json, -v, ...) to the help of every
 // subcommand; call after every command is registered.

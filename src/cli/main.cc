@@ -95,6 +95,7 @@ int run(int argc, char** argv) {
   register_probes_commands(app, ctx);
   register_plot_commands(app, ctx);
   register_serve_commands(app, ctx);
+  register_store_commands(app, ctx);
   register_completion_commands(app, ctx);
   add_global_options_to_help(app);
   try {

@@ -362,6 +362,43 @@ RunInfo SqliteStore::create_run(const NewRun& run) {
   return read_run(s);
 }
 
+void SqliteStore::import_run(const RunInfo& run) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  sqlite::Stmt taken(db_, "SELECT 1 FROM runs WHERE uuid = ?");
+  taken.bind(1, run.uuid);
+  if (taken.step())
+    fail(ErrorKind::kConflict, "run {} is already in {}", short_uuid(run.uuid), describe());
+  sqlite::Stmt(db_,
+               "INSERT INTO experiments (name, created_time) VALUES (?, ?) "
+               "ON CONFLICT (name) DO NOTHING")
+      .bind(1, run.experiment)
+      .bind(2, run.start_time)
+      .run();
+  sqlite::Stmt ins(db_,
+                   "INSERT INTO runs (uuid, experiment_id, name, status, start_time, end_time, "
+                   "heartbeat, parent_id, command_line, config_text, config_hash, host, pid, "
+                   "pid_start) VALUES (?, (SELECT id FROM experiments WHERE name = ?), ?, ?, ?, "
+                   "?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  ins.bind(1, run.uuid).bind(2, run.experiment).bind(3, run.name);
+  ins.bind(4, to_string(run.status)).bind(5, run.start_time);
+  if (run.end_time > 0) {
+    ins.bind(6, run.end_time);
+  } else {
+    ins.bind_null(6);
+  }
+  ins.bind(7, run.heartbeat);
+  if (run.parent_uuid.empty()) {
+    ins.bind_null(8);
+  } else {
+    ins.bind(8, run_id_locked(run.parent_uuid));
+  }
+  ins.bind(9, run.command_line).bind(10, run.config_text).bind(11, run.config_hash);
+  ins.bind(12, run.host).bind(13, run.pid).bind(14, run.pid_start);
+  ins.run();
+  txn.commit();
+}
+
 std::optional<RunInfo> SqliteStore::find_run(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");

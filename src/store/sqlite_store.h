@@ -27,6 +27,7 @@ class SqliteStore final : public Store {
   int latest_schema_version() const override;
 
   RunInfo create_run(const NewRun& run) override;
+  void import_run(const RunInfo& run) override;
   std::optional<RunInfo> find_run(std::string_view uuid) override;
   std::vector<RunInfo> list_runs(const RunFilter& filter) override;
   void set_status(std::string_view uuid, RunStatus status) override;

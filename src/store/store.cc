@@ -212,6 +212,10 @@ ArtifactInfo Store::record_artifact(std::string_view uuid, const std::string& re
   return recorded;
 }
 
+void Store::import_run(const RunInfo& run) {
+  fail(ErrorKind::kUsage, "{} cannot import runs from another store", describe());
+}
+
 std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_view key,
                                             int64_t first) {
   auto all = metric(uuid, key);

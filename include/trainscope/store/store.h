@@ -213,6 +213,11 @@ class Store {
   // --- runs ---------------------------------------------------------------
   // Creates a run in its experiment (created on first use) and returns it.
   virtual RunInfo create_run(const NewRun& run) = 0;
+  // Creates a run exactly as `run` describes it (UUID, experiment, name,
+  // status, times, parent, command line, config, host, pid): how a run is
+  // copied from another store (store/copy.h). The parent, if any, must be
+  // in this store already. Throws Error(kConflict) if the UUID is taken.
+  virtual void import_run(const RunInfo& run);
   // Run by exact UUID; nullopt if absent.
   virtual std::optional<RunInfo> find_run(std::string_view uuid) = 0;
   // Runs matching `filter`, newest first, without command line and config.

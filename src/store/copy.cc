@@ -1,0 +1,177 @@
+#include "trainscope/store/copy.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <set>
+
+#include "trainscope/core/error.h"
+
+namespace trainscope::store {
+
+namespace {
+
+// Points per append: one transaction each, so that a huge series neither
+// holds one giant transaction nor pays one per point.
+constexpr size_t kBatch = 100'000;
+
+bool same_bits(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+std::string compare_info(const RunInfo& a, const RunInfo& b) {
+  auto field = [](const char* name) { return std::string("run ") + name + " differs"; };
+  if (a.experiment != b.experiment) return field("experiment");
+  if (a.name != b.name) return field("name");
+  if (a.status != b.status) return field("status");
+  if (!same_bits(a.start_time, b.start_time) || !same_bits(a.end_time, b.end_time) ||
+      !same_bits(a.heartbeat, b.heartbeat))
+    return field("times");
+  if (a.parent_uuid != b.parent_uuid) return field("parent");
+  if (a.command_line != b.command_line || a.config_text != b.config_text ||
+      a.config_hash != b.config_hash)
+    return field("command line or config");
+  if (a.host != b.host || a.pid != b.pid || a.pid_start != b.pid_start) return field("process");
+  return {};
+}
+
+std::string compare_metrics(Store& a, Store& b, const std::string& uuid) {
+  const auto sa = a.metric_summaries(uuid), sb = b.metric_summaries(uuid);
+  if (sa.size() != sb.size()) return fmt::format("metric keys: {} vs {}", sa.size(), sb.size());
+  for (size_t k = 0; k < sa.size(); ++k) {
+    if (sa[k].key != sb[k].key) return "metric keys differ";
+    const auto pa = a.metric(uuid, sa[k].key), pb = b.metric(uuid, sa[k].key);
+    if (pa.size() != pb.size())
+      return fmt::format("metric {}: {} points vs {}", sa[k].key, pa.size(), pb.size());
+    for (size_t i = 0; i < pa.size(); ++i)
+      if (pa[i].step != pb[i].step || !same_bits(pa[i].value, pb[i].value) ||
+          !same_bits(pa[i].wall_time, pb[i].wall_time))
+        return fmt::format("metric {}: point {} differs", sa[k].key, i);
+  }
+  return {};
+}
+
+bool same_histograms(const std::vector<HistogramRecord>& a, const std::vector<HistogramRecord>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.key == y.key && x.step == y.step && same_bits(x.wall_time, y.wall_time) &&
+           same_bits(x.low, y.low) && same_bits(x.high, y.high) && x.counts == y.counts &&
+           x.nan == y.nan && x.pos_inf == y.pos_inf && x.neg_inf == y.neg_inf;
+  });
+}
+
+bool same_events(const std::vector<RunEvent>& a, const std::vector<RunEvent>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.step == y.step && same_bits(x.wall_time, y.wall_time) && x.kind == y.kind &&
+           x.name == y.name && x.source == y.source && x.message == y.message;
+  });
+}
+
+bool same_profile(Store& a, Store& b, const std::string& uuid) {
+  const auto ca = a.profile_cells(uuid), cb = b.profile_cells(uuid);
+  const bool cells =
+      std::equal(ca.begin(), ca.end(), cb.begin(), cb.end(), [](const auto& x, const auto& y) {
+        return x.step == y.step && x.layer == y.layer && x.phase == y.phase &&
+               same_bits(x.us, y.us);
+      });
+  return cells && a.profile_layers(uuid) == b.profile_layers(uuid);
+}
+
+bool same_fingerprints(Store& a, Store& b, const std::string& uuid) {
+  const auto fa = a.fingerprints(uuid), fb = b.fingerprints(uuid);
+  return fa.names == fb.names && std::equal(fa.steps.begin(), fa.steps.end(), fb.steps.begin(),
+                                            fb.steps.end(), [](const auto& x, const auto& y) {
+                                              return x.step == y.step && x.hashes == y.hashes;
+                                            });
+}
+
+bool same_artifacts(Store& a, Store& b, const std::string& uuid) {
+  const auto xa = a.artifacts(uuid), xb = b.artifacts(uuid);
+  return std::equal(xa.begin(), xa.end(), xb.begin(), xb.end(), [](const auto& x, const auto& y) {
+    return x.name == y.name && x.kind == y.kind && x.sha256 == y.sha256 && x.size == y.size;
+  });
+}
+
+void copy_records(Store& src, Store& dst, const std::string& uuid, CopyResult& result) {
+  dst.set_params(uuid, src.params(uuid));
+  for (const auto& [k, v] : src.tags(uuid)) dst.set_tag(uuid, k, v);
+  if (auto env = src.environment(uuid); !env.empty()) dst.set_environment(uuid, env);
+  for (const auto& m : src.metric_summaries(uuid)) {
+    const auto points = src.metric(uuid, m.key);
+    for (size_t at = 0; at < points.size(); at += kBatch) {
+      const size_t end = std::min(points.size(), at + kBatch);
+      dst.append_metrics(uuid, {{m.key,
+                                 {points.begin() + static_cast<std::ptrdiff_t>(at),
+                                  points.begin() + static_cast<std::ptrdiff_t>(end)}}});
+    }
+    result.points += static_cast<int64_t>(points.size());
+  }
+  if (auto f = src.fingerprints(uuid); !f.names.empty()) {
+    dst.set_fingerprint_names(uuid, f.names);
+    dst.append_fingerprints(uuid, f.steps);
+  }
+  if (auto cells = src.profile_cells(uuid); !cells.empty()) dst.append_profile(uuid, cells);
+  if (auto layers = src.profile_layers(uuid); !layers.empty()) dst.set_profile_layers(uuid, layers);
+  if (auto hs = src.histograms(uuid); !hs.empty()) dst.append_histograms(uuid, hs);
+  if (auto events = src.events(uuid); !events.empty()) dst.append_events(uuid, events);
+  for (const auto& a : src.artifacts(uuid)) {
+    verify_artifact(a);  // a damaged source file is an error, not a silent copy
+    dst.add_artifact(uuid, a.path, a.kind, a.name);
+    ++result.artifacts;
+  }
+}
+
+// Runs without a parent first: a child's parent must exist when it is made.
+std::vector<RunInfo> in_copy_order(Store& src) {
+  std::vector<RunInfo> runs;
+  for (const auto& light : src.list_runs()) runs.push_back(*src.find_run(light.uuid));
+  std::stable_sort(runs.begin(), runs.end(), [](const RunInfo& a, const RunInfo& b) {
+    if (a.parent_uuid.empty() != b.parent_uuid.empty()) return a.parent_uuid.empty();
+    return a.start_time < b.start_time;
+  });
+  return runs;
+}
+
+}  // namespace
+
+std::string compare_run(Store& a, Store& b, const std::string& uuid) {
+  const auto ra = a.find_run(uuid), rb = b.find_run(uuid);
+  if (!ra || !rb) return ra ? "missing from the second store" : "missing from the first store";
+  if (auto d = compare_info(*ra, *rb); !d.empty()) return d;
+  if (a.params(uuid) != b.params(uuid)) return "params differ";
+  if (a.tags(uuid) != b.tags(uuid)) return "tags differ";
+  if (a.environment(uuid) != b.environment(uuid)) return "environment differs";
+  if (auto d = compare_metrics(a, b, uuid); !d.empty()) return d;
+  if (!same_fingerprints(a, b, uuid)) return "fingerprints differ";
+  if (!same_profile(a, b, uuid)) return "profile differs";
+  if (!same_histograms(a.histograms(uuid), b.histograms(uuid))) return "histograms differ";
+  if (!same_events(a.events(uuid), b.events(uuid))) return "events differ";
+  if (!same_artifacts(a, b, uuid)) return "artifacts differ";
+  return {};
+}
+
+CopyResult copy_store(Store& src, Store& dst,
+                      const std::function<void(const CopyProgress&)>& progress) {
+  CopyResult result;
+  const auto runs = in_copy_order(src);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunInfo& run = runs[i];
+    bool again = false;
+    if (dst.find_run(run.uuid)) {
+      if (compare_run(src, dst, run.uuid).empty()) {
+        ++result.skipped;
+        if (progress) progress({i + 1, runs.size(), run.uuid});
+        continue;
+      }
+      dst.delete_run(run.uuid);  // a copy cut short: start this run again
+      again = true;
+    }
+    dst.import_run(run);
+    copy_records(src, dst, run.uuid, result);
+    ++(again ? result.recopied : result.copied);
+    if (progress) progress({i + 1, runs.size(), run.uuid});
+  }
+  return result;
+}
+
+}  // namespace trainscope::store

@@ -1,0 +1,121 @@
+// `store copy`: every record of every run arrives bit for bit, a copy cut
+// short resumes, and the CLI verifies what it copied.
+#include "trainscope/store/copy.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::store {
+namespace {
+
+namespace tst = trainscope::testing;
+
+class StoreCopyTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Store> open(const std::string& name) {
+    return Store::open({.uri = "sqlite:" + (dir_ / name).string()});
+  }
+
+  // A study run with two children, and a run holding a record of every kind.
+  std::vector<std::string> fill(Store& s) {
+    auto study = s.create_run({.experiment = "st", .name = "study", .config_text = "a: 1\n"});
+    s.set_tag(study.uuid, "kind", "study");
+    std::vector<std::string> uuids{study.uuid};
+    for (int i = 0; i < 2; ++i) {
+      auto child = s.create_run({.experiment = "st", .parent_uuid = study.uuid});
+      s.append_metrics(child.uuid, {{"test/accuracy", {{1, 2.5, 0.5 + i}}}});
+      s.set_status(child.uuid, RunStatus::kFinished);
+      uuids.push_back(child.uuid);
+    }
+    auto full = s.create_run({.name = "full", .command_line = "trainscope train x.yaml"});
+    std::vector<MetricPoint> many;
+    for (int i = 0; i < 250'000; ++i) many.push_back({i, 1e9 + i, i == 3 ? NAN : std::sin(i)});
+    s.append_metrics(full.uuid, {{"train/loss", many}, {"lr", {{0, 1, INFINITY}}}});
+    s.set_params(full.uuid, {{"optimizer.lr", "0.1"}, {"seeds.master", "3"}});
+    s.set_tag(full.uuid, "note", "caf\xe9");
+    s.set_environment(full.uuid, {{"hardware.cpu", "EPYC"}, {"threads.torch", "2"}});
+    s.set_fingerprint_names(full.uuid, {"w", "loss"});
+    s.append_fingerprints(full.uuid, {{1, {11, 12}}, {2, {21, 22}}});
+    s.append_profile(full.uuid, {{1, "conv1", "forward", 12.5}, {1, "", "other", 3}});
+    s.set_profile_layers(full.uuid, {{"conv1", "{\"type\":\"Conv2d\"}"}});
+    s.append_histograms(full.uuid, {{"conv1/weights", 4, 5.0, -1, 1, {1, 2, 3}, 1, 0, 2}});
+    s.append_events(full.uuid, {{4, 5.0, "alert", "lr_too_high", "conv1", "too high"}});
+    std::ofstream(dir_ / "ckpt.pt", std::ios::binary) << std::string(70'000, '\x7f');
+    s.add_artifact(full.uuid, dir_ / "ckpt.pt", "checkpoint", "checkpoints/step-1.pt");
+    s.set_status(full.uuid, RunStatus::kFailed);
+    uuids.push_back(full.uuid);
+    return uuids;
+  }
+
+  tst::TempDir dir_;
+};
+
+TEST_F(StoreCopyTest, EveryRecordArrivesBitForBit) {
+  auto src = open("src.db");
+  const auto uuids = fill(*src);
+  auto dst = open("dst.db");
+  const CopyResult r = copy_store(*src, *dst);
+  EXPECT_EQ(r.copied, 4u);
+  EXPECT_EQ(r.points, 250'000 + 1 + 2);
+  EXPECT_EQ(r.artifacts, 1);
+  for (const auto& u : uuids) EXPECT_EQ(compare_run(*src, *dst, u), "") << u;
+  // The comparison itself sees a difference.
+  dst->set_tag(uuids.back(), "note", "changed");
+  EXPECT_EQ(compare_run(*src, *dst, uuids.back()), "tags differ");
+  // And the copy is a real store: the child still names its study.
+  EXPECT_EQ(dst->find_run(uuids[1])->parent_uuid, uuids[0]);
+  EXPECT_TRUE(std::isnan(dst->metric(uuids.back(), "train/loss")[3].value));
+  verify_artifact(dst->artifacts(uuids.back())[0]);
+  EXPECT_NE(dst->artifacts(uuids.back())[0].path, src->artifacts(uuids.back())[0].path);
+}
+
+TEST_F(StoreCopyTest, ACopyCutShortResumes) {
+  auto src = open("src.db");
+  const auto uuids = fill(*src);
+  auto dst = open("dst.db");
+  // As an interrupted copy leaves it: the study whole, `full` half made.
+  dst->import_run(*src->find_run(uuids[0]));
+  dst->set_tag(uuids[0], "kind", "study");
+  dst->import_run(*src->find_run(uuids.back()));
+  dst->set_params(uuids.back(), src->params(uuids.back()));
+  const CopyResult r = copy_store(*src, *dst);
+  EXPECT_EQ(r.skipped, 1u);
+  EXPECT_EQ(r.recopied, 1u);
+  EXPECT_EQ(r.copied, 2u);
+  for (const auto& u : uuids) EXPECT_EQ(compare_run(*src, *dst, u), "") << u;
+  const CopyResult again = copy_store(*src, *dst);
+  EXPECT_EQ(again.skipped, 4u);
+  EXPECT_EQ(again.copied + again.recopied, 0u);
+  EXPECT_THROW(dst->import_run(*src->find_run(uuids[0])), core::Error);
+}
+
+TEST_F(StoreCopyTest, TheCliCopiesBothWaysAndVerifies) {
+  {
+    auto src = open("a.db");
+    fill(*src);
+  }
+  const std::string ts = std::string(TS_CLI_BIN) + " -q store copy ";
+  auto there = tst::run_command(ts + "sqlite:" + (dir_ / "a.db").string() +
+                                " sqlite:" + (dir_ / "b.db").string());
+  ASSERT_EQ(there.exit_code, 0) << there.out;
+  EXPECT_NE(there.out.find("copied 4 runs"), std::string::npos) << there.out;
+  EXPECT_NE(there.out.find("verified: every run reads back equal"), std::string::npos);
+  auto back = tst::run_command(ts + "sqlite:" + (dir_ / "b.db").string() +
+                               " sqlite:" + (dir_ / "c.db").string());
+  ASSERT_EQ(back.exit_code, 0) << back.out;
+  auto a = open("a.db"), c = open("c.db");
+  for (const auto& run : a->list_runs()) EXPECT_EQ(compare_run(*a, *c, run.uuid), "");
+  auto missing = tst::run_command(ts + "sqlite:" + (dir_ / "none.db").string() +
+                                  " sqlite:" + (dir_ / "d.db").string());
+  EXPECT_EQ(missing.exit_code, 3) << missing.out;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "d.db"));
+}
+
+}  // namespace
+}  // namespace trainscope::store
