@@ -45,6 +45,15 @@ CASES = [
     ("reading a store that does not exist", "$BARE --store sqlite:$DIR/absent.db runs list"),
     ("a store URI with an unknown scheme", "$BARE --store mongodb://host/db runs list"),
     ("a store from a newer trainscope", "$BARE --store sqlite:$DIR/newer.db runs list"),
+    # --- the dashboard and store copies
+    ("a port that is not a number", "$TS serve --port http"),
+    ("a port above 65535", "$TS serve --port 70000"),
+    ("serving on an address that is not this machine's", "$TS serve --bind 203.0.113.7 --port 0"),
+    ("serving a store that does not exist", "$BARE --store sqlite:$DIR/absent.db serve --port 0"),
+    ("copying from a store that does not exist",
+     "$TS store copy sqlite:$DIR/absent.db sqlite:$DIR/copy.db"),
+    ("copying into a store from a newer trainscope",
+     "$TS store copy sqlite:$DIR/t.db sqlite:$DIR/newer.db"),
     # --- configs and --set
     ("a config file that does not exist", "$TS train $DIR/missing.yaml"),
     ("a folder given as the config", "$TS train $DIR/folder"),
