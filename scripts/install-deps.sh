@@ -19,6 +19,7 @@ PACKAGES=(
   python3-protobuf  # an independent runtime decodes them in the tests
   clang libclang-rt-dev  # the sanitizer build and its libFuzzer targets
   libcpp-httplib-dev     # trainscope serve (the dashboard)
+  slurm-wlm munge        # studies through Slurm; the tests start a one-node cluster
 )
 
 # Node.js and npm come with the machine (not from Debian's packages, whose

@@ -19,9 +19,11 @@ namespace trainscope::cli {
 namespace {
 
 struct StudyArgs {
-  std::string file, study, logs, out, format = "html";
+  std::string file, study, logs, out, format = "html", name;
   bool quick = false, no_weights = false;
   int workers = 0;
+  std::string executor = "local", partition;
+  int array_parallelism = 0;
 };
 
 study::StudyOptions options(Context& ctx, const StudyArgs& a) {
@@ -30,6 +32,9 @@ study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   o.program = std::filesystem::read_symlink("/proc/self/exe");
   o.log_dir = a.logs;
   o.workers = a.workers;
+  o.executor = a.executor;
+  o.partition = a.partition;
+  o.array_parallelism = a.array_parallelism;
   o.quick = a.quick;
   o.command_line = ctx.argv_line;
   return o;
@@ -66,6 +71,17 @@ void finish(const study::Outcome& o) {
                       core::ErrorKind::kRuntime);
 }
 
+// Where the trainings run: here, or as a Slurm job array.
+void add_executor_options(CLI::App* cmd, StudyArgs& a) {
+  cmd->add_option("--executor", a.executor, "local (this machine) or slurm (sbatch job arrays)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+  cmd->add_option("--partition", a.partition, "slurm: the partition (default: the cluster's)");
+  cmd->add_option("--array-parallelism", a.array_parallelism,
+                  "slurm: tasks of the array running at once (default: no limit)")
+      ->check(CLI::Range(1, 100000));
+}
+
 void add_run(CLI::App* study, Context& ctx) {
   auto* cmd = study->add_subcommand("run", "Run every training of a study file");
   auto a = std::make_shared<StudyArgs>();
@@ -74,7 +90,11 @@ void add_run(CLI::App* study, Context& ctx) {
   cmd->add_option("--workers,-j", a->workers, "Trainings at once (default: cores / threads)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--logs", a->logs, "Folder for the runs' output (default trainscope-studies/)");
-  set_example(cmd, "trainscope study run configs/studies/seeds.yaml --quick --workers 2");
+  add_executor_options(cmd, *a);
+  set_example(cmd,
+              "trainscope study run configs/studies/seeds.yaml --quick --workers 2\n"
+              "  trainscope --store sqlite:/shared/ts.db study run configs/studies/seeds.yaml "
+              "--executor slurm --partition gpu --array-parallelism 8");
   cmd->callback([&ctx, a] {
     study::StudySpec spec = study::load_study(a->file, a->quick);
     check_plan(spec);
@@ -88,9 +108,34 @@ void add_resume(CLI::App* study, Context& ctx) {
   cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
   cmd->add_option("--workers,-j", a->workers, "Trainings at once")->check(CLI::Range(1, 1024));
   cmd->add_option("--logs", a->logs, "Folder for the runs' output");
+  add_executor_options(cmd, *a);
   set_example(cmd, "trainscope study resume seeds");
   cmd->callback([&ctx, a] {
     finish(study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
+  });
+}
+
+// What one Slurm task runs: the training its planned run needs now.
+void add_task(CLI::App* study, Context& ctx) {
+  auto* cmd = study->add_subcommand(
+      "task", "Run one planned training of a study now (what a Slurm array task runs)");
+  auto a = std::make_shared<StudyArgs>();
+  cmd->add_option("STUDY", a->study, "Study name or UUID")->required();
+  cmd->add_option("NAME", a->name, "The planned run's name, e.g. optimizer.name=adam/r2")
+      ->required();
+  set_example(cmd, "trainscope study task seeds optimizer.name=adam/r2");
+  cmd->callback([&ctx, a] {
+    study::StudyOptions o = options(ctx, *a);
+    auto job = study::planned_task(*ctx.store(), a->study, a->name, o);
+    if (!job) {
+      std::cout << a->name << " has finished already\n";
+      return;
+    }
+    std::vector<char*> argv;
+    for (auto& arg : job->argv) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    core::fail(core::ErrorKind::kCommandNotFound, "cannot run {}", job->argv[0]);
   });
 }
 
@@ -180,6 +225,7 @@ void register_study_commands(CLI::App& app, Context& ctx) {
   add_run(study, ctx);
   add_resume(study, ctx);
   add_status(study, ctx);
+  add_task(study, ctx);
   add_report(study, ctx);
   add_top_level_report(app, ctx);
 }

@@ -128,7 +128,7 @@ class Scheduler {
         progress_fn_(progress) {
     logs_ = o.log_dir.empty() ? std::filesystem::path("trainscope-studies") / study_.substr(0, 8)
                               : o.log_dir;
-    exec_ = local_executor(o.workers > 0 ? o.workers : default_workers(spec));
+    exec_ = make_executor();
   }
 
   Progress run(const std::vector<PlannedRun>& planned) {
@@ -198,6 +198,19 @@ class Scheduler {
     p_.running = 0;
   }
 
+  std::unique_ptr<Executor> make_executor() {
+    if (o_.executor == "local")
+      return local_executor(o_.workers > 0 ? o_.workers : default_workers(spec_));
+    if (o_.executor != "slurm")
+      fail(ErrorKind::kUsage, "unknown executor '{}'; use local or slurm", o_.executor);
+    SlurmOptions so;
+    so.partition = o_.partition;
+    so.array_parallelism = o_.array_parallelism;
+    so.dir = std::filesystem::absolute(logs_);
+    so.task_command = {o_.program.string(), "--store", o_.store_uri, "-q", "study", "task", study_};
+    return slurm_executor(so);
+  }
+
   void report(const std::string& event) {
     p_.event = event;
     p_.running = exec_->running();
@@ -245,6 +258,7 @@ Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunR
 
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
                   const ProgressFn& progress) {
+  if (o.executor == "slurm") check_slurm(o.partition);
   store::NewRun nr;
   nr.experiment = spec.name;
   nr.name = spec.name;
@@ -288,7 +302,24 @@ Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref
     fail(ErrorKind::kConflict, "study {} is running (pid {} on {}): wait for it or stop it first",
          study.name, study.pid, study.host);
   StudySpec spec = recorded_spec(*store, study);
+  if (o.executor == "slurm") check_slurm(o.partition);
   return execute(store, store::RunRecorder::attach(store, study.uuid), spec, o, progress);
+}
+
+std::optional<Job> planned_task(store::Store& store, const std::string& ref,
+                                const std::string& name, const StudyOptions& o) {
+  store.reap_stale_runs();
+  RunInfo study = resolve_study(store, ref);
+  StudySpec spec = recorded_spec(store, study);
+  const auto planned = plan(spec);
+  auto it = std::find_if(planned.begin(), planned.end(),
+                         [&](const PlannedRun& p) { return p.name == name; });
+  if (it == planned.end())
+    fail(ErrorKind::kNotFound, "study {} plans no run named '{}'", study.name,
+         core::escape_for_display(name));
+  State st = state_of(store, *it, children(store, study.uuid)[name]);
+  if (st.finished) return std::nullopt;
+  return make_job(st, spec, o, study.uuid, o.log_dir);
 }
 
 StudyStatus study_status(store::Store& store, const std::string& ref) {

@@ -45,4 +45,28 @@ class Executor {
 // dies, so a killed study leaves stopped runs that resume, not orphans.
 std::unique_ptr<Executor> local_executor(int slots);
 
+// Slurm: the jobs started between two waits go out as one sbatch job array
+// (one task per training, --requeue, at most `array_parallelism` at once);
+// wait_any() polls squeue and scontrol for tasks that ended. A task runs
+// `task_command` followed by its job's id (`trainscope study task STUDY
+// NAME`), which decides on the node whether to train, resume or skip, so a
+// requeued task continues its run.
+struct SlurmOptions {
+  std::string partition;      // empty: the cluster's default
+  int array_parallelism = 0;  // 0: no limit
+  std::filesystem::path dir;  // the sbatch scripts, task lists and logs
+  std::vector<std::string> task_command;
+  double poll_seconds = 1.0;
+};
+std::unique_ptr<Executor> slurm_executor(SlurmOptions options);
+
+// Checks that Slurm answers and has `partition` (any, when empty) before a
+// study records anything; throws Error naming what is wrong otherwise.
+void check_slurm(const std::string& partition);
+
+// The sbatch script of one array over `names` (written beside it as
+// NAME-list.txt): what slurm_executor submits, for reading and tests.
+std::string slurm_script(const SlurmOptions& options, const std::filesystem::path& list,
+                         size_t tasks);
+
 }  // namespace trainscope::study

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,13 @@
 namespace trainscope::study {
 
 struct StudyOptions {
-  std::string store_uri;          // the store the children write to
-  std::filesystem::path program;  // the trainscope executable
-  std::filesystem::path log_dir;  // empty: trainscope-studies/<study uuid8>
-  int workers = 0;                // 0: the spec's, else cores / threads_per_run
+  std::string store_uri;           // the store the children write to
+  std::filesystem::path program;   // the trainscope executable
+  std::filesystem::path log_dir;   // empty: trainscope-studies/<study uuid8>
+  int workers = 0;                 // 0: the spec's, else cores / threads_per_run
+  std::string executor = "local";  // "local" or "slurm"
+  std::string partition;           // slurm: empty for the cluster's default
+  int array_parallelism = 0;       // slurm: tasks at once, 0: no limit
   bool quick = false;
   std::string command_line;
 };
@@ -55,6 +59,13 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec,
 // stopped, retries failed).
 Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,
                      const StudyOptions& options, const ProgressFn& progress);
+
+// The training that planned run `name` of study `ref` needs now (a new run,
+// or the resume of a stopped one); nullopt when it has finished. What a
+// Slurm task runs (`trainscope study task STUDY NAME`), so that a requeued
+// task continues instead of starting over.
+std::optional<Job> planned_task(store::Store& store, const std::string& ref,
+                                const std::string& name, const StudyOptions& options);
 
 // The spec a study recorded, re-read from its text.
 StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""A small study through the Slurm executor on a real single-node cluster
+(tests/support/slurm_cluster.py): one sbatch job array, one task cancelled
+with scancel while it trains, the study still completes, and its report
+has the structure of the same study run by the local executor. Then a
+partition that does not exist.
+
+  slurm_study_test.py TRAINSCOPE CONFIGS_DIR WORK_DIR
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER = os.path.join(HERE, "..", "support", "slurm_cluster.py")
+
+
+def study_file(work, configs):
+    path = os.path.join(work, "small.yaml")
+    with open(path, "w") as f:
+        f.write(f"study: small\nbase: {os.path.abspath(configs)}/demo.yaml\n"
+                "set:\n  train.epochs: 3\n  data.train_subset: 6400\n  data.test_subset: 200\n"
+                "  checkpoint.every_steps: 20\n"
+                "grid:\n  optimizer.name: [adam, sgd]\nreplicates: 2\nvary: data_order\n"
+                "retries: 2\n")
+    return path
+
+
+def report_shape(ts, store):
+    """The report's structure: its keys, and each cell's name and keys."""
+    out = subprocess.run([ts, "--store", store, "--json", "study", "report", "small",
+                          "--no-weights"], capture_output=True, text=True, check=True).stdout
+    r = json.loads(out)
+    return sorted(r), [(c["cell"], c["runs"], sorted(c)) for c in r["cells"]]
+
+
+def cancel_one_running_task(env, deadline=120):
+    """scancel the first array task seen running; its id."""
+    end = time.time() + deadline
+    while time.time() < end:
+        out = subprocess.run(["squeue", "-h", "-r", "-t", "RUNNING", "-o", "%i"], env=env,
+                             capture_output=True, text=True).stdout.split()
+        if out:
+            time.sleep(1.0)  # let it train a little: a checkpoint to resume from
+            subprocess.run(["scancel", out[0]], env=env, check=True)
+            return out[0]
+        time.sleep(0.1)
+    return None
+
+
+def main(ts, configs, work):
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    problems = []
+
+    def expect(cond, what):
+        print(("ok    " if cond else "FAIL  ") + what, flush=True)
+        if not cond:
+            problems.append(what)
+
+    conf = subprocess.run([sys.executable, CLUSTER, "start", os.path.join(work, "slurm")],
+                          capture_output=True, text=True)
+    if conf.returncode != 0:
+        sys.exit(f"could not start Slurm: {conf.stdout}{conf.stderr}")
+    env = dict(os.environ, SLURM_CONF=conf.stdout.strip())
+    try:
+        spec = study_file(work, configs)
+        store = "sqlite:" + os.path.join(work, "slurm.db")
+        study = subprocess.Popen([ts, "-q", "--store", store, "study", "run", spec, "--executor",
+                                  "slurm", "--array-parallelism", "2", "--logs",
+                                  os.path.join(work, "logs")], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cancelled = cancel_one_running_task(env)
+        out, _ = study.communicate(timeout=600)
+        print(out)
+        expect(cancelled is not None, f"a running task was cancelled ({cancelled})")
+        expect(study.returncode == 0 and "4/4 runs finished" in out,
+               f"the study completed despite it (exit {study.returncode})")
+        script = open(os.path.join(work, "logs", "array-1.sbatch")).read()
+        expect("#SBATCH --array=0-3%2" in script and "#SBATCH --requeue" in script,
+               "one job array of 4 tasks, 2 at once, requeued on preemption")
+        expect(os.path.exists(os.path.join(work, "logs", "array-2.sbatch")),
+               "the cancelled run went out again in a second array")
+        status = json.loads(subprocess.run([ts, "--store", store, "--json", "study", "status",
+                                            "small"], capture_output=True, text=True).stdout)
+        expect(status["total"]["finished"] == 4, "study status: 4 of 4 finished")
+
+        local = "sqlite:" + os.path.join(work, "local.db")
+        r = subprocess.run([ts, "-q", "--store", local, "study", "run", spec, "--logs",
+                            os.path.join(work, "local-logs")], capture_output=True, text=True)
+        expect(r.returncode == 0, "the same study with the local executor")
+        expect(report_shape(ts, store) == report_shape(ts, local),
+               "the reports have the same structure (cells, runs per cell, fields)")
+
+        bad = subprocess.run([ts, "-q", "--store", "sqlite:" + os.path.join(work, "bad.db"),
+                              "study", "run", spec, "--executor", "slurm", "--partition",
+                              "nope"], env=env, capture_output=True, text=True)
+        runs = subprocess.run([ts, "--store", "sqlite:" + os.path.join(work, "bad.db"),
+                               "--json", "runs", "list"], capture_output=True, text=True).stdout
+        expect(bad.returncode == 2 and "Slurm partition 'nope' does not exist" in bad.stderr
+               and len(bad.stderr.strip().splitlines()) == 1 and json.loads(runs) == [],
+               f"a partition that does not exist: exit 2, one line, no run recorded "
+               f"({bad.stderr.strip()})")
+    finally:
+        subprocess.run([sys.executable, CLUSTER, "stop", os.path.join(work, "slurm")])
+    if problems:
+        print("slurm study: FAILED: " + "; ".join(problems))
+        return 1
+    print("slurm study: complete through a job array, one task cancelled and rerun")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:4]))
