@@ -111,7 +111,7 @@ TEST_F(CliTest, BashCompletionCompletesCommandsAndOptions) {
          "c trainscope study ''\n";
   auto r = run_command("bash " + shell_quote((dir_ / "t.sh").string()) + " " + TS_CLI_BIN);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(r.out, "runs\nlist\n--filter\n--json\n--ops\nrun resume status report\n");
+  EXPECT_EQ(r.out, "runs\nlist\n--filter\n--json\n--ops\nrun resume status task report\n");
 }
 
 // The dynamic loader names every library it maps (LD_DEBUG=files): reading
