@@ -654,23 +654,22 @@ void SqliteStore::append_metrics(std::string_view uuid, const std::vector<Metric
   }
 }
 
+// The chunks of one run's key (bind the UUID, then the key).
+constexpr const char* kChunksOfKey =
+    "FROM metric_chunks c JOIN metric_keys k ON k.id = c.key_id "
+    "JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?";
+
 std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_view key) {
   std::lock_guard lock(mu_);
   sqlite::ReadTxn txn(db_);
-  sqlite::Stmt total(db_,
-                     "SELECT COALESCE(SUM(c.n), 0) FROM metric_chunks c "
-                     "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
-                     "WHERE r.uuid = ? AND k.key = ?");
+  sqlite::Stmt total(db_, std::string("SELECT COALESCE(SUM(c.n), 0) ") + kChunksOfKey);
   total.bind(1, uuid).bind(2, key);
   total.step();
   std::vector<MetricPoint> out;
   // A damaged store may claim any count: reserve what is plausible only.
   const int64_t claimed = total.int64(0);
   if (claimed > 0) out.reserve(static_cast<size_t>(std::min<int64_t>(claimed, 1 << 24)));
-  sqlite::Stmt s(db_,
-                 "SELECT c.points FROM metric_chunks c "
-                 "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
-                 "WHERE r.uuid = ? AND k.key = ? ORDER BY c.seq");
+  sqlite::Stmt s(db_, std::string("SELECT c.points ") + kChunksOfKey + " ORDER BY c.seq");
   s.bind(1, uuid).bind(2, key);
   while (s.step()) codec::decode(s.blob(0), out);
   return out;
@@ -683,10 +682,7 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
   sqlite::ReadTxn txn(db_);
   // Chunk sizes first (no BLOBs read) to find the chunk holding point
   // `first`; then only that chunk and the later ones.
-  sqlite::Stmt sizes(db_,
-                     "SELECT c.seq, c.n FROM metric_chunks c "
-                     "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
-                     "WHERE r.uuid = ? AND k.key = ? ORDER BY c.seq");
+  sqlite::Stmt sizes(db_, std::string("SELECT c.seq, c.n ") + kChunksOfKey + " ORDER BY c.seq");
   sizes.bind(1, uuid).bind(2, key);
   int64_t before = 0, from_seq = -1;
   while (sizes.step()) {
@@ -700,9 +696,7 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
   std::vector<MetricPoint> out;
   if (from_seq < 0) return out;
   sqlite::Stmt s(db_,
-                 "SELECT c.points FROM metric_chunks c "
-                 "JOIN metric_keys k ON k.id = c.key_id JOIN runs r ON r.id = k.run_id "
-                 "WHERE r.uuid = ? AND k.key = ? AND c.seq >= ? ORDER BY c.seq");
+                 std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= ? ORDER BY c.seq");
   s.bind(1, uuid).bind(2, key).bind(3, from_seq);
   while (s.step()) codec::decode(s.blob(0), out);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(

@@ -44,9 +44,9 @@ def cancel_one_running_task(env, deadline=120):
         out = subprocess.run(["squeue", "-h", "-r", "-t", "RUNNING", "-o", "%i"], env=env,
                              capture_output=True, text=True).stdout.split()
         if out:
-            time.sleep(1.0)  # let it train a little: a checkpoint to resume from
-            subprocess.run(["scancel", out[0]], env=env, check=True)
-            return out[0]
+            time.sleep(0.3)  # inside its training, well before its end (~3 s)
+            r = subprocess.run(["scancel", out[0]], env=env, capture_output=True, text=True)
+            return out[0] if r.returncode == 0 else None
         time.sleep(0.1)
     return None
 
