@@ -1,5 +1,6 @@
 // `trainscope study run | resume | status | report`: many trainings of one
 // config, in parallel worker processes, and what their spread says.
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -139,6 +140,20 @@ void add_task(CLI::App* study, Context& ctx) {
   });
 }
 
+// "Slurm (jobs 12, 15): 2 RUNNING, 3 PENDING" beside the store's counts.
+void print_slurm(const study::StudyStatus& s) {
+  std::cout << "Slurm (array jobs " << fmt::format("{}", fmt::join(s.slurm_jobs, ", ")) << "): ";
+  if (!s.slurm_error.empty()) {
+    std::cout << "cannot ask: " << s.slurm_error << "\n";
+  } else if (s.slurm_queue.empty()) {
+    std::cout << "no task queued or running\n";
+  } else {
+    std::vector<std::string> parts;
+    for (const auto& [state, n] : s.slurm_queue) parts.push_back(fmt::format("{} {}", n, state));
+    std::cout << fmt::format("{}", fmt::join(parts, ", ")) << "\n";
+  }
+}
+
 void add_status(CLI::App* study, Context& ctx) {
   auto* cmd =
       study->add_subcommand("status", "Planned, finished, running and failed runs per cell");
@@ -162,6 +177,7 @@ void add_status(CLI::App* study, Context& ctx) {
     row(s.total);
     t.print(std::cout);
     if (s.mean_run_s > 0) std::cout << "mean run " << format::duration(s.mean_run_s) << "\n";
+    if (!s.slurm_jobs.empty()) print_slurm(s);
   });
 }
 

@@ -123,10 +123,15 @@ Json cell_status(const study::CellStatus& c) {
 Json study_status(const study::StudyStatus& s) {
   Json cells = Json::array();
   for (const auto& c : s.cells) cells.push_back(cell_status(c));
-  return {{"study", run(s.study, false)},
-          {"cells", cells},
-          {"total", cell_status(s.total)},
-          {"mean_run_s", number(s.mean_run_s)}};
+  Json j = {{"study", run(s.study, false)},
+            {"cells", cells},
+            {"total", cell_status(s.total)},
+            {"mean_run_s", number(s.mean_run_s)}};
+  if (!s.slurm_jobs.empty())
+    j["slurm"] = {{"jobs", s.slurm_jobs},
+                  {"queue", s.slurm_queue},
+                  {"error", s.slurm_error.empty() ? Json() : Json(s.slurm_error)}};
+  return j;
 }
 
 Json study_analysis(const study::StudyAnalysis& a) {

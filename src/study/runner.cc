@@ -10,6 +10,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/store/query.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/study/study.h"
 
@@ -208,6 +209,12 @@ class Scheduler {
     so.array_parallelism = o_.array_parallelism;
     so.dir = std::filesystem::absolute(logs_);
     so.task_command = {o_.program.string(), "--store", o_.store_uri, "-q", "study", "task", study_};
+    so.on_submit = [this](const std::string& id) {
+      // `study status` asks Slurm about these beside what the store says.
+      auto tags = store_->tags(study_);
+      const std::string& before = tags["slurm.jobs"];
+      store_->set_tag(study_, "slurm.jobs", before.empty() ? id : before + "," + id);
+    };
     return slurm_executor(so);
   }
 
@@ -322,6 +329,22 @@ std::optional<Job> planned_task(store::Store& store, const std::string& ref,
   return make_job(st, spec, o, study.uuid, o.log_dir);
 }
 
+namespace {
+
+// What Slurm's queue holds of the study's arrays, when it went through Slurm.
+void slurm_state(store::Store& store, StudyStatus& s) {
+  auto tags = store.tags(s.study.uuid);
+  if (tags["slurm.jobs"].empty()) return;
+  s.slurm_jobs = store::split_fields(tags["slurm.jobs"]);
+  try {
+    s.slurm_queue = slurm_queue(s.slurm_jobs);
+  } catch (const core::Error& e) {
+    s.slurm_error = e.what();  // the store's view stands on its own
+  }
+}
+
+}  // namespace
+
 StudyStatus study_status(store::Store& store, const std::string& ref) {
   store.reap_stale_runs();
   StudyStatus s;
@@ -356,6 +379,7 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
     else
       ++c.pending;
   }
+  slurm_state(store, s);
   for (const auto& c : s.cells) {
     s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;
     s.total.failed += c.failed, s.total.pending += c.pending;

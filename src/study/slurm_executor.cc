@@ -144,6 +144,7 @@ class SlurmExecutor : public Executor {
     for (size_t i = 0; i < pending_.size(); ++i) a.open.insert(i);
     a.jobs.assign(pending_.begin(), pending_.end());
     pending_.clear();
+    if (o_.on_submit) o_.on_submit(a.job_id);
     arrays_.push_back(std::move(a));
   }
 
@@ -204,6 +205,19 @@ std::string slurm_script(const SlurmOptions& o, const std::filesystem::path& lis
   for (const auto& a : o.task_command) s += " " + quoted(a);
   s += " \"$name\"\n";
   return s;
+}
+
+std::map<std::string, int> slurm_queue(const std::vector<std::string>& job_ids) {
+  std::map<std::string, int> out;
+  if (job_ids.empty()) return out;
+  Output o =
+      run({"squeue", "-h", "-r", "-j", fmt::format("{}", fmt::join(job_ids, ",")), "-o", "%T"});
+  // squeue refuses ids it has forgotten (all their tasks ended long ago).
+  if (o.code != 0 && o.out.find("Invalid job id") != std::string::npos) return out;
+  if (o.code != 0) fail(ErrorKind::kRuntime, "squeue failed: {}", first_line(o.out));
+  std::istringstream in(o.out);
+  for (std::string state; in >> state;) ++out[state];
+  return out;
 }
 
 void check_slurm(const std::string& partition) {

@@ -74,6 +74,8 @@ def main(ts, configs, work):
                                   os.path.join(work, "logs")], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         cancelled = cancel_one_running_task(env)
+        during = subprocess.run([ts, "--store", store, "--json", "study", "status", "small"],
+                                env=env, capture_output=True, text=True)
         out, _ = study.communicate(timeout=600)
         print(out)
         expect(cancelled is not None, f"a running task was cancelled ({cancelled})")
@@ -87,6 +89,12 @@ def main(ts, configs, work):
         status = json.loads(subprocess.run([ts, "--store", store, "--json", "study", "status",
                                             "small"], capture_output=True, text=True).stdout)
         expect(status["total"]["finished"] == 4, "study status: 4 of 4 finished")
+        slurm = json.loads(during.stdout).get("slurm", {}) if during.returncode == 0 else {}
+        expect(len(slurm.get("jobs", [])) >= 1 and slurm.get("error") is None
+               and sum(slurm.get("queue", {}).values()) >= 1,
+               f"study status while it ran showed Slurm's queue ({slurm})")
+        expect(len(status["slurm"]["jobs"]) == 2 and status["slurm"]["queue"] == {},
+               "and after: both arrays, nothing queued")
 
         local = "sqlite:" + os.path.join(work, "local.db")
         r = subprocess.run([ts, "-q", "--store", local, "study", "run", spec, "--logs",

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,8 +59,14 @@ struct SlurmOptions {
   std::filesystem::path dir;  // the sbatch scripts, task lists and logs
   std::vector<std::string> task_command;
   double poll_seconds = 1.0;
+  // Called with the id of every array submitted (the study records them).
+  std::function<void(const std::string& job_id)> on_submit;
 };
 std::unique_ptr<Executor> slurm_executor(SlurmOptions options);
+
+// What Slurm's queue holds of these jobs' tasks, by state ("PENDING": 3,
+// "RUNNING": 2); empty once they all ended. Throws Error when squeue fails.
+std::map<std::string, int> slurm_queue(const std::vector<std::string>& job_ids);
 
 // Checks that Slurm answers and has `partition` (any, when empty) before a
 // study records anything; throws Error naming what is wrong otherwise.

@@ -11,6 +11,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,6 +81,11 @@ struct StudyStatus {
   std::vector<CellStatus> cells;
   CellStatus total;
   double mean_run_s = 0;  // of finished runs
+  // Studies run through Slurm: their array jobs and what Slurm's queue
+  // holds of them by state (empty once every task ended).
+  std::vector<std::string> slurm_jobs;
+  std::map<std::string, int> slurm_queue;
+  std::string slurm_error;  // squeue could not be asked
 };
 
 StudyStatus study_status(store::Store& store, const std::string& ref);
