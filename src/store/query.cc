@@ -596,11 +596,21 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
 
   RunFilter base = query.base;
   base.limit = 0;
+  std::vector<RunInfo> infos = store.list_runs(base);
+  std::map<std::string, RunFields> fields;
+  if (early.params || early.tags || early.metrics) {
+    std::vector<std::string> uuids;
+    for (const auto& i : infos) uuids.push_back(i.uuid);
+    fields = store.run_fields(uuids, early.params, early.tags, early.metrics);
+  }
   std::vector<RunRow> rows;
-  for (auto& info : store.list_runs(base)) {
+  for (auto& info : infos) {
     RunRow row{std::move(info), {}, {}, {}};
-    Needs none;
-    load(store, row, early, none);
+    if (auto it = fields.find(row.info.uuid); it != fields.end()) {
+      row.params = std::move(it->second.params);
+      row.tags = std::move(it->second.tags);
+      for (auto& m : it->second.metrics) row.metrics[m.key] = std::move(m);
+    }
     if (filter.matches(row)) rows.push_back(std::move(row));
   }
   if (!sort.empty())

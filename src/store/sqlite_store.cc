@@ -545,6 +545,37 @@ std::map<std::string, std::string> SqliteStore::params(std::string_view uuid) {
   return out;
 }
 
+std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::string>& uuids,
+                                                         bool params, bool tags, bool metrics) {
+  // For a handful of runs the indexed per-run queries win; for many, one
+  // pass over each table.
+  if (uuids.size() < 64) return Store::run_fields(uuids, params, tags, metrics);
+  std::map<std::string, RunFields> out;
+  for (const auto& u : uuids) out[u];
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  auto key_values = [&](const char* table, auto member) {
+    sqlite::Stmt s(db_, std::string("SELECT r.uuid, t.key, t.value FROM ") + table +
+                            " t JOIN runs r ON r.id = t.run_id");
+    while (s.step())
+      if (auto it = out.find(s.text(0)); it != out.end())
+        (it->second.*member).emplace(s.text(1), s.text(2));
+  };
+  if (params) key_values("params", &RunFields::params);
+  if (tags) key_values("tags", &RunFields::tags);
+  if (metrics) {
+    sqlite::Stmt s(db_,
+                   "SELECT r.uuid, k.key, k.count, k.last_step, k.last_value, k.min_value, "
+                   "k.max_value FROM metric_keys k JOIN runs r ON r.id = k.run_id "
+                   "WHERE k.count > 0 ORDER BY k.key");
+    while (s.step())
+      if (auto it = out.find(s.text(0)); it != out.end())
+        it->second.metrics.push_back(
+            {s.text(1), s.int64(2), s.int64(3), s.real(4), s.real(5), s.real(6)});
+  }
+  return out;
+}
+
 void SqliteStore::set_tag(std::string_view uuid, std::string_view key, std::string_view value) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);

@@ -37,6 +37,8 @@ class SqliteStore final : public Store {
   void set_param(std::string_view uuid, std::string_view key, std::string_view value) override;
   void set_params(std::string_view uuid, const std::map<std::string, std::string>& params) override;
   std::map<std::string, std::string> params(std::string_view uuid) override;
+  std::map<std::string, RunFields> run_fields(const std::vector<std::string>& uuids, bool params,
+                                              bool tags, bool metrics) override;
   void set_tag(std::string_view uuid, std::string_view key, std::string_view value) override;
   void delete_tag(std::string_view uuid, std::string_view key) override;
   std::map<std::string, std::string> tags(std::string_view uuid) override;

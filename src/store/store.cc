@@ -212,6 +212,18 @@ ArtifactInfo Store::record_artifact(std::string_view uuid, const std::string& re
   return recorded;
 }
 
+std::map<std::string, RunFields> Store::run_fields(const std::vector<std::string>& uuids,
+                                                   bool params, bool tags, bool metrics) {
+  std::map<std::string, RunFields> out;
+  for (const auto& u : uuids) {
+    RunFields& f = out[u];
+    if (params) f.params = this->params(u);
+    if (tags) f.tags = this->tags(u);
+    if (metrics) f.metrics = metric_summaries(u);
+  }
+  return out;
+}
+
 void Store::import_run(const RunInfo& run) {
   fail(ErrorKind::kUsage, "{} cannot import runs from another store", describe());
 }

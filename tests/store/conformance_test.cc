@@ -281,6 +281,38 @@ TEST_P(StoreConformance, MetricFromReturnsThePointsAfterAnAppendIndex) {
   EXPECT_TRUE(store_->metric_from(r.uuid, "missing", 5).empty());
 }
 
+// Bulk reads give what run-by-run reads give, for a few runs and for many
+// (the SQLite backend switches strategy at 64).
+TEST_P(StoreConformance, RunFieldsOfManyRunsEqualRunByRunReads) {
+  std::vector<std::string> uuids;
+  for (int i = 0; i < 80; ++i) {
+    RunInfo r = new_run();
+    if (i % 3 == 0) store_->set_params(r.uuid, {{"lr", std::to_string(i)}, {"opt", "adam"}});
+    if (i % 4 == 0) store_->set_tag(r.uuid, "note", "n" + std::to_string(i));
+    if (i % 5 == 0) store_->append_metrics(r.uuid, {{"loss", {{1, 1, 1.0 / (i + 1)}}}});
+    uuids.push_back(r.uuid);
+  }
+  RunInfo other = new_run();  // not asked for: not returned
+  store_->set_params(other.uuid, {{"lr", "9"}});
+  for (size_t n : {size_t{5}, uuids.size()}) {
+    const std::vector<std::string> some(uuids.begin(), uuids.begin() + n);
+    auto all = store_->run_fields(some, true, true, true);
+    ASSERT_EQ(all.size(), n);
+    for (const auto& u : some) {
+      EXPECT_EQ(all[u].params, store_->params(u));
+      EXPECT_EQ(all[u].tags, store_->tags(u));
+      const auto m = store_->metric_summaries(u);
+      ASSERT_EQ(all[u].metrics.size(), m.size());
+      for (size_t k = 0; k < m.size(); ++k) {
+        EXPECT_EQ(all[u].metrics[k].key, m[k].key);
+        EXPECT_EQ(all[u].metrics[k].last_value, m[k].last_value);
+      }
+    }
+    EXPECT_FALSE(all.count(other.uuid));
+    EXPECT_TRUE(store_->run_fields(some, false, true, false)[some[0]].params.empty());
+  }
+}
+
 TEST_P(StoreConformance, EnvironmentEntriesReplaceEarlierValues) {
   RunInfo r = new_run();
   store_->set_environment(r.uuid, {{"hardware.cpu", "a"}, {"threads.torch", "1"}});
