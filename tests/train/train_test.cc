@@ -660,13 +660,14 @@ namespace trainscope::train {
 // with $TMPDIR pointing nowhere, and every artifact verifies.
 TEST(CheckpointTest, ArtifactsAreWrittenInPlaceNotThroughTmpdir) {
   TempDir dir;
-  std::ofstream(dir / "c.yaml")
+  std::ofstream(dir / "tiny.yaml")
       << "data: {dataset: fashion-mnist, train_subset: 256, test_subset: 100}\n"
          "train: {epochs: 1, batch_size: 64}\ncheckpoint: {every_steps: 2}\n"
          "profile: {enabled: true, warmup_steps: 1, every: 1}\n";
   std::string base = "TMPDIR=" + (dir / "no-such-dir").string() + " " + TS_CLI_BIN +
                      " -q --store sqlite:" + (dir / "t.db").string();
-  auto run = testing::run_command(base + " train " + (dir / "c.yaml").string() + " --name inplace");
+  auto run =
+      testing::run_command(base + " train " + (dir / "tiny.yaml").string() + " --name inplace");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   auto store = Store::open({.uri = "sqlite:" + (dir / "t.db").string()});
   auto arts = store->artifacts(store->resolve_run("inplace").uuid);
@@ -678,14 +679,15 @@ TEST(CheckpointTest, ArtifactsAreWrittenInPlaceNotThroughTmpdir) {
   EXPECT_EQ(kinds, (std::set<std::string>{"checkpoint", "predictions", "trace"}));
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path()))
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
-  // Default names (the config's stem) stay unique: c, then c-2.
+  // Default names (the config's stem) stay unique: tiny, then tiny-2. (Not
+  // "c": a one-letter hex name is also the prefix of some runs' UUIDs.)
   for (int i = 0; i < 2; ++i)
-    ASSERT_EQ(testing::run_command(base + " train " + (dir / "c.yaml").string() +
+    ASSERT_EQ(testing::run_command(base + " train " + (dir / "tiny.yaml").string() +
                                    " --set train.max_steps=1 --set profile.enabled=false")
                   .exit_code,
               0);
-  EXPECT_EQ(store->resolve_run("c").name, "c");
-  EXPECT_EQ(store->resolve_run("c-2").name, "c-2");
+  EXPECT_EQ(store->resolve_run("tiny").name, "tiny");
+  EXPECT_EQ(store->resolve_run("tiny-2").name, "tiny-2");
 }
 
 }  // namespace trainscope::train
