@@ -1,8 +1,11 @@
 #include "output.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <iostream>
 
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::cli {
@@ -67,6 +70,14 @@ void print_differences(std::ostream& out, const std::vector<env::Difference>& di
         << core::escape_for_display(d.a) << "\n    " << b_label << ": "
         << core::escape_for_display(d.b) << "\n";
   }
+}
+
+std::function<void(size_t, size_t)> counter(const std::string& what) {
+  if (!isatty(STDERR_FILENO) || core::verbosity() < core::Verbosity::kNormal) return {};
+  return [what](size_t done, size_t total) {
+    std::cerr << "\r\033[K[" << done << "/" << total << "] " << what << (done == total ? "\n" : "")
+              << std::flush;
+  };
 }
 
 }  // namespace trainscope::cli

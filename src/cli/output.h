@@ -32,6 +32,10 @@ class Table {
 // Writes to `out_path` atomically, or to stdout when it is empty or "-".
 void write_output(const std::string& out_path, const std::function<void(std::ostream&)>& body);
 
+// "[12/40] runs exported" on stderr, rewritten in place, when stderr is a
+// terminal and not quieted; an empty function otherwise.
+std::function<void(size_t done, size_t total)> counter(const std::string& what);
+
 // Prints differences grouped by manifest group: key, then each side's value.
 void print_differences(std::ostream& out, const std::vector<env::Difference>& diffs,
                        const std::string& a_label, const std::string& b_label);

@@ -1,5 +1,4 @@
 // `trainscope runs ...` and `trainscope metrics`: reading the store.
-#include <unistd.h>
 
 #include <algorithm>
 #include <iostream>
@@ -190,14 +189,11 @@ std::vector<RunInfo> export_runs(Store& store, const ExportArgs& a) {
   return matched;
 }
 
-// "[12/40] exporting" on a terminal, rewritten in place.
+// "[12/40] runs exported" on a terminal, for more than one run.
 std::function<void(size_t)> export_progress(size_t total) {
-  if (!isatty(STDERR_FILENO) || core::verbosity() < core::Verbosity::kNormal || total < 2)
-    return {};
-  return [total](size_t done) {
-    std::cerr << "\r\033[K[" << done << "/" << total << "] runs exported"
-              << (done == total ? "\n" : "") << std::flush;
-  };
+  auto count = counter("runs exported");
+  if (!count || total < 2) return {};
+  return [count, total](size_t done) { count(done, total); };
 }
 
 void write_export(Store& store, const std::vector<RunInfo>& runs, const ExportArgs& a, bool json) {

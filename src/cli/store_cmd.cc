@@ -1,13 +1,11 @@
 // `trainscope store copy SRC DST`: every run of one store into another.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <iostream>
 
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/error.h"
-#include "trainscope/core/log.h"
 #include "trainscope/store/copy.h"
 
 namespace trainscope::cli {
@@ -19,13 +17,11 @@ struct CopyArgs {
   bool no_verify = false;
 };
 
-// "[12/40] runs copied" on a terminal, rewritten in place.
+// "[12/40] runs copied" on a terminal.
 std::function<void(const store::CopyProgress&)> copy_progress() {
-  if (!isatty(STDERR_FILENO) || core::verbosity() < core::Verbosity::kNormal) return {};
-  return [](const store::CopyProgress& p) {
-    std::cerr << "\r\033[K[" << p.done << "/" << p.total << "] runs copied"
-              << (p.done == p.total ? "\n" : "") << std::flush;
-  };
+  auto count = counter("runs copied");
+  if (!count) return {};
+  return [count](const store::CopyProgress& p) { count(p.done, p.total); };
 }
 
 void run_copy(const CopyArgs& a) {

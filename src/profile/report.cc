@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -229,6 +230,14 @@ OperatorTable operator_table(Store& store, const std::string& uuid) {
   std::ifstream in(trace->path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return operator_table(text, trace->path.string());
+}
+
+double mean_metric(Store& store, const std::string& uuid, const std::string& key) {
+  const auto points = store.metric(uuid, key);
+  if (points.empty()) return NAN;
+  double sum = 0;
+  for (const auto& p : points) sum += p.value;
+  return sum / static_cast<double>(points.size());
 }
 
 ProfileSummary summarize(Store& store, const std::string& uuid) {

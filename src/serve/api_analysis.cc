@@ -1,6 +1,7 @@
 // Profiles, probes, diffs and studies: what the analysis pages show, through
 // the same library readers as `profile show`, `probes`, `diff` and `study
 // report`.
+#include <cmath>
 #include <set>
 
 #include "api_internal.h"
@@ -20,12 +21,10 @@ using core::fail;
 
 namespace {
 
+// A recorded mean, 0 when the run has none (the page shows "not recorded").
 double mean_of(store::Store& s, const std::string& uuid, const std::string& key) {
-  const auto points = s.metric(uuid, key);
-  if (points.empty()) return 0;
-  double sum = 0;
-  for (const auto& p : points) sum += p.value;
-  return sum / static_cast<double>(points.size());
+  const double v = profile::mean_metric(s, uuid, key);
+  return std::isnan(v) ? 0 : v;
 }
 
 profile::ProfileSummary summary_or_404(store::Store& s, const store::RunInfo& run) {

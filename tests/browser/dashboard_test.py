@@ -19,6 +19,9 @@ import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks  # noqa: E402
+
 SMALL = ["--set", "train.epochs=1", "--set", "data.train_subset=2560",
          "--set", "data.test_subset=200"]
 XSS_NAME = "<script>window.__xss=1</script>"
@@ -97,13 +100,7 @@ def get(url, headers=None):
         return status, body.decode(errors="replace")
 
 
-def expect(cond, what, problems):
-    print(("ok    " if cond else "FAIL  ") + what, flush=True)
-    if not cond:
-        problems.append(what)
-
-
-def check_token(ts, problems):
+def check_token(ts, check):
     """A non-loopback bind makes a token; requests without it get 401."""
     srv = Server(ts, "--bind", "0.0.0.0")
     try:
@@ -111,39 +108,36 @@ def check_token(ts, problems):
         port = srv.base.rsplit(":", 1)[1]
         base = f"http://127.0.0.1:{port}"
         status, body = get(base + "/api/info")
-        expect(status == 401 and "token" in body["error"], "no token: 401 with a JSON error",
-               problems)
-        expect(get(base + "/api/runs", {"Authorization": "Bearer wrong"})[0] == 401,
-               "a wrong token: 401", problems)
-        expect(get(base + "/", {"Authorization": "Bearer wrong"})[0] == 401,
-               "the page itself without the token: 401", problems)
-        expect(get(base + "/api/runs", {"Authorization": "Bearer " + token})[0] == 200,
-               "the right token as a bearer header: 200", problems)
-        expect(get(f"{base}/api/info?token={token}")[0] == 200, "the token as ?token=: 200",
-               problems)
+        check(status == 401 and "token" in body["error"], "no token: 401 with a JSON error")
+        check(get(base + "/api/runs", {"Authorization": "Bearer wrong"})[0] == 401,
+               "a wrong token: 401")
+        check(get(base + "/", {"Authorization": "Bearer wrong"})[0] == 401,
+               "the page itself without the token: 401")
+        check(get(base + "/api/runs", {"Authorization": "Bearer " + token})[0] == 200,
+               "the right token as a bearer header: 200")
+        check(get(f"{base}/api/info?token={token}")[0] == 200, "the token as ?token=: 200")
     finally:
         srv.stop()
 
 
-def check_bad_input(ts, store, srv, uuids, problems):
+def check_bad_input(ts, store, srv, uuids, check):
     port = srv.base.rsplit(":", 1)[1]
     r = subprocess.run(ts + ["serve", "--port", port], capture_output=True, text=True)
-    expect(r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    check(r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
            and len(r.stderr.strip().splitlines()) == 1,
-           f"a port in use: exit 2, one line ({r.returncode}: {r.stderr.strip()})", problems)
+           f"a port in use: exit 2, one line ({r.returncode}: {r.stderr.strip()})")
     missing = ts[:1] + ["--store", "sqlite:" + store + ".missing", "serve", "--port", "0"]
     r = subprocess.run(missing, capture_output=True, text=True)
-    expect(r.returncode == 3 and "does not exist" in r.stderr and not os.path.exists(
+    check(r.returncode == 3 and "does not exist" in r.stderr and not os.path.exists(
         store + ".missing"), f"a store that does not exist: exit 3, not created "
-        f"({r.returncode}: {r.stderr.strip()})", problems)
+        f"({r.returncode}: {r.stderr.strip()})")
     status, body = get(srv.base + "/api/runs/no-such-run")
-    expect(status == 404 and "no run matches" in body["error"], "an unknown run: 404 JSON",
-           problems)
+    check(status == 404 and "no run matches" in body["error"], "an unknown run: 404 JSON")
     status, body = get(srv.base + "/api/runs?filter=metrics.x%20%3E")
-    expect(status == 400 and "filter column" in body["error"], "a malformed filter: 400 naming "
-           "the column", problems)
+    check(status == 400 and "filter column" in body["error"], "a malformed filter: 400 naming "
+           "the column")
     status, body = get(srv.base + "/api/runs/" + uuids["run"] + "/metric?key=no/such")
-    expect(status == 404, "an unknown metric key: 404", problems)
+    check(status == 404, "an unknown metric key: 404")
     req = urllib.request.Request(srv.base + "/api/runs/" + uuids["run"] + "/tags/x", data=b"1",
                                  method="PUT")
     try:
@@ -151,7 +145,7 @@ def check_bad_input(ts, store, srv, uuids, problems):
         status = 200
     except urllib.error.HTTPError as e:
         status = e.code
-    expect(status == 403, "a write to a read-only server: 403", problems)
+    check(status == 403, "a write to a read-only server: 403")
 
 
 def main(argv):
@@ -167,7 +161,7 @@ def main(argv):
     store = os.path.join(work, "store.db")
     ts = [cli, "-q", "--store", "sqlite:" + store]
     uuids = fill(ts, configs, work)
-    problems = []
+    check = Checks()
     srv = Server(ts)
     try:
         demo = os.path.join(configs, "demo.yaml")
@@ -190,16 +184,13 @@ def main(argv):
         r = subprocess.run(["node", check_mjs, os.path.join(work, "scenario.json")],
                            capture_output=True, text=True, timeout=600)
         print(r.stdout + r.stderr, flush=True)
-        expect(r.returncode == 0, "every page in Chromium", problems)
-        check_bad_input(ts, store, srv, uuids, problems)
+        check(r.returncode == 0, "every page in Chromium")
+        check_bad_input(ts, store, srv, uuids, check)
     finally:
         srv.stop()
-    check_token(ts, problems)
-    if problems:
-        print("dashboard: FAILED: " + "; ".join(problems))
-        return 1
-    print("dashboard: every page rendered, live points within 1 s, token and bad input checked")
-    return 0
+    check_token(ts, check)
+    return check.verdict("dashboard", "every page rendered, live points within 1 s, token and "
+                         "bad input checked")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "support", "slurm_cluster.py")
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from checks import Checks  # noqa: E402
 
 
 def study_file(work, configs):
@@ -54,13 +56,7 @@ def cancel_one_running_task(env, deadline=120):
 def main(ts, configs, work):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    problems = []
-
-    def expect(cond, what):
-        print(("ok    " if cond else "FAIL  ") + what, flush=True)
-        if not cond:
-            problems.append(what)
-
+    expect = Checks()
     conf = subprocess.run([sys.executable, CLUSTER, "start", os.path.join(work, "slurm")],
                           capture_output=True, text=True)
     if conf.returncode != 0:
@@ -114,11 +110,8 @@ def main(ts, configs, work):
                f"({bad.stderr.strip()})")
     finally:
         subprocess.run([sys.executable, CLUSTER, "stop", os.path.join(work, "slurm")])
-    if problems:
-        print("slurm study: FAILED: " + "; ".join(problems))
-        return 1
-    print("slurm study: complete through a job array, one task cancelled and rerun")
-    return 0
+    return expect.verdict("slurm study", "complete through a job array, one task cancelled and "
+                          "rerun")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 import { api, runPath } from './api.js';
 import { Chart, COLORS, chartBox } from './chart.js';
 import { badge, errorBox, h, render, section, table } from './dom.js';
-import { metricOrder, num } from './format.js';
+import { isTrainingMetric, metricOrder, num } from './format.js';
 
 const label = (r) => r.name || r.uuid.slice(0, 8);
 
@@ -42,7 +42,7 @@ function diffSection(d, a, b) {
 async function curves(pages, grid) {
   const common = pages.map((p) => new Set(p.metrics.map((m) => m.key)))
     .reduce((a, b) => new Set([...a].filter((k) => b.has(k))));
-  const keys = [...common].filter((k) => !/^(proc|sys|gpu\d*|energy|probe)\//.test(k)).sort(metricOrder);
+  const keys = [...common].filter(isTrainingMetric).sort(metricOrder);
   for (const key of keys) {
     const box = chartBox({ 'data-key': key });
     grid.append(box);

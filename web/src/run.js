@@ -3,9 +3,8 @@
 import { api, runPath } from './api.js';
 import { MetricChart, chartBox } from './chart.js';
 import { badge, errorBox, h, kvTable, render, section, table } from './dom.js';
-import { bytes, duration, metricOrder, num, time, TERMINAL } from './format.js';
+import { bytes, duration, isTrainingMetric, metricOrder, num, time, TERMINAL } from './format.js';
 
-const RESOURCE = /^(proc|sys|gpu\d*|energy)\//;
 
 function headerOf(page) {
   const r = page.run;
@@ -67,8 +66,8 @@ export async function runPage(root, uuid, alive) {
   uuid = page.run.uuid;
   const charts = new Map();
   const grid = h('div', { class: 'grid', id: 'metric-charts' });
-  const keys = page.metrics.filter((m) => m.count >= 1 && !RESOURCE.test(m.key) &&
-    !m.key.startsWith('probe/')).map((m) => m.key).sort(metricOrder);
+  const keys = page.metrics.filter((m) => m.count >= 1 && isTrainingMetric(m.key))
+    .map((m) => m.key).sort(metricOrder);
   const resources = await resourcesSection(uuid).catch(() => null);
   render(root, headerOf(page),
     section('Metrics', grid, keys.length ? null : h('p', { class: 'muted' }, 'no metrics yet')),
@@ -110,7 +109,7 @@ async function follow(uuid, charts, grid, alive, add) {
     for (const m of live.metrics) {
       const c = charts.get(m.key);
       if (c && m.count > c.count) work.push(c.more());
-      else if (!c && !RESOURCE.test(m.key) && !m.key.startsWith('probe/')) work.push(add(grid, m.key));
+      else if (!c && isTrainingMetric(m.key)) work.push(add(grid, m.key));
     }
     await Promise.allSettled(work);
     if (TERMINAL.includes(live.status)) return;

@@ -67,6 +67,10 @@ struct ProfileSummary {
   double coverage_min = 0, coverage_mean = 0;
 };
 
+// The mean of a run's metric `key` over its points; NaN when it has none
+// (the profiled and unprofiled step times, the recorded GEMM peak).
+double mean_metric(store::Store& store, const std::string& uuid, const std::string& key);
+
 // Aggregates a run's stored profile (means over profiled iterations).
 ProfileSummary summarize(store::Store& store, const std::string& uuid);
 

@@ -27,14 +27,6 @@ using core::fail;
 
 namespace {
 
-double mean_metric(store::Store& store, const std::string& uuid, const std::string& key) {
-  auto pts = store.metric(uuid, key);
-  if (pts.empty()) return NAN;
-  double s = 0;
-  for (const auto& p : pts) s += p.value;
-  return s / static_cast<double>(pts.size());
-}
-
 void print_layers(const profile::ProfileSummary& s, double peak) {
   std::vector<profile::LayerTime> sorted = s.layers;
   std::sort(sorted.begin(), sorted.end(),
@@ -95,8 +87,8 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
          "run {} has no profile; record one with `trainscope profile CONFIG` or "
          "profile.enabled: true",
          run.uuid.substr(0, 8));
-  const format::ProfileExtras x{mean_metric(store, run.uuid, "profile/step_ms_profiled"),
-                                mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
+  const format::ProfileExtras x{profile::mean_metric(store, run.uuid, "profile/step_ms_profiled"),
+                                profile::mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
                                 profile::peak_gflops()};
   if (json || a.format == "json") {
     std::cout << format::profile(run.uuid, s, x).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
