@@ -20,6 +20,8 @@ PACKAGES=(
   clang libclang-rt-dev  # the sanitizer build and its libFuzzer targets
   libcpp-httplib-dev     # trainscope serve (the dashboard)
   slurm-wlm munge        # studies through Slurm; the tests start a one-node cluster
+  libpqxx-dev            # the PostgreSQL store backend
+  postgresql             # the tests start their own server (initdb, pg_ctl) on a loopback port
 )
 
 # Node.js and npm come with the machine (not from Debian's packages, whose

@@ -15,4 +15,9 @@ std::unique_ptr<Store> open_backend(const StoreOptions& options);
 // SQLite: "sqlite:PATH" and "sqlite::memory:" (sqlite_store.cc).
 std::unique_ptr<Store> open_sqlite(std::string_view location, const StoreOptions& options);
 
+// PostgreSQL: "postgresql://USER@HOST:PORT/DB" (and "postgres://..."), when
+// built with libpqxx (postgres_store.cc). `scheme` is the one the URI used.
+std::unique_ptr<Store> open_postgres(std::string_view scheme, std::string_view location,
+                                     const StoreOptions& options);
+
 }  // namespace trainscope::store

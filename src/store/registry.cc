@@ -22,6 +22,12 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: stores may close during exit
     reg->factories["sqlite"] = open_sqlite;
+#ifdef TRAINSCOPE_POSTGRES
+    for (const char* scheme : {"postgresql", "postgres"})
+      reg->factories[scheme] = [scheme](std::string_view location, const StoreOptions& o) {
+        return open_postgres(scheme, location, o);
+      };
+#endif
     return reg;
   }();
   return *r;
@@ -92,7 +98,8 @@ std::unique_ptr<Store> open_backend(const StoreOptions& options) {
          core::escape_for_display(options.uri), core::escape_for_display(u.scheme), known);
   }
   if (u.location.empty())
-    fail(ErrorKind::kUsage, "store '{}' names no location; use sqlite:PATH",
+    fail(ErrorKind::kUsage,
+         "store '{}' names no location; use sqlite:PATH or postgresql://USER@HOST:PORT/DB",
          core::escape_for_display(options.uri));
   return factory(u.location, options);
 }

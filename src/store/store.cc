@@ -139,7 +139,9 @@ RunInfo Store::resolve_run(std::string_view ref) {
 
 // --- the stale-run reaper -------------------------------------------------------
 
-int Store::reap_stale_runs() { return reap_stale_runs(core::unix_now()); }
+double Store::now() { return core::unix_now(); }
+
+int Store::reap_stale_runs() { return reap_stale_runs(now()); }
 
 int Store::reap_stale_runs(double now) {
   const std::string host = core::host_name();

@@ -13,6 +13,7 @@
 #include <limits>
 #include <thread>
 
+#include "support/postgres_test.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -32,15 +33,20 @@ constexpr const char* kNoSuchRun = "00000000-0000-4000-8000-000000000000";
 std::string backend_uri(const std::string& backend, const std::filesystem::path& dir) {
   if (backend == "sqlite_file") return "sqlite:" + (dir / "t.db").string();
   if (backend == "sqlite_memory") return "sqlite::memory:";
+  if (backend == "postgresql") return testing::fresh_postgres_store(dir / "artifacts");
   ADD_FAILURE() << "unknown backend " << backend;
   return {};
 }
 
 class StoreConformance : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override { store_ = open(); }
+  void SetUp() override {
+    uri_ = backend_uri(GetParam(), dir_.path());
+    ASSERT_FALSE(uri_.empty());
+    store_ = open();
+  }
   std::unique_ptr<Store> open(StoreOptions o = {}) {
-    o.uri = backend_uri(GetParam(), dir_.path());
+    o.uri = uri_;
     return Store::open(o);
   }
   std::filesystem::path write(const std::string& name, const std::string& content) {
@@ -55,6 +61,7 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
   }
 
   testing::TempDir dir_;
+  std::string uri_;
   std::unique_ptr<Store> store_;
 };
 
@@ -211,6 +218,65 @@ TEST_P(StoreConformance, OddKeysAndValuesRoundTrip) {
   EXPECT_EQ(store_->environment(r.uuid).at(odd), odd);
   ASSERT_EQ(store_->metric(r.uuid, odd).size(), 1u);
   EXPECT_EQ(store_->metric_summaries(r.uuid).at(0).key, odd);
+}
+
+// Names and values are bytes: invalid UTF-8, NUL, control characters and
+// what looks like a backend's own escaping all come back as they went in.
+TEST_P(StoreConformance, BytesThatAreNotUtf8RoundTrip) {
+  const std::string odd[] = {std::string("caf\xe9 latin-1"),
+                             std::string("nul\0inside", 11),
+                             "\x10"
+                             "ff looks escaped",
+                             "\xed\xa0\x80 surrogate",
+                             "\xc0\xaf overlong",
+                             "cut \xe2\x82",
+                             "ok \xe2\x82\xac"};
+  for (const auto& s : odd) {
+    NewRun nr;
+    nr.name = s;
+    nr.experiment = s;
+    nr.config_text = s;
+    RunInfo r = store_->create_run(nr);
+    store_->set_param(r.uuid, s, s);
+    store_->set_tag(r.uuid, s, s);
+    store_->set_environment(r.uuid, {{s, s}});
+    store_->append_metrics(r.uuid, {{s, {{1, 2.0, 3.0}}}});
+    store_->append_events(r.uuid, {{1, 1.0, s, s, s, s}});
+    auto got = store_->find_run(r.uuid);
+    EXPECT_EQ(got->name, s);
+    EXPECT_EQ(got->experiment, s);
+    EXPECT_EQ(got->config_text, s);
+    EXPECT_EQ(store_->params(r.uuid).at(s), s);
+    EXPECT_EQ(store_->tags(r.uuid).at(s), s);
+    EXPECT_EQ(store_->environment(r.uuid).at(s), s);
+    EXPECT_EQ(store_->metric(r.uuid, s).size(), 1u);
+    EXPECT_EQ(store_->metric_summaries(r.uuid).at(0).key, s);
+    EXPECT_EQ(store_->events(r.uuid).at(0).message, s);
+    EXPECT_EQ(store_->list_runs({.name = s}).at(0).uuid, r.uuid);
+  }
+  // Keys sort by their bytes, whatever the backend's locale.
+  RunInfo r = new_run();
+  store_->append_metrics(r.uuid, {{"b", {{0, 0, 1}}},
+                                  {"B", {{0, 0, 1}}},
+                                  {"\xc3\xa9", {{0, 0, 1}}},
+                                  {"a", {{0, 0, 1}}},
+                                  {"_", {{0, 0, 1}}}});
+  std::vector<std::string> keys;
+  for (const auto& m : store_->metric_summaries(r.uuid)) keys.push_back(m.key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"B", "_", "a", "b", "\xc3\xa9"}));
+}
+
+// Times the store stamps and the reaper's "now" come from one clock.
+TEST_P(StoreConformance, TheStoreClockStampsRuns) {
+  const double before = store_->now();
+  RunInfo r = new_run();
+  const double after = store_->now();
+  EXPECT_GT(before, 1.7e9);
+  EXPECT_LE(before, r.start_time);
+  EXPECT_LE(r.start_time, after);
+  store_->heartbeat(r.uuid);
+  EXPECT_LE(store_->find_run(r.uuid)->heartbeat, store_->now());
+  EXPECT_EQ(store_->reap_stale_runs(), 0);  // by the store's clock the run is alive
 }
 
 TEST_P(StoreConformance, MetricsKeepNonFiniteValuesBitForBit) {
@@ -518,7 +584,11 @@ TEST_P(StoreConformance, UnknownRunsAreNotFound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance,
+#ifdef TS_WITH_POSTGRES
+                         ::testing::Values("sqlite_file", "sqlite_memory", "postgresql"),
+#else
                          ::testing::Values("sqlite_file", "sqlite_memory"),
+#endif
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

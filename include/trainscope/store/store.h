@@ -5,7 +5,8 @@
 // one process, and several processes may open the same store at once.
 //
 // Backends are registered by URI scheme (registry.h): SQLite ("sqlite:PATH",
-// the default; "sqlite::memory:" for a private in-memory store). The
+// the default; "sqlite::memory:" for a private in-memory store) and
+// PostgreSQL ("postgresql://USER@HOST:PORT/DB", one store for many hosts). The
 // interface speaks in trainscope types only and names runs by UUID, so
 // another backend can sit behind it.
 #pragma once
@@ -168,8 +169,9 @@ struct RunFields {
 };
 
 struct StoreOptions {
-  // Location "SCHEME:REST": "sqlite:PATH", "sqlite::memory:", or a plain
-  // path (SQLite). Empty: $TRAINSCOPE_STORE, else "sqlite:./trainscope.db".
+  // Location "SCHEME:REST": "sqlite:PATH", "sqlite::memory:",
+  // "postgresql://USER@HOST:PORT/DB[?artifacts=FOLDER]", or a plain path
+  // (SQLite). Empty: $TRAINSCOPE_STORE, else "sqlite:./trainscope.db".
   std::string uri;
   // How long a writer waits for another process's lock before failing.
   double busy_timeout_seconds = 30.0;
@@ -215,6 +217,11 @@ class Store {
   // Schema version of the open store and the newest this build knows.
   virtual int schema_version() = 0;
   virtual int latest_schema_version() const = 0;
+  // The store's clock, in unix seconds. The times the store stamps (a run's
+  // start, heartbeats, end) come from it, and so does the reaper's "now", so
+  // that writers on hosts whose clocks differ are judged by one clock: this
+  // host's for SQLite, the server's for PostgreSQL.
+  virtual double now();
 
   // --- runs ---------------------------------------------------------------
   // Creates a run in its experiment (created on first use) and returns it.
@@ -236,8 +243,9 @@ class Store {
   virtual void set_status(std::string_view uuid, RunStatus status) = 0;
   virtual void heartbeat(std::string_view uuid) = 0;
   // Marks runs still "running" as killed when their heartbeat is older than
-  // stale_after_seconds at `now`, or when they ran on this host and their
-  // process is gone. Returns how many were marked. open() calls it.
+  // stale_after_seconds at `now` (default: the store's clock, now()), or
+  // when they ran on this host and their process is gone. Returns how many
+  // were marked. open() calls it.
   int reap_stale_runs(double now);
   int reap_stale_runs();
   // Deletes a run and everything recorded for it, artifact files included.

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""A PostgreSQL server in a folder, for tests: Debian's postgresql (initdb,
+pg_ctl) with its data, socket and log under DIR, listening on a free
+loopback port; nothing system-wide is touched. Password authentication
+(scram-sha-256) for user `trainscope`, so that tests can give a wrong
+password too.
+
+  pg_server.py start DIR   prints the server's URI and writes it to DIR/uri
+  pg_server.py stop DIR
+  pg_server.py createdb DIR NAME   prints the URI of a new empty database
+
+PostgreSQL refuses to run as root: as root, the server runs as the
+`postgres` user that Debian's package creates.
+"""
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+USER = "trainscope"
+PASSWORD = "trainscope-test-password"
+
+
+def bin_dir():
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    if not found:
+        sys.exit("pg_server: initdb not found; install Debian's postgresql (scripts/install-deps.sh)")
+    return os.path.dirname(found[-1])
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def as_server_user(cmd):
+    """The command as the user the server runs as (not root)."""
+    if os.getuid() != 0:
+        return cmd
+    return ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"] + cmd
+
+
+def uri(d, db="postgres", password=PASSWORD):
+    with open(os.path.join(d, "port")) as f:
+        port = f.read().strip()
+    return f"postgresql://{USER}:{password}@127.0.0.1:{port}/{db}"
+
+
+def start(d):
+    d = os.path.abspath(d)
+    stop(d, quiet=True)
+    shutil.rmtree(d, ignore_errors=True)
+    data = os.path.join(d, "data")
+    os.makedirs(data)
+    pwfile = os.path.join(d, "pw")
+    with open(pwfile, "w") as f:
+        f.write(PASSWORD + "\n")
+    if os.getuid() == 0:
+        pg = pwd.getpwnam("postgres")
+        for p in (d, data, pwfile):
+            os.chown(p, pg.pw_uid, pg.pw_gid)
+    b = bin_dir()
+    subprocess.run(as_server_user([f"{b}/initdb", "-D", data, "-U", USER, f"--pwfile={pwfile}",
+                                   "--auth=scram-sha-256", "-E", "UTF8", "--locale=C.UTF-8"]),
+                   check=True, stdout=subprocess.DEVNULL)
+    port = free_port()
+    with open(os.path.join(d, "port"), "w") as f:
+        f.write(str(port))
+    opts = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={d} "
+            "-c fsync=off -c max_connections=200 -c shared_buffers=128MB")
+    subprocess.run(as_server_user([f"{b}/pg_ctl", "-D", data, "-l", os.path.join(d, "log"),
+                                   "-o", opts, "-w", "-t", "60", "start"]),
+                   check=True, stdout=subprocess.DEVNULL)
+    u = uri(d)
+    with open(os.path.join(d, "uri"), "w") as f:
+        f.write(u + "\n")
+    print(u)
+    return 0
+
+
+def stop(d, quiet=False):
+    data = os.path.join(os.path.abspath(d), "data")
+    if not os.path.exists(os.path.join(data, "postmaster.pid")):
+        return 0
+    r = subprocess.run(as_server_user([f"{bin_dir()}/pg_ctl", "-D", data, "-m", "fast", "-w",
+                                       "stop"]), stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL if quiet else None)
+    return r.returncode
+
+
+def createdb(d, name):
+    """A new empty database, through psql as the test user."""
+    env = dict(os.environ, PGPASSWORD=PASSWORD)
+    with open(os.path.join(d, "port")) as f:
+        port = f.read().strip()
+    subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-p", port, "-U", USER, "-d", "postgres",
+                    "-c", f'CREATE DATABASE "{name}"'], env=env, check=True)
+    u = uri(d, name)
+    print(u)
+    return u
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "start":
+        return start(sys.argv[2])
+    if len(sys.argv) >= 3 and sys.argv[1] == "stop":
+        return stop(sys.argv[2])
+    if len(sys.argv) >= 4 and sys.argv[1] == "createdb":
+        createdb(sys.argv[2], sys.argv[3])
+        return 0
+    sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
