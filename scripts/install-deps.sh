@@ -22,6 +22,7 @@ PACKAGES=(
   slurm-wlm munge        # studies through Slurm; the tests start a one-node cluster
   libpqxx-dev            # the PostgreSQL store backend
   postgresql             # the tests start their own server (initdb, pg_ctl) on a loopback port
+  faketime               # a writer whose clock is off, for the cross-host reaper test
 )
 
 # Node.js and npm come with the machine (not from Debian's packages, whose

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -293,35 +294,53 @@ void Session::connect() {
   }
 }
 
+namespace {
+// The server ended the session (shutdown, pg_terminate_backend, crash).
+bool connection_ended(const std::string& sqlstate) {
+  return sqlstate.starts_with("57P") || sqlstate.starts_with("08");
+}
+}  // namespace
+
 void Session::transact(const std::function<void(pqxx::work&)>& body) {
+  bool reconnected = false;
   for (int attempt = 0;; ++attempt) {
     try {
-      if (!conn_ || !conn_->is_open()) connect();
+      if (!conn_) connect();
       pqxx::work w(*conn_);
       body(w);
       w.commit();
       return;
-    } catch (const pqxx::sql_error& e) {
-      const std::string state = e.sqlstate();
-      // Two writers locked rows in opposite orders, or a snapshot went
-      // stale: the server rolled back; run the transaction again.
-      if ((state == "40001" || state == "40P01") && attempt < 20) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt, 6)));
-        continue;
-      }
-      fail_sql(location_, e);
     } catch (const pqxx::in_doubt_error& e) {
       conn_.reset();
       fail(ErrorKind::kStore,
            "store '{}': the connection broke while committing; the last write may or may not "
            "have landed ({})",
            location_.display, one_line(e.what()));
-    } catch (const pqxx::broken_connection& e) {
+    } catch (const pqxx::statement_completion_unknown& e) {
       conn_.reset();
-      fail(ErrorKind::kStore,
-           "store '{}': lost the connection to the server ({}); it is reopened "
-           "on the next call",
+      fail(ErrorKind::kStore, "store '{}': the server may or may not have run the last write ({})",
            location_.display, one_line(e.what()));
+    } catch (const pqxx::transaction_rollback& e) {
+      // Two writers locked rows in opposite orders, or a snapshot went
+      // stale: the server rolled the transaction back; run it again.
+      if (attempt < 20) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 << std::min(attempt, 6)));
+        continue;
+      }
+      fail(ErrorKind::kStore, "store '{}': {}", location_.display, one_line(e.what()));
+    } catch (const pqxx::broken_connection& e) {
+      // Nothing was committed: a connection that died while idle (a server
+      // restart, a network hiccup) is opened again and the work run once more.
+      conn_.reset();
+      if (!std::exchange(reconnected, true)) continue;
+      fail(ErrorKind::kStore, "store '{}': lost the connection to the server ({})",
+           location_.display, one_line(e.what()));
+    } catch (const pqxx::sql_error& e) {
+      if (!connection_ended(e.sqlstate())) fail_sql(location_, e);
+      conn_.reset();
+      if (!std::exchange(reconnected, true)) continue;
+      fail(ErrorKind::kStore, "store '{}': the server ended the connection ({})", location_.display,
+           one_line(e.what()));
     } catch (const pqxx::failure& e) {
       fail(ErrorKind::kStore, "store '{}': {}", location_.display, one_line(e.what()));
     }

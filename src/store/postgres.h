@@ -58,9 +58,10 @@ class Session {
   Session(Location location, bool read_only, double lock_timeout_seconds);
   const Location& location() const { return location_; }
   // Runs `body` in one transaction and commits it. A deadlock or
-  // serialisation failure runs it again; any other failure throws
-  // core::Error naming the store in one line (a lost connection is
-  // reopened on the next call).
+  // serialisation failure runs it again, and so does a connection that
+  // broke before the commit (once, on a new connection); `body` must
+  // therefore start from scratch each time. Any other failure throws
+  // core::Error naming the store in one line.
   void transact(const std::function<void(pqxx::work&)>& body);
   // Connects now; throws Error(kStore) naming the store when it cannot.
   void connect();

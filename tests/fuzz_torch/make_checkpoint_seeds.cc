@@ -1,0 +1,241 @@
+// Writes the seed corpus of checkpoint_fuzz: real checkpoints of the tiny
+// model (tiny_model.h) written by write_checkpoint, checkpoints of other
+// optimizers and models, and damaged ones. Each is read back with
+// read_checkpoint before it is written: it must load (with the position it
+// was written with) or be refused with its expected one-line message.
+//
+//   make_checkpoint_seeds OUT_DIR     exit 0: every seed behaved as expected
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint.h"
+#include "tiny_model.h"
+#include "trainscope/core/error.h"
+
+namespace {
+
+using namespace trainscope;
+using Entries = std::vector<std::pair<std::string, torch::Tensor>>;
+
+struct Seed {
+  std::string name;
+  std::string bytes;
+  std::string refusal;  // empty: it loads; else the end of its message
+};
+
+const train::TrainPosition kPos{
+    .epoch = 1, .batch = 3, .step = 7, .epoch_loss_sum = 26.5, .epoch_correct = 9, .epoch_seen = 24};
+
+std::string written(const fuzz::Tiny& t, train::Optimizer& opt, const train::TrainPosition& pos) {
+  std::ostringstream out;
+  train::write_checkpoint(out, *t.model, opt, t.dropout_gen, pos);
+  return out.str();
+}
+
+Entries position(const fuzz::Tiny& t, const train::TrainPosition& p) {
+  return {{"rng.dropout", t.dropout_gen.get_state()},
+          {"pos", torch::tensor({p.epoch, p.batch, p.step, p.epoch_correct, p.epoch_seen},
+                                torch::kInt64)},
+          {"pos.loss_sum", torch::tensor({p.epoch_loss_sum}, torch::kFloat64)}};
+}
+
+// write_checkpoint's layout with `entries` after the model and the optimizer
+// (none when `opt` is null).
+std::string custom(const fuzz::Tiny& t, train::Optimizer* opt, const Entries& entries) {
+  torch::serialize::OutputArchive a, model_a, opt_a;
+  t.model->save(model_a);
+  a.write("model", model_a);
+  if (opt) {
+    opt->save(opt_a);
+    a.write("optimizer", opt_a);
+  }
+  for (const auto& [key, value] : entries) a.write(key, value, true);
+  std::ostringstream out;
+  a.save_to(out);
+  return out.str();
+}
+
+// A tiny model of `sets`, trained `steps` steps, written at kPos.
+std::string trained(const std::vector<std::string>& sets, int steps) {
+  auto t = fuzz::make_tiny(sets);
+  auto opt = t.optimizer();
+  for (int i = 0; i < steps; ++i) t.step(*opt);
+  return written(t, *opt, kPos);
+}
+
+void write_buffers(torch::serialize::OutputArchive& a, const std::string& key,
+                   const std::vector<torch::Tensor>& buffers) {
+  a.write(key + "/size", torch::tensor(static_cast<int64_t>(buffers.size())));
+  for (size_t i = 0; i < buffers.size(); ++i)
+    a.write(key + "/" + std::to_string(i), buffers[i], /*is_buffer=*/true);
+}
+
+// Adam's state as libtorch wrote it before 1.5 (Adam::load still reads it).
+std::string legacy_adam() {
+  auto t = fuzz::make_tiny();
+  torch::serialize::OutputArchive a, model_a, opt_a;
+  t.model->save(model_a);
+  a.write("model", model_a);
+  std::vector<torch::Tensor> steps, moments;
+  for (const auto& p : t.model->parameters()) {
+    steps.push_back(torch::tensor(int64_t{2}));
+    moments.push_back(torch::full_like(p, 0.5).detach());
+  }
+  write_buffers(opt_a, "step_buffers", steps);
+  write_buffers(opt_a, "exp_average_buffers", moments);
+  write_buffers(opt_a, "exp_average_sq_buffers", moments);
+  write_buffers(opt_a, "max_exp_average_sq_buffers", {});
+  a.write("optimizer", opt_a);
+  for (const auto& [key, value] : position(t, kPos)) a.write(key, value, true);
+  std::ostringstream out;
+  a.save_to(out);
+  return out.str();
+}
+
+std::vector<Seed> valid_seeds() {
+  auto t = fuzz::make_tiny();
+  auto opt = t.optimizer();
+  std::vector<Seed> out{{"adam-step-0.pt", written(t, *opt, {}), ""}};
+  out.push_back({"adam-step-3.pt", trained({}, 3), ""});
+  out.push_back({"adam-legacy-format.pt", legacy_adam(), ""});
+  out.push_back({"adamw-step-2.pt", trained({"optimizer.name=adamw"}, 2), ""});
+  return out;
+}
+
+std::vector<Seed> refused_seeds() {
+  const std::string damaged = "it is damaged or not a trainscope checkpoint";
+  auto t = fuzz::make_tiny();
+  auto opt = t.optimizer();
+  t.step(*opt);
+  auto pos = position(t, kPos);
+  std::vector<Seed> out;
+  out.push_back({"sgd-momentum-step-2.pt",
+                 trained({"optimizer.name=sgd", "optimizer.momentum=0.9"}, 2), damaged});
+  out.push_back({"rmsprop-step-2.pt",
+                 trained({"optimizer.name=rmsprop", "optimizer.momentum=0.5"}, 2), damaged});
+  out.push_back({"adadelta-step-2.pt", trained({"optimizer.name=adadelta"}, 2), damaged});
+  out.push_back({"no-dropout-layer.pt", trained({"model.dropout=0"}, 1), damaged});
+  out.push_back({"hidden-5.pt", trained({"model.hidden=5"}, 1),
+                 "(classifier.fc1.weight is Float [5, 64] in the file, Float [4, 64] here)"});
+  auto wide = fuzz::make_tiny({"model.hidden=5"});
+  auto wide_opt = wide.optimizer();
+  wide.step(*wide_opt);
+  out.push_back({"adam-state-of-hidden-5.pt", [&] {
+                   torch::serialize::OutputArchive a, model_a, opt_a;
+                   t.model->save(model_a);
+                   wide_opt->save(opt_a);
+                   a.write("model", model_a);
+                   a.write("optimizer", opt_a);
+                   for (const auto& [k, v] : pos) a.write(k, v, true);
+                   std::ostringstream s;
+                   a.save_to(s);
+                   return s.str();
+                 }(),
+                 "(optimizer state is Float [5, 64] in the file, Float [4, 64] here)"});
+  return out;
+}
+
+// Position entries replaced one at a time.
+std::vector<Seed> bad_position_seeds() {
+  auto t = fuzz::make_tiny();
+  auto opt = t.optimizer();
+  t.step(*opt);
+  const auto with = [&](const std::string& key, const torch::Tensor& v) {
+    auto e = position(t, kPos);
+    for (auto& [k, value] : e)
+      if (k == key) value = v;
+    return custom(t, opt.get(), e);
+  };
+  return {
+      {"pos-of-3.pt", with("pos", torch::tensor({1, 3, 7}, torch::kInt64)),
+       "(pos is Long [3] in the file, Long [5] here)"},
+      {"pos-float.pt", with("pos", torch::tensor({1.f, 3.f, 7.f, 9.f, 24.f})),
+       "(pos is Float [5] in the file, Long [5] here)"},
+      {"pos-negative.pt", with("pos", torch::tensor({1, -3, 7, 9, 24}, torch::kInt64)),
+       "(pos holds impossible counts)"},
+      {"pos-2d.pt", with("pos", torch::tensor({1, 3, 7, 9, 24}, torch::kInt64).reshape({5, 1})),
+       "(pos is Long [5, 1] in the file, Long [5] here)"},
+      {"loss-sum-of-2.pt", with("pos.loss_sum", torch::tensor({1.0, 2.0}, torch::kFloat64)),
+       "(pos.loss_sum is Double [2] in the file, Double [1] here)"},
+      {"rng-of-10-bytes.pt", with("rng.dropout", torch::zeros({10}, torch::kUInt8)),
+       "it is damaged or not a trainscope checkpoint"},
+      {"rng-float.pt", with("rng.dropout", torch::zeros({5056}, torch::kFloat32)),
+       "(rng.dropout is Float [5056], not a generator state)"},
+      {"no-optimizer.pt", custom(t, nullptr, position(t, kPos)),
+       "it is damaged or not a trainscope checkpoint"},
+      {"no-pos.pt", custom(t, opt.get(), {position(t, kPos)[0]}),
+       "it is damaged or not a trainscope checkpoint"},
+  };
+}
+
+// Bytes of a good checkpoint cut short or overwritten.
+std::vector<Seed> damaged_seeds(const std::string& good) {
+  const std::string damaged = "it is damaged or not a trainscope checkpoint";
+  std::string bad_magic = good, bad_dir = good;
+  bad_magic[0] = 'X';
+  bad_dir[good.rfind("PK\x01\x02") + 10] ^= 0x5a;  // the last central entry's method
+  return {{"empty.pt", "", damaged},
+          {"first-512-bytes.pt", good.substr(0, 512), damaged},
+          {"first-half.pt", good.substr(0, good.size() / 2), damaged},
+          {"without-end-record.pt", good.substr(0, good.size() - 22), damaged},
+          {"bad-local-magic.pt", bad_magic, damaged},
+          {"bad-central-method.pt", bad_dir, damaged},
+          {"yaml-config.pt", fuzz::kTinyConfig, damaged}};
+}
+
+// Reads `s` into a fresh tiny model; empty when it behaved as expected.
+std::string check(const Seed& s) {
+  auto t = fuzz::make_tiny();
+  auto opt = t.optimizer();
+  try {
+    const auto pos =
+        train::read_checkpoint(s.bytes.data(), s.bytes.size(), s.name, *t.model, opt.get(),
+                               &t.dropout_gen);
+    if (!s.refusal.empty()) return "loaded, but should be refused";
+    const bool fresh = s.name == "adam-step-0.pt";
+    if (pos.step != (fresh ? 0 : kPos.step) || pos.epoch_seen != (fresh ? 0 : kPos.epoch_seen) ||
+        pos.epoch_loss_sum != (fresh ? 0 : kPos.epoch_loss_sum))
+      return fmt::format("loaded at step {}, not the step written", pos.step);
+    t.step(*opt);
+    return "";
+  } catch (const core::Error& e) {
+    const std::string m = e.what();
+    const bool ok = !s.refusal.empty() && m.ends_with(s.refusal) && e.kind() == core::ErrorKind::kStore &&
+                    m.find('\n') == std::string::npos;
+    return ok ? "" : "refused: " + m;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: make_checkpoint_seeds OUT_DIR\n");
+    return 2;
+  }
+  torch::set_num_threads(1);
+  std::vector<Seed> seeds = valid_seeds();
+  const std::string good = seeds[1].bytes;
+  for (auto* more : {&refused_seeds, &bad_position_seeds})
+    for (auto& s : (*more)()) seeds.push_back(std::move(s));
+  for (auto& s : damaged_seeds(good)) seeds.push_back(std::move(s));
+  std::filesystem::create_directories(argv[1]);
+  int bad = 0;
+  for (const auto& s : seeds) {
+    const std::string problem = check(s);
+    std::printf("%-28s %6zu bytes  %s\n", s.name.c_str(), s.bytes.size(),
+                problem.empty() ? (s.refusal.empty() ? "loads" : "refused as expected")
+                                : problem.c_str());
+    bad += !problem.empty();
+    std::ofstream(std::filesystem::path(argv[1]) / s.name, std::ios::binary) << s.bytes;
+  }
+  std::printf("%zu seeds, %d not as expected\n", seeds.size(), bad);
+  return bad == 0 ? 0 : 1;
+}
