@@ -29,7 +29,9 @@ struct StudyArgs {
 
 study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   study::StudyOptions o;
-  o.store_uri = ctx.store()->describe();
+  // The URI as given (describe() leaves out a password and options): the
+  // runner hands it to the trainings, a password only in their environment.
+  o.store_uri = ctx.store_uri.empty() ? store::default_store_uri() : ctx.store_uri;
   o.program = std::filesystem::read_symlink("/proc/self/exe");
   o.log_dir = a.logs;
   o.workers = a.workers;

@@ -45,7 +45,67 @@ bool has_scheme(std::string_view uri, size_t colon) {
   return true;
 }
 
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Removes "password=..." from a URI's query; its value, if there was one.
+std::string take_password_param(std::string& query) {
+  std::string kept, password;
+  size_t pos = 0;
+  while (pos < query.size()) {
+    size_t amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    const std::string kv = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (kv.starts_with("password=")) {
+      password = percent_decoded(kv.substr(9));
+    } else if (!kv.empty()) {
+      kept += (kept.empty() ? "" : "&") + kv;
+    }
+  }
+  query = kept;
+  return password;
+}
+
 }  // namespace
+
+UriPassword split_password(std::string_view uri) {
+  const std::string s(uri);
+  if (!s.starts_with("postgresql://") && !s.starts_with("postgres://")) return {s, {}};
+  const size_t start = s.find("//") + 2;
+  const size_t q = s.find('?', start);
+  std::string head = s.substr(0, q), query = q == std::string::npos ? "" : s.substr(q + 1);
+  UriPassword out;
+  out.password = take_password_param(query);
+  const size_t slash = head.find('/', start);
+  const size_t at = head.substr(0, slash).rfind('@');
+  if (at != std::string::npos && at > start) {
+    const size_t colon = head.find(':', start);
+    if (colon < at) {
+      out.password = percent_decoded(head.substr(colon + 1, at - colon - 1));
+      head.erase(colon, at - colon);
+    }
+  }
+  out.uri = head + (query.empty() ? "" : "?" + query);
+  return out;
+}
 
 void register_backend(const std::string& scheme, StoreFactory factory) {
   Registry& r = registry();

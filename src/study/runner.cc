@@ -11,6 +11,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
 #include "trainscope/store/query.h"
+#include "trainscope/store/registry.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/study/study.h"
 
@@ -208,7 +209,11 @@ class Scheduler {
     so.partition = o_.partition;
     so.array_parallelism = o_.array_parallelism;
     so.dir = std::filesystem::absolute(logs_);
-    so.task_command = {o_.program.string(), "--store", o_.store_uri, "-q", "study", "task", study_};
+    // The tasks' command line is written into the sbatch script: a
+    // password in the store URI travels in their environment instead.
+    const store::UriPassword split = store::split_password(o_.store_uri);
+    so.task_command = {o_.program.string(), "--store", split.uri, "-q", "study", "task", study_};
+    if (!split.password.empty()) so.environment["PGPASSWORD"] = split.password;
     so.on_submit = [this](const std::string& id) {
       // `study status` asks Slurm about these beside what the store says.
       auto tags = store_->tags(study_);

@@ -30,8 +30,10 @@ struct Output {
   std::string out;  // stdout and stderr
 };
 
-// Runs a program (no shell) and collects what it prints.
-Output run(const std::vector<std::string>& argv) {
+// Runs a program (no shell) with `env` added to its environment and collects
+// what it prints.
+Output run(const std::vector<std::string>& argv,
+           const std::map<std::string, std::string>& env = {}) {
   int fds[2];
   if (pipe(fds) != 0) fail(ErrorKind::kRuntime, "cannot run {}: no pipe", argv[0]);
   pid_t pid = fork();
@@ -39,6 +41,7 @@ Output run(const std::vector<std::string>& argv) {
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -133,7 +136,7 @@ class SlurmExecutor : public Executor {
     }
     const auto script = std::filesystem::path(stem.string() + ".sbatch");
     std::ofstream(script) << slurm_script(o_, list, pending_.size());
-    Output o = run({"sbatch", "--parsable", script.string()});
+    Output o = run({"sbatch", "--parsable", script.string()}, o_.environment);
     if (o.code != 0) {
       if (o.out.find("invalid partition") != std::string::npos)
         fail(ErrorKind::kUsage, "Slurm partition '{}' does not exist (sinfo lists them)",

@@ -1,12 +1,15 @@
 // `store copy`: every record of every run arrives bit for bit, a copy cut
-// short resumes, and the CLI verifies what it copied.
+// short resumes, and the CLI verifies what it copied; from SQLite into
+// SQLite, and into PostgreSQL and back (the destination is the parameter).
 #include "trainscope/store/copy.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
+#include "support/postgres_test.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/store/store.h"
@@ -16,11 +19,19 @@ namespace {
 
 namespace tst = trainscope::testing;
 
-class StoreCopyTest : public ::testing::Test {
+class StoreCopyTest : public ::testing::TestWithParam<std::string> {
  protected:
-  std::unique_ptr<Store> open(const std::string& name) {
-    return Store::open({.uri = "sqlite:" + (dir_ / name).string()});
+  // "dst.db" and "b.db" are stores of the backend under test; the others
+  // SQLite files.
+  std::string uri(const std::string& name) {
+    if (GetParam() == "postgresql" && (name == "dst.db" || name == "b.db")) {
+      if (!pg_uris_.count(name))
+        pg_uris_[name] = tst::fresh_postgres_store(dir_ / (name + "-artifacts"));
+      return pg_uris_[name];
+    }
+    return "sqlite:" + (dir_ / name).string();
   }
+  std::unique_ptr<Store> open(const std::string& name) { return Store::open({.uri = uri(name)}); }
 
   // A study run with two children, and a run holding a record of every kind.
   std::vector<std::string> fill(Store& s) {
@@ -54,9 +65,10 @@ class StoreCopyTest : public ::testing::Test {
   }
 
   tst::TempDir dir_;
+  std::map<std::string, std::string> pg_uris_;
 };
 
-TEST_F(StoreCopyTest, EveryRecordArrivesBitForBit) {
+TEST_P(StoreCopyTest, EveryRecordArrivesBitForBit) {
   auto src = open("src.db");
   const auto uuids = fill(*src);
   auto dst = open("dst.db");
@@ -75,7 +87,7 @@ TEST_F(StoreCopyTest, EveryRecordArrivesBitForBit) {
   EXPECT_NE(dst->artifacts(uuids.back())[0].path, src->artifacts(uuids.back())[0].path);
 }
 
-TEST_F(StoreCopyTest, ACopyCutShortResumes) {
+TEST_P(StoreCopyTest, ACopyCutShortResumes) {
   auto src = open("src.db");
   const auto uuids = fill(*src);
   auto dst = open("dst.db");
@@ -95,27 +107,39 @@ TEST_F(StoreCopyTest, ACopyCutShortResumes) {
   EXPECT_THROW(dst->import_run(*src->find_run(uuids[0])), core::Error);
 }
 
-TEST_F(StoreCopyTest, TheCliCopiesBothWaysAndVerifies) {
+TEST_P(StoreCopyTest, TheCliCopiesBothWaysAndVerifies) {
   {
     auto src = open("a.db");
     fill(*src);
   }
   const std::string ts = std::string(TS_CLI_BIN) + " -q store copy ";
-  auto there = tst::run_command(ts + "sqlite:" + (dir_ / "a.db").string() +
-                                " sqlite:" + (dir_ / "b.db").string());
+  auto there =
+      tst::run_command(ts + tst::shell_quote(uri("a.db")) + " " + tst::shell_quote(uri("b.db")));
   ASSERT_EQ(there.exit_code, 0) << there.out;
   EXPECT_NE(there.out.find("copied 4 runs"), std::string::npos) << there.out;
   EXPECT_NE(there.out.find("verified: every run reads back equal"), std::string::npos);
-  auto back = tst::run_command(ts + "sqlite:" + (dir_ / "b.db").string() +
-                               " sqlite:" + (dir_ / "c.db").string());
+  auto back =
+      tst::run_command(ts + tst::shell_quote(uri("b.db")) + " " + tst::shell_quote(uri("c.db")));
   ASSERT_EQ(back.exit_code, 0) << back.out;
-  auto a = open("a.db"), c = open("c.db");
-  for (const auto& run : a->list_runs()) EXPECT_EQ(compare_run(*a, *c, run.uuid), "");
+  auto a = open("a.db"), b = open("b.db"), c = open("c.db");
+  ASSERT_EQ(a->list_runs().size(), 4u);
+  for (const auto& run : a->list_runs()) {
+    EXPECT_EQ(compare_run(*a, *b, run.uuid), "");
+    EXPECT_EQ(compare_run(*a, *c, run.uuid), "");
+  }
   auto missing = tst::run_command(ts + "sqlite:" + (dir_ / "none.db").string() +
                                   " sqlite:" + (dir_ / "d.db").string());
   EXPECT_EQ(missing.exit_code, 3) << missing.out;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "d.db"));
 }
+
+#ifdef TS_WITH_POSTGRES
+INSTANTIATE_TEST_SUITE_P(Into, StoreCopyTest, ::testing::Values("sqlite", "postgresql"),
+                         [](const auto& p) { return p.param; });
+#else
+INSTANTIATE_TEST_SUITE_P(Into, StoreCopyTest, ::testing::Values("sqlite"),
+                         [](const auto& p) { return p.param; });
+#endif
 
 }  // namespace
 }  // namespace trainscope::store

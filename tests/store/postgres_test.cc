@@ -18,6 +18,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/registry.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 
@@ -313,6 +314,21 @@ TEST_F(PostgresTest, ReadOnlyOpensNeitherCreateNorWrite) {
   const std::string write = error_of([&] { reader->set_tag(r.uuid, "k", "v"); }, ErrorKind::kStore);
   EXPECT_NE(write.find("read-only"), std::string::npos) << write;
   EXPECT_TRUE(open()->tags(r.uuid).empty());
+}
+
+// What is written to disk (an sbatch script) or shown carries no password.
+TEST(StoreUriTest, PasswordsAreSplitFromUris) {
+  auto s = split_password("postgresql://ann:s%40cret@db.lab:5433/ts?artifacts=/shared/a");
+  EXPECT_EQ(s.uri, "postgresql://ann@db.lab:5433/ts?artifacts=/shared/a");
+  EXPECT_EQ(s.password, "s@cret");
+  s = split_password("postgres://ann@db/ts?password=p%26w&sslmode=require");
+  EXPECT_EQ(s.uri, "postgres://ann@db/ts?sslmode=require");
+  EXPECT_EQ(s.password, "p&w");
+  s = split_password("postgresql://ann@db/ts");
+  EXPECT_EQ(s.uri, "postgresql://ann@db/ts");
+  EXPECT_EQ(s.password, "");
+  EXPECT_EQ(split_password("sqlite:a:b@c.db").uri, "sqlite:a:b@c.db");
+  EXPECT_EQ(split_password("postgresql://db.lab:5433/ts").uri, "postgresql://db.lab:5433/ts");
 }
 
 }  // namespace

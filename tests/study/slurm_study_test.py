@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """A small study through the Slurm executor on a real single-node cluster
-(tests/support/slurm_cluster.py): one sbatch job array, one task cancelled
-with scancel while it trains, the study still completes, and its report
-has the structure of the same study run by the local executor. Then a
-partition that does not exist.
+(tests/support/slurm_cluster.py) into a PostgreSQL store on a real server
+(tests/support/pg_server.py, started by ctest): one sbatch job array, one
+task cancelled with scancel while it trains, the study still completes,
+and its report has the structure of the same study run by the local
+executor into SQLite. The store's password never reaches the sbatch
+script. Then a partition that does not exist.
 
-  slurm_study_test.py TRAINSCOPE CONFIGS_DIR WORK_DIR
+  slurm_study_test.py TRAINSCOPE CONFIGS_DIR WORK_DIR POSTGRES_DIR
 """
 import json
 import os
@@ -18,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER = os.path.join(HERE, "..", "support", "slurm_cluster.py")
 sys.path.insert(0, os.path.join(HERE, "..", "support"))
 from checks import Checks  # noqa: E402
+import pg_server  # noqa: E402
 
 
 def study_file(work, configs):
@@ -53,7 +56,7 @@ def cancel_one_running_task(env, deadline=120):
     return None
 
 
-def main(ts, configs, work):
+def main(ts, configs, work, pg_dir):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     expect = Checks()
@@ -64,7 +67,9 @@ def main(ts, configs, work):
     env = dict(os.environ, SLURM_CONF=conf.stdout.strip())
     try:
         spec = study_file(work, configs)
-        store = "sqlite:" + os.path.join(work, "slurm.db")
+        database = f"slurm_study_{os.getpid()}"
+        store = pg_server.createdb(pg_dir, database) + "?artifacts=" + os.path.join(work,
+                                                                                    "artifacts")
         study = subprocess.Popen([ts, "-q", "--store", store, "study", "run", spec, "--executor",
                                   "slurm", "--array-parallelism", "2", "--logs",
                                   os.path.join(work, "logs")], env=env,
@@ -80,6 +85,13 @@ def main(ts, configs, work):
         script = open(os.path.join(work, "logs", "array-1.sbatch")).read()
         expect("#SBATCH --array=0-3%2" in script and "#SBATCH --requeue" in script,
                "one job array of 4 tasks, 2 at once, requeued on preemption")
+        expect("postgresql://" in script and pg_server.PASSWORD not in script,
+               "the tasks write into PostgreSQL; the password is not in the script")
+        hosts = subprocess.run(["psql", "-X", "-At", store.split("?")[0], "-c",
+                                "SELECT count(*), count(DISTINCT pid) FROM runs "
+                                "WHERE parent_id IS NOT NULL AND status = 'finished'"],
+                               capture_output=True, text=True).stdout.strip()
+        expect(hosts.startswith("4|"), f"PostgreSQL holds the 4 finished runs ({hosts})")
         expect(os.path.exists(os.path.join(work, "logs", "array-2.sbatch")),
                "the cancelled run went out again in a second array")
         status = json.loads(subprocess.run([ts, "--store", store, "--json", "study", "status",
@@ -99,11 +111,12 @@ def main(ts, configs, work):
         expect(report_shape(ts, store) == report_shape(ts, local),
                "the reports have the same structure (cells, runs per cell, fields)")
 
-        bad = subprocess.run([ts, "-q", "--store", "sqlite:" + os.path.join(work, "bad.db"),
-                              "study", "run", spec, "--executor", "slurm", "--partition",
-                              "nope"], env=env, capture_output=True, text=True)
-        runs = subprocess.run([ts, "--store", "sqlite:" + os.path.join(work, "bad.db"),
-                               "--json", "runs", "list"], capture_output=True, text=True).stdout
+        bad_store = pg_server.createdb(pg_dir, database + "_bad")
+        bad = subprocess.run([ts, "-q", "--store", bad_store, "study", "run", spec, "--executor",
+                              "slurm", "--partition", "nope"], env=env, capture_output=True,
+                             text=True)
+        runs = subprocess.run([ts, "--store", bad_store, "--json", "runs", "list"],
+                              capture_output=True, text=True).stdout
         expect(bad.returncode == 2 and "Slurm partition 'nope' does not exist" in bad.stderr
                and len(bad.stderr.strip().splitlines()) == 1 and json.loads(runs) == [],
                f"a partition that does not exist: exit 2, one line, no run recorded "
@@ -115,4 +128,4 @@ def main(ts, configs, work):
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:4]))
+    sys.exit(main(*sys.argv[1:5]))

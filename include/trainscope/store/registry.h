@@ -33,4 +33,15 @@ struct StoreUri {
 };
 StoreUri parse_store_uri(std::string_view uri);
 
+// A store URI without the password it may hold, for what is written to
+// disk, shown or handed to other processes on their command line:
+// "postgresql://u:pw@h/db" -> {"postgresql://u@h/db", "pw"} (also
+// ?password=pw; percent-decoded). libpq reads the password from
+// $PGPASSWORD or ~/.pgpass instead. Other URIs come back unchanged.
+struct UriPassword {
+  std::string uri;
+  std::string password;  // empty when the URI holds none
+};
+UriPassword split_password(std::string_view uri);
+
 }  // namespace trainscope::store

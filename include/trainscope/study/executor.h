@@ -58,6 +58,9 @@ struct SlurmOptions {
   int array_parallelism = 0;  // 0: no limit
   std::filesystem::path dir;  // the sbatch scripts, task lists and logs
   std::vector<std::string> task_command;
+  // Set in sbatch's environment, which Slurm hands to every task, and never
+  // written into the script: the store's password (PGPASSWORD), say.
+  std::map<std::string, std::string> environment;
   double poll_seconds = 1.0;
   // Called with the id of every array submitted (the study records them).
   std::function<void(const std::string& job_id)> on_submit;
