@@ -131,7 +131,8 @@ int read_version(pqxx::work& w, const pg::Location& where) {
     if (get_int(r[0][2]) > 0)
       fail(ErrorKind::kStore,
            "database '{}' holds other tables but no trainscope store; give an empty database "
-           "(createdb NAME) or a schema of its own (?options=-csearch_path%3DNAME)",
+           "(createdb NAME) or a schema of its own (CREATE SCHEMA NAME, then "
+           "?options=-csearch_path%3DNAME)",
            where.display);
     return 0;
   }

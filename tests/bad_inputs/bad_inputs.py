@@ -6,6 +6,9 @@ default mode (ctest BadInputs.EveryDocumentedMessageAndExitCode): every row of
 the document is run against the real trainscope executable on a real store,
 and its exit code and stderr must be exactly what the document says.
 
+The PostgreSQL cases run against a server this script starts in its
+fixture folder (tests/support/pg_server.py).
+
 usage: bad_inputs.py TRAINSCOPE DOC [--write]
 """
 import os
@@ -16,8 +19,12 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+import pg_server  # noqa: E402
+
 # (what is wrong, command). $TS is trainscope on the fixture store $DIR/t.db;
-# $DIR is the fixture folder (see make_fixtures).
+# $DIR is the fixture folder (see make_fixtures); $PGHOST the host:port of
+# its PostgreSQL server, whose password the commands find in $PGPASSWORD.
 CASES = [
     # --- commands and arguments
     ("a mistyped command", "$TS trian $DIR/good.yaml"),
@@ -45,6 +52,22 @@ CASES = [
     ("reading a store that does not exist", "$BARE --store sqlite:$DIR/absent.db runs list"),
     ("a store URI with an unknown scheme", "$BARE --store mongodb://host/db runs list"),
     ("a store from a newer trainscope", "$BARE --store sqlite:$DIR/newer.db runs list"),
+    # --- a PostgreSQL store
+    ("a PostgreSQL server that is not there",
+     "$BARE --store postgresql://trainscope@127.0.0.1:1/ts runs list"),
+    ("a wrong PostgreSQL password",
+     "$BARE --store postgresql://trainscope:wrong@$PGHOST/postgres runs list"),
+    ("a PostgreSQL database that does not exist",
+     "$BARE --store postgresql://trainscope@$PGHOST/nosuchdb runs list"),
+    ("a PostgreSQL database that holds other tables",
+     "$BARE --store postgresql://trainscope@$PGHOST/shop runs list"),
+    ("reading a PostgreSQL database with no store yet",
+     "$BARE --store postgresql://trainscope@$PGHOST/empty runs list"),
+    ("a PostgreSQL store from a newer trainscope",
+     "$BARE --store postgresql://trainscope@$PGHOST/newer runs list"),
+    ("copying into a PostgreSQL store from a newer trainscope",
+     "$TS store copy sqlite:$DIR/t.db postgresql://trainscope@$PGHOST/newer"),
+    ("a PostgreSQL URI that names no server", "$BARE --store postgresql:// runs list"),
     # --- the dashboard and store copies
     ("a port that is not a number", "$TS serve --port http"),
     ("a port above 65535", "$TS serve --port 70000"),
@@ -136,19 +159,42 @@ def config_fixtures(d):
     write(f"{d}/study_key.yaml", f"study: key\nbase: {d}/good.yaml\nreplicates: 2\ncolour: red\n")
 
 
+def pg_host(d):
+    with open(f"{d}/pg/port") as f:
+        return "127.0.0.1:" + f.read().strip()
+
+
 def run(cmd, d, ts, check=True):
     full = cmd.replace("$TS", f"{ts} --store sqlite:{d}/t.db").replace("$DIR", d)
-    full = full.replace("$BARE --store", f"{ts} --store", 1)
+    full = full.replace("$BARE --store", f"{ts} --store", 1).replace("$PGHOST", pg_host(d))
     r = subprocess.run(["bash", "-c", full], capture_output=True, text=True, timeout=300,
-                       env=dict(os.environ, TRAINSCOPE_STORE=f"sqlite:{d}/t.db"))
+                       env=dict(os.environ, TRAINSCOPE_STORE=f"sqlite:{d}/t.db",
+                                PGPASSWORD=pg_server.PASSWORD))
     if check and r.returncode != 0:
         sys.exit(f"fixture failed: {full}\n{r.stdout}{r.stderr}")
     return r
 
 
+def psql(d, db, sql):
+    subprocess.run(["psql", "-X", "-q", pg_server.uri(f"{d}/pg", db), "-c", sql], check=True)
+
+
+def postgres_fixtures(d, ts):
+    """A server with a database of another application's tables, an empty
+    one, and a store from a newer trainscope."""
+    os.chmod(d, 0o755)  # the server runs as postgres when this runs as root
+    pg_server.start(f"{d}/pg")
+    for db in ("shop", "empty", "newer"):
+        psql(d, "postgres", f"CREATE DATABASE {db}")
+    psql(d, "shop", "CREATE TABLE orders (id int)")
+    run("$BARE --store postgresql://trainscope@$PGHOST/newer -q numerics logmap --steps 5", d, ts)
+    psql(d, "newer", "INSERT INTO schema_migrations VALUES (999, 'from the future', 0)")
+
+
 def make_fixtures(d, ts):
     config_fixtures(d)
     data_fixtures(d)
+    postgres_fixtures(d, ts)
     run("$TS numerics logmap --steps 20 --name lm", d, ts)
     run("$TS numerics logmap --steps 5 --name twin", d, ts)
     run("$TS numerics logmap --steps 5 --name twin", d, ts)
@@ -184,7 +230,8 @@ def observe(d, ts):
     rows = []
     for what, cmd in CASES:
         r = run(cmd, d, ts, check=False)
-        msg = r.stderr.strip().replace(d, "$DIR")
+        msg = r.stderr.strip().replace(d, "$DIR").replace(pg_host(d), "$PGHOST")
+        msg = msg.replace("port " + pg_host(d).split(":")[1], "port $PGPORT")
         for uuid, name in ids:
             msg = msg.replace(uuid, f"<{name}>").replace(uuid[:8], f"<{name}>")
         rows.append((what, cmd, r.returncode, msg))
@@ -203,9 +250,11 @@ stderr and the exit code (0 success; 1 the job failed; 2 usage or bad input;
 exist). `$TS` is `trainscope --store sqlite:$DIR/t.db`, `$BARE` is
 `trainscope`; `$DIR` a folder of
 fixtures (a store with runs `lm`, `twin` twice, `ck` with a damaged
-checkpoint, `ck2`; configs; broken dataset files), made by
-`tests/bad_inputs/bad_inputs.py`. A run's UUID (or its first 8 characters)
-is shown as `<name>`.
+checkpoint, `ck2`; configs; broken dataset files; a PostgreSQL server at
+`$PGHOST` with databases `shop` (another application's tables), `empty`
+and `newer` (a store from a newer trainscope), its password in
+`$PGPASSWORD`), made by `tests/bad_inputs/bad_inputs.py`. A run's UUID (or
+its first 8 characters) is shown as `<name>`.
 
 Every row is a test: `ctest -R BadInputs` runs each command against the real
 executable and requires exactly this exit code and message. After a change
@@ -264,6 +313,7 @@ def main():
         print(f"{len(rows) - failures}/{len(rows)} bad inputs as documented")
         return 1 if failures else 0
     finally:
+        pg_server.stop(f"{d}/pg", quiet=True)
         shutil.rmtree(d, ignore_errors=True)
 
 

@@ -5,7 +5,9 @@ loopback port; nothing system-wide is touched. Password authentication
 (scram-sha-256) for user `trainscope`, so that tests can give a wrong
 password too.
 
-  pg_server.py start DIR   prints the server's URI and writes it to DIR/uri
+  pg_server.py start DIR [--durable]   prints the server's URI and writes it
+                           to DIR/uri (--durable: fsync on, as a real server;
+                           tests run without it)
   pg_server.py stop DIR
   pg_server.py createdb DIR NAME   prints the URI of a new empty database
 
@@ -51,7 +53,7 @@ def uri(d, db="postgres", password=PASSWORD):
     return f"postgresql://{USER}:{password}@127.0.0.1:{port}/{db}"
 
 
-def start(d):
+def start(d, durable=False):
     d = os.path.abspath(d)
     stop(d, quiet=True)
     shutil.rmtree(d, ignore_errors=True)
@@ -72,7 +74,8 @@ def start(d):
     with open(os.path.join(d, "port"), "w") as f:
         f.write(str(port))
     opts = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={d} "
-            "-c fsync=off -c max_connections=200 -c shared_buffers=128MB")
+            f"-c fsync={'on' if durable else 'off'} -c max_connections=200 "
+            "-c shared_buffers=128MB")
     subprocess.run(as_server_user([f"{b}/pg_ctl", "-D", data, "-l", os.path.join(d, "log"),
                                    "-o", opts, "-w", "-t", "60", "start"]),
                    check=True, stdout=subprocess.DEVNULL)
@@ -107,7 +110,7 @@ def createdb(d, name):
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "start":
-        return start(sys.argv[2])
+        return start(sys.argv[2], "--durable" in sys.argv[3:])
     if len(sys.argv) >= 3 and sys.argv[1] == "stop":
         return stop(sys.argv[2])
     if len(sys.argv) >= 4 and sys.argv[1] == "createdb":
