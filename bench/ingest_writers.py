@@ -75,7 +75,6 @@ def main():
     ap.add_argument("--writer", default="build/tests/ts_store_writer")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="trainscope-ingest-")
-    os.chmod(tmp, 0o755)  # the server runs as postgres when this runs as root
     pg_dir = os.path.join(tmp, "postgres")
     pg_server.start(pg_dir, durable=True)
     rates = {"sqlite": [], "postgresql": []}

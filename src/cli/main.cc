@@ -40,8 +40,8 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   app.fallthrough();
   app.option_defaults()->always_capture_default();
   app.add_option("--store", ctx.store_uri,
-                 "Store location, sqlite:PATH (default: $TRAINSCOPE_STORE or "
-                 "sqlite:./trainscope.db)")
+                 "Store location, sqlite:PATH or postgresql://USER@HOST:PORT/DB "
+                 "(default: $TRAINSCOPE_STORE or sqlite:./trainscope.db)")
       ->type_name("URI");
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
   // Option callbacks run while parsing, before any command's callback.

@@ -96,7 +96,7 @@ void add_run(CLI::App* study, Context& ctx) {
   add_executor_options(cmd, *a);
   set_example(cmd,
               "trainscope study run configs/studies/seeds.yaml --quick --workers 2\n"
-              "  trainscope --store sqlite:/shared/ts.db study run configs/studies/seeds.yaml "
+              "  trainscope --store postgresql://me@db/ts study run configs/studies/seeds.yaml "
               "--executor slurm --partition gpu --array-parallelism 8");
   cmd->callback([&ctx, a] {
     study::StudySpec spec = study::load_study(a->file, a->quick);

@@ -182,7 +182,6 @@ def psql(d, db, sql):
 def postgres_fixtures(d, ts):
     """A server with a database of another application's tables, an empty
     one, and a store from a newer trainscope."""
-    os.chmod(d, 0o755)  # the server runs as postgres when this runs as root
     pg_server.start(f"{d}/pg")
     for db in ("shop", "empty", "newer"):
         psql(d, "postgres", f"CREATE DATABASE {db}")

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""A PostgreSQL server in a folder, for tests: Debian's postgresql (initdb,
-pg_ctl) with its data, socket and log under DIR, listening on a free
-loopback port; nothing system-wide is touched. Password authentication
+"""A PostgreSQL server for tests: Debian's postgresql (initdb, pg_ctl) with
+its data, socket and log in a folder of its own under the system temp dir
+(named in DIR/home), listening on a free loopback port; nothing
+system-wide is touched. Password authentication
 (scram-sha-256) for user `trainscope`, so that tests can give a wrong
 password too.
 
@@ -21,7 +22,7 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
+import tempfile
 
 USER = "trainscope"
 PASSWORD = "trainscope-test-password"
@@ -54,17 +55,24 @@ def uri(d, db="postgres", password=PASSWORD):
 
 
 def start(d, durable=False):
+    """The server's own files (data, socket, log) go to a new folder under
+    the system temp dir, which the `postgres` user can reach wherever DIR is
+    (a clone under /root, say); DIR holds its port, URI and that folder's
+    name."""
     d = os.path.abspath(d)
     stop(d, quiet=True)
     shutil.rmtree(d, ignore_errors=True)
-    data = os.path.join(d, "data")
-    os.makedirs(data)
-    pwfile = os.path.join(d, "pw")
+    os.makedirs(d)
+    home = tempfile.mkdtemp(prefix="trainscope-pg-")
+    with open(os.path.join(d, "home"), "w") as f:
+        f.write(home)
+    data = os.path.join(home, "data")
+    pwfile = os.path.join(home, "pw")
     with open(pwfile, "w") as f:
         f.write(PASSWORD + "\n")
     if os.getuid() == 0:
         pg = pwd.getpwnam("postgres")
-        for p in (d, data, pwfile):
+        for p in (home, pwfile):
             os.chown(p, pg.pw_uid, pg.pw_gid)
     b = bin_dir()
     subprocess.run(as_server_user([f"{b}/initdb", "-D", data, "-U", USER, f"--pwfile={pwfile}",
@@ -73,10 +81,10 @@ def start(d, durable=False):
     port = free_port()
     with open(os.path.join(d, "port"), "w") as f:
         f.write(str(port))
-    opts = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={d} "
+    opts = (f"-c listen_addresses=127.0.0.1 -p {port} -c unix_socket_directories={home} "
             f"-c fsync={'on' if durable else 'off'} -c max_connections=200 "
             "-c shared_buffers=128MB")
-    subprocess.run(as_server_user([f"{b}/pg_ctl", "-D", data, "-l", os.path.join(d, "log"),
+    subprocess.run(as_server_user([f"{b}/pg_ctl", "-D", data, "-l", os.path.join(home, "log"),
                                    "-o", opts, "-w", "-t", "60", "start"]),
                    check=True, stdout=subprocess.DEVNULL)
     u = uri(d)
@@ -87,13 +95,20 @@ def start(d, durable=False):
 
 
 def stop(d, quiet=False):
-    data = os.path.join(os.path.abspath(d), "data")
-    if not os.path.exists(os.path.join(data, "postmaster.pid")):
+    """Stops the server and removes its files."""
+    try:
+        with open(os.path.join(os.path.abspath(d), "home")) as f:
+            home = f.read().strip()
+    except OSError:
         return 0
-    r = subprocess.run(as_server_user([f"{bin_dir()}/pg_ctl", "-D", data, "-m", "fast", "-w",
-                                       "stop"]), stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL if quiet else None)
-    return r.returncode
+    data = os.path.join(home, "data")
+    code = 0
+    if os.path.exists(os.path.join(data, "postmaster.pid")):
+        code = subprocess.run(as_server_user([f"{bin_dir()}/pg_ctl", "-D", data, "-m", "fast",
+                                              "-w", "stop"]), stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL if quiet else None).returncode
+    shutil.rmtree(home, ignore_errors=True)
+    return code
 
 
 def createdb(d, name):
