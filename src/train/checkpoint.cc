@@ -1,12 +1,21 @@
 #include "checkpoint.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
+#include <unistd.h>
+#include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <functional>
 #include <stdexcept>
 #include <vector>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
 
@@ -39,10 +48,134 @@ namespace {
 
 using torch::serialize::InputArchive;
 
-// A tensor of the checkpoint that does not fit what it is read into.
+// The checkpoint's archive is damaged, or a tensor in it does not fit what it
+// is read into; what() says which, on one line.
 struct Unfit : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+
+// ---- the zip container, as libtorch's reader (miniz) reads it ----------------
+
+constexpr uint64_t kMax32 = 0xffffffff;
+constexpr uint64_t kMaxInflated = 64 << 20;  // libtorch deflates only its code files
+
+// Little-endian fields of an archive; any read past its end is damage.
+class Fields {
+ public:
+  explicit Fields(std::string_view bytes) : b_(bytes) {}
+  uint64_t size() const { return b_.size(); }
+  std::string_view span(uint64_t pos, uint64_t n) const {
+    if (pos > b_.size() || n > b_.size() - pos)
+      throw Unfit("its zip directory points past its end");
+    return b_.substr(pos, n);
+  }
+  uint64_t at(uint64_t pos, int n) const {
+    const std::string_view s = span(pos, n);
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; --i) v = v << 8 | static_cast<uint8_t>(s[i]);
+    return v;
+  }
+
+ private:
+  std::string_view b_;
+};
+
+struct Directory {
+  uint64_t offset = 0, size = 0;
+};
+
+// The last end record within the final 64 KiB, and the zip64 record its
+// locator points to when there is one (miniz's mz_zip_reader_read_central_dir).
+Directory read_directory(const Fields& f) {
+  if (f.size() < 22) throw Unfit("it is too short for a zip archive");
+  const uint64_t lowest = f.size() - 22 > 0xffff ? f.size() - 22 - 0xffff : 0;
+  uint64_t end = f.size() - 22;
+  while (f.at(end, 4) != 0x06054b50)
+    if (end-- == lowest) throw Unfit("it has no zip end record");
+  Directory d{f.at(end + 16, 4), f.at(end + 12, 4)};
+  if (end >= 76 && f.at(end - 20, 4) == 0x07064b50) {
+    const uint64_t z = f.at(end - 12, 8);
+    if (z > f.size() - 56) throw Unfit("its zip64 end record lies past its end");
+    if (f.at(z, 4) == 0x06064b50) d = {f.at(z + 48, 8), f.at(z + 40, 8)};
+  }
+  (void)f.span(d.offset, d.size);
+  return d;
+}
+
+// The zip64 extended information field replaces the sizes and the offset
+// recorded as 0xffffffff, in this order (miniz's mz_zip_file_stat_internal).
+void read_zip64_sizes(const Fields& extra, ZipEntry& e, uint64_t& local) {
+  for (uint64_t at = 0; at < extra.size();) {
+    const uint64_t id = extra.at(at, 2), len = extra.at(at + 2, 2);
+    const Fields field(extra.span(at + 4, len));
+    at += 4 + len;
+    if (id != 1) continue;
+    uint64_t next = 0;
+    for (uint64_t* v : {&e.size, &e.stored_size, &local})
+      if (*v == kMax32) {
+        *v = field.at(next, 8);
+        next += 8;
+      }
+    return;
+  }
+}
+
+// The central directory header at `at`, and where the entry's bytes start
+// (after its local header, name and extra field).
+ZipEntry read_entry(const Fields& f, uint64_t at) {
+  ZipEntry e;
+  const uint64_t name_len = f.at(at + 28, 2), extra_len = f.at(at + 30, 2);
+  e.header = at;
+  e.method = f.at(at + 10, 2);
+  e.crc32 = static_cast<uint32_t>(f.at(at + 16, 4));
+  e.stored_size = f.at(at + 20, 4);
+  e.size = f.at(at + 24, 4);
+  uint64_t local = f.at(at + 42, 4);
+  e.name = std::string(f.span(at + 46, name_len));
+  if (std::max({e.stored_size, e.size, local}) == kMax32)
+    read_zip64_sizes(Fields(f.span(at + 46 + name_len, extra_len)), e, local);
+  // miniz reads nothing of a directory or an empty entry, yet libtorch is
+  // handed a buffer of `size` bytes for it.
+  const bool directory = (!e.name.empty() && e.name.back() == '/') || (f.at(at + 38, 4) & 0x10);
+  if (directory || e.stored_size == 0) {
+    if (e.size != 0) throw Unfit("a zip entry claims content it does not hold");
+    return e;
+  }
+  if (f.at(local, 4) != 0x04034b50) throw Unfit("a zip entry has no local header");
+  e.data = local + 30 + f.at(local + 26, 2) + f.at(local + 28, 2);
+  return e;
+}
+
+std::optional<std::string> inflated(std::string_view in, uint64_t size) {
+  if (size > kMaxInflated || in.size() > kMaxInflated) return std::nullopt;
+  std::string out(size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return std::nullopt;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(size);
+  const int rc = inflate(&z, Z_FINISH);
+  const bool whole = rc == Z_STREAM_END && z.total_out == size;
+  inflateEnd(&z);
+  if (!whole) return std::nullopt;
+  return out;
+}
+
+// Every byte libtorch's parsers will see is checked against the CRC-32 the
+// archive records: libtorch's miniz is built without these checks, and
+// damage to its code or pickle entries can crash it (docs/reliability.md).
+void check_zip(std::string_view archive) {
+  for (const auto& e : zip_entries(archive)) {
+    if (e.size == 0) continue;
+    const auto crc = zip_content_crc(archive, e);
+    if (!crc || *crc != e.crc32)
+      throw Unfit(fmt::format("zip entry '{}' does not match its recorded size and CRC-32",
+                              core::escape_for_display(e.name.substr(0, 80))));
+  }
+}
+
+// ---- tensors ---------------------------------------------------------------
 
 // A model tensor and the checkpoint's value for it, copied in only once every
 // tensor has been read and checked.
@@ -161,6 +294,41 @@ TrainPosition read_archive(InputArchive& a, Classifier& model, Optimizer* opt,
   return pos;
 }
 
+// A file's bytes, mapped read-only while this lives. (Checkpoints are
+// written once and never changed in place, so the mapping cannot shrink.)
+class MappedFile {
+ public:
+  explicit MappedFile(const fs::path& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      const int err = fd < 0 ? errno : EISDIR;
+      if (fd >= 0) ::close(fd);
+      fail(ErrorKind::kStore, "checkpoint '{}' cannot be read: {}", path.string(),
+           std::strerror(err));
+    }
+    size_ = static_cast<size_t>(st.st_size);
+    void* p = size_ > 0 ? ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    const int err = errno;
+    ::close(fd);
+    if (p == MAP_FAILED)
+      fail(ErrorKind::kStore, "checkpoint '{}' cannot be read: {}", path.string(),
+           std::strerror(err));
+    data_ = static_cast<const char*>(p);
+  }
+  ~MappedFile() {
+    if (data_) ::munmap(const_cast<char*>(data_), size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  const char* data_ = nullptr;
+  size_t size_ = 0;
+};
+
 // Whatever libtorch throws while opening or reading the archive (c10::Error,
 // a missing key, a value of the wrong type) is one message naming the file.
 TrainPosition read_guarded(const std::string& name, const std::function<void(InputArchive&)>& open,
@@ -185,14 +353,44 @@ TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer
   std::error_code ec;
   if (!fs::exists(path, ec))
     fail(ErrorKind::kNotFound, "checkpoint '{}' does not exist (moved or deleted?)", path.string());
-  return read_guarded(
-      path.string(), [&](InputArchive& a) { a.load_from(path.string()); }, model, opt, dropout_gen);
+  const MappedFile file(path);
+  return read_checkpoint(file.data(), file.size(), path.string(), model, opt, dropout_gen);
 }
 
 TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
                               Classifier& model, Optimizer* opt, at::Generator* dropout_gen) {
   return read_guarded(
-      name, [&](InputArchive& a) { a.load_from(data, size); }, model, opt, dropout_gen);
+      name,
+      [&](InputArchive& a) {
+        check_zip({data, size});
+        a.load_from(data, size);
+      },
+      model, opt, dropout_gen);
+}
+
+std::vector<ZipEntry> zip_entries(std::string_view archive) {
+  const Fields f(archive);
+  const Directory d = read_directory(f);
+  std::vector<ZipEntry> out;
+  for (uint64_t at = d.offset, end = d.offset + d.size; at < end;) {
+    if (end - at < 46 || f.at(at, 4) != 0x02014b50) break;  // miniz reads no further
+    out.push_back(read_entry(f, at));
+    at += 46 + f.at(at + 28, 2) + f.at(at + 30, 2) + f.at(at + 32, 2);
+  }
+  return out;
+}
+
+std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e) {
+  if (e.stored_size == 0) return e.size == 0 ? std::optional<uint32_t>(0) : std::nullopt;
+  if (e.data > archive.size() || e.stored_size > archive.size() - e.data) return std::nullopt;
+  const std::string_view bytes = archive.substr(e.data, e.stored_size);
+  const auto crc = [](std::string_view b) {
+    return static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(b.data()), b.size()));
+  };
+  if (e.method == 0) return e.size == e.stored_size ? std::optional(crc(bytes)) : std::nullopt;
+  if (e.method != 8) return std::nullopt;
+  const auto content = inflated(bytes, e.size);
+  return content ? std::optional(crc(*content)) : std::nullopt;
 }
 
 std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const std::string& uuid,

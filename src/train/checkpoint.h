@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "trainscope/store/store.h"
 #include "trainscope/train/events.h"
@@ -36,6 +38,26 @@ TrainPosition read_checkpoint(const std::filesystem::path& path, Classifier& mod
 // stands for the file in messages.
 TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
                               Classifier& model, Optimizer* opt, at::Generator* dropout_gen);
+
+// One entry of a checkpoint's zip archive, located as libtorch's zip reader
+// (miniz) locates it.
+struct ZipEntry {
+  std::string name;
+  uint64_t header = 0;  // offset of its central directory header (the CRC-32 is at +16)
+  uint32_t crc32 = 0;   // as the central directory records it
+  uint64_t method = 0;  // 0 stored, 8 deflated
+  uint64_t data = 0;    // offset of its bytes in the archive
+  uint64_t stored_size = 0, size = 0;  // of its bytes there, and of its content
+};
+
+// The entries of a zip archive as miniz reads them; throws std::runtime_error
+// saying what is inconsistent, or when miniz would hand libtorch an entry's
+// buffer without filling it.
+std::vector<ZipEntry> zip_entries(std::string_view archive);
+
+// The CRC-32 of an entry's content (inflated when deflated); nullopt when its
+// bytes do not make exactly `size` bytes the way miniz would read them.
+std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e);
 
 // The newest checkpoint artifact of a run, or the one named `name`
 // ("step-000000469.pt" or "checkpoints/step-000000469.pt").

@@ -6,14 +6,51 @@
 // only this file carries coverage; libtorch and libtrainscope_train are
 // Debian's and gcc's binaries, watched by ASan's allocator and interceptors
 // only.
+//
+// TRAINSCOPE_FUZZ_CRAFTED=1 recomputes the archive's CRC-32s after every
+// mutation, so that inputs pass trainscope's zip check and reach libtorch's
+// parsers the way a deliberately crafted file would (a campaign of its own:
+// what it finds is libtorch's, docs/reliability.md).
 #include <torch/torch.h>
+
+#include <cstdlib>
 
 #include "../fuzz/fuzz_common.h"
 #include "checkpoint.h"
 #include "tiny_model.h"
 
+namespace {
+
+bool crafted = false;
+
+// Writes each entry's CRC-32 into its central directory header.
+void fix_crcs(uint8_t* data, size_t size) {
+  const std::string_view archive(reinterpret_cast<const char*>(data), size);
+  try {
+    for (const auto& e : trainscope::train::zip_entries(archive)) {
+      const auto crc = trainscope::train::zip_content_crc(archive, e);
+      if (!crc || e.header + 20 > size) continue;
+      for (int i = 0; i < 4; ++i) data[e.header + 16 + i] = static_cast<uint8_t>(*crc >> (8 * i));
+    }
+  } catch (const std::exception&) {  // no directory to fix
+  }
+}
+
+}  // namespace
+
+extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
+
+extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max_size,
+                                          unsigned int /*seed*/) {
+  size = LLVMFuzzerMutate(data, size, max_size);
+  if (crafted) fix_crcs(data, size);
+  return size;
+}
+
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
   torch::set_num_threads(1);  // the campaign runs one worker on a shared machine
+  const char* c = std::getenv("TRAINSCOPE_FUZZ_CRAFTED");
+  crafted = c != nullptr && std::string_view(c) == "1";
   return 0;
 }
 
@@ -26,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   at::Generator gen = tiny.dropout_gen;  // the model's own, as in a resumed run
   bool loaded = false;
   fuzz::expect_clean([&] {
-    (void)train::read_checkpoint(reinterpret_cast<const char*>(data), size, "fuzz.pt",
-                                 *tiny.model, opt.get(), &gen);
+    (void)train::read_checkpoint(reinterpret_cast<const char*>(data), size, "fuzz.pt", *tiny.model,
+                                 opt.get(), &gen);
     loaded = true;
   });
   if (loaded) tiny.step(*opt);  // what was accepted must train: any exception here is a finding

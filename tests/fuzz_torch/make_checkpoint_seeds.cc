@@ -30,8 +30,12 @@ struct Seed {
   std::string refusal;  // empty: it loads; else the end of its message
 };
 
-const train::TrainPosition kPos{
-    .epoch = 1, .batch = 3, .step = 7, .epoch_loss_sum = 26.5, .epoch_correct = 9, .epoch_seen = 24};
+const train::TrainPosition kPos{.epoch = 1,
+                                .batch = 3,
+                                .step = 7,
+                                .epoch_loss_sum = 26.5,
+                                .epoch_correct = 9,
+                                .epoch_seen = 24};
 
 std::string written(const fuzz::Tiny& t, train::Optimizer& opt, const train::TrainPosition& pos) {
   std::ostringstream out;
@@ -41,8 +45,8 @@ std::string written(const fuzz::Tiny& t, train::Optimizer& opt, const train::Tra
 
 Entries position(const fuzz::Tiny& t, const train::TrainPosition& p) {
   return {{"rng.dropout", t.dropout_gen.get_state()},
-          {"pos", torch::tensor({p.epoch, p.batch, p.step, p.epoch_correct, p.epoch_seen},
-                                torch::kInt64)},
+          {"pos",
+           torch::tensor({p.epoch, p.batch, p.step, p.epoch_correct, p.epoch_seen}, torch::kInt64)},
           {"pos.loss_sum", torch::tensor({p.epoch_loss_sum}, torch::kFloat64)}};
 }
 
@@ -127,7 +131,8 @@ std::vector<Seed> refused_seeds() {
   auto wide = fuzz::make_tiny({"model.hidden=5"});
   auto wide_opt = wide.optimizer();
   wide.step(*wide_opt);
-  out.push_back({"adam-state-of-hidden-5.pt", [&] {
+  out.push_back({"adam-state-of-hidden-5.pt",
+                 [&] {
                    torch::serialize::OutputArchive a, model_a, opt_a;
                    t.model->save(model_a);
                    wide_opt->save(opt_a);
@@ -175,19 +180,29 @@ std::vector<Seed> bad_position_seeds() {
   };
 }
 
-// Bytes of a good checkpoint cut short or overwritten.
+// Bytes of a good checkpoint cut short or overwritten: trainscope's zip check
+// refuses them before libtorch parses anything.
 std::vector<Seed> damaged_seeds(const std::string& good) {
-  const std::string damaged = "it is damaged or not a trainscope checkpoint";
-  std::string bad_magic = good, bad_dir = good;
+  const auto entry = [](const std::string& name) {
+    return fmt::format("(zip entry '{}' does not match its recorded size and CRC-32)", name);
+  };
+  const std::string no_end = "(it has no zip end record)";
+  std::string bad_magic = good, bad_method = good, bad_pickle = good, bad_code = good;
   bad_magic[0] = 'X';
-  bad_dir[good.rfind("PK\x01\x02") + 10] ^= 0x5a;  // the last central entry's method
-  return {{"empty.pt", "", damaged},
-          {"first-512-bytes.pt", good.substr(0, 512), damaged},
-          {"first-half.pt", good.substr(0, good.size() / 2), damaged},
-          {"without-end-record.pt", good.substr(0, good.size() - 22), damaged},
-          {"bad-local-magic.pt", bad_magic, damaged},
-          {"bad-central-method.pt", bad_dir, damaged},
-          {"yaml-config.pt", fuzz::kTinyConfig, damaged}};
+  bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;  // the last entry: archive/version
+  bad_pickle[good.find("optimizer", good.find("archive/data.pklFB"))] ^= 0x20;
+  // The one-byte change that crashed libtorch's TorchScript importer (see
+  // tests/fuzz/corpus/checkpoint-crashes/README.md).
+  bad_code.replace(good.find("__parameters__"), 14, "__parameteps__");
+  return {{"empty.pt", "", "(it is too short for a zip archive)"},
+          {"first-512-bytes.pt", good.substr(0, 512), no_end},
+          {"first-half.pt", good.substr(0, good.size() / 2), no_end},
+          {"without-end-record.pt", good.substr(0, good.size() - 22), no_end},
+          {"bad-local-magic.pt", bad_magic, "(a zip entry has no local header)"},
+          {"bad-central-method.pt", bad_method, entry("archive/version")},
+          {"pickle-byte-flipped.pt", bad_pickle, entry("archive/data.pkl")},
+          {"code-parameteps.pt", bad_code, entry("archive/code/__torch__/___torch_mangle_0.py")},
+          {"yaml-config.pt", fuzz::kTinyConfig, no_end}};
 }
 
 // Reads `s` into a fresh tiny model; empty when it behaved as expected.
@@ -195,9 +210,8 @@ std::string check(const Seed& s) {
   auto t = fuzz::make_tiny();
   auto opt = t.optimizer();
   try {
-    const auto pos =
-        train::read_checkpoint(s.bytes.data(), s.bytes.size(), s.name, *t.model, opt.get(),
-                               &t.dropout_gen);
+    const auto pos = train::read_checkpoint(s.bytes.data(), s.bytes.size(), s.name, *t.model,
+                                            opt.get(), &t.dropout_gen);
     if (!s.refusal.empty()) return "loaded, but should be refused";
     const bool fresh = s.name == "adam-step-0.pt";
     if (pos.step != (fresh ? 0 : kPos.step) || pos.epoch_seen != (fresh ? 0 : kPos.epoch_seen) ||
@@ -207,8 +221,8 @@ std::string check(const Seed& s) {
     return "";
   } catch (const core::Error& e) {
     const std::string m = e.what();
-    const bool ok = !s.refusal.empty() && m.ends_with(s.refusal) && e.kind() == core::ErrorKind::kStore &&
-                    m.find('\n') == std::string::npos;
+    const bool ok = !s.refusal.empty() && m.ends_with(s.refusal) &&
+                    e.kind() == core::ErrorKind::kStore && m.find('\n') == std::string::npos;
     return ok ? "" : "refused: " + m;
   }
 }
@@ -230,9 +244,9 @@ int main(int argc, char** argv) {
   int bad = 0;
   for (const auto& s : seeds) {
     const std::string problem = check(s);
-    std::printf("%-28s %6zu bytes  %s\n", s.name.c_str(), s.bytes.size(),
-                problem.empty() ? (s.refusal.empty() ? "loads" : "refused as expected")
-                                : problem.c_str());
+    std::printf(
+        "%-28s %6zu bytes  %s\n", s.name.c_str(), s.bytes.size(),
+        problem.empty() ? (s.refusal.empty() ? "loads" : "refused as expected") : problem.c_str());
     bad += !problem.empty();
     std::ofstream(std::filesystem::path(argv[1]) / s.name, std::ios::binary) << s.bytes;
   }

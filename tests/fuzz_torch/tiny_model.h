@@ -57,8 +57,8 @@ inline Tiny make_tiny(const std::vector<std::string>& sets = {}) {
   const auto& s = t.config.data.synthetic;
   t.dropout_gen = at::detail::createCPUGenerator(1);
   torch::manual_seed(static_cast<uint64_t>(t.config.seeds.master));
-  t.model = train::make_model(t.config.model, {s.channels, s.height, s.width, s.classes},
-                              t.dropout_gen);
+  t.model =
+      train::make_model(t.config.model, {s.channels, s.height, s.width, s.classes}, t.dropout_gen);
   return t;
 }
 
