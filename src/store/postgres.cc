@@ -1,6 +1,7 @@
 #include "postgres.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 
 #include <chrono>
 #include <cmath>
@@ -299,12 +300,24 @@ namespace {
 bool connection_ended(const std::string& sqlstate) {
   return sqlstate.starts_with("57P") || sqlstate.starts_with("08");
 }
+
+// An idle connection has nothing to read (trainscope never LISTENs): when
+// its socket is readable or hung up, the server has ended it ("terminating
+// connection ..." then EOF). Noticed before a statement is sent, it is
+// simply opened again; libpqxx 6.4 would otherwise leak the error result
+// of the BEGIN that fails on it.
+bool idle_connection_ended(int fd) {
+  if (fd < 0) return true;
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) != 0;
+}
 }  // namespace
 
 void Session::transact(const std::function<void(pqxx::work&)>& body) {
   bool reconnected = false;
   for (int attempt = 0;; ++attempt) {
     try {
+      if (conn_ && idle_connection_ended(conn_->sock())) conn_.reset();
       if (!conn_) connect();
       pqxx::work w(*conn_);
       body(w);
