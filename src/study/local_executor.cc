@@ -31,6 +31,7 @@ namespace {
   }
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+  for (const auto& [k, v] : job.env) setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
   for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

@@ -95,9 +95,14 @@ std::string log_name(const std::string& run_name) {
 Job make_job(const State& st, const StudySpec& spec, const StudyOptions& o,
              const std::string& study, const std::filesystem::path& logs) {
   const PlannedRun& p = *st.plan;
+  // A password in the store URI goes in the environment, not on the
+  // command line.
+  const store::UriPassword store = store::split_password(o.store_uri);
   Job j{p.name,
-        {o.program.string(), "--store", o.store_uri, "-q", "train", spec.base.string()},
-        logs / log_name(p.name)};
+        {o.program.string(), "--store", store.uri, "-q", "train", spec.base.string()},
+        logs / log_name(p.name),
+        {}};
+  if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
   for (const auto& line : set_lines(p)) j.argv.insert(j.argv.end(), {"--set", line});
   j.argv.insert(j.argv.end(), {"--experiment", spec.name});
   if (!st.resume_uuid.empty())

@@ -56,6 +56,27 @@ def cancel_one_running_task(env, deadline=120):
     return None
 
 
+def command_lines_while(proc, ts):
+    """Until `proc` ends: how many training processes of `ts` were seen,
+    and those whose command line held the store's password."""
+    seen, leaked = set(), []
+    ts = os.path.realpath(ts)
+    while proc.poll() is None:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if os.path.realpath(argv[0]) == ts and "train" in argv and pid not in seen:
+                seen.add(pid)
+                if any(pg_server.PASSWORD in a for a in argv):
+                    leaked.append(argv)
+        time.sleep(0.05)
+    proc.communicate()
+    return len(seen), leaked
+
+
 def main(ts, configs, work, pg_dir):
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
@@ -104,10 +125,15 @@ def main(ts, configs, work, pg_dir):
         expect(len(status["slurm"]["jobs"]) == 2 and status["slurm"]["queue"] == {},
                "and after: both arrays, nothing queued")
 
-        local = "sqlite:" + os.path.join(work, "local.db")
-        r = subprocess.run([ts, "-q", "--store", local, "study", "run", spec, "--logs",
-                            os.path.join(work, "local-logs")], capture_output=True, text=True)
+        local = pg_server.createdb(pg_dir, database + "_local")
+        r = subprocess.Popen([ts, "-q", "--store", local, "study", "run", spec, "--logs",
+                              os.path.join(work, "local-logs")], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+        trainings, leaked = command_lines_while(r, ts)
         expect(r.returncode == 0, "the same study with the local executor")
+        expect(trainings > 0 and not leaked,
+               f"its {trainings} trainings seen in /proc have no password on their command "
+               f"line ({leaked})")
         expect(report_shape(ts, store) == report_shape(ts, local),
                "the reports have the same structure (cells, runs per cell, fields)")
 

@@ -18,6 +18,9 @@ struct Job {
   std::string id;                 // the planned run's name
   std::vector<std::string> argv;  // argv[0]: the program
   std::filesystem::path log;      // stdout and stderr go here
+  // Added to its environment, not its command line (which `ps` shows to
+  // everyone): the store's password (PGPASSWORD), say.
+  std::map<std::string, std::string> env;
 };
 
 struct JobEnd {
