@@ -106,7 +106,7 @@ std::string one_line(std::string_view message) {
 }
 
 [[noreturn]] void fail_sql(const Location& where, const pqxx::sql_error& e) {
-  const std::string state = e.sqlstate();
+  const std::string& state = e.sqlstate();
   const std::string what = one_line(e.what());
   if (state == "23503")
     fail(ErrorKind::kNotFound, "store '{}': a run this refers to was deleted meanwhile ({})",

@@ -619,6 +619,7 @@ void PostgresStore::append_metrics(std::string_view uuid, const std::vector<Metr
       ids = key_ids(w, id, batch);
       if (ids.empty()) return;
       std::vector<int64_t> wanted;
+      wanted.reserve(ids.size());
       for (const auto& [key, key_id] : ids) wanted.push_back(key_id);
       std::map<int64_t, KeyState> keys;
       for (const auto& row : pg::exec(w,
