@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "checkpoint_code.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 
@@ -165,14 +166,20 @@ std::optional<std::string> inflated(std::string_view in, uint64_t size) {
 // Every byte libtorch's parsers will see is checked against the CRC-32 the
 // archive records: libtorch's miniz is built without these checks, and
 // damage to its code or pickle entries can crash it (docs/reliability.md).
+// The TorchScript source among them must also be what write_checkpoint()
+// writes: libtorch's type parser crashes on some crafted classes.
 void check_zip(std::string_view archive) {
+  std::vector<CodeFile> code;
   for (const auto& e : zip_entries(archive)) {
-    if (e.size == 0) continue;
+    if (e.size == 0 && !is_code_entry(e.name)) continue;
     const auto crc = zip_content_crc(archive, e);
     if (!crc || *crc != e.crc32)
       throw Unfit(fmt::format("zip entry '{}' does not match its recorded size and CRC-32",
                               core::escape_for_display(e.name.substr(0, 80))));
+    if (is_code_entry(e.name)) code.push_back({e.name, zip_content(archive, e).value()});
   }
+  if (code.size() > 4096) throw Unfit("it holds more classes than a model has");
+  if (const auto why = unexpected_code(code)) throw Unfit(*why);
 }
 
 // ---- tensors ---------------------------------------------------------------
@@ -380,16 +387,24 @@ std::vector<ZipEntry> zip_entries(std::string_view archive) {
   return out;
 }
 
-std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e) {
-  if (e.stored_size == 0) return e.size == 0 ? std::optional<uint32_t>(0) : std::nullopt;
+std::optional<std::string> zip_content(std::string_view archive, const ZipEntry& e) {
+  if (e.stored_size == 0) return e.size == 0 ? std::optional<std::string>("") : std::nullopt;
   if (e.data > archive.size() || e.stored_size > archive.size() - e.data) return std::nullopt;
   const std::string_view bytes = archive.substr(e.data, e.stored_size);
+  if (e.method == 0)
+    return e.size == e.stored_size ? std::optional(std::string(bytes)) : std::nullopt;
+  if (e.method != 8) return std::nullopt;
+  return inflated(bytes, e.size);
+}
+
+std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e) {
   const auto crc = [](std::string_view b) {
     return static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(b.data()), b.size()));
   };
-  if (e.method == 0) return e.size == e.stored_size ? std::optional(crc(bytes)) : std::nullopt;
-  if (e.method != 8) return std::nullopt;
-  const auto content = inflated(bytes, e.size);
+  if (e.method == 0 && e.stored_size > 0 && e.size == e.stored_size && e.data <= archive.size() &&
+      e.stored_size <= archive.size() - e.data)
+    return crc(archive.substr(e.data, e.stored_size));  // no copy of a tensor's bytes
+  const auto content = zip_content(archive, e);
   return content ? std::optional(crc(*content)) : std::nullopt;
 }
 

@@ -55,8 +55,11 @@ struct ZipEntry {
 // buffer without filling it.
 std::vector<ZipEntry> zip_entries(std::string_view archive);
 
-// The CRC-32 of an entry's content (inflated when deflated); nullopt when its
-// bytes do not make exactly `size` bytes the way miniz would read them.
+// An entry's content (inflated when deflated); nullopt when its bytes do not
+// make exactly `size` bytes the way miniz would read them.
+std::optional<std::string> zip_content(std::string_view archive, const ZipEntry& e);
+
+// The CRC-32 of an entry's content; nullopt where zip_content() has none.
 std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e);
 
 // The newest checkpoint artifact of a run, or the one named `name`

@@ -192,7 +192,8 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
   bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;  // the last entry: archive/version
   bad_pickle[good.find("optimizer", good.find("archive/data.pklFB"))] ^= 0x20;
   // The one-byte change that crashed libtorch's TorchScript importer (see
-  // tests/fuzz/corpus/checkpoint-crashes/README.md).
+  // tests/fuzz/corpus/checkpoint-crashes/README.md); crafted_seeds() has it
+  // with its CRC-32 fixed.
   bad_code.replace(good.find("__parameters__"), 14, "__parameteps__");
   return {{"empty.pt", "", "(it is too short for a zip archive)"},
           {"first-512-bytes.pt", good.substr(0, 512), no_end},
@@ -203,6 +204,36 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
           {"pickle-byte-flipped.pt", bad_pickle, entry("archive/data.pkl")},
           {"code-parameteps.pt", bad_code, entry("archive/code/__torch__/___torch_mangle_0.py")},
           {"yaml-config.pt", fuzz::kTinyConfig, no_end}};
+}
+
+// `bytes` with every entry's recorded CRC-32 made to match its content, as a
+// deliberately crafted file would be: trainscope's CRC check lets it through.
+std::string with_fixed_crcs(std::string bytes) {
+  for (const auto& e : train::zip_entries(bytes))
+    if (const auto crc = train::zip_content_crc(bytes, e))
+      for (int i = 0; i < 4; ++i) bytes[e.header + 16 + i] = static_cast<char>(*crc >> (8 * i));
+  return bytes;
+}
+
+// Crafted TorchScript classes (CRC-32s fixed): refused by the code check
+// before libtorch's type parser sees them.
+std::vector<Seed> crafted_seeds(const std::string& good) {
+  const auto edited = [&](const std::string& from, const std::string& to) {
+    std::string b = good;
+    b.replace(b.find(from), from.size(), to);  // same length: sizes and offsets hold
+    return with_fixed_crcs(b);
+  };
+  const std::string code = "(code entry 'archive/code/__torch__/___torch_mangle_";
+  return {{"crafted-parameteps.pt", edited("__parameters__", "__parameteps__"),
+           code + "0.py': line 2 is not an attribute declaration)"},
+          {"crafted-constant.pt", edited("  flatten : __torch__", "  flatten = __torch__"),
+           code + "1.py': line 4 is not an attribute declaration)"},
+          {"crafted-self-reference.pt",
+           edited("flatten : __torch__.___torch_mangle_2", "flatten : __torch__.___torch_mangle_1"),
+           "(its classes contain one another)"},
+          {"crafted-undefined-class.pt",
+           edited("___torch_mangle_11.Module", "___torch_mangle_99.Module"),
+           "(class ___torch_mangle_99 is named but not defined)"}};
 }
 
 // Reads `s` into a fresh tiny model; empty when it behaved as expected.
@@ -240,6 +271,7 @@ int main(int argc, char** argv) {
   for (auto* more : {&refused_seeds, &bad_position_seeds})
     for (auto& s : (*more)()) seeds.push_back(std::move(s));
   for (auto& s : damaged_seeds(good)) seeds.push_back(std::move(s));
+  for (auto& s : crafted_seeds(good)) seeds.push_back(std::move(s));
   std::filesystem::create_directories(argv[1]);
   int bad = 0;
   for (const auto& s : seeds) {
