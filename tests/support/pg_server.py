@@ -90,8 +90,7 @@ def start(d, durable=False):
     u = uri(d)
     with open(os.path.join(d, "uri"), "w") as f:
         f.write(u + "\n")
-    print(u)
-    return 0
+    return u
 
 
 def stop(d, quiet=False):
@@ -118,18 +117,17 @@ def createdb(d, name):
         port = f.read().strip()
     subprocess.run(["psql", "-q", "-h", "127.0.0.1", "-p", port, "-U", USER, "-d", "postgres",
                     "-c", f'CREATE DATABASE "{name}"'], env=env, check=True)
-    u = uri(d, name)
-    print(u)
-    return u
+    return uri(d, name)
 
 
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "start":
-        return start(sys.argv[2], "--durable" in sys.argv[3:])
+        print(start(sys.argv[2], "--durable" in sys.argv[3:]))
+        return 0
     if len(sys.argv) >= 3 and sys.argv[1] == "stop":
         return stop(sys.argv[2])
     if len(sys.argv) >= 4 and sys.argv[1] == "createdb":
-        createdb(sys.argv[2], sys.argv[3])
+        print(createdb(sys.argv[2], sys.argv[3]))
         return 0
     sys.exit(__doc__)
 
