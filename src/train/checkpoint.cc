@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <vector>
 
@@ -163,14 +164,31 @@ std::optional<std::string> inflated(std::string_view in, uint64_t size) {
   return out;
 }
 
+// A pickle entry ("<root>/data.pkl", "<root>/constants.pkl", a debug
+// pickle under code/): walked before libtorch's unpickler trusts it.
+void check_pickle(std::string_view archive, const ZipEntry& e,
+                  const std::map<std::string, uint64_t>& records) {
+  const std::string& n = e.name;
+  const bool debug = n.size() >= 10 && n.compare(n.size() - 10, 10, ".debug_pkl") == 0;
+  const bool pickle = n.size() >= 4 && n.compare(n.size() - 4, 4, ".pkl") == 0;
+  if (!debug && !pickle) return;
+  // Storages of NAME.pkl are the records NAME/<key>; debug pickles have none.
+  const std::string dir = pickle ? n.substr(0, n.size() - 4) + "/" : std::string("\n");
+  if (const auto why = unexpected_pickle(zip_content(archive, e).value(), records, dir))
+    throw Unfit(fmt::format("pickle '{}': {}", core::escape_for_display(n.substr(0, 80)), *why));
+}
+
 // Every byte libtorch's parsers will see is checked against the CRC-32 the
 // archive records: libtorch's miniz is built without these checks, and
 // damage to its code or pickle entries can crash it (docs/reliability.md).
 // The TorchScript source among them must also be what write_checkpoint()
 // writes: libtorch's type parser crashes on some crafted classes.
 void check_zip(std::string_view archive) {
+  const auto entries = zip_entries(archive);
   std::vector<CodeFile> code;
-  for (const auto& e : zip_entries(archive)) {
+  std::map<std::string, uint64_t> records;
+  for (const auto& e : entries) {
+    records[e.name] = e.size;
     if (e.size == 0 && !is_code_entry(e.name)) continue;
     const auto crc = zip_content_crc(archive, e);
     if (!crc || *crc != e.crc32)
@@ -180,6 +198,7 @@ void check_zip(std::string_view archive) {
   }
   if (code.size() > 4096) throw Unfit("it holds more classes than a model has");
   if (const auto why = unexpected_code(code)) throw Unfit(*why);
+  for (const auto& e : entries) check_pickle(archive, e, records);
 }
 
 // ---- tensors ---------------------------------------------------------------

@@ -9,8 +9,11 @@
 // anything beyond those forms is refused before it is parsed.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -29,5 +32,17 @@ bool is_code_entry(const std::string& zip_name);
 // and their references to each other exist and form no cycle; otherwise what
 // is not (one line).
 std::optional<std::string> unexpected_code(const std::vector<CodeFile>& files);
+
+// nullopt when `pickle` (an entry "<root>/NAME.pkl" or a debug pickle) is
+// well formed the way libtorch 1.13's unpickler reads it: only the opcodes
+// its pickler writes, every length within the bytes, no value taken from
+// below a mark or from an empty stack, every memo fetched defined, one value
+// at its end; and every storage it names holds exactly the elements it
+// claims in its record (`records`: entry name -> size; storages are
+// "<record_dir><key>"). Otherwise what is not (one line). libtorch itself
+// trusts all of these.
+std::optional<std::string> unexpected_pickle(std::string_view pickle,
+                                             const std::map<std::string, uint64_t>& records,
+                                             const std::string& record_dir);
 
 }  // namespace trainscope::train
