@@ -1,12 +1,13 @@
-// The TorchScript class definitions inside a checkpoint (its code/*.py
-// entries), checked before libtorch's type parser reads them. Private to the
-// train component.
+// The parts of a checkpoint that libtorch parses as a language, checked
+// before it does: the TorchScript class definitions (its code/*.py entries)
+// and the pickles. Private to the train component.
 //
 // A checkpoint written by write_checkpoint() holds one class per module as
 // plain attribute declarations ("weight : Tensor", "fc1 :
 // __torch__.___torch_mangle_4.Module"). libtorch 1.13 compiles whatever it
-// finds there and crashes on some crafted text (docs/reliability.md), so
-// anything beyond those forms is refused before it is parsed.
+// finds there and crashes on some crafted text, and its unpickler trusts the
+// lengths and sizes a pickle states (docs/reliability.md), so anything beyond
+// those forms is refused before it is parsed.
 #pragma once
 
 #include <cstdint>
