@@ -27,6 +27,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
 import pg_server  # noqa: E402
 
+import interleave  # noqa: E402  (bench/, the script's own folder)
+
 KEYS = 4
 
 
@@ -77,14 +79,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="trainscope-ingest-")
     pg_dir = os.path.join(tmp, "postgres")
     pg_server.start(pg_dir, durable=True)
-    rates = {"sqlite": [], "postgresql": []}
     try:
-        for r in range(args.rounds):
-            order = ["sqlite", "postgresql"] if r % 2 == 0 else ["postgresql", "sqlite"]
-            for case in order:
-                rates[case].append(one(case, args, tmp, pg_dir, f"{r}_{case}"))
-                print(f"round {r + 1}: {case} {rates[case][-1] / 1e6:.3f} M points/s",
-                      file=sys.stderr)
+        rates = interleave.rotated(args.rounds, ["sqlite", "postgresql"],
+                                   lambda case, r: one(case, args, tmp, pg_dir, f"{r}_{case}"),
+                                   lambda rate: f"{rate / 1e6:.3f} M points/s")
     finally:
         pg_server.stop(pg_dir)
         shutil.rmtree(tmp, ignore_errors=True)

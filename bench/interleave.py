@@ -118,15 +118,25 @@ def report(cases, samples):
                   f"{max(vals):>11.4g}{ratio:>14.3f}{paired}")
 
 
+def rotated(rounds, names, measure, show=lambda _: "done"):
+    """Calls measure(name, round) once per name each round, rotating which
+    goes first; prints show(figure) per run as progress. Returns
+    {name: [figure per round]}. The other bench scripts loop through this."""
+    samples = {n: [] for n in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(k + r) % len(names)]
+            samples[name].append(measure(name, r))
+            print(f"round {r + 1}/{rounds}: {name} {show(samples[name][-1])}", file=sys.stderr)
+    return samples
+
+
 def main():
     args = parse_args()
     cases = [(n, c) for n, c in args.case]
-    samples = {n: [] for n, _ in cases}
-    for r in range(args.rounds):
-        for k in range(len(cases)):
-            name, command = cases[(k + r) % len(cases)]
-            samples[name].append(run_once(args.trainscope, command))
-            print(f"round {r + 1}/{args.rounds}: {name} done", file=sys.stderr)
+    commands = dict(cases)
+    samples = rotated(args.rounds, [n for n, _ in cases],
+                      lambda name, _: run_once(args.trainscope, commands[name]))
     report(cases, samples)
     if args.json:
         with open(args.json, "w") as f:

@@ -24,6 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "support"))
 import pg_server  # noqa: E402
 
+import interleave  # noqa: E402  (bench/, the script's own folder)
+
 CONFIG = """data: {dataset: synthetic, synthetic: {size: 4096}}
 model: {name: demo_cnn}
 train: {epochs: 1000, batch_size: 64, max_steps: %d}
@@ -52,18 +54,17 @@ def main():
         f.write(CONFIG % args.steps)
     pg_dir = os.path.join(tmp, "postgres")
     pg_server.start(pg_dir, durable=True)
-    walls = {"sqlite": [], "postgresql": []}
+    def measure(case, p):
+        if case == "sqlite":
+            store = "sqlite:" + os.path.join(tmp, f"t{p}.db")
+        else:
+            store = (pg_server.createdb(pg_dir, f"train_{p}") + "?artifacts=" +
+                     os.path.join(tmp, f"artifacts-{p}"))
+        return train(args.cli, store, config)
+
     try:
-        for p in range(args.pairs):
-            order = ["sqlite", "postgresql"] if p % 2 == 0 else ["postgresql", "sqlite"]
-            for case in order:
-                if case == "sqlite":
-                    store = "sqlite:" + os.path.join(tmp, f"t{p}.db")
-                else:
-                    store = (pg_server.createdb(pg_dir, f"train_{p}") + "?artifacts=" +
-                             os.path.join(tmp, f"artifacts-{p}"))
-                walls[case].append(train(args.cli, store, config))
-                print(f"pair {p + 1}: {case} {walls[case][-1]:.2f} s", file=sys.stderr)
+        walls = interleave.rotated(args.pairs, ["sqlite", "postgresql"], measure,
+                                   lambda wall: f"{wall:.2f} s")
     finally:
         pg_server.stop(pg_dir)
         shutil.rmtree(tmp, ignore_errors=True)
