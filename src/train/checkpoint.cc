@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "checkpoint_code.h"
@@ -148,6 +149,10 @@ ZipEntry read_entry(const Fields& f, uint64_t at) {
   return e;
 }
 
+uint32_t crc_of(std::string_view b) {
+  return static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(b.data()), b.size()));
+}
+
 std::optional<std::string> inflated(std::string_view in, uint64_t size) {
   if (size > kMaxInflated || in.size() > kMaxInflated) return std::nullopt;
   std::string out(size, '\0');
@@ -164,41 +169,59 @@ std::optional<std::string> inflated(std::string_view in, uint64_t size) {
   return out;
 }
 
+Unfit mismatched(const ZipEntry& e) {
+  return Unfit(fmt::format("zip entry '{}' does not match its recorded size and CRC-32",
+                           core::escape_for_display(e.name.substr(0, 80))));
+}
+
+// An entry libtorch parses, checked against the CRC-32 the archive records
+// and returned, so that it is inflated once for both checks.
+std::string checked_content(std::string_view archive, const ZipEntry& e) {
+  auto content = zip_content(archive, e);
+  if (!content || crc_of(*content) != e.crc32) throw mismatched(e);
+  return std::move(*content);
+}
+
+bool ends_with(const std::string& s, std::string_view tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 // A pickle entry ("<root>/data.pkl", "<root>/constants.pkl", a debug
 // pickle under code/): walked before libtorch's unpickler trusts it.
-void check_pickle(std::string_view archive, const ZipEntry& e,
+// Storages of NAME.pkl are the records NAME/<key>; debug pickles have none.
+void check_pickle(const std::string& name, std::string_view pickle,
                   const std::map<std::string, uint64_t>& records) {
-  const std::string& n = e.name;
-  const bool debug = n.size() >= 10 && n.compare(n.size() - 10, 10, ".debug_pkl") == 0;
-  const bool pickle = n.size() >= 4 && n.compare(n.size() - 4, 4, ".pkl") == 0;
-  if (!debug && !pickle) return;
-  // Storages of NAME.pkl are the records NAME/<key>; debug pickles have none.
-  const std::string dir = pickle ? n.substr(0, n.size() - 4) + "/" : std::string("\n");
-  if (const auto why = unexpected_pickle(zip_content(archive, e).value(), records, dir))
-    throw Unfit(fmt::format("pickle '{}': {}", core::escape_for_display(n.substr(0, 80)), *why));
+  const std::string dir =
+      ends_with(name, ".pkl") ? name.substr(0, name.size() - 4) + "/" : std::string("\n");
+  if (const auto why = unexpected_pickle(pickle, records, dir))
+    throw Unfit(fmt::format("pickle '{}': {}", core::escape_for_display(name.substr(0, 80)), *why));
 }
 
 // Every byte libtorch's parsers will see is checked against the CRC-32 the
 // archive records: libtorch's miniz is built without these checks, and
 // damage to its code or pickle entries can crash it (docs/reliability.md).
 // The TorchScript source among them must also be what write_checkpoint()
-// writes: libtorch's type parser crashes on some crafted classes.
+// writes (libtorch's type parser crashes on some crafted classes), and the
+// pickles must be well formed (its unpickler trusts their lengths).
 void check_zip(std::string_view archive) {
   const auto entries = zip_entries(archive);
   std::vector<CodeFile> code;
+  std::vector<std::pair<std::string, std::string>> pickles;  // name, content
   std::map<std::string, uint64_t> records;
   for (const auto& e : entries) {
     records[e.name] = e.size;
-    if (e.size == 0 && !is_code_entry(e.name)) continue;
-    const auto crc = zip_content_crc(archive, e);
-    if (!crc || *crc != e.crc32)
-      throw Unfit(fmt::format("zip entry '{}' does not match its recorded size and CRC-32",
-                              core::escape_for_display(e.name.substr(0, 80))));
-    if (is_code_entry(e.name)) code.push_back({e.name, zip_content(archive, e).value()});
+    if (is_code_entry(e.name)) {
+      code.push_back({e.name, checked_content(archive, e)});
+    } else if (ends_with(e.name, ".pkl") || ends_with(e.name, ".debug_pkl")) {
+      pickles.push_back({e.name, checked_content(archive, e)});
+    } else if (e.size > 0) {
+      const auto crc = zip_content_crc(archive, e);  // tensors: no copy when stored
+      if (!crc || *crc != e.crc32) throw mismatched(e);
+    }
   }
   if (code.size() > 4096) throw Unfit("it holds more classes than a model has");
   if (const auto why = unexpected_code(code)) throw Unfit(*why);
-  for (const auto& e : entries) check_pickle(archive, e, records);
+  for (const auto& [name, pickle] : pickles) check_pickle(name, pickle, records);
 }
 
 // ---- tensors ---------------------------------------------------------------
@@ -417,14 +440,11 @@ std::optional<std::string> zip_content(std::string_view archive, const ZipEntry&
 }
 
 std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry& e) {
-  const auto crc = [](std::string_view b) {
-    return static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(b.data()), b.size()));
-  };
   if (e.method == 0 && e.stored_size > 0 && e.size == e.stored_size && e.data <= archive.size() &&
       e.stored_size <= archive.size() - e.data)
-    return crc(archive.substr(e.data, e.stored_size));  // no copy of a tensor's bytes
+    return crc_of(archive.substr(e.data, e.stored_size));  // no copy of a tensor's bytes
   const auto content = zip_content(archive, e);
-  return content ? std::optional(crc(*content)) : std::nullopt;
+  return content ? std::optional(crc_of(*content)) : std::nullopt;
 }
 
 std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const std::string& uuid,
