@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -107,6 +109,14 @@ class PostgresTest : public ::testing::Test {
     auto r = run_command("psql -X -q -At " + shell_quote(server_uri()) + " -c " + shell_quote(sql));
     EXPECT_EQ(r.exit_code, 0) << sql << ": " << r.out;
     return r.out;
+  }
+  // The server process that serves this test's store (its only trainscope
+  // connection to this test's database), or "" if there is none.
+  std::string backend_pid() {
+    const std::string pid = psql(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'trainscope' AND "
+        "datname = current_database()");
+    return pid.substr(0, pid.find('\n'));
   }
   // The message of the Error `f` throws, checked to be one line of `kind`.
   static std::string error_of(const std::function<void()>& f, ErrorKind kind) {
@@ -235,13 +245,17 @@ TEST_F(PostgresTest, ARunOnAnotherHostIsJudgedByTheServersClock) {
 }
 
 // The server ends the store's connection (a restart, an idle timeout, an
-// administrator): the next call opens a new one, and a recorder loses
-// nothing.
+// administrator) while it is idle: the next call opens a new one, and a
+// recorder loses nothing.
 TEST_F(PostgresTest, ConnectionsTheServerEndsAreOpenedAgain) {
   auto terminate = [&] {
-    // This test's database only: other tests share the server.
-    EXPECT_EQ(psql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE "
-                   "application_name = 'trainscope' AND datname = current_database()"),
+    // This test's database only: other tests share the server. The call
+    // waits until the server process has exited, so that its end has
+    // reached the store's socket before the store's next statement (the
+    // case of a statement already on its way is the next test's).
+    EXPECT_EQ(psql("SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 60000)) FROM "
+                   "pg_stat_activity WHERE application_name = 'trainscope' AND "
+                   "datname = current_database()"),
               "1\n");
   };
   std::shared_ptr<Store> store = open();
@@ -262,6 +276,63 @@ TEST_F(PostgresTest, ConnectionsTheServerEndsAreOpenedAgain) {
   auto pts = store->metric(rec->uuid(), "loss");
   ASSERT_EQ(pts.size(), 3000u);
   for (int i = 0; i < 3000; ++i) ASSERT_EQ(pts[i].step, i);
+}
+
+namespace {
+// Bytes that process `pid` has received on its TCP sockets and not yet
+// read (its /proc/PID/fd sockets, looked up in /proc/net/tcp and tcp6).
+long unread_bytes(const std::string& pid) {
+  std::set<std::string> inodes;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + pid + "/fd", ec)) {
+    const std::string target = std::filesystem::read_symlink(e.path(), ec).string();
+    if (target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  long unread = 0;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line, slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    std::getline(in, line);  // the header
+    while (in >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+           timeout >> inode) {
+      std::getline(in, line);  // the rest of the row
+      if (inodes.contains(inode))
+        unread += std::stol(queues.substr(queues.find(':') + 1), nullptr, 16);
+    }
+  }
+  return unread;
+}
+}  // namespace
+
+// The server ends the connection while a statement is on its way: its
+// process is stopped, told to terminate, and let go only once the store's
+// next statement has reached it. The store opens a new connection and runs
+// the work once more: the points land once. (libpqxx 6.4 leaks the failed
+// statement's result here, 2 KB: tests/lsan.supp.)
+TEST_F(PostgresTest, AConnectionEndedWhileAStatementIsOnItsWayIsOpenedAgain) {
+  auto store = open();
+  RunInfo r = store->create_run({});
+  const std::string pid = backend_pid();
+  ASSERT_FALSE(pid.empty());
+  ASSERT_EQ(kill(std::stoi(pid), SIGSTOP), 0) << "cannot stop the server process " << pid;
+  psql("SELECT pg_terminate_backend(" + pid + ")");
+  std::atomic<bool> reached{false};
+  std::jthread release([&] {  // joined also if the store throws
+    for (int i = 0; i < 600 && !reached; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      reached = unread_bytes(pid) > 0;
+    }
+    kill(std::stoi(pid), SIGCONT);
+  });
+  store->append_metrics(r.uuid, {{"loss", {{0, 1.0, 2.0}, {1, 3.0, 4.0}}}});
+  release.join();
+  EXPECT_TRUE(reached) << "the statement never reached the stopped server process";
+  const auto pts = store->metric(r.uuid, "loss");
+  ASSERT_EQ(pts.size(), 2u);
+  EXPECT_EQ(pts[1].step, 1);
+  const std::string now = backend_pid();
+  EXPECT_FALSE(now.empty());
+  EXPECT_NE(now, pid);
 }
 
 // Artifact files go where the store says, for every host that opens it.
