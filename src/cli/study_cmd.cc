@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "output.h"
@@ -21,7 +22,8 @@ namespace {
 
 struct StudyArgs {
   std::string file, study, logs, out, format = "html", name;
-  bool quick = false, no_weights = false;
+  bool quick = false, no_weights = false, replan = false;
+  uint64_t max_runs = study::kDefaultMaxRuns;
   int workers = 0;
   std::string executor = "local", partition;
   int array_parallelism = 0;
@@ -40,6 +42,15 @@ study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   o.array_parallelism = a.array_parallelism;
   o.quick = a.quick;
   o.command_line = ctx.argv_line;
+  o.max_runs = a.max_runs;
+  o.replan = a.replan;
+  return o;
+}
+
+// Planning needs the trainer's config: the torch half resolves it.
+study::StudyOptions planning_options(Context& ctx, const StudyArgs& a) {
+  study::StudyOptions o = options(ctx, a);
+  o.resolver = &torch_commands().config_resolver();
   return o;
 }
 
@@ -57,10 +68,12 @@ study::ProgressFn progress_printer() {
   };
 }
 
-void check_plan(const study::StudySpec& spec) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
-  for (const auto& r : study::plan(spec)) runs.emplace_back(r.name, study::set_lines(r));
-  torch_commands().check_configs(spec.base.string(), runs);
+void add_max_runs(CLI::App* cmd, StudyArgs& a) {
+  cmd->add_option("--max-runs", a.max_runs,
+                  "Run a plan of up to this many runs (larger plans are refused with their size "
+                  "and estimated time)")
+      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()))
+      ->capture_default_str();
 }
 
 void finish(const study::Outcome& o) {
@@ -94,14 +107,18 @@ void add_run(CLI::App* study, Context& ctx) {
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--logs", a->logs, "Folder for the runs' output (default trainscope-studies/)");
   add_executor_options(cmd, *a);
+  add_max_runs(cmd, *a);
   set_example(cmd,
               "trainscope study run configs/studies/seeds.yaml --quick --workers 2\n"
               "  trainscope --store postgresql://me@db/ts study run configs/studies/seeds.yaml "
               "--executor slurm --partition gpu --array-parallelism 8");
   cmd->callback([&ctx, a] {
-    study::StudySpec spec = study::load_study(a->file, a->quick);
-    check_plan(spec);
-    finish(study::run_study(ctx.store(), spec, options(ctx, *a), progress_printer()));
+    const study::StudyOptions o = planning_options(ctx, *a);
+    auto store = ctx.store();
+    study::StudySpec spec = study::plan_study(*store, study::load_study(a->file, a->quick), o);
+    core::log_info("study {}: {}", spec.name,
+                   study::estimate_text(study::estimate_plan(*store, spec, o)));
+    finish(study::run_study(store, spec, o, progress_printer()));
   });
 }
 
@@ -111,10 +128,15 @@ void add_resume(CLI::App* study, Context& ctx) {
   cmd->add_option("STUDY", a->study, "Study name or UUID (prefix)")->required();
   cmd->add_option("--workers,-j", a->workers, "Trainings at once")->check(CLI::Range(1, 1024));
   cmd->add_option("--logs", a->logs, "Folder for the runs' output");
+  cmd->add_flag("--replan", a->replan,
+                "Plan again from the study's files as they are now (when they changed since the "
+                "study was planned); finished runs the new plan does not train are set aside");
   add_executor_options(cmd, *a);
+  add_max_runs(cmd, *a);
   set_example(cmd, "trainscope study resume seeds");
   cmd->callback([&ctx, a] {
-    finish(study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
+    finish(
+        study::resume_study(ctx.store(), a->study, planning_options(ctx, *a), progress_printer()));
   });
 }
 

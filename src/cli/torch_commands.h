@@ -15,6 +15,7 @@
 #include "trainscope/env/manifest.h"
 #include "trainscope/numerics/logmap.h"
 #include "trainscope/study/report.h"
+#include "trainscope/study/study.h"
 
 namespace trainscope::cli {
 
@@ -86,11 +87,9 @@ class TorchCommands {
   // The spread of weights across each cell's runs, from their checkpoints.
   virtual std::vector<study::WeightSpread> weight_spread(Context& ctx,
                                                          const study::StudyAnalysis& a) = 0;
-  // Loads `config` with each run's overrides; throws core::Error naming the
-  // first run whose config is not valid (a study checks before it starts).
-  virtual void check_configs(
-      const std::string& config,
-      const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) = 0;
+  // The trainer's config as a study plans with it (resolving its base and
+  // each run's config); lives as long as the torch half.
+  virtual study::ConfigResolver& config_resolver() = 0;
   virtual void eval(Context& ctx, const EvalArgs& args) = 0;
   virtual void diff(Context& ctx, const DiffArgs& args) = 0;
   virtual void rerun(Context& ctx, const RerunArgs& args) = 0;

@@ -119,10 +119,18 @@ std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
   store::RunFilter f;
   f.parent_uuid = a.study.uuid;
   std::map<std::string, RunInfo> by_name;
-  for (auto& r : s.list_runs(f))  // newest first: keep the first finished
-    if (r.status == RunStatus::kFinished && !by_name.count(r.name)) by_name[r.name] = r;
+  const auto runs = s.list_runs(f);
+  std::vector<std::string> uuids;
+  for (const auto& r : runs) uuids.push_back(r.uuid);
+  auto fields = s.run_fields(uuids, false, true, false);
+  for (const auto& r : runs)  // newest first: keep the first finished
+    if (r.status == RunStatus::kFinished && !by_name.count(r.name) &&
+        !fields[r.uuid].tags.count(kSupersededTag))
+      by_name[r.name] = r;
   std::vector<std::pair<std::string, CellRuns>> cells;
-  for (const auto& p : plan(a.spec)) {
+  const Plan plan(a.spec);
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    const PlannedRun p = plan.at(i);
     if (cells.empty() || cells.back().first != p.cell) {
       CellRuns c{p.vary, {}, {}};
       for (const auto& g : a.spec.grid)
@@ -257,7 +265,7 @@ StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::
   a.study = resolve_study(s, ref);
   a.spec = recorded_spec(s, a.study);
   a.metric = metric;
-  a.planned = static_cast<int>(plan(a.spec).size());
+  a.planned = static_cast<int>(Plan(a.spec).size());
   for (const auto& [name, cr] : finished_by_cell(s, a)) {
     a.cells.push_back(analyse_cell(s, name, cr, a));
     a.finished += a.cells.back().runs;

@@ -1,6 +1,9 @@
-// From a study spec to the list of runs it makes.
+// From a study spec to the runs it makes, computed one at a time.
 #include <fmt/format.h>
 
+#include <limits>
+
+#include "trainscope/core/error.h"
 #include "trainscope/study/spec.h"
 
 namespace trainscope::study {
@@ -8,6 +11,15 @@ namespace trainscope::study {
 namespace {
 
 using Sets = std::vector<std::pair<std::string, std::string>>;
+constexpr uint64_t kSaturated = std::numeric_limits<uint64_t>::max();
+
+// a * b, or kSaturated when it does not fit.
+uint64_t times(uint64_t a, uint64_t b) {
+  if (a != 0 && b > kSaturated / a) return kSaturated;
+  return a * b;
+}
+
+uint64_t plus(uint64_t a, uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
 // The settings of replicate r of a cell that varies `vary`.
 Sets replicate_sets(const std::string& vary, int r) {
@@ -26,51 +38,86 @@ Sets replicate_sets(const std::string& vary, int r) {
   return {{"seeds." + vary, v}};  // init, data_order, augment, dropout
 }
 
-void add_cell(const StudySpec& s, const std::string& cell, const Sets& cell_sets,
-              const std::string& vary, int replicates, std::vector<PlannedRun>& out) {
-  for (int r = 0; r < replicates; ++r) {
-    PlannedRun p;
-    p.name = fmt::format("{}/r{}", cell, r + 1);
-    p.cell = cell;
-    p.replicate = r + 1;
-    p.vary = vary;
-    p.set.emplace_back("compute.threads", std::to_string(s.threads_per_run));
-    for (const auto& kv : s.set) p.set.push_back(kv);
-    for (const auto& kv : cell_sets) p.set.push_back(kv);
-    for (const auto& kv : replicate_sets(vary, r)) p.set.push_back(kv);
-    out.push_back(std::move(p));
-  }
+PlannedRun make_run(const StudySpec& s, const std::string& cell, const Sets& cell_sets,
+                    const std::string& vary, int r) {
+  PlannedRun p;
+  p.name = fmt::format("{}/r{}", cell, r + 1);
+  p.cell = cell;
+  p.replicate = r + 1;
+  p.vary = vary;
+  p.set.emplace_back("compute.threads", std::to_string(s.threads_per_run));
+  for (const auto& kv : s.set) p.set.push_back(kv);
+  for (const auto& kv : cell_sets) p.set.push_back(kv);
+  for (const auto& kv : replicate_sets(vary, r)) p.set.push_back(kv);
+  return p;
 }
 
 // Deterministic cells repeat exactly; three runs are enough to see whether
 // they do.
 int audit_replicates(const StudySpec& s) { return std::min(s.replicates, 3); }
 
+int source_runs(const StudySpec& s, const std::string& source) {
+  return source == "deterministic" ? audit_replicates(s) : s.replicates;
+}
+
+bool has_exact_cells(const StudySpec& s) { return s.deterministic && s.vary != "none"; }
+
 }  // namespace
 
-std::vector<PlannedRun> plan(const StudySpec& s) {
-  std::vector<PlannedRun> out;
-  if (!s.sources.empty()) {
-    for (const auto& src : s.sources)
-      add_cell(s, src, {}, src, src == "deterministic" ? audit_replicates(s) : s.replicates, out);
-    return out;
+Plan::Plan(const StudySpec& spec) : spec_(spec) {
+  if (!spec.sources.empty()) {
+    for (const auto& src : spec.sources) size_ = plus(size_, source_runs(spec, src));
+    return;
   }
-  // Odometer over the grid, the last factor fastest.
-  std::vector<size_t> at(s.grid.size(), 0);
-  while (true) {
-    Sets cell_sets;
-    std::string cell;
-    for (size_t i = 0; i < s.grid.size(); ++i) {
-      cell_sets.emplace_back(s.grid[i].key, s.grid[i].values[at[i]]);
-      cell += (i ? "," : "") + s.grid[i].key + "=" + s.grid[i].values[at[i]];
+  per_cell_ = spec.replicates + (has_exact_cells(spec) ? audit_replicates(spec) : 0);
+  uint64_t cells = spec.grid.empty() || per_cell_ == 0 ? 0 : 1;
+  for (const auto& f : spec.grid) cells = times(cells, f.values.size());
+  size_ = times(cells, per_cell_);
+}
+
+PlannedRun Plan::at(uint64_t i) const {
+  if (!spec_.sources.empty()) {
+    for (const auto& src : spec_.sources) {
+      const uint64_t n = source_runs(spec_, src);
+      if (i < n) return make_run(spec_, src, {}, src, static_cast<int>(i));
+      i -= n;
     }
-    add_cell(s, cell, cell_sets, s.vary, s.replicates, out);
-    if (s.deterministic && s.vary != "none")
-      add_cell(s, cell + ",deterministic", cell_sets, "none", audit_replicates(s), out);
-    size_t i = s.grid.size();
-    while (i > 0 && ++at[i - 1] == s.grid[i - 1].values.size()) at[--i] = 0;
-    if (i == 0) break;
+    core::fail(core::ErrorKind::kRuntime, "planned run index beyond the plan");
   }
+  uint64_t cell = i / per_cell_;
+  const int r = static_cast<int>(i % per_cell_);
+  // The cell's factor values: an odometer, the last factor fastest.
+  std::vector<size_t> at(spec_.grid.size());
+  for (size_t k = spec_.grid.size(); k-- > 0;) {
+    at[k] = cell % spec_.grid[k].values.size();
+    cell /= spec_.grid[k].values.size();
+  }
+  Sets cell_sets;
+  std::string name;
+  for (size_t k = 0; k < spec_.grid.size(); ++k) {
+    cell_sets.emplace_back(spec_.grid[k].key, spec_.grid[k].values[at[k]]);
+    name += (k ? "," : "") + spec_.grid[k].key + "=" + spec_.grid[k].values[at[k]];
+  }
+  if (r < spec_.replicates) return make_run(spec_, name, cell_sets, spec_.vary, r);
+  return make_run(spec_, name + ",deterministic", cell_sets, "none", r - spec_.replicates);
+}
+
+std::optional<uint64_t> Plan::find(const std::string& name) const {
+  for (uint64_t i = 0; i < size_; ++i)
+    if (at(i).name == name) return i;
+  return std::nullopt;
+}
+
+std::vector<PlannedRun> plan(const StudySpec& s, uint64_t max_runs) {
+  const Plan p(s);
+  if (p.size() > max_runs)
+    core::fail(
+        core::ErrorKind::kUsage,
+        "study {} plans {} runs, more than {} can be listed at once: shrink its grid", s.name,
+        p.size() == kSaturated ? "more than 18 quintillion" : std::to_string(p.size()), max_runs);
+  std::vector<PlannedRun> out;
+  out.reserve(p.size());
+  for (uint64_t i = 0; i < p.size(); ++i) out.push_back(p.at(i));
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <deque>
 #include <map>
 
+#include "planning.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -51,19 +52,36 @@ class SignalGuard {
 
 // What the store says about one planned run.
 struct State {
-  const PlannedRun* plan = nullptr;
+  uint64_t index = 0;  // in the plan
   bool finished = false;
   std::string resume_uuid;  // a stopped or killed child to continue
 };
 
-std::map<std::string, std::vector<RunInfo>> children(store::Store& s, const std::string& study) {
+bool superseded(const std::map<std::string, std::string>& tags) {
+  return tags.count(kSupersededTag) > 0;
+}
+
+// The study's children that a filter selects, oldest first, without the
+// attempts a later one superseded; by name.
+std::map<std::string, std::vector<RunInfo>> children(store::Store& s, store::RunFilter f) {
   std::map<std::string, std::vector<RunInfo>> out;
-  store::RunFilter f;
-  f.parent_uuid = study;
   auto runs = s.list_runs(f);
   std::reverse(runs.begin(), runs.end());  // oldest first
-  for (auto& r : runs) out[r.name].push_back(r);
+  std::vector<std::string> uuids;
+  for (const auto& r : runs) uuids.push_back(r.uuid);
+  auto fields = s.run_fields(uuids, false, true, false);
+  for (auto& r : runs)
+    if (!superseded(fields[r.uuid].tags)) out[r.name].push_back(r);
   return out;
+}
+
+std::map<std::string, std::vector<RunInfo>> children(store::Store& s, const std::string& study) {
+  return children(s, store::RunFilter{.parent_uuid = study});
+}
+
+// The attempts of one planned run, oldest first, without superseded ones.
+std::vector<RunInfo> attempts(store::Store& s, const std::string& study, const std::string& name) {
+  return children(s, store::RunFilter{.parent_uuid = study, .name = name})[name];
 }
 
 bool has_checkpoint(store::Store& s, const RunInfo& r) {
@@ -72,8 +90,8 @@ bool has_checkpoint(store::Store& s, const RunInfo& r) {
   return false;
 }
 
-State state_of(store::Store& s, const PlannedRun& p, const std::vector<RunInfo>& runs) {
-  State st{&p, false, {}};
+State state_of(store::Store& s, uint64_t index, const std::vector<RunInfo>& runs) {
+  State st{index, false, {}};
   for (const auto& r : runs) {
     if (r.status == RunStatus::kFinished) st.finished = true;
   }
@@ -85,6 +103,14 @@ State state_of(store::Store& s, const PlannedRun& p, const std::vector<RunInfo>&
   return st;
 }
 
+// Every attempt of a planned run but the newest is superseded by it, so
+// that readers count the planned run once.
+void supersede_older_attempts(store::Store& s, const std::string& study, const std::string& name) {
+  auto runs = attempts(s, study, name);
+  for (size_t i = 0; i + 1 < runs.size(); ++i)
+    s.set_tag(runs[i].uuid, kSupersededTag, runs.back().uuid);
+}
+
 std::string log_name(const std::string& run_name) {
   std::string n = run_name;
   for (char& c : n)
@@ -92,14 +118,36 @@ std::string log_name(const std::string& run_name) {
   return n + ".log";
 }
 
-Job make_job(const State& st, const StudySpec& spec, const StudyOptions& o,
-             const std::string& study, const std::filesystem::path& logs) {
-  const PlannedRun& p = *st.plan;
+// The config file the trainings of `spec` train: its recorded base, written
+// once into `dir` under a name from its hash. A study recorded before plans
+// were recorded trains its base file as it is now.
+std::filesystem::path base_file(const StudySpec& spec, const std::filesystem::path& dir) {
+  if (spec.resolved_base.empty()) {
+    core::log_warn(
+        "study {} was recorded without its resolved base config: its runs train {} as "
+        "it is now",
+        spec.name, spec.base.string());
+    return spec.base;
+  }
+  const std::string hash = core::sha256_hex(spec.resolved_base);
+  const std::filesystem::path file =
+      std::filesystem::absolute(dir / ("plan-base-" + hash.substr(0, 16) + ".yaml"));
+  std::error_code ec;
+  if (std::filesystem::exists(file, ec) && core::sha256_file(file) == hash) return file;
+  std::filesystem::create_directories(dir, ec);
+  core::write_file_atomically(file, [&](std::ostream& o) { o << spec.resolved_base; });
+  return file;
+}
+
+Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const StudyOptions& o,
+             const std::string& study, const std::filesystem::path& logs,
+             const std::filesystem::path& base) {
+  const PlannedRun p = plan.at(st.index);
   // A password in the store URI goes in the environment, not on the
   // command line.
   const store::UriPassword store = store::split_password(o.store_uri);
   Job j{p.name,
-        {o.program.string(), "--store", store.uri, "-q", "train", spec.base.string()},
+        {o.program.string(), "--store", store.uri, "-q", "train", base.string()},
         logs / log_name(p.name),
         {}};
   if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
@@ -138,11 +186,13 @@ class Scheduler {
     exec_ = make_executor();
   }
 
-  Progress run(const std::vector<PlannedRun>& planned) {
+  Progress run(const Plan& plan) {
+    plan_ = &plan;
     store_->reap_stale_runs();
+    base_ = base_file(spec_, logs_);
     auto by_name = children(*store_, study_);
-    for (const auto& p : planned) {
-      State st = state_of(*store_, p, by_name[p.name]);
+    for (uint64_t i = 0; i < plan.size(); ++i) {
+      State st = state_of(*store_, i, by_name[plan.at(i).name]);
       ++p_.total;
       // Every unfinished run is tried again, with a fresh budget of retries.
       if (st.finished)
@@ -164,8 +214,9 @@ class Scheduler {
     while (!queue_.empty() && exec_->running() < exec_->slots()) {
       State st = queue_.front();
       queue_.pop_front();
-      exec_->start(make_job(st, spec_, o_, study_, logs_));
-      running_[st.plan->name] = st;
+      Job job = make_job(st, *plan_, spec_, o_, study_, logs_, base_);
+      running_[job.id] = st;
+      exec_->start(job);
     }
     p_.running = exec_->running();
     auto end = exec_->wait_any();
@@ -176,8 +227,8 @@ class Scheduler {
     State st = running_[end.id];
     running_.erase(end.id);
     store_->reap_stale_runs();  // a child killed by a signal is marked killed
-    auto runs = children(*store_, study_)[end.id];
-    State now = state_of(*store_, *st.plan, runs);
+    supersede_older_attempts(*store_, study_, end.id);
+    State now = state_of(*store_, st.index, attempts(*store_, study_, end.id));
     if (now.finished) {
       ++p_.done;
       durations_.push_back(end.seconds);
@@ -247,6 +298,8 @@ class Scheduler {
   std::string study_;
   ProgressFn progress_fn_;
   std::filesystem::path logs_;
+  std::filesystem::path base_;  // the config file every training trains
+  const Plan* plan_ = nullptr;
   std::unique_ptr<Executor> exec_;
   std::deque<State> queue_;
   std::map<std::string, State> running_;
@@ -264,7 +317,8 @@ RunStatus final_status(const Progress& p) {
 Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunRecorder> rec,
                 const StudySpec& spec, const StudyOptions& o, const ProgressFn& progress) {
   Scheduler sched(store, spec, o, rec->uuid(), progress);
-  Outcome out{rec->uuid(), sched.run(plan(spec))};
+  const Plan plan(spec);
+  Outcome out{rec->uuid(), sched.run(plan)};
   rec->log_metric("study/runs_done", out.progress.done, 0);
   rec->log_metric("study/runs_failed", out.progress.failed, 0);
   rec->end(final_status(out.progress));
@@ -275,12 +329,14 @@ Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunR
 
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
                   const ProgressFn& progress) {
+  if (spec.resolved_base.empty())
+    fail(ErrorKind::kUsage, "study {} has not been planned: plan it with plan_study()", spec.name);
   if (o.executor == "slurm") check_slurm(o.partition);
   store::NewRun nr;
   nr.experiment = spec.name;
   nr.name = spec.name;
   nr.command_line = o.command_line;
-  nr.config_text = spec.text;
+  nr.config_text = recorded_text(spec);
   auto rec = store::RunRecorder::start(store, nr);
   rec->set_tag("kind", "study");
   rec->set_params({{"study.file", std::filesystem::absolute(spec.file).string()},
@@ -291,7 +347,7 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
                    {"study.vary", spec.vary},
                    {"study.retries", std::to_string(spec.retries)},
                    {"study.threads_per_run", std::to_string(spec.threads_per_run)},
-                   {"study.planned_runs", std::to_string(plan(spec).size())}});
+                   {"study.planned_runs", std::to_string(Plan(spec).size())}});
   return execute(store, std::move(rec), spec, o, progress);
 }
 
@@ -308,7 +364,7 @@ RunInfo resolve_study(store::Store& store, const std::string& ref) {
 
 StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
   auto params = store.params(study.uuid);
-  return parse_study(study.config_text, params["study.file"], params["study.quick"] == "true");
+  return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
 }
 
 Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,
@@ -318,7 +374,8 @@ Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref
   if (study.status == RunStatus::kRunning)
     fail(ErrorKind::kConflict, "study {} is running (pid {} on {}): wait for it or stop it first",
          study.name, study.pid, study.host);
-  StudySpec spec = recorded_spec(*store, study);
+  StudySpec spec = o.replan ? replan_study(*store, study, o) : recorded_spec(*store, study);
+  if (!o.replan) check_unchanged(*store, study, spec, o);
   if (o.executor == "slurm") check_slurm(o.partition);
   return execute(store, store::RunRecorder::attach(store, study.uuid), spec, o, progress);
 }
@@ -328,15 +385,18 @@ std::optional<Job> planned_task(store::Store& store, const std::string& ref,
   store.reap_stale_runs();
   RunInfo study = resolve_study(store, ref);
   StudySpec spec = recorded_spec(store, study);
-  const auto planned = plan(spec);
-  auto it = std::find_if(planned.begin(), planned.end(),
-                         [&](const PlannedRun& p) { return p.name == name; });
-  if (it == planned.end())
+  const Plan plan(spec);
+  const auto index = plan.find(name);
+  if (!index)
     fail(ErrorKind::kNotFound, "study {} plans no run named '{}'", study.name,
          core::escape_for_display(name));
-  State st = state_of(store, *it, children(store, study.uuid)[name]);
+  State st = state_of(store, *index, attempts(store, study.uuid, name));
   if (st.finished) return std::nullopt;
-  return make_job(st, spec, o, study.uuid, o.log_dir);
+  // A task may run where the study's log folder is not: the base config
+  // then goes into a private temporary folder.
+  const std::filesystem::path dir =
+      o.log_dir.empty() ? std::filesystem::temp_directory_path() / "trainscope-plans" : o.log_dir;
+  return make_job(st, plan, spec, o, study.uuid, o.log_dir, base_file(spec, dir));
 }
 
 namespace {
@@ -356,7 +416,7 @@ void slurm_state(store::Store& store, StudyStatus& s) {
 }  // namespace
 
 StudyStatus study_status(store::Store& store, const std::string& ref) {
-  store.reap_stale_runs();
+  // A reader: it judges no run and changes nothing.
   StudyStatus s;
   s.study = resolve_study(store, ref);
   StudySpec spec = recorded_spec(store, s.study);
@@ -364,7 +424,9 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
   std::map<std::string, size_t> cell_index;
   double sum = 0;
   int n = 0;
-  for (const auto& p : plan(spec)) {
+  const Plan plan(spec);
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    const PlannedRun p = plan.at(i);
     if (!cell_index.count(p.cell)) {
       cell_index[p.cell] = s.cells.size();
       s.cells.push_back({p.cell});
@@ -372,19 +434,20 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
     CellStatus& c = s.cells[cell_index[p.cell]];
     ++c.planned;
     const auto& runs = by_name[p.name];
-    bool finished = false, running = false;
+    bool finished = false;
     for (const auto& r : runs) {
       if (r.status == RunStatus::kFinished) {
         finished = true;
         sum += r.end_time - r.start_time, ++n;
       }
-      running |= r.status == RunStatus::kRunning;
     }
+    // The newest attempt says what is happening to a planned run.
+    const RunStatus last = runs.empty() ? RunStatus::kCreated : runs.back().status;
     if (finished)
       ++c.finished;
-    else if (running)
+    else if (last == RunStatus::kRunning)
       ++c.running;
-    else if (!runs.empty() && runs.size() > static_cast<size_t>(spec.retries))
+    else if (last == RunStatus::kFailed)
       ++c.failed;
     else
       ++c.pending;

@@ -26,6 +26,17 @@ const std::vector<std::string>& source_names() {
 
 namespace {
 
+// Bounds of the counting keys: beyond them a study is a mistake, not a plan
+// (the plan's size has its own limit, checked before a study starts).
+constexpr int kMaxReplicates = 1000000;
+constexpr int kMaxRetries = 100;
+constexpr int kMaxThreadsPerRun = 1024;
+constexpr int kMaxWorkers = 1024;
+// The line that separates a recorded study's file text from its resolved
+// base config (recorded_text()).
+constexpr const char* kResolvedMarker =
+    "# ---- trainscope: the base config as resolved when this study was planned ----\n";
+
 const std::set<std::string> kKeys = {
     "study",      "base", "set",           "grid",    "sources",
     "replicates", "vary", "deterministic", "workers", "threads_per_run",
@@ -85,13 +96,17 @@ void read_sources(const YAML::Node& n, StudySpec& s, const Ctx& c) {
   }
 }
 
-int read_int(const YAML::Node& n, const std::string& key, int min, const Ctx& c) {
-  int v = 0;
-  try {
-    v = n.as<int>();
-  } catch (const YAML::Exception&) {
-    c.bad(key, "must be an integer");
-  }
+// An integer key within [min, max]; a number too large for any counter is
+// reported as out of range, not as "not an integer".
+int read_int(const YAML::Node& n, const std::string& key, int min, int max, const Ctx& c) {
+  const std::string text = n.IsScalar() ? n.Scalar() : "";
+  const bool digits = !text.empty() &&
+                      text.find_first_not_of("0123456789", text[0] == '-') == std::string::npos &&
+                      text != "-";
+  if (!digits) c.bad(key, "must be an integer");
+  if (text.size() > 10 || std::stoll(text) > max)
+    c.bad(key, fmt::format("is {}: must be at most {}", text, max));
+  const int v = static_cast<int>(std::stoll(text));
   if (v < min) c.bad(key, fmt::format("is {}: must be >= {}", v, min));
   return v;
 }
@@ -100,14 +115,16 @@ void read_fields(const YAML::Node& root, StudySpec& s, const Ctx& c) {
   if (root["set"]) flatten(root["set"], "", s.set, c);
   if (root["grid"]) read_grid(root["grid"], s, c);
   if (root["sources"]) read_sources(root["sources"], s, c);
-  if (root["replicates"]) s.replicates = read_int(root["replicates"], "replicates", 1, c);
+  if (root["replicates"])
+    s.replicates = read_int(root["replicates"], "replicates", 1, kMaxReplicates, c);
   if (root["vary"]) s.vary = root["vary"].as<std::string>();
   if (root["deterministic"]) s.deterministic = root["deterministic"].as<bool>();
-  if (root["retries"]) s.retries = read_int(root["retries"], "retries", 0, c);
+  if (root["retries"]) s.retries = read_int(root["retries"], "retries", 0, kMaxRetries, c);
   if (root["threads_per_run"])
-    s.threads_per_run = read_int(root["threads_per_run"], "threads_per_run", 1, c);
+    s.threads_per_run =
+        read_int(root["threads_per_run"], "threads_per_run", 1, kMaxThreadsPerRun, c);
   if (root["workers"] && root["workers"].as<std::string>() != "auto")
-    s.workers = read_int(root["workers"], "workers", 1, c);
+    s.workers = read_int(root["workers"], "workers", 1, kMaxWorkers, c);
 }
 
 // The base config, relative to the study file's folder.
@@ -119,7 +136,7 @@ fs::path base_path(const fs::path& file, const std::string& base, const Ctx& c) 
   return p;
 }
 
-void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
+void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_files) {
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key))
@@ -130,7 +147,8 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
   if (s.name.empty()) c.bad("study", "is missing: name the study, e.g. study: seeds");
   if (!root["base"]) c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml");
   std::error_code ec;
-  if (!fs::exists(s.base, ec)) c.bad("base", "names " + s.base.string() + ", which does not exist");
+  if (check_files && !fs::exists(s.base, ec))
+    c.bad("base", "names " + s.base.string() + ", which does not exist");
   if (s.grid.empty() && s.sources.empty())
     c.bad("grid", "and sources are both missing: give a grid of factors or a list of sources");
   if (!s.grid.empty() && !s.sources.empty())
@@ -145,9 +163,9 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
                       "implementation, all, bitflip) or a config key");
 }
 
-}  // namespace
-
-StudySpec parse_study(const std::string& text, const fs::path& file, bool quick) {
+// Parses a study's text; `check_files`: whether its base config must exist
+// now (a recorded study is read without its files).
+StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool check_files) {
   Ctx c{file.string()};
   YAML::Node root;
   try {
@@ -165,12 +183,33 @@ StudySpec parse_study(const std::string& text, const fs::path& file, bool quick)
     if (root["base"]) s.base = base_path(file, root["base"].as<std::string>(), c);
     read_fields(root, s, c);
     if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
-    check(root, s, c);
+    check(root, s, c, check_files);
   } catch (const YAML::Exception& e) {
     // A list or map where a value belongs (or the reverse), found by yaml-cpp.
     fail(ErrorKind::kUsage, "{}: line {}, column {}: {} (a list or map where a value belongs?)",
          c.file, e.mark.line + 1, e.mark.column + 1, core::escape_for_display(e.msg));
   }
+  return s;
+}
+
+}  // namespace
+
+StudySpec parse_study(const std::string& text, const fs::path& file, bool quick) {
+  return parse(text, file, quick, true);
+}
+
+std::string recorded_text(const StudySpec& spec) {
+  std::string out = spec.text;
+  if (!out.empty() && out.back() != '\n') out += '\n';
+  return out + kResolvedMarker + spec.resolved_base;
+}
+
+StudySpec parse_recorded(const std::string& text, const fs::path& file, bool quick) {
+  const std::string marker = kResolvedMarker;
+  const size_t at = text.rfind(marker);
+  const bool has = at != std::string::npos && (at == 0 || text[at - 1] == '\n');
+  StudySpec s = parse(has ? text.substr(0, at) : text, file, quick, false);
+  if (has) s.resolved_base = text.substr(at + marker.size());
   return s;
 }
 

@@ -24,7 +24,9 @@
 // config before any run starts).
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +61,12 @@ struct StudySpec {
   int threads_per_run = 1;
   int retries = 2;
   std::string text;  // the file as read (recorded with the study)
+  // The base config as it resolved when the study was planned: YAML with
+  // every key (the trainer's to_yaml). Every training of the study trains
+  // exactly this plus its --set lines, whatever the file on disk says later.
+  // Empty in a spec read from a file (the CLI resolves it through the
+  // trainer's config) and in studies recorded before plans were recorded.
+  std::string resolved_base;
 };
 
 // One planned training: its name is unique within the study and stable
@@ -73,13 +81,46 @@ struct PlannedRun {
 
 // Reads and checks a study file; `quick` applies its quick: section. Throws
 // core::Error(kUsage) naming the file and the key for an unknown key, an
-// empty grid or factor, replicates < 2, an unknown source.
+// empty grid or factor, replicates < 2, an unknown source, a base config
+// that does not exist.
 StudySpec load_study(const std::filesystem::path& file, bool quick = false);
 StudySpec parse_study(const std::string& text, const std::filesystem::path& file,
                       bool quick = false);
 
-// Every run of the study, cell by cell.
-std::vector<PlannedRun> plan(const StudySpec& spec);
+// The text a study records as its plan: the study file as written, then
+// the resolved base config after a marker line. parse_recorded() reads it
+// back without touching any file (the study's files may have moved, or
+// live on another host); a text without the marker (a study recorded by an
+// earlier trainscope) gives an empty resolved_base.
+std::string recorded_text(const StudySpec& spec);
+StudySpec parse_recorded(const std::string& text, const std::filesystem::path& file, bool quick);
+
+// The runs of a study, computed on demand: run i is the i-th of the plan
+// (cell by cell, the replicates of a cell together, the last grid factor
+// fastest), so that the size of a plan is known before any run exists and
+// a plan costs memory only for the runs asked for. Keeps a reference to
+// `spec`, which must outlive it.
+class Plan {
+ public:
+  explicit Plan(const StudySpec& spec);
+  explicit Plan(StudySpec&&) = delete;  // it would outlive the spec
+  // Runs in the plan; saturates at UINT64_MAX for a grid beyond counting.
+  uint64_t size() const { return size_; }
+  // Run i < size().
+  PlannedRun at(uint64_t i) const;
+  // The index of the run named `name`, or nullopt.
+  std::optional<uint64_t> find(const std::string& name) const;
+
+ private:
+  const StudySpec& spec_;
+  uint64_t per_cell_ = 0;  // grid: replicates + exact repeats of a cell
+  uint64_t size_ = 0;
+};
+
+// Every run of the study, cell by cell. Throws Error(kUsage) for a plan of
+// more than `max_runs` runs (its size and how to shrink it): a list of
+// them all would not fit in memory.
+std::vector<PlannedRun> plan(const StudySpec& spec, uint64_t max_runs = 1000000);
 
 // "key=value" lines for `trainscope train --set`.
 std::vector<std::string> set_lines(const PlannedRun& run);

@@ -23,6 +23,29 @@
 
 namespace trainscope::study {
 
+// What the study layer needs of the trainer's config, which it cannot read
+// itself (it is torch-free): the CLI's torch half implements it.
+class ConfigResolver {
+ public:
+  virtual ~ConfigResolver() = default;
+  // The config file at `path` with every key resolved, as YAML: what a
+  // study records as its base. Throws Error naming the file and the key.
+  virtual std::string resolve_file(const std::filesystem::path& path) = 0;
+  // The config a training records (YAML, every key) when it trains `base`
+  // (YAML text) with `sets` ("key=value", later wins). Throws Error naming
+  // the key for a value the trainer refuses.
+  virtual std::string resolve_text(const std::string& base,
+                                   const std::vector<std::string>& sets) = 0;
+};
+
+// The --set lines a training of planned run `run` gets, the experiment
+// first (`trainscope train --experiment`), as resolve_text() takes them.
+std::vector<std::string> training_sets(const StudySpec& spec, const PlannedRun& run);
+
+// The plans a study may have before a flag confirms it: beyond this many
+// runs `study run` refuses, with the count and the estimated time.
+constexpr uint64_t kDefaultMaxRuns = 10000;
+
 struct StudyOptions {
   std::string store_uri;           // the store the children write to
   std::filesystem::path program;   // the trainscope executable
@@ -33,6 +56,11 @@ struct StudyOptions {
   int array_parallelism = 0;       // slurm: tasks at once, 0: no limit
   bool quick = false;
   std::string command_line;
+  uint64_t max_runs = kDefaultMaxRuns;  // refuse larger plans
+  // study resume: plan again from the study's files as they are now
+  // instead of refusing when they changed since the study was planned.
+  bool replan = false;
+  ConfigResolver* resolver = nullptr;  // required to plan; not owned
 };
 
 struct Progress {
@@ -52,12 +80,37 @@ struct Outcome {
 // The workers a study gets: the spec's, else physical cores / threads per run.
 int default_workers(const StudySpec& spec);
 
-// Creates the study's run and runs every planned training.
+// The size of a study's plan and how long it would take.
+struct PlanEstimate {
+  uint64_t runs = 0;
+  int workers = 1;
+  // Mean seconds of a finished training of the study's experiment in the
+  // store (earlier studies of the same name), and how many it is from;
+  // run_s < 0 when there is none.
+  double run_s = -1;
+  int from_runs = 0;
+  double total_s() const { return run_s < 0 ? -1 : run_s * static_cast<double>(runs) / workers; }
+};
+PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const StudyOptions& options);
+// "320,000 runs on 2 worker(s): about 44h at 1.0s a run (the mean of 31
+// earlier run(s))", or that there is nothing to estimate from.
+std::string estimate_text(const PlanEstimate& estimate);
+
+// Plans a study from its file: resolves the base config (options.resolver),
+// checks every planned run's config, and refuses (Error kUsage, with the
+// count and the estimated time) a plan of more than options.max_runs runs
+// before anything is built or recorded.
+StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& options);
+
+// Creates the study's run, recording the planned spec (its resolved base
+// among it), and runs every planned training.
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec,
                   const StudyOptions& options, const ProgressFn& progress);
 
 // Runs what study `ref` has not finished (skips finished, continues
-// stopped, retries failed).
+// stopped, retries failed), exactly as it was planned. When the study file
+// or its base config changed on disk since, refuses (Error kConflict,
+// naming the first key that differs) unless options.replan.
 Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,
                      const StudyOptions& options, const ProgressFn& progress);
 
@@ -68,8 +121,13 @@ Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref
 std::optional<Job> planned_task(store::Store& store, const std::string& ref,
                                 const std::string& name, const StudyOptions& options);
 
-// The spec a study recorded, re-read from its text.
+// The spec a study recorded, re-read from its text alone (no file is read).
 StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);
+
+// The tag a study sets on an attempt of a planned run that a later attempt
+// (or a new plan) replaced; its value names what replaced it. Readers count
+// each planned run once by leaving such runs out.
+inline constexpr const char* kSupersededTag = "study.superseded_by";
 
 struct CellStatus {
   std::string cell;

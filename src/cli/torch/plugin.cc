@@ -1,44 +1,79 @@
 // The entry point the executable looks up in libtrainscope_torch_commands.so.
+#include <c10/util/Exception.h>
+
+#include <stdexcept>
+#include <string>
+
 #include "torch_cli.h"
 
 namespace trainscope::cli {
 namespace {
 
+// Runs a command of the torch half. An error of libtorch's own (a check
+// that trainscope should have made first: a defect) leaves as a
+// std::runtime_error whose first line names libtorch and the failure;
+// main.cc prints that line, and the backtrace after it only with -v.
+template <typename F>
+decltype(auto) guarded(F&& f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    throw std::runtime_error("libtorch: " + what.substr(0, what.find('\n')) + "\n" + e.what());
+  }
+}
+
 class Commands final : public TorchCommands {
  public:
-  void train(Context& c, const TrainArgs& a) override { torch_cli::train(c, a); }
-  void config_show(Context& c, const ConfigArgs& a) override { torch_cli::config_show(c, a); }
-  void config_keys(Context& c) override { torch_cli::config_keys(c); }
+  void train(Context& c, const TrainArgs& a) override {
+    guarded([&] { torch_cli::train(c, a); });
+  }
+  void config_show(Context& c, const ConfigArgs& a) override {
+    guarded([&] { torch_cli::config_show(c, a); });
+  }
+  void config_keys(Context& c) override {
+    guarded([&] { torch_cli::config_keys(c); });
+  }
   std::vector<study::WeightSpread> weight_spread(Context& c,
                                                  const study::StudyAnalysis& a) override {
-    return study::weight_spread(*c.store(), a);
+    return guarded([&] { return study::weight_spread(*c.store(), a); });
   }
-  void check_configs(
-      const std::string& config,
-      const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) override {
-    torch_cli::check_configs(config, runs);
+  study::ConfigResolver& config_resolver() override { return torch_cli::config_resolver(); }
+  void eval(Context& c, const EvalArgs& a) override {
+    guarded([&] { torch_cli::eval(c, a); });
   }
-  void eval(Context& c, const EvalArgs& a) override { torch_cli::eval(c, a); }
-  void diff(Context& c, const DiffArgs& a) override { torch_cli::diff(c, a); }
-  void rerun(Context& c, const RerunArgs& a) override { torch_cli::rerun(c, a); }
-  void profile(Context& c, const ProfileArgs& a) override { torch_cli::profile(c, a); }
-  void profile_grid(Context& c, const std::string& f) override { torch_cli::profile_grid(c, f); }
+  void diff(Context& c, const DiffArgs& a) override {
+    guarded([&] { torch_cli::diff(c, a); });
+  }
+  void rerun(Context& c, const RerunArgs& a) override {
+    guarded([&] { torch_cli::rerun(c, a); });
+  }
+  void profile(Context& c, const ProfileArgs& a) override {
+    guarded([&] { torch_cli::profile(c, a); });
+  }
+  void profile_grid(Context& c, const std::string& f) override {
+    guarded([&] { torch_cli::profile_grid(c, f); });
+  }
   void profile_show(Context& c, const ProfileShowArgs& a) override {
-    torch_cli::profile_show(c, a);
+    guarded([&] { torch_cli::profile_show(c, a); });
   }
   void costmodel_fit(Context& c, const CostmodelArgs& a) override {
-    torch_cli::costmodel_fit(c, a);
+    guarded([&] { torch_cli::costmodel_fit(c, a); });
   }
   void costmodel_predict(Context& c, const CostmodelArgs& a) override {
-    torch_cli::costmodel_predict(c, a);
+    guarded([&] { torch_cli::costmodel_predict(c, a); });
   }
   void costmodel_eval(Context& c, const CostmodelArgs& a) override {
-    torch_cli::costmodel_eval(c, a);
+    guarded([&] { torch_cli::costmodel_eval(c, a); });
   }
-  void tune(Context& c, const TuneArgs& a) override { torch_cli::tune(c, a); }
-  env::Manifest torch_environment() override { return torch_cli::torch_environment(); }
+  void tune(Context& c, const TuneArgs& a) override {
+    guarded([&] { torch_cli::tune(c, a); });
+  }
+  env::Manifest torch_environment() override {
+    return guarded([] { return torch_cli::torch_environment(); });
+  }
   void add_logmap_variants(numerics::LogmapOptions& o) override {
-    torch_cli::add_logmap_variants(o);
+    guarded([&] { torch_cli::add_logmap_variants(o); });
   }
 };
 

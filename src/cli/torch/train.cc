@@ -155,17 +155,6 @@ void config_keys(Context& ctx) {
   t.print(std::cout);
 }
 
-void check_configs(const std::string& config,
-                   const std::vector<std::pair<std::string, std::vector<std::string>>>& runs) {
-  for (const auto& [name, sets] : runs) {
-    try {
-      train::load_config(config, sets);
-    } catch (const core::Error& e) {
-      throw core::Error("study run " + name + ": " + e.what(), e.kind());
-    }
-  }
-}
-
 void eval(Context& ctx, const EvalArgs& a) {
   auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);

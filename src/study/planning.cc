@@ -1,0 +1,240 @@
+// Planning a study: its size before anything is built, its resolved base,
+// and whether its files still say what it recorded.
+#include "planning.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <limits>
+#include <set>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::study {
+
+using core::ErrorKind;
+using core::fail;
+using store::RunInfo;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Flat = std::map<std::string, std::string>;
+
+std::string count_text(uint64_t n) {
+  if (n == std::numeric_limits<uint64_t>::max()) return "more than 18 quintillion";
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string human_time(double s) {
+  if (s < 48 * 3600) return core::format_duration(s);
+  if (s < 365 * 86400) return fmt::format("{:.0f} days", s / 86400);
+  return fmt::format("{:.3g} years", s / (365.25 * 86400));
+}
+
+// "7 grid keys, 1,280,000,000 cells x 2 runs" or "8 sources x 5 runs".
+std::string shape_text(const StudySpec& s) {
+  if (!s.sources.empty())
+    return fmt::format("{} sources x up to {} runs", s.sources.size(), s.replicates);
+  uint64_t cells = 1;
+  for (const auto& f : s.grid)
+    cells = f.values.size() > std::numeric_limits<uint64_t>::max() / cells
+                ? std::numeric_limits<uint64_t>::max()
+                : cells * f.values.size();
+  return fmt::format("{} grid key(s), {} cells", s.grid.size(), count_text(cells));
+}
+
+void flatten_yaml(const YAML::Node& n, const std::string& prefix, Flat& out) {
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      const std::string key = kv.first.Scalar();
+      flatten_yaml(kv.second, prefix.empty() ? key : prefix + "." + key, out);
+    }
+  } else if (n.IsSequence()) {
+    std::string v = "[";
+    for (size_t i = 0; i < n.size(); ++i)
+      v += (i ? ", " : "") + (n[i].IsScalar() ? n[i].Scalar() : YAML::Dump(n[i]));
+    out[prefix] = v + "]";
+  } else {
+    out[prefix] = n.IsScalar() ? n.Scalar() : "";
+  }
+}
+
+// A resolved config (the trainer's to_yaml) as dotted keys.
+Flat flat_config(const std::string& yaml) {
+  Flat out;
+  flatten_yaml(YAML::Load(yaml), "", out);
+  return out;
+}
+
+std::string list_text(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + v[i];
+  return out + "]";
+}
+
+// The fields of a study file that decide its runs, as dotted keys.
+Flat describe(const StudySpec& s) {
+  Flat m;
+  m["study"] = s.name;
+  for (const auto& [k, v] : s.set) m["set." + k] = v;  // a later one wins, as in a run
+  for (const auto& f : s.grid) m["grid." + f.key] = list_text(f.values);
+  if (!s.sources.empty()) m["sources"] = list_text(s.sources);
+  m["replicates"] = std::to_string(s.replicates);
+  m["vary"] = s.vary;
+  m["deterministic"] = s.deterministic ? "true" : "false";
+  m["retries"] = std::to_string(s.retries);
+  m["threads_per_run"] = std::to_string(s.threads_per_run);
+  return m;
+}
+
+struct Difference {
+  std::string key, was, now;
+};
+
+std::optional<Difference> first_difference(const Flat& was, const Flat& now) {
+  auto value = [](const Flat& m, const std::string& k) {
+    auto it = m.find(k);
+    return it == m.end() ? std::string("(not set)") : it->second;
+  };
+  std::set<std::string> keys;
+  for (const auto& kv : was) keys.insert(kv.first);
+  for (const auto& kv : now) keys.insert(kv.first);
+  for (const auto& k : keys)
+    if (value(was, k) != value(now, k)) return Difference{k, value(was, k), value(now, k)};
+  return std::nullopt;
+}
+
+[[noreturn]] void refuse(const std::string& study, const Difference& d, const fs::path& file) {
+  fail(ErrorKind::kConflict,
+       "{} was {} when study {} was planned and is {} in {} now: `study resume` trains the "
+       "recorded plan only; restore the file, or pass --replan to plan the study again from its "
+       "files (finished runs the new plan does not train are set aside)",
+       core::escape_for_display(d.key), core::escape_for_display(d.was),
+       core::escape_for_display(study), core::escape_for_display(d.now), file.string());
+}
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return !p.empty() && fs::is_regular_file(p, ec);
+}
+
+// A study recorded without its resolved base: its first finished training
+// says what the base resolved to then.
+void check_against_a_finished_run(store::Store& store, const RunInfo& study, const StudySpec& spec,
+                                  const StudyOptions& o) {
+  store::RunFilter f{.status = store::RunStatus::kFinished, .parent_uuid = study.uuid, .limit = 1};
+  auto runs = store.list_runs(f);
+  if (runs.empty()) return;
+  const Plan plan(spec);
+  const auto index = plan.find(runs[0].name);
+  if (!index) return;
+  const RunInfo run = *store.find_run(runs[0].uuid);
+  const std::string now = o.resolver->resolve_text(o.resolver->resolve_file(spec.base),
+                                                   training_sets(spec, plan.at(*index)));
+  if (core::sha256_hex(now) == run.config_hash) return;
+  if (auto d = first_difference(flat_config(run.config_text), flat_config(now)))
+    refuse(study.name, *d, spec.base);
+}
+
+}  // namespace
+
+std::vector<std::string> training_sets(const StudySpec& spec, const PlannedRun& run) {
+  std::vector<std::string> out = {"run.experiment=" + spec.name};
+  for (auto& line : set_lines(run)) out.push_back(std::move(line));
+  return out;
+}
+
+PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const StudyOptions& o) {
+  PlanEstimate e;
+  e.runs = Plan(spec).size();
+  e.workers = o.workers > 0 ? o.workers : default_workers(spec);
+  if (o.executor == "slurm" && o.array_parallelism > 0) e.workers = o.array_parallelism;
+  store::RunFilter f{.experiment = spec.name, .status = store::RunStatus::kFinished, .limit = 200};
+  double sum = 0;
+  for (const auto& r : store.list_runs(f)) {
+    if (r.parent_uuid.empty() || r.end_time <= r.start_time) continue;  // a study, not a training
+    sum += r.end_time - r.start_time;
+    ++e.from_runs;
+  }
+  if (e.from_runs > 0) e.run_s = sum / e.from_runs;
+  return e;
+}
+
+std::string estimate_text(const PlanEstimate& e) {
+  if (e.run_s < 0)
+    return fmt::format(
+        "{} runs on {} worker(s); no finished run of this study's experiment yet to "
+        "estimate the time from",
+        count_text(e.runs), e.workers);
+  return fmt::format(
+      "{} runs on {} worker(s): about {} at {:.1f}s a run (the mean of {} earlier run(s))",
+      count_text(e.runs), e.workers, human_time(e.total_s()), e.run_s, e.from_runs);
+}
+
+StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
+  if (!o.resolver)
+    fail(ErrorKind::kRuntime, "planning study {} needs the trainer's config reader", spec.name);
+  const PlanEstimate e = estimate_plan(store, spec, o);
+  if (e.runs > o.max_runs)
+    fail(ErrorKind::kUsage,
+         "study {} plans {} runs ({}), more than the {} a study may have without --max-runs: {}; "
+         "shrink the grid or the replicates, or pass --max-runs {} to run them all",
+         spec.name, count_text(e.runs), shape_text(spec), count_text(o.max_runs), estimate_text(e),
+         e.runs);
+  spec.resolved_base = o.resolver->resolve_file(spec.base);
+  const Plan plan(spec);
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    const PlannedRun p = plan.at(i);
+    try {
+      o.resolver->resolve_text(spec.resolved_base, training_sets(spec, p));
+    } catch (const core::Error& err) {
+      throw core::Error("study run " + p.name + ": " + err.what(), err.kind());
+    }
+  }
+  return spec;
+}
+
+void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec& recorded,
+                     const StudyOptions& o) {
+  StudySpec now = recorded;
+  if (is_file(recorded.file)) {
+    const bool quick = store.params(study.uuid)["study.quick"] == "true";
+    try {
+      now = load_study(recorded.file, quick);
+    } catch (const core::Error& e) {
+      fail(ErrorKind::kConflict,
+           "the file of study {} changed since it was planned and no longer reads ({}): restore "
+           "it, or move it away to resume the recorded plan",
+           study.name, e.what());
+    }
+    if (auto d = first_difference(describe(recorded), describe(now)))
+      refuse(study.name, *d, recorded.file);
+  }
+  if (!is_file(now.base) || !o.resolver) return;
+  if (recorded.resolved_base.empty()) return check_against_a_finished_run(store, study, now, o);
+  std::string resolved;
+  try {
+    resolved = o.resolver->resolve_file(now.base);
+  } catch (const core::Error& e) {
+    fail(ErrorKind::kConflict,
+         "the base config of study {} changed since it was planned and no longer reads ({}): "
+         "restore it, or move it away to resume the recorded plan",
+         study.name, e.what());
+  }
+  if (auto d = first_difference(flat_config(recorded.resolved_base), flat_config(resolved)))
+    refuse(study.name, *d, now.base);
+}
+
+StudySpec replan_study(store::Store&, const RunInfo& study, const StudyOptions&) {
+  fail(ErrorKind::kUsage, "TODO-REPLAN {}", study.name);  // TODO(lead): Store::replace_config
+}
+
+}  // namespace trainscope::study

@@ -1,0 +1,23 @@
+// Planning a study and keeping it to its plan: the private half of
+// study.h's plan_study() and resume_study().
+#pragma once
+
+#include "trainscope/store/store.h"
+#include "trainscope/study/study.h"
+
+namespace trainscope::study {
+
+// Refuses (Error kConflict, naming the first key that differs and what to
+// do) when the study's file or its base config on disk say something else
+// than the study recorded when it was planned. A file that is gone is no
+// change: the recorded plan stands on its own.
+void check_unchanged(store::Store& store, const store::RunInfo& study, const StudySpec& recorded,
+                     const StudyOptions& options);
+
+// Plans the study again from its file as it is now, records that plan as
+// the study's, and sets aside (kSupersededTag) every attempt whose recorded
+// config the new plan does not train, so that it is trained again.
+StudySpec replan_study(store::Store& store, const store::RunInfo& study,
+                       const StudyOptions& options);
+
+}  // namespace trainscope::study

@@ -1,0 +1,203 @@
+// A study is its recorded plan: what `study run` planned is what `study
+// resume` trains, whatever the files on disk say later; a plan is counted
+// before it is built; retried attempts are counted once. Through the real
+// CLI, on real (small) trainings.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "support/test_util.h"
+#include "trainscope/store/store.h"
+
+namespace fs = std::filesystem;
+namespace store = trainscope::store;
+namespace tst = trainscope::testing;
+using trainscope::testing::TempDir;
+
+namespace {
+
+constexpr const char* kBase =
+    "data: {dataset: synthetic, synthetic: {size: 256}}\n"
+    "model: {name: mlp, hidden: 16}\n"
+    "train: {epochs: 1, batch_size: 64}\n"
+    "monitor: {interval_s: 0}\n";
+
+class StudyPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_ / "base.yaml") << kBase;
+    std::ofstream(dir_ / "study.yaml")
+        << "study: plan\nbase: base.yaml\nsources: [init, data_order]\nreplicates: 2\n"
+        << "workers: 2\n";
+  }
+  std::string cli(const std::string& args) {
+    return std::string(TS_CLI_BIN) + " --store sqlite:" + (dir_ / "s.db").string() + " " + args;
+  }
+  std::unique_ptr<store::Store> open() {
+    return store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string(), .read_only = true});
+  }
+  // The study's children: name -> runs of that name.
+  std::map<std::string, std::vector<store::RunInfo>> children(const std::string& study) {
+    auto s = open();
+    std::map<std::string, std::vector<store::RunInfo>> out;
+    auto parent = s->resolve_run(study);
+    for (const auto& r : s->list_runs({.parent_uuid = parent.uuid}))
+      out[r.name].push_back(*s->find_run(r.uuid));
+    return out;
+  }
+  std::map<std::string, std::vector<store::RunInfo>> children_if_any(const std::string& study) {
+    std::error_code ec;
+    if (!fs::exists(dir_ / "s.db", ec)) return {};
+    try {
+      return children(study);
+    } catch (const std::exception&) {
+      return {};  // not created yet
+    }
+  }
+  void edit(const std::string& file, const std::string& from, const std::string& to) {
+    std::string text = tst::run_command("cat " + (dir_ / file).string()).out;
+    text.replace(text.find(from), from.size(), to);
+    std::ofstream(dir_ / file) << text;
+  }
+  TempDir dir_;
+};
+
+}  // namespace
+
+TEST_F(StudyPlanTest, AResumedStudyTrainsItsRecordedPlanWhateverTheFilesSayNow) {
+  auto run = tst::run_command(cli("study run " + (dir_ / "study.yaml").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  // One planned run is left to do, and then the base is edited.
+  auto del = tst::run_command(cli("runs delete data_order/r2 --yes"));
+  ASSERT_EQ(del.exit_code, 0) << del.out;
+  edit("base.yaml", "epochs: 1", "epochs: 3");
+
+  // The changed file is refused, naming the key, and nothing is trained.
+  auto refused = tst::run_command(cli("study resume plan"));
+  EXPECT_EQ(refused.exit_code, 4) << refused.out;
+  EXPECT_NE(refused.out.find("train.epochs was 1 when study plan was planned and is 3"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(children("plan").count("data_order/r2"), 0u);
+
+  // A changed study file too.
+  edit("base.yaml", "epochs: 3", "epochs: 1");
+  edit("study.yaml", "replicates: 2", "replicates: 3");
+  refused = tst::run_command(cli("study resume plan"));
+  EXPECT_EQ(refused.exit_code, 4) << refused.out;
+  EXPECT_NE(refused.out.find("replicates was 2 when study plan was planned and is 3"),
+            std::string::npos)
+      << refused.out;
+
+  // With the files moved away, status and report read the store alone, and
+  // resume trains the recorded plan: every run one epoch.
+  edit("base.yaml", "epochs: 1", "epochs: 3");
+  fs::create_directories(dir_ / "moved");
+  fs::rename(dir_ / "study.yaml", dir_ / "moved/study.yaml");
+  fs::rename(dir_ / "base.yaml", dir_ / "moved/base.yaml");
+  auto status = tst::run_command(cli("study status plan"));
+  EXPECT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_NE(status.out.find("init"), std::string::npos) << status.out;
+  auto report = tst::run_command(cli("study report plan --format md --no-weights"));
+  EXPECT_EQ(report.exit_code, 0) << report.out;
+  auto resumed = tst::run_command(cli("study resume plan"));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("4/4 runs finished"), std::string::npos) << resumed.out;
+  auto runs = children("plan");
+  ASSERT_EQ(runs.size(), 4u);
+  for (const auto& [name, attempts] : runs) {
+    ASSERT_EQ(attempts.size(), 1u) << name;
+    EXPECT_NE(attempts[0].config_text.find("epochs: 1\n"), std::string::npos) << name;
+    EXPECT_EQ(attempts[0].config_text.find("epochs: 3\n"), std::string::npos) << name;
+  }
+}
+
+TEST_F(StudyPlanTest, APlanIsCountedBeforeItIsBuiltAndALargeOneNeedsAFlag) {
+  // 7 keys x 20 values x 2 replicates: 2.56e9 runs. Refused at once, in
+  // bounded memory (a list of them would need hundreds of GB).
+  std::string grid = "grid:\n";
+  for (int k = 0; k < 7; ++k) {
+    grid += "  seeds.k" + std::to_string(k) + ": [";
+    for (int v = 0; v < 20; ++v) grid += (v ? ", " : "") + std::to_string(v);
+    grid += "]\n";
+  }
+  std::ofstream(dir_ / "huge.yaml") << "study: huge\nbase: base.yaml\n"
+                                    << grid << "replicates: 2\n";
+  auto huge =
+      tst::run_command("ulimit -v 8000000; " + cli("study run " + (dir_ / "huge.yaml").string()));
+  EXPECT_EQ(huge.exit_code, 2) << huge.out;
+  EXPECT_NE(huge.out.find("plans 2,560,000,000 runs"), std::string::npos) << huge.out;
+  EXPECT_NE(huge.out.find("--max-runs 2560000000"), std::string::npos) << huge.out;
+
+  // A small plan above a small limit: refused with its estimate; the flag
+  // confirms it. The estimate comes from the study's earlier runs.
+  auto first = tst::run_command(cli("study run " + (dir_ / "study.yaml").string()));
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  auto limited =
+      tst::run_command(cli("study run " + (dir_ / "study.yaml").string() + " --max-runs 3"));
+  EXPECT_EQ(limited.exit_code, 2) << limited.out;
+  EXPECT_NE(limited.out.find("plans 4 runs"), std::string::npos) << limited.out;
+  EXPECT_NE(limited.out.find("the mean of 4 earlier run(s)"), std::string::npos) << limited.out;
+  auto list = tst::run_command(cli("runs list --filter \"experiment = 'plan'\" --format csv"));
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1 + 5) << list.out;
+  auto allowed =
+      tst::run_command(cli("study run " + (dir_ / "study.yaml").string() + " --max-runs 4"));
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
+}
+
+TEST_F(StudyPlanTest, RetriedAttemptsAreSupersededAndEachPlannedRunCountsOnce) {
+  // Each training is killed before its first checkpoint, so the study
+  // retries it as a new attempt; the killed attempts are set aside.
+  std::ofstream(dir_ / "long.yaml")
+      << "data: {dataset: synthetic, synthetic: {size: 60000}}\n"
+      << "model: {name: mlp, hidden: 256}\ntrain: {epochs: 1, batch_size: 32}\n"
+      << "monitor: {interval_s: 0}\n";
+  std::ofstream(dir_ / "retry.yaml")
+      << "study: retry\nbase: long.yaml\nsources: [init]\nreplicates: 2\nretries: 1\n"
+      << "workers: 1\n";
+  pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = cli("study run " + (dir_ / "retry.yaml").string()) + " > " +
+                            (dir_ / "run.out").string() + " 2>&1";
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd).c_str(), nullptr);
+    _exit(127);
+  }
+  // Kill the first attempt of each planned run as soon as it trains.
+  std::set<std::string> killed;
+  for (int i = 0; i < 1200 && killed.size() < 2; ++i) {
+    for (const auto& [name, runs] : children_if_any("retry"))
+      if (!killed.count(name) && runs.size() == 1 && runs[0].status == store::RunStatus::kRunning &&
+          runs[0].pid > 0 && kill(static_cast<pid_t>(runs[0].pid), SIGKILL) == 0)
+        killed.insert(name);
+    usleep(50000);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(killed.size(), 2u) << tst::run_command("cat " + (dir_ / "run.out").string()).out;
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << tst::run_command("cat " + (dir_ / "run.out").string()).out;
+
+  auto s = open();
+  const auto study = s->resolve_run("retry");
+  std::map<std::string, int> finished, superseded;
+  for (const auto& r : s->list_runs({.parent_uuid = study.uuid})) {
+    auto tags = s->tags(r.uuid);
+    if (tags.count("study.superseded_by")) {
+      ++superseded[r.name];
+      EXPECT_EQ(r.status, store::RunStatus::kKilled) << r.name;
+    } else {
+      EXPECT_EQ(r.status, store::RunStatus::kFinished) << r.name;
+      ++finished[r.name];
+    }
+  }
+  EXPECT_EQ(finished, (std::map<std::string, int>{{"init/r1", 1}, {"init/r2", 1}}));
+  EXPECT_EQ(superseded, (std::map<std::string, int>{{"init/r1", 1}, {"init/r2", 1}}));
+  auto st = tst::run_command(cli("study status retry"));
+  EXPECT_NE(st.out.find("init        2         2        0       0        0"), std::string::npos)
+      << st.out;
+}
