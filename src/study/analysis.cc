@@ -155,6 +155,22 @@ void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
     c.mean_epochs_to_target = c.mean_epochs_to_target.value_or(0) + *e / n;
 }
 
+// A run's test predictions, checked against what the store recorded; a
+// missing or damaged file is a note of the report, not its end.
+std::optional<Predictions> predictions_of(store::Store& s, const RunInfo& r, StudyAnalysis& a) {
+  for (const auto& art : s.artifacts(r.uuid)) {
+    if (art.name != kPredictionsArtifact) continue;
+    try {
+      store::verify_artifact(art);
+      return read_predictions(art.path);
+    } catch (const core::Error& e) {
+      a.notes.push_back(fmt::format("{} ({}) is left out of the cross-run measures: {}", r.name,
+                                    r.uuid.substr(0, 8), e.what()));
+    }
+  }
+  return std::nullopt;
+}
+
 CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRuns& cr,
                           StudyAnalysis& a) {
   CellAnalysis c;
@@ -167,8 +183,7 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     c.run_uuids.push_back(r.uuid);
     if (auto v = last(s, r.uuid, a.metric)) c.values.push_back(*v);
     fill_cost(s, r, c, n);
-    for (const auto& art : s.artifacts(r.uuid))
-      if (art.name == kPredictionsArtifact) preds.push_back(read_predictions(art.path));
+    if (auto p = predictions_of(s, r, a)) preds.push_back(std::move(*p));
     Curve curve{name, r.name, {}, {}};
     for (const auto& p : s.metric(r.uuid, "train/loss"))
       curve.x.push_back(p.step), curve.y.push_back(p.value);

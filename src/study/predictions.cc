@@ -1,6 +1,7 @@
 // The predictions artifact: write and read.
 #include "trainscope/study/predictions.h"
 
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -46,6 +47,9 @@ void write_predictions(std::ostream& out, const Predictions& p) {
 
 Predictions read_predictions(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
+  if (!in)
+    fail(ErrorKind::kStore, "predictions file {} cannot be read: {}", file.string(),
+         std::strerror(errno));
   char magic[8] = {};
   uint64_t n = 0;
   in.read(magic, 8);

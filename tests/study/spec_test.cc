@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include "support/test_util.h"
@@ -94,6 +95,10 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
       {"study: s\nbase: nowhere.yaml\ngrid: {a: [1]}\n", "does not exist"},
       {base, "grid and sources are both missing"},
       {base + "grid: {a: [1]}\nvary: phase\n", "vary is 'phase'"},
+      {base + "sources: [init]\nreplicates: 99999999999\n",
+       "replicates is 99999999999: must be at most 1000000"},
+      {base + "sources: [init]\nreplicates: many\n", "replicates must be an integer"},
+      {base + "sources: [init]\nretries: 100000\n", "retries is 100000: must be at most 100"},
   };
   for (const auto& c : cases) {
     std::string e = error_of(c.text);
@@ -101,4 +106,59 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
     EXPECT_NE(e.find("study.yaml"), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
+}
+
+TEST_F(SpecTest, APlanIsCountedWithoutBeingBuiltAndEachRunComputedAlone) {
+  std::string grid = "study: s\nbase: base.yaml\ngrid:\n";
+  for (int k = 0; k < 7; ++k) {
+    grid += "  k" + std::to_string(k) + ": [";
+    for (int v = 0; v < 20; ++v) grid += (v ? ", " : "") + std::to_string(v);
+    grid += "]\n";
+  }
+  StudySpec huge = parse(grid + "replicates: 2\ndeterministic: true\nvary: init\n");
+  const Plan p(huge);
+  // 20^7 cells x (2 varied + 2 exact repeats).
+  EXPECT_EQ(p.size(), 1280000000ull * 4);
+  const PlannedRun last = p.at(p.size() - 1);
+  EXPECT_EQ(last.name, "k0=19,k1=19,k2=19,k3=19,k4=19,k5=19,k6=19,deterministic/r2");
+  EXPECT_THROW(plan(huge), Error);  // a list of them is refused, not attempted
+  // A grid beyond 64 bits saturates instead of wrapping around.
+  std::string wider = "study: s\nbase: base.yaml\ngrid:\n";
+  for (int k = 0; k < 20; ++k)
+    wider += "  k" + std::to_string(k) + ": [" +
+             std::string(
+                 "0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, "
+                 "22, 23") +
+             "]\n";
+  StudySpec beyond = parse(wider + "replicates: 2\n");
+  EXPECT_EQ(Plan(beyond).size(), std::numeric_limits<uint64_t>::max());
+
+  // Computed one at a time, the runs are the list's, and found by name.
+  StudySpec small = parse(
+      "study: s\nbase: base.yaml\ngrid: {a: [1, 2], b: [x, y, z]}\nreplicates: 3\n"
+      "vary: data_order\ndeterministic: true\n");
+  const Plan sp(small);
+  const auto all = plan(small);
+  ASSERT_EQ(sp.size(), all.size());
+  for (uint64_t i = 0; i < sp.size(); ++i) {
+    EXPECT_EQ(sp.at(i).name, all[i].name);
+    EXPECT_EQ(set_lines(sp.at(i)), set_lines(all[i]));
+    EXPECT_EQ(sp.find(all[i].name), i);
+  }
+  EXPECT_EQ(sp.find("a=3,b=x/r1"), std::nullopt);
+}
+
+TEST_F(SpecTest, ARecordedStudyReadsBackWithoutItsFiles) {
+  StudySpec s = parse("study: s\nbase: base.yaml\nsources: [init]\nreplicates: 2\n");
+  s.resolved_base = "train:\n  epochs: 1\n";
+  const std::string recorded = recorded_text(s);
+  std::filesystem::remove(dir_ / "base.yaml");
+  StudySpec back = parse_recorded(recorded, dir_ / "study.yaml", false);
+  EXPECT_EQ(back.resolved_base, s.resolved_base);
+  EXPECT_EQ(back.name, "s");
+  EXPECT_EQ(Plan(back).size(), 2u);
+  // A study recorded before plans were: no resolved base, and no file needed.
+  StudySpec old = parse_recorded(s.text, dir_ / "study.yaml", false);
+  EXPECT_TRUE(old.resolved_base.empty());
+  EXPECT_THROW(parse(s.text), Error);  // from the file, the base must exist
 }

@@ -115,6 +115,20 @@ TEST_F(StudyPlanTest, AResumedStudyTrainsItsRecordedPlanWhateverTheFilesSayNow) 
     EXPECT_NE(attempts[0].config_text.find("epochs: 1\n"), std::string::npos) << name;
     EXPECT_EQ(attempts[0].config_text.find("epochs: 3\n"), std::string::npos) << name;
   }
+
+  // A run whose predictions file is gone is left out of the cross-run
+  // measures, with a note that says why; the report is still written.
+  auto s = open();
+  auto preds = s->artifacts(runs["init/r1"][0].uuid);
+  for (const auto& a : preds)
+    if (a.name == "predictions/test.bin") fs::remove(a.path);
+  auto noted = tst::run_command(cli("study report plan --format json --no-weights"));
+  EXPECT_EQ(noted.exit_code, 0) << noted.out;
+  EXPECT_NE(noted.out.find("init/r1 (" + runs["init/r1"][0].uuid.substr(0, 8) +
+                           ") is left out of the cross-run measures: artifact "
+                           "'predictions/test.bin' of this run is missing"),
+            std::string::npos)
+      << noted.out;
 }
 
 TEST_F(StudyPlanTest, APlanIsCountedBeforeItIsBuiltAndALargeOneNeedsAFlag) {
