@@ -181,6 +181,19 @@ int64_t process_start_ticks(int64_t pid) {
   return ticks;
 }
 
+bool process_alive(int64_t pid, int64_t start_ticks) {
+  if (pid <= 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return false;
+  // Field 3, the state, follows the last ')' of the command name.
+  const auto close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return false;
+  const char state = line[close + 2];
+  if (state == 'Z' || state == 'X' || state == 'x') return false;
+  return process_start_ticks(pid) == start_ticks;
+}
+
 std::string format_duration(double s) {
   if (!std::isfinite(s) || s < 0) return "-";
   if (s < 60) return fmt::format("{:.1f}s", s);

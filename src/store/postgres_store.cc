@@ -259,6 +259,15 @@ int64_t PostgresStore::run_id(pqxx::work& w, std::string_view uuid) {
   return get_int(r[0][0]);
 }
 
+void PostgresStore::check_lease_in(pqxx::work& w, std::string_view uuid) {
+  if (!lease(uuid)) return;
+  const auto r = pg::exec(
+      w, "SELECT status, host, pid, pid_start FROM runs WHERE uuid = $1 FOR SHARE", {text(uuid)});
+  if (r.empty()) return;  // deleted: the write itself reports it
+  check_lease(uuid, parse_run_status(get_text(r[0][0])),
+              {get_text(r[0][1]), get_int(r[0][2]), get_int(r[0][3])});
+}
+
 // --- runs -------------------------------------------------------------------
 
 RunInfo PostgresStore::create_run(const NewRun& run) {
@@ -281,7 +290,7 @@ RunInfo PostgresStore::create_run(const NewRun& run) {
     const pg::Value parent =
         run.parent_uuid.empty() ? pg::Value{{}, true} : integer(run_id(w, run.parent_uuid));
     const std::string uuid = core::new_uuid();
-    const int64_t pid = getpid();
+    const WriterIdentity me = writer();
     pg::exec(w,
              std::string("INSERT INTO runs (uuid, experiment_id, name, status, start_time, "
                          "heartbeat, parent_id, command_line, config_text, config_hash, host, "
@@ -291,11 +300,11 @@ RunInfo PostgresStore::create_run(const NewRun& run) {
              {text(uuid), text(name), text(to_string(run.status)), parent, text(run.command_line),
               text(run.config_text),
               text(run.config_text.empty() ? std::string() : core::sha256_hex(run.config_text)),
-              text(core::host_name()), integer(pid), integer(core::process_start_ticks(pid)),
-              text(run.experiment)});
+              text(me.host), integer(me.pid), integer(me.pid_start), text(run.experiment)});
     out = read_run(
         pg::exec(w, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = $1", {text(uuid)})[0]);
   });
+  if (run.status == RunStatus::kRunning) hold_lease(out.uuid);
   return out;
 }
 
@@ -353,8 +362,9 @@ std::vector<RunInfo> PostgresStore::list_runs(const RunFilter& filter) {
   return out;
 }
 
-void PostgresStore::set_status(std::string_view uuid, RunStatus status) {
+void PostgresStore::write_status(std::string_view uuid, RunStatus status) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const auto r =
         pg::exec(w,
                  std::string("UPDATE runs SET status = $1, heartbeat = t.now, end_time "
@@ -364,32 +374,57 @@ void PostgresStore::set_status(std::string_view uuid, RunStatus status) {
     if (r.affected_rows() == 0)
       fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid),
            describe());
-    if (status == RunStatus::kRunning) {
-      // A resumed run now belongs to this process.
-      const int64_t pid = getpid();
-      pg::exec(w, "UPDATE runs SET host = $1, pid = $2, pid_start = $3 WHERE uuid = $4",
-               {text(core::host_name()), integer(pid), integer(core::process_start_ticks(pid)),
-                text(uuid)});
-    }
   });
+}
+
+void PostgresStore::claim_run(std::string_view uuid) {
+  const WriterIdentity me = writer();
+  std::optional<WriterIdentity> holder;
+  double holder_heartbeat = 0;
+  transact([&](pqxx::work& w) {
+    holder.reset();
+    // The row lock the UPDATE takes orders two claims: the second finds
+    // the run running and is refused.
+    const auto r = pg::exec(w,
+                            std::string("UPDATE runs SET status = 'running', heartbeat = ") + kNow +
+                                ", end_time = NULL, host = $1, pid = $2, pid_start = $3 "
+                                "WHERE uuid = $4 AND status <> 'running'",
+                            {text(me.host), integer(me.pid), integer(me.pid_start), text(uuid)});
+    if (r.affected_rows() > 0) return;
+    const auto cur = pg::exec(w,
+                              std::string("SELECT host, pid, pid_start, heartbeat FROM runs "
+                                          "WHERE uuid = $1"),
+                              {text(uuid)});
+    if (cur.empty())
+      fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid),
+           describe());
+    holder = WriterIdentity{get_text(cur[0][0]), get_int(cur[0][1]), get_int(cur[0][2])};
+    holder_heartbeat = get_real(cur[0][3]);
+  });
+  if (holder) fail_claim(uuid, *holder, holder_heartbeat);
 }
 
 void PostgresStore::heartbeat(std::string_view uuid) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     pg::exec(w, std::string("UPDATE runs SET heartbeat = ") + kNow + " WHERE uuid = $1",
              {text(uuid)});
   });
 }
 
-bool PostgresStore::mark_killed(std::string_view uuid) {
+bool PostgresStore::mark_killed(const RunInfo& judged) {
   bool changed = false;
   transact([&](pqxx::work& w) {
-    // Only a run still running: one that just finished is left as it is.
+    // Only a run still running as it was judged: one that just finished,
+    // beat again or was claimed by another writer is left as it is.
     changed = pg::exec(w,
                        std::string("UPDATE runs SET status = 'killed', end_time = "
                                    "COALESCE(heartbeat, ") +
-                           kNow + ") WHERE uuid = $1 AND status = 'running'",
-                       {text(uuid)})
+                           kNow +
+                           ") WHERE uuid = $1 AND status = 'running' AND host = $2 AND pid = $3 "
+                           "AND COALESCE(pid_start, 0) = $4 AND COALESCE(heartbeat, 0) <= $5",
+                       {text(judged.uuid), text(judged.host), integer(judged.pid),
+                        integer(judged.pid_start), real(judged.heartbeat)})
                   .affected_rows() > 0;
   });
   return changed;
@@ -457,7 +492,10 @@ void PostgresStore::set_param(std::string_view uuid, std::string_view key, std::
 
 void PostgresStore::set_params(std::string_view uuid,
                                const std::map<std::string, std::string>& params) {
-  transact([&](pqxx::work& w) { check_params(w, run_id(w, uuid), uuid, params); });
+  transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
+    check_params(w, run_id(w, uuid), uuid, params);
+  });
 }
 
 std::map<std::string, std::string> PostgresStore::params(std::string_view uuid) {
@@ -503,6 +541,7 @@ std::map<std::string, RunFields> PostgresStore::run_fields(const std::vector<std
 
 void PostgresStore::set_tag(std::string_view uuid, std::string_view key, std::string_view value) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     pg::exec(w,
              "INSERT INTO tags (run_id, key, value) VALUES ($1, $2, $3) "
              "ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value",
@@ -512,6 +551,7 @@ void PostgresStore::set_tag(std::string_view uuid, std::string_view key, std::st
 
 void PostgresStore::delete_tag(std::string_view uuid, std::string_view key) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     pg::exec(w, "DELETE FROM tags WHERE run_id = $1 AND key = $2",
              {integer(run_id(w, uuid)), text(key)});
   });
@@ -616,6 +656,7 @@ void PostgresStore::append_metrics(std::string_view uuid, const std::vector<Metr
   try {
     transact([&](pqxx::work& w) {
       id = run_id(w, uuid);
+      check_lease_in(w, uuid);
       ids = key_ids(w, id, batch);
       if (ids.empty()) return;
       std::vector<int64_t> wanted;
@@ -727,6 +768,7 @@ std::vector<MetricSummary> PostgresStore::metric_summaries(std::string_view uuid
 void PostgresStore::set_environment(std::string_view uuid,
                                     const std::map<std::string, std::string>& entries) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     std::vector<std::pair<std::string, std::string>> rows(entries.begin(), entries.end());
     for (size_t at = 0; at < rows.size(); at += kRowsPerInsert) {
@@ -756,6 +798,7 @@ std::map<std::string, std::string> PostgresStore::environment(std::string_view u
 void PostgresStore::set_fingerprint_names(std::string_view uuid,
                                           const std::vector<std::string>& names) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     // The run's row is locked so that two writers cannot both find no names.
     pg::exec(w, "SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", {integer(id)});
@@ -786,6 +829,7 @@ void PostgresStore::append_fingerprints(std::string_view uuid,
                                         const std::vector<Fingerprint>& steps) {
   if (steps.empty()) return;
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     for (size_t at = 0; at < steps.size(); at += kRowsPerInsert) {
       const size_t n = std::min(kRowsPerInsert, steps.size() - at);
@@ -830,6 +874,7 @@ FingerprintSet PostgresStore::fingerprints(std::string_view uuid) {
 
 void PostgresStore::append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     // A cell given twice in one batch: the later one counts, as in SQLite.
     std::map<std::tuple<int64_t, std::string, std::string>, double> last;
@@ -870,6 +915,7 @@ std::vector<ProfileCell> PostgresStore::profile_cells(std::string_view uuid) {
 void PostgresStore::set_profile_layers(
     std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     pg::exec(w, "DELETE FROM profile_layers WHERE run_id = $1", {integer(id)});
     for (size_t at = 0; at < layers.size(); at += kRowsPerInsert) {
@@ -904,6 +950,7 @@ std::vector<std::pair<std::string, std::string>> PostgresStore::profile_layers(
 void PostgresStore::append_histograms(std::string_view uuid,
                                       const std::vector<HistogramRecord>& histograms) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     for (size_t at = 0; at < histograms.size(); at += kRowsPerInsert) {
       const size_t n = std::min(kRowsPerInsert, histograms.size() - at);
@@ -949,6 +996,7 @@ std::vector<HistogramRecord> PostgresStore::histograms(std::string_view uuid,
 
 void PostgresStore::append_events(std::string_view uuid, const std::vector<RunEvent>& events) {
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     for (size_t at = 0; at < events.size(); at += kRowsPerInsert) {
       const size_t n = std::min(kRowsPerInsert, events.size() - at);
@@ -1010,6 +1058,7 @@ std::optional<ArtifactInfo> PostgresStore::find_artifact(std::string_view uuid,
 ArtifactInfo PostgresStore::insert_artifact(std::string_view uuid, const ArtifactInfo& info) {
   ArtifactInfo out;
   transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
     const int64_t id = run_id(w, uuid);
     pg::exec(w,
              "INSERT INTO artifacts (run_id, name, kind, sha256, size, created_time) VALUES ($1, "

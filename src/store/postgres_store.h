@@ -35,7 +35,6 @@ class PostgresStore final : public Store {
   void import_run(const RunInfo& run) override;
   std::optional<RunInfo> find_run(std::string_view uuid) override;
   std::vector<RunInfo> list_runs(const RunFilter& filter) override;
-  void set_status(std::string_view uuid, RunStatus status) override;
   void heartbeat(std::string_view uuid) override;
   std::vector<std::string> list_experiments() override;
 
@@ -73,7 +72,9 @@ class PostgresStore final : public Store {
   std::vector<RunEvent> events(std::string_view uuid) override;
 
  protected:
-  bool mark_killed(std::string_view uuid) override;
+  void write_status(std::string_view uuid, RunStatus status) override;
+  void claim_run(std::string_view uuid) override;
+  bool mark_killed(const RunInfo& judged) override;
   void erase_run(std::string_view uuid) override;
   std::optional<ArtifactInfo> find_artifact(std::string_view uuid, std::string_view name) override;
   ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) override;
@@ -83,6 +84,11 @@ class PostgresStore final : public Store {
   // Runs `body` in one transaction under mu_.
   void transact(const std::function<void(pqxx::work&)>& body);
   int64_t run_id(pqxx::work& w, std::string_view uuid);  // throws kNotFound
+  // Inside a write transaction: throws LeaseLost if this store held the
+  // run's lease and lost it (Store::check_lease). The run's row stays
+  // share-locked until the write commits, so no claim or reaper can come
+  // between the check and the write.
+  void check_lease_in(pqxx::work& w, std::string_view uuid);
   // Ids of the run's metric keys, creating those not yet recorded.
   std::map<std::string, int64_t> key_ids(pqxx::work& w, int64_t run_id,
                                          const std::vector<MetricSeries>& batch);

@@ -46,6 +46,8 @@ RunRecorder::~RunRecorder() {
       std::uncaught_exceptions() > uncaught_at_start_ ? RunStatus::kFailed : RunStatus::kFinished;
   try {
     end(status);
+  } catch (const LeaseLost&) {
+    // Reported when it was found.
   } catch (const std::exception& e) {
     log_line(Verbosity::kQuiet,
              fmt::format("trainscope: closing run {}: {}", info_.uuid, e.what()));
@@ -58,7 +60,7 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step) {
 
 void RunRecorder::log_metric(std::string_view key, double value, int64_t step, double wall_time) {
   std::lock_guard lock(mu_);
-  if (deleted_) return;
+  if (deleted_ || !lease_lost_.empty()) return;
   auto it = key_ids_.find(key);
   uint32_t id;
   if (it == key_ids_.end()) {
@@ -74,16 +76,19 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step, d
 
 void RunRecorder::log_fingerprint(int64_t step, std::vector<uint64_t> hashes) {
   std::lock_guard lock(mu_);
+  if (deleted_ || !lease_lost_.empty()) return;
   fingerprints_.push_back(Fingerprint{step, std::move(hashes)});
 }
 
 void RunRecorder::log_histogram(HistogramRecord histogram) {
   std::lock_guard lock(mu_);
+  if (deleted_ || !lease_lost_.empty()) return;
   histograms_.push_back(std::move(histogram));
 }
 
 void RunRecorder::log_event(RunEvent event) {
   std::lock_guard lock(mu_);
+  if (deleted_ || !lease_lost_.empty()) return;
   events_.push_back(std::move(event));
 }
 
@@ -105,6 +110,9 @@ bool RunRecorder::flush_probes() {
     hists.clear();
     if (!events.empty()) store_->append_events(info_.uuid, events);
     return true;
+  } catch (const LeaseLost& e) {
+    lose_lease(e);
+    return true;
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
     put_back(hists, histograms_);
@@ -119,39 +127,73 @@ bool RunRecorder::flush_probes() {
   }
 }
 
+template <typename F>
+auto RunRecorder::write_through(F&& f) -> decltype(f()) {
+  check();
+  try {
+    return f();
+  } catch (const LeaseLost& e) {
+    lose_lease(e);
+    throw;
+  }
+}
+
 void RunRecorder::set_fingerprint_names(const std::vector<std::string>& names) {
-  store_->set_fingerprint_names(info_.uuid, names);
+  write_through([&] { store_->set_fingerprint_names(info_.uuid, names); });
 }
 
 void RunRecorder::set_environment(const std::map<std::string, std::string>& entries) {
-  store_->set_environment(info_.uuid, entries);
+  write_through([&] { store_->set_environment(info_.uuid, entries); });
 }
 
 void RunRecorder::set_param(std::string_view key, std::string_view value) {
-  store_->set_param(info_.uuid, key, value);
+  write_through([&] { store_->set_param(info_.uuid, key, value); });
 }
 
 void RunRecorder::set_params(const std::map<std::string, std::string>& params) {
-  store_->set_params(info_.uuid, params);
+  write_through([&] { store_->set_params(info_.uuid, params); });
 }
 
 void RunRecorder::set_tag(std::string_view key, std::string_view value) {
-  store_->set_tag(info_.uuid, key, value);
+  write_through([&] { store_->set_tag(info_.uuid, key, value); });
 }
 
 ArtifactInfo RunRecorder::add_artifact(const std::filesystem::path& file, std::string_view kind,
                                        std::string_view name) {
-  return store_->add_artifact(info_.uuid, file, kind, name);
+  return write_through([&] { return store_->add_artifact(info_.uuid, file, kind, name); });
 }
 
 ArtifactInfo RunRecorder::write_artifact(std::string_view name, std::string_view kind,
                                          const std::function<void(std::ostream&)>& body) {
-  return store_->write_artifact(info_.uuid, name, kind, body);
+  return write_through([&] { return store_->write_artifact(info_.uuid, name, kind, body); });
 }
 
 bool RunRecorder::deleted() const {
   std::lock_guard lock(mu_);
   return deleted_;
+}
+
+bool RunRecorder::lease_lost() const {
+  std::lock_guard lock(mu_);
+  return !lease_lost_.empty();
+}
+
+void RunRecorder::check() const {
+  std::lock_guard lock(mu_);
+  if (deleted_)
+    fail(ErrorKind::kNotFound, "run {} was deleted from {} while it was running",
+         info_.uuid.substr(0, 8), store_->describe());
+  if (!lease_lost_.empty()) throw LeaseLost(lease_lost_, ErrorKind::kConflict);
+}
+
+void RunRecorder::lose_lease(const LeaseLost& e) {
+  std::lock_guard lock(mu_);
+  if (lease_lost_.empty()) log_line(Verbosity::kQuiet, fmt::format("trainscope: {}", e.what()));
+  lease_lost_ = e.what();
+  buffer_.clear();
+  fingerprints_.clear();
+  histograms_.clear();
+  events_.clear();
 }
 
 bool RunRecorder::check_deleted() {
@@ -210,6 +252,9 @@ bool RunRecorder::flush_once() {
   };
   try {
     store_->append_metrics(info_.uuid, batch);
+  } catch (const LeaseLost& e) {
+    lose_lease(e);
+    return true;
   } catch (const std::exception& e) {
     if (check_deleted()) return true;
     std::lock_guard lock(mu_);
@@ -222,6 +267,9 @@ bool RunRecorder::flush_once() {
   }
   try {
     store_->append_fingerprints(info_.uuid, prints);
+  } catch (const LeaseLost& e) {
+    lose_lease(e);
+    return true;
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
     restore_prints();
@@ -252,8 +300,10 @@ void RunRecorder::writer_loop() {
     if (flush_once()) flush_probes();
     if (monotonic_now() - last_heartbeat >= hb_interval) {
       try {
-        store_->heartbeat(info_.uuid);
+        if (!lease_lost()) store_->heartbeat(info_.uuid);
         last_heartbeat = monotonic_now();
+      } catch (const LeaseLost& e) {
+        lose_lease(e);
       } catch (const std::exception& e) {
         log_debug("heartbeat of run {} failed: {}", info_.uuid, e.what());
       }
@@ -276,6 +326,7 @@ void RunRecorder::flush() {
   if (deleted_)
     fail(ErrorKind::kNotFound, "run {} was deleted from {} while it was running",
          info_.uuid.substr(0, 8), store_->describe());
+  if (!lease_lost_.empty()) throw LeaseLost(lease_lost_, ErrorKind::kConflict);
   if (!stats_.last_error.empty())
     fail(ErrorKind::kStore, "run {}: {} points not yet written: {}", info_.uuid.substr(0, 8),
          buffer_.size(), stats_.last_error);
@@ -294,7 +345,8 @@ void RunRecorder::end(RunStatus status) {
   // before giving up, so a transient error does not lose the tail.
   for (int attempt = 0; attempt < 5 && !(flush_once() && flush_probes()); ++attempt)
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
-  if (deleted()) return;  // no run left to give a status
+  if (deleted()) return;      // no run left to give a status
+  if (lease_lost()) check();  // the run is someone else's: no status from here
   size_t lost;
   std::string err;
   {
@@ -303,7 +355,12 @@ void RunRecorder::end(RunStatus status) {
     err = stats_.last_error;
   }
   if (lost > 0) status = RunStatus::kFailed;
-  set_final_status(status);
+  try {
+    set_final_status(status);
+  } catch (const LeaseLost& e) {
+    lose_lease(e);
+    throw;
+  }
   if (lost > 0)
     fail(ErrorKind::kStore, "run {}: {} metric points could not be written: {}",
          info_.uuid.substr(0, 8), lost, err);

@@ -27,12 +27,10 @@ using core::Error;
 using core::ErrorKind;
 using core::escape_for_display;
 using core::fail;
-using core::host_name;
 using core::log_debug;
 using core::log_info;
 using core::log_warn;
 using core::new_uuid;
-using core::process_start_ticks;
 using core::sha256_file;
 using core::sha256_hex;
 using core::unix_now;
@@ -310,6 +308,15 @@ int64_t SqliteStore::run_id_locked(std::string_view uuid) {
   return s.int64(0);
 }
 
+void SqliteStore::check_lease_locked(std::string_view uuid) {
+  if (!lease(uuid)) return;
+  sqlite::Stmt s(db_, "SELECT status, host, pid, pid_start FROM runs WHERE uuid = ?");
+  s.bind(1, uuid);
+  if (!s.step()) return;  // deleted: the write itself reports it
+  check_lease(uuid, parse_run_status(s.text(0)),
+              {s.text(1), s.int64(2), s.is_null(3) ? 0 : s.int64(3)});
+}
+
 // --- runs -------------------------------------------------------------------
 
 RunInfo SqliteStore::create_run(const NewRun& run) {
@@ -351,10 +358,11 @@ RunInfo SqliteStore::create_run(const NewRun& run) {
   }
   ins.bind(8, run.command_line).bind(9, run.config_text);
   ins.bind(10, run.config_text.empty() ? std::string() : sha256_hex(run.config_text));
-  int64_t pid = getpid();
-  ins.bind(11, host_name()).bind(12, pid).bind(13, process_start_ticks(pid));
+  const WriterIdentity me = writer();
+  ins.bind(11, me.host).bind(12, me.pid).bind(13, me.pid_start);
   ins.run();
   txn.commit();
+  if (run.status == RunStatus::kRunning) hold_lease(uuid);
 
   sqlite::Stmt s(db_, std::string("SELECT ") + kRunColumns + "WHERE r.uuid = ?");
   s.bind(1, uuid);
@@ -433,9 +441,10 @@ std::vector<RunInfo> SqliteStore::list_runs(const RunFilter& filter) {
   return out;
 }
 
-void SqliteStore::set_status(std::string_view uuid, RunStatus status) {
+void SqliteStore::write_status(std::string_view uuid, RunStatus status) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   double now = unix_now();
   sqlite::Stmt s(db_,
                  "UPDATE runs SET status = ?, heartbeat = ?, "
@@ -444,11 +453,31 @@ void SqliteStore::set_status(std::string_view uuid, RunStatus status) {
   s.bind(5, uuid).run();
   if (sqlite3_changes(db_.get()) == 0)
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
-  if (status == RunStatus::kRunning) {
-    // A resumed run now belongs to this process.
-    int64_t pid = getpid();
-    sqlite::Stmt p(db_, "UPDATE runs SET host = ?, pid = ?, pid_start = ? WHERE uuid = ?");
-    p.bind(1, host_name()).bind(2, pid).bind(3, process_start_ticks(pid)).bind(4, uuid).run();
+  txn.commit();
+}
+
+void SqliteStore::claim_run(std::string_view uuid) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  const double now = unix_now();
+  const WriterIdentity me = writer();
+  sqlite::Stmt(db_,
+               "UPDATE runs SET status = 'running', heartbeat = ?, end_time = NULL, host = ?, "
+               "pid = ?, pid_start = ? WHERE uuid = ? AND status <> 'running'")
+      .bind(1, now)
+      .bind(2, me.host)
+      .bind(3, me.pid)
+      .bind(4, me.pid_start)
+      .bind(5, uuid)
+      .run();
+  if (sqlite3_changes(db_.get()) == 0) {
+    sqlite::Stmt s(db_, "SELECT host, pid, pid_start, heartbeat FROM runs WHERE uuid = ?");
+    s.bind(1, uuid);
+    if (!s.step())
+      fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid),
+           describe());
+    fail_claim(uuid, {s.text(0), s.int64(1), s.is_null(2) ? 0 : s.int64(2)},
+               s.is_null(3) ? 0 : s.real(3));
   }
   txn.commit();
 }
@@ -456,6 +485,7 @@ void SqliteStore::set_status(std::string_view uuid, RunStatus status) {
 void SqliteStore::heartbeat(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   sqlite::Stmt(db_, "UPDATE runs SET heartbeat = ? WHERE uuid = ?")
       .bind(1, unix_now())
       .bind(2, uuid)
@@ -463,16 +493,21 @@ void SqliteStore::heartbeat(std::string_view uuid) {
   txn.commit();
 }
 
-bool SqliteStore::mark_killed(std::string_view uuid) {
+bool SqliteStore::mark_killed(const RunInfo& judged) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
-  // The status is checked under the write lock, so a run that just finished
-  // is not overwritten.
+  // Checked under the write lock: a run that just finished, beat again or
+  // was claimed by another writer is not overwritten.
   sqlite::Stmt(db_,
                "UPDATE runs SET status = 'killed', end_time = COALESCE(heartbeat, ?) "
-               "WHERE uuid = ? AND status = 'running'")
+               "WHERE uuid = ? AND status = 'running' AND host = ? AND pid = ? AND "
+               "COALESCE(pid_start, 0) = ? AND COALESCE(heartbeat, 0) <= ?")
       .bind(1, unix_now())
-      .bind(2, uuid)
+      .bind(2, judged.uuid)
+      .bind(3, judged.host)
+      .bind(4, judged.pid)
+      .bind(5, judged.pid_start)
+      .bind(6, judged.heartbeat)
       .run();
   const bool changed = sqlite3_changes(db_.get()) > 0;
   txn.commit();
@@ -522,6 +557,7 @@ void SqliteStore::set_param_locked(int64_t run_id, std::string_view uuid, std::s
 void SqliteStore::set_param(std::string_view uuid, std::string_view key, std::string_view value) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   set_param_locked(run_id_locked(uuid), uuid, key, value);
   txn.commit();
 }
@@ -530,6 +566,7 @@ void SqliteStore::set_params(std::string_view uuid,
                              const std::map<std::string, std::string>& params) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   for (const auto& [k, v] : params) set_param_locked(id, uuid, k, v);
   txn.commit();
@@ -579,6 +616,7 @@ std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::
 void SqliteStore::set_tag(std::string_view uuid, std::string_view key, std::string_view value) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt(db_,
                "INSERT INTO tags (run_id, key, value) VALUES (?, ?, ?) "
@@ -593,6 +631,7 @@ void SqliteStore::set_tag(std::string_view uuid, std::string_view key, std::stri
 void SqliteStore::delete_tag(std::string_view uuid, std::string_view key) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt(db_, "DELETE FROM tags WHERE run_id = ? AND key = ?").bind(1, id).bind(2, key).run();
   txn.commit();
@@ -634,6 +673,7 @@ void SqliteStore::append_metrics(std::string_view uuid, const std::vector<Metric
   const int64_t run_id = run_id_locked(uuid);
   try {
     sqlite::WriteTxn txn(db_);
+    check_lease_locked(uuid);
     sqlite::Stmt next_seq(db_,
                           "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
     sqlite::Stmt summary(db_, "SELECT count, min_value, max_value FROM metric_keys WHERE id = ?");
@@ -762,6 +802,7 @@ void SqliteStore::set_environment(std::string_view uuid,
                                   const std::map<std::string, std::string>& entries) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt ins(db_,
                    "INSERT INTO environment (run_id, key, value) VALUES (?, ?, ?) "
@@ -788,6 +829,7 @@ void SqliteStore::set_fingerprint_names(std::string_view uuid,
                                         const std::vector<std::string>& names) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   std::vector<std::string> old;
   {
@@ -816,6 +858,7 @@ void SqliteStore::append_fingerprints(std::string_view uuid,
   std::lock_guard lock(mu_);
   const int64_t run_id = run_id_locked(uuid);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   sqlite::Stmt ins(db_,
                    "INSERT INTO fingerprints (run_id, step, hashes) VALUES (?, ?, ?) "
                    "ON CONFLICT (run_id, step) DO NOTHING");
@@ -859,6 +902,7 @@ FingerprintSet SqliteStore::fingerprints(std::string_view uuid) {
 void SqliteStore::append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt ins(
       db_,
@@ -886,6 +930,7 @@ void SqliteStore::set_profile_layers(
     std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt(db_, "DELETE FROM profile_layers WHERE run_id = ?").bind(1, id).run();
   sqlite::Stmt ins(db_, "INSERT INTO profile_layers (run_id, idx, name, info) VALUES (?, ?, ?, ?)");
@@ -918,6 +963,7 @@ void SqliteStore::append_histograms(std::string_view uuid,
                                     const std::vector<HistogramRecord>& histograms) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt ins(db_,
                    "INSERT INTO histograms (run_id, key, step, wall_time, low, high, nan, "
@@ -956,6 +1002,7 @@ std::vector<HistogramRecord> SqliteStore::histograms(std::string_view uuid, std:
 void SqliteStore::append_events(std::string_view uuid, const std::vector<RunEvent>& events) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   int64_t id = run_id_locked(uuid);
   sqlite::Stmt ins(db_,
                    "INSERT INTO run_events (run_id, step, wall_time, kind, name, source, message) "
@@ -996,6 +1043,7 @@ std::optional<ArtifactInfo> SqliteStore::find_artifact(std::string_view uuid,
 ArtifactInfo SqliteStore::insert_artifact(std::string_view uuid, const ArtifactInfo& info) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
   const int64_t run_id = run_id_locked(uuid);
   sqlite::Stmt(db_,
                "INSERT INTO artifacts (run_id, name, kind, sha256, size, created_time) "

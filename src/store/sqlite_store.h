@@ -30,7 +30,6 @@ class SqliteStore final : public Store {
   void import_run(const RunInfo& run) override;
   std::optional<RunInfo> find_run(std::string_view uuid) override;
   std::vector<RunInfo> list_runs(const RunFilter& filter) override;
-  void set_status(std::string_view uuid, RunStatus status) override;
   void heartbeat(std::string_view uuid) override;
   std::vector<std::string> list_experiments() override;
 
@@ -68,7 +67,9 @@ class SqliteStore final : public Store {
   std::vector<RunEvent> events(std::string_view uuid) override;
 
  protected:
-  bool mark_killed(std::string_view uuid) override;
+  void write_status(std::string_view uuid, RunStatus status) override;
+  void claim_run(std::string_view uuid) override;
+  bool mark_killed(const RunInfo& judged) override;
   void erase_run(std::string_view uuid) override;
   std::optional<ArtifactInfo> find_artifact(std::string_view uuid, std::string_view name) override;
   ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) override;
@@ -84,6 +85,9 @@ class SqliteStore final : public Store {
   int read_version_locked();
   void migrate_locked();
   int64_t run_id_locked(std::string_view uuid);  // throws kNotFound
+  // Inside a write transaction: throws LeaseLost if this store held the
+  // run's lease and lost it (Store::check_lease).
+  void check_lease_locked(std::string_view uuid);
   int64_t key_id_locked(int64_t run_id, const std::string& key);
   void set_param_locked(int64_t run_id, std::string_view uuid, std::string_view key,
                         std::string_view value);

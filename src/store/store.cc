@@ -137,23 +137,106 @@ RunInfo Store::resolve_run(std::string_view ref) {
   return *find_run(found.front().uuid);
 }
 
-// --- the stale-run reaper -------------------------------------------------------
+// --- the stale-run reaper and the lease -------------------------------------------
+
+LeaseLost::~LeaseLost() = default;
+
+WriterIdentity this_process() {
+  const int64_t pid = getpid();
+  return {core::host_name(), pid, core::process_start_ticks(pid)};
+}
+
+WriterIdentity Store::writer() const { return options_.writer ? *options_.writer : this_process(); }
 
 double Store::now() { return core::unix_now(); }
+
+namespace {
+
+// Whether a run still "running" has lost its writer by `now` (see
+// reap_stale_runs).
+bool writer_gone(const RunInfo& r, const std::string& host, double now, double stale_after) {
+  if (r.host == host && r.pid > 0 && r.pid_start > 0)
+    return !core::process_alive(r.pid, r.pid_start);
+  return now - r.heartbeat > stale_after;
+}
+
+}  // namespace
 
 int Store::reap_stale_runs() { return reap_stale_runs(now()); }
 
 int Store::reap_stale_runs(double now) {
+  // This machine's processes are what the PID check can see.
   const std::string host = core::host_name();
   int n = 0;
-  for (const auto& r : list_runs({.status = RunStatus::kRunning})) {
-    const bool stale = now - r.heartbeat > options_.stale_after_seconds;
-    const bool gone =
-        r.host == host && r.pid > 0 && core::process_start_ticks(r.pid) != r.pid_start;
-    if ((stale || gone) && mark_killed(r.uuid)) ++n;
-  }
+  for (const auto& r : list_runs({.status = RunStatus::kRunning}))
+    if (writer_gone(r, host, now, options_.stale_after_seconds) && mark_killed(r)) ++n;
   if (n > 0) core::log_info("store: marked {} run(s) killed (their process is gone or silent)", n);
   return n;
+}
+
+void Store::set_status(std::string_view uuid, RunStatus status) {
+  if (status != RunStatus::kRunning) {
+    write_status(uuid, status);
+    end_lease(uuid);
+    return;
+  }
+  // A writer that is gone gives the run up first; a live one keeps it.
+  if (auto r = find_run(uuid); r && r->status == RunStatus::kRunning) {
+    const double t = now();
+    if (writer_gone(*r, core::host_name(), t, options_.stale_after_seconds)) mark_killed(*r);
+  }
+  claim_run(uuid);
+  hold_lease(uuid);
+}
+
+void Store::hold_lease(std::string_view uuid) {
+  std::lock_guard lock(leases_mu_);
+  leases_.insert_or_assign(std::string(uuid), writer());
+}
+
+void Store::end_lease(std::string_view uuid) {
+  std::lock_guard lock(leases_mu_);
+  if (auto it = leases_.find(uuid); it != leases_.end()) leases_.erase(it);
+}
+
+std::optional<WriterIdentity> Store::lease(std::string_view uuid) const {
+  std::lock_guard lock(leases_mu_);
+  if (auto it = leases_.find(uuid); it != leases_.end()) return it->second;
+  return std::nullopt;
+}
+
+void Store::check_lease(std::string_view uuid, RunStatus status, const WriterIdentity& current) {
+  const auto held = lease(uuid);
+  if (!held || (status == RunStatus::kRunning && current == *held)) return;
+  const std::string id = short_uuid(std::string(uuid));
+  if (status == RunStatus::kRunning)
+    throw LeaseLost(fmt::format("run {} was taken over by pid {} on {} while this process (pid {} "
+                                "on {}) was silent; it records nothing more of the run",
+                                id, current.pid, escape_for_display(current.host), held->pid,
+                                escape_for_display(held->host)),
+                    ErrorKind::kConflict);
+  throw LeaseLost(fmt::format("run {} was marked {} while this process (pid {} on {}) was silent; "
+                              "it records nothing more of the run; resume it with --resume {}",
+                              id, to_string(status), held->pid, escape_for_display(held->host), id),
+                  ErrorKind::kConflict);
+}
+
+void Store::fail_claim(std::string_view uuid, const WriterIdentity& current, double heartbeat) {
+  const std::string id = short_uuid(std::string(uuid));
+  const bool here = current.host == core::host_name();
+  fail(ErrorKind::kConflict,
+       "run {} is still running: pid {} on {} writes it (last heartbeat {} ago); {}", id,
+       current.pid, escape_for_display(current.host),
+       core::format_duration(std::max(0.0, now() - heartbeat)),
+       here ? fmt::format("stop that process first (a paused one goes on with 'kill -CONT {}')",
+                          current.pid)
+            : fmt::format("stop it there, or wait until it has been silent for {} s",
+                          options_.stale_after_seconds));
+}
+
+void Store::check_lease_now(std::string_view uuid) {
+  if (!lease(uuid)) return;
+  if (auto r = find_run(uuid)) check_lease(uuid, r->status, {r->host, r->pid, r->pid_start});
 }
 
 void Store::delete_run(std::string_view uuid) {
@@ -170,6 +253,7 @@ void Store::delete_run(std::string_view uuid) {
 ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, std::string_view kind,
                                  std::string_view name) {
   std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
+  check_lease_now(uuid);
   if (!find_run(uuid))
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
   if (auto existing = find_artifact(uuid, rel)) {
@@ -191,6 +275,12 @@ ArtifactInfo Store::write_artifact(std::string_view uuid, std::string_view name,
   if (!find_run(uuid))
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
   StagedFile staged = artifacts_->stage(uuid, rel, body);
+  try {
+    check_lease_now(uuid);  // the file goes in only while the run is ours
+  } catch (...) {
+    artifacts_->discard(staged);
+    throw;
+  }
   if (auto existing = find_artifact(uuid, rel)) {
     artifacts_->discard(staged);
     if (existing->sha256 != staged.file.sha256)

@@ -2,12 +2,15 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
+#include "support/sqlite_check.h"
 #include "support/test_util.h"
 #include "trainscope/store/store.h"
 
@@ -302,7 +305,8 @@ TEST_F(CliTest, ReadingDoesNotReapOtherRuns) {
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ / "t.db").c_str(), &db), SQLITE_OK);
-  sqlite3_exec(db, "UPDATE runs SET heartbeat = 1", nullptr, nullptr, nullptr);  // long stale
+  // Long silent, on another host (a live process of this host is never reaped).
+  sqlite3_exec(db, "UPDATE runs SET heartbeat = 1, host = 'other-host'", nullptr, nullptr, nullptr);
   sqlite3_close(db);
   auto list = ts("--json runs list");
   ASSERT_EQ(list.exit_code, 0) << list.out;
@@ -349,6 +353,62 @@ TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
                          " --json runs list --limit 0");
   EXPECT_EQ(nlohmann::json::parse(env.out).size(), 2u);
 }
+
+#ifdef TS_WITH_TORCH
+// Issue 29, item 3: a training paused with Ctrl-Z for 35 s was marked
+// killed, `--resume` was accepted, and when the original went on two
+// processes wrote one run (steps 99 and 100 twice). Now a training paused
+// longer than the stale threshold (its heartbeat aged by an hour while it
+// is stopped) is not reaped, its resume is refused with exit 4, and after
+// SIGCONT it finishes with exactly one point per step.
+TEST_F(CliTest, APausedTrainingIsNeverReapedAndItsResumeIsRefused) {
+  std::ofstream(dir_ / "c.yaml") << "compute: {threads: 1}\n"
+                                    "data: {dataset: synthetic, synthetic: {size: 2048}}\n"
+                                    "model: {name: demo_cnn}\n"
+                                    "train: {epochs: 2, batch_size: 16}\n"
+                                    "checkpoint: {every_steps: 16}\n";
+  const std::string store_uri = "sqlite:" + (dir_ / "t.db").string();
+  const std::string config = (dir_ / "c.yaml").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train", config.c_str(),
+          "--name", "paused", "--no-progress", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto loss_points = [&] {
+    try {
+      auto s = Store::open({.uri = store_uri, .read_only = true});
+      auto runs = s->list_runs({.name = "paused"});
+      return runs.empty() ? size_t{0} : s->metric(runs[0].uuid, "train/loss").size();
+    } catch (const std::exception&) {
+      return size_t{0};  // not created yet
+    }
+  };
+  for (int i = 0; i < 6000 && loss_points() < 40; ++i) usleep(10 * 1000);
+  ASSERT_GE(loss_points(), 40u) << "the training recorded nothing in 60 s";
+  ASSERT_TRUE(testing::stop_outside_a_write(pid, dir_ / "t.db",
+                                            "UPDATE runs SET heartbeat = heartbeat - 3600"));
+  auto resume = ts("train " + shell_quote(config) + " --resume paused --no-progress");
+  EXPECT_EQ(resume.exit_code, 4) << resume.out;
+  EXPECT_NE(resume.out.find("still running"), std::string::npos) << resume.out;
+  EXPECT_NE(resume.out.find(std::to_string(pid)), std::string::npos) << resume.out;
+  EXPECT_EQ(std::count(resume.out.begin(), resume.out.end(), '\n'), 1) << resume.out;
+  auto run = store()->resolve_run("paused");  // a writer's open: still not reaped
+  EXPECT_EQ(run.status, RunStatus::kRunning);
+  EXPECT_EQ(run.pid, pid);
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the training failed";
+  auto s = store();
+  EXPECT_EQ(s->find_run(run.uuid)->status, RunStatus::kFinished);
+  auto loss = s->metric(run.uuid, "train/loss");
+  std::set<int64_t> steps;
+  for (const auto& p : loss) steps.insert(p.step);
+  EXPECT_EQ(loss.size(), 256u);  // 2 epochs of 128 steps, one point each
+  EXPECT_EQ(steps.size(), loss.size());
+}
+#endif
 
 }  // namespace
 }  // namespace trainscope

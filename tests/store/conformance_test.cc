@@ -3,6 +3,7 @@
 // unchanged; a new backend joins by adding its URI to backend_uri() and its
 // name to the INSTANTIATE line at the bottom.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,8 @@ using core::sha256_hex;
 namespace {
 
 constexpr const char* kNoSuchRun = "00000000-0000-4000-8000-000000000000";
+// A writer on another host: judged by its heartbeat only.
+const WriterIdentity kRemote{"other-host.example", 4242, 1};
 
 // The store a backend's tests run against, living in (or beside) `dir`.
 std::string backend_uri(const std::string& backend, const std::filesystem::path& dir) {
@@ -52,6 +55,31 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
   std::filesystem::path write(const std::string& name, const std::string& content) {
     std::ofstream(dir_ / name, std::ios::binary) << content;
     return dir_ / name;
+  }
+  // The same store opened by a writer of another identity (for
+  // sqlite::memory:, a fresh private store).
+  std::unique_ptr<Store> open_as(const WriterIdentity& writer) { return open({.writer = writer}); }
+  // A run "running" as if `writer` had written it, last heard of at `heartbeat`.
+  RunInfo plant(const std::string& name, const WriterIdentity& writer, double heartbeat) {
+    RunInfo r;
+    r.uuid = core::new_uuid();
+    r.experiment = "default";
+    r.name = name;
+    r.status = RunStatus::kRunning;
+    r.start_time = r.heartbeat = heartbeat;
+    r.host = writer.host;
+    r.pid = writer.pid;
+    r.pid_start = writer.pid_start;
+    store_->import_run(r);
+    return r;
+  }
+  // Files of this test's folder whose name starts with `prefix`, but for
+  // `except` (the artifact files of file and server stores are in it).
+  int files_named(const std::string& prefix, const std::filesystem::path& except) {
+    int n = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path()))
+      if (e.path().filename().string().starts_with(prefix) && e.path() != except) ++n;
+    return n;
   }
   RunInfo new_run(const std::string& name = {}, const std::string& experiment = "default") {
     NewRun nr;
@@ -547,21 +575,179 @@ TEST_P(StoreConformance, HeartbeatMovesForward) {
   EXPECT_GT(store_->find_run(r.uuid)->heartbeat, r.heartbeat);
 }
 
+// Runs of another host are judged by their heartbeat; a live process of
+// this host keeps its run however long it is silent (issue 29, item 3: a
+// training paused with Ctrl-Z for 35 s was marked killed).
 TEST_P(StoreConformance, ReaperKillsSilentRunsAndSparesLiveAndEndedOnes) {
-  RunInfo live = new_run("live");
+  RunInfo live = new_run("live");  // this process, alive
+  const double hb = store_->now();
+  RunInfo away = plant("away", kRemote, hb);
   RunInfo done = new_run("done");
   store_->set_status(done.uuid, RunStatus::kFinished);
-  const double hb = store_->find_run(live.uuid)->heartbeat;
-  // This process is alive and the heartbeat is fresh: nothing to reap.
+  // Fresh heartbeats: nothing to reap.
   EXPECT_EQ(store_->reap_stale_runs(hb + 1), 0);
-  EXPECT_EQ(store_->find_run(live.uuid)->status, RunStatus::kRunning);
-  // 31 s of silence is more than the default 30 s.
+  EXPECT_EQ(store_->find_run(away.uuid)->status, RunStatus::kRunning);
+  // 31 s of silence is more than the default 30 s for a run of another host.
   EXPECT_EQ(store_->reap_stale_runs(hb + 31), 1);
-  auto killed = store_->find_run(live.uuid);
+  auto killed = store_->find_run(away.uuid);
   EXPECT_EQ(killed->status, RunStatus::kKilled);
   EXPECT_EQ(killed->end_time, hb);  // it ended when it was last heard of
   EXPECT_EQ(store_->find_run(done.uuid)->status, RunStatus::kFinished);
-  EXPECT_EQ(store_->reap_stale_runs(hb + 1000), 0);
+  // A day of silence: this process is alive, so its run is not reaped.
+  EXPECT_EQ(store_->reap_stale_runs(hb + 86400), 0);
+  EXPECT_EQ(store_->find_run(live.uuid)->status, RunStatus::kRunning);
+}
+
+// On this host the PID decides at once: a process that has exited (a
+// zombie included) or a PID now used by another process (another start
+// time) has lost its run, however fresh its heartbeat.
+TEST_P(StoreConformance, ReaperKillsARunOfThisHostWhoseProcessIsGone) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  const int64_t start = core::process_start_ticks(child);
+  ASSERT_GT(start, 0);
+  // Until it is waited for, the child is a zombie: not alive.
+  for (int i = 0; i < 500 && core::process_alive(child, start); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double hb = store_->now();
+  RunInfo zombie = plant("zombie", {core::host_name(), child, start}, hb);
+  RunInfo reused = plant(
+      "reused-pid", {core::host_name(), getpid(), core::process_start_ticks(getpid()) + 1}, hb);
+  RunInfo live = new_run("live");
+  EXPECT_EQ(store_->reap_stale_runs(hb), 2);
+  EXPECT_EQ(store_->find_run(zombie.uuid)->status, RunStatus::kKilled);
+  EXPECT_EQ(store_->find_run(reused.uuid)->status, RunStatus::kKilled);
+  EXPECT_EQ(store_->find_run(live.uuid)->status, RunStatus::kRunning);
+  waitpid(child, nullptr, 0);
+}
+
+// The lease, part 1: a run has one writer. Claiming a run (a resume) that
+// its writer still holds is refused, naming the run, the writer and what
+// to do; once the run has ended it can be claimed.
+TEST_P(StoreConformance, AClaimIsRefusedWhileTheWriterLives) {
+  RunInfo r = new_run("busy");
+  std::vector<std::unique_ptr<Store>> others;  // the same process, another store object
+  if (GetParam() != "sqlite_memory") others.push_back(open());
+  std::vector<Store*> claimants = {store_.get()};
+  for (auto& o : others) claimants.push_back(o.get());
+  for (Store* s : claimants) {
+    try {
+      s->set_status(r.uuid, RunStatus::kRunning);
+      FAIL() << "a running run was claimed twice";
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.kind(), ErrorKind::kConflict) << msg;
+      EXPECT_NE(msg.find(r.uuid.substr(0, 8)), std::string::npos) << msg;
+      EXPECT_NE(msg.find("pid " + std::to_string(getpid())), std::string::npos) << msg;
+      EXPECT_NE(msg.find(core::host_name()), std::string::npos) << msg;
+      EXPECT_NE(msg.find("stop that process first"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+  // A writer of another host that is not yet judged stale keeps its run too.
+  RunInfo away = plant("away", kRemote, store_->now());
+  try {
+    store_->set_status(away.uuid, RunStatus::kRunning);
+    FAIL() << "a run of another host was claimed while its writer beats";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict) << e.what();
+    EXPECT_NE(std::string(e.what()).find("silent for 30 s"), std::string::npos) << e.what();
+  }
+  store_->append_metrics(r.uuid, {{"loss", {{1, 0, 1.0}}}});  // the holder still writes
+  store_->set_status(r.uuid, RunStatus::kStopped);
+  claimants.back()->set_status(r.uuid, RunStatus::kRunning);  // ended: a resume may claim it
+  EXPECT_EQ(store_->find_run(r.uuid)->status, RunStatus::kRunning);
+  EXPECT_EQ(store_->find_run(r.uuid)->end_time, 0);
+}
+
+// Every write a recorder makes into a run, tried by a writer whose lease
+// is gone: each throws LeaseLost (kConflict, one line saying what
+// happened) and writes nothing.
+void expect_every_write_refused(Store& s, const std::string& uuid, const std::string& why,
+                                const std::filesystem::path& file) {
+  auto refused = [&](const char* what, const std::function<void()>& f) {
+    try {
+      f();
+      ADD_FAILURE() << what << " was written by a writer without the lease";
+    } catch (const LeaseLost& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kConflict) << what;
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << what << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(uuid.substr(0, 8)), std::string::npos) << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << what << ": not LeaseLost: " << e.what();
+    }
+  };
+  refused("metrics", [&] { s.append_metrics(uuid, {{"loss", {{99, 0, 9.0}}}}); });
+  refused("fingerprint names", [&] { s.set_fingerprint_names(uuid, {"w"}); });
+  refused("fingerprints", [&] { s.append_fingerprints(uuid, {{99, {1}}}); });
+  refused("histograms", [&] { s.append_histograms(uuid, {{"l/w", 99, 0, 0, 1, {1}, 0, 0, 0}}); });
+  refused("events", [&] { s.append_events(uuid, {{99, 0, "alert", "x", "", "late"}}); });
+  refused("environment", [&] { s.set_environment(uuid, {{"host.late", "1"}}); });
+  refused("profile", [&] { s.append_profile(uuid, {{99, "fc", "forward", 1.0}}); });
+  refused("profile layers", [&] { s.set_profile_layers(uuid, {{"fc", "{}"}}); });
+  refused("params", [&] { s.set_params(uuid, {{"late", "1"}}); });
+  refused("tags", [&] { s.set_tag(uuid, "late", "1"); });
+  refused("artifact", [&] { s.add_artifact(uuid, file, "file", "late.txt"); });
+  refused("written artifact", [&] {
+    s.write_artifact(uuid, "late2.txt", "file", [](std::ostream& o) { o << "late"; });
+  });
+  refused("heartbeat", [&] { s.heartbeat(uuid); });
+  refused("final status", [&] { s.set_status(uuid, RunStatus::kFinished); });
+}
+
+// The lease, part 2: a writer paused on another host for longer than the
+// stale threshold is reaped; when it goes on, it cannot write anything
+// more into the run; a claim (the resume) gives the lease to the claimant.
+TEST_P(StoreConformance, AWriterWhoseRunWasReapedWritesNothingMore) {
+  store_ = open_as(kRemote);  // sqlite::memory: a fresh private store
+  RunInfo r = new_run("paused");
+  store_->append_metrics(r.uuid, {{"loss", {{1, 0, 1.0}}}});
+  const double hb = store_->find_run(r.uuid)->heartbeat;
+  ASSERT_EQ(store_->reap_stale_runs(hb + 31), 1);
+  expect_every_write_refused(*store_, r.uuid, "was marked killed while this process",
+                             write("late.txt", "late"));
+  EXPECT_EQ(store_->metric(r.uuid, "loss").size(), 1u);
+  EXPECT_EQ(store_->find_run(r.uuid)->status, RunStatus::kKilled);
+  EXPECT_TRUE(store_->events(r.uuid).empty());
+  EXPECT_TRUE(store_->artifacts(r.uuid).empty());
+  EXPECT_EQ(files_named("late", dir_ / "late.txt"), 0);  // no file in the run's folder
+  EXPECT_EQ(store_->tags(r.uuid).count("late"), 0u);
+  // Resumed: the claim makes this store the writer again.
+  store_->set_status(r.uuid, RunStatus::kRunning);
+  store_->append_metrics(r.uuid, {{"loss", {{2, 0, 0.5}}}});
+  store_->set_status(r.uuid, RunStatus::kFinished);
+  EXPECT_EQ(store_->metric(r.uuid, "loss").size(), 2u);
+  // Without a lease (a finished run) writes are not checked: eval records.
+  store_->set_tag(r.uuid, "eval", "done");
+}
+
+// The lease, part 3: the run of a writer paused on another host was reaped
+// and resumed by another process; when the first goes on, its writes fail
+// and the new writer's records stand alone.
+TEST_P(StoreConformance, AWriterWhoseRunWasTakenOverWritesNothingMore) {
+  if (GetParam() == "sqlite_memory") GTEST_SKIP() << "a private store has one instance";
+  auto paused = open_as(kRemote);
+  RunInfo r = paused->create_run({.name = "paused"});
+  paused->append_metrics(r.uuid, {{"loss", {{1, 0, 1.0}}}});
+  const double hb = store_->find_run(r.uuid)->heartbeat;
+  ASSERT_EQ(store_->reap_stale_runs(hb + 31), 1);
+  store_->set_status(r.uuid, RunStatus::kRunning);  // the resume
+  store_->append_metrics(r.uuid, {{"loss", {{2, 0, 0.5}}}});
+  expect_every_write_refused(*paused, r.uuid, "was taken over by pid " + std::to_string(getpid()),
+                             write("late.txt", "late"));
+  // A claim by the paused writer is refused: the new writer lives.
+  EXPECT_THROW(paused->set_status(r.uuid, RunStatus::kRunning), Error);
+  auto now = store_->find_run(r.uuid);
+  EXPECT_EQ(now->status, RunStatus::kRunning);
+  EXPECT_EQ(now->pid, getpid());
+  EXPECT_EQ(now->host, core::host_name());
+  auto loss = store_->metric(r.uuid, "loss");
+  ASSERT_EQ(loss.size(), 2u);
+  EXPECT_EQ(loss[1].step, 2);
+  EXPECT_TRUE(store_->artifacts(r.uuid).empty());
+  EXPECT_EQ(files_named("late", dir_ / "late.txt"), 0);
+  store_->set_status(r.uuid, RunStatus::kFinished);
+  EXPECT_EQ(store_->find_run(r.uuid)->status, RunStatus::kFinished);
 }
 
 TEST_P(StoreConformance, UnknownRunsAreNotFound) {

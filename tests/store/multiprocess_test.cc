@@ -1,15 +1,20 @@
 // Several processes writing to one store, and a writer killed with SIGKILL.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "support/sqlite_check.h"
 #include "support/test_util.h"
+#include "trainscope/core/error.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::store {
@@ -103,6 +108,120 @@ TEST(MultiProcessTest, SigkilledWriterLosesNothingFlushedAndBecomesKilled) {
   }
   // The database file is intact.
   EXPECT_EQ(testing::sqlite_integrity(dir / "t.db"), "ok");
+}
+
+// Reads "flushed UUID N" from a --hang writer; false after 60 s of silence.
+bool read_flushed(FILE* in, char (&uuid)[64], long& flushed) {
+  pollfd p{.fd = fileno(in), .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 60'000) == 1 && std::fscanf(in, "flushed %63s %ld", uuid, &flushed) == 2;
+}
+
+// Issue 29, item 3: a writer stopped with SIGSTOP (Ctrl-Z) for longer than
+// the stale threshold was marked killed, and a resume then wrote into the
+// run beside it. A live process of this host is never reaped; claiming its
+// run is refused; when it goes on, it writes on.
+TEST(MultiProcessTest, APausedWriterIsNeverReapedAndKeepsItsRun) {
+  TempDir dir;
+  const std::string uri = "sqlite:" + (dir / "t.db").string();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = spawn_writer(uri, "paused", 2000, 1, true, fds[1]);
+  close(fds[1]);
+  FILE* in = fdopen(fds[0], "r");
+  char uuid[64] = {0};
+  long flushed = 0;
+  ASSERT_TRUE(read_flushed(in, uuid, flushed)) << "the writer printed nothing in 60 s";
+  // Paused, and silent for an hour as far as its heartbeat tells.
+  ASSERT_TRUE(testing::stop_outside_a_write(pid, dir / "t.db",
+                                            "UPDATE runs SET heartbeat = heartbeat - 3600"));
+  auto store = Store::open({.uri = uri});  // a writer's open reaps
+  EXPECT_EQ(store->find_run(uuid)->status, RunStatus::kRunning);
+  EXPECT_EQ(store->reap_stale_runs(store->now() + 86400), 0);
+  try {
+    store->set_status(uuid, RunStatus::kRunning);  // what --resume does
+    ADD_FAILURE() << "the run of a paused writer was claimed";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.kind(), core::ErrorKind::kConflict) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pid " + std::to_string(pid)), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("kill -CONT"), std::string::npos) << e.what();
+  }
+  const size_t before = store->metric(uuid, "key0").size();
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  bool grew = false;
+  for (int i = 0; i < 200 && !grew; ++i) {
+    usleep(50 * 1000);
+    grew = store->metric(uuid, "key0").size() > before;
+  }
+  EXPECT_TRUE(grew) << "the writer did not go on after SIGCONT";
+  EXPECT_EQ(store->find_run(uuid)->pid, pid);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  fclose(in);
+  EXPECT_EQ(Store::open({.uri = uri})->find_run(uuid)->status, RunStatus::kKilled);
+  auto pts = store->metric(uuid, "key0");
+  for (size_t i = 0; i < pts.size(); ++i) ASSERT_EQ(pts[i].step, static_cast<int64_t>(i));
+}
+
+// Issue 29, item 3: a writer on another host (a UTS namespace of its own),
+// paused longer than the stale threshold, is reaped there and its run
+// resumed by this process. When it goes on, its next write finds the lease
+// lost: it says so once and stops; nothing of it lands after the takeover.
+TEST(MultiProcessTest, AWriterWhoseRunWasTakenOverStopsWriting) {
+  if (testing::run_command("unshare --uts true").exit_code != 0)
+    GTEST_SKIP() << "this machine gives no UTS namespace (unshare --uts; needs root)";
+  TempDir dir;
+  const std::string uri = "sqlite:" + (dir / "t.db").string();
+  const std::string err = (dir / "stderr").string();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    const int e = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(e, 2);
+    execlp("unshare", "unshare", "--uts", "sh", "-c", "hostname other-host && exec \"$@\"", "sh",
+           TS_WRITER_BIN, uri.c_str(), "remote", "2000", "1", "--hang",
+           static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  FILE* in = fdopen(fds[0], "r");
+  char uuid[64] = {0};
+  long flushed = 0;
+  ASSERT_TRUE(read_flushed(in, uuid, flushed)) << "the writer printed nothing in 60 s";
+  ASSERT_TRUE(testing::stop_outside_a_write(pid, dir / "t.db"));
+  auto store = Store::open({.uri = uri});
+  ASSERT_EQ(store->find_run(uuid)->host, "other-host");
+  ASSERT_EQ(store->reap_stale_runs(store->now() + 31), 1);  // silent on another host
+  store->set_status(uuid, RunStatus::kRunning);             // the resume
+  store->append_metrics(uuid, {{"mine", {{1, 0, 1.0}}}});
+  const size_t taken_over_at = store->metric(uuid, "key0").size();
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  int status = 0;
+  for (int i = 0; i < 400 && waitpid(pid, &status, WNOHANG) == 0; ++i) usleep(50 * 1000);
+  if (!WIFEXITED(status)) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    FAIL() << "the writer went on writing after its run was taken over";
+  }
+  fclose(in);
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  std::ifstream f(err);
+  const std::string said((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string lost = "was taken over by pid " + std::to_string(getpid());
+  EXPECT_NE(said.find(lost), std::string::npos) << said;
+  // Said once by its recorder, once by the writer as it stopped.
+  size_t reports = 0;
+  for (size_t at = said.find("trainscope: run"); at != std::string::npos;
+       at = said.find("trainscope: run", at + 1))
+    ++reports;
+  EXPECT_EQ(reports, 1u) << said;
+  EXPECT_EQ(store->metric(uuid, "key0").size(), taken_over_at);
+  auto now = store->find_run(uuid);
+  EXPECT_EQ(now->status, RunStatus::kRunning);
+  EXPECT_EQ(now->pid, getpid());
+  store->set_status(uuid, RunStatus::kFinished);
 }
 
 }  // namespace

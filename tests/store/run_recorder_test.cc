@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <sys/mount.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <thread>
@@ -165,6 +166,42 @@ TEST(RunRecorderTest, ARunDeletedWhileRunningIsReportedOnce) {
   rec->log_metric("loss", 0.25, 3);  // dropped, no error
   EXPECT_NO_THROW(rec->end());
   EXPECT_FALSE(store->find_run(rec->uuid()).has_value());  // not re-created
+}
+
+// Issue 29, item 3: a recorder whose run was reaped (its process paused on
+// another host) and resumed elsewhere reports it once, writes nothing more
+// and ends with LeaseLost instead of a final status.
+TEST(RunRecorderTest, ALostLeaseIsReportedOnceAndNothingMoreIsWritten) {
+  TempDir dir;
+  const std::string uri = "sqlite:" + (dir / "t.db").string();
+  std::shared_ptr<Store> paused =
+      Store::open({.uri = uri, .writer = WriterIdentity{"other-host", 4242, 1}});
+  auto rec = RunRecorder::start(paused, NewRun{});
+  rec->log_metric("loss", 1.0, 1);
+  rec->flush();
+  auto here = Store::open({.uri = uri});
+  ASSERT_EQ(here->reap_stale_runs(here->now() + 31), 1);
+  here->set_status(rec->uuid(), RunStatus::kRunning);  // resumed by this process
+  ::testing::internal::CaptureStderr();
+  rec->log_metric("loss", 0.5, 2);
+  try {
+    rec->flush();
+    ADD_FAILURE() << "a recorder without its lease flushed";
+  } catch (const LeaseLost& e) {
+    EXPECT_EQ(e.kind(), core::ErrorKind::kConflict);
+    EXPECT_NE(std::string(e.what()).find("was taken over by pid"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(rec->lease_lost());
+  EXPECT_THROW(rec->check(), LeaseLost);
+  rec->log_metric("loss", 0.25, 3);  // dropped
+  EXPECT_THROW(rec->set_tag("late", "1"), LeaseLost);
+  EXPECT_THROW(rec->end(), LeaseLost);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(std::count(said.begin(), said.end(), '\n'), 1) << said;
+  EXPECT_NE(said.find("records nothing more of the run"), std::string::npos) << said;
+  EXPECT_EQ(here->metric(rec->uuid(), "loss").size(), 1u);
+  EXPECT_EQ(here->find_run(rec->uuid())->status, RunStatus::kRunning);  // the new writer's
+  EXPECT_EQ(here->tags(rec->uuid()).count("late"), 0u);
 }
 
 TEST(RunRecorderTest, DiskFullIsReportedAndNothingCommittedIsLost) {

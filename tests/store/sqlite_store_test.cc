@@ -102,17 +102,19 @@ TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
     auto store = open_at(dir / "t.db");
     uuid = store->create_run({}).uuid;
   }
-  // The creating process (this one) is alive and its heartbeat is fresh.
-  EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
-  // Make the heartbeat old, as if the run went silent.
-  {
+  auto age = [&](const char* sql) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(
-        sqlite3_exec(db, "UPDATE runs SET heartbeat = heartbeat - 31", nullptr, nullptr, nullptr),
-        SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK);
     sqlite3_close(db);
-  }
+  };
+  // The creating process (this one) is alive and its heartbeat is fresh.
+  EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
+  // Silent for long, but its process lives (a paused training): kept.
+  age("UPDATE runs SET heartbeat = heartbeat - 3600");
+  EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
+  // A run of another host is judged by its heartbeat alone.
+  age("UPDATE runs SET host = 'other-host'");
   auto store = open_at(dir / "t.db");
   auto r = store->find_run(uuid);
   EXPECT_EQ(r->status, RunStatus::kKilled);

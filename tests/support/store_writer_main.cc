@@ -3,7 +3,8 @@
 //
 //   ts_store_writer STORE NAME POINTS KEYS            write, then finish
 //   ts_store_writer STORE NAME POINTS KEYS --hang     write, flush, print
-//       "flushed <uuid> <points>", then keep logging until killed
+//       "flushed <uuid> <points>", then keep logging until killed, or until
+//       its run's lease is lost: then it prints the error and exits 4
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -43,8 +44,14 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     for (long i = points;; ++i) {
       for (int k = 0; k < keys; ++k) rec->log_metric("key" + std::to_string(k), i * 0.5, i);
-      if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (i % 1000 == 0) {
+        rec->check();
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
     }
+  } catch (const LeaseLost& e) {
+    std::fprintf(stderr, "ts_store_writer: lost: %s\n", e.what());
+    return 4;
   } catch (const Error& e) {
     std::fprintf(stderr, "ts_store_writer: %s\n", e.what());
     return 1;

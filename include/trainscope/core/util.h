@@ -85,4 +85,10 @@ std::string host_name();
 // it identifies a process even when PIDs are reused.
 int64_t process_start_ticks(int64_t pid);
 
+// Whether the process `pid` of this host that started at `start_ticks` is
+// alive: it exists, has that start time (not a reused PID) and has not
+// exited (a zombie waiting for its parent is not alive). A stopped process
+// (SIGSTOP, Ctrl-Z) is alive.
+bool process_alive(int64_t pid, int64_t start_ticks);
+
 }  // namespace trainscope::core

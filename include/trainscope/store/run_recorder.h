@@ -8,6 +8,13 @@
 // buffered, the error is reported once per distinct message, and the flush
 // is retried; nothing already in the store is touched.
 //
+// The recorder's store holds the run's lease (Store::set_status): if the
+// run is marked killed while this process is silent (stopped with SIGSTOP
+// or Ctrl-Z for longer than a reaper on another host waits) or taken over
+// by a resume, the first write that finds out reports it once, the buffers
+// are dropped and nothing more is written: flush(), end() and check()
+// throw LeaseLost (kConflict) saying what happened.
+//
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
@@ -47,7 +54,8 @@ class RunRecorder {
   // The store must outlive the recorder.
   static std::unique_ptr<RunRecorder> start(std::shared_ptr<Store> store, const NewRun& run,
                                             RecorderOptions options = {});
-  // Attaches to an existing run (for resume); marks it running.
+  // Attaches to an existing run (for resume): claims it (Store::set_status),
+  // which throws Error(kConflict) while another process still writes it.
   static std::unique_ptr<RunRecorder> attach(std::shared_ptr<Store> store, std::string_view uuid,
                                              RecorderOptions options = {});
 
@@ -95,6 +103,13 @@ class RunRecorder {
   // was running): from then on nothing is recorded, flush() throws
   // Error(kNotFound) saying so, and end() sets no status.
   bool deleted() const;
+  // True once a write found that this process lost the run's lease (see
+  // above): nothing more is recorded.
+  bool lease_lost() const;
+  // Throws what stopped the recording, if anything did: Error(kNotFound)
+  // for a deleted run, LeaseLost for a lost lease. A training loop calls it
+  // to stop at once rather than train on without a record.
+  void check() const;
   Store& store() { return *store_; }
 
  private:
@@ -112,6 +127,11 @@ class RunRecorder {
   bool flush_probes();
   // After a failed write: whether the run is gone; if so drops the buffers.
   bool check_deleted();
+  // After a write found the lease lost: reports it once, drops the buffers.
+  void lose_lease(const LeaseLost& e);
+  // Runs a write-through call, noting a lost lease before rethrowing.
+  template <typename F>
+  auto write_through(F&& f) -> decltype(f());
 
   std::shared_ptr<Store> store_;
   RunInfo info_;
@@ -136,6 +156,7 @@ class RunRecorder {
   bool stopping_ = false;
   bool ended_ = false;
   bool deleted_ = false;
+  std::string lease_lost_;  // the LeaseLost message; empty while the lease holds
   RecorderStats stats_;
 
   std::thread writer_;

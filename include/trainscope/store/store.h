@@ -17,10 +17,13 @@
 #include <iosfwd>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "trainscope/core/error.h"
 
 namespace trainscope::store {
 
@@ -55,6 +58,28 @@ struct RunInfo {
 // How long a run has taken: until its end, until `now` while it runs, else
 // until its last heartbeat.
 double run_seconds(const RunInfo& run, double now);
+
+// The process that writes a run: a run's writer holds its lease (see
+// Store::set_status). `pid_start` tells a live writer from a reused PID.
+struct WriterIdentity {
+  std::string host;
+  int64_t pid = 0;
+  int64_t pid_start = 0;  // the process's start, in clock ticks since boot
+  bool operator==(const WriterIdentity&) const = default;
+};
+
+// The calling process, as it writes runs.
+WriterIdentity this_process();
+
+// Thrown by a write into a run whose lease this store held and lost: the
+// run was marked killed while its writer was silent (paused, say) or was
+// taken over by another process (a resume). The run is left to whoever
+// holds it now; the writer must stop. Kind: kConflict.
+class LeaseLost : public core::Error {
+ public:
+  using core::Error::Error;
+  ~LeaseLost() override;
+};
 
 // What a new run is created with.
 struct NewRun {
@@ -176,10 +201,15 @@ struct StoreOptions {
   // How long a writer waits for another process's lock before failing.
   double busy_timeout_seconds = 30.0;
   // A run still "running" whose heartbeat is older than this is marked killed
-  // when the store is opened.
+  // when the store is opened, unless its writer is a live process of this
+  // host (see Store::reap_stale_runs).
   double stale_after_seconds = 30.0;
-  // Open without creating or migrating; writes fail.
+  // Open without creating or migrating; writes fail, and nothing is reaped.
   bool read_only = false;
+  // Who this store writes as: the writer recorded in the runs it creates
+  // or claims. Unset: this process. Tests stand in for a process of
+  // another host with it.
+  std::optional<WriterIdentity> writer;
 };
 
 // Checks a stored artifact's file against its record: present, the recorded
@@ -225,6 +255,8 @@ class Store {
 
   // --- runs ---------------------------------------------------------------
   // Creates a run in its experiment (created on first use) and returns it.
+  // A run created "running" is written by this store (writer()): the store
+  // holds its lease from then on (see set_status).
   virtual RunInfo create_run(const NewRun& run) = 0;
   // Creates a run exactly as `run` describes it (UUID, experiment, name,
   // status, times, parent, command line, config, host, pid): how a run is
@@ -238,16 +270,36 @@ class Store {
   // Resolves a user reference: a full UUID, a unique UUID prefix, or a run
   // name. Throws Error (kNotFound or kConflict, listing candidates) otherwise.
   RunInfo resolve_run(std::string_view ref);
-  // Sets status; a terminal status also sets end_time = now. Setting
-  // "running" makes the calling process the run's writer (host, pid).
-  virtual void set_status(std::string_view uuid, RunStatus status) = 0;
+  // Sets status; a terminal status also sets end_time = now.
+  //
+  // The lease: a run "running" has one writer, the (host, pid, pid_start)
+  // recorded in it. Setting "running" claims the run for writer(): in one
+  // transaction, and only when the run is not "running" already; otherwise
+  // it throws Error(kConflict) naming the run, its writer and what to do
+  // (a writer that is gone is first marked killed by the reaper). The store
+  // then holds the run's lease, as it does for a run it created running;
+  // while it does, every write it makes into that run (status, heartbeat,
+  // metrics, fingerprints, params, tags, environment, profile, histograms,
+  // events, artifacts) checks in the write's own transaction that the run
+  // is still "running" with writer() as its writer, and throws LeaseLost
+  // otherwise, writing nothing. A terminal status set by the holder ends
+  // the lease. Writes into runs this store holds no lease on (an import, a
+  // tag, records added to a finished run) are not checked.
+  void set_status(std::string_view uuid, RunStatus status);
   virtual void heartbeat(std::string_view uuid) = 0;
-  // Marks runs still "running" as killed when their heartbeat is older than
-  // stale_after_seconds at `now` (default: the store's clock, now()), or
-  // when they ran on this host and their process is gone. Returns how many
-  // were marked. open() calls it.
+  // Marks runs still "running" as killed when their writer is gone: at once
+  // when it ran on this host and its process (PID and start time) has
+  // ended; when it ran on another host (or its PID is unknown) once its
+  // heartbeat is older than stale_after_seconds at `now` (default: the
+  // store's clock, now()). A live process of this host is never reaped,
+  // however long it is silent (stopped with SIGSTOP or Ctrl-Z, say). A run
+  // is marked only as it was judged: one whose writer beat or changed
+  // meanwhile is left alone. Returns how many were marked. open() calls
+  // it, unless the store is read-only; readers use liveness() instead.
   int reap_stale_runs(double now);
   int reap_stale_runs();
+  // Who this store writes as: options().writer, else this_process().
+  WriterIdentity writer() const;
   // Deletes a run and everything recorded for it, artifact files included.
   void delete_run(std::string_view uuid);
   virtual std::vector<std::string> list_experiments() = 0;
@@ -352,10 +404,33 @@ class Store {
   ArtifactInfo record_artifact(std::string_view uuid, const std::string& rel, std::string_view kind,
                                const StoredFile& stored);
 
+  // --- leases (see set_status) --------------------------------------------------
+  // Records that this store holds the lease of `uuid` as writer(); a
+  // backend calls it once its create_run or claim has committed.
+  void hold_lease(std::string_view uuid);
+  // Ends the lease (the holder set a terminal status).
+  void end_lease(std::string_view uuid);
+  // The writer this store holds `uuid`'s lease as, if it holds it.
+  std::optional<WriterIdentity> lease(std::string_view uuid) const;
+  // A backend's in-transaction check: does nothing when this store holds no
+  // lease on `uuid` or when the run as read (`status`, `current` writer) is
+  // still ours; throws LeaseLost saying what happened otherwise.
+  void check_lease(std::string_view uuid, RunStatus status, const WriterIdentity& current);
+  // The error a claim of a run still "running" by `current` throws.
+  [[noreturn]] void fail_claim(std::string_view uuid, const WriterIdentity& current,
+                               double heartbeat);
+
   // --- backend primitives behind the neutral methods above ---------------------
+  // Sets a status other than "running" (see set_status), checking the lease.
+  virtual void write_status(std::string_view uuid, RunStatus status) = 0;
+  // Sets "running" with writer() as the writer in one transaction, only if
+  // the run is not "running" (kNotFound for an unknown run; fail_claim for
+  // a running one).
+  virtual void claim_run(std::string_view uuid) = 0;
   // Sets status "killed" and end_time = the last heartbeat, only if the run
-  // is still "running"; true when it changed the run.
-  virtual bool mark_killed(std::string_view uuid) = 0;
+  // is still "running" with the writer and (at most) the heartbeat it had
+  // when it was judged; true when it changed the run.
+  virtual bool mark_killed(const RunInfo& judged) = 0;
   // Removes the run's records (the artifact files are removed by the caller).
   // Throws Error(kNotFound) for an unknown run.
   virtual void erase_run(std::string_view uuid) = 0;
@@ -369,8 +444,14 @@ class Store {
   virtual std::vector<ArtifactInfo> artifact_rows(std::string_view uuid) = 0;
 
  private:
+  // Throws LeaseLost if this store held `uuid`'s lease and lost it; a read
+  // outside the write, to keep a lost writer's files out of the run's folder.
+  void check_lease_now(std::string_view uuid);
+
   std::unique_ptr<ArtifactStore> artifacts_;
   StoreOptions options_;
+  mutable std::mutex leases_mu_;
+  std::map<std::string, WriterIdentity, std::less<>> leases_;  // guarded by leases_mu_
 };
 
 }  // namespace trainscope::store
