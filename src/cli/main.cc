@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <iostream>
+#include <string_view>
 
 #include "commands.h"
 #include "output.h"
@@ -31,6 +32,18 @@ int exit_code(core::ErrorKind kind) {
       return 1;
   }
   return 1;
+}
+
+// An error's message as the user sees it: its first line, and the rest
+// (a library's backtrace, say) only with -v.
+void print_error(std::string_view prefix, std::string_view what) {
+  std::cout.flush();
+  const size_t nl = what.find_first_of("\r\n");
+  if (nl == std::string_view::npos || core::verbosity() >= core::Verbosity::kVerbose) {
+    std::cerr << "trainscope: " << prefix << what << "\n";
+    return;
+  }
+  std::cerr << "trainscope: " << prefix << what.substr(0, nl) << " (-v shows the full message)\n";
 }
 
 void add_global_flags(CLI::App& app, Context& ctx) {
@@ -109,15 +122,18 @@ int run(int argc, char** argv) {
     return exit_code(core::ErrorKind::kUsage);
   } catch (const Exit& e) {
     std::cout.flush();
-    if (*e.what()) std::cerr << "trainscope: " << e.what() << "\n";
+    if (*e.what()) print_error("", e.what());
     return e.code;
   } catch (const core::Error& e) {
-    std::cout.flush();
-    std::cerr << "trainscope: " << e.what() << "\n";
+    print_error("", e.what());
     return exit_code(e.kind());
   } catch (const std::exception& e) {
-    std::cout.flush();
-    std::cerr << "trainscope: internal error: " << e.what() << "\n";
+    // Not one of ours (libtorch's c10::Error, std::bad_alloc, ...): a
+    // defect to report, in one line; its text may hold a stack trace.
+    print_error("internal error: ", e.what());
+    return 1;
+  } catch (...) {
+    print_error("internal error: ", "an exception that is not a std::exception");
     return 1;
   }
   return 0;

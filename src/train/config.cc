@@ -1,13 +1,18 @@
 #include "trainscope/train/config.h"
 
 #include <fmt/ranges.h>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <sstream>
 
 #include "trainscope/core/error.h"
@@ -25,6 +30,57 @@ namespace {
 
 enum class Kind { kInt, kDouble, kBool, kString, kIntList };
 
+// Limits of the keys that count things. Each is far above any training this
+// machine could run, and low enough that no product of two of them
+// overflows an int64 (steps per epoch x epochs, samples x bytes).
+constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMaxSamples = 1'000'000'000;    // dataset sizes and subsets
+constexpr int64_t kMaxEpochs = 1'000'000;         // epochs and epoch counts
+constexpr int64_t kMaxSteps = 1'000'000'000'000;  // step counts and periods
+constexpr int64_t kMaxBatch = 1 << 24;            // batch sizes
+constexpr int64_t kMaxThreads = 1024;             // thread counts
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The values a double key accepts: lo..hi, either end open; NaN and the
+// infinities are outside every interval.
+struct Interval {
+  double lo, hi;
+  bool lo_open, hi_open;
+};
+constexpr Interval kUnit{0, 1, false, false};           // [0, 1]
+constexpr Interval kUnitBelowOne{0, 1, false, true};    // [0, 1)
+constexpr Interval kPositive{0, kInf, true, true};      // finite, > 0
+constexpr Interval kNonNegative{0, kInf, false, true};  // finite, >= 0
+
+std::string int_range(int64_t lo, int64_t hi) {
+  if (hi == kMaxInt) return fmt::format(">= {}", lo);
+  return fmt::format("in [{}, {}]", lo, hi);
+}
+
+std::string double_range(const Interval& r) {
+  if (r.hi == kInf)
+    return fmt::format("a finite number {} {}", r.lo_open ? ">" : ">=", format_double(r.lo));
+  return fmt::format("in {}{}, {}{}", r.lo_open ? "(" : "[", format_double(r.lo),
+                     format_double(r.hi), r.hi_open ? ")" : "]");
+}
+
+bool contains(const Interval& r, double v) {
+  if (!std::isfinite(v)) return false;
+  return (r.lo_open ? v > r.lo : v >= r.lo) && (r.hi_open ? v < r.hi : v <= r.hi);
+}
+
+// What is wrong with a value, as "must be ... (got ...)"; empty when it is
+// within its range.
+std::string int_violation(int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return {};
+  return fmt::format("must be {} (got {})", int_range(lo, hi), v);
+}
+
+std::string double_violation(double v, const Interval& r) {
+  if (contains(r, v)) return {};
+  return fmt::format("must be {} (got {})", double_range(r), format_double(v));
+}
+
 struct Field {
   const char* key;
   const char* help;
@@ -32,6 +88,10 @@ struct Field {
   std::vector<std::string> choices;  // for kString enums; empty: free text
   std::function<std::string(const Config&)> get;
   std::function<void(Config&, const std::string&)> set;
+  // What is wrong with the key's value in a config (empty: nothing), and
+  // the values it accepts, for messages and `config keys`.
+  std::function<std::string(const Config&)> check;
+  std::string range;
 };
 
 std::string fmt_int_list(const std::vector<int64_t>& v) {
@@ -40,20 +100,25 @@ std::string fmt_int_list(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-int64_t parse_int(const std::string& key, const std::string& v) {
+// An integer; one that int64 cannot hold is named as out of the key's
+// range rather than as "not an integer".
+int64_t parse_int(const std::string& key, const std::string& v, const std::string& range) {
   int64_t out = 0;
   auto r = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (r.ptr == v.data() + v.size() && r.ec == std::errc::result_out_of_range)
+    fail(ErrorKind::kUsage, "{} must be {} (got {})", key, range, v);
   if (r.ec != std::errc() || r.ptr != v.data() + v.size())
     fail(ErrorKind::kUsage, "{}: expected an integer, got '{}'", key, v);
   return out;
 }
 
+// A number as strtod reads it; beyond double's range it is an infinity
+// (refused by every key's range), never an exception.
 double parse_double(const std::string& key, const std::string& v) {
-  try {
-    size_t pos = 0;
-    double d = std::stod(v, &pos);
-    if (pos == v.size()) return d;
-  } catch (const std::exception&) {
+  if (!v.empty() && !std::isspace(static_cast<unsigned char>(v.front()))) {
+    char* end = nullptr;
+    const double d = std::strtod(v.c_str(), &end);
+    if (end == v.c_str() + v.size()) return d;
   }
   fail(ErrorKind::kUsage, "{}: expected a number, got '{}'", key, v);
 }
@@ -68,137 +133,235 @@ bool parse_bool(const std::string& key, const std::string& v) {
   fail(ErrorKind::kUsage, "{}: expected true or false, got '{}'", key, v);
 }
 
-std::vector<int64_t> parse_int_list(const std::string& key, std::string v) {
+constexpr size_t kMaxListItems = 1000;
+
+std::vector<int64_t> parse_int_list(const std::string& key, std::string v,
+                                    const std::string& range) {
   std::erase_if(v, [](char c) { return c == '[' || c == ']' || c == ' '; });
   std::vector<int64_t> out;
   std::stringstream ss(v);
   std::string item;
   while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(parse_int(key, item));
+    if (!item.empty()) out.push_back(parse_int(key, item, range));
+  if (out.size() > kMaxListItems)
+    fail(ErrorKind::kUsage, "{} holds {} values; at most {} are allowed", key, out.size(),
+         kMaxListItems);
   return out;
 }
 
 std::string fmt_num(double d) { return format_double(d); }
 
-#define TS_INT(KEY, MEMBER, HELP)                                                        \
-  Field {                                                                                \
-    KEY, HELP, Kind::kInt, {}, [](const Config& c) { return std::to_string(c.MEMBER); }, \
-        [](Config& c, const std::string& v) { c.MEMBER = parse_int(KEY, v); }            \
+// A count that may also be one of `words` ("auto", ...): empty when `v` is
+// one, else what is wrong with it.
+std::string count_violation(const std::string& v, std::initializer_list<const char*> words,
+                            int64_t lo, int64_t hi) {
+  for (const char* w : words)
+    if (v == w) return {};
+  int64_t n = 0;
+  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (r.ec == std::errc() && r.ptr == v.data() + v.size() && n >= lo && n <= hi) return {};
+  std::string allowed;
+  for (const char* w : words) allowed += std::string(w) + ", ";
+  return fmt::format("must be {}or an integer {} (got '{}')", allowed, int_range(lo, hi), v);
+}
+
+// Free text: at most `max` bytes, no control characters (a message or a
+// table that shows it stays one line).
+std::string text_violation(const std::string& v, size_t min, size_t max) {
+  if (v.size() < min) return "must not be empty";
+  if (v.size() > max) return fmt::format("must be at most {} bytes (got {})", max, v.size());
+  for (unsigned char ch : v)
+    if (ch < 0x20 || ch == 0x7f)
+      return fmt::format("must not hold control characters (got '{}')",
+                         core::escape_for_display(v));
+  return {};
+}
+
+#define TS_INT(KEY, MEMBER, LO, HI, HELP)                                                         \
+  Field {                                                                                         \
+    KEY, HELP, Kind::kInt, {}, [](const Config& c) { return std::to_string(c.MEMBER); },          \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_int(KEY, v, int_range(LO, HI)); }, \
+        [](const Config& c) { return int_violation(c.MEMBER, LO, HI); }, int_range(LO, HI)        \
   }
-#define TS_DBL(KEY, MEMBER, HELP)                                                    \
-  Field {                                                                            \
-    KEY, HELP, Kind::kDouble, {}, [](const Config& c) { return fmt_num(c.MEMBER); }, \
-        [](Config& c, const std::string& v) { c.MEMBER = parse_double(KEY, v); }     \
+#define TS_DBL(KEY, MEMBER, RANGE, HELP)                                                       \
+  Field {                                                                                      \
+    KEY, HELP, Kind::kDouble, {}, [](const Config& c) { return fmt_num(c.MEMBER); },           \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_double(KEY, v); },              \
+        [](const Config& c) { return double_violation(c.MEMBER, RANGE); }, double_range(RANGE) \
   }
 #define TS_BOOL(KEY, MEMBER, HELP)                                                \
   Field {                                                                         \
     KEY, HELP, Kind::kBool, {},                                                   \
         [](const Config& c) { return std::string(c.MEMBER ? "true" : "false"); }, \
-        [](Config& c, const std::string& v) { c.MEMBER = parse_bool(KEY, v); }    \
+        [](Config& c, const std::string& v) { c.MEMBER = parse_bool(KEY, v); },   \
+        [](const Config&) { return std::string(); }, "true or false"              \
   }
-#define TS_STR(KEY, MEMBER, HELP, ...)                                                 \
+// A string of fixed choices (checked when set).
+#define TS_ENUM(KEY, MEMBER, HELP, ...)                                                \
   Field {                                                                              \
     KEY, HELP, Kind::kString, {__VA_ARGS__}, [](const Config& c) { return c.MEMBER; }, \
-        [](Config& c, const std::string& v) { c.MEMBER = v; }                          \
+        [](Config& c, const std::string& v) { c.MEMBER = v; },                         \
+        [](const Config&) { return std::string(); }, ""                                \
+  }
+// Free text, checked by CHECK (an expression over `v`, the value).
+#define TS_TEXT(KEY, MEMBER, HELP, RANGE, CHECK)                            \
+  Field {                                                                   \
+    KEY, HELP, Kind::kString, {}, [](const Config& c) { return c.MEMBER; }, \
+        [](Config& c, const std::string& v) { c.MEMBER = v; },              \
+        [](const Config& c) {                                               \
+          [[maybe_unused]] const std::string& v = c.MEMBER;                 \
+          return std::string(CHECK);                                        \
+        },                                                                  \
+        RANGE                                                               \
   }
 
 // The schema, one table per section; fields() joins them in this order.
+// Every key has its range: a value outside it is refused before anything
+// runs (docs/bad-inputs.md), so that no value reaches libtorch unchecked.
 std::vector<Field> run_and_seed_fields() {
   return {
-      TS_STR("run.experiment", run.experiment, "Experiment the run is recorded under"),
-      TS_INT("seeds.master", seeds.master, "Master seed; every named stream derives from it"),
-      TS_INT("seeds.init", seeds.init, "Weight-initialisation stream (-1: derived from seed)"),
-      TS_INT("seeds.data_order", seeds.data_order, "Shuffling and split stream (-1: derived)"),
-      TS_INT("seeds.augment", seeds.augment, "Augmentation stream (-1: derived)"),
-      TS_INT("seeds.dropout", seeds.dropout, "Dropout stream (-1: derived)"),
+      TS_TEXT("run.experiment", run.experiment, "Experiment the run is recorded under",
+              "1 to 256 bytes of text", text_violation(v, 1, 256)),
+      TS_INT("seeds.master", seeds.master, 0, kMaxInt,
+             "Master seed; every named stream derives from it"),
+      TS_INT("seeds.init", seeds.init, -1, kMaxInt,
+             "Weight-initialisation stream (-1: derived from seed)"),
+      TS_INT("seeds.data_order", seeds.data_order, -1, kMaxInt,
+             "Shuffling and split stream (-1: derived)"),
+      TS_INT("seeds.augment", seeds.augment, -1, kMaxInt, "Augmentation stream (-1: derived)"),
+      TS_INT("seeds.dropout", seeds.dropout, -1, kMaxInt, "Dropout stream (-1: derived)"),
   };
 }
 
 std::vector<Field> data_fields() {
   return {
-      TS_STR("data.dataset", data.dataset, "Dataset", "fashion-mnist", "mnist", "cifar10",
-             "cifar100", "synthetic"),
-      TS_STR("data.path", data.path, "Folder with the dataset files (empty: its default)"),
-      TS_DBL("data.val_fraction", data.val_fraction, "Fraction of train held out for validation"),
-      TS_INT("data.train_subset", data.train_subset, "Use only N training samples (0: all)"),
-      TS_INT("data.test_subset", data.test_subset, "Use only N test samples (0: all)"),
+      TS_ENUM("data.dataset", data.dataset, "Dataset", "fashion-mnist", "mnist", "cifar10",
+              "cifar100", "synthetic"),
+      TS_TEXT("data.path", data.path, "Folder with the dataset files (empty: its default)",
+              "a path of at most 4096 bytes", text_violation(v, 0, 4096)),
+      TS_DBL("data.val_fraction", data.val_fraction, kUnitBelowOne,
+             "Fraction of train held out for validation"),
+      TS_INT("data.train_subset", data.train_subset, 0, kMaxSamples,
+             "Use only N training samples (0: all)"),
+      TS_INT("data.test_subset", data.test_subset, 0, kMaxSamples,
+             "Use only N test samples (0: all)"),
       TS_BOOL("data.normalize", data.normalize, "Normalise with the training set's mean/std"),
       TS_BOOL("data.shuffle", data.shuffle, "Shuffle training data every epoch"),
-      TS_INT("data.crop_padding", data.crop_padding, "Random-crop augmentation padding (0: off)"),
+      TS_INT("data.crop_padding", data.crop_padding, 0, 4096,
+             "Random-crop augmentation padding, at most the image's side (0: off)"),
       TS_BOOL("data.hflip", data.hflip, "Random horizontal-flip augmentation"),
-      TS_STR("data.prefetch", data.prefetch,
-             "Batches prepared ahead on a worker thread (auto: 2 if a core is spare, else 0)"),
-      TS_INT("data.synthetic.size", data.synthetic.size, "Synthetic dataset: samples"),
-      TS_INT("data.synthetic.classes", data.synthetic.classes, "Synthetic dataset: classes"),
-      TS_INT("data.synthetic.channels", data.synthetic.channels, "Synthetic dataset: channels"),
-      TS_INT("data.synthetic.height", data.synthetic.height, "Synthetic dataset: height"),
-      TS_INT("data.synthetic.width", data.synthetic.width, "Synthetic dataset: width"),
+      TS_TEXT("data.prefetch", data.prefetch,
+              "Batches prepared ahead on a worker thread (auto: 2 if a core is spare, else 0)",
+              "auto or an integer in [0, 64]", count_violation(v, {"auto"}, 0, 64)),
+      TS_INT("data.synthetic.size", data.synthetic.size, 1, kMaxSamples,
+             "Synthetic dataset: samples"),
+      TS_INT("data.synthetic.classes", data.synthetic.classes, 2, 100000,
+             "Synthetic dataset: classes"),
+      TS_INT("data.synthetic.channels", data.synthetic.channels, 1, 1024,
+             "Synthetic dataset: channels"),
+      TS_INT("data.synthetic.height", data.synthetic.height, 8, 65536, "Synthetic dataset: height"),
+      TS_INT("data.synthetic.width", data.synthetic.width, 8, 65536, "Synthetic dataset: width"),
   };
 }
 
-std::vector<Field> model_and_optimizer_fields() {
+std::vector<Field> model_fields() {
   return {
-      TS_STR("model.name", model.name, "Model", "mlp", "demo_cnn", "lenet5", "alexnet_mini",
-             "vgg11_seed", "vgg11", "vgg16", "resnet18", "preact_resnet18", "mobilenet_v1"),
-      TS_STR("model.init", model.init, "Weight init", "default", "kaiming", "xavier"),
-      TS_DBL("model.dropout", model.dropout, "Dropout probability before the classifier"),
-      TS_DBL("model.width", model.width, "Width multiplier (mobilenet_v1, mlp)"),
-      TS_INT("model.hidden", model.hidden, "mlp hidden units"),
-      TS_INT("model.flip_bit", model.flip_bit,
+      TS_ENUM("model.name", model.name, "Model", "mlp", "demo_cnn", "lenet5", "alexnet_mini",
+              "vgg11_seed", "vgg11", "vgg16", "resnet18", "preact_resnet18", "mobilenet_v1"),
+      TS_ENUM("model.init", model.init, "Weight init", "default", "kaiming", "xavier"),
+      TS_DBL("model.dropout", model.dropout, kUnitBelowOne,
+             "Dropout probability before the classifier"),
+      TS_DBL("model.width", model.width, (Interval{0, 64, true, false}),
+             "Width multiplier (mobilenet_v1, mlp)"),
+      TS_INT("model.hidden", model.hidden, 1, 1 << 20, "mlp hidden units"),
+      TS_INT("model.flip_bit", model.flip_bit, 0, kMaxInt,
              "Flip the lowest bit of one initial weight chosen by N (0: off)"),
-      TS_STR("optimizer.name", optimizer.name, "Optimizer", "sgd", "adam", "adamw", "adadelta",
-             "rmsprop"),
-      TS_DBL("optimizer.lr", optimizer.lr, "Learning rate"),
-      TS_DBL("optimizer.momentum", optimizer.momentum, "Momentum (sgd, rmsprop)"),
+  };
+}
+
+// Ranges as libtorch's optimizers define them (torch/optim/*.cpp checks
+// them with TORCH_CHECK, whose message is a stack trace) and as the
+// updates stay finite: a decay rate of 1 or more never forgets.
+std::vector<Field> optimizer_fields() {
+  return {
+      TS_ENUM("optimizer.name", optimizer.name, "Optimizer", "sgd", "adam", "adamw", "adadelta",
+              "rmsprop"),
+      TS_DBL("optimizer.lr", optimizer.lr, kPositive, "Learning rate"),
+      TS_DBL("optimizer.momentum", optimizer.momentum, kUnitBelowOne, "Momentum (sgd, rmsprop)"),
       TS_BOOL("optimizer.nesterov", optimizer.nesterov, "Nesterov momentum (sgd)"),
-      TS_DBL("optimizer.weight_decay", optimizer.weight_decay, "Weight decay"),
-      TS_DBL("optimizer.beta1", optimizer.beta1, "Adam/AdamW beta1"),
-      TS_DBL("optimizer.beta2", optimizer.beta2, "Adam/AdamW beta2"),
-      TS_DBL("optimizer.eps", optimizer.eps, "Epsilon"),
-      TS_DBL("optimizer.rho", optimizer.rho, "Adadelta rho"),
-      TS_DBL("optimizer.alpha", optimizer.alpha, "RMSprop alpha"),
+      TS_DBL("optimizer.weight_decay", optimizer.weight_decay, kNonNegative, "Weight decay"),
+      TS_DBL("optimizer.beta1", optimizer.beta1, kUnitBelowOne, "Adam/AdamW beta1"),
+      TS_DBL("optimizer.beta2", optimizer.beta2, kUnitBelowOne, "Adam/AdamW beta2"),
+      TS_DBL("optimizer.eps", optimizer.eps, (Interval{0, 1, true, false}), "Epsilon"),
+      TS_DBL("optimizer.rho", optimizer.rho, kUnit, "Adadelta rho"),
+      TS_DBL("optimizer.alpha", optimizer.alpha, kUnit, "RMSprop alpha"),
   };
 }
 
 std::vector<Field> schedule_fields() {
+  const std::string milestones = "epochs in [0, " + std::to_string(kMaxEpochs) + "], increasing";
   return {
-      TS_STR("schedule.name", schedule.name, "LR schedule", "constant", "step", "multistep",
-             "exponential", "cosine"),
-      TS_INT("schedule.step_size", schedule.step_size, "step: epochs between decays"),
-      TS_DBL("schedule.gamma", schedule.gamma, "Decay factor"),
+      TS_ENUM("schedule.name", schedule.name, "LR schedule", "constant", "step", "multistep",
+              "exponential", "cosine"),
+      TS_INT("schedule.step_size", schedule.step_size, 1, kMaxEpochs,
+             "step: epochs between decays"),
+      TS_DBL("schedule.gamma", schedule.gamma, kPositive, "Decay factor"),
       Field{"schedule.milestones",
             "multistep: epochs at which lr *= gamma",
             Kind::kIntList,
             {},
             [](const Config& c) { return fmt_int_list(c.schedule.milestones); },
             [](Config& c, const std::string& v) {
-              c.schedule.milestones = parse_int_list("schedule.milestones", v);
-            }},
-      TS_INT("schedule.t_max", schedule.t_max, "cosine: period in epochs (0: train.epochs)"),
-      TS_DBL("schedule.eta_min", schedule.eta_min, "cosine: final lr"),
-      TS_INT("schedule.warmup_steps", schedule.warmup_steps, "Linear warm-up steps (0: none)"),
+              c.schedule.milestones =
+                  parse_int_list("schedule.milestones", v, int_range(0, kMaxEpochs));
+            },
+            [](const Config& c) {
+              const auto& m = c.schedule.milestones;
+              for (int64_t e : m)
+                if (auto why = int_violation(e, 0, kMaxEpochs); !why.empty()) return why;
+              if (!std::is_sorted(m.begin(), m.end()))
+                return fmt::format("must be increasing (got {})", fmt_int_list(m));
+              return std::string();
+            },
+            milestones},
+      TS_INT("schedule.t_max", schedule.t_max, 0, kMaxEpochs,
+             "cosine: period in epochs (0: train.epochs)"),
+      TS_DBL("schedule.eta_min", schedule.eta_min, kNonNegative, "cosine: final lr"),
+      TS_INT("schedule.warmup_steps", schedule.warmup_steps, 0, kMaxSteps,
+             "Linear warm-up steps (0: none)"),
   };
 }
 
 std::vector<Field> loop_fields() {
   return {
-      TS_INT("train.epochs", train.epochs, "Training epochs"),
-      TS_INT("train.batch_size", train.batch_size, "Training batch size"),
-      TS_INT("train.max_steps", train.max_steps, "Stop after this many steps (0: no limit)"),
-      TS_STR("train.on_nan", train.on_nan, "What a NaN loss does", "fail", "continue"),
-      TS_INT("train.log_every_steps", train.log_every_steps, "Record step metrics every N steps"),
-      TS_INT("eval.batch_size", eval.batch_size, "Evaluation batch size"),
-      TS_DBL("eval.target_accuracy", eval.target_accuracy,
+      TS_INT("train.epochs", train.epochs, 1, kMaxEpochs, "Training epochs"),
+      TS_INT("train.batch_size", train.batch_size, 1, kMaxBatch,
+             "Training batch size, at most the training set"),
+      TS_INT("train.max_steps", train.max_steps, 0, kMaxSteps,
+             "Stop after this many steps (0: no limit)"),
+      TS_ENUM("train.on_nan", train.on_nan, "What a NaN loss does", "fail", "continue"),
+      TS_INT("train.log_every_steps", train.log_every_steps, 1, kMaxSteps,
+             "Record step metrics every N steps"),
+      TS_INT("eval.batch_size", eval.batch_size, 1, kMaxBatch, "Evaluation batch size"),
+      TS_DBL("eval.target_accuracy", eval.target_accuracy, kUnit,
              "Record time and epochs until test accuracy reaches this (0: off)"),
-      TS_STR("compute.dtype", compute.dtype, "Floating-point type of model and data", "float32",
-             "float64"),
-      TS_STR("compute.threads", compute.threads,
-             "libtorch intra- and inter-op threads (auto: the physical cores available; "
-             "default: libtorch's choice)"),
-      TS_STR("compute.memory_format", compute.memory_format,
-             "Layout of images, conv weights and activations", "contiguous", "channels_last"),
-      TS_STR("compute.blas_threads", compute.blas_threads,
-             "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)"),
+  };
+}
+
+std::vector<Field> compute_fields() {
+  return {
+      TS_ENUM("compute.dtype", compute.dtype, "Floating-point type of model and data", "float32",
+              "float64"),
+      TS_TEXT("compute.threads", compute.threads,
+              "libtorch intra- and inter-op threads (auto: the physical cores available; "
+              "default: libtorch's choice); more than the CPUs is warned about",
+              "auto, default, 0 or an integer in [1, 1024]",
+              count_violation(v, {"auto", "default", "0"}, 1, kMaxThreads)),
+      TS_ENUM("compute.memory_format", compute.memory_format,
+              "Layout of images, conv weights and activations", "contiguous", "channels_last"),
+      TS_TEXT("compute.blas_threads", compute.blas_threads,
+              "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)",
+              "auto or an integer in [1, 1024]", count_violation(v, {"auto"}, 1, kMaxThreads)),
       TS_BOOL("allocator.keep_memory", allocator.keep_memory,
               "Keep freed tensor memory in the process instead of returning it to the OS and "
               "page-faulting it back every step (glibc: no mmap, no trim)"),
@@ -207,45 +370,79 @@ std::vector<Field> loop_fields() {
 
 std::vector<Field> recording_fields() {
   return {
-      TS_INT("checkpoint.every_epochs", checkpoint.every_epochs,
+      TS_INT("checkpoint.every_epochs", checkpoint.every_epochs, 0, kMaxEpochs,
              "Checkpoint every N epochs (0: off)"),
-      TS_INT("checkpoint.every_steps", checkpoint.every_steps, "Checkpoint every N steps (0: off)"),
-      TS_INT("fingerprint.every_steps", fingerprint.every_steps,
+      TS_INT("checkpoint.every_steps", checkpoint.every_steps, 0, kMaxSteps,
+             "Checkpoint every N steps (0: off)"),
+      TS_INT("fingerprint.every_steps", fingerprint.every_steps, 0, kMaxSteps,
              "Hash every parameter, buffer and the loss every N steps (0: off)"),
       TS_BOOL("profile.enabled", profile.enabled, "Per-layer time profiling"),
-      TS_INT("profile.warmup_steps", profile.warmup_steps, "Steps before the first profiled one"),
-      TS_INT("profile.every", profile.every, "Profile every Nth step after the warm-up"),
-      TS_STR("probes.preset", probes.preset, "Live per-layer probes", "off", "economy", "standard",
-             "full"),
-      TS_STR("probes.every", probes.every, "Probe steps N, 2N, ... (preset: 10, full 1)"),
-      TS_STR("probes.layers", probes.layers, "Glob over layer names to probe"),
-      TS_STR("probes.types", probes.types, "Comma-separated module types to probe (empty: all)"),
-      TS_INT("probes.max_depth", probes.max_depth, "Deepest layer name level to probe (0: any)"),
-      TS_STR("probes.kinds", probes.kinds, "Comma-separated kinds narrowing the preset's"),
-      TS_INT("probes.histogram_bins", probes.histogram_bins, "Bins per histogram"),
-      TS_INT("probes.activation_samples", probes.activation_samples,
+      TS_INT("profile.warmup_steps", profile.warmup_steps, 0, kMaxSteps,
+             "Steps before the first profiled one"),
+      TS_INT("profile.every", profile.every, 1, kMaxSteps,
+             "Profile every Nth step after the warm-up"),
+  };
+}
+
+// probes.kinds: each a kind probes::parse_kind knows.
+std::string kinds_violation(const std::string& kinds) {
+  std::stringstream ss(kinds);
+  std::string k;
+  try {
+    while (std::getline(ss, k, ','))
+      if (!k.empty()) probes::parse_kind(k);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return text_violation(kinds, 0, 1024);
+}
+
+std::vector<Field> probe_fields() {
+  return {
+      TS_ENUM("probes.preset", probes.preset, "Live per-layer probes", "off", "economy", "standard",
+              "full"),
+      TS_TEXT("probes.every", probes.every, "Probe steps N, 2N, ... (preset: 10, full 1)",
+              "preset or an integer >= 1", count_violation(v, {"preset"}, 1, kMaxSteps)),
+      TS_TEXT("probes.layers", probes.layers, "Glob over layer names to probe",
+              "a glob of 1 to 1024 bytes", text_violation(v, 1, 1024)),
+      TS_TEXT("probes.types", probes.types, "Comma-separated module types to probe (empty: all)",
+              "at most 1024 bytes", text_violation(v, 0, 1024)),
+      TS_INT("probes.max_depth", probes.max_depth, 0, 1000,
+             "Deepest layer name level to probe (0: any)"),
+      TS_TEXT("probes.kinds", probes.kinds, "Comma-separated kinds narrowing the preset's",
+              "kinds as `trainscope probes --help` lists them", kinds_violation(v)),
+      TS_INT("probes.histogram_bins", probes.histogram_bins, 2, 10000, "Bins per histogram"),
+      TS_INT("probes.activation_samples", probes.activation_samples, 0, kMaxBatch,
              "Examples of the batch whose activations and layer gradients are probed (0: all)"),
-      TS_INT("probes.test_every", probes.test_every, "Test accuracy every N steps (0: off)"),
-      TS_INT("probes.workers", probes.workers, "Threads computing the probes"),
-      TS_INT("probes.queue", probes.queue, "Packets waiting per probe worker"),
-      TS_STR("probes.when_full", probes.when_full, "When the queue is full", "block", "drop"),
+      TS_INT("probes.test_every", probes.test_every, 0, kMaxSteps,
+             "Test accuracy every N steps (0: off)"),
+      TS_INT("probes.workers", probes.workers, 1, 64, "Threads computing the probes"),
+      TS_INT("probes.queue", probes.queue, 1, 65536, "Packets waiting per probe worker"),
+      TS_ENUM("probes.when_full", probes.when_full, "When the queue is full", "block", "drop"),
       TS_BOOL("probes.tensorboard", probes.tensorboard, "Write a TensorBoard event file"),
-      TS_INT("probes.alert_patience", probes.alert_patience,
+      TS_INT("probes.alert_patience", probes.alert_patience, 1, 1000000,
              "Consecutive observations before an alert"),
-      TS_DBL("probes.alert_update_ratio_high", probes.alert_update_ratio_high,
+      TS_DBL("probes.alert_update_ratio_high", probes.alert_update_ratio_high, kPositive,
              "Update/weight ratio above which the learning rate is too high"),
-      TS_DBL("probes.alert_update_ratio_low", probes.alert_update_ratio_low,
+      TS_DBL("probes.alert_update_ratio_low", probes.alert_update_ratio_low, kNonNegative,
              "Update/weight ratio below which the learning rate is too low"),
       TS_DBL("probes.alert_dead_fraction", probes.alert_dead_fraction,
-             "Fraction of dead ReLU units that raises an alert"),
+             (Interval{0, 1, true, false}), "Fraction of dead ReLU units that raises an alert"),
       TS_DBL("probes.alert_grad_depth_ratio", probes.alert_grad_depth_ratio,
+             (Interval{1, kInf, false, true}),
              "First/last layer gradient-norm ratio that raises an alert"),
-      TS_DBL("probes.alert_overfit_drop", probes.alert_overfit_drop,
+      TS_DBL("probes.alert_overfit_drop", probes.alert_overfit_drop, kUnit,
              "Test-accuracy drop from its best (train rising) that means overfitting"),
-      TS_DBL("monitor.interval_s", monitor.interval_s, "Resource sampling interval (0: off)"),
+  };
+}
+
+std::vector<Field> monitor_fields() {
+  return {
+      TS_DBL("monitor.interval_s", monitor.interval_s, (Interval{0, 3600, false, false}),
+             "Resource sampling interval, 0 (off) or at least 0.05 s"),
       TS_DBL("monitor.carbon_kg_per_kwh", monitor.carbon_kg_per_kwh,
-             "Grid carbon intensity for CO2"),
-      TS_DBL("monitor.cpu_tdp_watts", monitor.cpu_tdp_watts,
+             (Interval{0, 10, false, false}), "Grid carbon intensity for CO2"),
+      TS_DBL("monitor.cpu_tdp_watts", monitor.cpu_tdp_watts, (Interval{0, 100000, false, false}),
              "CPU TDP for the energy estimate without RAPL (0: 10 W per physical core)"),
       TS_BOOL("determinism.deterministic_algorithms", determinism.deterministic_algorithms,
               "libtorch's deterministic-algorithms switch"),
@@ -260,8 +457,9 @@ std::vector<Field> recording_fields() {
 const std::vector<Field>& fields() {
   static const std::vector<Field> kFields = [] {
     std::vector<Field> all;
-    for (auto part : {run_and_seed_fields, data_fields, model_and_optimizer_fields, schedule_fields,
-                      loop_fields, recording_fields}) {
+    for (auto part :
+         {run_and_seed_fields, data_fields, model_fields, optimizer_fields, schedule_fields,
+          loop_fields, compute_fields, recording_fields, probe_fields, monitor_fields}) {
       auto f = part();
       all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
     }
@@ -362,103 +560,93 @@ void flatten_yaml(const YAML::Node& node, const std::string& prefix,
   }
 }
 
-// A count that may also be one of `words` ("auto", ...).
-void check_count(const char* key, const std::string& v, std::initializer_list<const char*> words,
-                 int64_t min, const std::string& source) {
-  for (const char* w : words)
-    if (v == w) return;
-  int64_t n = 0;
-  auto r = std::from_chars(v.data(), v.data() + v.size(), n);
-  if (r.ec != std::errc() || r.ptr != v.data() + v.size() || n < min)
-    fail(ErrorKind::kUsage, "{}: {} must be {} or an integer >= {} (got '{}')", source, key,
-         *words.begin(), min, v);
+// Names where the values of `keys` came from: the --set options that
+// gave any of them, else the config file (so an error blames the input
+// that holds the bad value).
+using Where = std::function<std::string(const std::vector<std::string>& keys)>;
+
+[[noreturn]] void refuse(const Where& where, const std::vector<std::string>& keys,
+                         const std::string& subject, const std::string& why) {
+  fail(ErrorKind::kUsage, "{}: {}{}{}", where(keys), subject, why.starts_with(":") ? "" : " ", why);
 }
 
-// Names where a key's value came from: the --set that overrode it, else the
-// config file (so an error blames the input that holds the bad value).
-using Where = std::function<std::string(const std::string& key)>;
-
-void validate_probes(const ProbesConfig& p, const Where& where) {
-  auto bad = [&](const char* key, const std::string& why) {
-    fail(ErrorKind::kUsage, "{}: probes.{} {}", where(std::string("probes.") + key), key, why);
-  };
-  const std::string source = where("probes.kinds");
-  check_count("probes.every", p.every, {"preset"}, 1, where("probes.every"));
-  if (p.max_depth < 0) bad("max_depth", "must be >= 0");
-  if (p.histogram_bins < 2 || p.histogram_bins > 10000) bad("histogram_bins", "must be 2..10000");
-  if (p.test_every < 0) bad("test_every", "must be >= 0");
-  if (p.activation_samples < 0) bad("activation_samples", "must be >= 0");
-  if (p.workers < 1 || p.workers > 64) bad("workers", "must be 1..64");
-  if (p.queue < 1) bad("queue", "must be >= 1");
-  if (p.alert_patience < 1) bad("alert_patience", "must be >= 1");
-  std::stringstream ss(p.kinds);
-  std::string k;
-  try {
-    while (std::getline(ss, k, ','))
-      if (!k.empty()) probes::parse_kind(k);
-  } catch (const Error& e) {
-    throw Error(source + ": probes.kinds: " + e.what(), ErrorKind::kUsage);
+// The memory this process may use, in bytes: the machine's, or less under
+// an address-space or data limit (ulimit -v, -d); 0 when unknown.
+double usable_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double bytes = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+  for (int resource : {RLIMIT_AS, RLIMIT_DATA}) {
+    struct rlimit rl {};
+    if (getrlimit(resource, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+      bytes = bytes > 0 ? std::min(bytes, static_cast<double>(rl.rlim_cur))
+                        : static_cast<double>(rl.rlim_cur);
   }
+  return bytes;
 }
 
-void validate(const Config& c, const Where& where) {
-  auto bad = [&](const char* key, const std::string& why) {
-    fail(ErrorKind::kUsage, "{}: {} {}", where(key), key, why);
-  };
-  if (!(c.optimizer.lr > 0))
-    bad("optimizer.lr", fmt::format("must be > 0 (got {})", c.optimizer.lr));
-  if (c.train.batch_size <= 0)
-    bad("train.batch_size", fmt::format("must be >= 1 (got {})", c.train.batch_size));
-  if (c.eval.batch_size <= 0) bad("eval.batch_size", "must be >= 1");
-  if (c.train.epochs <= 0)
-    bad("train.epochs", fmt::format("must be >= 1 (got {})", c.train.epochs));
-  if (c.train.max_steps < 0) bad("train.max_steps", "must be >= 0");
-  if (!(c.data.val_fraction >= 0 && c.data.val_fraction < 1))
-    bad("data.val_fraction", "must be in [0, 1)");
-  if (c.data.train_subset < 0 || c.data.test_subset < 0) bad("data.*_subset", "must be >= 0");
-  if (c.data.crop_padding < 0) bad("data.crop_padding", "must be >= 0");
-  check_count("data.prefetch", c.data.prefetch, {"auto"}, 0, where("data.prefetch"));
-  check_count("compute.threads", c.compute.threads, {"auto", "default", "0"}, 1,
-              where("compute.threads"));
-  check_count("compute.blas_threads", c.compute.blas_threads, {"auto"}, 1,
-              where("compute.blas_threads"));
-  if (c.data.synthetic.size <= 0 || c.data.synthetic.classes < 2 ||
-      c.data.synthetic.channels <= 0 || c.data.synthetic.height < 8 || c.data.synthetic.width < 8)
-    bad("data.synthetic.*", "must describe at least 1 sample, 2 classes and 8x8 images");
-  if (!(c.model.dropout >= 0 && c.model.dropout < 1)) bad("model.dropout", "must be in [0, 1)");
-  if (!(c.model.width > 0)) bad("model.width", "must be > 0");
-  if (c.model.hidden <= 0) bad("model.hidden", "must be >= 1");
-  if (c.model.flip_bit < 0) bad("model.flip_bit", "must be >= 0");
-  if (c.optimizer.momentum < 0) bad("optimizer.momentum", "must be >= 0");
+std::string byte_size(double bytes) {
+  const char* units[] = {"bytes", "KB", "MB", "GB", "TB", "PB", "EB"};
+  size_t u = 0;
+  while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
+  return fmt::format("{:.3g} {}", bytes, units[u]);
+}
+
+// The synthetic dataset is generated in memory: about 16 bytes per pixel
+// at the peak (the float noise, prototypes and their sum). (That a batch
+// fits in the training set is checked with the data loaded, setup.cc.)
+void check_synthetic(const Config& c, const Where& where) {
+  const auto& s = c.data.synthetic;
+  if (c.data.crop_padding > std::min(s.height, s.width))
+    refuse(where, {"data.crop_padding"}, "data.crop_padding",
+           fmt::format("must be at most the images' side ({}x{}) (got {})", s.height, s.width,
+                       c.data.crop_padding));
+  const double pixels = static_cast<double>(s.size) * static_cast<double>(s.channels) *
+                        static_cast<double>(s.height) * static_cast<double>(s.width);
+  const double need = 16 * pixels, have = usable_memory();
+  if (have > 0 && need > have)
+    refuse(where,
+           {"data.synthetic.size", "data.synthetic.channels", "data.synthetic.height",
+            "data.synthetic.width"},
+           "data.synthetic",
+           fmt::format(": {} samples of {}x{}x{} need about {} to generate, more than the {} "
+                       "this process may use; lower data.synthetic.size, channels, height or "
+                       "width",
+                       s.size, s.channels, s.height, s.width, byte_size(need), byte_size(have)));
+}
+
+// Checks that involve more than one key.
+void validate_together(const Config& c, const Where& where) {
   if (c.optimizer.nesterov && c.optimizer.momentum <= 0)
-    bad("optimizer.nesterov", "needs optimizer.momentum > 0");
-  if (c.optimizer.weight_decay < 0) bad("optimizer.weight_decay", "must be >= 0");
-  if (!(c.schedule.gamma > 0)) bad("schedule.gamma", "must be > 0");
-  if (c.schedule.step_size <= 0) bad("schedule.step_size", "must be >= 1");
-  if (c.schedule.warmup_steps < 0) bad("schedule.warmup_steps", "must be >= 0");
-  if (!std::is_sorted(c.schedule.milestones.begin(), c.schedule.milestones.end()))
-    bad("schedule.milestones", "must be increasing");
-  if (c.checkpoint.every_epochs < 0 || c.checkpoint.every_steps < 0)
-    bad("checkpoint.*", "must be >= 0");
-  if (c.train.log_every_steps <= 0) bad("train.log_every_steps", "must be >= 1");
-  if (c.fingerprint.every_steps < 0) bad("fingerprint.every_steps", "must be >= 0");
-  if (c.profile.warmup_steps < 0) bad("profile.warmup_steps", "must be >= 0");
-  if (c.profile.every < 1) bad("profile.every", "must be >= 1");
-  if (!(c.eval.target_accuracy >= 0 && c.eval.target_accuracy <= 1))
-    bad("eval.target_accuracy", "must be in [0, 1]");
-  validate_probes(c.probes, where);
-  if (!(c.monitor.interval_s >= 0)) bad("monitor.interval_s", "must be >= 0");
+    refuse(where, {"optimizer.nesterov", "optimizer.momentum"}, "optimizer.nesterov",
+           "needs optimizer.momentum > 0");
   if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
-    bad("monitor.interval_s", "must be at least 0.05 s (or 0 to turn sampling off)");
-  if (!(c.monitor.carbon_kg_per_kwh >= 0)) bad("monitor.carbon_kg_per_kwh", "must be >= 0");
+    refuse(where, {"monitor.interval_s"}, "monitor.interval_s",
+           fmt::format("must be at least 0.05 s, or 0 to turn sampling off (got {})",
+                       format_double(c.monitor.interval_s)));
+  if (!(c.probes.alert_update_ratio_low < c.probes.alert_update_ratio_high))
+    refuse(where, {"probes.alert_update_ratio_low", "probes.alert_update_ratio_high"},
+           "probes.alert_update_ratio_low",
+           fmt::format("must be below probes.alert_update_ratio_high ({}) (got {})",
+                       format_double(c.probes.alert_update_ratio_high),
+                       format_double(c.probes.alert_update_ratio_low)));
+  if (c.data.dataset == "synthetic") check_synthetic(c, where);
+}
+
+// Every key against its range, then the keys that depend on each other.
+void validate(const Config& c, const Where& where) {
+  for (const auto& f : fields())
+    if (std::string why = f.check(c); !why.empty()) refuse(where, {f.key}, f.key, why);
+  validate_together(c, where);
 }
 
 }  // namespace
 
 namespace {
 
+// `check`: every value against its range (not for a config recorded with a
+// run, which earlier versions checked by their own rules).
 Config parse_text(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                  const std::string& source, std::vector<std::string>* noted) {
+                  const std::string& source, std::vector<std::string>* noted, bool check) {
   Config c;
   std::vector<std::pair<std::string, std::string>> kv;
   try {
@@ -471,19 +659,24 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
          core::escape_for_display(e.msg));
   }
   for (const auto& [k, v] : kv) set_value(c, k, v, source, noted);
-  std::map<std::string, std::string> overridden;  // key -> the --set that gave it
+  // (key, the --set that gave its value), in the order given.
+  std::vector<std::pair<std::string, std::string>> overridden;
   for (const auto& o : overrides) {
     auto eq = o.find('=');
     if (eq == std::string::npos || eq == 0)
       fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", o);
     set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + o, noted);
-    overridden[current_key(o.substr(0, eq), nullptr)] = o;
+    const std::string key = current_key(o.substr(0, eq), nullptr);
+    std::erase_if(overridden, [&](const auto& set) { return set.first == key; });
+    overridden.emplace_back(key, o);
   }
-  validate(c, [&](const std::string& key) {
-    std::string prefix = key.substr(0, key.find('*'));  // "checkpoint.*" covers its keys
+  if (!check) return c;
+  validate(c, [&](const std::vector<std::string>& keys) {
+    std::string sets;
     for (const auto& [k, o] : overridden)
-      if (k == key || (prefix.size() < key.size() && k.rfind(prefix, 0) == 0)) return "--set " + o;
-    return source;
+      if (std::find(keys.begin(), keys.end(), k) != keys.end())
+        sets += (sets.empty() ? "--set " : " --set ") + o;
+    return sets.empty() ? source : sets;
   });
   return c;
 }
@@ -491,9 +684,9 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
 // Every message about a config is one line: a key or value that holds
 // control characters (a YAML block scalar, a stray byte) is escaped.
 Config parse(const std::string& yaml_text, const std::vector<std::string>& overrides,
-             const std::string& source, std::vector<std::string>* noted) {
+             const std::string& source, std::vector<std::string>* noted, bool check = true) {
   try {
-    return parse_text(yaml_text, overrides, source, noted);
+    return parse_text(yaml_text, overrides, source, noted, check);
   } catch (const core::Error& e) {
     const std::string_view m = e.what();
     if (std::none_of(m.begin(), m.end(), [](char ch) { return ch == '\n' || ch == '\r'; })) throw;
@@ -523,6 +716,14 @@ const std::map<std::string, std::string>& renamed_config_keys() {
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& source) {
   return parse(yaml_text, overrides, source, nullptr);
+}
+
+Config parse_recorded_config(const std::string& yaml_text, const std::string& source) {
+  return parse(yaml_text, {}, source, nullptr, /*check=*/false);
+}
+
+void check_config(const Config& config, const std::string& source) {
+  validate(config, [&](const std::vector<std::string>&) { return source; });
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
@@ -619,7 +820,8 @@ std::vector<std::pair<std::string, std::string>> config_keys() {
       for (size_t i = 0; i < f.choices.size(); ++i) help += (i ? "|" : "") + f.choices[i];
       help += ")";
     }
-    out.emplace_back(f.key, help + "; default " + f.get(defaults));
+    out.emplace_back(f.key, help + "; default " + f.get(defaults) +
+                                (f.range.empty() ? "" : "; must be " + f.range));
   }
   return out;
 }

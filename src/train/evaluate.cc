@@ -139,7 +139,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
     fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}", run.uuid.substr(0, 8),
          checkpoint.empty() ? "" : " '" + checkpoint + "'", have.empty() ? "none" : have);
   }
-  Config cfg = parse_config(run.config_text, {}, "run " + run.uuid.substr(0, 8));
+  Config cfg = parse_recorded_config(run.config_text, "run " + run.uuid.substr(0, 8));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);

@@ -9,6 +9,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/train/probe_observer.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
@@ -56,7 +57,7 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
 bool same_config(const store::RunInfo& prev, const std::string& config_text) {
   if (prev.config_hash == core::sha256_hex(config_text)) return true;
   try {
-    return to_yaml(parse_config(prev.config_text, {}, "run " + prev.uuid.substr(0, 8))) ==
+    return to_yaml(parse_recorded_config(prev.config_text, "run " + prev.uuid.substr(0, 8))) ==
            config_text;
   } catch (const core::Error&) {
     return false;
@@ -78,33 +79,81 @@ void check_resumable(const store::RunInfo& prev, const std::string& config_text)
          id);
 }
 
+// The training set's size and what made it so, for messages.
+std::string training_set(const Config& cfg, int64_t n) {
+  std::string from = cfg.data.dataset == "synthetic"
+                         ? fmt::format("data.synthetic.size {}", cfg.data.synthetic.size)
+                         : "data.dataset " + cfg.data.dataset;
+  if (cfg.data.val_fraction > 0)
+    from += ", data.val_fraction " + core::format_double(cfg.data.val_fraction);
+  if (cfg.data.train_subset > 0)
+    from += fmt::format(", data.train_subset {}", cfg.data.train_subset);
+  return fmt::format("{} training samples ({})", n, from);
+}
+
+// The checks that need the data loaded (a dataset file's images may have
+// any size): made before the model is built and before a run exists.
+void check_data(const Config& cfg, const DataSplits& data) {
+  const int64_t h = data.train.images.size(2), w = data.train.images.size(3);
+  if (cfg.data.crop_padding > std::min(h, w))
+    fail(ErrorKind::kUsage, "data.crop_padding must be at most the images' side ({}x{}) (got {})",
+         h, w, cfg.data.crop_padding);
+  const int64_t n = data.train.size();
+  if (cfg.train.batch_size > n)
+    fail(ErrorKind::kUsage,
+         "train.batch_size must be at most the {} (got {}); lower it or train on more data",
+         training_set(cfg, n), cfg.train.batch_size);
+}
+
+// Builds the model and its optimizer. libtorch's own failures here (an
+// allocation of weights larger than memory, a shape it refuses) become a
+// one-line usage error: nothing has been recorded yet.
+template <typename F>
+void build_or_refuse(const Config& cfg, F&& build) {
+  try {
+    build();
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    fail(ErrorKind::kUsage, "model '{}' cannot be built with this config: {}", cfg.model.name,
+         what.substr(0, what.find('\n')));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
   auto s = std::make_unique<Session>(config_);
   const Config& cfg = config_;
+  check_config(cfg);
   apply_determinism(cfg);
   s->seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generator gets
   // a value fixed by the master seed.
   torch::manual_seed(static_cast<uint64_t>(cfg.seeds.master));
   s->data = load_data(cfg.data, s->seeds.data_order);
+  check_data(cfg, s->data);
   s->dropout_gen = at::detail::createCPUGenerator(s->seeds.dropout);
   at::Generator init_gen = at::detail::createCPUGenerator(s->seeds.init);
   const bool custom = model_ != nullptr;
-  if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
-  if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
-  model_->to(dtype_of(cfg));
-  if (cfg.model.flip_bit > 0) s->flipped = flip_lowest_bit(*model_, cfg.model.flip_bit);
-  if (channels_last(cfg)) to_channels_last(*model_);
+  build_or_refuse(cfg, [&] {
+    if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
+    if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
+    model_->to(dtype_of(cfg));
+    if (cfg.model.flip_bit > 0) s->flipped = flip_lowest_bit(*model_, cfg.model.flip_bit);
+    if (channels_last(cfg)) to_channels_last(*model_);
+  });
   check_model_fits(*model_, cfg, s->data);
-  s->opt = make_optimizer(cfg.optimizer, model_->parameters());
-  open_run(*s);
-  if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
-  s->loader = loader_options(cfg, s->data);
+  check_probe_layers(cfg, *model_, s->data);
+  build_or_refuse(cfg, [&] { s->opt = make_optimizer(cfg.optimizer, model_->parameters()); });
   s->batches_per_epoch = (s->data.train.size() + cfg.train.batch_size - 1) / cfg.train.batch_size;
   s->total_steps = s->batches_per_epoch * cfg.train.epochs;
   if (cfg.train.max_steps > 0) s->total_steps = std::min(s->total_steps, cfg.train.max_steps);
+  if (s->total_steps < 1)
+    fail(ErrorKind::kUsage, "this config would train 0 steps ({} samples, batch {}, {} epochs)",
+         s->data.train.size(), cfg.train.batch_size, cfg.train.epochs);
+  open_run(*s);
+  if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
+  s->loader = loader_options(cfg, s->data);
   s->result.run_uuid = s->run->uuid();
   return s;
 }

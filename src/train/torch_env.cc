@@ -14,6 +14,7 @@
 #include <regex>
 #include <sstream>
 
+#include "trainscope/core/log.h"
 #include "trainscope/env/cpus.h"
 
 namespace trainscope::train {
@@ -35,6 +36,24 @@ void set_interop_threads(int n) {
     at::set_num_interop_threads(n);
   } catch (const c10::Error&) {
   }
+}
+
+// More threads than CPUs make libtorch's threads wait on each other at
+// every parallel region: a step at 64 threads on 2 CPUs took 100x as long
+// (docs/benchmarks.md). Allowed (a shared machine may give more CPUs
+// later), but said once per process.
+void warn_if_oversubscribed(const Config& c, int threads) {
+  static bool warned = false;
+  const int cpus = env::cpu_budget().logical;
+  const int blas = c.compute.blas_threads == "auto" ? 1 : std::stoi(c.compute.blas_threads);
+  if (warned || cpus <= 0 || (threads <= cpus && blas <= cpus)) return;
+  warned = true;
+  const bool torch_over = threads > cpus;
+  core::log_warn(
+      "{} {} is more than the {} CPUs this process may use; steps run many times slower when "
+      "threads outnumber CPUs (use {}: auto)",
+      torch_over ? "compute.threads" : "compute.blas_threads", torch_over ? threads : blas, cpus,
+      torch_over ? "compute.threads" : "compute.blas_threads");
 }
 
 }  // namespace
@@ -90,6 +109,7 @@ bool set_blas_threads(int n) {
 
 void apply_determinism(const Config& c) {
   const int threads = resolved_threads(c);
+  warn_if_oversubscribed(c, threads);
   torch::set_num_threads(threads);
   set_interop_threads(threads);
   set_blas_threads(c.compute.blas_threads == "auto" ? 1 : std::stoi(c.compute.blas_threads));

@@ -7,13 +7,17 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
@@ -688,6 +692,255 @@ TEST(CheckpointTest, ArtifactsAreWrittenInPlaceNotThroughTmpdir) {
               0);
   EXPECT_EQ(store->resolve_run("tiny").name, "tiny");
   EXPECT_EQ(store->resolve_run("tiny-2").name, "tiny-2");
+}
+
+}  // namespace trainscope::train
+
+// Issue 29, item 5: no value reaches libtorch unchecked. Every key has a
+// range, a value outside it is refused before anything runs (one line
+// naming the key, the value and the range), checks across keys blame the
+// key that is wrong, and what libtorch still throws is one line.
+namespace trainscope::train {
+namespace {
+
+std::string config_error(const std::string& yaml, const std::vector<std::string>& sets) {
+  try {
+    parse_config(yaml, sets, "c.yaml");
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
+    return e.what();
+  }
+  return "";
+}
+
+const char* kSynthetic = "data: {dataset: synthetic, synthetic: {size: 256}}\nmodel: {name: mlp}\n";
+
+// "in [LO, HI]" or "in (LO, HI)" and the like, as `config keys` states a
+// range; nullopt for other kinds of range.
+struct Bounds {
+  double lo, hi;
+  bool lo_open, hi_open;
+};
+std::optional<Bounds> bounds_of(const std::string& help) {
+  const auto at = help.find("; must be in ");
+  if (at == std::string::npos) return std::nullopt;
+  std::string r = help.substr(at + 13);
+  Bounds b{};
+  b.lo_open = r[0] == '(';
+  const auto comma = r.find(", ");
+  const auto end = r.find_first_of(")]", comma);
+  b.lo = std::stod(r.substr(1, comma - 1));
+  b.hi = std::stod(r.substr(comma + 2, end - comma - 2));
+  b.hi_open = r[end] == ')';
+  return b;
+}
+
+}  // namespace
+
+TEST(ConfigTest, EveryKeyStatesTheValuesItAccepts) {
+  size_t ranged = 0;
+  for (const auto& [key, help] : config_keys()) {
+    const bool is_enum =
+        help.find(" (") != std::string::npos && help.find('|') != std::string::npos;
+    if (is_enum) continue;  // its choices are listed instead
+    EXPECT_NE(help.find("; must be "), std::string::npos) << key << ": " << help;
+    ++ranged;
+  }
+  EXPECT_GT(ranged, 60u);
+}
+
+// Every key with an interval refuses the values just outside it, naming
+// the key, the value and the interval.
+TEST(ConfigTest, EveryNumericKeyRefusesValuesOutsideItsRange) {
+  size_t checked = 0;
+  for (const auto& [key, help] : config_keys()) {
+    auto b = bounds_of(help);
+    if (!b) continue;
+    const bool integer = help.find('.', help.find("; must be in ")) == std::string::npos &&
+                         b->lo == std::floor(b->lo) && b->hi == std::floor(b->hi) && !b->lo_open &&
+                         !b->hi_open;
+    auto fmt_value = [&](double v) {
+      return integer ? std::to_string(static_cast<int64_t>(v)) : core::format_double(v);
+    };
+    for (double v : {b->lo_open ? b->lo : b->lo - 1, b->hi_open ? b->hi : b->hi + 1}) {
+      const std::string set = key + "=" + fmt_value(v);
+      const std::string m = config_error(kSynthetic, {set});
+      EXPECT_EQ(m.rfind("--set " + set + ": " + key + " must be in ", 0), 0u) << set << ": " << m;
+      EXPECT_NE(m.find("(got " + fmt_value(v) + ")"), std::string::npos) << m;
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 30u);
+  for (const char* set : {"optimizer.lr=nan", "optimizer.lr=inf", "optimizer.lr=1e999",
+                          "optimizer.weight_decay=-inf", "schedule.gamma=0"})
+    EXPECT_NE(config_error(kSynthetic, {set}).find("must be a finite number"), std::string::npos)
+        << set;
+}
+
+// The values of the issue, each of which ended in a 26-line stack trace
+// from libtorch (exit 1) or in a run of 0 steps (exit 0).
+TEST(ConfigTest, ValuesLibtorchRefusedAreRefusedFirst) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"optimizer.beta1=1", "optimizer.beta1 must be in [0, 1) (got 1)"},
+      {"optimizer.beta1=1.5", "optimizer.beta1 must be in [0, 1) (got 1.5)"},
+      {"optimizer.beta2=-1", "optimizer.beta2 must be in [0, 1) (got -1)"},
+      {"data.crop_padding=100000", "data.crop_padding must be in [0, 4096] (got 100000)"},
+      {"data.synthetic.size=1099511627776",
+       "data.synthetic.size must be in [1, 1000000000] (got 1099511627776)"},
+      {"train.batch_size=9223372036854775807",
+       "train.batch_size must be in [1, 16777216] (got 9223372036854775807)"},
+      {"train.batch_size=9223372036854775808",
+       "train.batch_size must be in [1, 16777216] (got 9223372036854775808)"},
+      {"optimizer.alpha=2", "optimizer.alpha must be in [0, 1] (got 2)"},
+      {"compute.threads=100000",
+       "compute.threads must be auto, default, 0, or an integer in [1, 1024] (got '100000')"},
+      {"schedule.milestones=[3, -1]", "schedule.milestones must be in [0, 1000000] (got -1)"},
+      {"run.experiment=", "run.experiment must not be empty"},
+  };
+  for (const auto& [set, want] : cases) {
+    const std::string m = config_error(kSynthetic, {set});
+    EXPECT_EQ(m, "--set " + set + ": " + want) << set;
+  }
+  // Sizes within their ranges whose product does not fit in memory.
+  std::string m =
+      config_error(kSynthetic, {"data.synthetic.height=65536", "data.synthetic.width=65536"});
+  EXPECT_EQ(m.rfind("--set data.synthetic.height=65536 --set data.synthetic.width=65536: "
+                    "data.synthetic: 256 samples of 1x65536x65536 need about ",
+                    0),
+            0u)
+      << m;
+  // Crop padding against the image.
+  EXPECT_EQ(config_error(kSynthetic, {"data.crop_padding=29"}),
+            "--set data.crop_padding=29: data.crop_padding must be at most the images' side "
+            "(28x28) (got 29)");
+}
+
+// A config recorded with a run by an earlier version, under looser ranges,
+// stays readable (eval, comparisons); training with it checks it.
+TEST(ConfigTest, RecordedConfigsAreReadWithoutTodaysRanges) {
+  EXPECT_EQ(parse_recorded_config("optimizer: {beta1: 1}\n", "run x").optimizer.beta1, 1);
+  EXPECT_THROW(parse_config("optimizer: {beta1: 1}\n", {}), Error);
+  EXPECT_THROW(parse_recorded_config("optimizer: {beta1: one}\n", "run x"), Error);
+}
+
+// `--set data.test_subset=256 --set data.train_subset=-3` blamed the first.
+TEST(ConfigTest, ChecksBlameTheKeyThatIsWrong) {
+  EXPECT_EQ(config_error(kSynthetic, {"data.test_subset=256", "data.train_subset=-3"}),
+            "--set data.train_subset=-3: data.train_subset must be in [0, 1000000000] (got -3)");
+  EXPECT_EQ(config_error(kSynthetic, {"data.train_subset=-3", "data.test_subset=256"}),
+            "--set data.train_subset=-3: data.train_subset must be in [0, 1000000000] (got -3)");
+  EXPECT_EQ(
+      config_error("data: {dataset: synthetic, crop_padding: 2}\n", {"checkpoint.every_steps=-1"}),
+      "--set checkpoint.every_steps=-1: checkpoint.every_steps must be in [0, "
+      "1000000000000] (got -1)");
+  // A check across keys names the --set options that gave them, else the file.
+  EXPECT_EQ(config_error(kSynthetic, {"optimizer.nesterov=true"})
+                .rfind("--set optimizer.nesterov=true: optimizer.nesterov needs", 0),
+            0u);
+  EXPECT_EQ(
+      config_error("optimizer: {nesterov: true}\n", {}).rfind("c.yaml: optimizer.nesterov", 0), 0u);
+}
+
+// A config built in code is checked as a parsed one is; checks that need
+// the data (an IDX file's image size, the training set's size) come
+// before the run is created, so nothing is left behind.
+TEST(TrainerTest, AConfigThatCannotTrainLeavesNoRun) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Config c = small_config();
+  c.optimizer.beta1 = 1;
+  EXPECT_EQ(error_of([&] { train_weights(c, store); }),
+            "config: optimizer.beta1 must be in [0, 1) (got 1)");
+  c = small_config();
+  c.data.dataset = "fashion-mnist";
+  c.data.train_subset = 256;
+  c.data.test_subset = 100;
+  c.data.crop_padding = 100;
+  EXPECT_EQ(error_of([&] { train_weights(c, store); }),
+            "data.crop_padding must be at most the images' side (28x28) (got 100)");
+  c.data.crop_padding = 0;
+  c.train.batch_size = 300;
+  EXPECT_EQ(error_of([&] { train_weights(c, store); }),
+            "train.batch_size must be at most the 256 training samples (data.dataset "
+            "fashion-mnist, data.train_subset 256) (got 300); lower it or train on more data");
+  Config s = small_config();
+  s.data.val_fraction = 0.999;
+  EXPECT_EQ(error_of([&] { train_weights(s, store); }),
+            "train.batch_size must be at most the 1 training samples (data.synthetic.size 512, "
+            "data.val_fraction 0.999) (got 32); lower it or train on more data");
+  c.train.batch_size = 32;
+  c.probes.preset = "standard";
+  c.probes.layers = "no.such.layer";
+  EXPECT_EQ(error_of([&] { train_weights(c, store); }).rfind("probes: no layer matches", 0), 0u);
+  EXPECT_TRUE(store->list_runs().empty()) << "a config that cannot train records no run";
+}
+
+namespace {
+
+testing::CommandResult train_cli(const TempDir& dir, const std::string& yaml,
+                                 const std::string& args, const std::string& prefix = "") {
+  std::ofstream(dir / "c.yaml") << yaml;
+  return testing::run_command(prefix + TS_CLI_BIN + std::string(" --store sqlite:") +
+                              (dir / "t.db").string() + " train " + (dir / "c.yaml").string() +
+                              " --no-progress " + args);
+}
+
+size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+}  // namespace
+
+// At the CLI: exit 2, one line, no run.
+TEST(TrainerTest, TheCliRefusesInOneLineWithoutARun) {
+  TempDir dir;
+  for (const char* set :
+       {"optimizer.beta1=1", "data.crop_padding=100000", "train.batch_size=9223372036854775807",
+        "data.synthetic.size=1099511627776"}) {
+    auto r = train_cli(dir, kSynthetic, std::string("--set ") + set);
+    EXPECT_EQ(r.exit_code, 2) << set << ": " << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << r.out;
+    EXPECT_EQ(r.out.rfind("trainscope: --set ", 0), 0u) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "t.db")) << "no run, not even a store";
+}
+
+// An exception that is not trainscope's (libtorch's c10::Error carries a
+// backtrace in what()) is one line pointing to -v, exit 1; -v shows all of
+// it. The torch half here is a stand-in whose entry point throws one.
+TEST(TrainerTest, AnUnexpectedExceptionIsOneLineAndItsTraceOnlyWithVerbose) {
+  TempDir dir;
+  std::ofstream(dir / "fake.cc")
+      << "#include <stdexcept>\n"
+         "extern \"C\" void* trainscope_torch_commands_v1() {\n"
+         "  throw std::runtime_error(\"Expected 0 <= beta1 < 1\\n\"\n"
+         "                           \"Exception raised from adam.cpp:42\\n\"\n"
+         "                           \"frame #0: c10::Error::Error()\");\n"
+         "}\n";
+  const auto so = dir / "fake.so";
+  auto cc = testing::run_command("c++ -shared -fPIC -o " + so.string() + " " +
+                                 (dir / "fake.cc").string());
+  ASSERT_EQ(cc.exit_code, 0) << cc.out;
+  const std::string env = "TRAINSCOPE_TORCH_COMMANDS=" + so.string() + " ";
+  auto r = train_cli(dir, kSynthetic, "", env);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_EQ(r.out,
+            "trainscope: internal error: Expected 0 <= beta1 < 1 (-v shows the full message)\n");
+  auto v = testing::run_command(env + TS_CLI_BIN + " -v config keys");
+  EXPECT_EQ(v.exit_code, 1) << v.out;
+  EXPECT_NE(v.out.find("frame #0: c10::Error::Error()"), std::string::npos) << v.out;
+}
+
+// 64 threads on 2 CPUs stepped 100x slower without a word.
+TEST(TrainerTest, MoreThreadsThanCpusIsWarnedAboutOnce) {
+  TempDir dir;
+  const unsigned many = 2 * std::max(1u, std::thread::hardware_concurrency());
+  auto r = train_cli(dir, std::string(kSynthetic) + "train: {epochs: 2, max_steps: 2}\n",
+                     "--set compute.threads=" + std::to_string(many));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  const std::string warning = "compute.threads " + std::to_string(many) + " is more than the ";
+  EXPECT_NE(r.out.find(warning), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(warning), r.out.rfind(warning)) << "once: " << r.out;
+  r = train_cli(dir, kSynthetic, "--set compute.threads=1 --set train.max_steps=1");
+  EXPECT_EQ(r.out.find("is more than the"), std::string::npos) << r.out;
 }
 
 }  // namespace trainscope::train

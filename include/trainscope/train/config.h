@@ -217,6 +217,16 @@ struct Config {
 // error messages. Throws Error(kUsage) naming the key and what is allowed.
 Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                     const std::string& source = "config");
+// A config recorded with a run (its resolved YAML), read as parse_config
+// reads one but without checking the values' ranges: a run recorded by an
+// earlier version, under looser ranges, can still be evaluated and
+// compared. Whatever trains again with it checks it (Trainer::run).
+Config parse_recorded_config(const std::string& yaml_text, const std::string& source);
+// Checks a config built in code as parse_config checks one it reads: every
+// key within its range, the keys that depend on each other, and a
+// synthetic dataset that fits this machine's memory. Throws Error(kUsage)
+// naming `source`, the key, its value and what is allowed.
+void check_config(const Config& config, const std::string& source = "config");
 // Reads a YAML file, then as parse_config. Notes each earlier spelling of a
 // key it meets (once, on stderr).
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);

@@ -33,6 +33,10 @@ namespace trainscope::train {
 
 // The probe settings a config asks for.
 probes::ProbeSettings probe_settings(const Config& config);
+// Refuses (Error kUsage, listing the model's layers) probes that select no
+// layer of `model`, before a run is created for them. Nothing when probes
+// are off.
+void check_probe_layers(const Config& config, Classifier& model, const DataSplits& data);
 
 class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
  public:

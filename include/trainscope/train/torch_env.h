@@ -12,7 +12,9 @@
 namespace trainscope::train {
 
 // Applies the compute block (threads for libtorch and its BLAS), the
-// determinism block and the allocator setting to this process.
+// determinism block and the allocator setting to this process. Warns once
+// per process on stderr when compute.threads or compute.blas_threads is
+// more than the CPUs this process may use.
 void apply_determinism(const Config& c);
 
 // The intra-op thread count compute.threads stands for here: "auto" is

@@ -182,13 +182,24 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
         e.kind());
   }
   train::Config cfg = train::load_config(a.config, a.sets);
+  if (a.batch < 0 || a.batch > (1 << 24))
+    fail(ErrorKind::kUsage, "--batch must be in [1, 16777216], or 0 for the config's (got {})",
+         a.batch);
   const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;
   const train::ModelShape shape = shape_of_config(cfg);
   torch::set_num_threads(train::resolved_threads(cfg));
-  auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
-  auto layers = profile::describe_layers(
-      *net, [&](torch::Tensor x) { return net->forward(x); },
-      torch::zeros({b, shape.channels, shape.height, shape.width}));
+  std::vector<profile::LayerInfo> layers;
+  try {
+    auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
+    layers = profile::describe_layers(
+        *net, [&](torch::Tensor x) { return net->forward(x); },
+        torch::zeros({b, shape.channels, shape.height, shape.width}));
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    fail(ErrorKind::kUsage,
+         "cannot run model '{}' once at batch {} to describe it: {}; lower --batch", cfg.model.name,
+         b, what.substr(0, what.find('\n')));
+  }
   print_prediction(ctx, m, cfg, b, layers);
 }
 

@@ -8,7 +8,9 @@
 
 #include "../output.h"
 #include "torch_cli.h"
+#include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
 #include "trainscope/format/format.h"
 #include "trainscope/train/torch_env.h"
@@ -96,10 +98,32 @@ nlohmann::json tune_json(const tune::TuneReport& rep) {
           {"seconds", rep.seconds}};
 }
 
+// Each batch multiple gives a batch the config must accept: checked here,
+// before the first trial, rather than by a trial that fails.
+void check_batch_multiples(const TuneArgs& a, const train::Config& cfg) {
+  for (double m : a.batch_multiples) {
+    const double batch = static_cast<double>(cfg.train.batch_size) * m;
+    if (!(m > 0) || !(batch <= (1 << 24)))
+      core::fail(core::ErrorKind::kUsage,
+                 "--batch-multiples: {} must be > 0 and give a batch of at most 16777216 (train."
+                 "batch_size {} x {})",
+                 core::format_double(m), cfg.train.batch_size, core::format_double(m));
+    auto sets = a.sets;
+    sets.push_back(
+        fmt::format("train.batch_size={}", std::max<int64_t>(1, static_cast<int64_t>(batch))));
+    try {
+      train::load_config(a.config, sets);
+    } catch (const core::Error& e) {
+      throw core::Error("--batch-multiples " + core::format_double(m) + ": " + e.what(), e.kind());
+    }
+  }
+}
+
 }  // namespace
 
 void tune(Context& ctx, const TuneArgs& a) {
   const train::Config cfg = train::load_config(a.config, a.sets);
+  check_batch_multiples(a, cfg);
   tune::TuneOptions o;
   std::error_code ec;
   o.executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();

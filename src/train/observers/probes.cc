@@ -133,26 +133,58 @@ void ProbeObserver::on_run_begin(const RunContext& ctx) {
   discover_layers(ctx);
 }
 
-void ProbeObserver::discover_layers(const RunContext& ctx) {
-  const Config& c = ctx.config;
+namespace {
+
+// The layers of one forward pass over the first training examples, in
+// forward order; nothing of the model changes (eval mode, no gradients).
+std::vector<LayerLister::Seen> list_layers(const Config& c, Classifier& model,
+                                           const DataSplits& data) {
   LayerLister lister;
+  torch::NoGradGuard no_grad;
+  bool was_training = model.is_training();
+  model.eval();  // no dropout draw, no batch-norm statistics update
   {
-    torch::NoGradGuard no_grad;
-    bool was_training = ctx.model.is_training();
-    ctx.model.eval();  // no dropout draw, no batch-norm statistics update
     layers::Subscription sub(lister);
-    const Dataset& train = ctx.data.train;
-    ctx.model.forward(to_input(train.images.narrow(0, 0, std::min<int64_t>(2, train.size())),
-                               ctx.data.mean, ctx.data.std, dtype_of(c), channels_last(c)));
-    ctx.model.train(was_training);
+    const Dataset& train = data.train;
+    model.forward(to_input(train.images.narrow(0, 0, std::min<int64_t>(2, train.size())), data.mean,
+                           data.std, dtype_of(c), channels_last(c)));
   }
+  model.train(was_training);
+  return lister.seen;
+}
+
+probes::LayerInfo layer_info(const LayerLister::Seen& s, size_t index) {
+  return {s.name, s.type, 1 + static_cast<int>(std::count(s.name.begin(), s.name.end(), '.')),
+          static_cast<int>(index)};
+}
+
+[[noreturn]] void fail_no_layer(const Config& c, const probes::ProbeSettings& settings,
+                                const std::vector<LayerLister::Seen>& seen) {
   std::string all;
-  for (size_t i = 0; i < lister.seen.size(); ++i) {
-    const auto& s = lister.seen[i];
-    probes::LayerInfo info{s.name, s.type,
-                           1 + static_cast<int>(std::count(s.name.begin(), s.name.end(), '.')),
-                           static_cast<int>(i)};
-    all += (all.empty() ? "" : ", ") + s.name + " (" + s.type + ")";
+  for (const auto& s : seen) all += (all.empty() ? "" : ", ") + s.name + " (" + s.type + ")";
+  core::fail(core::ErrorKind::kUsage,
+             "probes: no layer matches layers '{}'{}{}; the layers of {} are: {}", settings.layers,
+             settings.types.empty() ? "" : ", types " + c.probes.types,
+             settings.max_depth ? fmt::format(", max_depth {}", settings.max_depth) : "",
+             c.model.name, all);
+}
+
+}  // namespace
+
+void check_probe_layers(const Config& config, Classifier& model, const DataSplits& data) {
+  if (config.probes.preset == "off") return;
+  const probes::ProbeSettings settings = probe_settings(config);
+  const auto seen = list_layers(config, model, data);
+  for (size_t i = 0; i < seen.size(); ++i)
+    if (probes::layer_selected(settings, layer_info(seen[i], i))) return;
+  fail_no_layer(config, settings, seen);
+}
+
+void ProbeObserver::discover_layers(const RunContext& ctx) {
+  const auto seen = list_layers(ctx.config, ctx.model, ctx.data);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    const auto& s = seen[i];
+    const probes::LayerInfo info = layer_info(s, i);
     if (!probes::layer_selected(settings_, info)) continue;
     auto layer = std::make_unique<Layer>();
     layer->info = info;
@@ -164,12 +196,7 @@ void ProbeObserver::discover_layers(const RunContext& ctx) {
     by_name_[s.name] = layer.get();
     layers_.push_back(std::move(layer));
   }
-  if (layers_.empty())
-    core::fail(core::ErrorKind::kUsage,
-               "probes: no layer matches layers '{}'{}{}; the layers of {} are: {}",
-               settings_.layers, settings_.types.empty() ? "" : ", types " + c.probes.types,
-               settings_.max_depth ? fmt::format(", max_depth {}", settings_.max_depth) : "",
-               c.model.name, all);
+  if (layers_.empty()) fail_no_layer(ctx.config, settings_, seen);
 }
 
 ProbeObserver::Layer* ProbeObserver::selected(const std::string& name) {
