@@ -498,7 +498,7 @@ TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
     return std::string();
   };
   std::string m = msg("model: demo_cnn\n", {});
-  EXPECT_NE(m.find("c.yaml: 'model' is a section"), std::string::npos) << m;
+  EXPECT_NE(m.find("c.yaml: line 1: 'model' is a section"), std::string::npos) << m;
   EXPECT_NE(m.find("model.name"), std::string::npos) << m;
   m = msg("", {"zzzqqq=1"});
   EXPECT_EQ(m.find("did you mean"), std::string::npos) << m;
@@ -508,7 +508,7 @@ TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
   m = msg("train:\n  epochs: 2\n", {"train.epochs=0"});
   EXPECT_EQ(m.rfind("--set train.epochs=0: ", 0), 0u) << m;
   m = msg("train:\n  epochs: 0\n", {"optimizer.lr=0.1"});
-  EXPECT_EQ(m.rfind("c.yaml: train.epochs", 0), 0u) << m;
+  EXPECT_EQ(m.rfind("c.yaml: line 2: train.epochs", 0), 0u) << m;
 }
 
 // Everyday-use defect 8: `data.hflip: True` was refused; yaml-cpp and YAML
@@ -837,8 +837,9 @@ TEST(ConfigTest, ChecksBlameTheKeyThatIsWrong) {
   EXPECT_EQ(config_error(kSynthetic, {"optimizer.nesterov=true"})
                 .rfind("--set optimizer.nesterov=true: optimizer.nesterov needs", 0),
             0u);
-  EXPECT_EQ(
-      config_error("optimizer: {nesterov: true}\n", {}).rfind("c.yaml: optimizer.nesterov", 0), 0u);
+  EXPECT_EQ(config_error("optimizer: {nesterov: true}\n", {})
+                .rfind("c.yaml: line 1: optimizer.nesterov", 0),
+            0u);
 }
 
 // A config built in code is checked as a parsed one is; checks that need
@@ -941,6 +942,56 @@ TEST(TrainerTest, MoreThreadsThanCpusIsWarnedAboutOnce) {
   EXPECT_EQ(r.out.find(warning), r.out.rfind(warning)) << "once: " << r.out;
   r = train_cli(dir, kSynthetic, "--set compute.threads=1 --set train.max_steps=1");
   EXPECT_EQ(r.out.find("is more than the"), std::string::npos) << r.out;
+}
+
+}  // namespace trainscope::train
+
+// Issue 29, item 9: YAML says what it ignored. A key given twice (the last
+// won), a second document (dropped), an unknown key holding a nested list
+// (named as "must be a list of numbers"): each refused with its line.
+namespace trainscope::train {
+
+TEST(ConfigTest, YamlThatWouldBeIgnoredIsRefusedWithItsLine) {
+  EXPECT_EQ(config_error("train:\n  epochs: 1\n  batch_size: 8\n  epochs: 5\n", {}),
+            "c.yaml: line 4: key 'epochs' is given twice in one mapping (first at line 2); YAML "
+            "would keep only one value, remove the other");
+  EXPECT_EQ(config_error("optimizer: {lr: 0.1}\nmodel: {name: mlp}\noptimizer: {lr: 0.2}\n", {}),
+            "c.yaml: line 3: key 'optimizer' is given twice in one mapping (first at line 1); "
+            "YAML would keep only one value, remove the other");
+  EXPECT_EQ(config_error("train: {epochs: 2}\n---\ntrain: {epochs: 9}\n", {}),
+            "c.yaml: line 3: a second YAML document (after '---') would be ignored; keep one "
+            "document per file");
+  // A document start before the only document, and an empty one after it,
+  // hide nothing.
+  EXPECT_EQ(config_error("---\ntrain: {epochs: 2}\n---\n", {}), "");
+  EXPECT_EQ(config_error("a: 1\nb: [[1, 2], [3]]\n", {}),
+            "c.yaml: line 1: unknown key 'a'; `trainscope config keys` lists every key");
+  EXPECT_EQ(config_error("train: {epochs: 1}\nb: [[1, 2], [3]]\n", {}),
+            "c.yaml: line 2: unknown key 'b'; `trainscope config keys` lists every key");
+  EXPECT_EQ(config_error("schedule: {milestones: [[1, 2], 3]}\n", {}),
+            "c.yaml: line 1: schedule.milestones must be a list of numbers");
+  EXPECT_EQ(config_error("train:\n  epochs: [1, 2]\n", {}),
+            "c.yaml: line 2: train.epochs takes one value, not a list");
+}
+
+// Issue 29, item 12: nesting is bounded before a recursive reader meets it.
+TEST(ConfigTest, DeepNestingIsRefusedInOneLine) {
+  for (int depth : {65, 400, 600, 100000}) {
+    std::string flow =
+        std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
+    const std::string m = config_error("schedule: {milestones: " + flow + "}\n", {});
+    EXPECT_EQ(m, "c.yaml: line 1: nested deeper than 64 levels") << depth;
+    std::string block;
+    for (int i = 0; i < std::min(depth, 2000); ++i)
+      block += std::string(static_cast<size_t>(i), ' ') + "k:\n";
+    EXPECT_NE(config_error(block, {}).find("nested deeper than 64 levels"), std::string::npos)
+        << depth;
+  }
+  // Aliases that multiply a small file: refused by count, not walked.
+  std::string laughs = "a0: &a0 {x: 1, y: 1}\n";
+  for (int i = 1; i < 40; ++i)
+    laughs += fmt::format("a{}: &a{} {{x: *a{}, y: *a{}}}\n", i, i, i - 1, i - 1);
+  EXPECT_NE(config_error(laughs, {}).find("more than 100000 values"), std::string::npos);
 }
 
 }  // namespace trainscope::train

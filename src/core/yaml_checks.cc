@@ -1,0 +1,90 @@
+#include "trainscope/core/yaml_checks.h"
+
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <vector>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/nesting.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::core {
+
+namespace {
+
+int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 1; }
+
+// Every document after the first must be empty (a trailing `---`).
+std::vector<YAML::Node> load_documents(std::string_view text, const std::string& source) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    fail(ErrorKind::kUsage, "{}: line {}: nested deeper than {} levels", source, e.mark.line + 1,
+         kMaxNesting);
+  } catch (const YAML::Exception& e) {
+    fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1,
+         escape_for_display(e.msg));
+  }
+  for (size_t i = 1; i < docs.size(); ++i)
+    if (!docs[i].IsNull())
+      fail(ErrorKind::kUsage,
+           "{}: line {}: a second YAML document (after '---') would be ignored; keep one "
+           "document per file",
+           source, line_of(docs[i]));
+  return docs;
+}
+
+// Refuses a key that a mapping already holds, naming both lines.
+void check_keys(const YAML::Node& map, const std::string& source) {
+  std::map<std::string, int> seen;
+  for (const auto& kv : map) {
+    if (!kv.first.IsScalar()) continue;
+    auto [it, fresh] = seen.emplace(kv.first.Scalar(), line_of(kv.first));
+    if (!fresh)
+      fail(ErrorKind::kUsage,
+           "{}: line {}: key '{}' is given twice in one mapping (first at line {}); YAML would "
+           "keep only one value, remove the other",
+           source, line_of(kv.first), escape_for_display(kv.first.Scalar()), it->second);
+  }
+}
+
+}  // namespace
+
+void check_yaml(std::string_view text, const std::string& source) {
+  const std::vector<YAML::Node> docs = load_documents(text, source);
+  if (docs.empty()) return;
+  // A walk with a stack of its own: the text may nest deeper than a
+  // recursion should go.
+  struct Item {
+    YAML::Node node;
+    int depth;
+  };
+  std::vector<Item> todo = {{docs.front(), 0}};
+  size_t values = 0;
+  while (!todo.empty()) {
+    const Item item = todo.back();
+    todo.pop_back();
+    if (item.depth > kMaxNesting)
+      fail(ErrorKind::kUsage, "{}: line {}: nested deeper than {} levels", source,
+           line_of(item.node), kMaxNesting);
+    if (item.node.IsMap()) check_keys(item.node, source);
+    if (!item.node.IsMap() && !item.node.IsSequence()) continue;
+    for (const auto& child : item.node) {
+      if (++values > kMaxYamlValues)
+        fail(ErrorKind::kUsage,
+             "{}: line {}: more than {} values (an alias counts each time it is used)", source,
+             line_of(item.node), kMaxYamlValues);
+      if (item.node.IsMap()) {
+        if (!child.first.IsScalar()) todo.push_back({child.first, item.depth + 1});
+        todo.push_back({child.second, item.depth + 1});
+      } else {
+        todo.push_back({child, item.depth + 1});
+      }
+    }
+  }
+}
+
+}  // namespace trainscope::core
