@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <sstream>
 
 #include "commands.h"
 #include "output.h"
@@ -19,17 +20,101 @@ using store::Store;
 
 namespace {
 
+bool is_status_column(const std::string& c) {
+  return c == "status" || c == "attributes.status" || c == "run.status";
+}
+
+// Readers show a run recorded "running" whose writer is gone as "stale"
+// (store::liveness); they change nothing in the store.
+std::vector<store::Liveness> liveness_of(Store& store, const store::RunQueryResult& res) {
+  const double now = store.now();
+  std::vector<store::Liveness> out;
+  for (const auto& r : res.rows) out.push_back(store.liveness(r.info, now));
+  return out;
+}
+
+void mark_stale(format::Json& j, const store::Liveness& l) {
+  if (!l.stale()) return;
+  j["status"] = l.status;
+  j["stale"] = l.note;
+}
+
+// The fields of one CSV record as written (quotes kept).
+std::vector<std::string> csv_fields(std::string_view record) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char c : record) {
+    if (c == '"') quoted = !quoted;
+    if (c == ',' && !quoted) {
+      out.emplace_back();
+      continue;
+    }
+    out.back() += c;
+  }
+  return out;
+}
+
+// format::run_rows_csv, with the status of stale runs shown as such.
+void print_runs_csv(const store::RunQueryResult& res, const std::vector<store::Liveness>& live) {
+  std::vector<size_t> status;
+  for (size_t c = 0; c < res.columns.size(); ++c)
+    if (is_status_column(res.columns[c])) status.push_back(c);
+  const bool stale = std::any_of(live.begin(), live.end(), [](auto& l) { return l.stale(); });
+  if (status.empty() || !stale) return format::run_rows_csv(std::cout, res);
+  std::ostringstream head;
+  format::run_rows_csv(head, {res.columns, {}, 0});
+  std::cout << head.str();
+  for (size_t i = 0; i < res.rows.size(); ++i) {
+    std::ostringstream one;
+    format::run_rows_csv(one, {res.columns, {res.rows[i]}, 1});
+    std::string record = one.str().substr(head.str().size());
+    if (!live[i].stale()) {
+      std::cout << record;
+      continue;
+    }
+    record.pop_back();  // the newline
+    auto fields = csv_fields(record);
+    for (size_t c : status) fields[c] = live[i].status;
+    for (size_t f = 0; f < fields.size(); ++f) std::cout << (f ? "," : "") << fields[f];
+    std::cout << "\n";
+  }
+}
+
+// `runs list --status stale`: the running runs whose writer is gone, paged.
+store::RunQueryResult stale_runs(Store& store, store::RunQuery q) {
+  const int64_t offset = q.offset, limit = q.limit;
+  q.offset = q.limit = 0;
+  store::RunQueryResult res = store::query_runs(store, q);
+  const double now = store.now();
+  std::erase_if(res.rows,
+                [&](const store::RunRow& r) { return !store.liveness(r.info, now).stale(); });
+  res.total = std::ssize(res.rows);
+  const auto from = std::min<int64_t>(offset, res.total);
+  const auto to = limit > 0 ? std::min<int64_t>(from + limit, res.total) : res.total;
+  res.rows = std::vector<store::RunRow>(res.rows.begin() + from, res.rows.begin() + to);
+  return res;
+}
+
 // `runs list` as a table, CSV or JSON. Without --columns, JSON keeps the
 // full run objects it always had.
-void print_runs(const store::RunQueryResult& res, const std::string& fmt_name, bool custom) {
+void print_runs(Store& store, const store::RunQueryResult& res, const std::string& fmt_name,
+                bool custom) {
+  const auto live = liveness_of(store, res);
   if (fmt_name == "json" && !custom) {
     format::Json arr = format::Json::array();
-    for (const auto& r : res.rows) arr.push_back(format::run(r.info, false));
+    for (size_t i = 0; i < res.rows.size(); ++i) {
+      arr.push_back(format::run(res.rows[i].info, false));
+      mark_stale(arr.back(), live[i]);
+    }
     std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (fmt_name == "json") {
-    std::cout << format::run_rows(res).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    format::Json j = format::run_rows(res);
+    for (size_t i = 0; i < res.rows.size(); ++i)
+      for (const auto& c : res.columns)
+        if (is_status_column(c) && live[i].stale()) j["runs"][i][c] = live[i].status;
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (fmt_name == "csv") {
-    format::run_rows_csv(std::cout, res);
+    print_runs_csv(res, live);
   } else {
     std::vector<std::string> header;
     for (const auto& c : res.columns) header.push_back(format::run_column_title(c));
@@ -37,9 +122,11 @@ void print_runs(const store::RunQueryResult& res, const std::string& fmt_name, b
     for (size_t c = 0; c < res.columns.size(); ++c)
       if (res.columns[c] == "duration" || res.columns[c].rfind("metrics.", 0) == 0)
         t.align_right(c);
-    for (const auto& r : res.rows) {
+    for (size_t i = 0; i < res.rows.size(); ++i) {
       std::vector<std::string> cells;
-      for (const auto& c : res.columns) cells.push_back(format::run_cell(r, c));
+      for (const auto& c : res.columns)
+        cells.push_back(is_status_column(c) && live[i].stale() ? live[i].status
+                                                               : format::run_cell(res.rows[i], c));
       t.add_row(std::move(cells));
     }
     if (t.size() == 0) return core::log_info("no runs match");
@@ -60,11 +147,13 @@ void print_key_values(std::ostream& o, const char* title,
   t.print(o);
 }
 
-void print_header(std::ostream& o, const RunInfo& r) {
+void print_header(std::ostream& o, const RunInfo& r, const store::Liveness& live) {
   o << "run         " << r.uuid << "\n";
   o << "name        " << escape_for_display(r.name.empty() ? "-" : r.name) << "\n";
   o << "experiment  " << escape_for_display(r.experiment) << "\n";
-  o << "status      " << to_string(r.status) << "\n";
+  o << "status      " << live.status;
+  if (live.stale()) o << " (recorded as " << to_string(r.status) << "; " << live.note << ")";
+  o << "\n";
   o << "started     " << core::format_utc(r.start_time) << "\n";
   o << "ended       " << (r.end_time > 0 ? core::format_utc(r.end_time) : "-") << "\n";
   o << "duration    " << format::duration(store::run_seconds(r, core::unix_now())) << "\n";
@@ -98,12 +187,14 @@ void print_metrics_and_artifacts(std::ostream& o, Store& store, const RunInfo& r
 }
 
 void show_run(Store& store, const RunInfo& r, bool json) {
+  const store::Liveness live = store.liveness(r, store.now());
   if (json) {
-    std::cout << format::run_export(store, r, false).dump(2, ' ', false, format::kInvalidUtf8)
-              << "\n";
+    format::Json j = format::run_export(store, r, false);
+    mark_stale(j, live);
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
-  print_header(std::cout, r);
+  print_header(std::cout, r, live);
   print_key_values(std::cout, "params", store.params(r.uuid));
   print_key_values(std::cout, "tags", store.tags(r.uuid));
   print_metrics_and_artifacts(std::cout, store, r);
@@ -122,7 +213,7 @@ void add_list(CLI::App* runs, Context& ctx) {
   cmd->add_option("--experiment,-e", a->q.base.experiment, "Only runs of this experiment");
   cmd->add_option("--status,-s", a->status,
                   "Only runs with this status (created, running, finished, failed, killed, "
-                  "stopped)");
+                  "stopped; stale: running, but its writer is gone)");
   cmd->add_option("--filter,-F", a->q.filter,
                   "Only runs matching this expression, e.g. \"metrics.test/accuracy > 0.9 and "
                   "params.optimizer.name = 'adam'\" (README: Finding runs)");
@@ -143,14 +234,25 @@ void add_list(CLI::App* runs, Context& ctx) {
               "      --columns name,params.optimizer.lr,metrics.test/accuracy "
               "--sort \"-metrics.test/accuracy\" --format csv");
   cmd->callback([&ctx, a] {
-    if (!a->status.empty()) a->q.base.status = store::parse_run_status(a->status);
+    const bool stale = a->status == "stale";
+    if (!a->status.empty() && !stale) {
+      try {
+        a->q.base.status = store::parse_run_status(a->status);
+      } catch (const core::Error&) {
+        fail(ErrorKind::kUsage,
+             "unknown run status '{}'; valid: created, running, finished, failed, killed, "
+             "stopped, stale",
+             escape_for_display(a->status));
+      }
+    }
+    if (stale) a->q.base.status = store::RunStatus::kRunning;
     if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
     if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
     if (a->all) a->q.limit = 0;
     a->q.columns = store::split_fields(a->columns);
     auto store = ctx.reader();
-    print_runs(store::query_runs(*store, a->q), ctx.json ? "json" : a->format,
-               !a->q.columns.empty());
+    print_runs(*store, stale ? stale_runs(*store, a->q) : store::query_runs(*store, a->q),
+               ctx.json ? "json" : a->format, !a->q.columns.empty());
   });
 }
 
@@ -199,17 +301,22 @@ std::function<void(size_t)> export_progress(size_t total) {
 void write_export(Store& store, const std::vector<RunInfo>& runs, const ExportArgs& a, bool json) {
   const bool one = runs.size() == 1 && a.refs.size() == 1 && a.filter.empty();
   auto progress = export_progress(runs.size());
+  const double now = store.now();
+  auto whole = [&](const RunInfo& r) {
+    format::Json j = format::run_export(store, r, true);
+    mark_stale(j, store.liveness(r, now));
+    return j;
+  };
   write_output(a.out, [&](std::ostream& o) {
     if (!json && one) return format::run_metrics_csv(o, store, runs[0]);
     if (!json) return format::runs_metrics_csv(o, store, runs, progress);
     if (one) {
-      o << format::run_export(store, runs[0], true).dump(2, ' ', false, format::kInvalidUtf8)
-        << "\n";
+      o << whole(runs[0]).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
     format::Json arr = format::Json::array();
     for (size_t i = 0; i < runs.size(); ++i) {
-      arr.push_back(format::run_export(store, runs[i], true));
+      arr.push_back(whole(runs[i]));
       if (progress) progress(i + 1);
     }
     o << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";

@@ -57,6 +57,14 @@ Json events_json(const std::vector<store::RunEvent>& events) {
   return out;
 }
 
+// A run recorded "running" whose writer is gone is shown as stale
+// (store::liveness); the API only reads.
+void mark_stale(Json& j, const store::Liveness& l) {
+  if (!l.stale()) return;
+  j["status"] = l.status;
+  j["stale"] = l.note;
+}
+
 bool has_prefix(const std::vector<store::MetricSummary>& ms, std::string_view prefix) {
   return std::any_of(ms.begin(), ms.end(),
                      [&](const auto& m) { return m.key.starts_with(prefix); });
@@ -81,11 +89,13 @@ Json runs_page(store::Store& s, const Request& r) {
   const auto result = store::query_runs(s, q);
   Json j = format::run_rows(result);
   // Whatever the columns, a row names its run for links and selection.
+  const double now = s.now();
   for (size_t i = 0; i < result.rows.size(); ++i) {
     const auto& info = result.rows[i].info;
     j["runs"][i]["uuid"] = info.uuid;
     j["runs"][i]["name"] = info.name;
     j["runs"][i]["status"] = store::to_string(info.status);
+    mark_stale(j["runs"][i], s.liveness(info, now));
   }
   j["offset"] = q.offset;
   j["limit"] = q.limit;
@@ -96,6 +106,7 @@ Json runs_page(store::Store& s, const Request& r) {
 Json run_page(store::Store& s, const store::RunInfo& run) {
   Json j;
   j["run"] = format::run(run, true);
+  mark_stale(j["run"], s.liveness(run, s.now()));
   j["params"] = s.params(run.uuid);
   const auto tags = s.tags(run.uuid);
   j["tags"] = tags;
@@ -125,10 +136,12 @@ Json live(store::Store& s, const store::RunInfo& run) {
                        {"count", m.count},
                        {"last_step", m.last_step},
                        {"last", format::number(m.last_value)}});
-  return {{"status", store::to_string(run.status)},
-          {"heartbeat", core::format_utc(run.heartbeat)},
-          {"duration_s", store::run_seconds(run, core::unix_now())},
-          {"metrics", metrics}};
+  Json j = {{"status", store::to_string(run.status)},
+            {"heartbeat", core::format_utc(run.heartbeat)},
+            {"duration_s", store::run_seconds(run, core::unix_now())},
+            {"metrics", metrics}};
+  mark_stale(j, s.liveness(run, s.now()));
+  return j;
 }
 
 Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) {

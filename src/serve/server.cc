@@ -156,7 +156,8 @@ struct Server::Impl {
                                       "this server is read-only; start it with "
                                       "--allow-writes to change tags"));
     std::lock_guard lock(writer_mu);
-    if (!writer) writer = store::Store::open({.uri = options.store_uri});
+    // It writes tags only: it judges no run (readers show stale ones).
+    if (!writer) writer = store::Store::open({.uri = options.store_uri, .reap = false});
     send(res, handle_api(*writer, r, o));
   }
 
@@ -215,10 +216,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   try {
     impl_->store_name = impl_->pool.take().store->describe();
   } catch (const core::Error& e) {
-    // An older schema is migrated once, as any writer would; a store that
-    // does not exist is not created.
+    // An older schema is migrated once, as any writer would (but no run is
+    // judged: the server reads); a store that does not exist is not created.
     if (e.kind() == ErrorKind::kNotFound) throw;
-    store::Store::open({.uri = o.store_uri});
+    store::Store::open({.uri = o.store_uri, .reap = false});
     impl_->store_name = impl_->pool.take().store->describe();
   }
   auto handler = [this](const httplib::Request& req, httplib::Response& res) {

@@ -110,7 +110,7 @@ std::unique_ptr<Store> Store::open(const StoreOptions& options) {
   StoreOptions o = options;
   if (o.uri.empty()) o.uri = default_store_uri();
   std::unique_ptr<Store> store = open_backend(o);
-  if (!o.read_only) store->reap_stale_runs();
+  if (!o.read_only && o.reap) store->reap_stale_runs();
   return store;
 }
 
@@ -162,9 +162,26 @@ bool writer_gone(const RunInfo& r, const std::string& host, double now, double s
 
 }  // namespace
 
-int Store::reap_stale_runs() { return reap_stale_runs(now()); }
+Liveness liveness(const RunInfo& run, double now, double stale_after_seconds) {
+  if (run.status != RunStatus::kRunning ||
+      !writer_gone(run, core::host_name(), now, stale_after_seconds))
+    return {to_string(run.status), {}};
+  std::string note = "no heartbeat since " + core::format_utc(run.heartbeat);
+  if (run.host == core::host_name() && run.pid > 0 && run.pid_start > 0)
+    note += fmt::format(" (its process, pid {}, has ended)", run.pid);
+  else
+    note += fmt::format(" (written by pid {} on {})", run.pid, escape_for_display(run.host));
+  return {"stale", note};
+}
+
+Liveness Store::liveness(const RunInfo& run, double now) const {
+  return store::liveness(run, now, options_.stale_after_seconds);
+}
+
+int Store::reap_stale_runs() { return options_.read_only ? 0 : reap_stale_runs(now()); }
 
 int Store::reap_stale_runs(double now) {
+  if (options_.read_only) return 0;  // a reader never writes
   // This machine's processes are what the PID check can see.
   const std::string host = core::host_name();
   int n = 0;

@@ -12,6 +12,7 @@
 
 #include "support/sqlite_check.h"
 #include "support/test_util.h"
+#include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope {
@@ -310,9 +311,78 @@ TEST_F(CliTest, ReadingDoesNotReapOtherRuns) {
   sqlite3_close(db);
   auto list = ts("--json runs list");
   ASSERT_EQ(list.exit_code, 0) << list.out;
-  EXPECT_EQ(nlohmann::json::parse(list.out)[0]["status"], "running");
+  EXPECT_EQ(nlohmann::json::parse(list.out)[0]["status"], "stale");  // shown, not changed
+  {
+    auto reader = Store::open({.uri = "sqlite:" + (dir_ / "t.db").string(), .read_only = true});
+    EXPECT_EQ(reader->find_run(uuid)->status, RunStatus::kRunning);
+  }
   make_run("writer");  // a writer's open reaps it
   EXPECT_EQ(store()->find_run(uuid)->status, RunStatus::kKilled);
+}
+
+// Issue 29, item 4: readers never write. A crash leaves a run "running";
+// on a store file made read-only, `runs list` (table, CSV, JSON), `runs
+// show` and `runs export` show it stale with its last heartbeat, and the
+// file is not changed by a byte. (`study status` reaped on a read-only open
+// and exited 5 with SQL text.) A writer's open then marks it killed.
+TEST_F(CliTest, ReadersShowACrashedRunStaleAndChangeNothing) {
+  make_run("done");
+  const std::string db = (dir_ / "t.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", ("sqlite:" + db).c_str(), "watch", "--name",
+          "crashed", "--", "sleep", "5", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool recorded = false;
+  for (int i = 0; i < 1000 && !recorded; ++i) {
+    usleep(10 * 1000);
+    recorded = !store()->list_runs({.name = "crashed"}).empty();
+  }
+  ASSERT_TRUE(recorded) << "watch recorded no run in 10 s";
+  ASSERT_EQ(kill(pid, SIGKILL), 0);  // the crash
+  waitpid(pid, nullptr, 0);
+  auto files = [&] {
+    std::string all;
+    for (const char* f : {"t.db", "t.db-wal"})
+      // A WAL file SQLite removes when empty is no change.
+      if (std::filesystem::exists(dir_ / f) && std::filesystem::file_size(dir_ / f) > 0)
+        all += core::sha256_file(dir_ / f);
+    return all;
+  };
+  std::filesystem::permissions(dir_ / "t.db",
+                               std::filesystem::perms::owner_write |
+                                   std::filesystem::perms::group_write |
+                                   std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::remove);
+  const std::string before = files();
+  auto list = ts("runs list");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  EXPECT_NE(list.out.find("stale"), std::string::npos) << list.out;
+  auto json = ts("--json runs list");
+  ASSERT_EQ(json.exit_code, 0) << json.out;
+  auto runs = nlohmann::json::parse(json.out);
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0]["name"], "crashed");
+  EXPECT_EQ(runs[0]["status"], "stale");
+  EXPECT_NE(runs[0]["stale"].get<std::string>().find("no heartbeat since"), std::string::npos);
+  EXPECT_EQ(runs[1]["status"], "finished");
+  auto csv = ts("runs list --format csv --columns name,status");
+  EXPECT_NE(csv.out.find("crashed,stale\n"), std::string::npos) << csv.out;
+  auto cols = ts("--json runs list --columns name,status");
+  EXPECT_EQ(nlohmann::json::parse(cols.out)["runs"][0]["status"], "stale") << cols.out;
+  auto show = ts("runs show crashed");
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("status      stale (recorded as running; no heartbeat since"),
+            std::string::npos)
+      << show.out;
+  EXPECT_EQ(nlohmann::json::parse(ts("--json runs show crashed").out)["status"], "stale");
+  auto exported = ts("runs export crashed --format json");
+  EXPECT_EQ(nlohmann::json::parse(exported.out)["status"], "stale") << exported.out;
+  EXPECT_EQ(files(), before) << "a reader changed the store";
+  std::filesystem::permissions(dir_ / "t.db", std::filesystem::perms::owner_write,
+                               std::filesystem::perm_options::add);
+  EXPECT_EQ(store()->resolve_run("crashed").status, RunStatus::kKilled);  // a writer's open
 }
 
 TEST_F(CliTest, DeleteNeedsYes) {

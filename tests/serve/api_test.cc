@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_util.h"
+#include "trainscope/core/util.h"
 #include "trainscope/serve/downsample.h"
 #include "trainscope/store/store.h"
 
@@ -169,6 +170,53 @@ TEST_F(ServeApiTest, ArtifactsAreServedOnlyWhenTheyMatchTheirRecord) {
   EXPECT_EQ(bad.status, 500);
   EXPECT_NE(bad.body.find("notes.txt"), std::string::npos) << bad.body;
   get_json("/api/runs/" + uuid + "/artifacts/other.txt", {}, 404);
+}
+
+// Issue 29, item 4: the dashboard only reads. A run left "running" by a
+// writer that went silent on another host is shown stale in the runs
+// table, on its page and in its live poll, through a read-only store, and
+// the store file is not changed.
+TEST_F(ServeApiTest, ARunWhoseWriterIsGoneIsShownStaleAndNothingIsWritten) {
+  const std::string uri = "sqlite:" + (dir_ / "s.db").string();
+  const std::string uuid =
+      store::Store::open({.uri = uri, .writer = store::WriterIdentity{"node-b", 4242, 1}})
+          ->create_run({.name = "lost"})
+          .uuid;
+  run("done", 1);
+  store_.reset();
+  // Its last heartbeat an hour ago.
+  {
+    auto s = store::Store::open({.uri = uri});
+    s->append_metrics(uuid, {{"train/loss", {{0, 1, 0.5}}}});
+  }
+  tst::run_command("sqlite3 " + tst::shell_quote((dir_ / "s.db").string()) +
+                   " \"UPDATE runs SET heartbeat = heartbeat - 3600 WHERE name = 'lost'\"");
+  auto bytes = [&] {
+    std::string all;
+    for (const char* f : {"s.db", "s.db-wal"})
+      // A WAL file SQLite removes when empty is no change.
+      if (std::filesystem::exists(dir_ / f) && std::filesystem::file_size(dir_ / f) > 0)
+        all += core::sha256_file(dir_ / f);
+    return all;
+  };
+  const std::string before = bytes();
+  store_ = store::Store::open({.uri = uri, .read_only = true});
+  json page = get_json("/api/runs");
+  ASSERT_EQ(page["runs"].size(), 2u);
+  EXPECT_EQ(page["runs"][1]["name"], "lost");
+  EXPECT_EQ(page["runs"][1]["status"], "stale");
+  EXPECT_NE(page["runs"][1]["stale"].get<std::string>().find("no heartbeat since"),
+            std::string::npos);
+  EXPECT_EQ(page["runs"][0]["status"], "finished");
+  json one = get_json("/api/runs/lost");
+  EXPECT_EQ(one["run"]["status"], "stale");
+  EXPECT_NE(one["run"]["stale"].get<std::string>().find("node-b"), std::string::npos);
+  EXPECT_EQ(get_json("/api/runs/lost/live")["status"], "stale");
+  EXPECT_EQ(store_->reap_stale_runs(), 0);  // a read-only store never writes
+  store_.reset();
+  EXPECT_EQ(bytes(), before);
+  EXPECT_EQ(store::Store::open({.uri = uri, .read_only = true})->find_run(uuid)->status,
+            store::RunStatus::kRunning);
 }
 
 }  // namespace

@@ -71,6 +71,21 @@ struct WriterIdentity {
 // The calling process, as it writes runs.
 WriterIdentity this_process();
 
+// How long a run of another host may be silent before it is judged gone
+// (StoreOptions::stale_after_seconds; writers beat every 5 s).
+inline constexpr double kStaleAfterSeconds = 30.0;
+
+// How a reader sees a run, without changing it. A run recorded "running"
+// whose writer is gone (this host: its process has ended; another host: no
+// heartbeat for longer than `stale_after_seconds` at `now`) is "stale"; a
+// writer's open would mark it killed (Store::reap_stale_runs).
+struct Liveness {
+  std::string status;  // to_string(run.status), or "stale"
+  std::string note;    // why a run is stale, e.g. "no heartbeat since 2026-...Z"; else empty
+  bool stale() const { return !note.empty(); }
+};
+Liveness liveness(const RunInfo& run, double now, double stale_after_seconds = kStaleAfterSeconds);
+
 // Thrown by a write into a run whose lease this store held and lost: the
 // run was marked killed while its writer was silent (paused, say) or was
 // taken over by another process (a resume). The run is left to whoever
@@ -203,9 +218,13 @@ struct StoreOptions {
   // A run still "running" whose heartbeat is older than this is marked killed
   // when the store is opened, unless its writer is a live process of this
   // host (see Store::reap_stale_runs).
-  double stale_after_seconds = 30.0;
+  double stale_after_seconds = kStaleAfterSeconds;
   // Open without creating or migrating; writes fail, and nothing is reaped.
   bool read_only = false;
+  // Mark runs whose writer is gone killed on open (reap_stale_runs). A
+  // reader that opens for writing only to migrate an older schema sets it
+  // false: it changes no run.
+  bool reap = true;
   // Who this store writes as: the writer recorded in the runs it creates
   // or claims. Unset: this process. Tests stand in for a process of
   // another host with it.
@@ -235,7 +254,8 @@ class Store {
  public:
   // Opens (creating and migrating when needed) the store named by
   // options.uri through the backend registered for its scheme (see
-  // registry.h), then marks runs whose writer is gone as killed. Throws Error
+  // registry.h), then (unless read-only or options.reap is false) marks runs
+  // whose writer is gone as killed. Throws Error
   // with a one-line message when the location is not writable, is not a
   // trainscope store, or has a newer schema.
   static std::unique_ptr<Store> open(const StoreOptions& options = {});
@@ -295,9 +315,13 @@ class Store {
   // however long it is silent (stopped with SIGSTOP or Ctrl-Z, say). A run
   // is marked only as it was judged: one whose writer beat or changed
   // meanwhile is left alone. Returns how many were marked. open() calls
-  // it, unless the store is read-only; readers use liveness() instead.
+  // it. A read-only store never writes: it marks nothing and returns 0
+  // (readers show such runs as stale, see liveness()).
   int reap_stale_runs(double now);
   int reap_stale_runs();
+  // liveness() of `run` by this store's stale threshold at `now` (take
+  // now() once for many runs).
+  Liveness liveness(const RunInfo& run, double now) const;
   // Who this store writes as: options().writer, else this_process().
   WriterIdentity writer() const;
   // Deletes a run and everything recorded for it, artifact files included.
