@@ -10,6 +10,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/core/yaml_checks.h"
 
 namespace trainscope::study {
 
@@ -167,6 +168,9 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
 // now (a recorded study is read without its files).
 StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool check_files) {
   Ctx c{file.string()};
+  // Duplicate keys, later documents, deep nesting: refused with their line
+  // before yaml-cpp (which would keep the last, drop them, or recurse).
+  core::check_yaml(text, c.file);
   YAML::Node root;
   try {
     root = YAML::Load(text);

@@ -99,6 +99,10 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
        "replicates is 99999999999: must be at most 1000000"},
       {base + "sources: [init]\nreplicates: many\n", "replicates must be an integer"},
       {base + "sources: [init]\nretries: 100000\n", "retries is 100000: must be at most 100"},
+      {base + "sources: [init]\nreplicates: 2\nreplicates: 5\n", "line 5"},
+      {base + "sources: [init]\n---\nreplicates: 5\n", "line 5: a second YAML document"},
+      {base + "sources: [init]\nset: " + std::string(200, '[') + std::string(200, ']') + "\n",
+       "nested deeper than"},
   };
   for (const auto& c : cases) {
     std::string e = error_of(c.text);
