@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trainscope/core/nesting.h"
 #include "trainscope/monitor/watch.h"
 
 namespace trainscope::monitor {
@@ -54,6 +55,9 @@ void MetricLineParser::parse_kv(const std::string& l, const std::string& rest) {
 }
 
 void MetricLineParser::parse_json(const std::string& l) {
+  // A metric line is flat; nesting beyond the bound is not one (and is not
+  // handed to a reader that may recurse).
+  if (core::json_nesting(l) > core::kMaxNesting) return bad(l);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(l);

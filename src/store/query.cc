@@ -9,6 +9,7 @@
 #include <set>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/nesting.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::store {
@@ -220,7 +221,9 @@ class Lexer {
 
 struct RunFilterExpr::Node {
   enum class Kind { kAnd, kOr, kNot, kCompare, kLike, kIn, kExists } kind = Kind::kCompare;
-  std::unique_ptr<Node> left, right;  // kAnd, kOr; kNot uses left
+  // kAnd, kOr: every operand (a chain of a thousand `or`s is one node, not
+  // a thousand levels); kNot: one.
+  std::vector<std::unique_ptr<Node>> operands;
   std::string field;
   std::string op;                  // kCompare: = != < <= > >=; kLike: like or ilike
   std::vector<FieldValue> values;  // kCompare, kLike: one; kIn: many
@@ -291,39 +294,51 @@ class Parser {
   const Token& take() { return t_[i_++]; }
   bool keyword(const char* k) const { return peek().kind == Tok::kWord && lower(peek().text) == k; }
 
-  std::unique_ptr<Node> binary(Node::Kind kind, std::unique_ptr<Node> l, std::unique_ptr<Node> r) {
+  // One node for a chain of `kind` operations (and/or) or for `not`.
+  static std::unique_ptr<Node> node(Node::Kind kind, std::unique_ptr<Node> first) {
     auto n = std::make_unique<Node>();
     n->kind = kind;
-    n->left = std::move(l);
-    n->right = std::move(r);
+    n->operands.push_back(std::move(first));
     return n;
   }
 
   std::unique_ptr<Node> expr() {
     auto n = term();
-    while (keyword("or")) take(), n = binary(Node::Kind::kOr, std::move(n), term());
+    if (!keyword("or")) return n;
+    n = node(Node::Kind::kOr, std::move(n));
+    while (keyword("or")) take(), n->operands.push_back(term());
     return n;
   }
 
   std::unique_ptr<Node> term() {
     auto n = factor();
-    while (keyword("and")) take(), n = binary(Node::Kind::kAnd, std::move(n), factor());
+    if (!keyword("and")) return n;
+    n = node(Node::Kind::kAnd, std::move(n));
+    while (keyword("and")) take(), n->operands.push_back(factor());
     return n;
   }
 
+  // Parentheses and `not` nest; each level is a level of recursion here,
+  // in eval() and in the tree's destruction, so the depth is bounded.
   std::unique_ptr<Node> factor() {
+    const bool nests = keyword("not") || peek().kind == Tok::kOpen;
+    if (nests && ++depth_ > core::kMaxNesting)
+      syntax_error(peek().pos, fmt::format("parentheses and 'not' nest deeper than {} levels",
+                                           core::kMaxNesting));
+    std::unique_ptr<Node> n;
     if (keyword("not")) {
       take();
-      return binary(Node::Kind::kNot, factor(), nullptr);
-    }
-    if (peek().kind == Tok::kOpen) {
+      n = node(Node::Kind::kNot, factor());
+    } else if (peek().kind == Tok::kOpen) {
       take();
-      auto n = expr();
+      n = expr();
       if (peek().kind != Tok::kClose) syntax_error(peek().pos, "expected ')'");
       take();
-      return n;
+    } else {
+      return condition();
     }
-    return condition();
+    --depth_;
+    return n;
   }
 
   std::unique_ptr<Node> condition() {
@@ -394,6 +409,7 @@ class Parser {
 
   std::vector<Token> t_;
   size_t i_ = 0;
+  int depth_ = 0;  // parentheses and `not`s open
   std::vector<std::string>& fields_;
 };
 
@@ -402,11 +418,13 @@ class Parser {
 bool RunFilterExpr::Node::eval(const RunRow& row) const {
   switch (kind) {
     case Kind::kAnd:
-      return left->eval(row) && right->eval(row);
+      return std::all_of(operands.begin(), operands.end(),
+                         [&](const auto& o) { return o->eval(row); });
     case Kind::kOr:
-      return left->eval(row) || right->eval(row);
+      return std::any_of(operands.begin(), operands.end(),
+                         [&](const auto& o) { return o->eval(row); });
     case Kind::kNot:
-      return !left->eval(row);
+      return !operands.front()->eval(row);
     default:
       break;
   }

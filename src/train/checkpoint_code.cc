@@ -112,15 +112,30 @@ std::optional<std::string> read_class(std::string_view text, std::set<std::strin
   return std::nullopt;
 }
 
-// Depth-first: true when a reference from `cls` leads back to a class on the path.
+// Depth-first: true when a reference from `cls` leads back to a class on
+// the path. With a stack of its own: a crafted checkpoint may chain as
+// many classes as it has entries.
 bool has_cycle(const std::string& cls, const std::map<std::string, std::set<std::string>>& graph,
                std::map<std::string, int>& state) {
-  int& s = state[cls];
-  if (s != 0) return s == 1;
-  s = 1;
-  for (const auto& next : graph.at(cls))
-    if (has_cycle(next, graph, state)) return true;
-  state[cls] = 2;
+  using Refs = std::set<std::string>;
+  std::vector<std::pair<const std::string*, Refs::const_iterator>> path;
+  auto enter = [&](const std::string& c) {
+    int& s = state[c];
+    if (s != 0) return s == 1;  // on the path: a cycle; done: nothing new
+    s = 1;
+    path.emplace_back(&c, graph.at(c).begin());
+    return false;
+  };
+  if (enter(cls)) return true;
+  while (!path.empty()) {
+    auto& [c, next] = path.back();
+    if (next == graph.at(*c).end()) {
+      state[*c] = 2;
+      path.pop_back();
+      continue;
+    }
+    if (enter(*next++)) return true;
+  }
   return false;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checkpoint_code.h"
+#include "trainscope/core/nesting.h"
 
 namespace trainscope::train {
 namespace {
@@ -20,6 +21,11 @@ struct Value {
   std::string text;  // kStr, kGlobal ("module.name")
   int64_t number = 0;
   std::shared_ptr<const std::vector<Value>> items;  // kTuple
+  // How deep the containers the unpickler builds for it nest (0: none).
+  // libtorch builds and destroys nested values recursively, and so would
+  // this walk's tuples: a pickle of a million nested lists or tuples is
+  // a few megabytes.
+  int depth = 0;
 };
 
 // Bytes per element of the storage classes libtorch writes.
@@ -112,16 +118,49 @@ class Walk {
   }
   std::optional<std::string> tuple(size_t n) {
     if (free_values() < n) return "it pops more than it pushed";
-    auto items = std::make_shared<std::vector<Value>>(stack_.end() - static_cast<ptrdiff_t>(n),
-                                                      stack_.end());
+    std::vector<Value> items(stack_.end() - static_cast<ptrdiff_t>(n), stack_.end());
     stack_.resize(stack_.size() - n);
-    stack_.push_back({Value::kTuple, {}, 0, std::move(items)});
+    return push_tuple(std::move(items));
+  }
+  std::optional<std::string> push_tuple(std::vector<Value> items) {
+    int depth = 1;
+    for (const auto& v : items) depth = std::max(depth, v.depth + 1);
+    if (depth > core::kMaxNesting) return too_deep();
+    stack_.push_back(
+        {Value::kTuple, {}, 0, std::make_shared<std::vector<Value>>(std::move(items)), depth});
     return std::nullopt;
+  }
+  static std::string too_deep() {
+    return fmt::format("it nests values deeper than {} levels", core::kMaxNesting);
+  }
+  // The value `pops` below the top takes in those above it (an append, a
+  // setitem, a build, a reduce): they nest one level inside it.
+  std::optional<std::string> take_in(size_t pops) {
+    if (pops == 0 || free_values() < pops) return "it pops more than it pushed";
+    int depth = stack_[stack_.size() - pops].depth;
+    for (size_t i = stack_.size() - pops + 1; i < stack_.size(); ++i)
+      depth = std::max(depth, stack_[i].depth + 1);
+    stack_.resize(stack_.size() - pops);
+    return push_other(depth);
+  }
+  std::optional<std::string> push_other(int depth) {
+    if (depth > core::kMaxNesting) return too_deep();
+    stack_.push_back({Value::kOther, {}, 0, nullptr, depth});
+    return std::nullopt;
+  }
+  // Values above the mark into the container below it (appends, setitems).
+  std::optional<std::string> fill_to_mark(size_t multiple, const char* odd) {
+    std::vector<Value> items;
+    if (auto why = pop_to_mark(&items, 1)) return why;
+    if (items.size() % multiple != 0) return odd;
+    int depth = stack_.back().depth;
+    for (const auto& v : items) depth = std::max(depth, v.depth + 1);
+    stack_.pop_back();
+    return push_other(depth);
   }
   std::optional<std::string> global();
   std::optional<std::string> string();
   std::optional<std::string> tuple_to_mark();
-  std::optional<std::string> set_items();
   std::optional<std::string> persistent_id();
   std::optional<std::string> step(uint8_t op);
   std::optional<std::string> stack_op(uint8_t op);
@@ -176,16 +215,7 @@ std::optional<std::string> Walk::string() {
 std::optional<std::string> Walk::tuple_to_mark() {
   std::vector<Value> items;
   if (auto why = pop_to_mark(&items, 0)) return why;
-  stack_.push_back({Value::kTuple, {}, 0, std::make_shared<std::vector<Value>>(std::move(items))});
-  return std::nullopt;
-}
-
-// Key, value pairs into the dict below the mark.
-std::optional<std::string> Walk::set_items() {
-  std::vector<Value> items;
-  if (auto why = pop_to_mark(&items, 1)) return why;
-  if (items.size() % 2 != 0) return "a dict gets a key without a value";
-  return std::nullopt;
+  return push_tuple(std::move(items));
 }
 
 // The opcodes followed by an argument.
@@ -248,17 +278,17 @@ std::optional<std::string> Walk::stack_op(uint8_t op) {
     case 't':
       return tuple_to_mark();
     case 'e':
-      return pop_to_mark(nullptr, 1);  // into the list below the mark
+      return fill_to_mark(1, "");  // into the list below the mark
     case 'u':
-      return set_items();
+      return fill_to_mark(2, "a dict gets a key without a value");
     case 'a':
-      return replace(2, {});
+      return take_in(2);
     case 's':
-      return replace(3, {});
+      return take_in(3);
     case 'R':
     case 0x81:
     case 'b':
-      return replace(2, {});
+      return take_in(2);
     case 'Q':
       return persistent_id();
     default:

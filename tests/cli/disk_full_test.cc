@@ -9,6 +9,8 @@
 #include <fstream>
 
 #include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope {
@@ -87,6 +89,50 @@ TEST_F(DiskFullTest, AlmostNoRoomLeavesNoRunRunning) {
   if (!runs.empty()) {
     EXPECT_EQ(runs[0].status, store::RunStatus::kFailed);
   }
+}
+
+// Issue 29, item 12: a filter of 30,000 nested parentheses crashed `runs
+// list` (exit 139, no message): parentheses and `not` nest at most 64
+// levels, and chains of `and`/`or` do not nest at all.
+TEST(FilterTest, NestingIsBoundedAndLongChainsAreFlat) {
+  auto refused = [](const std::string& f) {
+    try {
+      store::RunFilterExpr::parse(f);
+    } catch (const core::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string deep = std::string(30000, '(') + "name = 'a'" + std::string(30000, ')');
+  EXPECT_EQ(refused(deep),
+            "filter column 65: parentheses and 'not' nest deeper than 64 levels (see `trainscope "
+            "runs list --help`)");
+  std::string nots;
+  for (int i = 0; i < 30000; ++i) nots += "not ";
+  EXPECT_NE(refused(nots + "name = 'a'").find("nest deeper than 64 levels"), std::string::npos);
+  EXPECT_EQ(refused(std::string(64, '(') + "name = 'a'" + std::string(64, ')')), "");
+  // A million conditions joined by `or`: one node, evaluated and destroyed
+  // without a level of recursion each.
+  std::string chain = "name = 'r0'";
+  for (int i = 1; i < 1000000; ++i) chain += " or name = 'r" + std::to_string(i) + "'";
+  const auto expr = store::RunFilterExpr::parse(chain);
+  store::RunRow row;
+  row.info.name = "r999999";
+  EXPECT_TRUE(expr.matches(row));
+  row.info.name = "nobody";
+  EXPECT_FALSE(expr.matches(row));
+}
+
+TEST(FilterTest, RunsListRefusesADeepFilterInOneLine) {
+  testing::TempDir dir;
+  const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string();
+  ASSERT_EQ(run_command(ts + " numerics logmap --steps 5 --name a").exit_code, 0);
+  const std::string deep = std::string(30000, '(') + "name = 'a'" + std::string(30000, ')');
+  auto r = run_command(ts + " runs list --filter \"" + deep + "\"");
+  EXPECT_EQ(r.exit_code, 2) << r.out.substr(0, 300);
+  EXPECT_EQ(r.out,
+            "trainscope: filter column 65: parentheses and 'not' nest deeper than 64 levels (see "
+            "`trainscope runs list --help`)\n");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../src/train/checkpoint_code.h"  // the pickle and code walks, private to train
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -992,6 +993,49 @@ TEST(ConfigTest, DeepNestingIsRefusedInOneLine) {
   for (int i = 1; i < 40; ++i)
     laughs += fmt::format("a{}: &a{} {{x: *a{}, y: *a{}}}\n", i, i, i - 1, i - 1);
   EXPECT_NE(config_error(laughs, {}).find("more than 100000 values"), std::string::npos);
+}
+
+}  // namespace trainscope::train
+
+// Issue 29, item 12: the walks over a checkpoint's pickles and classes are
+// bounded. A pickle of a million nested lists or tuples (a few megabytes)
+// was accepted, and libtorch's unpickler builds and destroys such values
+// recursively (so did the walk's own tuples); a chain of classes as long
+// as the archive has entries was followed by recursion.
+namespace trainscope::train {
+
+TEST(CheckpointTest, DeeplyNestedPicklesAreRefused) {
+  const std::string header = "\x80\x02";
+  const std::string lists = header + std::string(1000000, ']') + std::string(999999, 'a') + ".";
+  const std::string tuples = header + "N" + std::string(1000000, '\x85') + ".";
+  const std::string dicts = header + "}" + [] {
+    std::string s;
+    for (int i = 0; i < 100000; ++i) s += "K\x01}";
+    return s + std::string(100000, 's');
+  }() + ".";
+  for (const auto* p : {&lists, &tuples, &dicts}) {
+    const auto why = unexpected_pickle(*p, {}, "");
+    ASSERT_TRUE(why.has_value());
+    EXPECT_NE(why->find("it nests values deeper than 64 levels"), std::string::npos) << *why;
+  }
+  // As deep as checkpoints nest, and a little more, is fine.
+  EXPECT_EQ(unexpected_pickle(header + "N" + std::string(60, '\x85') + ".", {}, ""), std::nullopt);
+  EXPECT_EQ(unexpected_pickle(header + std::string(60, ']') + std::string(59, 'a') + ".", {}, ""),
+            std::nullopt);
+}
+
+TEST(CheckpointTest, ALongChainOfClassesIsWalkedWithoutRecursion) {
+  constexpr int kClasses = 300000;
+  std::vector<CodeFile> files;
+  for (int i = 1; i <= kClasses; ++i)
+    files.push_back({fmt::format("a/code/__torch__/___torch_mangle_{}.py", i),
+                     i < kClasses ? fmt::format("class Module(Module):\n  m : "
+                                                "__torch__.___torch_mangle_{}.Module\n",
+                                                i + 1)
+                                  : "class Module(Module):\n  w : Tensor\n"});
+  EXPECT_EQ(unexpected_code(files), std::nullopt);
+  files.back().text = "class Module(Module):\n  m : __torch__.___torch_mangle_1.Module\n";
+  EXPECT_EQ(unexpected_code(files), "its classes contain one another");
 }
 
 }  // namespace trainscope::train

@@ -19,6 +19,8 @@
 //   OP    := '=' '==' '!=' '<>' '<' '<=' '>' '>='
 //   VALUE := a number (1, -2.5e-3, nan, inf) or a quoted string ('adam',
 //            "adam"); like-patterns use % (any run of characters) and _ (one).
+// Parentheses and 'not' nest at most 64 levels (core::kMaxNesting); any
+// number of conditions may be joined by 'and' and 'or'.
 // Two numbers compare as numbers; otherwise both sides compare as text, so
 // params.lr = 0.1 matches the param "0.1" and "1e-1". A run without the
 // field never matches a comparison (not even !=).

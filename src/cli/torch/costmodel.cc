@@ -12,6 +12,7 @@
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/nesting.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/profiler.h"
@@ -174,6 +175,7 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
   std::stringstream ss;
   ss << in.rdbuf();
   profile::CostModel m;
+  core::check_json_nesting(ss.str(), a.model_file);
   try {
     m = profile::CostModel::from_json(ss.str());
   } catch (const core::Error& e) {
