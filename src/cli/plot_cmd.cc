@@ -1,7 +1,9 @@
 // `trainscope plot RUN... KEY...`: metric curves of runs, overlaid.
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "commands.h"
 #include "output.h"
@@ -22,12 +24,17 @@ void run_plot(Context& ctx, const PlotArgs& a) {
   auto store = ctx.reader();
   std::vector<store::RunInfo> runs;
   std::vector<std::string> keys;
-  for (const auto& item : a.items) {  // a run if it names one, else a metric key
+  std::set<std::string> given;
+  for (const auto& item : a.items) {           // a run if it names one, else a metric key
+    if (!given.insert(item).second) continue;  // named twice: once
     try {
-      runs.push_back(store->resolve_run(item));
+      store::RunInfo r = store->resolve_run(item);
+      // A run (or key) named twice is plotted once.
+      if (std::none_of(runs.begin(), runs.end(), [&](auto& x) { return x.uuid == r.uuid; }))
+        runs.push_back(std::move(r));
     } catch (const core::Error& e) {
       if (e.kind() == core::ErrorKind::kConflict) throw;  // an ambiguous run reference
-      keys.push_back(item);
+      if (std::find(keys.begin(), keys.end(), item) == keys.end()) keys.push_back(item);
     }
   }
   if (runs.empty())

@@ -276,8 +276,7 @@ struct ExportArgs {
 // The runs an export names: given references, else every run matching the
 // filter and experiment.
 std::vector<RunInfo> export_runs(Store& store, const ExportArgs& a) {
-  std::vector<RunInfo> runs;
-  for (const auto& ref : a.refs) runs.push_back(store.resolve_run(ref));
+  std::vector<RunInfo> runs = store.resolve_runs(a.refs);
   if (!a.refs.empty() && a.filter.empty() && a.experiment.empty()) return runs;
   store::RunQuery q;
   q.filter = a.filter;
@@ -339,6 +338,9 @@ void add_export(CLI::App* runs, Context& ctx) {
       cmd, "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv");
   cmd->callback([&ctx, a] {
     auto store = ctx.reader();
+    std::vector<std::string> uuids;  // a run named twice counts once
+    for (const auto& r : store->resolve_runs(a->refs)) uuids.push_back(r.uuid);
+    a->refs = uuids;
     auto found = export_runs(*store, *a);
     if (found.empty()) fail(ErrorKind::kNotFound, "no runs match; nothing exported");
     write_export(*store, found, *a, a->format == "json" || ctx.json);

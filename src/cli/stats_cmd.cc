@@ -70,6 +70,10 @@ void run_stats(Context& ctx, StatsArgs& a) {
   auto store = ctx.reader();
   a.selection.reduce = stats::parse_reduce(a.reduce);
   if (!a.parent.empty()) a.selection.filter.parent_uuid = store->resolve_run(a.parent).uuid;
+  // A run named twice counts once.
+  std::vector<std::string> uuids;
+  for (const auto& r : store->resolve_runs(a.selection.runs)) uuids.push_back(r.uuid);
+  a.selection.runs = uuids;
   if (!a.reference_run.empty()) {
     stats::Selection ref = a.selection;
     ref.runs = {a.reference_run};

@@ -76,13 +76,38 @@ namespace {
 
 using namespace detail;
 
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// %XX escapes decoded; anything else, a stray '%' included, kept as it is.
+std::string percent_decoded(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const int hi = i + 2 < s.size() && s[i] == '%' ? hex_digit(s[i + 1]) : -1;
+    const int lo = hi >= 0 ? hex_digit(s[i + 2]) : -1;
+    if (lo >= 0) {
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// The path's segments, each decoded after the split: a run named
+// "init/r1" is one segment when sent as init%2Fr1.
 std::vector<std::string> segments(const std::string& path) {
   std::vector<std::string> out;
   size_t i = 0;
   while (i < path.size()) {
     size_t j = path.find('/', i);
     if (j == std::string::npos) j = path.size();
-    if (j > i) out.push_back(path.substr(i, j - i));
+    if (j > i) out.push_back(percent_decoded(std::string_view(path).substr(i, j - i)));
     i = j + 1;
   }
   return out;

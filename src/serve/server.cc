@@ -144,7 +144,9 @@ struct Server::Impl {
   }
 
   void api(const httplib::Request& req, httplib::Response& res) {
-    Request r{req.method == "HEAD" ? "GET" : req.method, req.path, {}, req.body};
+    // The path as sent: the API decodes each segment itself (a name may hold '/').
+    const std::string raw = req.target.substr(0, req.target.find('?'));
+    Request r{req.method == "HEAD" ? "GET" : req.method, raw, {}, req.body};
     for (const auto& [k, v] : req.params) r.query.emplace(k, v);
     const ApiOptions o{.allow_writes = options.allow_writes};
     if (r.method == "GET") {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <set>
 
@@ -65,6 +66,23 @@ std::string checked_artifact_name(std::string_view name) {
        std::min<size_t>(found.size(), kMaxCandidates), list);
 }
 
+// The note when a run's name is also the start of other runs' UUIDs.
+void note_name_won(std::string_view ref, const RunInfo& named, const std::vector<RunInfo>& others) {
+  std::string list;
+  for (size_t i = 0; i < others.size() && i < 3; ++i)
+    list += (i ? ", " : "") + short_uuid(others[i].uuid);
+  if (others.size() > 3) list += ", ...";
+  core::log_info(
+      "note: '{}' is the name of run {}; {} whose UUID starts with '{}' ({}) {} named by more of "
+      "its UUID, e.g. '{}'",
+      escape_for_display(ref), short_uuid(named.uuid),
+      others.size() == 1
+          ? std::string("the run")
+          : fmt::format("{}{} runs", std::ssize(others) > kMaxCandidates ? "more than " : "",
+                        std::min<int64_t>(std::ssize(others), kMaxCandidates)),
+      escape_for_display(ref), list, others.size() == 1 ? "is" : "are", short_uuid(others[0].uuid));
+}
+
 }  // namespace
 
 const char* to_string(RunStatus s) { return kStatusNames[static_cast<int>(s)]; }
@@ -118,23 +136,45 @@ std::unique_ptr<Store> Store::open(const StoreOptions& options) {
 
 RunInfo Store::resolve_run(std::string_view ref) {
   if (ref.empty()) fail(ErrorKind::kUsage, "empty run reference; give a UUID prefix or a run name");
-  if (auto exact = find_run(ref)) return *exact;
-  std::vector<RunInfo> found;
-  std::set<std::string> seen;
-  auto collect = [&](RunFilter f) {
+  // UUIDs are stored in lowercase; a prefix may be given in any case.
+  std::string lower(ref);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (auto exact = find_run(lower)) return *exact;
+  auto first = [&](RunFilter f) {
     f.limit = kMaxCandidates + 1;
-    for (auto& r : list_runs(f))
-      if (seen.insert(r.uuid).second) found.push_back(std::move(r));
+    return list_runs(f);
   };
-  if (is_uuid_prefix(ref)) collect({.uuid_prefix = std::string(ref)});
-  collect({.name = std::string(ref)});
+  const std::vector<RunInfo> named = first({.name = std::string(ref)});
+  std::vector<RunInfo> prefixed;
+  if (is_uuid_prefix(lower)) prefixed = first({.uuid_prefix = lower});
+  // An exact name wins over a UUID prefix, as a git ref wins over an
+  // abbreviated hash; the runs the prefix would also name are told apart.
+  if (named.size() == 1) {
+    std::erase_if(prefixed, [&](const RunInfo& r) { return r.uuid == named[0].uuid; });
+    if (!prefixed.empty()) note_name_won(ref, named[0], prefixed);
+    return *find_run(named[0].uuid);  // list_runs leaves out the command line and config
+  }
+  std::vector<RunInfo> found = named;
+  for (auto& r : prefixed)
+    if (std::none_of(found.begin(), found.end(), [&](auto& f) { return f.uuid == r.uuid; }))
+      found.push_back(std::move(r));
   if (found.empty())
     fail(ErrorKind::kNotFound,
          "no run matches '{}' in {}; give a full UUID, a unique UUID prefix or a run name",
          escape_for_display(ref), describe());
   if (found.size() > 1) fail_ambiguous(ref, found);
-  // list_runs leaves out the command line and config.
   return *find_run(found.front().uuid);
+}
+
+std::vector<RunInfo> Store::resolve_runs(const std::vector<std::string>& refs) {
+  std::vector<RunInfo> out;
+  std::set<std::string> seen, given;
+  for (const auto& ref : refs) {
+    if (!given.insert(ref).second) continue;  // resolved (and noted) once
+    RunInfo r = resolve_run(ref);
+    if (seen.insert(r.uuid).second) out.push_back(std::move(r));
+  }
+  return out;
 }
 
 // --- the stale-run reaper and the lease -------------------------------------------

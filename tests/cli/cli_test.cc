@@ -1,4 +1,5 @@
 // End-to-end tests of the trainscope executable on real store files.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
@@ -383,6 +384,46 @@ TEST_F(CliTest, ReadersShowACrashedRunStaleAndChangeNothing) {
   std::filesystem::permissions(dir_ / "t.db", std::filesystem::perms::owner_write,
                                std::filesystem::perm_options::add);
   EXPECT_EQ(store()->resolve_run("crashed").status, RunStatus::kKilled);  // a writer's open
+}
+
+// Issue 29, item 7: a script naming its runs `a` and `b` failed 1 time in
+// 3 once another run's UUID started with those letters. An exact name wins
+// over a UUID prefix (a one-line note says how to name the other run),
+// prefixes are read in any case, and a run named twice on one command line
+// counts once (`runs export A A`, `plot A A KEY`, `stats KEY A A`).
+TEST_F(CliTest, ReferencesMeanWhatTheUserMeant) {
+  {
+    auto s = store();
+    bool a = false, b = false;
+    while (!a || !b) {
+      auto r = s->create_run({});
+      s->set_status(r.uuid, RunStatus::kFinished);
+      a |= r.uuid[0] == 'a';
+      b |= r.uuid[0] == 'b';
+    }
+  }
+  const std::string ua = make_run("a"), ub = make_run("b");
+  auto show = ts("--json runs show a");
+  ASSERT_EQ(show.exit_code, 0) << show.out;
+  EXPECT_NE(show.out.find("note: 'a' is the name of run " + ua.substr(0, 8)), std::string::npos)
+      << show.out;
+  EXPECT_EQ(nlohmann::json::parse(show.out.substr(show.out.find('{')))["uuid"], ua);
+  EXPECT_EQ(ts("-q runs show b").exit_code, 0);
+  std::string upper = ub.substr(0, 8);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto by_upper = ts("--json runs show " + upper);
+  ASSERT_EQ(by_upper.exit_code, 0) << by_upper.out;
+  EXPECT_EQ(nlohmann::json::parse(by_upper.out)["uuid"], ub);
+  for (const std::string cmd :
+       {"-q runs export {} --format csv", "-q plot {} lyapunov --format csv",
+        "-q --json stats lyapunov {}"}) {
+    auto once = ts(fmt::format(fmt::runtime(cmd), "a b"));
+    auto twice = ts(fmt::format(fmt::runtime(cmd), "a b a " + ub + " b"));
+    ASSERT_EQ(once.exit_code, 0) << cmd << ": " << once.out;
+    EXPECT_EQ(twice.exit_code, 0) << cmd << ": " << twice.out;
+    EXPECT_EQ(twice.out, once.out) << cmd;
+  }
+  EXPECT_EQ(ts("-q runs export a a --format csv").out, ts("-q runs export a --format csv").out);
 }
 
 TEST_F(CliTest, DeleteNeedsYes) {

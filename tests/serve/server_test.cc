@@ -90,6 +90,29 @@ TEST_F(ServeHttpTest, LoopbackAnswersOnlyRequestsAddressedToThisMachine) {
   EXPECT_EQ(c.Get("/nothing/here")->status, 404);
 }
 
+// Issue 29, item 7: a study's children are named "cell/r1"; URL-encoded,
+// such a name is one segment of the path (it answered "no run matches
+// 'init'"), and so is a name holding '%' or a space.
+TEST_F(ServeHttpTest, URLEncodedNamesWithASlashNameTheirRun) {
+  store_->create_run({.name = "init"});
+  const std::string child = store_->create_run({.name = "init/r1"}).uuid;
+  store_->append_metrics(child, {{"train/loss", {{1, 0, 0.5}}}});
+  const std::string odd = store_->create_run({.name = "50% done x"}).uuid;
+  Running srv({.store_uri = uri_, .port = 0});
+  auto c = srv.client();
+  auto run = c.Get("/api/runs/init%2Fr1");
+  ASSERT_TRUE(run);
+  ASSERT_EQ(run->status, 200) << run->body;
+  EXPECT_EQ(json::parse(run->body)["run"]["uuid"], child);
+  auto chart = c.Get("/api/runs/init%2Fr1/metric?key=train%2Floss");
+  ASSERT_EQ(chart->status, 200) << chart->body;
+  EXPECT_EQ(json::parse(chart->body)["count"], 1);
+  auto pct = c.Get("/api/runs/50%25%20done%20x");
+  ASSERT_EQ(pct->status, 200) << pct->body;
+  EXPECT_EQ(json::parse(pct->body)["run"]["uuid"], odd);
+  EXPECT_EQ(c.Get("/api/runs/init/r1")->status, 404);  // "init" has no page "r1"
+}
+
 TEST_F(ServeHttpTest, APortInUseAndAMissingStoreAreClearErrors) {
   Running srv({.store_uri = uri_, .port = 0});
   Server second({.store_uri = uri_, .port = srv.port()});

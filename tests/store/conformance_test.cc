@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -192,6 +193,47 @@ TEST_P(StoreConformance, ResolveRunByUuidPrefixNameAndAmbiguity) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
   }
   EXPECT_THROW(store_->resolve_run(""), Error);
+}
+
+// Issue 29, item 7: a run named `a` (or `cafe`) became ambiguous as soon
+// as another run's UUID started with those letters. An exact name wins over
+// a UUID prefix, with a note saying how to name the other run; prefixes are
+// read in any case; a run named twice counts once.
+TEST_P(StoreConformance, AnExactNameWinsOverAUuidPrefix) {
+  std::vector<RunInfo> others;
+  // Runs until one's UUID starts with a letter; a run is then named so.
+  std::string letter;
+  while (letter.empty()) {
+    others.push_back(new_run());
+    if (std::isalpha(static_cast<unsigned char>(others.back().uuid[0])))
+      letter = others.back().uuid.substr(0, 1);
+  }
+  RunInfo named = new_run(letter);
+  while (named.uuid.starts_with(letter)) {  // its own name would be its prefix too
+    store_->delete_run(named.uuid);
+    named = new_run(letter);
+  }
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(store_->resolve_run(letter).uuid, named.uuid);
+  const std::string note = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(note.find("note: '" + letter + "' is the name of run " + named.uuid.substr(0, 8)),
+            std::string::npos)
+      << note;
+  EXPECT_NE(note.find("named by more of its UUID"), std::string::npos) << note;
+  EXPECT_EQ(std::count(note.begin(), note.end(), '\n'), 1) << note;
+  // Prefixes in any case.
+  const RunInfo& target = others.back();
+  std::string upper = target.uuid.substr(0, 13);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(store_->resolve_run(upper).uuid, target.uuid);
+  std::string full = target.uuid;
+  for (char& c : full) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  EXPECT_EQ(store_->resolve_run(full).uuid, target.uuid);
+  // Named twice, by one reference or two: once.
+  auto runs = store_->resolve_runs({letter, target.uuid.substr(0, 13), letter, named.uuid});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].uuid, named.uuid);
+  EXPECT_EQ(runs[1].uuid, target.uuid);
 }
 
 // Default names stay unique: "demo", then "demo-2", "demo-3"; a name given

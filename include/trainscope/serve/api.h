@@ -14,7 +14,10 @@ namespace trainscope::serve {
 
 struct Request {
   std::string method = "GET";
-  std::string path;  // decoded, e.g. "/api/runs/demo/metric"
+  // As sent, percent-encoding kept: "/api/runs/init%2Fr1/metric". The API
+  // splits it at '/' and then decodes each segment, so that a run name
+  // holding '/' (a study's child, "init/r1") is one segment.
+  std::string path;
   std::map<std::string, std::string> query;
   std::string body;
 };

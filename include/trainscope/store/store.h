@@ -287,9 +287,15 @@ class Store {
   virtual std::optional<RunInfo> find_run(std::string_view uuid) = 0;
   // Runs matching `filter`, newest first, without command line and config.
   virtual std::vector<RunInfo> list_runs(const RunFilter& filter = {}) = 0;
-  // Resolves a user reference: a full UUID, a unique UUID prefix, or a run
-  // name. Throws Error (kNotFound or kConflict, listing candidates) otherwise.
+  // Resolves a user reference: a full UUID, a unique UUID prefix (in any
+  // case), or a run name. A name one run has wins over a UUID prefix (as a
+  // git ref over an abbreviated hash), with a one-line note on stderr when
+  // the prefix would also name other runs, saying how to name them. Throws
+  // Error (kNotFound, or kConflict listing candidates) otherwise.
   RunInfo resolve_run(std::string_view ref);
+  // Resolves several references in order; a run named twice (by the same
+  // reference or two) is in the result once, where it was first named.
+  std::vector<RunInfo> resolve_runs(const std::vector<std::string>& refs);
   // Sets status; a terminal status also sets end_time = now.
   //
   // The lease: a run "running" has one writer, the (host, pid, pid_start)
