@@ -3,6 +3,7 @@
 // this is the only place where an error's kind becomes an exit code.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 #include <string_view>
 
@@ -52,10 +53,23 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   app.require_subcommand(1);
   app.fallthrough();
   app.option_defaults()->always_capture_default();
-  app.add_option("--store", ctx.store_uri,
-                 "Store location, sqlite:PATH or postgresql://USER@HOST:PORT/DB "
-                 "(default: $TRAINSCOPE_STORE or sqlite:./trainscope.db)")
-      ->type_name("URI");
+  auto* store = app.add_option("--store", ctx.store_uri,
+                               "Store location, sqlite:PATH or postgresql://USER@HOST:PORT/DB "
+                               "(default: $TRAINSCOPE_STORE or sqlite:./trainscope.db)")
+                    ->type_name("URI");
+  // Before any command runs: an empty name is a mistake (a variable that
+  // is not set), never a request for the default store.
+  app.parse_complete_callback([store, &ctx] {
+    if (store->count() > 0 && ctx.store_uri.empty())
+      core::fail(core::ErrorKind::kUsage,
+                 "--store '' names no store; give sqlite:PATH or postgresql://USER@HOST:PORT/DB, "
+                 "or leave --store out for $TRAINSCOPE_STORE or sqlite:./trainscope.db");
+    const char* env = std::getenv("TRAINSCOPE_STORE");
+    if (store->count() == 0 && env && !*env)
+      core::fail(core::ErrorKind::kUsage,
+                 "TRAINSCOPE_STORE is set but empty; unset it for sqlite:./trainscope.db, or set "
+                 "it to sqlite:PATH or postgresql://USER@HOST:PORT/DB");
+  });
   app.add_flag("--json", ctx.json, "Machine-readable JSON output");
   // Option callbacks run while parsing, before any command's callback.
   app.add_flag_callback(

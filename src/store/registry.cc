@@ -1,5 +1,7 @@
 #include "trainscope/store/registry.h"
 
+#include <sys/stat.h>
+
 #include <map>
 #include <mutex>
 
@@ -84,6 +86,77 @@ std::string take_password_param(std::string& query) {
   return password;
 }
 
+// What a path that is not a regular file is, for messages.
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// A SQLite store is a regular file, or one yet to be created, and so are
+// the files SQLite keeps beside it. Anything else is refused before SQLite
+// opens it: a FIFO blocks the open forever, /dev/null swallows every write
+// and reads back empty, a socket or a device fails deep inside SQLite.
+void check_sqlite_path(std::string_view location, const std::string& shown) {
+  if (location == ":memory:" || location.starts_with("file:")) return;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    const std::string path = std::string(location) + suffix;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) continue;  // absent: created
+    if (S_ISDIR(st.st_mode) && !*suffix)
+      fail(ErrorKind::kUsage, "store '{}' is a folder; give a database file in it, such as '{}'",
+           shown, core::escape_for_display(path + "/trainscope.db"));
+    fail(ErrorKind::kUsage,
+         "store '{}': '{}' is {}, not a database file; give the path of a file (created if "
+         "missing), such as sqlite:./trainscope.db",
+         shown, core::escape_for_display(path), file_kind(st.st_mode));
+  }
+}
+
+// Each port of a PostgreSQL URI ("host:port", "[::1]:port", a list of
+// hosts, ?port=) is a number in 1..65535 or left out, so that a typo is a
+// usage error here rather than a failed connection.
+void check_port(const std::string& port, const std::string& shown) {
+  if (port.empty()) return;
+  const bool digits = port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (!digits || std::stoi(port) < 1 || std::stoi(port) > 65535)
+    fail(ErrorKind::kUsage, "store '{}': port '{}' is not a number in 1..65535", shown,
+         core::escape_for_display(port));
+}
+
+void check_postgres_ports(std::string_view location, const std::string& shown) {
+  std::string_view rest = location;
+  if (rest.starts_with("//")) rest.remove_prefix(2);
+  const size_t end = rest.find_first_of("/?");
+  std::string_view hosts = rest.substr(0, end);
+  if (const size_t at = hosts.rfind('@'); at != std::string_view::npos) hosts.remove_prefix(at + 1);
+  for (size_t start = 0; start <= hosts.size();) {
+    size_t comma = hosts.find(',', start);
+    if (comma == std::string_view::npos) comma = hosts.size();
+    const std::string_view host = hosts.substr(start, comma - start);
+    start = comma + 1;
+    const size_t close = host.starts_with("[") ? host.find(']') : 0;
+    const size_t colon = host.find(':', close == std::string_view::npos ? 0 : close);
+    if (colon != std::string_view::npos) check_port(std::string(host.substr(colon + 1)), shown);
+  }
+  const size_t q = location.find('?');
+  for (size_t at = q; at != std::string_view::npos && at < location.size();) {
+    const size_t amp = location.find('&', at + 1);
+    const std::string_view kv = location.substr(at + 1, amp - at - 1);
+    at = amp;
+    if (!kv.starts_with("port=")) continue;
+    std::string ports(kv.substr(5));
+    for (size_t s = 0; s <= ports.size();) {
+      size_t c = ports.find(',', s);
+      if (c == std::string::npos) c = ports.size();
+      check_port(percent_decoded(ports.substr(s, c - s)), shown);
+      s = c + 1;
+    }
+  }
+}
+
 }  // namespace
 
 UriPassword split_password(std::string_view uri) {
@@ -161,6 +234,9 @@ std::unique_ptr<Store> open_backend(const StoreOptions& options) {
     fail(ErrorKind::kUsage,
          "store '{}' names no location; use sqlite:PATH or postgresql://USER@HOST:PORT/DB",
          core::escape_for_display(options.uri));
+  const std::string shown = core::escape_for_display(split_password(options.uri).uri);
+  if (u.scheme == "sqlite") check_sqlite_path(u.location, shown);
+  if (u.scheme == "postgresql" || u.scheme == "postgres") check_postgres_ports(u.location, shown);
   return factory(u.location, options);
 }
 

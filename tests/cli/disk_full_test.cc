@@ -3,10 +3,14 @@
 // prints 20,000 metric lines.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <utility>
+#include <vector>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
@@ -133,6 +137,62 @@ TEST(FilterTest, RunsListRefusesADeepFilterInOneLine) {
   EXPECT_EQ(r.out,
             "trainscope: filter column 65: parentheses and 'not' nest deeper than 64 levels (see "
             "`trainscope runs list --help`)\n");
+}
+
+// Issue 29, item 8: stores named clearly. An empty name silently meant
+// ./trainscope.db (a `watch` recorded there), a FIFO hung `runs list`
+// forever, /dev/null's advice did not apply, a malformed PostgreSQL port
+// was a store error (5). Each is now a usage error (2) at once, in one line.
+TEST(StoreNameTest, EmptyOrNonFileStoresAreRefusedAtOnce) {
+  testing::TempDir dir;
+  const std::string cd = "cd " + dir.path().string() + " && ";
+  const std::string ts = std::string(TS_CLI_BIN);
+  ASSERT_EQ(mkfifo((dir / "fifo.db").c_str(), 0600), 0);
+  std::filesystem::create_directories(dir / "folder.db");
+  std::ofstream(dir / "wal.db");  // a store whose -wal file is a FIFO
+  ASSERT_EQ(mkfifo((dir / "wal.db-wal").c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--store '' watch -- true", "--store '' names no store; give sqlite:PATH"},
+      {"--store '' runs list", "--store '' names no store; give sqlite:PATH"},
+      {"--store sqlite:fifo.db runs list",
+       "store 'sqlite:fifo.db': 'fifo.db' is a FIFO (named pipe), not a database file"},
+      {"--store sqlite:fifo.db numerics logmap --steps 3",
+       "store 'sqlite:fifo.db': 'fifo.db' is a FIFO (named pipe), not a database file"},
+      {"--store sqlite:wal.db runs list",
+       "store 'sqlite:wal.db': 'wal.db-wal' is a FIFO (named pipe), not a database file"},
+      {"--store sqlite:/dev/null runs list",
+       "store 'sqlite:/dev/null': '/dev/null' is a character device, not a database file; give "
+       "the path of a file (created if missing), such as sqlite:./trainscope.db"},
+      {"--store sqlite:folder.db runs list",
+       "store 'sqlite:folder.db' is a folder; give a database file in it, such as "
+       "'folder.db/trainscope.db'"},
+      {"--store postgresql://u@localhost:abc/db runs list",
+       "store 'postgresql://u@localhost:abc/db': port 'abc' is not a number in 1..65535"},
+      {"--store postgresql://u:pw@h1:5432,h2:70000/db runs list",
+       "store 'postgresql://u@h1:5432,h2:70000/db': port '70000' is not a number in 1..65535"},
+      {"--store 'postgresql://u@[::1]:x/db' runs list", "port 'x' is not a number in 1..65535"},
+      {"--store 'postgresql://u@h/db?sslmode=disable&port=5x' runs list",
+       "port '5x' is not a number in 1..65535"},
+  };
+  for (const auto& [args, want] : cases) {
+    auto r = run_command(cd + "timeout 20 " + ts + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.out.rfind("trainscope: ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find(want), std::string::npos) << args << ": " << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+  auto r = run_command(cd + "TRAINSCOPE_STORE= " + ts + " watch -- true");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out,
+            "trainscope: TRAINSCOPE_STORE is set but empty; unset it for sqlite:./trainscope.db, "
+            "or set it to sqlite:PATH or postgresql://USER@HOST:PORT/DB\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "trainscope.db")) << "nothing went to the default";
+  // An empty variable beside --store is not in the way, and neither is it
+  // for a command that opens no store.
+  r = run_command(cd + "TRAINSCOPE_STORE= " + ts +
+                  " --store sqlite:s.db numerics logmap --steps 3");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(run_command("TRAINSCOPE_STORE= " + ts + " --version").exit_code, 0);
 }
 
 }  // namespace

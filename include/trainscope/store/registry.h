@@ -2,6 +2,11 @@
 // the options to the factory registered for SCHEME. SQLite ("sqlite") is
 // built in; another backend joins by registering its scheme before the
 // first open (for instance from its library's initialisation).
+//
+// Before a factory runs, what a URI names is checked (Error kUsage, one
+// line): a SQLite path (or its -wal, -shm, -journal file) that exists and
+// is not a regular file (a folder, FIFO, device such as /dev/null, socket)
+// is refused, as is a PostgreSQL port that is not a number in 1..65535.
 #pragma once
 
 #include <functional>
