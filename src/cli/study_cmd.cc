@@ -190,12 +190,22 @@ void add_status(CLI::App* study, Context& ctx) {
       return void(std::cout << format::study_status(s).dump(2, ' ', false, format::kInvalidUtf8)
                             << "\n");
     std::cout << "study " << s.study.name << " (" << s.study.uuid.substr(0, 8) << "), "
-              << to_string(s.study.status) << "\n";
-    Table t({"CELL", "PLANNED", "FINISHED", "RUNNING", "FAILED", "PENDING"});
-    for (size_t c = 1; c < 6; ++c) t.align_right(c);
+              << s.liveness.status << (s.liveness.stale() ? " (" + s.liveness.note + ")" : "")
+              << "\n";
+    const bool stale = s.total.stale > 0;  // the column only when some run is
+    std::vector<std::string> head = {"CELL", "PLANNED", "FINISHED", "RUNNING", "FAILED", "PENDING"};
+    if (stale) head.insert(head.begin() + 4, "STALE");
+    Table t(head);
+    for (size_t c = 1; c < head.size(); ++c) t.align_right(c);
     auto row = [&](const study::CellStatus& c) {
-      t.add_row({c.cell, std::to_string(c.planned), std::to_string(c.finished),
-                 std::to_string(c.running), std::to_string(c.failed), std::to_string(c.pending)});
+      std::vector<std::string> r = {c.cell,
+                                    std::to_string(c.planned),
+                                    std::to_string(c.finished),
+                                    std::to_string(c.running),
+                                    std::to_string(c.failed),
+                                    std::to_string(c.pending)};
+      if (stale) r.insert(r.begin() + 4, std::to_string(c.stale));
+      t.add_row(r);
     };
     for (const auto& c : s.cells) row(c);
     row(s.total);

@@ -115,7 +115,8 @@ Json cell(const study::CellAnalysis& c) {
 
 Json cell_status(const study::CellStatus& c) {
   return {{"cell", c.cell},       {"planned", c.planned}, {"finished", c.finished},
-          {"running", c.running}, {"failed", c.failed},   {"pending", c.pending}};
+          {"running", c.running}, {"stale", c.stale},     {"failed", c.failed},
+          {"pending", c.pending}};
 }
 
 }  // namespace
@@ -124,6 +125,7 @@ Json study_status(const study::StudyStatus& s) {
   Json cells = Json::array();
   for (const auto& c : s.cells) cells.push_back(cell_status(c));
   Json j = {{"study", run(s.study, false)},
+            {"liveness", {{"status", s.liveness.status}, {"note", s.liveness.note}}},
             {"cells", cells},
             {"total", cell_status(s.total)},
             {"mean_run_s", number(s.mean_run_s)}};

@@ -416,9 +416,10 @@ void slurm_state(store::Store& store, StudyStatus& s) {
 }  // namespace
 
 StudyStatus study_status(store::Store& store, const std::string& ref) {
-  // A reader: it judges no run and changes nothing.
   StudyStatus s;
   s.study = resolve_study(store, ref);
+  const double now = store.now();
+  s.liveness = store.liveness(s.study, now);
   StudySpec spec = recorded_spec(store, s.study);
   auto by_name = children(store, s.study.uuid);
   std::map<std::string, size_t> cell_index;
@@ -446,7 +447,7 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
     if (finished)
       ++c.finished;
     else if (last == RunStatus::kRunning)
-      ++c.running;
+      ++(store.liveness(runs.back(), now).stale() ? c.stale : c.running);
     else if (last == RunStatus::kFailed)
       ++c.failed;
     else
@@ -455,7 +456,7 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
   slurm_state(store, s);
   for (const auto& c : s.cells) {
     s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;
-    s.total.failed += c.failed, s.total.pending += c.pending;
+    s.total.failed += c.failed, s.total.pending += c.pending, s.total.stale += c.stale;
   }
   s.mean_run_s = n ? sum / n : 0;
   return s;

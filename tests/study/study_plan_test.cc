@@ -170,7 +170,7 @@ TEST_F(StudyPlanTest, RetriedAttemptsAreSupersededAndEachPlannedRunCountsOnce) {
   std::ofstream(dir_ / "long.yaml")
       << "data: {dataset: synthetic, synthetic: {size: 60000}}\n"
       << "model: {name: mlp, hidden: 256}\ntrain: {epochs: 1, batch_size: 32}\n"
-      << "monitor: {interval_s: 0}\n";
+      << "monitor: {interval_s: 0}\ncheckpoint: {every_epochs: 0}\n";  // no checkpoint to resume
   std::ofstream(dir_ / "retry.yaml")
       << "study: retry\nbase: long.yaml\nsources: [init]\nreplicates: 2\nretries: 1\n"
       << "workers: 1\n";
@@ -214,4 +214,30 @@ TEST_F(StudyPlanTest, RetriedAttemptsAreSupersededAndEachPlannedRunCountsOnce) {
   auto st = tst::run_command(cli("study status retry"));
   EXPECT_NE(st.out.find("init        2         2        0       0        0"), std::string::npos)
       << st.out;
+}
+
+TEST_F(StudyPlanTest, StatusIsAReaderAndShowsARunWhoseWriterIsGoneAsStale) {
+  auto run = tst::run_command(cli("study run " + (dir_ / "study.yaml").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  // A training whose process died without a word: still "running" in the
+  // store, its writer a process that no longer exists.
+  const std::string db = (dir_ / "s.db").string();
+  auto crash = tst::run_command("sqlite3 " + db +
+                                " \"UPDATE runs SET status = 'running', end_time = NULL, "
+                                "pid = 999999999, pid_start = 1 WHERE name = 'init/r2'\"");
+  ASSERT_EQ(crash.exit_code, 0) << crash.out;
+  const std::string before = tst::run_command("sha256sum " + db).out;
+  auto st = tst::run_command(cli("study status plan"));
+  EXPECT_EQ(st.exit_code, 0) << st.out;
+  EXPECT_NE(st.out.find("STALE"), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("init              2         1        0      1       0        0"),
+            std::string::npos)
+      << st.out;
+  auto json = tst::run_command(cli("--json study status plan"));
+  EXPECT_NE(json.out.find("\"stale\": 1"), std::string::npos) << json.out;
+  // Reading changed nothing: the run is still "running" in the file.
+  EXPECT_EQ(tst::run_command("sha256sum " + db).out, before);
+  auto status =
+      tst::run_command("sqlite3 " + db + " \"SELECT status FROM runs WHERE name = 'init/r2'\"");
+  EXPECT_EQ(status.out, "running\n");
 }

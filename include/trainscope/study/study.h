@@ -132,10 +132,14 @@ inline constexpr const char* kSupersededTag = "study.superseded_by";
 struct CellStatus {
   std::string cell;
   int planned = 0, finished = 0, running = 0, failed = 0, pending = 0;
+  // Running in the store, but their writer is gone or silent (see
+  // store::liveness): a writer's next open marks them killed.
+  int stale = 0;
 };
 
 struct StudyStatus {
   store::RunInfo study;
+  store::Liveness liveness;  // of the study's own run
   std::vector<CellStatus> cells;
   CellStatus total;
   double mean_run_s = 0;  // of finished runs
@@ -146,6 +150,8 @@ struct StudyStatus {
   std::string slurm_error;  // squeue could not be asked
 };
 
+// What a study's runs are doing, cell by cell, from the store alone. A
+// reader: it judges no run and changes nothing.
 StudyStatus study_status(store::Store& store, const std::string& ref);
 
 // Finds a study by reference; throws if `ref` is a run that is not a study.
