@@ -102,7 +102,10 @@ void add_logmap(CLI::App* numerics, Context& ctx) {
   cmd->add_option("--out", a->out_dir, "Also write trajectories.csv and the SVG plots here");
   cmd->add_flag("--list", a->list, "List the variants and exit");
   set_example(cmd, "trainscope numerics logmap --x0 0.4 --r 3.7 --steps 2000 --out logmap/");
-  cmd->callback([&ctx, a] { logmap(ctx, *a); });
+  cmd->callback([&ctx, a] {
+    core::check_output_folder(a->out_dir);  // before any work
+    logmap(ctx, *a);
+  });
 }
 
 void print_sum(const std::string& run, const numerics::SumReport& rep, bool json) {

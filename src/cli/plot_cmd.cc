@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/plot.h"
 
 namespace trainscope::cli {
@@ -68,7 +69,10 @@ void register_plot_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--format,-f", a->format, "svg or csv")->check(CLI::IsMember({"svg", "csv"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope plot demo demo-2 train/loss --smooth 0.6 -o loss.svg");
-  cmd->callback([&ctx, a] { run_plot(ctx, *a); });
+  cmd->callback([&ctx, a] {
+    core::check_output_file(a->out);  // before any work
+    run_plot(ctx, *a);
+  });
 }
 
 }  // namespace trainscope::cli

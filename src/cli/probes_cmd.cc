@@ -116,7 +116,11 @@ void register_probes_commands(CLI::App& app, Context& ctx) {
               "trainscope probes demo --kind weights --stat update_ratio --svg ratio.svg\n"
               "  trainscope probes demo --histogram features.conv1/weights --svg conv1.svg\n"
               "  trainscope probes demo --layer 'classifier.*' --format csv -o probes.csv");
-  cmd->callback([&ctx, a] { run_probes(ctx, *a); });
+  cmd->callback([&ctx, a] {
+    core::check_output_file(a->out);  // before any work
+    core::check_output_file(a->svg);
+    run_probes(ctx, *a);
+  });
 }
 
 }  // namespace trainscope::cli

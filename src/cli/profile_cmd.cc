@@ -9,6 +9,7 @@
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/report.h"
 
@@ -70,6 +71,8 @@ void add_grid_and_show(CLI::App* cmd, Context& ctx) {
               "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json\n"
               "  trainscope profile show alexnet_mini-profile --ops 15");
   sh->callback([&ctx, a] {
+    core::check_output_file(a->trace);  // before any work
+    core::check_output_file(a->svg);
     if (a->ops >= 0) return print_operators(ctx, *a);
     torch_commands().profile_show(ctx, *a);
   });
@@ -109,7 +112,10 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   fit->add_option("RUNS", a->runs, "Profiled runs (default: every profiled run in the store)");
   fit->add_option("--out,-o", a->model_file, "Where to write the model");
   set_example(fit, "trainscope costmodel fit --out costmodel.json");
-  fit->callback([&ctx, a] { torch_commands().costmodel_fit(ctx, *a); });
+  fit->callback([&ctx, a] {
+    core::check_output_file(a->model_file);  // before any work
+    torch_commands().costmodel_fit(ctx, *a);
+  });
   auto* pr =
       cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
   pr->add_option("CONFIG", a->config, "Config whose model to predict")->required();
@@ -125,7 +131,10 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   ev->add_flag("--layers", a->layers, "Also list every layer's measured and predicted time");
   ev->add_option("--svg", a->svg, "Write a predicted-vs-measured scatter plot (log-log) here");
   set_example(ev, "trainscope costmodel eval --svg costmodel-eval.svg");
-  ev->callback([&ctx, a] { torch_commands().costmodel_eval(ctx, *a); });
+  ev->callback([&ctx, a] {
+    core::check_output_file(a->svg);  // before any work
+    torch_commands().costmodel_eval(ctx, *a);
+  });
 }
 
 void add_tune(CLI::App& app, Context& ctx) {

@@ -6,6 +6,7 @@
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
@@ -109,6 +110,7 @@ void add_card(CLI::App& app, Context& ctx) {
   cmd->add_option("--out,-o", *out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope card demo --out MODEL_CARD.md");
   cmd->callback([&ctx, ref, out] {
+    core::check_output_file(*out);
     auto store = ctx.reader();
     const std::string card = repro::model_card(*store, store->resolve_run(*ref));
     write_output(*out, [&](std::ostream& o) { o << card; });

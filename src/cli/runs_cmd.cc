@@ -337,6 +337,7 @@ void add_export(CLI::App* runs, Context& ctx) {
   set_example(
       cmd, "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv");
   cmd->callback([&ctx, a] {
+    core::check_output_file(a->out);  // before any work
     auto store = ctx.reader();
     std::vector<std::string> uuids;  // a run named twice counts once
     for (const auto& r : store->resolve_runs(a->refs)) uuids.push_back(r.uuid);

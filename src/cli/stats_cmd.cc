@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/stats/runs.h"
 
@@ -120,7 +121,10 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
   set_example(cmd, "trainscope stats test/accuracy --study seeds --by optimizer.name");
-  cmd->callback([&ctx, a] { run_stats(ctx, *a); });
+  cmd->callback([&ctx, a] {
+    core::check_output_file(a->out);  // before any work
+    run_stats(ctx, *a);
+  });
 }
 
 }  // namespace trainscope::cli

@@ -129,15 +129,92 @@ std::string format_double(double v) {
   return std::string(buf, r.ptr);
 }
 
+namespace {
+
+// Why nothing may be created in `dir` (an existing folder), or "".
+std::string unwritable(const std::filesystem::path& dir) {
+  if (::access(dir.c_str(), W_OK | X_OK) == 0) return {};
+  return std::strerror(errno);
+}
+
+std::string folder_of(const std::filesystem::path& path) {
+  const auto parent = path.parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+}  // namespace
+
+void check_output_file(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || path == "-") return;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (fs::is_directory(st))
+    fail(ErrorKind::kUsage, "cannot write '{}': it is a folder; give a file name in it, e.g. '{}'",
+         path.string(), (path / "out").string());
+  if (fs::exists(st) && !fs::is_regular_file(st)) return;  // a FIFO or a device: written in place
+  const fs::path dir = folder_of(path);
+  const auto dst = fs::status(dir, ec);
+  if (!fs::exists(dst))
+    fail(ErrorKind::kUsage,
+         "cannot write '{}': folder '{}' does not exist; create it first (mkdir -p '{}')",
+         path.string(), dir.string(), dir.string());
+  if (!fs::is_directory(dst))
+    fail(ErrorKind::kUsage, "cannot write '{}': '{}' is not a folder", path.string(), dir.string());
+  if (auto why = unwritable(dir); !why.empty())
+    fail(ErrorKind::kUsage,
+         "cannot write '{}': folder '{}' may not be written in ({}); choose "
+         "another place",
+         path.string(), dir.string(), why);
+}
+
+void check_output_folder(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_directory(st))
+    fail(ErrorKind::kUsage, "cannot write into '{}': it is a file, not a folder; give a folder",
+         path.string());
+  // The nearest folder that exists is where the missing ones are created.
+  fs::path dir = fs::exists(st) ? path : fs::path(folder_of(path));
+  while (!fs::exists(dir, ec) && dir.has_parent_path() && dir.parent_path() != dir)
+    dir = dir.parent_path();
+  if (!fs::exists(dir, ec)) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    fail(ErrorKind::kUsage, "cannot create folder '{}': '{}' is a file, not a folder",
+         path.string(), dir.string());
+  if (auto why = unwritable(dir); !why.empty())
+    fail(ErrorKind::kUsage,
+         "cannot write into '{}': folder '{}' may not be written in ({}); "
+         "choose another place",
+         path.string(), dir.string(), why);
+}
+
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body) {
+  check_output_file(path);
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    std::ofstream out(path, std::ios::binary);  // a FIFO or a device: no rename over it
+    if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
+    body(out);
+    out.flush();
+    if (!out) fail(ErrorKind::kRuntime, "writing '{}' failed", path.string());
+    return;
+  }
   std::filesystem::path tmp = path;
   tmp += ".tmp";
-  std::error_code ec;
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
-    body(out);
+    try {
+      body(out);
+    } catch (...) {
+      out.close();
+      std::filesystem::remove(tmp, ec);
+      throw;
+    }
     out.flush();
     if (!out) {
       std::filesystem::remove(tmp, ec);
@@ -146,8 +223,9 @@ void write_file_atomically(const std::filesystem::path& path,
   }
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
+    const std::string why = ec.message();  // before remove() reuses ec
     std::filesystem::remove(tmp, ec);
-    fail(ErrorKind::kRuntime, "cannot create '{}': {}", path.string(), ec.message());
+    fail(ErrorKind::kRuntime, "cannot create '{}': {}", path.string(), why);
   }
 }
 

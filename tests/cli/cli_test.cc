@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -424,6 +425,64 @@ TEST_F(CliTest, ReferencesMeanWhatTheUserMeant) {
     EXPECT_EQ(twice.out, once.out) << cmd;
   }
   EXPECT_EQ(ts("-q runs export a a --format csv").out, ts("-q runs export a --format csv").out);
+}
+
+// Issue 29, item 6: `plot -o DIR`, `runs export -o DIR` and `card -o DIR`
+// printed "cannot create 'DIR': Success" and exited 1. Every command that
+// writes a file checks its path the same way: a folder, a missing folder, a
+// file where a folder belongs, a read-only place: exit 2, one line naming
+// the path and what to do, nothing written.
+TEST_F(CliTest, EveryOutputPathIsCheckedTheSameWay) {
+  make_run("lm");
+  std::filesystem::create_directories(dir_ / "folder");
+  std::ofstream(dir_ / "file.txt") << "x";
+  const std::string d = dir_.path().string();
+  struct Bad {
+    std::string path, says;
+  };
+  std::vector<Bad> bad = {
+      {d + "/folder", "it is a folder; give a file name in it"},
+      {d + "/no/such/out.svg", "folder '" + d + "/no/such' does not exist; create it first"},
+      {d + "/file.txt/out.svg", "'" + d + "/file.txt' is not a folder"},
+  };
+  const auto ro = dir_ / "ro";
+  std::filesystem::create_directories(ro);
+  const bool mounted = mount("tmpfs", ro.c_str(), "tmpfs", MS_RDONLY, "size=64k") == 0;
+  if (mounted) bad.push_back({ro.string() + "/out.svg", "may not be written in (Read-only"});
+  for (const std::string cmd :
+       {"plot lm lyapunov -o {}", "runs export lm -o {}", "card lm -o {}", "stats lyapunov -o {}",
+        "probes lm -o {}", "profile show lm --svg {}", "profile show lm --trace {}"}) {
+    for (const auto& b : bad) {
+      auto r = ts(fmt::format(fmt::runtime(cmd), shell_quote(b.path)));
+      EXPECT_EQ(r.exit_code, 2) << cmd << " " << b.path << ": " << r.out;
+      EXPECT_NE(r.out.find("cannot write '" + b.path + "': "), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find(b.says), std::string::npos) << cmd << ": " << r.out;
+      EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    }
+  }
+  // An output folder: a file where it belongs, or a read-only place.
+  auto logmap = ts("numerics logmap --steps 5 --out " + d + "/file.txt");
+  EXPECT_EQ(logmap.exit_code, 2) << logmap.out;
+  EXPECT_NE(logmap.out.find("it is a file, not a folder"), std::string::npos) << logmap.out;
+  if (mounted) {
+    auto in_ro = ts("numerics logmap --steps 5 --out " + ro.string() + "/plots");
+    EXPECT_EQ(in_ro.exit_code, 2) << in_ro.out;
+    umount2(ro.c_str(), MNT_DETACH);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "no"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_ / "folder"));
+  // What works still works: a new file, stdout, a FIFO (written in place,
+  // not replaced by a file).
+  EXPECT_EQ(ts("plot lm lyapunov -o " + d + "/folder/p.svg").exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "folder/p.svg"));
+  EXPECT_EQ(ts("runs export lm -o -").exit_code, 0);
+  ASSERT_EQ(mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  auto fifo = run_command("cat " + shell_quote(d + "/fifo") + " > " + shell_quote(d + "/got.md") +
+                          " & " + TS_CLI_BIN + " --store sqlite:" + shell_quote(d + "/t.db") +
+                          " card lm -o " + shell_quote(d + "/fifo") + "; wait");
+  EXPECT_EQ(fifo.exit_code, 0) << fifo.out;
+  EXPECT_TRUE(std::filesystem::is_fifo(dir_ / "fifo"));
+  EXPECT_GT(std::filesystem::file_size(dir_ / "got.md"), 100u);
 }
 
 TEST_F(CliTest, DeleteNeedsYes) {

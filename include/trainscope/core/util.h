@@ -56,10 +56,22 @@ std::string format_short(double v);
 // statistics (p = 0.5: the median); NaN for an empty vector.
 double percentile(std::vector<double> v, double p);
 
+// Every command that writes a file checks its path the same way, before it
+// does any work: check_output_file throws Error(kUsage) with one line naming
+// the path and what to do when `path` is a folder, its folder does not
+// exist or is not a folder, or nothing may be written there (permissions,
+// a read-only file system). "" and "-" (stdout) pass.
+void check_output_file(const std::filesystem::path& path);
+// The same for a folder that is created (with its parents) when missing:
+// refused when it is not a folder, or when the nearest folder that exists
+// may not be written in.
+void check_output_folder(const std::filesystem::path& path);
+
 // Writes a file so that readers see either its old content or all of the
 // new one: `body` writes into a temporary file beside `path` that is renamed
-// over it at the end. Throws Error naming the path when it cannot be
-// written (the temporary file is removed).
+// over it at the end. The path is checked first (check_output_file); a FIFO
+// or device (/dev/stdout) is written in place. Throws Error naming the path
+// when it cannot be written (the temporary file is removed).
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body);
 
