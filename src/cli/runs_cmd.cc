@@ -350,24 +350,47 @@ void add_export(CLI::App* runs, Context& ctx) {
   });
 }
 
+struct DeleteArgs {
+  std::string ref;
+  bool yes = false, with_children = false, keep_children = false;
+};
+
+void delete_run(Context& ctx, const DeleteArgs& a) {
+  auto store = ctx.store();
+  RunInfo r = store->resolve_run(a.ref);
+  const std::string id = r.uuid.substr(0, 8);
+  const std::string name = r.name.empty() ? "unnamed" : escape_for_display(r.name);
+  if (!a.yes) fail(ErrorKind::kUsage, "refusing to delete run {} ({}) without --yes", id, name);
+  const size_t kids = store->list_runs({.parent_uuid = r.uuid}).size();
+  if (kids > 0 && !a.with_children && !a.keep_children)
+    fail(ErrorKind::kConflict,
+         "run {} ({}) has {} child run{} (a study's trainings); deleting it alone would orphan "
+         "them: add --with-children to delete them too, or --keep-children to keep them as runs "
+         "of their own",
+         id, name, kids, kids == 1 ? "" : "s");
+  if (r.status == store::RunStatus::kRunning)
+    core::log_warn("run {} is still running; its writer will fail", id);
+  using Children = Store::ChildRuns;
+  store->delete_run(r.uuid, a.with_children   ? Children::kDelete
+                            : a.keep_children ? Children::kDetach
+                                              : Children::kRefuse);
+  if (kids == 0) return core::log_info("deleted run {}", r.uuid);
+  core::log_info("deleted run {}{}", r.uuid,
+                 a.with_children ? fmt::format(" and its {} child run(s)", kids)
+                                 : fmt::format("; its {} child run(s) are kept, detached", kids));
+}
+
 void add_delete(CLI::App* runs, Context& ctx) {
   auto* cmd = runs->add_subcommand("delete", "Delete a run with its params, metrics and artifacts");
-  auto ref = std::make_shared<std::string>();
-  auto yes = std::make_shared<bool>(false);
-  cmd->add_option("RUN", *ref, "UUID, unique UUID prefix, or run name")->required();
-  cmd->add_flag("--yes,-y", *yes, "Really delete (required)");
+  auto a = std::make_shared<DeleteArgs>();
+  cmd->add_option("RUN", a->ref, "UUID, unique UUID prefix, or run name")->required();
+  cmd->add_flag("--yes,-y", a->yes, "Really delete (required)");
+  auto* with = cmd->add_flag("--with-children", a->with_children,
+                             "Also delete the run's child runs (a study's trainings)");
+  cmd->add_flag("--keep-children", a->keep_children, "Keep the run's child runs, without a parent")
+      ->excludes(with);
   set_example(cmd, "trainscope runs delete 3f2a --yes");
-  cmd->callback([&ctx, ref, yes] {
-    auto store = ctx.store();
-    RunInfo r = store->resolve_run(*ref);
-    if (!*yes)
-      fail(ErrorKind::kUsage, "refusing to delete run {} ({}) without --yes", r.uuid.substr(0, 8),
-           r.name.empty() ? "unnamed" : escape_for_display(r.name));
-    if (r.status == store::RunStatus::kRunning)
-      core::log_warn("run {} is still running; its writer will fail", r.uuid.substr(0, 8));
-    store->delete_run(r.uuid);
-    core::log_info("deleted run {}", r.uuid);
-  });
+  cmd->callback([&ctx, a] { delete_run(ctx, *a); });
 }
 
 // The run's metric keys, or one series, as table, CSV or JSON.

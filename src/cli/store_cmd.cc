@@ -26,7 +26,9 @@ std::function<void(const store::CopyProgress&)> copy_progress() {
 
 void run_copy(const CopyArgs& a) {
   auto src = store::Store::open({.uri = a.src, .read_only = true});
-  auto dst = store::Store::open({.uri = a.dst});
+  // It copies runs as they are: it judges none (a stale running run stays
+  // so, and is not copied again on the next pass).
+  auto dst = store::Store::open({.uri = a.dst, .reap = false});
   const auto r = store::copy_store(*src, *dst, copy_progress());
   std::cout << fmt::format(
       "copied {} runs ({} metric points, {} artifacts) from {} to {}; {} already there, {} "

@@ -20,7 +20,19 @@ bool same_bits(double a, double b) {
   return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
 }
 
-std::string compare_info(const RunInfo& a, const RunInfo& b) {
+// A run still running in `a` that `b`'s reaper marked killed, as it was:
+// the same run, judged (its writer is gone); it is not copied again.
+bool reaped_copy(const RunInfo& a, const RunInfo& b) {
+  return a.status == RunStatus::kRunning && b.status == RunStatus::kKilled &&
+         same_bits(b.end_time, a.heartbeat);
+}
+
+std::string compare_info(const RunInfo& a, const RunInfo& judged) {
+  RunInfo b = judged;
+  if (reaped_copy(a, b)) {
+    b.status = a.status;
+    b.end_time = a.end_time;
+  }
   auto field = [](const char* name) { return std::string("run ") + name + " differs"; };
   if (a.experiment != b.experiment) return field("experiment");
   if (a.name != b.name) return field("name");
@@ -163,7 +175,9 @@ CopyResult copy_store(Store& src, Store& dst,
         if (progress) progress({i + 1, runs.size(), run.uuid});
         continue;
       }
-      dst.delete_run(run.uuid);  // a copy cut short: start this run again
+      // A copy cut short: start this run again (its children, detached
+      // meanwhile, differ in their parent and are copied again after it).
+      dst.delete_run(run.uuid, Store::ChildRuns::kDetach);
       again = true;
     }
     dst.import_run(run);

@@ -296,8 +296,16 @@ void Store::check_lease_now(std::string_view uuid) {
   if (auto r = find_run(uuid)) check_lease(uuid, r->status, {r->host, r->pid, r->pid_start});
 }
 
-void Store::delete_run(std::string_view uuid) {
-  erase_run(uuid);
+void Store::delete_run(std::string_view uuid, ChildRuns children) {
+  const auto kids = list_runs({.parent_uuid = std::string(uuid)});
+  if (!kids.empty() && children == ChildRuns::kRefuse)
+    fail(ErrorKind::kConflict,
+         "run {} has {} child run{}; deleting it alone would orphan them: delete them too, or keep "
+         "them detached",
+         short_uuid(std::string(uuid)), kids.size(), kids.size() == 1 ? "" : "s");
+  if (children == ChildRuns::kDelete)
+    for (const auto& k : kids) delete_run(k.uuid, ChildRuns::kDelete);
+  erase_run(uuid);  // children left are detached (parent_id ON DELETE SET NULL)
   try {
     artifacts_->remove_run(uuid);
   } catch (const core::Error& e) {

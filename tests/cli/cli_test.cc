@@ -496,6 +496,47 @@ TEST_F(CliTest, DeleteNeedsYes) {
   EXPECT_FALSE(store()->find_run(uuid).has_value());
 }
 
+// Issue 29, item 11: `runs delete` of a study's parent run orphaned its
+// children silently. It is refused (exit 4, how many, which flag) unless
+// --with-children or --keep-children says what becomes of them.
+TEST_F(CliTest, DeletingAStudysParentSaysWhatBecomesOfItsChildren) {
+  std::vector<std::string> kids;
+  {
+    auto s = store();
+    for (const char* name : {"seeds", "other"}) {
+      auto parent = s->create_run({.experiment = name, .name = name});
+      s->set_tag(parent.uuid, "kind", "study");
+      s->set_status(parent.uuid, RunStatus::kFinished);
+      for (int i = 0; i < 3; ++i) {
+        auto k = s->create_run({.experiment = name,
+                                .name = std::string(name) + "/r" + std::to_string(i),
+                                .parent_uuid = parent.uuid});
+        s->set_status(k.uuid, RunStatus::kFinished);
+        kids.push_back(k.uuid);
+      }
+    }
+  }
+  auto refused = ts("runs delete seeds --yes");
+  EXPECT_EQ(refused.exit_code, 4) << refused.out;
+  EXPECT_NE(refused.out.find("has 3 child runs (a study's trainings); deleting it alone would "
+                             "orphan them: add --with-children"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(std::count(refused.out.begin(), refused.out.end(), '\n'), 1) << refused.out;
+  EXPECT_EQ(store()->list_runs().size(), 8u);
+  auto both = ts("runs delete seeds --yes --with-children --keep-children");
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  auto keep = ts("runs delete seeds --yes --keep-children");
+  ASSERT_EQ(keep.exit_code, 0) << keep.out;
+  EXPECT_NE(keep.out.find("its 3 child run(s) are kept, detached"), std::string::npos) << keep.out;
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(store()->find_run(kids[i])->parent_uuid, "");
+  auto all = ts("runs delete other --yes --with-children");
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  auto left = store()->list_runs();
+  ASSERT_EQ(left.size(), 3u);
+  for (const auto& r : left) EXPECT_TRUE(r.name.starts_with("seeds/")) << r.name;
+}
+
 TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
   make_run("same");
   make_run("same");

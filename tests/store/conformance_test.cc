@@ -792,6 +792,40 @@ TEST_P(StoreConformance, AWriterWhoseRunWasTakenOverWritesNothingMore) {
   EXPECT_EQ(store_->find_run(r.uuid)->status, RunStatus::kFinished);
 }
 
+// Issue 29, item 11: deleting a study's parent run orphaned its children
+// silently. It is refused unless the caller says to delete them too or to
+// keep them detached.
+TEST_P(StoreConformance, DeletingAParentSaysWhatBecomesOfItsChildren) {
+  auto family = [&](const std::string& name) {
+    RunInfo parent = new_run(name);
+    std::vector<std::string> kids;
+    for (int i = 0; i < 2; ++i)
+      kids.push_back(
+          store_->create_run({.name = name + "/r" + std::to_string(i), .parent_uuid = parent.uuid})
+              .uuid);
+    kids.push_back(store_->create_run({.name = name + "/r0/x", .parent_uuid = kids[0]}).uuid);
+    return std::pair{parent.uuid, kids};
+  };
+  auto [kept, kept_kids] = family("kept");
+  try {
+    store_->delete_run(kept);
+    FAIL() << "a parent was deleted without a word about its children";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+    EXPECT_NE(std::string(e.what()).find("has 2 child runs"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(store_->find_run(kept).has_value());
+  store_->delete_run(kept, Store::ChildRuns::kDetach);
+  EXPECT_FALSE(store_->find_run(kept).has_value());
+  EXPECT_EQ(store_->find_run(kept_kids[0])->parent_uuid, "");
+  EXPECT_EQ(store_->find_run(kept_kids[2])->parent_uuid, kept_kids[0]);
+  auto [gone, gone_kids] = family("gone");
+  store_->delete_run(gone, Store::ChildRuns::kDelete);
+  EXPECT_FALSE(store_->find_run(gone).has_value());
+  for (const auto& k : gone_kids) EXPECT_FALSE(store_->find_run(k).has_value()) << k;
+  EXPECT_EQ(store_->list_runs().size(), 3u);  // the kept family's children
+}
+
 TEST_P(StoreConformance, UnknownRunsAreNotFound) {
   auto not_found = [](const std::function<void()>& f) {
     try {

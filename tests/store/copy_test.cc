@@ -4,6 +4,8 @@
 #include "trainscope/store/copy.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include "support/postgres_test.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::store {
@@ -105,6 +108,47 @@ TEST_P(StoreCopyTest, ACopyCutShortResumes) {
   EXPECT_EQ(again.skipped, 4u);
   EXPECT_EQ(again.copied + again.recopied, 0u);
   EXPECT_THROW(dst->import_run(*src->find_run(uuids[0])), core::Error);
+}
+
+// Issue 29, item 11: a run left "running" by a writer that is gone was
+// marked killed in the destination and its 567,647 points copied again on
+// every pass. It is copied as it is, once; when a writer of the
+// destination marks it killed later, a copy does not copy it again.
+TEST_P(StoreCopyTest, AStaleRunningRunIsCopiedAsItIsOnce) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  const int64_t start = core::process_start_ticks(child);
+  waitpid(child, nullptr, 0);  // the writer is gone
+  std::string uuid;
+  {
+    auto src = Store::open(
+        {.uri = uri("src.db"), .writer = WriterIdentity{core::host_name(), child, start}});
+    auto r = src->create_run({.name = "crashed"});
+    std::vector<MetricPoint> pts;
+    for (int i = 0; i < 50'000; ++i) pts.push_back({i, 1e9 + i, 1.0 / (i + 1)});
+    src->append_metrics(r.uuid, {{"train/loss", pts}});
+    uuid = r.uuid;
+  }
+  auto src = Store::open({.uri = uri("src.db"), .read_only = true});
+  const std::string copy = std::string(TS_CLI_BIN) + " store copy " +
+                           tst::shell_quote(uri("src.db")) + " " + tst::shell_quote(uri("dst.db"));
+  auto first = tst::run_command(copy);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("copied 1 runs (50000 metric points"), std::string::npos) << first.out;
+  auto again = tst::run_command(copy);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("copied 0 runs (0 metric points, 0 artifacts)"), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("1 already there, 0 copied again"), std::string::npos) << again.out;
+  EXPECT_EQ(Store::open({.uri = uri("dst.db"), .read_only = true})->find_run(uuid)->status,
+            RunStatus::kRunning);  // as it is
+  // A writer of the destination judges it: its process is gone.
+  EXPECT_EQ(open("dst.db")->find_run(uuid)->status, RunStatus::kKilled);
+  auto third = tst::run_command(copy);
+  ASSERT_EQ(third.exit_code, 0) << third.out;
+  EXPECT_NE(third.out.find("1 already there, 0 copied again"), std::string::npos) << third.out;
+  EXPECT_NE(third.out.find("verified"), std::string::npos) << third.out;
+  EXPECT_EQ(src->find_run(uuid)->status, RunStatus::kRunning);  // the source is only read
 }
 
 TEST_P(StoreCopyTest, TheCliCopiesBothWaysAndVerifies) {

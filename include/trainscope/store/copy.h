@@ -30,14 +30,17 @@ struct CopyResult {
 // histograms, events and artifact files. Parents come before their
 // children. A run already in `dst` and equal to its source is skipped, so
 // an interrupted copy is resumed by running it again; one that differs is
-// deleted from `dst` and copied again. An artifact's recorded creation time
+// deleted from `dst` and copied again. A run is copied as it is: one left
+// "running" by a writer that is gone stays so (copied once; `dst`'s reaper
+// may mark it killed later, which is no difference). An artifact's recorded creation time
 // becomes the time of the copy.
 CopyResult copy_store(Store& src, Store& dst,
                       const std::function<void(const CopyProgress&)>& progress = {});
 
 // Empty when run `uuid` holds the same records in both stores; otherwise
 // the first difference found, as one line ("metric train/loss: 120 points
-// vs 80").
+// vs 80"). A run still "running" in `a` (its writer gone) that `b`'s reaper
+// marked killed at its last heartbeat is the same run.
 std::string compare_run(Store& a, Store& b, const std::string& uuid);
 
 }  // namespace trainscope::store

@@ -330,8 +330,17 @@ class Store {
   Liveness liveness(const RunInfo& run, double now) const;
   // Who this store writes as: options().writer, else this_process().
   WriterIdentity writer() const;
+  // What delete_run does with the runs whose parent is the run deleted (a
+  // study's trainings).
+  enum class ChildRuns {
+    kRefuse,  // throw Error(kConflict) saying how many there are
+    kDelete,  // delete them too, and theirs
+    kDetach,  // keep them as runs without a parent
+  };
   // Deletes a run and everything recorded for it, artifact files included.
-  void delete_run(std::string_view uuid);
+  // A run with child runs is refused unless `children` says what to do
+  // with them.
+  void delete_run(std::string_view uuid, ChildRuns children = ChildRuns::kRefuse);
   virtual std::vector<std::string> list_experiments() = 0;
 
   // --- params (immutable) and tags (mutable) ------------------------------
