@@ -21,8 +21,13 @@ namespace {
 
 void report_watch(const monitor::WatchResult& r) {
   if (r.malformed_lines > 0)
-    core::log_warn("skipped {} malformed metric line(s); the first was: {}", r.malformed_lines,
-                   r.first_malformed);
+    core::log_warn("skipped {} malformed metric line(s); the first was: {} ({})", r.malformed_lines,
+                   r.first_malformed, r.first_malformed_reason);
+  if (r.overlong_lines > 0)
+    core::log_warn(
+        "{} line(s) longer than {} bytes were kept in the output but not read as "
+        "metric lines",
+        r.overlong_lines, monitor::kMaxMetricLine);
   core::log_info("watch: run {} {} (exit code {}, {} samples, {} metric lines, {:.3g} kWh {})",
                  r.run_uuid.substr(0, 8), r.exit_code == 0 ? "finished" : "failed", r.exit_code,
                  r.samples, r.metric_lines, r.energy.kwh(),
@@ -46,7 +51,8 @@ void add_watch(CLI::App& app, Context& ctx) {
       ->required()
       ->expected(-1);
   cmd->footer(
-      "\nMetric lines the command may print (others are plain output):\n"
+      "\nMetric lines the command may print (others are plain output; the rule for keys,\n"
+      "numbers and steps is in docs/monitor.md):\n"
       "  trainscope: step=100 loss=0.53 acc=0.91\n"
       "  {\"step\": 100, \"loss\": 0.53}\n"
       "\nExample:\n  trainscope watch --name torch-mlp -- python3 train.py --epochs 2\n");

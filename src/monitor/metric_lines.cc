@@ -1,85 +1,314 @@
+// Metric lines: the two forms, one rule for both (watch.h, docs/monitor.md).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "trainscope/core/nesting.h"
+#include "trainscope/core/util.h"
 #include "trainscope/monitor/watch.h"
 
 namespace trainscope::monitor {
 
 namespace {
-// A step is truncated to an integer; NaN, infinities and values int64
-// cannot hold are rejected rather than cast (such a cast is undefined).
-std::optional<int64_t> as_step(double d) {
-  if (!std::isfinite(d) || d < -9.2e18 || d > 9.2e18) return std::nullopt;
-  return static_cast<int64_t>(d);
-}
-}  // namespace
 
-void MetricLineParser::line(const std::string& raw) {
-  std::string l = raw;
-  while (!l.empty() && (l.back() == '\r' || l.back() == '\n')) l.pop_back();
-  if (l.rfind("trainscope:", 0) == 0) {
-    parse_kv(l, l.substr(11));
-  } else if (!l.empty() && l.front() == '{' && l.find("\"step\"") != std::string::npos) {
-    parse_json(l);
+constexpr double kMaxStep = 9007199254740992.0;  // 2^53: every integer up to it is a double
+constexpr size_t kMaxKey = 256;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// The numbers both forms accept: JSON's grammar, and the spellings of NaN
+// and the infinities that Python's json module and str() write. A number
+// beyond a double's range is none.
+std::optional<double> metric_number(std::string_view s) {
+  if (s == "NaN" || s == "nan") return std::nan("");
+  if (s == "Infinity" || s == "inf") return HUGE_VAL;
+  if (s == "-Infinity" || s == "-inf") return -HUGE_VAL;
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+    return i > from;
+  };
+  if (i < s.size() && s[i] == '-') ++i;
+  if (i < s.size() && s[i] == '0')
+    ++i;
+  else if (!digits())
+    return std::nullopt;
+  if (i < s.size() && s[i] == '.' && (++i, !digits())) return std::nullopt;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    if (!digits()) return std::nullopt;
   }
+  if (i != s.size()) return std::nullopt;
+  const double d = std::strtod(std::string(s).c_str(), nullptr);
+  if (std::isinf(d)) return std::nullopt;
+  return d;
 }
 
-void MetricLineParser::bad(const std::string& l) {
-  if (malformed_++ == 0) first_malformed_ = l;
-}
+std::string shown(std::string_view s) { return core::escape_for_display(s.substr(0, 64)); }
 
-void MetricLineParser::parse_kv(const std::string& l, const std::string& rest) {
-  std::istringstream in(rest);
-  std::string tok;
-  Values values;
-  std::optional<int64_t> step;
-  while (in >> tok) {
-    auto eq = tok.find('=');
-    if (eq == std::string::npos || eq == 0) return bad(l);
-    std::string k = tok.substr(0, eq), v = tok.substr(eq + 1);
-    char* end = nullptr;
-    double d = std::strtod(v.c_str(), &end);
-    if (v.empty() || *end != '\0') return bad(l);
-    if (k == "step") {
-      step = as_step(d);
-      if (!step) return bad(l);
-    } else {
-      values.emplace_back(k, d);
+// One line holding one JSON object, read for its members: a key and either
+// a bare token (a number, true, false, null) or a string or a list or
+// object, skipped (nested no deeper than core::kMaxNesting).
+class FlatObject {
+ public:
+  struct Member {
+    std::string key;
+    std::string_view token;  // empty: a string, list or object
+  };
+  explicit FlatObject(std::string_view s) : s_(s) {}
+
+  std::optional<std::string> read(std::vector<Member>& out) {
+    if (!eat('{')) return "it is not a JSON object";
+    if (eat('}')) return end();
+    for (;;) {
+      Member m;
+      if (auto why = string(&m.key)) return why;
+      if (!eat(':')) return "a ':' is missing after a key";
+      if (auto why = value(m)) return why;
+      out.push_back(std::move(m));
+      if (eat(',')) continue;
+      if (eat('}')) return end();
+      return "a ',' or '}' is missing";
     }
   }
-  if (values.empty()) return bad(l);
-  emit(step, values);
+
+ private:
+  void space() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t')) ++i_;
+  }
+  bool eat(char c) {
+    space();
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  std::optional<std::string> end() {
+    space();
+    return i_ == s_.size() ? std::nullopt : std::optional<std::string>("text follows the object");
+  }
+  std::optional<std::string> value(Member& m) {
+    space();
+    if (i_ < s_.size() && s_[i_] == '"') return string(nullptr);
+    if (i_ < s_.size() && (s_[i_] == '{' || s_[i_] == '[')) return skip_nested();
+    const size_t from = i_;
+    while (i_ < s_.size() && std::string_view(",}] \t").find(s_[i_]) == std::string_view::npos)
+      ++i_;
+    m.token = s_.substr(from, i_ - from);
+    if (m.token.empty()) return "a value is missing";
+    return std::nullopt;
+  }
+  std::optional<std::string> skip_nested() {
+    int depth = 0;
+    while (i_ < s_.size()) {
+      const char c = s_[i_];
+      if (c == '"') {
+        if (auto why = string(nullptr)) return why;
+        continue;
+      }
+      ++i_;
+      if ((c == '{' || c == '[') && ++depth > core::kMaxNesting)
+        return fmt::format("a value nests deeper than {} levels", core::kMaxNesting);
+      if ((c == '}' || c == ']') && --depth == 0) return std::nullopt;
+    }
+    return "a list or object does not end";
+  }
+  std::optional<std::string> string(std::string* out);
+  std::optional<std::string> escape(std::string* out);
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
 }
 
-void MetricLineParser::parse_json(const std::string& l) {
-  // A metric line is flat; nesting beyond the bound is not one (and is not
-  // handed to a reader that may recurse).
-  if (core::json_nesting(l) > core::kMaxNesting) return bad(l);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(l);
-  } catch (const nlohmann::json::exception&) {
-    return bad(l);
+// A quoted string, its escapes decoded into `out` (when given).
+std::optional<std::string> FlatObject::string(std::string* out) {
+  if (!eat('"')) return "a key is not a quoted string";
+  while (i_ < s_.size()) {
+    const char c = s_[i_++];
+    if (c == '"') return std::nullopt;
+    if (static_cast<unsigned char>(c) < 0x20) return "a string holds a control character";
+    if (c != '\\') {
+      if (out) out->push_back(c);
+    } else if (auto why = escape(out)) {
+      return why;
+    }
   }
-  if (!j.is_object() || !j["step"].is_number()) return bad(l);
-  std::optional<int64_t> step = as_step(j["step"].get<double>());
-  if (!step) return bad(l);
-  Values values;
-  for (auto& [k, v] : j.items())
-    if (k != "step" && v.is_number()) values.emplace_back(k, v.get<double>());
-  if (values.empty()) return bad(l);
-  emit(step, values);
+  return "a string does not end";
 }
 
-void MetricLineParser::emit(std::optional<int64_t> step, const Values& values) {
-  for (const auto& [k, v] : values) {
-    int64_t s = step ? *step : next_step_[k]++;
-    run_.log_metric(k, v, s);
+std::optional<std::string> FlatObject::escape(std::string* out) {
+  auto hex4 = [&]() -> std::optional<uint32_t> {
+    if (s_.size() - i_ < 4) return std::nullopt;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const char h = s_[i_++];
+      const int d = is_digit(h)              ? h - '0'
+                    : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                    : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                             : -1;
+      if (d < 0) return std::nullopt;
+      v = v * 16 + static_cast<uint32_t>(d);
+    }
+    return v;
+  };
+  if (i_ >= s_.size()) return "a string does not end";
+  const char e = s_[i_++];
+  static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
+  if (const size_t k = kFrom.find(e); k != std::string_view::npos) {
+    if (out) out->push_back(kTo[k]);
+    return std::nullopt;
   }
+  if (e != 'u') return "a string holds an unknown escape";
+  auto cp = hex4();
+  if (!cp) return "a \\u escape is not four hex digits";
+  if (*cp >= 0xd800 && *cp < 0xdc00) {  // a surrogate pair
+    const auto low = (s_.substr(i_, 2) == "\\u") ? (i_ += 2, hex4()) : std::nullopt;
+    if (!low || *low < 0xdc00 || *low >= 0xe000) return "a \\u escape is half a surrogate pair";
+    *cp = 0x10000 + ((*cp - 0xd800) << 10) + (*low - 0xdc00);
+  } else if (*cp >= 0xdc00 && *cp < 0xe000) {
+    return "a \\u escape is half a surrogate pair";
+  }
+  if (out) append_utf8(*out, *cp);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void MetricLineParser::line(const std::string& l) {
+  values_.clear();
+  step_.reset();
+  std::optional<std::string> why;
+  if (l.rfind("trainscope:", 0) == 0) {
+    why = parse_kv(l.substr(11));
+  } else if (!l.empty() && l.front() == '{' && l.find("\"step\"") != std::string::npos) {
+    why = parse_json(l);
+  } else {
+    return;  // ordinary output
+  }
+  if (!why && values_.empty()) why = "it holds no metric besides its step";
+  if (why) return bad(l, *why);
+  emit();
+}
+
+void MetricLineParser::bad(const std::string& l, const std::string& why) {
+  if (malformed_++ > 0) return;
+  first_malformed_ = l;
+  first_reason_ = why;
+}
+
+// A key and its value's token, by the one rule of both forms.
+std::optional<std::string> MetricLineParser::add(std::string key, std::string_view token,
+                                                 bool json) {
+  if (key.empty()) return "a key is empty";
+  if (key.size() > kMaxKey) return fmt::format("a key is longer than {} bytes", kMaxKey);
+  for (unsigned char c : key)
+    if (c < 0x20 || c == 0x7f) return fmt::format("key '{}' holds a control character", shown(key));
+  const bool twice = key == "step" ? step_.has_value()
+                                   : std::any_of(values_.begin(), values_.end(),
+                                                 [&](const auto& kv) { return kv.first == key; });
+  if (twice) return fmt::format("key '{}' appears twice", shown(key));
+  const std::optional<double> number = token.empty() ? std::nullopt : metric_number(token);
+  if (key == "step") {
+    if (!number || !(*number >= 0 && *number <= kMaxStep) || *number != std::floor(*number))
+      return fmt::format("step {} is not an integer from 0 to 2^53",
+                         token.empty() ? "(not a number)" : shown(token));
+    step_ = static_cast<int64_t>(*number);
+    return std::nullopt;
+  }
+  if (number) {
+    values_.emplace_back(std::move(key), *number);
+    return std::nullopt;
+  }
+  // JSON values that are not numbers are not metrics; in the text form
+  // every value must be one.
+  if (json && (token.empty() || token == "true" || token == "false" || token == "null"))
+    return std::nullopt;
+  return fmt::format("'{}' of key '{}' is not a number", shown(token), shown(key));
+}
+
+std::optional<std::string> MetricLineParser::parse_kv(const std::string& rest) {
+  std::istringstream in(rest);
+  std::string tok;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos) return fmt::format("'{}' is not key=value", shown(tok));
+    if (auto why = add(tok.substr(0, eq), std::string_view(tok).substr(eq + 1), false)) return why;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> MetricLineParser::parse_json(const std::string& l) {
+  std::vector<FlatObject::Member> members;
+  if (auto why = FlatObject(l).read(members)) return why;
+  for (auto& m : members)
+    if (auto why = add(std::move(m.key), m.token, true)) return why;
+  if (!step_) return "it has no number as its step";
+  return std::nullopt;
+}
+
+void MetricLineParser::emit() {
+  for (const auto& [k, v] : values_) run_.log_metric(k, v, step_ ? *step_ : next_step_[k]++);
   ++parsed_;
+}
+
+// --- the splitter ---------------------------------------------------------------
+
+void MetricLineSplitter::feed(std::string_view bytes) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    if (after_cr_ && bytes[at] == '\n') ++at;  // "\r\n" is one end of line
+    after_cr_ = false;
+    const size_t end = bytes.find_first_of("\r\n", at);
+    const std::string_view part =
+        bytes.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
+    if (!overlong_ && line_.size() + part.size() > kMaxMetricLine) {
+      overlong_ = true;
+      line_.clear();
+      line_.shrink_to_fit();
+    }
+    if (!overlong_) line_.append(part);
+    if (end == std::string_view::npos) return;
+    after_cr_ = bytes[end] == '\r';
+    end_line();
+    at = end + 1;
+  }
+}
+
+void MetricLineSplitter::finish() {
+  if (overlong_ || !line_.empty()) end_line();
+}
+
+void MetricLineSplitter::end_line() {
+  std::unique_lock<std::mutex> lock;
+  if (mu_) lock = std::unique_lock(*mu_);
+  if (overlong_)
+    parser_.overlong_line();
+  else
+    parser_.line(line_);
+  line_.clear();
+  overlong_ = false;
 }
 
 }  // namespace trainscope::monitor

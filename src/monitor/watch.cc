@@ -88,29 +88,22 @@ pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
   return pid;
 }
 
-// Copies what arrives on `fd` to `echo` and to `file`, and hands each line
-// to the parser.
+// Copies what arrives on `fd` to `echo` and to `file` byte for byte, and
+// hands each line to the parser (MetricLineSplitter: memory and time stay
+// linear whatever the program prints).
 void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, std::mutex& mu) {
   std::ofstream out(file, std::ios::binary);
-  std::string pending;
-  char buf[8192];
+  MetricLineSplitter lines(parser, &mu);
+  char buf[65536];
   ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) {
+  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n < 0) continue;
     fwrite(buf, 1, static_cast<size_t>(n), echo);
     fflush(echo);
     out.write(buf, n);
-    pending.append(buf, static_cast<size_t>(n));
-    size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-      std::lock_guard lock(mu);
-      parser.line(pending.substr(0, nl));
-      pending.erase(0, nl + 1);
-    }
+    lines.feed(std::string_view(buf, static_cast<size_t>(n)));
   }
-  if (!pending.empty()) {
-    std::lock_guard lock(mu);
-    parser.line(pending);
-  }
+  lines.finish();
   close(fd);
 }
 
@@ -142,11 +135,15 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   run.set_tag("exit_code", std::to_string(r.exit_code));
   r.metric_lines = parser.parsed();
   r.malformed_lines = parser.malformed();
+  r.overlong_lines = parser.overlong();
   run.set_tag("metric_lines.parsed", std::to_string(r.metric_lines));
   run.set_tag("metric_lines.malformed", std::to_string(r.malformed_lines));
+  run.set_tag("metric_lines.overlong", std::to_string(r.overlong_lines));
   if (r.malformed_lines > 0) {
-    r.first_malformed = parser.first_malformed().substr(0, 200);
+    r.first_malformed = core::escape_for_display(parser.first_malformed().substr(0, 200));
+    r.first_malformed_reason = parser.first_malformed_reason();
     run.set_tag("metric_lines.first_malformed", r.first_malformed);
+    run.set_tag("metric_lines.first_malformed_reason", r.first_malformed_reason);
   }
   run.add_artifact(tmp / "stdout.txt", "stdout", "stdout.txt");
   run.add_artifact(tmp / "stderr.txt", "stderr", "stderr.txt");
@@ -155,14 +152,14 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
 }  // namespace
 
 std::string find_program(const std::string& name) {
+  std::error_code ec;
   if (name.find('/') != std::string::npos)
-    return access(name.c_str(), X_OK) == 0 ? name : std::string();
+    return fs::is_regular_file(name, ec) && access(name.c_str(), X_OK) == 0 ? name : std::string();
   const char* path = std::getenv("PATH");
   std::stringstream ss(path ? path : "/usr/local/bin:/usr/bin:/bin");
   std::string dir;
   while (std::getline(ss, dir, ':')) {
     fs::path candidate = fs::path(dir.empty() ? "." : dir) / name;
-    std::error_code ec;
     if (fs::is_regular_file(candidate, ec) && access(candidate.c_str(), X_OK) == 0)
       return candidate.string();
   }
@@ -172,9 +169,21 @@ std::string find_program(const std::string& name) {
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   if (o.command.empty()) fail(ErrorKind::kUsage, "watch: no command given");
   const std::string exe = find_program(o.command.front());
+  std::error_code ec;
+  if (exe.empty() && fs::is_directory(o.command.front(), ec))
+    fail(ErrorKind::kCommandNotFound, "command not found: '{}' is a folder, not a program",
+         core::escape_for_display(o.command.front()));
   if (exe.empty())
     fail(ErrorKind::kCommandNotFound, "command not found: '{}' (not an executable file in $PATH)",
-         o.command.front());
+         core::escape_for_display(o.command.front()));
+  // The output's folder first: a $TMPDIR that cannot hold it leaves no run.
+  const fs::path tmp =
+      fs::temp_directory_path(ec) / ("trainscope-watch-" + core::new_uuid().substr(0, 8));
+  if (ec || !fs::create_directories(tmp, ec))
+    fail(ErrorKind::kRuntime,
+         "watch: cannot create '{}' for the output: {}; set TMPDIR to a "
+         "writable folder",
+         core::escape_for_display(tmp.string()), ec ? ec.message() : "it exists");
   auto run = start_run(std::move(store), o);
   WatchResult r;
   r.run_uuid = run->uuid();
@@ -187,8 +196,6 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   so.pid = pid;
   so.carbon_kg_per_kwh = o.carbon_kg_per_kwh;
   ResourceSampler sampler(*run, so);
-  fs::path tmp = fs::temp_directory_path() / ("trainscope-watch-" + core::new_uuid().substr(0, 8));
-  fs::create_directories(tmp);
   MetricLineParser parser(*run);
   std::mutex mu;
   {
@@ -204,7 +211,6 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   r.energy = sampler.stop();
   r.samples = sampler.samples();
   record_outcome(*run, r, parser, tmp);
-  std::error_code ec;
   fs::remove_all(tmp, ec);
   run->end(r.exit_code == 0 ? store::RunStatus::kFinished : store::RunStatus::kFailed);
   return r;

@@ -1,4 +1,5 @@
-// The metric lines a watched program prints (`trainscope watch`), recorded
+// The metric lines a watched program prints (`trainscope watch`), split
+// and parsed as watch reads them (MetricLineSplitter, MetricLineParser),
 // into a real in-memory store. One run takes the lines of many inputs; it is
 // replaced every 5,000 inputs so the store stays small.
 #include <memory>
@@ -36,12 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Target target;
   monitor::MetricLineParser parser(target.recorder());
   const std::string_view text = fuzz::as_text(data, size);
-  for (size_t start = 0; start < text.size();) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    fuzz::expect_clean([&] { parser.line(std::string(text.substr(start, end - start))); });
-    start = end + 1;
-  }
-  if (parser.parsed() + parser.malformed() > static_cast<int64_t>(size) + 1) std::abort();
+  // As watch reads a stream: in pieces (here two), lines cut at '\n' or
+  // '\r', long ones counted.
+  monitor::MetricLineSplitter lines(parser);
+  fuzz::expect_clean([&] {
+    lines.feed(text.substr(0, size / 2));
+    lines.feed(text.substr(size / 2));
+    lines.finish();
+  });
+  if (parser.parsed() + parser.malformed() + parser.overlong() > static_cast<int64_t>(size) + 1)
+    std::abort();
   return 0;
 }

@@ -1,7 +1,9 @@
 // The resource monitor against known loads, recorded RAPL sysfs values and
 // an NVML test double; `trainscope watch` on real commands.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "trainscope/monitor/procfs.h"
 #include "trainscope/monitor/rapl.h"
 #include "trainscope/monitor/sampler.h"
+#include "trainscope/monitor/watch.h"
 
 namespace trainscope::monitor {
 using store::RunInfo;
@@ -338,6 +341,138 @@ TEST_F(WatchTest, CommandNotFoundExits127AndRecordsNothing) {
   auto r = watch("-- no-such-command-xyz --flag");
   EXPECT_EQ(r.exit_code, 127) << r.out;
   EXPECT_NE(r.out.find("command not found: 'no-such-command-xyz'"), std::string::npos) << r.out;
+  EXPECT_TRUE(store()->list_runs().empty());
+}
+
+// Issue 29, item 10: `watch` stays linear. One rule for metric lines in
+// both forms; '\r' ends a line; a line's length is bounded; the stored
+// output is the program's, byte for byte; a folder is not a program.
+TEST(MetricLineTest, OneRuleForKeysNumbersAndStepsInBothForms) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  MetricLineParser parser(*rec);
+  const std::vector<std::string> good = {
+      "trainscope: step=1 a=0.5 b=-2 c=1e-3 d=NaN e=Infinity f=-Infinity g=nan h=inf",
+      R"({"step": 2, "a": 0.5, "b": -2, "c": 1e-3, "d": NaN, "e": Infinity, "f": -Infinity})",
+      R"({"step": 3, "a": 1, "name": "x", "flag": true, "none": null, "cfg": {"lr": [1, 2]}})",
+      "trainscope: step=1e3 a=1",
+      R"({"step": 4.0, "\u00e9t\u00e9": 2})",
+      "trainscope: a=7",
+      "ordinary output, not a metric line",
+  };
+  for (const auto& l : good) parser.line(l);
+  EXPECT_EQ(parser.parsed(), 6);
+  EXPECT_EQ(parser.malformed(), 0);
+  const std::vector<std::string> bad = {
+      "trainscope: step=1 =1",                       // an empty key
+      std::string("trainscope: step=1 a\0b=1", 24),  // a NUL in a key
+      R"({"step": 1, "": 1})",
+      R"({"step": 1, "a\u0000b": 1})",
+      "trainscope: step=1.5 a=1",  // a fractional step
+      R"({"step": 1.5, "a": 1})",
+      "trainscope: step=1e30 a=1",  // a step out of range
+      R"({"step": -1, "a": 1})",
+      R"({"step": "1", "a": 1})",
+      "trainscope: step=1 a=0x10",  // numbers JSON does not write, in either form
+      R"({"step": 1, "a": 0x10})",
+      "trainscope: step=1 a=+1",
+      "trainscope: step=1 a=.5",
+      R"({"step": 1, "a": .5})",
+      "trainscope: step=1 a=1e999",
+      "trainscope: step=1 a=1 a=2",  // a key twice
+      R"({"step": 1, "a": 1, "a": 2})",
+      "trainscope: step=1",  // no metric
+      R"({"step": 1, "a": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})",
+      R"({"step": 1, "a": 1)",
+  };
+  for (const auto& l : bad) parser.line(l);
+  EXPECT_EQ(parser.parsed(), 6);
+  EXPECT_EQ(parser.malformed(), static_cast<int64_t>(bad.size()));
+  rec->end();
+  for (const char* k : {"a", "b", "c", "d", "e", "f"}) {
+    EXPECT_EQ(store->metric(rec->uuid(), k).front().step, 1) << k;
+    EXPECT_EQ(store->metric(rec->uuid(), k)[1].step, 2) << k;
+  }
+  EXPECT_TRUE(std::isnan(store->metric(rec->uuid(), "d")[1].value));
+  EXPECT_EQ(store->metric(rec->uuid(), "e")[1].value, HUGE_VAL);
+  EXPECT_EQ(store->metric(rec->uuid(), "a")[3].step, 1000);
+  EXPECT_EQ(store->metric(rec->uuid(), "\xc3\xa9t\xc3\xa9").at(0).step, 4);
+  EXPECT_TRUE(store->metric(rec->uuid(), "name").empty());
+  EXPECT_TRUE(store->metric(rec->uuid(), "cfg").empty());
+}
+
+TEST_F(WatchTest, CarriageReturnsEndLinesAndTheOutputIsKeptByteForByte) {
+  // tqdm-style progress redrawn with '\r', a "\r\n", NUL bytes, a line of
+  // 200 KB and no newline at the end.
+  std::ofstream(dir_ / "p.py") << R"(import sys
+out = sys.stdout.buffer
+for i in range(1, 1001):
+    out.write(b"\rtrainscope: step=%d loss=%f" % (i, 1.0 / i))
+out.write(b"\r\ntrainscope: step=1001 loss=0.5\r\n\x00\x01binary\r")
+out.write(b"y" * 200000 + b"\ntrainscope: step=1002 loss=0.25")
+)";
+  auto r = watch("--name cr -- /usr/bin/python3 " + (dir_ / "p.py").string());
+  ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 500);
+  EXPECT_NE(r.out.find("1 line(s) longer than 65536 bytes"), std::string::npos);
+  auto s = store();
+  RunInfo run = s->resolve_run("cr");
+  EXPECT_EQ(s->metric(run.uuid, "loss").size(), 1002u);
+  EXPECT_EQ(s->metric(run.uuid, "loss").back().step, 1002);
+  EXPECT_EQ(s->tags(run.uuid).at("metric_lines.overlong"), "1");
+  std::string expected;
+  for (int i = 1; i <= 1000; ++i)
+    expected += fmt::format("\rtrainscope: step={} loss={:f}", i, 1.0 / i);
+  expected += "\r\ntrainscope: step=1001 loss=0.5\r\n";
+  expected += std::string(1, '\0') + "\x01" + "binary\r";
+  expected += std::string(200000, 'y') + "\ntrainscope: step=1002 loss=0.25";
+  for (const auto& a : s->artifacts(run.uuid)) {
+    if (a.name != "stdout.txt") continue;
+    std::ifstream in(a.path, std::ios::binary);
+    const std::string stored((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(stored.size(), expected.size());
+    EXPECT_TRUE(stored == expected) << "the stored output is the program's, byte for byte";
+  }
+}
+
+// 128 MB without a newline: the watcher's memory does not grow with it (it
+// grew past the output's size, and the time quadratically). The peak is of
+// trainscope and what it started (head and tr, a few MB).
+TEST_F(WatchTest, OutputWithoutNewlinesKeepsMemoryBounded) {
+  constexpr long kOutputMib = 128;
+  const std::string db = "sqlite:" + (dir_ / "t.db").string();
+  const std::string producer = fmt::format("head -c {} /dev/zero | tr '\\0' x", kOutputMib << 20);
+  pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", db.c_str(), "watch", "--name", "long", "--",
+          "/bin/sh", "-c", producer.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru {};
+  ASSERT_EQ(wait4(pid, &status, 0, &ru), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_LT(ru.ru_maxrss, kOutputMib / 2 * 1024) << "peak RSS KiB";
+  auto s = store();
+  RunInfo run = s->resolve_run("long");
+  EXPECT_EQ(s->tags(run.uuid).at("metric_lines.overlong"), "1");
+  for (const auto& a : s->artifacts(run.uuid)) {
+    if (a.name == "stdout.txt") {
+      EXPECT_EQ(a.size, kOutputMib << 20);
+    }
+  }
+}
+
+TEST_F(WatchTest, AFolderIsRefusedLikeAFileThatDoesNotRunAndRecordsNothing) {
+  auto r = watch("-- " + dir_.path().string());
+  EXPECT_EQ(r.exit_code, 127) << r.out;
+  EXPECT_EQ(r.out, "trainscope: command not found: '" + dir_.path().string() +
+                       "' is a folder, not a program\n");
+  std::ofstream(dir_ / "data.txt") << "not a program\n";
+  r = watch("-- " + (dir_ / "data.txt").string());
+  EXPECT_EQ(r.exit_code, 127) << r.out;
   EXPECT_TRUE(store()->list_runs().empty());
 }
 

@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainscope/monitor/sampler.h"
@@ -15,33 +17,81 @@
 
 namespace trainscope::monitor {
 
-// Parses metric lines printed by a watched program into a run. Two formats:
+// Parses metric lines printed by a watched program into a run. Two forms:
 //   trainscope: step=100 loss=0.53 acc=0.91     (step optional)
 //   {"step": 100, "loss": 0.53, "acc": 0.91}    (a JSON object with "step")
-// Anything else is ordinary output. A line that starts like one of these
-// but does not parse is counted as malformed and skipped. A key without a
-// step gets 0, 1, 2 ... in the order its values arrive. A step is truncated
-// to an integer; NaN, infinite or out-of-range steps make the line
-// malformed. Not thread-safe.
+// Anything else is ordinary output. One rule for both (docs/monitor.md):
+//   - a key is 1 to 256 bytes without control characters (NUL included),
+//     and appears once in a line;
+//   - a number is written as JSON writes one (-1, 0.5, 1e-3), or NaN,
+//     Infinity, -Infinity (Python's json) or nan, inf, -inf (Python's
+//     str); both forms accept exactly these. A JSON value that is not a
+//     number (a string, true, null, a list or object) is not a metric;
+//   - a step is an integer from 0 to 2^53 (as a number: 100, 1e3);
+//   - a line needs at least one metric besides its step.
+// A line that starts like a metric line and breaks a rule is skipped and
+// counted as malformed; the first such line is kept with the reason. A key
+// without a step gets 0, 1, 2 ... in the order its values arrive. Not
+// thread-safe.
 class MetricLineParser {
  public:
   explicit MetricLineParser(store::RunRecorder& run) : run_(run) {}
+  // One line, without its terminator ('\n', '\r' or "\r\n" were cut).
   void line(const std::string& raw);
+  // A line too long to be a metric line (MetricLineSplitter): counted only.
+  void overlong_line() { ++overlong_; }
   int64_t parsed() const { return parsed_; }
   int64_t malformed() const { return malformed_; }
+  int64_t overlong() const { return overlong_; }
   const std::string& first_malformed() const { return first_malformed_; }
+  // Why the first malformed line was refused ("step 1.5 is not an integer
+  // from 0 to 2^53", ...).
+  const std::string& first_malformed_reason() const { return first_reason_; }
+
+  using Values = std::vector<std::pair<std::string, double>>;
 
  private:
-  using Values = std::vector<std::pair<std::string, double>>;
-  void bad(const std::string& l);
-  void parse_kv(const std::string& l, const std::string& rest);
-  void parse_json(const std::string& l);
-  void emit(std::optional<int64_t> step, const Values& values);
+  void bad(const std::string& l, const std::string& why);
+  std::optional<std::string> parse_kv(const std::string& rest);
+  std::optional<std::string> parse_json(const std::string& l);
+  std::optional<std::string> add(std::string key, std::string_view token, bool json);
+  void emit();
 
   store::RunRecorder& run_;
   std::map<std::string, int64_t> next_step_;
-  int64_t parsed_ = 0, malformed_ = 0;
-  std::string first_malformed_;
+  int64_t parsed_ = 0, malformed_ = 0, overlong_ = 0;
+  std::string first_malformed_, first_reason_;
+  // The line being read.
+  Values values_;
+  std::optional<int64_t> step_;
+};
+
+// The longest line read as a metric line. A longer one is passed through
+// and stored like any output, but not parsed; memory stays bounded by it
+// whatever a program prints (a 100 MB line, or none at all).
+inline constexpr size_t kMaxMetricLine = 64 * 1024;
+
+// Cuts a stream's bytes into lines for a MetricLineParser: a line ends at
+// '\n' or '\r' (so the '\r'-redrawn progress bars of tqdm and the like are
+// lines, not one line growing for the whole run), and one longer than
+// kMaxMetricLine is counted (overlong_line) instead of parsed. Linear in
+// the bytes fed. `mu`, when given, is held while the parser runs (two
+// streams may feed one parser).
+class MetricLineSplitter {
+ public:
+  explicit MetricLineSplitter(MetricLineParser& parser, std::mutex* mu = nullptr)
+      : parser_(parser), mu_(mu) {}
+  void feed(std::string_view bytes);
+  // The last line, when the stream ended without a terminator.
+  void finish();
+
+ private:
+  void end_line();
+
+  MetricLineParser& parser_;
+  std::mutex* mu_;
+  std::string line_;
+  bool overlong_ = false, after_cr_ = false;
 };
 
 struct WatchOptions {
@@ -58,7 +108,8 @@ struct WatchResult {
   int exit_code = 0;  // the child's, or 128 + signal
   int64_t samples = 0;
   int64_t metric_lines = 0, malformed_lines = 0;
-  std::string first_malformed;
+  int64_t overlong_lines = 0;  // longer than kMaxMetricLine: not parsed
+  std::string first_malformed, first_malformed_reason;
   EnergySummary energy;
 };
 
@@ -67,10 +118,12 @@ struct WatchResult {
 // samples, the machine's manifest, the output as artifacts stdout.txt and
 // stderr.txt, metric lines, exit code (tag and metric), status finished
 // (exit 0) or failed. Throws Error(kCommandNotFound) before recording
-// anything when the program does not exist.
+// anything when the program does not exist or is not a file that can run
+// (a folder, a file without execute permission).
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& options);
 
-// Where execvp would find `name`; empty when it is not an executable file.
+// Where execvp would find `name`; empty when it is not an executable
+// regular file (a folder is not).
 std::string find_program(const std::string& name);
 
 }  // namespace trainscope::monitor
