@@ -126,6 +126,16 @@ int status_of(ErrorKind kind) {
   }
 }
 
+// A method an endpoint does not take: the API reads everything and writes
+// only tags.
+Response not_allowed(const Request& r) {
+  return error_response(405, fmt::format("{} {}: this endpoint only reads (GET); the API changes "
+                                         "nothing but tags: PUT or DELETE "
+                                         "/api/runs/{{ref}}/tags/{{key}} on a server started with "
+                                         "--allow-writes",
+                                         r.method, core::escape_for_display(r.path)));
+}
+
 [[noreturn]] void no_such_path(const Request& r) {
   fail(ErrorKind::kNotFound, "no API endpoint {} {} (docs/api.md lists them)", r.method,
        core::escape_for_display(r.path));
@@ -143,7 +153,7 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
                             "to change tags");
     return tags(s, run, r, seg[4]);
   }
-  if (r.method != "GET") no_such_path(r);
+  if (r.method != "GET") return not_allowed(r);
   if (what == "artifacts" && seg.size() > 4) {
     std::string name = seg[4];
     for (size_t i = 5; i < seg.size(); ++i) name += "/" + seg[i];
@@ -168,7 +178,13 @@ Response route(store::Store& s, const Request& r, const ApiOptions& o) {
   if (seg.size() < 2 || seg[0] != "api") no_such_path(r);
   const std::string& what = seg[1];
   if (what == "runs" && seg.size() >= 3) return run_route(s, r, seg, o);
-  if (r.method != "GET") no_such_path(r);
+  const bool known = (seg.size() == 2 &&
+                      (what == "info" || what == "runs" || what == "diff" || what == "studies")) ||
+                     (what == "studies" && (seg.size() == 3 || seg.size() == 4));
+  if (r.method != "GET") {
+    if (known) return not_allowed(r);
+    no_such_path(r);
+  }
   if (what == "info" && seg.size() == 2)
     return json({{"version", core::version()},
                  {"store", s.describe()},

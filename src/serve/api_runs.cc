@@ -148,14 +148,18 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   const std::string key = required(r, "key");
   const int64_t width = int_param(r, "width", 1000, 1, 100000);
   const int64_t after = int_param(r, "after", 0, 0, INT64_MAX);
-  if (!summary_of(s, run.uuid, key)) {
+  const auto summary = summary_of(s, run.uuid, key);
+  if (!summary) {
     std::vector<std::string> keys;
     for (const auto& m : s.metric_summaries(run.uuid)) keys.push_back(m.key);
     fail(ErrorKind::kNotFound, "run {} has no metric '{}' ({} keys recorded)",
          run.uuid.substr(0, 8), core::escape_for_display(key), keys.size());
   }
   auto points = s.metric_from(run.uuid, key, after);
-  const int64_t count = after + static_cast<int64_t>(points.size());
+  // What the series holds, whatever `after` says (one past the end included);
+  // points appended between the two reads are counted too.
+  const int64_t count =
+      std::max(summary->count, std::min(after, summary->count) + std::ssize(points));
   // LTTB needs x in order: a series is appended in step order but need not be.
   auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
   if (!std::is_sorted(points.begin(), points.end(), by_step))
@@ -187,7 +191,7 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   }
   return {{"key", key},
           {"count", count},
-          {"from", after},
+          {"from", std::min(after, count)},
           {"downsampled", down},
           {"nonfinite", nonfinite},
           {"steps", std::move(steps)},

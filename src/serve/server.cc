@@ -2,6 +2,7 @@
 // embedded front end, and requests handed to the API (api.cc).
 #include "trainscope/serve/server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 
 #include "assets.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/serve/api.h"
 #include "trainscope/store/store.h"
 
@@ -97,6 +99,24 @@ std::string host_of(const std::string& header) {
   return header.substr(0, header.find(':'));
 }
 
+// The one line of an error httplib found before any handler ran.
+std::string what_went_wrong(int status) {
+  switch (status) {
+    case 400:
+      return "a malformed request";
+    case 404:
+      return "no such page or API endpoint";
+    case 405:
+      return "this method is not served";
+    case 413:
+      return "the request is too large";
+    case 414:
+      return "the URL is too long";
+    default:
+      return fmt::format("HTTP error {}", status);
+  }
+}
+
 void send(httplib::Response& res, const Response& r) {
   res.status = r.status;
   for (const auto& [k, v] : r.headers) res.set_header(k, v);
@@ -149,14 +169,12 @@ struct Server::Impl {
     Request r{req.method == "HEAD" ? "GET" : req.method, raw, {}, req.body};
     for (const auto& [k, v] : req.params) r.query.emplace(k, v);
     const ApiOptions o{.allow_writes = options.allow_writes};
-    if (r.method == "GET") {
+    // A read-only server routes writes too: the API answers each with its
+    // own reason (403 for tags, 405 for what it never changes).
+    if (r.method == "GET" || !options.allow_writes) {
       auto lease = pool.take();
       return send(res, handle_api(*lease.store, r, o));
     }
-    if (!options.allow_writes)
-      return send(res, error_response(403,
-                                      "this server is read-only; start it with "
-                                      "--allow-writes to change tags"));
     std::lock_guard lock(writer_mu);
     // It writes tags only: it judges no run (readers show stale ones).
     if (!writer) writer = store::Store::open({.uri = options.store_uri, .reap = false});
@@ -238,6 +256,29 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   http.Put(".*", handler);
   http.Delete(".*", handler);
   http.Post(".*", handler);
+  http.Patch(".*", handler);
+  http.Options(".*", handler);
+  // What httplib answers itself (a malformed request, ...) is a JSON error
+  // too, and so is anything a handler let escape.
+  http.set_error_handler(
+      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        send(res, error_response(res.status, fmt::format("{} {}: {}", req.method,
+                                                         core::escape_for_display(req.path),
+                                                         what_went_wrong(res.status))));
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        send(res, error_response(500, what));
+      });
   const int threads = std::max(1, o.threads);
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 }

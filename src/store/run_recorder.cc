@@ -287,6 +287,9 @@ bool RunRecorder::flush_once() {
 void RunRecorder::writer_loop() {
   double last_heartbeat = monotonic_now();
   const double hb_interval = static_cast<double>(options_.heartbeat_interval.count()) / 1000.0;
+  // A run that records beats at least every second: the heartbeat is when a
+  // killed run ended, and a run killed before its first 5 s beat was 0.0 s.
+  const double hb_while_recording = std::min(hb_interval, 1.0);
   for (;;) {
     int64_t request;
     bool stop;
@@ -297,8 +300,10 @@ void RunRecorder::writer_loop() {
       request = flush_requests_;
       stop = stopping_;
     }
+    const int64_t flushes = stats().flushes;
     if (flush_once()) flush_probes();
-    if (monotonic_now() - last_heartbeat >= hb_interval) {
+    const bool recorded = stats().flushes > flushes;
+    if (monotonic_now() - last_heartbeat >= (recorded ? hb_while_recording : hb_interval)) {
       try {
         if (!lease_lost()) store_->heartbeat(info_.uuid);
         last_heartbeat = monotonic_now();

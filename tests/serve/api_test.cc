@@ -99,6 +99,11 @@ TEST_F(ServeApiTest, AChartGetsAtMost4000PointsKeepingPeaksAndReadsOnlyWhatIsNew
   EXPECT_EQ(tail["nonfinite"], 1);
   json none = get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "300002"}});
   EXPECT_TRUE(none["steps"].empty());
+  // Issue 29, item 13: past the end, the count is the series' (it echoed `after`).
+  json past = get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "999999"}});
+  EXPECT_EQ(past["count"], 300002);
+  EXPECT_EQ(past["from"], 300002);
+  EXPECT_TRUE(past["steps"].empty());
   get_json("/api/runs/long/metric", {{"key", "nope"}}, 404);
   get_json("/api/runs/long/metric", {}, 400);
   get_json("/api/runs/long/metric", {{"key", "loss"}, {"after", "-1"}}, 400);
@@ -140,6 +145,33 @@ TEST_F(ServeApiTest, ErrorsAreJsonWithTheStatusOfTheirKind) {
   Response ok = handle_api(*store_, put, {.allow_writes = true});
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(store_->tags(uuid).at("note"), "good");
+}
+
+// Issue 29, item 13: DELETE on a run answered "start it with --allow-writes
+// to change tags". A method an endpoint does not take is 405 saying what
+// the API changes; every error is JSON with a one-line message.
+TEST_F(ServeApiTest, AMethodAnEndpointDoesNotTakeIs405) {
+  run("single", 1);
+  for (const auto& [method, path] :
+       std::vector<std::pair<std::string, std::string>>{{"DELETE", "/api/runs/single"},
+                                                        {"PUT", "/api/runs/single/metric"},
+                                                        {"POST", "/api/runs"},
+                                                        {"PUT", "/api/info"},
+                                                        {"DELETE", "/api/studies/x"}}) {
+    for (bool writes : {false, true}) {
+      Response r = handle_api(*store_, {.method = method, .path = path}, {.allow_writes = writes});
+      EXPECT_EQ(r.status, 405) << method << " " << path << ": " << r.body;
+      const json j = json::parse(r.body);
+      const std::string msg = j["error"];
+      EXPECT_EQ(j["status"], 405);
+      EXPECT_NE(msg.find(method + " " + path + ": this endpoint only reads"), std::string::npos)
+          << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos);
+    }
+  }
+  Response none = handle_api(*store_, {.method = "POST", .path = "/api/nothing"}, {});
+  EXPECT_EQ(none.status, 404);
+  EXPECT_EQ(json::parse(none.body)["status"], 404);
 }
 
 TEST_F(ServeApiTest, UserStringsAreDataInValidJson) {

@@ -113,6 +113,43 @@ TEST_F(ServeHttpTest, URLEncodedNamesWithASlashNameTheirRun) {
   EXPECT_EQ(c.Get("/api/runs/init/r1")->status, 404);  // "init" has no page "r1"
 }
 
+// Issue 29, item 13: some error bodies were empty or not JSON, and DELETE
+// on a run said "to change tags". Every answer that is an error is a JSON
+// body {"error": one line, "status": N} with the status of what went wrong.
+TEST_F(ServeHttpTest, EveryErrorIsJsonWithTheRightStatus) {
+  Running srv({.store_uri = uri_, .port = 0});
+  auto c = srv.client();
+  struct Case {
+    httplib::Result r;
+    int status;
+  };
+  std::vector<Case> cases;
+  cases.push_back({c.Delete("/api/runs/writer"), 405});
+  cases.push_back({c.Patch("/api/runs/writer", "x", "text/plain"), 405});
+  cases.push_back({c.Options("/api/runs"), 405});
+  cases.push_back({c.Put("/api/runs/writer/tags/x", "1", "text/plain"), 403});
+  cases.push_back({c.Get("/api/runs/nobody"), 404});
+  cases.push_back({c.Get("/api/runs/%zz"), 404});
+  cases.push_back({c.Get("/api/runs?limit=ten"), 400});
+  cases.push_back({c.Get("/no/such/page"), 404});
+  cases.push_back({c.Get("/api/runs/writer/metric?key=none"), 404});
+  for (size_t i = 0; i < cases.size(); ++i) {
+    ASSERT_TRUE(cases[i].r) << i;
+    const auto& res = *cases[i].r;
+    EXPECT_EQ(res.status, cases[i].status) << i << ": " << res.body;
+    ASSERT_FALSE(res.body.empty()) << i;
+    const json j = json::parse(res.body);
+    EXPECT_EQ(j["status"], cases[i].status) << i;
+    const std::string msg = j["error"];
+    EXPECT_FALSE(msg.empty()) << i;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    if (cases[i].status == 405) {
+      EXPECT_EQ(msg.find("change tags"), std::string::npos) << msg;
+    }
+  }
+  EXPECT_NE(cases[3].r->body.find("--allow-writes"), std::string::npos);  // tags: 403 says how
+}
+
 TEST_F(ServeHttpTest, APortInUseAndAMissingStoreAreClearErrors) {
   Running srv({.store_uri = uri_, .port = 0});
   Server second({.store_uri = uri_, .port = srv.port()});

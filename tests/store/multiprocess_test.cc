@@ -116,6 +116,31 @@ bool read_flushed(FILE* in, char (&uuid)[64], long& flushed) {
   return poll(&p, 1, 60'000) == 1 && std::fscanf(in, "flushed %63s %ld", uuid, &flushed) == 2;
 }
 
+// Issue 29, item 13: killed runs got a duration of 0.0 s: a killed run
+// ends at its last heartbeat, and the first came only after 5 s. A writer
+// that records beats every second, so a run killed after 2.5 s lasted ~2 s.
+TEST(MultiProcessTest, AKilledRunEndsAtItsLastHeartbeat) {
+  TempDir dir;
+  const std::string uri = "sqlite:" + (dir / "t.db").string();
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = spawn_writer(uri, "short", 100, 1, true, fds[1]);
+  close(fds[1]);
+  FILE* in = fdopen(fds[0], "r");
+  char uuid[64] = {0};
+  long flushed = 0;
+  ASSERT_TRUE(read_flushed(in, uuid, flushed)) << "the writer printed nothing in 60 s";
+  usleep(2500 * 1000);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  waitpid(pid, nullptr, 0);
+  fclose(in);
+  auto r = Store::open({.uri = uri})->find_run(uuid);
+  ASSERT_EQ(r->status, RunStatus::kKilled);
+  EXPECT_EQ(r->end_time, r->heartbeat);
+  EXPECT_GE(r->end_time - r->start_time, 1.4) << "the last heartbeat was at the start";
+  EXPECT_LE(r->end_time - r->start_time, 3.5 + 60);
+}
+
 // Issue 29, item 3: a writer stopped with SIGSTOP (Ctrl-Z) for longer than
 // the stale threshold was marked killed, and a resume then wrote into the
 // run beside it. A live process of this host is never reaped; claiming its

@@ -4,7 +4,8 @@
 // or on another process's lock. A background writer thread moves buffered
 // points into the store in one transaction per flush, at least every
 // flush_interval and on close, and beats the run's heartbeat every
-// heartbeat_interval. If a flush fails (disk full, ...) the points stay
+// heartbeat_interval, or every second while it commits points (a killed
+// run's duration ends at its last heartbeat). If a flush fails (disk full, ...) the points stay
 // buffered, the error is reported once per distinct message, and the flush
 // is retried; nothing already in the store is touched.
 //
