@@ -228,6 +228,7 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
     events.each(&TrainObserver::on_evaluation_end, Evaluation{"val", e1, *info.val});
   }
   s.result.test = info.test;
+  s.result.tested = true;
   s.result.epochs_completed = e1;
   pos = TrainPosition{.epoch = e1, .step = pos.step};
   events.each(&TrainObserver::on_epoch_end, info);
@@ -239,6 +240,7 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
   if (s.max_steps_reached && s.pos.batch > 0) {
     s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg),
                              channels_last(s.cfg));
+    s.result.tested = true;
     events.each(&TrainObserver::on_evaluation_end,
                 Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }

@@ -1,5 +1,6 @@
 // A run killed with SIGKILL mid-epoch and resumed ends with weights
 // bit-identical to an uninterrupted run. Uses the real trainscope executable.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -154,8 +155,11 @@ TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
   TempDir dir;
   std::ofstream(dir / "c.yaml") << kConfig;
   const std::string store_uri = "sqlite:" + (dir / "t.db").string();
+  const std::string out_path = (dir / "out.txt").string();
   pid_t pid = fork();
   if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
     execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train",
           (dir / "c.yaml").c_str(), "--name", "interrupted", "--no-progress",
           static_cast<char*>(nullptr));
@@ -187,7 +191,17 @@ TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
   std::string last;
   for (const auto& a : store->artifacts(r.uuid)) last = std::max(last, a.name);
   EXPECT_EQ(last, fmt::format("checkpoints/step-{:09d}.pt", loss.back().step));
-  EXPECT_LT(loss.back().step, 512);
+  EXPECT_LT(loss.back().step, 256) << "stopped within the first epoch";
+  // Issue 29, item 13: it printed "test accuracy 0.0000"; no evaluation
+  // ran, so it says what is true.
+  std::ifstream in(out_path);
+  const std::string printed((std::istreambuf_iterator<char>(in)), {});
+  const std::string said =
+      fmt::format("run {} stopped at step {}, before an evaluation (no test accuracy), ", r.uuid,
+                  loss.back().step);
+  EXPECT_EQ(printed.rfind(said, 0), 0u) << printed;
+  EXPECT_EQ(printed.find('\n'), printed.size() - 1) << printed;
+  EXPECT_EQ(printed.find("test accuracy 0"), std::string::npos) << printed;
 }
 
 }  // namespace

@@ -113,6 +113,9 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t epochs_completed = 0;
   EvalResult test;
+  // Whether `test` holds an evaluation: a run stopped (or resumed and
+  // stopped again) before an epoch ended in this process has none.
+  bool tested = false;
   double seconds = 0;
 };
 

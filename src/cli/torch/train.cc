@@ -26,19 +26,33 @@ void on_sigint(int) {
   std::signal(SIGTERM, SIG_DFL);
 }
 
+// What the run reached, and its test accuracy only when it was evaluated
+// (a run stopped by a signal before an epoch ended was not: it printed
+// "test accuracy 0.0000").
 void print_result(const train::TrainResult& r, bool json) {
   if (json) {
     std::cout << nlohmann::json{{"run", r.run_uuid},
                                 {"status", to_string(r.status)},
                                 {"steps", r.steps},
                                 {"epochs", r.epochs_completed},
-                                {"test_accuracy", r.test.accuracy},
+                                {"test_accuracy", r.tested ? nlohmann::json(r.test.accuracy)
+                                                           : nlohmann::json(nullptr)},
                                 {"seconds", r.seconds}}
                      .dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
-  } else {
+    return;
+  }
+  if (r.status != RunStatus::kStopped) {
     std::cout << fmt::format("run {} {}: {} steps, test accuracy {:.4f}, {:.1f}s\n", r.run_uuid,
                              to_string(r.status), r.steps, r.test.accuracy, r.seconds);
+  } else if (r.tested) {
+    std::cout << fmt::format(
+        "run {} stopped at step {}: test accuracy {:.4f} after epoch {}, {:.1f}s\n", r.run_uuid,
+        r.steps, r.test.accuracy, r.epochs_completed, r.seconds);
+  } else {
+    std::cout << fmt::format(
+        "run {} stopped at step {}, before an evaluation (no test accuracy), {:.1f}s\n", r.run_uuid,
+        r.steps, r.seconds);
   }
 }
 
