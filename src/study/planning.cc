@@ -42,13 +42,15 @@ std::string human_time(double s) {
 // "7 grid keys, 1,280,000,000 cells x 2 runs" or "8 sources x 5 runs".
 std::string shape_text(const StudySpec& s) {
   if (!s.sources.empty())
-    return fmt::format("{} sources x up to {} runs", s.sources.size(), s.replicates);
+    return fmt::format("{} source{} x up to {} runs", s.sources.size(),
+                       s.sources.size() == 1 ? "" : "s", s.replicates);
   uint64_t cells = 1;
   for (const auto& f : s.grid)
     cells = f.values.size() > std::numeric_limits<uint64_t>::max() / cells
                 ? std::numeric_limits<uint64_t>::max()
                 : cells * f.values.size();
-  return fmt::format("{} grid key(s), {} cells", s.grid.size(), count_text(cells));
+  return fmt::format("{} grid key{}, {} cells", s.grid.size(), s.grid.size() == 1 ? "" : "s",
+                     count_text(cells));
 }
 
 void flatten_yaml(const YAML::Node& n, const std::string& prefix, Flat& out) {
@@ -170,12 +172,11 @@ PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const Stu
 
 std::string estimate_text(const PlanEstimate& e) {
   if (e.run_s < 0)
-    return fmt::format(
-        "{} runs on {} worker(s); no finished run of this study's experiment yet to "
-        "estimate the time from",
-        count_text(e.runs), e.workers);
+    return fmt::format("{} runs on {} worker(s), time unknown (no earlier run of this experiment)",
+                       count_text(e.runs), e.workers);
   return fmt::format(
-      "{} runs on {} worker(s): about {} at {:.1f}s a run (the mean of {} earlier run(s))",
+      "{} runs on {} worker(s), about {} at {:.1f}s a run (the mean of {} earlier "
+      "run(s))",
       count_text(e.runs), e.workers, human_time(e.total_s()), e.run_s, e.from_runs);
 }
 
@@ -185,8 +186,8 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
   const PlanEstimate e = estimate_plan(store, spec, o);
   if (e.runs > o.max_runs)
     fail(ErrorKind::kUsage,
-         "study {} plans {} runs ({}), more than the {} a study may have without --max-runs: {}; "
-         "shrink the grid or the replicates, or pass --max-runs {} to run them all",
+         "study {} plans {} runs ({}), above the limit of {} (--max-runs): {}; shrink the grid or "
+         "the replicates, or pass --max-runs {} to run them all",
          spec.name, count_text(e.runs), shape_text(spec), count_text(o.max_runs), estimate_text(e),
          e.runs);
   spec.resolved_base = o.resolver->resolve_file(spec.base);

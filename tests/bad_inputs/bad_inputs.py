@@ -12,6 +12,7 @@ fixture folder (tests/support/pg_server.py).
 
 usage: bad_inputs.py TRAINSCOPE DOC [--write]
 """
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -233,15 +234,14 @@ def make_fixtures(d, ts, classes):
     run(f"$TS -q train $DIR/good.yaml --name ck2 {tiny} --no-progress", d, ts)
     ckpts = sorted(p for p in _walk(f"{d}/t-artifacts") if "/checkpoints/" in p)
     victim = [p for p in ckpts if p.endswith(".pt")]
-    with sqlite3.connect(f"{d}/t.db") as db:
-        run_ck = db.execute("SELECT uuid FROM runs WHERE name='ck'").fetchone()[0]
+    run_ck = query(f"{d}/t.db", "SELECT uuid FROM runs WHERE name='ck'")[0][0]
     for p in victim:
         if run_ck in p:
             with open(p, "r+b") as f:
                 f.seek(200)
                 f.write(b"\x5a")
     shutil.copy(f"{d}/t.db", f"{d}/newer.db")
-    with sqlite3.connect(f"{d}/newer.db") as db:
+    with contextlib.closing(sqlite3.connect(f"{d}/newer.db")) as db, db:
         cols = [r[1] for r in db.execute("PRAGMA table_info(schema_migrations)")]
         db.execute(f"INSERT INTO schema_migrations ({', '.join(cols)}) VALUES "
                    f"({', '.join(['999'] + ['0'] * (len(cols) - 1))})")
@@ -256,9 +256,18 @@ def _walk(root):
             yield os.path.join(base, f)
 
 
+def query(path, sql):
+    """Rows of one query on a closed-again connection. A connection left open
+    while this process copies or opens the file otherwise loses its locks
+    (POSIX locks are per process and file): a trainscope closing the store
+    then takes itself for the last user, removes the WAL index, and this
+    process's next connection reads a stale one ("malformed")."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute(sql).fetchall()
+
+
 def run_ids(d):
-    with sqlite3.connect(f"{d}/t.db") as db:
-        return db.execute("SELECT uuid, name FROM runs").fetchall()
+    return query(f"{d}/t.db", "SELECT uuid, name FROM runs")
 
 
 def observe(d, ts, classes):
