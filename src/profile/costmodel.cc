@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/nesting.h"
 #include "trainscope/core/nnls.h"
 #include "trainscope/core/util.h"
 
@@ -110,6 +111,7 @@ std::string CostModel::to_json() const {
 
 CostModel CostModel::from_json(const std::string& text) {
   CostModel m;
+  core::check_json_nesting(text, "the cost model");
   try {
     auto j = nlohmann::json::parse(text);
     if (j.value("format", std::string()) != "trainscope-costmodel/4")

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "trainscope/core/error.h"
+#include "trainscope/core/yaml_checks.h"
 #include "trainscope/train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -14,8 +18,13 @@ using core::fail;
 
 GridSpec load_grid(const fs::path& file) {
   GridSpec g;
+  std::ifstream in(file);
+  if (!in) fail(ErrorKind::kNotFound, "grid file {} cannot be read: check the path", file.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  core::check_yaml(text.str(), file.string());  // twice-given keys, deep nesting
   try {
-    YAML::Node n = YAML::LoadFile(file.string());
+    YAML::Node n = YAML::Load(text.str());
     g.base = file.parent_path() / n["base"].as<std::string>("demo.yaml");
     g.models = n["models"].as<std::vector<std::string>>();
     g.batch_sizes = n["batch_sizes"].as<std::vector<int64_t>>();

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/nesting.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
 
@@ -47,6 +48,7 @@ std::vector<LayerInfo> layers_from_json(
     const std::vector<std::pair<std::string, std::string>>& rows) {
   std::vector<LayerInfo> out;
   for (const auto& [name, text] : rows) {
+    core::check_json_nesting(text, "the profile facts of layer " + name);
     auto j = nlohmann::json::parse(text);
     LayerInfo l;
     l.name = name;
@@ -185,6 +187,8 @@ std::string chrome_trace(const std::vector<IterationProfile>& steps) {
 }
 
 OperatorTable operator_table(std::string_view trace_json, const std::string& what) {
+  if (core::json_nesting(trace_json) > core::kMaxNesting)
+    core::fail(core::ErrorKind::kStore, "{} is not a Chrome trace written by trainscope", what);
   nlohmann::json j = nlohmann::json::parse(trace_json, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("traceEvents") ||
       !j["traceEvents"].is_array())
