@@ -32,7 +32,8 @@ struct Context {
     } catch (const core::Error& e) {
       if (e.kind() == core::ErrorKind::kNotFound) throw;
       try {
-        store_ = store::Store::open({.uri = store_uri});
+        // Opened for writing only to migrate: it judges no run.
+        store_ = store::Store::open({.uri = store_uri, .reap = false});
       } catch (const std::exception&) {
         store_ = store::Store::open({.uri = store_uri, .read_only = true});  // its own message
       }

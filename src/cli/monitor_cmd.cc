@@ -7,6 +7,7 @@
 #include "output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/monitor/watch.h"
@@ -91,6 +92,7 @@ void add_resources(CLI::App& app, Context& ctx) {
       ->check(CLI::IsMember({"table", "csv", "json"}));
   set_example(cmd, "trainscope resources demo --warmup 10 --plot plots/");
   cmd->callback([&ctx, ref, warmup, plot, fmt_name] {
+    if (!plot->empty()) core::check_output_folder(*plot);  // before any work
     auto store = ctx.reader();
     store::RunInfo run = store->resolve_run(*ref);
     auto stats = monitor::resource_stats(*store, run, *warmup);
@@ -100,10 +102,10 @@ void add_resources(CLI::App& app, Context& ctx) {
            run.uuid.substr(0, 8));
     print_stats(stats, ctx.json ? "json" : *fmt_name, *warmup);
     if (plot->empty()) return;
-    fs::create_directories(*plot);
     for (const char* kind : {"cpu", "memory"})
-      std::ofstream(fs::path(*plot) / fmt::format("resources_{}.svg", kind))
-          << monitor::resource_chart_svg(*store, run, kind);
+      core::write_file_atomically(
+          fs::path(*plot) / fmt::format("resources_{}.svg", kind),
+          [&](std::ostream& o) { o << monitor::resource_chart_svg(*store, run, kind); });
     core::log_info("wrote {}/resources_cpu.svg and resources_memory.svg", *plot);
   });
 }
@@ -141,8 +143,8 @@ void add_report(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, refs, warmup] {
     auto store = ctx.reader();
     std::vector<monitor::ThroughputColumn> cols;
-    for (const auto& ref : *refs)
-      cols.push_back(monitor::throughput_column(*store, store->resolve_run(ref), *warmup));
+    for (const auto& run : store->resolve_runs(*refs))  // a run named twice counts once
+      cols.push_back(monitor::throughput_column(*store, run, *warmup));
     if (ctx.json) {
       std::cout << format::throughput(cols).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     } else {

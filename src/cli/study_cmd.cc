@@ -12,6 +12,7 @@
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
@@ -225,6 +226,7 @@ void add_report_options(CLI::App* cmd, StudyArgs& a) {
 }
 
 void write_report(Context& ctx, const StudyArgs& a) {
+  core::check_output_file(a.out);  // before the analysis, which reads every run
   auto store = ctx.reader();
   study::StudyAnalysis an = study::analyse_study(*store, a.study);
   if (!a.no_weights) an.weights = torch_commands().weight_spread(ctx, an);

@@ -225,7 +225,7 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
     for (const auto& r : store.list_runs({}))
       if (!store.profile_layers(r.uuid).empty()) infos.push_back(r);
   } else {
-    for (const auto& ref : runs) infos.push_back(store.resolve_run(ref));
+    infos = store.resolve_runs(runs);  // a run named twice counts once
   }
   std::map<GroupKey, std::vector<ReducedRun>> groups;
   for (const auto& r : infos)

@@ -118,7 +118,7 @@ Json studies(store::Store& s) {
   Json out = Json::array();
   for (const auto& row : store::query_runs(s, q).rows) {
     Json j = format::run(row.info, false);
-    j["children"] = s.list_runs({.parent_uuid = row.info.uuid}).size();
+    j["children"] = study::counted_children(s, row.info.uuid);
     out.push_back(std::move(j));
   }
   return {{"studies", out}};

@@ -12,6 +12,7 @@
 #include "trainscope/monitor/report.h"
 #include "trainscope/serve/downsample.h"
 #include "trainscope/store/query.h"
+#include "trainscope/study/study.h"
 
 namespace trainscope::serve::detail {
 
@@ -125,7 +126,7 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
   j["has_probes"] = has_prefix(summaries, "probe/");
   auto kind = tags.find("kind");
   j["is_study"] = kind != tags.end() && kind->second == "study";
-  j["children"] = s.list_runs({.parent_uuid = run.uuid}).size();
+  j["children"] = study::counted_children(s, run.uuid);
   return j;
 }
 

@@ -351,6 +351,12 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
   return execute(store, std::move(rec), spec, o, progress);
 }
 
+int64_t counted_children(store::Store& store, const std::string& parent_uuid) {
+  int64_t n = 0;
+  for (const auto& [name, runs] : children(store, parent_uuid)) n += std::ssize(runs);
+  return n;
+}
+
 RunInfo resolve_study(store::Store& store, const std::string& ref) {
   RunInfo r = store.resolve_run(ref);
   auto tags = store.tags(r.uuid);

@@ -13,6 +13,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/store/store.h"
+#include "trainscope/study/study.h"
 
 namespace fs = std::filesystem;
 namespace store = trainscope::store;
@@ -211,6 +212,9 @@ TEST_F(StudyPlanTest, RetriedAttemptsAreSupersededAndEachPlannedRunCountsOnce) {
   }
   EXPECT_EQ(finished, (std::map<std::string, int>{{"init/r1", 1}, {"init/r2", 1}}));
   EXPECT_EQ(superseded, (std::map<std::string, int>{{"init/r1", 1}, {"init/r2", 1}}));
+  // What the dashboard shows as the study's children: each planned run once.
+  EXPECT_EQ(trainscope::study::counted_children(*s, study.uuid), 2);
+  EXPECT_EQ(s->list_runs({.parent_uuid = study.uuid}).size(), 4u);
   auto st = tst::run_command(cli("study status retry"));
   EXPECT_NE(st.out.find("init        2         2        0       0        0"), std::string::npos)
       << st.out;

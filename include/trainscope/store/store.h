@@ -65,7 +65,10 @@ struct WriterIdentity {
   std::string host;
   int64_t pid = 0;
   int64_t pid_start = 0;  // the process's start, in clock ticks since boot
-  bool operator==(const WriterIdentity&) const = default;
+  // Spelled out: this header is also compiled as C++17 (tests/fuzz_torch).
+  bool operator==(const WriterIdentity& o) const {
+    return host == o.host && pid == o.pid && pid_start == o.pid_start;
+  }
 };
 
 // The calling process, as it writes runs.

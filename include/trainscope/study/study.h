@@ -129,6 +129,10 @@ StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);
 // each planned run once by leaving such runs out.
 inline constexpr const char* kSupersededTag = "study.superseded_by";
 
+// How many children a run has, each planned run of a study once: attempts
+// a later one superseded are not counted.
+int64_t counted_children(store::Store& store, const std::string& parent_uuid);
+
 struct CellStatus {
   std::string cell;
   int planned = 0, finished = 0, running = 0, failed = 0, pending = 0;

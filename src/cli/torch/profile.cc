@@ -73,7 +73,9 @@ void print_profile(const std::string& uuid, const profile::ProfileSummary& s,
 void copy_trace(store::Store& store, const store::RunInfo& run, const std::string& to) {
   for (const auto& a : store.artifacts(run.uuid))
     if (a.kind == "trace") {
-      fs::copy_file(a.path, to, fs::copy_options::overwrite_existing);
+      store::verify_artifact(a);
+      write_output(to,
+                   [&](std::ostream& o) { o << std::ifstream(a.path, std::ios::binary).rdbuf(); });
       core::log_info("wrote {} (open in chrome://tracing or ui.perfetto.dev)", to);
       return;
     }

@@ -26,6 +26,9 @@ void MetricsObserver::on_batch_end(const RunContext& ctx, const Step& step) {
     core::fail(core::ErrorKind::kNotFound,
                "run {} was deleted from the store while it trained; stopped after step {}",
                ctx.run.uuid().substr(0, 8), step.number);
+  // Another process took the run over (or it was marked killed while this
+  // one was paused): training on would record nothing.
+  if (ctx.run.lease_lost()) ctx.run.check();
   if (step.number % ctx.config.train.log_every_steps == 0)
     log(ctx, "train/step_ms", (core::monotonic_now() - step_start_) * 1e3, step.number);
 }
