@@ -230,9 +230,6 @@ bool RunRecorder::flush_once() {
     prints.swap(fingerprints_);
     keys = keys_;
   }
-  std::vector<MetricSeries> batch(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) batch[i].key = keys[i];
-  for (const auto& p : taken) batch[p.key].points.push_back(p.point);
   // Metrics and fingerprints are separate transactions; on failure only the
   // part that was not committed goes back into the buffer.
   auto report = [&](const std::exception& e) {
@@ -251,6 +248,10 @@ bool RunRecorder::flush_once() {
     fingerprints_.swap(prints);
   };
   try {
+    // Built here, so that running out of memory keeps the points too.
+    std::vector<MetricSeries> batch(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) batch[i].key = keys[i];
+    for (const auto& p : taken) batch[p.key].points.push_back(p.point);
     store_->append_metrics(info_.uuid, batch);
   } catch (const LeaseLost& e) {
     lose_lease(e);
@@ -301,7 +302,17 @@ void RunRecorder::writer_loop() {
       stop = stopping_;
     }
     const int64_t flushes = stats().flushes;
-    if (flush_once()) flush_probes();
+    try {
+      if (flush_once()) flush_probes();
+    } catch (const std::exception& e) {  // out of memory, say: retried, never fatal
+      std::lock_guard lock(mu_);
+      ++stats_.failed_flushes;
+      if (stats_.last_error != e.what())
+        log_line(Verbosity::kQuiet, fmt::format("trainscope: cannot write run {} (kept in "
+                                                "memory, will retry): {}",
+                                                info_.uuid.substr(0, 8), e.what()));
+      stats_.last_error = e.what();
+    }
     const bool recorded = stats().flushes > flushes;
     if (monotonic_now() - last_heartbeat >= (recorded ? hb_while_recording : hb_interval)) {
       try {
