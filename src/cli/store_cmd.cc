@@ -25,6 +25,14 @@ std::function<void(const store::CopyProgress&)> copy_progress() {
 }
 
 void run_copy(const CopyArgs& a) {
+  // An empty URI would mean the default store to the library: here it is a
+  // mistake, as for --store.
+  for (const auto& [what, uri] : {std::pair{"SRC", &a.src}, std::pair{"DST", &a.dst}})
+    if (uri->empty())
+      core::fail(core::ErrorKind::kUsage,
+                 "store copy: {} is empty; name a store, e.g. sqlite:runs.db or "
+                 "postgresql://me@db/ts",
+                 what);
   auto src = store::Store::open({.uri = a.src, .read_only = true});
   // It copies runs as they are: it judges none (a stale running run stays
   // so, and is not copied again on the next pass).

@@ -25,6 +25,7 @@ CASES = [
      "$BARE --store postgresql://trainscope@127.0.0.1:99999/ts runs list"),
     ("a PostgreSQL port in the query string",
      "$BARE --store 'postgresql://trainscope@127.0.0.1/ts?port=5x' runs list"),
+    ("an empty store to copy from", "$TS store copy '' sqlite:$DIR/copy-of-nothing.db"),
     ("an empty TRAINSCOPE_STORE beside --store", "TRAINSCOPE_STORE= $TS -q runs list > /dev/null",
      {"ok": True}),
 ]
