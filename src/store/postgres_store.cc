@@ -412,6 +412,20 @@ void PostgresStore::heartbeat(std::string_view uuid) {
   });
 }
 
+void PostgresStore::set_config(std::string_view uuid, std::string_view config_text) {
+  transact([&](pqxx::work& w) {
+    check_lease_in(w, uuid);
+    const std::string text_value(config_text);
+    const auto r = pg::exec(
+        w, "UPDATE runs SET config_text = $1, config_hash = $2 WHERE uuid = $3",
+        {text(text_value), text(text_value.empty() ? std::string() : core::sha256_hex(text_value)),
+         text(uuid)});
+    if (r.affected_rows() == 0)
+      fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", core::escape_for_display(uuid),
+           describe());
+  });
+}
+
 bool PostgresStore::mark_killed(const RunInfo& judged) {
   bool changed = false;
   transact([&](pqxx::work& w) {

@@ -493,6 +493,20 @@ void SqliteStore::heartbeat(std::string_view uuid) {
   txn.commit();
 }
 
+void SqliteStore::set_config(std::string_view uuid, std::string_view config_text) {
+  std::lock_guard lock(mu_);
+  sqlite::WriteTxn txn(db_);
+  check_lease_locked(uuid);
+  sqlite::Stmt(db_, "UPDATE runs SET config_text = ?, config_hash = ? WHERE uuid = ?")
+      .bind(1, config_text)
+      .bind(2, config_text.empty() ? std::string() : sha256_hex(config_text))
+      .bind(3, uuid)
+      .run();
+  if (sqlite3_changes(db_.get()) == 0)
+    fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
+  txn.commit();
+}
+
 bool SqliteStore::mark_killed(const RunInfo& judged) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);

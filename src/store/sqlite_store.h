@@ -31,6 +31,7 @@ class SqliteStore final : public Store {
   std::optional<RunInfo> find_run(std::string_view uuid) override;
   std::vector<RunInfo> list_runs(const RunFilter& filter) override;
   void heartbeat(std::string_view uuid) override;
+  void set_config(std::string_view uuid, std::string_view config_text) override;
   std::vector<std::string> list_experiments() override;
 
   void set_param(std::string_view uuid, std::string_view key, std::string_view value) override;

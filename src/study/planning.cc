@@ -234,8 +234,65 @@ void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec&
     refuse(study.name, *d, now.base);
 }
 
-StudySpec replan_study(store::Store&, const RunInfo& study, const StudyOptions&) {
-  fail(ErrorKind::kUsage, "TODO-REPLAN {}", study.name);  // TODO(lead): Store::replace_config
+std::map<std::string, std::string> plan_tags(const StudySpec& spec) {
+  return {{"study.mode", spec.sources.empty() ? "grid" : "sources"},
+          {"study.replicates", std::to_string(spec.replicates)},
+          {"study.vary", spec.vary},
+          {"study.retries", std::to_string(spec.retries)},
+          {"study.threads_per_run", std::to_string(spec.threads_per_run)},
+          {"study.planned_runs", std::to_string(Plan(spec).size())}};
+}
+
+namespace {
+
+// Sets aside every attempt of the study that the plan `spec` does not
+// train: a name it no longer plans, or a config other than the one it
+// plans under that name. Returns how many.
+int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec,
+              const StudyOptions& o) {
+  const Plan plan(spec);
+  std::map<std::string, uint64_t> index;
+  for (uint64_t i = 0; i < plan.size(); ++i) index.emplace(plan.at(i).name, i);
+  const auto runs = store.list_runs({.parent_uuid = study.uuid});
+  std::vector<std::string> uuids;
+  for (const auto& r : runs) uuids.push_back(r.uuid);
+  auto fields = store.run_fields(uuids, false, true, false);
+  int n = 0;
+  for (const auto& r : runs) {
+    if (fields[r.uuid].tags.count(kSupersededTag)) continue;
+    auto it = index.find(r.name);
+    const bool planned =
+        it != index.end() &&
+        core::sha256_hex(o.resolver->resolve_text(
+            spec.resolved_base, training_sets(spec, plan.at(it->second)))) == r.config_hash;
+    if (planned) continue;
+    store.set_tag(r.uuid, kSupersededTag, "replan");
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+StudySpec replan_study(store::Store& store, const RunInfo& study, const StudyOptions& o) {
+  auto params = store.params(study.uuid);
+  const fs::path file = params["study.file"];
+  if (!is_file(file))
+    fail(ErrorKind::kNotFound,
+         "study {} cannot be planned again: its file {} is gone; --replan plans from the "
+         "study's files as they are now",
+         study.name, file.string());
+  StudySpec spec = plan_study(store, load_study(file, params["study.quick"] == "true"), o);
+  if (spec.name != study.name)
+    fail(ErrorKind::kConflict,
+         "{} now names study '{}', not '{}': plan it as a new study with `study run {}`",
+         file.string(), spec.name, study.name, file.string());
+  store.set_config(study.uuid, recorded_text(spec));
+  for (const auto& [k, v] : plan_tags(spec)) store.set_tag(study.uuid, k, v);
+  const int aside = set_aside(store, study, spec, o);
+  core::log_info("study {} planned again from {}: {} run(s) it no longer trains set aside",
+                 study.name, file.string(), aside);
+  return spec;
 }
 
 }  // namespace trainscope::study

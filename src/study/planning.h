@@ -2,6 +2,9 @@
 // study.h's plan_study() and resume_study().
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "trainscope/store/store.h"
 #include "trainscope/study/study.h"
 
@@ -13,6 +16,10 @@ namespace trainscope::study {
 // change: the recorded plan stands on its own.
 void check_unchanged(store::Store& store, const store::RunInfo& study, const StudySpec& recorded,
                      const StudyOptions& options);
+
+// What a plan is, as the study's tags: study.mode, study.replicates,
+// study.vary, study.retries, study.threads_per_run, study.planned_runs.
+std::map<std::string, std::string> plan_tags(const StudySpec& spec);
 
 // Plans the study again from its file as it is now, records that plan as
 // the study's, and sets aside (kSupersededTag) every attempt whose recorded

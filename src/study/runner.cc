@@ -339,15 +339,12 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
   nr.config_text = recorded_text(spec);
   auto rec = store::RunRecorder::start(store, nr);
   rec->set_tag("kind", "study");
+  // Where the plan came from (params: fixed), and what it is (tags: a
+  // re-plan changes them).
   rec->set_params({{"study.file", std::filesystem::absolute(spec.file).string()},
                    {"study.base", spec.base.string()},
-                   {"study.quick", o.quick ? "true" : "false"},
-                   {"study.mode", spec.sources.empty() ? "grid" : "sources"},
-                   {"study.replicates", std::to_string(spec.replicates)},
-                   {"study.vary", spec.vary},
-                   {"study.retries", std::to_string(spec.retries)},
-                   {"study.threads_per_run", std::to_string(spec.threads_per_run)},
-                   {"study.planned_runs", std::to_string(Plan(spec).size())}});
+                   {"study.quick", o.quick ? "true" : "false"}});
+  for (const auto& [k, v] : plan_tags(spec)) rec->set_tag(k, v);
   return execute(store, std::move(rec), spec, o, progress);
 }
 

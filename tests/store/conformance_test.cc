@@ -132,6 +132,18 @@ TEST_P(StoreConformance, CreatedRunsReadBackWithEveryField) {
   EXPECT_EQ(store_->list_experiments(), std::vector<std::string>{"exp-a"});
 }
 
+TEST_P(StoreConformance, ARunsConfigCanBeReplacedAndItsHashFollows) {
+  NewRun nr;
+  nr.config_text = "study: a\n";
+  RunInfo r = store_->create_run(nr);
+  const std::string plan = "study: a\nreplicates: 3\n\xff bytes\n";
+  store_->set_config(r.uuid, plan);
+  auto got = store_->find_run(r.uuid);
+  EXPECT_EQ(got->config_text, plan);
+  EXPECT_EQ(got->config_hash, sha256_hex(plan));
+  EXPECT_THROW(store_->set_config(kNoSuchRun, "x"), core::Error);
+}
+
 TEST_P(StoreConformance, TerminalStatusSetsTheEndTime) {
   RunInfo r = new_run();
   store_->set_status(r.uuid, RunStatus::kStopped);

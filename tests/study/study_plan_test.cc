@@ -245,3 +245,40 @@ TEST_F(StudyPlanTest, StatusIsAReaderAndShowsARunWhoseWriterIsGoneAsStale) {
       tst::run_command("sqlite3 " + db + " \"SELECT status FROM runs WHERE name = 'init/r2'\"");
   EXPECT_EQ(status.out, "running\n");
 }
+
+TEST_F(StudyPlanTest, ReplanTrainsTheFilesAsTheyAreNowAndSetsAsideWhatNoLongerFits) {
+  auto run = tst::run_command(cli("study run " + (dir_ / "study.yaml").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  // The base changes for every run; the study file adds a replicate.
+  edit("base.yaml", "epochs: 1", "epochs: 2");
+  edit("study.yaml", "replicates: 2", "replicates: 3");
+  auto replanned = tst::run_command(cli("study resume plan --replan"));
+  ASSERT_EQ(replanned.exit_code, 0) << replanned.out;
+  EXPECT_NE(replanned.out.find("4 run(s) it no longer trains set aside"), std::string::npos)
+      << replanned.out;
+  EXPECT_NE(replanned.out.find("6/6 runs finished"), std::string::npos) << replanned.out;
+
+  auto s = open();
+  const auto study = s->resolve_run("plan");
+  EXPECT_NE(study.config_text.find("replicates: 3"), std::string::npos);
+  EXPECT_EQ(s->tags(study.uuid)["study.planned_runs"], "6");
+  int kept = 0, aside = 0;
+  for (const auto& r : s->list_runs({.parent_uuid = study.uuid})) {
+    const auto run_info = *s->find_run(r.uuid);
+    if (s->tags(r.uuid).count("study.superseded_by")) {
+      ++aside;
+      EXPECT_NE(run_info.config_text.find("epochs: 1\n"), std::string::npos) << r.name;
+    } else {
+      ++kept;
+      EXPECT_NE(run_info.config_text.find("epochs: 2\n"), std::string::npos) << r.name;
+    }
+  }
+  EXPECT_EQ(aside, 4);
+  EXPECT_EQ(kept, 6);
+  // Planned again with nothing changed: nothing is set aside or trained.
+  auto again = tst::run_command(cli("study resume plan --replan"));
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find("0 run(s) it no longer trains set aside"), std::string::npos)
+      << again.out;
+  EXPECT_NE(again.out.find("6 done before, 0 to run"), std::string::npos) << again.out;
+}

@@ -316,6 +316,11 @@ class Store {
   // tag, records added to a finished run) are not checked.
   void set_status(std::string_view uuid, RunStatus status);
   virtual void heartbeat(std::string_view uuid) = 0;
+  // Replaces a run's recorded config text, and its hash with it: what a
+  // study records when it is planned again (`study resume --replan`); a
+  // training's config never changes. Checked like any write into a run
+  // this store holds the lease of. Throws Error(kNotFound) for an unknown run.
+  virtual void set_config(std::string_view uuid, std::string_view config_text) = 0;
   // Marks runs still "running" as killed when their writer is gone: at once
   // when it ran on this host and its process (PID and start time) has
   // ended; when it ran on another host (or its PID is unknown) once its

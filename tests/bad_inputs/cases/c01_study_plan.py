@@ -42,6 +42,7 @@ CASES = [
      {"ok": True}),
     ("the report of a study whose files moved away",
      "$TS study report moved --format md --no-weights > /dev/null", {"ok": True}),
+    ("planning again a study whose files moved away", "$TS study resume moved --replan"),
     ("resuming a study whose files moved away (its recorded plan is trained)",
      "$TS -q study resume moved > /dev/null", {"ok": True}),
 ]
