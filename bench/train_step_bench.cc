@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "trainscope/fingerprint/fingerprint.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"
@@ -70,15 +71,15 @@ void BM_Fingerprint(benchmark::State& state, const char* model_name) {
   ModelConfig mc;
   mc.name = model_name;
   auto model = make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
-  auto tensors = fingerprint_tensors(*model);
+  auto tensors = trainscope::fingerprint::tensors(*model);
   auto loss = torch::tensor(0.5f);
   int64_t bytes = 0;
   for (const auto& [n, t] : tensors) bytes += t.numel() * t.element_size();
   for (auto _ : state) {
     std::vector<uint64_t> hashes;
     hashes.reserve(tensors.size() + 1);
-    for (const auto& [n, t] : tensors) hashes.push_back(tensor_hash(t));
-    hashes.push_back(tensor_hash(loss));
+    for (const auto& [n, t] : tensors) hashes.push_back(trainscope::fingerprint::tensor_hash(t));
+    hashes.push_back(trainscope::fingerprint::tensor_hash(loss));
     benchmark::DoNotOptimize(hashes.data());
   }
   state.SetBytesProcessed(state.iterations() * bytes);

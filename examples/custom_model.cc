@@ -1,10 +1,12 @@
 // Trains a model of your own through trainscope's C++ API and records it in
 // the store: params, step and epoch metrics, checkpoints, all reachable with
-// `trainscope runs show`.
+// `trainscope runs show`. One line (layers::instrument) gives the model the
+// layer events the per-layer profile and the probes need.
 //
 //   build/examples/custom_model [sqlite:PATH]
 #include <torch/torch.h>
 #include <trainscope/core/error.h>
+#include <trainscope/layers/layers.h>
 #include <trainscope/train/trainer.h>
 
 #include <cstdio>
@@ -47,12 +49,16 @@ int main(int argc, char** argv) {
         "run: {experiment: examples}\n"
         "data: {dataset: fashion-mnist, train_subset: 10000, test_subset: 2000}\n"
         "optimizer: {name: adam, lr: 0.002}\n"
-        "train: {epochs: 1}\n",
+        "train: {epochs: 1}\n"
+        "profile: {enabled: true}\n"
+        "probes: economy\n",
         {});
     ts::train::TrainOptions options;
     options.name = "custom-tinynet";
     ts::train::Trainer trainer(config, store, options);
-    trainer.set_model(std::make_shared<TinyNet>());
+    auto model = std::make_shared<TinyNet>();
+    ts::layers::instrument(*model);  // its conv and fc layers get profiled and probed
+    trainer.set_model(model);
     trainer.add_observer(std::make_shared<PrintEpochs>());
     auto result = trainer.run();
     std::printf("recorded run %s (%s)\n", result.run_uuid.c_str(),

@@ -3,6 +3,7 @@
 // fraction of weights whose magnitude is below 1e-3 (how sparse a layer is),
 // every 5 steps, recorded as probe/<layer>/weights/near_zero.
 //   build/examples/probe_subscriber [sqlite:PATH] && trainscope probes probe-subscriber
+#include <trainscope/probes/observer.h>
 #include <trainscope/probes/probes.h>
 #include <trainscope/train/trainer.h>
 
@@ -31,7 +32,9 @@ int main(int argc, char** argv) {
   auto config = ts::train::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
   ts::train::Trainer trainer(config, store, {.name = "probe-subscriber"});
-  trainer.add_probe_subscriber(std::make_shared<NearZero>());
+  // A probe subscriber of one's own attaches like any observer.
+  trainer.add_observer(std::make_shared<ts::probes::ProbeObserver>(
+      std::vector<std::shared_ptr<ts::probes::Subscriber>>{std::make_shared<NearZero>()}));
   auto result = trainer.run();
   std::printf("recorded run %s: %lld steps, probe/<layer>/weights/near_zero every 5 steps\n",
               result.run_uuid.c_str(), static_cast<long long>(result.steps));

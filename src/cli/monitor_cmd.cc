@@ -30,8 +30,8 @@ void report_watch(const monitor::WatchResult& r) {
         "metric lines",
         r.overlong_lines, monitor::kMaxMetricLine);
   core::log_info("watch: run {} {} (exit code {}, {} samples, {} metric lines, {:.3g} kWh {})",
-                 r.run_uuid.substr(0, 8), r.exit_code == 0 ? "finished" : "failed", r.exit_code,
-                 r.samples, r.metric_lines, r.energy.kwh(),
+                 core::short_uuid(r.run_uuid), r.exit_code == 0 ? "finished" : "failed",
+                 r.exit_code, r.samples, r.metric_lines, r.energy.kwh(),
                  r.energy.cpu_source == "rapl" ? "metered" : "estimated");
   // trainscope exits as the watched program did.
   if (r.exit_code != 0)
@@ -99,7 +99,7 @@ void add_resources(CLI::App& app, Context& ctx) {
     if (stats.empty())
       fail(ErrorKind::kNotFound,
            "run {} has no resource samples (sampling off, or not recorded by train/watch)",
-           run.uuid.substr(0, 8));
+           core::short_uuid(run.uuid));
     print_stats(stats, ctx.json ? "json" : *fmt_name, *warmup);
     if (plot->empty()) return;
     for (const char* kind : {"cpu", "memory"})

@@ -34,7 +34,7 @@ void print_table(std::ostream& o, const std::vector<probes::SeriesRef>& series) 
   t.print(o);
 }
 
-void print_alerts(std::ostream& o, const std::vector<store::RunEvent>& alerts) {
+void print_alerts(std::ostream& o, const std::vector<probes::RunEvent>& alerts) {
   if (alerts.empty()) return void(o << "no alerts\n");
   for (const auto& a : alerts)
     o << fmt::format("alert at step {} [{}] {}: {}\n", a.step, a.name, a.source, a.message);
@@ -63,12 +63,12 @@ void run_probes(Context& ctx, ProbesArgs& a) {
   auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
   if (!a.histogram.empty()) {
-    auto hs = store->histograms(run.uuid, a.histogram);
+    auto hs = probes::read_histograms(*store, run.uuid, a.histogram);
     if (hs.empty())
       core::fail(core::ErrorKind::kNotFound,
                  "run {} has no histograms under '{}'; `trainscope probes {}` lists the layers "
                  "and kinds (histogram keys are LAYER/KIND, e.g. features.conv1/weights)",
-                 run.uuid.substr(0, 8), a.histogram, a.run);
+                 core::short_uuid(run.uuid), a.histogram, a.run);
     std::string svg = probes::histogram_heatmap_svg(hs, run.name + " " + a.histogram);
     write_output(a.svg.empty() ? a.out : a.svg, [&](std::ostream& o) { o << svg; });
     return;

@@ -30,7 +30,7 @@ void print_operators(Context& ctx, const ProfileShowArgs& a) {
   if (a.format == "csv") return format::operator_table_csv(std::cout, t, top);
   std::cout << fmt::format(
       "run {}: {} operators over {} profiled steps, self time {:.2f} ms per step\n",
-      run.uuid.substr(0, 8), t.ops.size(), t.steps,
+      core::short_uuid(run.uuid), t.ops.size(), t.steps,
       t.self_us / static_cast<double>(std::max<int64_t>(1, t.steps)) / 1000);
   Table tab({"NAME", "SELF %", "SELF us", "TOTAL us", "AVG us", "CALLS", "SELF us/STEP"});
   for (size_t c = 1; c < 7; ++c) tab.align_right(c);

@@ -38,7 +38,7 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
   store::RunInfo ra = store->resolve_run(a);
   env::Manifest ma = repro::run_manifest(*store, ra);
   if (store->environment(ra.uuid).empty())
-    core::log_warn("run {} has no environment manifest recorded", ra.uuid.substr(0, 8));
+    core::log_warn("run {} has no environment manifest recorded", core::short_uuid(ra.uuid));
   std::vector<env::Difference> diffs;
   std::string label_b;
   if (b.empty()) {
@@ -48,7 +48,7 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
   } else {
     store::RunInfo rb = store->resolve_run(b);
     diffs = env::diff(ma, repro::run_manifest(*store, rb));
-    label_b = rb.uuid.substr(0, 8);
+    label_b = core::short_uuid(rb.uuid);
   }
   if (ctx.json) {
     std::cout << format::differences(diffs).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
@@ -56,7 +56,7 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
     std::cout << "no differences\n";
   } else {
     std::cout << diffs.size() << " difference(s):";
-    print_differences(std::cout, diffs, ra.uuid.substr(0, 8), label_b);
+    print_differences(std::cout, diffs, core::short_uuid(ra.uuid), label_b);
   }
 }
 

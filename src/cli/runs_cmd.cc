@@ -176,6 +176,16 @@ void print_metrics_and_artifacts(std::ostream& o, Store& store, const RunInfo& r
                  format::value(m.last_value), format::value(m.min), format::value(m.max)});
     t.print(o);
   }
+  // Every capability's records, whatever the capability: the store counts
+  // them by kind.
+  auto kinds = store.record_kinds(r.uuid);
+  o << "\nrecords (" << kinds.size() << " kind" << (kinds.size() == 1 ? "" : "s") << ")\n";
+  if (!kinds.empty()) {
+    Table t({"KIND", "RECORDS"});
+    t.align_right(1);
+    for (const auto& [kind, n] : kinds) t.add_row({kind, std::to_string(n)});
+    t.print(o);
+  }
   auto arts = store.artifacts(r.uuid);
   o << "\nartifacts (" << arts.size() << ")\n";
   if (arts.empty()) return;
@@ -358,7 +368,7 @@ struct DeleteArgs {
 void delete_run(Context& ctx, const DeleteArgs& a) {
   auto store = ctx.store();
   RunInfo r = store->resolve_run(a.ref);
-  const std::string id = r.uuid.substr(0, 8);
+  const std::string id = core::short_uuid(r.uuid);
   const std::string name = r.name.empty() ? "unnamed" : escape_for_display(r.name);
   if (!a.yes) fail(ErrorKind::kUsage, "refusing to delete run {} ({}) without --yes", id, name);
   const size_t kids = store->list_runs({.parent_uuid = r.uuid}).size();
@@ -418,9 +428,9 @@ void print_metric(Store& store, const RunInfo& r, const std::string& key, const 
       keys += (keys.empty() ? "" : ", ") + escape_for_display(ms[i].key);
     if (ms.size() > 8)
       keys += fmt::format(" and {} more (`trainscope metrics {}` lists them)", ms.size() - 8,
-                          r.uuid.substr(0, 8));
-    fail(ErrorKind::kNotFound, "run {} has no metric '{}'; its metrics: {}", r.uuid.substr(0, 8),
-         escape_for_display(key), keys.empty() ? "none" : keys);
+                          core::short_uuid(r.uuid));
+    fail(ErrorKind::kNotFound, "run {} has no metric '{}'; its metrics: {}",
+         core::short_uuid(r.uuid), escape_for_display(key), keys.empty() ? "none" : keys);
   }
   if (f == "json") {
     std::cout << format::Json{{"run", r.uuid}, {"key", key}, {"points", format::metric_points(pts)}}

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/store/copy.h"
 
 namespace trainscope::cli {
@@ -47,7 +48,7 @@ void run_copy(const CopyArgs& a) {
   for (const auto& run : src->list_runs())
     if (auto d = store::compare_run(*src, *dst, run.uuid); !d.empty())
       core::fail(core::ErrorKind::kStore, "run {} differs after the copy: {}",
-                 run.uuid.substr(0, 8), d);
+                 core::short_uuid(run.uuid), d);
   std::cout << "verified: every run reads back equal\n";
 }
 

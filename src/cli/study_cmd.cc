@@ -84,7 +84,7 @@ void finish(const study::Outcome& o) {
   if (!o.complete())
     throw core::Error(fmt::format("study {} is incomplete: `trainscope study resume {}` runs "
                                   "what is left",
-                                  o.study.substr(0, 8), o.study.substr(0, 8)),
+                                  core::short_uuid(o.study), core::short_uuid(o.study)),
                       core::ErrorKind::kRuntime);
 }
 
@@ -190,7 +190,7 @@ void add_status(CLI::App* study, Context& ctx) {
     if (ctx.json)
       return void(std::cout << format::study_status(s).dump(2, ' ', false, format::kInvalidUtf8)
                             << "\n");
-    std::cout << "study " << s.study.name << " (" << s.study.uuid.substr(0, 8) << "), "
+    std::cout << "study " << s.study.name << " (" << core::short_uuid(s.study.uuid) << "), "
               << s.liveness.status << (s.liveness.stale() ? " (" + s.liveness.note + ")" : "")
               << "\n";
     const bool stale = s.total.stale > 0;  // the column only when some run is

@@ -71,6 +71,7 @@ Json run_export(store::Store& store, const store::RunInfo& r, bool with_points) 
     for (const auto& m : summaries) pts[m.key] = metric_points(store.metric(r.uuid, m.key));
     j["metrics"] = pts;
   }
+  j["records"] = store.record_kinds(r.uuid);
   Json arts = Json::array();
   for (const auto& a : store.artifacts(r.uuid)) arts.push_back(artifact(a));
   j["artifacts"] = arts;

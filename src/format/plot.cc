@@ -54,7 +54,7 @@ std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::R
       double per_epoch = o.x == "epoch" ? steps_per_epoch(store, r.uuid) : 0;
       if (o.x == "epoch" && per_epoch <= 0)
         core::fail(core::ErrorKind::kNotFound, "run {} recorded no epoch to plot by; use --x step",
-                   r.uuid.substr(0, 8));
+                   core::short_uuid(r.uuid));
       for (const auto& p : pts) {
         double step = static_cast<double>(p.step);
         c.x.push_back(o.x == "step"    ? step
@@ -82,7 +82,7 @@ std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& o) {
   for (const auto& k : keys) chart.title += (chart.title.empty() ? "" : ", ") + k;
   chart.y_label = keys.size() == 1 ? *keys.begin() : "value";
   for (const auto& c : curves) {
-    std::string label = (c.run_name.empty() ? c.run.substr(0, 8) : c.run_name) +
+    std::string label = (c.run_name.empty() ? core::short_uuid(c.run) : c.run_name) +
                         (keys.size() > 1 ? " " + c.key : "");
     if (o.smooth > 0) {
       chart.series.push_back({label + " (raw)", c.x, c.y, true, false});

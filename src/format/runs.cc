@@ -40,7 +40,7 @@ std::string run_column_title(const std::string& column) {
 std::string run_cell(const store::RunRow& row, const std::string& column) {
   const FieldValue v = store::field_value(row, column);
   if (is_absent(v)) return "-";
-  if (column == "uuid") return row.info.uuid.substr(0, 8);
+  if (column == "uuid") return core::short_uuid(row.info.uuid);
   if (column == "duration") return duration(std::get<double>(v));
   if (const auto* d = std::get_if<double>(&v)) {
     if (!is_time(column)) return value(*d);

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <utility>
+
+#include "layers_internal.h"
 
 namespace trainscope::layers {
 
@@ -45,6 +48,7 @@ Subscription::Subscription(LayerSubscriber& subscriber)
     : entry_(std::make_shared<Entry>(&subscriber)) {
   if (!t_entries) t_entries = new Entries;
   t_entries->push_back(entry_);
+  detail::update_callback();
 }
 
 Subscription::~Subscription() {
@@ -54,12 +58,15 @@ Subscription::~Subscription() {
   if (t_entries->empty()) {
     delete t_entries;
     t_entries = nullptr;
+    detail::update_callback();
   }
 }
 
 namespace detail {
 
 bool subscribed() { return t_entries != nullptr; }
+
+const std::string* swap_layer(const std::string* name) { return std::exchange(t_layer, name); }
 
 void publish(const std::string& name, const torch::nn::Module* module, const std::string& type,
              const std::vector<torch::Tensor>& ins, const torch::Tensor& out) {

@@ -101,7 +101,7 @@ ThroughputColumn throughput_column(store::Store& store, const store::RunInfo& r,
   auto p = store.params(r.uuid);
   ThroughputColumn c;
   c.run_uuid = r.uuid;
-  c.label = r.name.empty() ? r.uuid.substr(0, 8) : r.name;
+  c.label = r.name.empty() ? core::short_uuid(r.uuid) : r.name;
   auto param = [&](const std::string& key, const std::string& before) -> std::string {
     if (p.count(key)) return p.at(key);  // else the spelling of runs from earlier versions
     return p.count(before) ? p.at(before) : "";
@@ -128,8 +128,8 @@ std::string resource_chart_svg(store::Store& store, const store::RunInfo& run,
                                std::string_view kind) {
   const bool cpu = kind == "cpu";
   core::SvgChart c;
-  c.title =
-      std::string(cpu ? "CPU and GPU utilisation" : "Memory") + " — run " + run.uuid.substr(0, 8);
+  c.title = std::string(cpu ? "CPU and GPU utilisation" : "Memory") + " — run " +
+            core::short_uuid(run.uuid);
   c.x_label = "seconds since start";
   c.y_label = cpu ? "%" : "MiB";
   const std::vector<std::string> keys =

@@ -11,6 +11,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/probes/records.h"
 
 namespace trainscope::probes {
 
@@ -24,11 +25,12 @@ class StoreOutput : public Output {
   }
   void histogram(const std::string& layer, Kind kind, const Position& at,
                  const Histogram& h) override {
-    run_.log_histogram({histogram_key(layer, kind), at.step, core::unix_now(), h.low, h.high,
-                        h.counts, h.nan, h.pos_inf, h.neg_inf});
+    run_.log_record(kHistogramsKind,
+                    histogram_record({histogram_key(layer, kind), at.step, core::unix_now(), h}));
   }
   void alert(const Alert& a) override {
-    run_.log_event({a.at.step, core::unix_now(), "alert", a.name, a.source, a.message});
+    run_.log_record(kEventsKind, event_record({a.at.step, core::unix_now(), "alert", a.name,
+                                               a.source, a.message}));
   }
 
  private:

@@ -8,6 +8,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
 #include "trainscope/probes/builtin.h"
 
 namespace trainscope::probes {
@@ -55,7 +56,7 @@ std::vector<SeriesRef> probe_series(store::Store& store, const std::string& uuid
   if (all.empty())
     core::fail(core::ErrorKind::kNotFound,
                "run {} has no probes; train with `--set probes=standard` (or economy, full)",
-               uuid.substr(0, 8));
+               core::short_uuid(uuid));
   std::string glob = f.layer.empty() ? "*" : f.layer;
   if (glob != "*" && std::none_of(layers.begin(), layers.end(),
                                   [&](const auto& l) { return glob_match(glob, l); }))
@@ -63,7 +64,7 @@ std::vector<SeriesRef> probe_series(store::Store& store, const std::string& uuid
                joined(layers));
   if (!f.kind.empty() && !kinds.count(f.kind))
     core::fail(core::ErrorKind::kNotFound, "run {} has no probe kind '{}'; it has: {}",
-               uuid.substr(0, 8), f.kind, joined(kinds));
+               core::short_uuid(uuid), f.kind, joined(kinds));
   for (auto& r : all) {
     bool layer_ok = glob == "*" || (!r.layer.empty() && glob_match(glob, r.layer));
     if (layer_ok && (f.kind.empty() || r.kind == f.kind) && (f.stat.empty() || r.stat == f.stat))
@@ -72,9 +73,9 @@ std::vector<SeriesRef> probe_series(store::Store& store, const std::string& uuid
   return out;
 }
 
-std::vector<store::RunEvent> probe_alerts(store::Store& store, const std::string& uuid) {
-  std::vector<store::RunEvent> out;
-  for (auto& e : store.events(uuid))
+std::vector<RunEvent> probe_alerts(store::Store& store, const std::string& uuid) {
+  std::vector<RunEvent> out;
+  for (auto& e : read_events(store, uuid))
     if (e.kind == "alert") out.push_back(std::move(e));
   return out;
 }
@@ -100,12 +101,12 @@ std::string series_svg(store::Store& store, const std::string& uuid,
   return chart.render();
 }
 
-std::string histogram_heatmap_svg(const std::vector<store::HistogramRecord>& hs,
-                                  const std::string& title) {
+std::string histogram_heatmap_svg(const std::vector<StepHistogram>& hs, const std::string& title) {
   const int w = 900, h = 420, left = 70, right = 20, top = 40, bottom = 50;
   double lo = INFINITY, hi = -INFINITY;
-  for (const auto& r : hs)
-    if (r.high > r.low || !r.counts.empty()) lo = std::min(lo, r.low), hi = std::max(hi, r.high);
+  for (const auto& s : hs)
+    if (const Histogram& r = s.histogram; r.high > r.low || !r.counts.empty())
+      lo = std::min(lo, r.low), hi = std::max(hi, r.high);
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
@@ -115,7 +116,7 @@ std::string histogram_heatmap_svg(const std::vector<store::HistogramRecord>& hs,
     return svg + "<text x=\"70\" y=\"80\">no finite values</text></svg>\n";
   double pw = w - left - right, ph = h - top - bottom, cw = pw / hs.size();
   for (size_t i = 0; i < hs.size(); ++i) {
-    const auto& r = hs[i];
+    const Histogram& r = hs[i].histogram;
     int64_t total = 0;
     for (int64_t c : r.counts) total += c;
     size_t n = r.counts.size();
@@ -129,7 +130,7 @@ std::string histogram_heatmap_svg(const std::vector<store::HistogramRecord>& hs,
       svg += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
           "fill=\"rgb({},{},255)\"><title>step {}: {} values in [{:.4g}, {:.4g})</title></rect>\n",
-          left + cw * i, y1, std::max(cw, 1.0), std::max(y2 - y1, 0.5), shade, shade, r.step,
+          left + cw * i, y1, std::max(cw, 1.0), std::max(y2 - y1, 0.5), shade, shade, hs[i].step,
           r.counts[b], b_lo, b_hi);
     }
   }

@@ -11,6 +11,7 @@
 #include "trainscope/core/nesting.h"
 #include "trainscope/core/nnls.h"
 #include "trainscope/core/util.h"
+#include "trainscope/profile/records.h"
 
 namespace trainscope::profile {
 using core::ErrorKind;
@@ -145,11 +146,11 @@ struct ReducedRun {
 using GroupKey = std::tuple<std::string, int64_t, int64_t>;
 
 std::optional<ReducedRun> reduce_run(Store& store, const RunInfo& r) {
-  auto cells = store.profile_cells(r.uuid);
+  auto cells = read_cells(store, r.uuid);
   if (cells.empty()) return std::nullopt;
   ReducedRun o;
   o.uuid = r.uuid;
-  o.layers = layers_from_json(store.profile_layers(r.uuid));
+  o.layers = layers_from_json(read_layers(store, r.uuid));
   // layer -> step -> us, for compute (forward, backward) and update
   // (update, zero_grad).
   std::map<std::string, std::map<int64_t, double>> compute, update;
@@ -223,7 +224,7 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
   std::vector<RunInfo> infos;
   if (runs.empty()) {
     for (const auto& r : store.list_runs({}))
-      if (!store.profile_layers(r.uuid).empty()) infos.push_back(r);
+      if (store.record_kinds(r.uuid).count(kLayersKind)) infos.push_back(r);
   } else {
     infos = store.resolve_runs(runs);  // a run named twice counts once
   }

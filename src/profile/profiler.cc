@@ -36,6 +36,10 @@ struct IterationProfiler::State {
   std::map<Phase, double> op_top_us;  // time inside top-level ops per phase
   at::CallbackHandle handle = 0;
   bool with_inputs = false;
+  // Instrumented models (layers::instrument) name their layers while the
+  // iteration runs; installed before the profiler's callback, so that the
+  // layer is current when the profiler sees an operator start.
+  std::unique_ptr<layers::Watch> watch;
 
   double now_us() const {
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -143,6 +147,7 @@ void IterationProfiler::begin(int64_t step, bool keep_events) {
       if (it != state_->storage.end()) state_->storage[t.storage().data()] = it->second;
     }
   t_state = state_.get();
+  state_->watch = std::make_unique<layers::Watch>();
   install(*state_, false);
   state_->t0 = Clock::now();
   active_ = true;
@@ -164,6 +169,7 @@ IterationProfile IterationProfiler::end() {
   st.prof.wall_us = st.now_us();
   at::removeCallback(st.handle);
   st.handle = 0;
+  st.watch.reset();
   t_state = nullptr;
   for (const auto& [key, us] : st.cells)
     st.prof.cells[{key.first ? *key.first : std::string(), key.second}] += us;

@@ -18,7 +18,7 @@
 
 namespace trainscope::profile {
 using core::host_name;
-using store::ProfileCell;
+
 using store::Store;
 
 std::vector<std::pair<std::string, std::string>> layers_to_json(
@@ -229,7 +229,7 @@ OperatorTable operator_table(Store& store, const std::string& uuid) {
     core::fail(core::ErrorKind::kNotFound,
                "run {} has no trace; profile it with `trainscope profile CONFIG` or "
                "profile.enabled: true",
-               uuid.substr(0, 8));
+               core::short_uuid(uuid));
   store::verify_artifact(*trace);
   std::ifstream in(trace->path, std::ios::binary);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -246,8 +246,8 @@ double mean_metric(Store& store, const std::string& uuid, const std::string& key
 
 ProfileSummary summarize(Store& store, const std::string& uuid) {
   ProfileSummary s;
-  auto cells = store.profile_cells(uuid);
-  auto layers = layers_from_json(store.profile_layers(uuid));
+  auto cells = read_cells(store, uuid);
+  auto layers = layers_from_json(read_layers(store, uuid));
   std::set<int64_t> steps;
   std::map<std::string, LayerTime> by_layer;
   std::vector<double> coverage;

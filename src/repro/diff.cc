@@ -7,10 +7,11 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/records.h"
 
 namespace trainscope::repro {
-using store::Fingerprint;
-using store::FingerprintSet;
+using fingerprint::Fingerprint;
+using fingerprint::FingerprintSet;
 using store::RunInfo;
 using store::Store;
 
@@ -115,8 +116,9 @@ void compare_fingerprints(const FingerprintSet& fa, const FingerprintSet& fb, Ru
     ++d.common_steps;
     if (f.hashes == it->second->hashes) continue;
     d.first_diff_step = f.step;
-    for (size_t i = 0; i < fa.names.size(); ++i)
-      if (f.hashes[i] != it->second->hashes[i]) d.differing_tensors.push_back(fa.names[i]);
+    const auto& other = it->second->hashes;
+    for (size_t i = 0; i < fa.names.size() && i < f.hashes.size() && i < other.size(); ++i)
+      if (f.hashes[i] != other[i]) d.differing_tensors.push_back(fa.names[i]);
     return;
   }
   d.identical =
@@ -156,7 +158,7 @@ RunDiff diff_runs(Store& store, const RunInfo& a, const RunInfo& b) {
     to.push_back(std::move(x));
   }
   compare_curves(store, a, b, d);
-  FingerprintSet fa = store.fingerprints(a.uuid), fb = store.fingerprints(b.uuid);
+  FingerprintSet fa = fingerprint::read(store, a.uuid), fb = fingerprint::read(store, b.uuid);
   d.have_fingerprints = !fa.steps.empty() && !fb.steps.empty();
   d.steps_a = fa.steps.empty() ? 0 : fa.steps.back().step;
   d.steps_b = fb.steps.empty() ? 0 : fb.steps.back().step;

@@ -5,6 +5,9 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/config.h"
+#include "trainscope/fingerprint/fingerprint.h"
+#include "trainscope/fingerprint/records.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
@@ -37,12 +40,12 @@ Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64
   cfg.train.max_steps = to_step;
   cfg.checkpoint.every_epochs = 0;
   cfg.checkpoint.every_steps = 0;
-  cfg.fingerprint.every_steps = 0;
+  cfg.section<fingerprint::FingerprintConfig>().every_steps = 0;
   std::shared_ptr<Store> scratch = Store::open({.uri = "sqlite::memory:"});
   train::Trainer t(cfg, scratch,
                    {.init_checkpoint = checkpoint.string(), .record_environment = false});
   t.run();
-  Tensors out = train::fingerprint_tensors(*t.model());
+  Tensors out = fingerprint::tensors(*t.model());
   for (auto& [n, tensor] : out) tensor = tensor.detach().clone();
   return out;
 }
@@ -63,7 +66,7 @@ std::optional<store::ArtifactInfo> checkpoint_before(Store& store, const RunInfo
 
 // The recorded hashes of `uuid` at `step`.
 std::vector<uint64_t> hashes_at(Store& store, const std::string& uuid, int64_t step) {
-  for (const auto& f : store.fingerprints(uuid).steps)
+  for (const auto& f : fingerprint::read(store, uuid).steps)
     if (f.step == step) return f.hashes;
   return {};
 }
@@ -76,11 +79,12 @@ bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uin
   for (size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
     const auto& [name, x] = ta[i];
     const auto& y = tb[i].second;
-    if (reproduced) reproduced = train::tensor_hash(x) == ha[i] && train::tensor_hash(y) == hb[i];
+    if (reproduced)
+      reproduced = fingerprint::tensor_hash(x) == ha[i] && fingerprint::tensor_hash(y) == hb[i];
     if (!x.is_floating_point()) continue;
     if (x.scalar_type() != y.scalar_type() || x.sizes() != y.sizes()) continue;
     auto xc = x.contiguous(), yc = y.contiguous();
-    if (train::tensor_hash(xc) == train::tensor_hash(yc)) continue;
+    if (fingerprint::tensor_hash(xc) == fingerprint::tensor_hash(yc)) continue;
     d.deltas.push_back(compare_tensors(name, xc.data_ptr(), yc.data_ptr(), xc.numel(),
                                        xc.scalar_type() == torch::kFloat64));
   }
@@ -91,6 +95,15 @@ bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uin
 
 void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff& d) {
   if (d.first_diff_step < 0) return;
+  for (const RunInfo* r : {&a, &b})
+    if (auto tags = store.tags(r->uuid);
+        tags.count("model.custom") && tags["model.custom"] == "true") {
+      d.replay_note = fmt::format(
+          "run {} trained a model of its own, which a replay cannot build; the fingerprints above "
+          "say where the runs part",
+          core::short_uuid(r->uuid));
+      return;
+    }
   // The last checkpoint of a before the divergence holds a state that b
   // shared bit for bit (their fingerprints agree up to then).
   auto ck = checkpoint_before(store, a, d.first_diff_step);
@@ -98,7 +111,7 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
     d.replay_note = fmt::format(
         "no checkpoint of run {} before step {}; record one with checkpoint.every_steps to get "
         "numeric differences",
-        a.uuid.substr(0, 8), d.first_diff_step);
+        core::short_uuid(a.uuid), d.first_diff_step);
     return;
   }
   d.replay_from = checkpoint_step(ck->name);

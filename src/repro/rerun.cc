@@ -26,7 +26,7 @@ void check_data_files(const env::Manifest& recorded, const store::RunInfo& orig,
     if (!force)
       fail(ErrorKind::kConflict,
            "dataset file '{}' changed since run {} (sha256 {} then, {} now); refusing to rerun",
-           file, orig.uuid.substr(0, 8), v.substr(0, 12), now.substr(0, 12));
+           file, core::short_uuid(orig.uuid), v.substr(0, 12), now.substr(0, 12));
     core::log_warn("dataset file '{}' changed since the original run (forced)", file);
   }
 }
@@ -37,17 +37,18 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
             const RerunOptions& options) {
   if (orig.config_text.empty())
     fail(ErrorKind::kUsage, "run {} has no recorded config; only trained runs can be rerun",
-         orig.uuid.substr(0, 8));
-  train::Config cfg = train::parse_config(orig.config_text, {}, "run " + orig.uuid.substr(0, 8));
+         core::short_uuid(orig.uuid));
+  train::Config cfg =
+      train::parse_config(orig.config_text, {}, "run " + core::short_uuid(orig.uuid));
   const env::Manifest recorded = store->environment(orig.uuid);
   check_data_files(recorded, orig, options.force);
   env::Manifest here = env::capture_machine();
-  here.merge(train::capture_torch());
+  here.merge(env::capture_torch());
   Rerun out;
   out.machine = machine_differences(recorded, here);
   if (options.before_training) options.before_training(out.machine);
   train::TrainOptions o;
-  o.name = (orig.name.empty() ? orig.uuid.substr(0, 8) : orig.name) + "-rerun";
+  o.name = (orig.name.empty() ? core::short_uuid(orig.uuid) : orig.name) + "-rerun";
   o.command_line = options.command_line;
   train::Trainer trainer(cfg, store, o);
   for (const auto& obs : options.observers) trainer.add_observer(obs);

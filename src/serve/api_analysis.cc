@@ -31,17 +31,17 @@ profile::ProfileSummary summary_or_404(store::Store& s, const store::RunInfo& ru
   auto summary = profile::summarize(s, run.uuid);
   if (summary.iterations == 0)
     fail(ErrorKind::kNotFound, "run {} has no profile; record one with `trainscope profile`",
-         run.uuid.substr(0, 8));
+         core::short_uuid(run.uuid));
   return summary;
 }
 
 std::string histogram_key(const Request& r) { return required(r, "key"); }
 
-std::vector<store::HistogramRecord> histograms_or_404(store::Store& s, const store::RunInfo& run,
-                                                      const std::string& key) {
-  auto hs = s.histograms(run.uuid, key);
+std::vector<probes::StepHistogram> histograms_or_404(store::Store& s, const store::RunInfo& run,
+                                                     const std::string& key) {
+  auto hs = probes::read_histograms(s, run.uuid, key);
   if (hs.empty())
-    fail(ErrorKind::kNotFound, "run {} has no histograms under '{}'", run.uuid.substr(0, 8),
+    fail(ErrorKind::kNotFound, "run {} has no histograms under '{}'", core::short_uuid(run.uuid),
          core::escape_for_display(key));
   return hs;
 }
@@ -79,7 +79,7 @@ Json probes(store::Store& s, const store::RunInfo& run) {
                       {"count", ref.summary.count},
                       {"last", format::number(ref.summary.last_value)}});
   std::set<std::string> keys;
-  for (const auto& h : s.histograms(run.uuid)) keys.insert(h.key);
+  for (const auto& r : s.records(run.uuid, probes::kHistogramsKind)) keys.insert(r.key);
   Json alerts = Json::array();
   for (const auto& e : probes::probe_alerts(s, run.uuid))
     alerts.push_back(
@@ -90,14 +90,16 @@ Json probes(store::Store& s, const store::RunInfo& run) {
 Json histograms(store::Store& s, const store::RunInfo& run, const Request& r) {
   const std::string key = histogram_key(r);
   Json steps = Json::array();
-  for (const auto& h : histograms_or_404(s, run, key))
-    steps.push_back({{"step", h.step},
+  for (const auto& at : histograms_or_404(s, run, key)) {
+    const probes::Histogram& h = at.histogram;
+    steps.push_back({{"step", at.step},
                      {"low", format::number(h.low)},
                      {"high", format::number(h.high)},
                      {"counts", h.counts},
                      {"nan", h.nan},
                      {"pos_inf", h.pos_inf},
                      {"neg_inf", h.neg_inf}});
+  }
   return {{"key", key}, {"steps", steps}};
 }
 

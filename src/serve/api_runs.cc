@@ -10,6 +10,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/monitor/report.h"
+#include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
 #include "trainscope/store/query.h"
 #include "trainscope/study/study.h"
@@ -46,7 +47,7 @@ std::optional<store::MetricSummary> summary_of(store::Store& s, const std::strin
   return std::nullopt;
 }
 
-Json events_json(const std::vector<store::RunEvent>& events) {
+Json events_json(const std::vector<probes::RunEvent>& events) {
   Json out = Json::array();
   for (const auto& e : events)
     out.push_back({{"step", e.step},
@@ -121,7 +122,8 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
     aj["url"] = artifact_url(run.uuid, a.name);
     j["artifacts"].push_back(std::move(aj));
   }
-  j["events"] = events_json(s.events(run.uuid));
+  j["events"] = events_json(probes::read_events(s, run.uuid));
+  j["records"] = s.record_kinds(run.uuid);
   j["has_profile"] = has_prefix(summaries, "profile/coverage");
   j["has_probes"] = has_prefix(summaries, "probe/");
   auto kind = tags.find("kind");
@@ -154,7 +156,7 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
     std::vector<std::string> keys;
     for (const auto& m : s.metric_summaries(run.uuid)) keys.push_back(m.key);
     fail(ErrorKind::kNotFound, "run {} has no metric '{}' ({} keys recorded)",
-         run.uuid.substr(0, 8), core::escape_for_display(key), keys.size());
+         core::short_uuid(run.uuid), core::escape_for_display(key), keys.size());
   }
   auto points = s.metric_from(run.uuid, key, after);
   // What the series holds, whatever `after` says (one past the end included);
@@ -220,7 +222,7 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
     out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + file + "\"");
     return out;
   }
-  fail(ErrorKind::kNotFound, "run {} has no artifact '{}'", run.uuid.substr(0, 8),
+  fail(ErrorKind::kNotFound, "run {} has no artifact '{}'", core::short_uuid(run.uuid),
        core::escape_for_display(name));
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::stats {
 
@@ -52,7 +53,7 @@ std::vector<RunValue> collect(store::Store& store, const Selection& s) {
     if (!v) {
       if (!s.runs.empty())
         fail(ErrorKind::kNotFound, "run {} has no metric '{}': see `trainscope runs show {}`",
-             r.uuid.substr(0, 8), s.metric, r.uuid.substr(0, 8));
+             core::short_uuid(r.uuid), s.metric, core::short_uuid(r.uuid));
       continue;
     }
     std::string group;
@@ -146,7 +147,7 @@ MetricStats analyse(const std::string& metric, const std::vector<RunValue>& valu
   for (const auto& v : values) {
     if (!std::isfinite(v.value)) {
       m.notes.push_back(
-          fmt::format("run {} left out: its {} is {}", v.run.substr(0, 8), metric, v.value));
+          fmt::format("run {} left out: its {} is {}", core::short_uuid(v.run), metric, v.value));
       continue;
     }
     if (!by.count(v.group)) names.push_back(v.group);

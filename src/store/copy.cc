@@ -15,6 +15,8 @@ namespace {
 // Points per append: one transaction each, so that a huge series neither
 // holds one giant transaction nor pays one per point.
 constexpr size_t kBatch = 100'000;
+// Record payload bytes per append, for the same reason.
+constexpr size_t kRecordBytes = size_t{64} << 20;
 
 bool same_bits(double a, double b) {
   return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
@@ -64,37 +66,20 @@ std::string compare_metrics(Store& a, Store& b, const std::string& uuid) {
   return {};
 }
 
-bool same_histograms(const std::vector<HistogramRecord>& a, const std::vector<HistogramRecord>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.key == y.key && x.step == y.step && same_bits(x.wall_time, y.wall_time) &&
-           same_bits(x.low, y.low) && same_bits(x.high, y.high) && x.counts == y.counts &&
-           x.nan == y.nan && x.pos_inf == y.pos_inf && x.neg_inf == y.neg_inf;
-  });
-}
-
-bool same_events(const std::vector<RunEvent>& a, const std::vector<RunEvent>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.step == y.step && same_bits(x.wall_time, y.wall_time) && x.kind == y.kind &&
-           x.name == y.name && x.source == y.source && x.message == y.message;
-  });
-}
-
-bool same_profile(Store& a, Store& b, const std::string& uuid) {
-  const auto ca = a.profile_cells(uuid), cb = b.profile_cells(uuid);
-  const bool cells =
-      std::equal(ca.begin(), ca.end(), cb.begin(), cb.end(), [](const auto& x, const auto& y) {
-        return x.step == y.step && x.layer == y.layer && x.phase == y.phase &&
-               same_bits(x.us, y.us);
-      });
-  return cells && a.profile_layers(uuid) == b.profile_layers(uuid);
-}
-
-bool same_fingerprints(Store& a, Store& b, const std::string& uuid) {
-  const auto fa = a.fingerprints(uuid), fb = b.fingerprints(uuid);
-  return fa.names == fb.names && std::equal(fa.steps.begin(), fa.steps.end(), fb.steps.begin(),
-                                            fb.steps.end(), [](const auto& x, const auto& y) {
-                                              return x.step == y.step && x.hashes == y.hashes;
-                                            });
+// Every record of every kind, byte for byte, in the order added.
+std::string compare_records(Store& a, Store& b, const std::string& uuid) {
+  const auto ka = a.record_kinds(uuid), kb = b.record_kinds(uuid);
+  if (ka != kb) return "record kinds or counts differ";
+  for (const auto& [kind, n] : ka) {
+    const auto ra = a.records(uuid, kind), rb = b.records(uuid, kind);
+    const bool same =
+        std::equal(ra.begin(), ra.end(), rb.begin(), rb.end(), [](const auto& x, const auto& y) {
+          return x.key == y.key && x.step == y.step && same_bits(x.wall_time, y.wall_time) &&
+                 x.payload == y.payload;
+        });
+    if (!same) return fmt::format("{} records differ", kind);
+  }
+  return {};
 }
 
 bool same_artifacts(Store& a, Store& b, const std::string& uuid) {
@@ -118,14 +103,20 @@ void copy_records(Store& src, Store& dst, const std::string& uuid, CopyResult& r
     }
     result.points += static_cast<int64_t>(points.size());
   }
-  if (auto f = src.fingerprints(uuid); !f.names.empty()) {
-    dst.set_fingerprint_names(uuid, f.names);
-    dst.append_fingerprints(uuid, f.steps);
+  for (const auto& [kind, n] : src.record_kinds(uuid)) {
+    const auto records = src.records(uuid, kind);
+    // Appends of at most kRecordBytes payload bytes each (one at least).
+    for (size_t at = 0; at < records.size();) {
+      size_t end = at, bytes = 0;
+      while (end < records.size() &&
+             (end == at || bytes + records[end].payload.size() <= kRecordBytes))
+        bytes += records[end++].payload.size();
+      dst.append_records(uuid, kind,
+                         {records.begin() + static_cast<std::ptrdiff_t>(at),
+                          records.begin() + static_cast<std::ptrdiff_t>(end)});
+      at = end;
+    }
   }
-  if (auto cells = src.profile_cells(uuid); !cells.empty()) dst.append_profile(uuid, cells);
-  if (auto layers = src.profile_layers(uuid); !layers.empty()) dst.set_profile_layers(uuid, layers);
-  if (auto hs = src.histograms(uuid); !hs.empty()) dst.append_histograms(uuid, hs);
-  if (auto events = src.events(uuid); !events.empty()) dst.append_events(uuid, events);
   for (const auto& a : src.artifacts(uuid)) {
     verify_artifact(a);  // a damaged source file is an error, not a silent copy
     dst.add_artifact(uuid, a.path, a.kind, a.name);
@@ -154,10 +145,7 @@ std::string compare_run(Store& a, Store& b, const std::string& uuid) {
   if (a.tags(uuid) != b.tags(uuid)) return "tags differ";
   if (a.environment(uuid) != b.environment(uuid)) return "environment differs";
   if (auto d = compare_metrics(a, b, uuid); !d.empty()) return d;
-  if (!same_fingerprints(a, b, uuid)) return "fingerprints differ";
-  if (!same_profile(a, b, uuid)) return "profile differs";
-  if (!same_histograms(a.histograms(uuid), b.histograms(uuid))) return "histograms differ";
-  if (!same_events(a.events(uuid), b.events(uuid))) return "events differ";
+  if (auto d = compare_records(a, b, uuid); !d.empty()) return d;
   if (!same_artifacts(a, b, uuid)) return "artifacts differ";
   return {};
 }

@@ -23,6 +23,7 @@ namespace trainscope::store {
 using core::ErrorKind;
 using core::escape_for_display;
 using core::fail;
+using core::short_uuid;
 using pg::get_bytes;
 using pg::get_int;
 using pg::get_real;
@@ -73,8 +74,6 @@ RunInfo read_run(const pqxx::row& row) {
   return r;
 }
 
-std::string short_uuid(std::string_view uuid) { return std::string(uuid.substr(0, 8)); }
-
 // "($1, $2, $3), ($4, $5, $6)": `rows` placeholders groups of `width`.
 std::string placeholders(size_t rows, size_t width, size_t first = 1) {
   std::string out;
@@ -114,6 +113,64 @@ std::map<std::string, std::string> key_values(const pqxx::result& res) {
   return out;
 }
 
+// Payload bytes per multi-row INSERT of records: a batch of large payloads
+// is split so that no statement grows without bound.
+constexpr size_t kRecordBytesPerInsert = size_t{16} << 20;
+
+// Adds records of `kind` to the run with id `run_id` inside `w`; the first
+// of a (kind, key, step) is kept, within the batch too. Returns how many
+// were added.
+int64_t insert_records_in(pqxx::work& w, int64_t run_id, std::string_view kind,
+                          const std::vector<Record>& records) {
+  int64_t added = 0;
+  for (size_t at = 0; at < records.size();) {
+    Values v;
+    size_t n = 0, bytes = 0;
+    for (; at + n < records.size() && n < kRowsPerInsert; ++n) {
+      const Record& r = records[at + n];
+      if (n > 0 && bytes + r.payload.size() > kRecordBytesPerInsert) break;
+      bytes += r.payload.size();
+      v.insert(v.end(), {integer(run_id), text(kind), text(r.key), integer(r.step),
+                         real(r.wall_time), pg::bytes(r.payload.data(), r.payload.size())});
+    }
+    // Identity values follow the VALUES order, so records keep theirs.
+    added += pg::exec(w,
+                      "INSERT INTO records (run_id, kind, key, step, wall_time, payload) VALUES " +
+                          placeholders(n, 6) + " ON CONFLICT (run_id, kind, key, step) DO NOTHING",
+                      v)
+                 .affected_rows();
+    at += n;
+  }
+  return added;
+}
+
+// The migrating transaction as a migration's C++ step sees it.
+class PostgresMigrationTxn final : public MigrationTxn {
+ public:
+  explicit PostgresMigrationTxn(pqxx::work& w) : w_(w) {}
+  void query(const std::string& sql, const std::function<void(const Row&)>& row) override {
+    for (const auto& r : pg::exec(w_, sql)) row(FieldRow(r));
+  }
+  void insert_records(int64_t run_id, std::string_view kind,
+                      const std::vector<Record>& records) override {
+    insert_records_in(w_, run_id, kind, records);
+  }
+
+ private:
+  class FieldRow final : public Row {
+   public:
+    explicit FieldRow(const pqxx::row& r) : r_(r) {}
+    int64_t integer(int col) const override { return get_int(r_[col]); }
+    double real(int col) const override { return get_real(r_[col]); }
+    std::string text(int col) const override { return get_text(r_[col]); }
+    std::string bytes(int col) const override { return get_bytes(r_[col]); }
+
+   private:
+    const pqxx::row& r_;
+  };
+  pqxx::work& w_;
+};
+
 }  // namespace
 
 // --- opening ------------------------------------------------------------------
@@ -148,6 +205,11 @@ void migrate(pqxx::work& w, const pg::Location& where) {
     core::log_debug("store {}: migrating schema {} -> {} ({})", where.display, m.version - 1,
                     m.version, m.description);
     w.exec(m.sql);
+    if (m.step) {
+      PostgresMigrationTxn step(w);
+      m.step(step);
+    }
+    if (m.sql_after) w.exec(m.sql_after);
     pg::exec(w,
              std::string("INSERT INTO schema_migrations (version, description, applied_time) "
                          "VALUES ($1, $2, ") +
@@ -809,238 +871,45 @@ std::map<std::string, std::string> PostgresStore::environment(std::string_view u
   return out;
 }
 
-void PostgresStore::set_fingerprint_names(std::string_view uuid,
-                                          const std::vector<std::string>& names) {
+// --- records ------------------------------------------------------------------
+
+int64_t PostgresStore::insert_records(std::string_view uuid, std::string_view kind,
+                                      const std::vector<Record>& records) {
+  int64_t added = 0;
   transact([&](pqxx::work& w) {
     check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    // The run's row is locked so that two writers cannot both find no names.
-    pg::exec(w, "SELECT 1 FROM runs WHERE id = $1 FOR UPDATE", {integer(id)});
-    std::vector<std::string> old;
-    for (const auto& row :
-         pg::exec(w, "SELECT name FROM fingerprint_tensors WHERE run_id = $1 ORDER BY idx",
-                  {integer(id)}))
-      old.push_back(get_text(row[0]));
-    if (!old.empty()) {
-      if (old != names)
-        fail(ErrorKind::kConflict,
-             "run {} already fingerprints a different set of tensors ({} before, {} now)",
-             short_uuid(uuid), old.size(), names.size());
-      return;
-    }
-    for (size_t at = 0; at < names.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, names.size() - at);
-      Values v;
-      for (size_t i = at; i < at + n; ++i)
-        v.insert(v.end(), {integer(id), integer(static_cast<int64_t>(i)), text(names[i])});
-      pg::exec(
-          w, "INSERT INTO fingerprint_tensors (run_id, idx, name) VALUES " + placeholders(n, 3), v);
-    }
+    added = insert_records_in(w, run_id(w, uuid), kind, records);
   });
+  return added;
 }
 
-void PostgresStore::append_fingerprints(std::string_view uuid,
-                                        const std::vector<Fingerprint>& steps) {
-  if (steps.empty()) return;
-  transact([&](pqxx::work& w) {
-    check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    for (size_t at = 0; at < steps.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, steps.size() - at);
-      Values v;
-      for (size_t i = at; i < at + n; ++i)
-        v.insert(v.end(),
-                 {integer(id), integer(steps[i].step),
-                  pg::bytes(steps[i].hashes.data(), steps[i].hashes.size() * sizeof(uint64_t))});
-      pg::exec(w,
-               "INSERT INTO fingerprints (run_id, step, hashes) VALUES " + placeholders(n, 3) +
-                   " ON CONFLICT (run_id, step) DO NOTHING",
-               v);
-    }
-  });
-}
-
-FingerprintSet PostgresStore::fingerprints(std::string_view uuid) {
-  FingerprintSet out;
-  transact([&](pqxx::work& w) {
-    out = {};
-    for (const auto& row : pg::exec(w,
-                                    "SELECT name FROM fingerprint_tensors WHERE run_id = (SELECT "
-                                    "id FROM runs WHERE uuid = $1) ORDER BY idx",
-                                    {text(uuid)}))
-      out.names.push_back(get_text(row[0]));
-    for (const auto& row : pg::exec(w,
-                                    "SELECT step, hashes FROM fingerprints WHERE run_id = (SELECT "
-                                    "id FROM runs WHERE uuid = $1) ORDER BY step",
-                                    {text(uuid)})) {
-      Fingerprint f;
-      f.step = get_int(row[0]);
-      const std::string blob = get_bytes(row[1]);
-      f.hashes.resize(blob.size() / sizeof(uint64_t));
-      std::memcpy(f.hashes.data(), blob.data(), f.hashes.size() * sizeof(uint64_t));
-      out.steps.push_back(std::move(f));
-    }
-  });
-  return out;
-}
-
-// --- profiles -------------------------------------------------------------------
-
-void PostgresStore::append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) {
-  transact([&](pqxx::work& w) {
-    check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    // A cell given twice in one batch: the later one counts, as in SQLite.
-    std::map<std::tuple<int64_t, std::string, std::string>, double> last;
-    for (const auto& c : cells) last[{c.step, c.layer, c.phase}] = c.us;
-    std::vector<std::pair<std::tuple<int64_t, std::string, std::string>, double>> rows(last.begin(),
-                                                                                       last.end());
-    for (size_t at = 0; at < rows.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, rows.size() - at);
-      Values v;
-      for (size_t i = at; i < at + n; ++i) {
-        const auto& [step, layer, phase] = rows[i].first;
-        v.insert(v.end(),
-                 {integer(id), integer(step), text(layer), text(phase), real(rows[i].second)});
-      }
-      pg::exec(w,
-               "INSERT INTO profile_cells (run_id, step, layer, phase, us) VALUES " +
-                   placeholders(n, 5) +
-                   " ON CONFLICT (run_id, step, layer, phase) DO UPDATE SET us = excluded.us",
-               v);
-    }
-  });
-}
-
-std::vector<ProfileCell> PostgresStore::profile_cells(std::string_view uuid) {
-  std::vector<ProfileCell> out;
-  transact([&](pqxx::work& w) {
-    out.clear();
-    for (const auto& row : pg::exec(w,
-                                    "SELECT step, layer, phase, us FROM profile_cells WHERE "
-                                    "run_id = (SELECT id FROM runs WHERE uuid = $1) ORDER BY "
-                                    "step, layer, phase",
-                                    {text(uuid)}))
-      out.push_back({get_int(row[0]), get_text(row[1]), get_text(row[2]), get_real(row[3])});
-  });
-  return out;
-}
-
-void PostgresStore::set_profile_layers(
-    std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) {
-  transact([&](pqxx::work& w) {
-    check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    pg::exec(w, "DELETE FROM profile_layers WHERE run_id = $1", {integer(id)});
-    for (size_t at = 0; at < layers.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, layers.size() - at);
-      Values v;
-      for (size_t i = at; i < at + n; ++i)
-        v.insert(v.end(), {integer(id), integer(static_cast<int64_t>(i)), text(layers[i].first),
-                           text(layers[i].second)});
-      pg::exec(w,
-               "INSERT INTO profile_layers (run_id, idx, name, info) VALUES " + placeholders(n, 4),
-               v);
-    }
-  });
-}
-
-std::vector<std::pair<std::string, std::string>> PostgresStore::profile_layers(
-    std::string_view uuid) {
-  std::vector<std::pair<std::string, std::string>> out;
-  transact([&](pqxx::work& w) {
-    out.clear();
-    for (const auto& row : pg::exec(w,
-                                    "SELECT name, info FROM profile_layers WHERE run_id = (SELECT "
-                                    "id FROM runs WHERE uuid = $1) ORDER BY idx",
-                                    {text(uuid)}))
-      out.emplace_back(get_text(row[0]), get_text(row[1]));
-  });
-  return out;
-}
-
-// --- probes ---------------------------------------------------------------------
-
-void PostgresStore::append_histograms(std::string_view uuid,
-                                      const std::vector<HistogramRecord>& histograms) {
-  transact([&](pqxx::work& w) {
-    check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    for (size_t at = 0; at < histograms.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, histograms.size() - at);
-      Values v;
-      std::string blob;
-      for (size_t i = at; i < at + n; ++i) {
-        const HistogramRecord& h = histograms[i];
-        blob.clear();
-        codec::encode_counts(h.counts, blob);
-        v.insert(v.end(),
-                 {integer(id), text(h.key), integer(h.step), real(h.wall_time),
-                  real(std::isfinite(h.low) ? h.low : 0.0),
-                  real(std::isfinite(h.high) ? h.high : 0.0), integer(h.nan), integer(h.pos_inf),
-                  integer(h.neg_inf), pg::bytes(blob.data(), blob.size())});
-      }
-      // A (key, step) already recorded, or given twice, keeps the first.
-      pg::exec(w,
-               "INSERT INTO histograms (run_id, key, step, wall_time, low, high, nan, pos_inf, "
-               "neg_inf, counts) VALUES " +
-                   placeholders(n, 10) + " ON CONFLICT (run_id, key, step) DO NOTHING",
-               v);
-    }
-  });
-}
-
-std::vector<HistogramRecord> PostgresStore::histograms(std::string_view uuid,
-                                                       std::string_view key) {
-  std::vector<HistogramRecord> out;
+std::vector<Record> PostgresStore::read_records(std::string_view uuid, std::string_view kind,
+                                                std::optional<std::string_view> key) {
+  std::vector<Record> out;
   transact([&](pqxx::work& w) {
     out.clear();
     for (const auto& row :
          pg::exec(w,
-                  "SELECT key, step, wall_time, low, high, nan, pos_inf, neg_inf, counts FROM "
-                  "histograms WHERE run_id = (SELECT id FROM runs WHERE uuid = $1) AND ($2 OR "
-                  "key = $3) ORDER BY key, step",
-                  {text(uuid), {key.empty() ? "true" : "false"}, text(key)}))
-      out.push_back({get_text(row[0]), get_int(row[1]), get_real(row[2]), get_real(row[3]),
-                     get_real(row[4]), codec::decode_counts(get_bytes(row[8])), get_int(row[5]),
-                     get_int(row[6]), get_int(row[7])});
+                  "SELECT key, step, wall_time, payload FROM records WHERE run_id = (SELECT id "
+                  "FROM runs WHERE uuid = $1) AND kind = $2 AND ($3 OR key = $4) ORDER BY id",
+                  {text(uuid), text(kind), {key ? "false" : "true"}, text(key.value_or(""))})) {
+      const double wall = get_real(row[2]);
+      out.push_back(
+          {get_text(row[0]), get_int(row[1]), std::isnan(wall) ? 0.0 : wall, get_bytes(row[3])});
+    }
   });
   return out;
 }
 
-void PostgresStore::append_events(std::string_view uuid, const std::vector<RunEvent>& events) {
-  transact([&](pqxx::work& w) {
-    check_lease_in(w, uuid);
-    const int64_t id = run_id(w, uuid);
-    for (size_t at = 0; at < events.size(); at += kRowsPerInsert) {
-      const size_t n = std::min(kRowsPerInsert, events.size() - at);
-      Values v;
-      for (size_t i = at; i < at + n; ++i) {
-        const RunEvent& e = events[i];
-        v.insert(v.end(), {integer(id), integer(e.step), real(e.wall_time), text(e.kind),
-                           text(e.name), text(e.source), text(e.message)});
-      }
-      // Identity values follow the VALUES order, so events keep theirs.
-      pg::exec(w,
-               "INSERT INTO run_events (run_id, step, wall_time, kind, name, source, message) "
-               "VALUES " +
-                   placeholders(n, 7),
-               v);
-    }
-  });
-}
-
-std::vector<RunEvent> PostgresStore::events(std::string_view uuid) {
-  std::vector<RunEvent> out;
+std::map<std::string, int64_t> PostgresStore::record_kinds(std::string_view uuid) {
+  std::map<std::string, int64_t> out;
   transact([&](pqxx::work& w) {
     out.clear();
     for (const auto& row : pg::exec(w,
-                                    "SELECT step, wall_time, kind, name, source, message FROM "
-                                    "run_events WHERE run_id = (SELECT id FROM runs WHERE uuid = "
-                                    "$1) ORDER BY id",
+                                    "SELECT kind, count(*) FROM records WHERE run_id = (SELECT "
+                                    "id FROM runs WHERE uuid = $1) GROUP BY kind",
                                     {text(uuid)}))
-      out.push_back({get_int(row[0]), get_real(row[1]), get_text(row[2]), get_text(row[3]),
-                     get_text(row[4]), get_text(row[5])});
+      out.emplace(get_text(row[0]), get_int(row[1]));
   });
   return out;
 }

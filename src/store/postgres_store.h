@@ -57,20 +57,7 @@ class PostgresStore final : public Store {
   void set_environment(std::string_view uuid,
                        const std::map<std::string, std::string>& entries) override;
   std::map<std::string, std::string> environment(std::string_view uuid) override;
-  void set_fingerprint_names(std::string_view uuid, const std::vector<std::string>& names) override;
-  void append_fingerprints(std::string_view uuid, const std::vector<Fingerprint>& steps) override;
-  FingerprintSet fingerprints(std::string_view uuid) override;
-
-  void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) override;
-  std::vector<ProfileCell> profile_cells(std::string_view uuid) override;
-  void set_profile_layers(std::string_view uuid,
-                          const std::vector<std::pair<std::string, std::string>>& layers) override;
-  std::vector<std::pair<std::string, std::string>> profile_layers(std::string_view uuid) override;
-  void append_histograms(std::string_view uuid,
-                         const std::vector<HistogramRecord>& histograms) override;
-  std::vector<HistogramRecord> histograms(std::string_view uuid, std::string_view key) override;
-  void append_events(std::string_view uuid, const std::vector<RunEvent>& events) override;
-  std::vector<RunEvent> events(std::string_view uuid) override;
+  std::map<std::string, int64_t> record_kinds(std::string_view uuid) override;
 
  protected:
   void write_status(std::string_view uuid, RunStatus status) override;
@@ -80,6 +67,10 @@ class PostgresStore final : public Store {
   std::optional<ArtifactInfo> find_artifact(std::string_view uuid, std::string_view name) override;
   ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) override;
   std::vector<ArtifactInfo> artifact_rows(std::string_view uuid) override;
+  int64_t insert_records(std::string_view uuid, std::string_view kind,
+                         const std::vector<Record>& records) override;
+  std::vector<Record> read_records(std::string_view uuid, std::string_view kind,
+                                   std::optional<std::string_view> key) override;
 
  private:
   // Runs `body` in one transaction under mu_.

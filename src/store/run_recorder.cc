@@ -12,6 +12,7 @@ using core::fail;
 using core::log_debug;
 using core::log_line;
 using core::monotonic_now;
+using core::short_uuid;
 using core::unix_now;
 using core::Verbosity;
 
@@ -74,54 +75,40 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step, d
   ++stats_.points_logged;
 }
 
-void RunRecorder::log_fingerprint(int64_t step, std::vector<uint64_t> hashes) {
+void RunRecorder::log_record(std::string_view kind, Record record) {
+  check_record_kind(kind);
   std::lock_guard lock(mu_);
   if (deleted_ || !lease_lost_.empty()) return;
-  fingerprints_.push_back(Fingerprint{step, std::move(hashes)});
+  records_.emplace_back(std::string(kind), std::move(record));
 }
 
-void RunRecorder::log_histogram(HistogramRecord histogram) {
-  std::lock_guard lock(mu_);
-  if (deleted_ || !lease_lost_.empty()) return;
-  histograms_.push_back(std::move(histogram));
-}
-
-void RunRecorder::log_event(RunEvent event) {
-  std::lock_guard lock(mu_);
-  if (deleted_ || !lease_lost_.empty()) return;
-  events_.push_back(std::move(event));
-}
-
-bool RunRecorder::flush_probes() {
-  std::vector<HistogramRecord> hists;
-  std::vector<RunEvent> events;
+bool RunRecorder::flush_records() {
+  std::vector<std::pair<std::string, Record>> taken;
   {
     std::lock_guard lock(mu_);
-    hists.swap(histograms_);
-    events.swap(events_);
+    if (records_.empty()) return true;
+    taken.swap(records_);
   }
-  auto put_back = [&](auto& taken, auto& buffer) {
-    taken.insert(taken.end(), std::make_move_iterator(buffer.begin()),
-                 std::make_move_iterator(buffer.end()));
-    buffer.swap(taken);
-  };
   try {
-    if (!hists.empty()) store_->append_histograms(info_.uuid, hists);
-    hists.clear();
-    if (!events.empty()) store_->append_events(info_.uuid, events);
+    // One append per kind, each kind's records in the order logged. A
+    // retry after a failure may write some again: the first is kept.
+    std::map<std::string, std::vector<Record>> by_kind;
+    for (const auto& [kind, r] : taken) by_kind[kind].push_back(r);
+    for (const auto& [kind, records] : by_kind) store_->append_records(info_.uuid, kind, records);
     return true;
   } catch (const LeaseLost& e) {
     lose_lease(e);
     return true;
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
-    put_back(hists, histograms_);
-    put_back(events, events_);
+    taken.insert(taken.end(), std::make_move_iterator(records_.begin()),
+                 std::make_move_iterator(records_.end()));
+    records_.swap(taken);
     ++stats_.failed_flushes;
     if (stats_.last_error != e.what())
-      log_line(Verbosity::kQuiet, fmt::format("trainscope: cannot write probes of run {} (kept in "
-                                              "memory, will retry): {}",
-                                              info_.uuid.substr(0, 8), e.what()));
+      log_line(Verbosity::kQuiet, fmt::format("trainscope: cannot write records of run {} (kept "
+                                              "in memory, will retry): {}",
+                                              short_uuid(info_.uuid), e.what()));
     stats_.last_error = e.what();
     return false;
   }
@@ -136,10 +123,6 @@ auto RunRecorder::write_through(F&& f) -> decltype(f()) {
     lose_lease(e);
     throw;
   }
-}
-
-void RunRecorder::set_fingerprint_names(const std::vector<std::string>& names) {
-  write_through([&] { store_->set_fingerprint_names(info_.uuid, names); });
 }
 
 void RunRecorder::set_environment(const std::map<std::string, std::string>& entries) {
@@ -182,7 +165,7 @@ void RunRecorder::check() const {
   std::lock_guard lock(mu_);
   if (deleted_)
     fail(ErrorKind::kNotFound, "run {} was deleted from {} while it was running",
-         info_.uuid.substr(0, 8), store_->describe());
+         core::short_uuid(info_.uuid), store_->describe());
   if (!lease_lost_.empty()) throw LeaseLost(lease_lost_, ErrorKind::kConflict);
 }
 
@@ -191,9 +174,7 @@ void RunRecorder::lose_lease(const LeaseLost& e) {
   if (lease_lost_.empty()) log_line(Verbosity::kQuiet, fmt::format("trainscope: {}", e.what()));
   lease_lost_ = e.what();
   buffer_.clear();
-  fingerprints_.clear();
-  histograms_.clear();
-  events_.clear();
+  records_.clear();
 }
 
 bool RunRecorder::check_deleted() {
@@ -209,44 +190,23 @@ bool RunRecorder::check_deleted() {
     log_line(Verbosity::kQuiet,
              fmt::format("trainscope: run {} was deleted from {} while it was running; nothing "
                          "more of it is recorded",
-                         info_.uuid.substr(0, 8), store_->describe()));
+                         core::short_uuid(info_.uuid), store_->describe()));
   deleted_ = true;
   buffer_.clear();
-  fingerprints_.clear();
-  histograms_.clear();
-  events_.clear();
+  records_.clear();
   return true;
 }
 
 bool RunRecorder::flush_once() {
   std::vector<Pending> taken;
   std::vector<std::string> keys;
-  std::vector<Fingerprint> prints;
   {
     std::lock_guard lock(mu_);
-    if (buffer_.empty() && fingerprints_.empty()) return true;
+    if (buffer_.empty()) return true;
     taken.swap(buffer_);
     buffer_.reserve(taken.capacity());
-    prints.swap(fingerprints_);
     keys = keys_;
   }
-  // Metrics and fingerprints are separate transactions; on failure only the
-  // part that was not committed goes back into the buffer.
-  auto report = [&](const std::exception& e) {
-    ++stats_.failed_flushes;
-    if (stats_.last_error != e.what())
-      log_line(
-          Verbosity::kQuiet,
-          fmt::format("trainscope: cannot write metrics of run {} ({} points, {} "
-                      "fingerprints kept in memory, will retry): {}",
-                      info_.uuid.substr(0, 8), buffer_.size(), fingerprints_.size(), e.what()));
-    stats_.last_error = e.what();
-  };
-  auto restore_prints = [&] {
-    prints.insert(prints.end(), std::make_move_iterator(fingerprints_.begin()),
-                  std::make_move_iterator(fingerprints_.end()));
-    fingerprints_.swap(prints);
-  };
   try {
     // Built here, so that running out of memory keeps the points too.
     std::vector<MetricSeries> batch(keys.size());
@@ -259,23 +219,16 @@ bool RunRecorder::flush_once() {
   } catch (const std::exception& e) {
     if (check_deleted()) return true;
     std::lock_guard lock(mu_);
-    restore_prints();
     // Keep the points, in order, ahead of anything logged meanwhile.
     taken.insert(taken.end(), buffer_.begin(), buffer_.end());
     buffer_.swap(taken);
-    report(e);
-    return false;
-  }
-  try {
-    store_->append_fingerprints(info_.uuid, prints);
-  } catch (const LeaseLost& e) {
-    lose_lease(e);
-    return true;
-  } catch (const std::exception& e) {
-    std::lock_guard lock(mu_);
-    restore_prints();
-    stats_.points_flushed += static_cast<int64_t>(taken.size());
-    report(e);
+    ++stats_.failed_flushes;
+    if (stats_.last_error != e.what())
+      log_line(Verbosity::kQuiet,
+               fmt::format("trainscope: cannot write metrics of run {} ({} points kept in "
+                           "memory, will retry): {}",
+                           short_uuid(info_.uuid), buffer_.size(), e.what()));
+    stats_.last_error = e.what();
     return false;
   }
   std::lock_guard lock(mu_);
@@ -303,14 +256,14 @@ void RunRecorder::writer_loop() {
     }
     const int64_t flushes = stats().flushes;
     try {
-      if (flush_once()) flush_probes();
+      if (flush_once()) flush_records();
     } catch (const std::exception& e) {  // out of memory, say: retried, never fatal
       std::lock_guard lock(mu_);
       ++stats_.failed_flushes;
       if (stats_.last_error != e.what())
         log_line(Verbosity::kQuiet, fmt::format("trainscope: cannot write run {} (kept in "
                                                 "memory, will retry): {}",
-                                                info_.uuid.substr(0, 8), e.what()));
+                                                core::short_uuid(info_.uuid), e.what()));
       stats_.last_error = e.what();
     }
     const bool recorded = stats().flushes > flushes;
@@ -341,10 +294,10 @@ void RunRecorder::flush() {
   flushed_.wait(lock, [&] { return flush_done_ >= mine; });
   if (deleted_)
     fail(ErrorKind::kNotFound, "run {} was deleted from {} while it was running",
-         info_.uuid.substr(0, 8), store_->describe());
+         core::short_uuid(info_.uuid), store_->describe());
   if (!lease_lost_.empty()) throw LeaseLost(lease_lost_, ErrorKind::kConflict);
   if (!stats_.last_error.empty())
-    fail(ErrorKind::kStore, "run {}: {} points not yet written: {}", info_.uuid.substr(0, 8),
+    fail(ErrorKind::kStore, "run {}: {} points not yet written: {}", core::short_uuid(info_.uuid),
          buffer_.size(), stats_.last_error);
 }
 
@@ -359,7 +312,7 @@ void RunRecorder::end(RunStatus status) {
   if (writer_.joinable()) writer_.join();
   // The writer's last flush may have failed (disk full); try a few more times
   // before giving up, so a transient error does not lose the tail.
-  for (int attempt = 0; attempt < 5 && !(flush_once() && flush_probes()); ++attempt)
+  for (int attempt = 0; attempt < 5 && !(flush_once() && flush_records()); ++attempt)
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
   if (deleted()) return;      // no run left to give a status
   if (lease_lost()) check();  // the run is someone else's: no status from here
@@ -367,7 +320,7 @@ void RunRecorder::end(RunStatus status) {
   std::string err;
   {
     std::lock_guard lock(mu_);
-    lost = buffer_.size() + fingerprints_.size() + histograms_.size() + events_.size();
+    lost = buffer_.size() + records_.size();
     err = stats_.last_error;
   }
   if (lost > 0) status = RunStatus::kFailed;
@@ -379,7 +332,7 @@ void RunRecorder::end(RunStatus status) {
   }
   if (lost > 0)
     fail(ErrorKind::kStore, "run {}: {} metric points could not be written: {}",
-         info_.uuid.substr(0, 8), lost, err);
+         core::short_uuid(info_.uuid), lost, err);
 }
 
 // On a full disk even the status update may not fit: the store's reserve
@@ -393,7 +346,7 @@ void RunRecorder::set_final_status(RunStatus status) {
     log_line(Verbosity::kQuiet,
              fmt::format("trainscope: the disk is full; freed the store's reserve to record run {} "
                          "as {}",
-                         info_.uuid.substr(0, 8), to_string(status)));
+                         core::short_uuid(info_.uuid), to_string(status)));
     store_->set_status(info_.uuid, status);
   }
   info_.status = status;

@@ -33,6 +33,7 @@ using core::log_warn;
 using core::new_uuid;
 using core::sha256_file;
 using core::sha256_hex;
+using core::short_uuid;
 using core::unix_now;
 using core::version;
 
@@ -73,7 +74,52 @@ RunInfo read_run(const sqlite::Stmt& s) {
   return r;
 }
 
-std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
+// Adds records of `kind` to the run with id `run_id` inside the caller's
+// write transaction; the first of a (kind, key, step) is kept. Returns how
+// many were added.
+int64_t insert_records_locked(const sqlite::Db& db, int64_t run_id, std::string_view kind,
+                              const std::vector<Record>& records) {
+  sqlite::Stmt ins(db,
+                   "INSERT INTO records (run_id, kind, key, step, wall_time, payload) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, kind, key, step) DO NOTHING");
+  int64_t added = 0;
+  for (const auto& r : records) {
+    ins.reset();
+    ins.bind(1, run_id).bind(2, kind).bind(3, r.key).bind(4, r.step).bind(5, r.wall_time);
+    ins.bind_blob(6, r.payload.data(), r.payload.size()).run();
+    added += sqlite3_changes(db.get());
+  }
+  return added;
+}
+
+// The migrating transaction as a migration's C++ step sees it.
+class SqliteMigrationTxn final : public MigrationTxn {
+ public:
+  explicit SqliteMigrationTxn(const sqlite::Db& db) : db_(db) {}
+  void query(const std::string& sql, const std::function<void(const Row&)>& row) override {
+    sqlite::Stmt s(db_, sql);
+    const StmtRow r(s);
+    while (s.step()) row(r);
+  }
+  void insert_records(int64_t run_id, std::string_view kind,
+                      const std::vector<Record>& records) override {
+    insert_records_locked(db_, run_id, kind, records);
+  }
+
+ private:
+  class StmtRow final : public Row {
+   public:
+    explicit StmtRow(const sqlite::Stmt& s) : s_(s) {}
+    int64_t integer(int col) const override { return s_.int64(col); }
+    double real(int col) const override { return s_.real(col); }
+    std::string text(int col) const override { return s_.text(col); }
+    std::string bytes(int col) const override { return std::string(s_.blob(col)); }
+
+   private:
+    const sqlite::Stmt& s_;
+  };
+  const sqlite::Db& db_;
+};
 
 // A path as the path part of a SQLite "file:" URI.
 std::string uri_escape(const std::string& path) {
@@ -287,6 +333,11 @@ void SqliteStore::migrate_locked() {
     log_debug("store {}: migrating schema {} -> {} ({})", path_.string(), m.version - 1, m.version,
               m.description);
     db_.exec(m.sql);
+    if (m.step) {
+      SqliteMigrationTxn step(db_);
+      m.step(step);
+    }
+    if (m.sql_after) db_.exec(m.sql_after);
     sqlite::Stmt ins(db_,
                      "INSERT INTO schema_migrations (version, description, applied_time) "
                      "VALUES (?, ?, ?)");
@@ -557,7 +608,7 @@ void SqliteStore::set_param_locked(int64_t run_id, std::string_view uuid, std::s
       fail(ErrorKind::kConflict,
            "param '{}' of run {} is already '{}'; params are immutable (got '{}'); use a tag for "
            "values that change",
-           escape_for_display(key), short_uuid(std::string(uuid)), escape_for_display(old),
+           escape_for_display(key), short_uuid(uuid), escape_for_display(old),
            escape_for_display(value));
     return;
   }
@@ -839,205 +890,43 @@ std::map<std::string, std::string> SqliteStore::environment(std::string_view uui
   return out;
 }
 
-void SqliteStore::set_fingerprint_names(std::string_view uuid,
-                                        const std::vector<std::string>& names) {
+// --- records ------------------------------------------------------------------
+
+int64_t SqliteStore::insert_records(std::string_view uuid, std::string_view kind,
+                                    const std::vector<Record>& records) {
   std::lock_guard lock(mu_);
   sqlite::WriteTxn txn(db_);
   check_lease_locked(uuid);
-  int64_t id = run_id_locked(uuid);
-  std::vector<std::string> old;
-  {
-    sqlite::Stmt s(db_, "SELECT name FROM fingerprint_tensors WHERE run_id = ? ORDER BY idx");
-    s.bind(1, id);
-    while (s.step()) old.push_back(s.text(0));
-  }
-  if (!old.empty()) {
-    if (old != names)
-      fail(ErrorKind::kConflict,
-           "run {} already fingerprints a different set of tensors ({} before, {} now)",
-           short_uuid(std::string(uuid)), old.size(), names.size());
-    return;
-  }
-  sqlite::Stmt ins(db_, "INSERT INTO fingerprint_tensors (run_id, idx, name) VALUES (?, ?, ?)");
-  for (size_t i = 0; i < names.size(); ++i) {
-    ins.reset();
-    ins.bind(1, id).bind(2, static_cast<int64_t>(i)).bind(3, names[i]).run();
-  }
+  const int64_t id = run_id_locked(uuid);
+  const int64_t added = insert_records_locked(db_, id, kind, records);
   txn.commit();
+  return added;
 }
 
-void SqliteStore::append_fingerprints(std::string_view uuid,
-                                      const std::vector<Fingerprint>& steps) {
-  if (steps.empty()) return;
+std::vector<Record> SqliteStore::read_records(std::string_view uuid, std::string_view kind,
+                                              std::optional<std::string_view> key) {
   std::lock_guard lock(mu_);
-  const int64_t run_id = run_id_locked(uuid);
-  sqlite::WriteTxn txn(db_);
-  check_lease_locked(uuid);
-  sqlite::Stmt ins(db_,
-                   "INSERT INTO fingerprints (run_id, step, hashes) VALUES (?, ?, ?) "
-                   "ON CONFLICT (run_id, step) DO NOTHING");
-  for (const auto& f : steps) {
-    ins.reset();
-    ins.bind(1, run_id).bind(2, f.step);
-    ins.bind_blob(3, f.hashes.data(), f.hashes.size() * sizeof(uint64_t));
-    ins.run();
-  }
-  txn.commit();
-}
-
-FingerprintSet SqliteStore::fingerprints(std::string_view uuid) {
-  std::lock_guard lock(mu_);
-  sqlite::ReadTxn txn(db_);
-  FingerprintSet out;
-  {
-    sqlite::Stmt s(db_,
-                   "SELECT name FROM fingerprint_tensors "
-                   "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY idx");
-    s.bind(1, uuid);
-    while (s.step()) out.names.push_back(s.text(0));
-  }
   sqlite::Stmt s(db_,
-                 "SELECT step, hashes FROM fingerprints "
-                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY step");
-  s.bind(1, uuid);
+                 "SELECT key, step, wall_time, payload FROM records "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) AND kind = ? "
+                 "AND (? OR key = ?) ORDER BY id");
+  s.bind(1, uuid).bind(2, kind).bind(3, int64_t{!key}).bind(4, key.value_or(""));
+  std::vector<Record> out;
   while (s.step()) {
-    Fingerprint f;
-    f.step = s.int64(0);
-    auto blob = s.blob(1);
-    f.hashes.resize(blob.size() / sizeof(uint64_t));
-    std::memcpy(f.hashes.data(), blob.data(), f.hashes.size() * sizeof(uint64_t));
-    out.steps.push_back(std::move(f));
+    const double wall = s.real(2);
+    out.push_back({s.text(0), s.int64(1), std::isnan(wall) ? 0.0 : wall, std::string(s.blob(3))});
   }
   return out;
 }
 
-// --- profiles -------------------------------------------------------------------
-
-void SqliteStore::append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) {
-  std::lock_guard lock(mu_);
-  sqlite::WriteTxn txn(db_);
-  check_lease_locked(uuid);
-  int64_t id = run_id_locked(uuid);
-  sqlite::Stmt ins(
-      db_,
-      "INSERT INTO profile_cells (run_id, step, layer, phase, us) VALUES (?, ?, ?, ?, ?) "
-      "ON CONFLICT (run_id, step, layer, phase) DO UPDATE SET us = excluded.us");
-  for (const auto& c : cells) {
-    ins.reset();
-    ins.bind(1, id).bind(2, c.step).bind(3, c.layer).bind(4, c.phase).bind(5, c.us).run();
-  }
-  txn.commit();
-}
-
-std::vector<ProfileCell> SqliteStore::profile_cells(std::string_view uuid) {
+std::map<std::string, int64_t> SqliteStore::record_kinds(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
-                 "SELECT step, layer, phase, us FROM profile_cells "
-                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY step");
+                 "SELECT kind, count(*) FROM records "
+                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) GROUP BY kind");
   s.bind(1, uuid);
-  std::vector<ProfileCell> out;
-  while (s.step()) out.push_back({s.int64(0), s.text(1), s.text(2), s.real(3)});
-  return out;
-}
-
-void SqliteStore::set_profile_layers(
-    std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) {
-  std::lock_guard lock(mu_);
-  sqlite::WriteTxn txn(db_);
-  check_lease_locked(uuid);
-  int64_t id = run_id_locked(uuid);
-  sqlite::Stmt(db_, "DELETE FROM profile_layers WHERE run_id = ?").bind(1, id).run();
-  sqlite::Stmt ins(db_, "INSERT INTO profile_layers (run_id, idx, name, info) VALUES (?, ?, ?, ?)");
-  for (size_t i = 0; i < layers.size(); ++i) {
-    ins.reset();
-    ins.bind(1, id)
-        .bind(2, static_cast<int64_t>(i))
-        .bind(3, layers[i].first)
-        .bind(4, layers[i].second)
-        .run();
-  }
-  txn.commit();
-}
-
-std::vector<std::pair<std::string, std::string>> SqliteStore::profile_layers(
-    std::string_view uuid) {
-  std::lock_guard lock(mu_);
-  sqlite::Stmt s(db_,
-                 "SELECT name, info FROM profile_layers "
-                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY idx");
-  s.bind(1, uuid);
-  std::vector<std::pair<std::string, std::string>> out;
-  while (s.step()) out.emplace_back(s.text(0), s.text(1));
-  return out;
-}
-
-// --- probes ---------------------------------------------------------------------
-
-void SqliteStore::append_histograms(std::string_view uuid,
-                                    const std::vector<HistogramRecord>& histograms) {
-  std::lock_guard lock(mu_);
-  sqlite::WriteTxn txn(db_);
-  check_lease_locked(uuid);
-  int64_t id = run_id_locked(uuid);
-  sqlite::Stmt ins(db_,
-                   "INSERT INTO histograms (run_id, key, step, wall_time, low, high, nan, "
-                   "pos_inf, neg_inf, counts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                   "ON CONFLICT (run_id, key, step) DO NOTHING");
-  std::string blob;
-  for (const auto& h : histograms) {
-    blob.clear();
-    codec::encode_counts(h.counts, blob);
-    ins.reset();
-    ins.bind(1, id).bind(2, h.key).bind(3, h.step).bind(4, h.wall_time);
-    ins.bind(5, std::isfinite(h.low) ? h.low : 0.0).bind(6, std::isfinite(h.high) ? h.high : 0.0);
-    ins.bind(7, h.nan).bind(8, h.pos_inf).bind(9, h.neg_inf);
-    ins.bind_blob(10, blob.data(), blob.size()).run();
-  }
-  txn.commit();
-}
-
-std::vector<HistogramRecord> SqliteStore::histograms(std::string_view uuid, std::string_view key) {
-  std::lock_guard lock(mu_);
-  sqlite::Stmt s(db_,
-                 "SELECT key, step, wall_time, low, high, nan, pos_inf, neg_inf, counts "
-                 "FROM histograms WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) "
-                 "AND (? OR key = ?) ORDER BY key, step");
-  s.bind(1, uuid).bind(2, int64_t{key.empty()}).bind(3, std::string(key));
-  std::vector<HistogramRecord> out;
-  while (s.step()) {
-    HistogramRecord h{s.text(0),  s.int64(1), s.real(2),
-                      s.real(3),  s.real(4),  codec::decode_counts(s.blob(8)),
-                      s.int64(5), s.int64(6), s.int64(7)};
-    out.push_back(std::move(h));
-  }
-  return out;
-}
-
-void SqliteStore::append_events(std::string_view uuid, const std::vector<RunEvent>& events) {
-  std::lock_guard lock(mu_);
-  sqlite::WriteTxn txn(db_);
-  check_lease_locked(uuid);
-  int64_t id = run_id_locked(uuid);
-  sqlite::Stmt ins(db_,
-                   "INSERT INTO run_events (run_id, step, wall_time, kind, name, source, message) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const auto& e : events) {
-    ins.reset();
-    ins.bind(1, id).bind(2, e.step).bind(3, e.wall_time).bind(4, e.kind).bind(5, e.name);
-    ins.bind(6, e.source).bind(7, e.message).run();
-  }
-  txn.commit();
-}
-
-std::vector<RunEvent> SqliteStore::events(std::string_view uuid) {
-  std::lock_guard lock(mu_);
-  sqlite::Stmt s(db_,
-                 "SELECT step, wall_time, kind, name, source, message FROM run_events "
-                 "WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) ORDER BY id");
-  s.bind(1, uuid);
-  std::vector<RunEvent> out;
-  while (s.step())
-    out.push_back({s.int64(0), s.real(1), s.text(2), s.text(3), s.text(4), s.text(5)});
+  std::map<std::string, int64_t> out;
+  while (s.step()) out.emplace(s.text(0), s.int64(1));
   return out;
 }
 

@@ -22,6 +22,7 @@ namespace trainscope::store {
 using core::ErrorKind;
 using core::escape_for_display;
 using core::fail;
+using core::short_uuid;
 
 namespace {
 constexpr const char* kStatusNames[] = {"created", "running", "finished",
@@ -29,8 +30,6 @@ constexpr const char* kStatusNames[] = {"created", "running", "finished",
 constexpr const char* kDefaultStore = "sqlite:./trainscope.db";
 // resolve_run lists at most this many candidates of an ambiguous reference.
 constexpr int64_t kMaxCandidates = 10;
-
-std::string short_uuid(const std::string& uuid) { return uuid.substr(0, 8); }
 
 bool is_uuid_prefix(std::string_view ref) {
   if (ref.empty() || ref.size() > 36) return false;
@@ -265,7 +264,7 @@ std::optional<WriterIdentity> Store::lease(std::string_view uuid) const {
 void Store::check_lease(std::string_view uuid, RunStatus status, const WriterIdentity& current) {
   const auto held = lease(uuid);
   if (!held || (status == RunStatus::kRunning && current == *held)) return;
-  const std::string id = short_uuid(std::string(uuid));
+  const std::string id = short_uuid(uuid);
   if (status == RunStatus::kRunning)
     throw LeaseLost(fmt::format("run {} was taken over by pid {} on {} while this process (pid {} "
                                 "on {}) was silent; it records nothing more of the run",
@@ -279,7 +278,7 @@ void Store::check_lease(std::string_view uuid, RunStatus status, const WriterIde
 }
 
 void Store::fail_claim(std::string_view uuid, const WriterIdentity& current, double heartbeat) {
-  const std::string id = short_uuid(std::string(uuid));
+  const std::string id = short_uuid(uuid);
   const bool here = current.host == core::host_name();
   fail(ErrorKind::kConflict,
        "run {} is still running: pid {} on {} writes it (last heartbeat {} ago); {}", id,
@@ -302,7 +301,7 @@ void Store::delete_run(std::string_view uuid, ChildRuns children) {
     fail(ErrorKind::kConflict,
          "run {} has {} child run{}; deleting it alone would orphan them: delete them too, or keep "
          "them detached",
-         short_uuid(std::string(uuid)), kids.size(), kids.size() == 1 ? "" : "s");
+         short_uuid(uuid), kids.size(), kids.size() == 1 ? "" : "s");
   if (children == ChildRuns::kDelete)
     for (const auto& k : kids) delete_run(k.uuid, ChildRuns::kDelete);
   erase_run(uuid);  // children left are detached (parent_id ON DELETE SET NULL)
@@ -326,7 +325,7 @@ ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, st
     if (existing->sha256 != core::sha256_file(file))
       fail(ErrorKind::kConflict,
            "run {} already has an artifact '{}' with different content; choose another name",
-           short_uuid(std::string(uuid)), rel);
+           short_uuid(uuid), rel);
     existing->path = artifacts_->path(uuid, rel);
     return *existing;
   }
@@ -351,7 +350,7 @@ ArtifactInfo Store::write_artifact(std::string_view uuid, std::string_view name,
     if (existing->sha256 != staged.file.sha256)
       fail(ErrorKind::kConflict,
            "run {} already has an artifact '{}' with different content; choose another name",
-           short_uuid(std::string(uuid)), rel);
+           short_uuid(uuid), rel);
     existing->path = artifacts_->path(uuid, rel);
     return *existing;
   }
@@ -364,7 +363,7 @@ ArtifactInfo Store::record_artifact(std::string_view uuid, const std::string& re
   ArtifactInfo recorded = insert_artifact(uuid, info);
   if (recorded.sha256 != info.sha256)
     fail(ErrorKind::kConflict, "run {}: another writer recorded artifact '{}' with other content",
-         short_uuid(std::string(uuid)), rel);
+         short_uuid(uuid), rel);
   recorded.path = stored.path;
   return recorded;
 }
@@ -391,6 +390,44 @@ std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_v
   const auto skip = static_cast<size_t>(std::clamp<int64_t>(first, 0, std::ssize(all)));
   all.erase(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(skip));
   return all;
+}
+
+void check_record_kind(std::string_view kind) {
+  const bool named =
+      !kind.empty() && kind.size() <= kMaxRecordKindBytes && kind[0] >= 'a' && kind[0] <= 'z' &&
+      std::all_of(kind.begin(), kind.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+      });
+  if (!named)
+    fail(ErrorKind::kUsage,
+         "record kind '{}' is not a kind name: give 1 to {} bytes of a-z, 0-9, '_', '.' and '-', "
+         "starting with a letter",
+         escape_for_display(kind), kMaxRecordKindBytes);
+}
+
+int64_t Store::append_records(std::string_view uuid, std::string_view kind,
+                              const std::vector<Record>& records) {
+  check_record_kind(kind);
+  for (const auto& r : records) {
+    if (r.key.size() > kMaxRecordKeyBytes)
+      fail(ErrorKind::kUsage,
+           "record key '{}...' of kind '{}' is {} bytes, more than the {} a key may have; use a "
+           "shorter key",
+           escape_for_display(std::string_view(r.key).substr(0, 40)), kind, r.key.size(),
+           kMaxRecordKeyBytes);
+    if (r.payload.size() > kMaxRecordPayloadBytes)
+      fail(ErrorKind::kUsage,
+           "record '{}' of kind '{}' at step {} has a payload of {} bytes, more than the {} MiB a "
+           "record may hold; split it into several records",
+           escape_for_display(r.key), kind, r.step, r.payload.size(), kMaxRecordPayloadBytes >> 20);
+  }
+  if (records.empty()) return 0;
+  return insert_records(uuid, kind, records);
+}
+
+std::vector<Record> Store::records(std::string_view uuid, std::string_view kind,
+                                   std::optional<std::string_view> key) {
+  return read_records(uuid, kind, key);
 }
 
 std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {

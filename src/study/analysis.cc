@@ -4,12 +4,17 @@
 #include <map>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/predictions/predictions.h"
 #include "trainscope/repro/diff.h"
-#include "trainscope/study/predictions.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
 
 namespace trainscope::study {
+
+using predictions::kPredictionsArtifact;
+using predictions::Predictions;
+using predictions::read_predictions;
 
 using store::RunInfo;
 using store::RunStatus;
@@ -165,7 +170,7 @@ std::optional<Predictions> predictions_of(store::Store& s, const RunInfo& r, Stu
       return read_predictions(art.path);
     } catch (const core::Error& e) {
       a.notes.push_back(fmt::format("{} ({}) is left out of the cross-run measures: {}", r.name,
-                                    r.uuid.substr(0, 8), e.what()));
+                                    core::short_uuid(r.uuid), e.what()));
     }
   }
   return std::nullopt;

@@ -181,8 +181,9 @@ class Scheduler {
         o_(o),
         study_(std::move(study)),
         progress_fn_(progress) {
-    logs_ = o.log_dir.empty() ? std::filesystem::path("trainscope-studies") / study_.substr(0, 8)
-                              : o.log_dir;
+    logs_ = o.log_dir.empty()
+                ? std::filesystem::path("trainscope-studies") / core::short_uuid(study_)
+                : o.log_dir;
     exec_ = make_executor();
   }
 
@@ -361,7 +362,7 @@ RunInfo resolve_study(store::Store& store, const std::string& ref) {
     fail(ErrorKind::kUsage,
          "run {} ({}) is not a study: give the study's name or UUID "
          "(`trainscope runs list` shows them)",
-         r.uuid.substr(0, 8), r.name);
+         core::short_uuid(r.uuid), r.name);
   return r;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "../train/checkpoint.h"
+#include "trainscope/core/util.h"
 #include "trainscope/study/report.h"
 #include "trainscope/train/config.h"
 #include "trainscope/train/data.h"
@@ -76,7 +77,7 @@ std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a)
     if (!model) {  // every run of a study trains the same architecture
       auto run = s.find_run(c.run_uuids[0]);
       train::Config cfg =
-          train::parse_config(run->config_text, {}, "run " + run->uuid.substr(0, 8));
+          train::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
       auto data = train::load_data(cfg.data, 0);
       model =
           train::make_model(cfg.model, train::shape_of(data), at::detail::createCPUGenerator(0));

@@ -10,6 +10,8 @@
 
 #include "trainscope/store/store.h"
 #include "trainscope/train/events.h"
+#include "trainscope/train/models.h"
+#include "trainscope/train/optim.h"
 
 namespace trainscope::train {
 

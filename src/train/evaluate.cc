@@ -7,6 +7,7 @@
 
 #include "checkpoint.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
@@ -130,16 +131,17 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
                             const std::string& checkpoint) {
   if (run.config_text.empty())
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no config)",
-         run.uuid.substr(0, 8));
+         core::short_uuid(run.uuid));
   auto ck = find_checkpoint(store, run.uuid, checkpoint);
   if (!ck) {
     std::string have;
     for (const auto& a : store.artifacts(run.uuid))
       if (a.kind == kCheckpointKind) have += (have.empty() ? "" : ", ") + a.name;
-    fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}", run.uuid.substr(0, 8),
-         checkpoint.empty() ? "" : " '" + checkpoint + "'", have.empty() ? "none" : have);
+    fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}",
+         core::short_uuid(run.uuid), checkpoint.empty() ? "" : " '" + checkpoint + "'",
+         have.empty() ? "none" : have);
   }
-  Config cfg = parse_recorded_config(run.config_text, "run " + run.uuid.substr(0, 8));
+  Config cfg = parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);

@@ -30,6 +30,8 @@ struct Trainer::Session {
   bool resumed = false, max_steps_reached = false, stopped = false;
   std::string flipped;  // the weight model.flip_bit changed, if any
   TrainResult result;
+  // What the units ask of the loop beyond its events (source.cc).
+  std::unique_ptr<instrument::Source> source;
 };
 
 }  // namespace trainscope::train

@@ -9,7 +9,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/probe_observer.h"
+#include "trainscope/instrument/unit.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
@@ -57,7 +57,7 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
 bool same_config(const store::RunInfo& prev, const std::string& config_text) {
   if (prev.config_hash == core::sha256_hex(config_text)) return true;
   try {
-    return to_yaml(parse_recorded_config(prev.config_text, "run " + prev.uuid.substr(0, 8))) ==
+    return to_yaml(parse_recorded_config(prev.config_text, "run " + core::short_uuid(prev.uuid))) ==
            config_text;
   } catch (const core::Error&) {
     return false;
@@ -66,7 +66,7 @@ bool same_config(const store::RunInfo& prev, const std::string& config_text) {
 
 // Refuses to resume a run that cannot be continued with this config.
 void check_resumable(const store::RunInfo& prev, const std::string& config_text) {
-  const std::string id = prev.uuid.substr(0, 8);
+  const std::string id = core::short_uuid(prev.uuid);
   if (prev.status == RunStatus::kFinished)
     fail(ErrorKind::kUsage, "run {} already finished; nothing to resume", id);
   if (prev.status == RunStatus::kRunning)
@@ -143,7 +143,8 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
     if (channels_last(cfg)) to_channels_last(*model_);
   });
   check_model_fits(*model_, cfg, s->data);
-  check_probe_layers(cfg, *model_, s->data);
+  s->source = make_source(*s);
+  instrument::check_units(cfg, *s->source);  // before the run exists (probes' layers)
   build_or_refuse(cfg, [&] { s->opt = make_optimizer(cfg.optimizer, model_->parameters()); });
   s->batches_per_epoch = (s->data.train.size() + cfg.train.batch_size - 1) / cfg.train.batch_size;
   s->total_steps = s->batches_per_epoch * cfg.train.epochs;
@@ -167,13 +168,14 @@ void Trainer::open_run(Session& s) {
     check_resumable(prev, config_text);
     auto ck = find_checkpoint(*store_, prev.uuid);
     if (!ck)
-      fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from", prev.uuid.substr(0, 8));
+      fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
+           core::short_uuid(prev.uuid));
     s.pos = read_checkpoint(ck->path, *model_, s.opt.get(), &s.dropout_gen);
     s.run = store::RunRecorder::attach(store_, prev.uuid);
     s.run->set_tag("resumed_from", ck->name);
     s.resumed = true;
-    core::log_info("resuming run {} from {} (epoch {}, step {})", prev.uuid.substr(0, 8), ck->name,
-                   s.pos.epoch + 1, s.pos.step);
+    core::log_info("resuming run {} from {} (epoch {}, step {})", core::short_uuid(prev.uuid),
+                   ck->name, s.pos.epoch + 1, s.pos.step);
     return;
   }
   if (!options_.init_checkpoint.empty())
@@ -193,7 +195,7 @@ void Trainer::open_run(Session& s) {
   for (const auto& f : s.data.files)
     s.run->set_tag("data.file." + f.filename().string(), f.string());
   if (options_.record_environment)
-    s.run->set_environment(capture_run_environment(s.data.files, options_.config_path));
+    s.run->set_environment(env::capture_run_environment(s.data.files, options_.config_path));
 }
 
 }  // namespace trainscope::train

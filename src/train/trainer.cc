@@ -14,8 +14,8 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/instrument/instrumentation.h"
 #include "trainscope/train/observers.h"
-#include "trainscope/train/probe_observer.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 
@@ -27,61 +27,6 @@ using store::RunStatus;
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
 }  // namespace
-
-// Calls every observer, in order, with the run's context.
-class Trainer::Events {
- public:
-  Events(std::vector<std::shared_ptr<TrainObserver>> observers, Session& s, Classifier& model,
-         bool from_checkpoint)
-      : observers_(std::move(observers)),
-        ctx_(s.cfg, *s.run, model, *s.opt, s.data, s.pos, s.dropout_gen,
-             [this](const CheckpointInfo& c) { each(&TrainObserver::on_checkpoint, c); }) {
-    ctx_.start_time = s.t_start;
-    ctx_.total_steps = s.total_steps;
-    ctx_.batches_per_epoch = s.batches_per_epoch;
-    ctx_.first_step = s.pos.step;
-    ctx_.resumed = s.resumed;
-    ctx_.from_checkpoint = from_checkpoint;
-  }
-  const RunContext& ctx() const { return ctx_; }
-
-  template <typename... Args, typename... Given>
-  void each(void (TrainObserver::*event)(const RunContext&, Args...), Given&&... args) {
-    for (const auto& o : observers_) (o.get()->*event)(ctx_, args...);
-  }
-  // The last event of a failed run: every observer gets it even if one throws.
-  void run_failed(const TrainResult& result) {
-    for (const auto& o : observers_) {
-      try {
-        o->on_run_end(ctx_, result);
-      } catch (const std::exception& e) {
-        core::log_warn("while ending the failed run: {}", e.what());
-      }
-    }
-  }
-
- private:
-  std::vector<std::shared_ptr<TrainObserver>> observers_;
-  RunContext ctx_;
-};
-
-const char* to_string(StepPhase p) {
-  static constexpr const char* kNames[] = {"data",     "zero_grad", "forward",  "loss",
-                                           "backward", "update",    "recording"};
-  return kNames[static_cast<int>(p)];
-}
-
-std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn::Module& model) {
-  std::vector<std::pair<std::string, torch::Tensor>> out;
-  for (const auto& item : model.named_modules("", /*include_self=*/true)) {
-    std::string prefix = item.key().empty() ? "" : item.key() + ".";
-    for (const auto& p : item.value()->named_parameters(/*recurse=*/false))
-      out.emplace_back(prefix + p.key(), p.value());
-    for (const auto& b : item.value()->named_buffers(/*recurse=*/false))
-      out.emplace_back(prefix + b.key(), b.value());
-  }
-  return out;
-}
 
 void request_stop() { g_stop = 1; }
 bool stop_requested() { return g_stop != 0; }
@@ -99,30 +44,21 @@ void Trainer::add_observer(std::shared_ptr<TrainObserver> observer) {
   user_observers_.push_back(std::move(observer));
 }
 
-void Trainer::add_probe_subscriber(std::shared_ptr<probes::Subscriber> subscriber) {
-  probe_subscribers_.push_back(std::move(subscriber));
-}
-
-std::vector<std::shared_ptr<TrainObserver>> Trainer::observers_for(const Config& c) const {
-  std::vector<std::shared_ptr<TrainObserver>> out;
-  if (c.profile.enabled) out.push_back(std::make_shared<ProfilingObserver>());
-  out.push_back(std::make_shared<MetricsObserver>());
-  if (c.fingerprint.every_steps > 0) out.push_back(std::make_shared<FingerprintObserver>());
-  if (c.monitor.interval_s > 0) out.push_back(std::make_shared<SamplingObserver>());
-  out.push_back(std::make_shared<PredictionsObserver>());
-  if (c.probes.preset != "off" || !probe_subscribers_.empty())
-    out.push_back(std::make_shared<ProbeObserver>(probe_subscribers_));
-  out.insert(out.end(), user_observers_.begin(), user_observers_.end());
-  out.push_back(std::make_shared<CheckpointObserver>());
-  return out;
-}
-
 TrainResult Trainer::run() {
   std::unique_ptr<Session> s = open_session();
   Session& ss = *s;
-  Events events(observers_for(config_), ss, *model_, !options_.init_checkpoint.empty());
+  // The registered units' observers, the user's, then the checkpoint writer.
+  Events events(ss.cfg, *ss.run, *ss.source, ss.pos, user_observers_,
+                {std::make_shared<CheckpointObserver>(*model_, *ss.opt, ss.dropout_gen)});
+  RunContext& ctx = events.context();
+  ctx.start_time = ss.t_start;
+  ctx.total_steps = ss.total_steps;
+  ctx.batches_per_epoch = ss.batches_per_epoch;
+  ctx.first_step = ss.pos.step;
+  ctx.resumed = ss.resumed;
+  ctx.from_checkpoint = !options_.init_checkpoint.empty();
   try {
-    events.each(&TrainObserver::on_run_begin);
+    events.run_begin();
     while (ss.pos.epoch < ss.cfg.train.epochs && train_epoch(ss, events)) {
     }
     finish(ss, events, ss.stopped);
@@ -146,46 +82,46 @@ bool Trainer::train_epoch(Session& s, Events& events) {
   model_->train();
   EpochLoader loader(s.data.train, s.loader, s.pos.epoch, s.seeds.data_order, s.seeds.augment,
                      s.pos.batch);
-  events.each(&TrainObserver::on_epoch_begin);
+  events.epoch_begin();
   Step totals;  // samples and steps of this epoch
   while (s.pos.batch < loader.num_batches()) {
     Step step{.epoch = s.pos.epoch, .batch = s.pos.batch, .number = s.pos.step + 1};
-    events.each(&TrainObserver::on_batch_begin);
-    events.each(&TrainObserver::on_phase, StepPhase::kData);
+    events.batch_begin();
+    events.phase(StepPhase::kData);
     std::optional<Batch> batch = loader.next();
-    step.data = &*batch;
-    train_step(s, events, step);
-    events.each(&TrainObserver::on_batch_end, step);
+    step.inputs = batch->x;
+    step.targets = batch->y;
+    train_step(s, events, step, batch->index);
+    events.batch_end(step);
     totals.samples += step.samples;
     ++totals.number;
     s.max_steps_reached = s.cfg.train.max_steps > 0 && s.pos.step >= s.cfg.train.max_steps;
-    s.stopped = stop_requested() || events.ctx().stop_requested();
+    s.stopped = stop_requested() || events.context().stop_requested();
     if (s.max_steps_reached || s.stopped) return false;
   }
   end_epoch(s, events, started, totals);
   return true;
 }
 
-// One optimizer step on step.data, raising the step's events.
-void Trainer::train_step(Session& s, Events& events, Step& step) {
-  const Batch& b = *step.data;
-  events.each(&TrainObserver::on_phase, StepPhase::kZeroGrad);
+// One optimizer step on step.inputs, raising the step's events.
+void Trainer::train_step(Session& s, Events& events, Step& step, int64_t batch_index) {
+  events.phase(StepPhase::kZeroGrad);
   step.lr = scheduled_lr(s.cfg, s.pos.epoch, s.pos.step);
   s.opt->set_lr(step.lr);
   s.opt->zero_grad();
-  events.each(&TrainObserver::on_phase, StepPhase::kForward);
-  step.output = model_->forward(b.x);
-  events.each(&TrainObserver::on_phase, StepPhase::kLoss);
-  step.loss = torch::nn::functional::cross_entropy(step.output, b.y);
-  events.each(&TrainObserver::on_after_forward, step);
-  events.each(&TrainObserver::on_phase, StepPhase::kBackward);
+  events.phase(StepPhase::kForward);
+  step.output = model_->forward(step.inputs);
+  events.phase(StepPhase::kLoss);
+  step.loss = torch::nn::functional::cross_entropy(step.output, step.targets);
+  events.after_forward(step);
+  events.phase(StepPhase::kBackward);
   step.loss.backward();
-  events.each(&TrainObserver::on_after_backward, step);
-  events.each(&TrainObserver::on_phase, StepPhase::kUpdate);
+  events.after_backward(step);
+  events.phase(StepPhase::kUpdate);
   s.opt->step();
-  events.each(&TrainObserver::on_phase, StepPhase::kRecording);
+  events.phase(StepPhase::kRecording);
   step.loss_value = step.loss.item<double>();
-  step.samples = b.y.size(0);
+  step.samples = step.targets.size(0);
   TrainPosition& pos = s.pos;
   const bool fatal = !std::isfinite(step.loss_value) && s.cfg.train.on_nan == "fail";
   const std::string last_finite =
@@ -193,13 +129,13 @@ void Trainer::train_step(Session& s, Events& events, Step& step) {
           ? core::format_double(pos.epoch_loss_sum / static_cast<double>(pos.epoch_seen))
           : std::string("none this epoch");
   ++pos.step;
-  pos.batch = b.index + 1;
+  pos.batch = batch_index + 1;
   if (!fatal) {
     pos.epoch_loss_sum += step.loss_value * static_cast<double>(step.samples);
-    pos.epoch_correct += step.output.argmax(1).eq(b.y).sum().item<int64_t>();
+    pos.epoch_correct += step.output.argmax(1).eq(step.targets).sum().item<int64_t>();
     pos.epoch_seen += step.samples;
   }
-  events.each(&TrainObserver::on_after_step, step);
+  events.after_step(step);
   if (fatal)
     fail(ErrorKind::kRuntime,
          "loss became {} at step {} (epoch {}); the last finite loss was {}; lower optimizer.lr "
@@ -222,16 +158,16 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   const auto dtype = dtype_of(s.cfg);
   const bool nhwc = channels_last(s.cfg);
   info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
-  events.each(&TrainObserver::on_evaluation_end, Evaluation{"test", e1, info.test});
+  events.evaluation_end(Evaluation{"test", e1, info.test});
   if (s.data.val.size() > 0) {
     info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype, nhwc);
-    events.each(&TrainObserver::on_evaluation_end, Evaluation{"val", e1, *info.val});
+    events.evaluation_end(Evaluation{"val", e1, *info.val});
   }
   s.result.test = info.test;
   s.result.tested = true;
   s.result.epochs_completed = e1;
   pos = TrainPosition{.epoch = e1, .step = pos.step};
-  events.each(&TrainObserver::on_epoch_end, info);
+  events.epoch_end(info);
 }
 
 void Trainer::finish(Session& s, Events& events, bool stopped) {
@@ -241,13 +177,12 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
     s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg),
                              channels_last(s.cfg));
     s.result.tested = true;
-    events.each(&TrainObserver::on_evaluation_end,
-                Evaluation{"test", s.pos.epoch + 1, s.result.test});
+    events.evaluation_end(Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }
   s.result.steps = s.pos.step;
   s.result.status = stopped ? RunStatus::kStopped : RunStatus::kFinished;
-  events.each(&TrainObserver::on_train_end, s.result);
-  events.each(&TrainObserver::on_run_end, s.result);
+  events.train_end(s.result);
+  events.run_end(s.result);
   s.run->end(s.result.status);
 }
 

@@ -12,6 +12,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/records.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/store/store.h"
 
@@ -131,7 +132,7 @@ void compare_numbers(store::Store& st, const std::string& base, const std::strin
     r.numerics = "another batch size: another training";
     return;
   }
-  const auto a = st.fingerprints(base).steps, b = st.fingerprints(run).steps;
+  const auto a = fingerprint::read(st, base).steps, b = fingerprint::read(st, run).steps;
   const size_t n = std::min<size_t>({a.size(), b.size(), 20});
   for (size_t i = 0; i < n; ++i)
     if (a[i].hashes != b[i].hashes) {

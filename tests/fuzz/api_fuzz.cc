@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_common.h"
+#include "trainscope/probes/records.h"
 #include "trainscope/serve/api.h"
 #include "trainscope/store/store.h"
 
@@ -30,7 +31,9 @@ store::Store& fixture() {
       st->append_metrics(r.uuid, {{"train/loss", pts}, {"proc/rss_mib", {{0, 0, 10}}}});
       st->set_params(r.uuid, {{"optimizer.lr", "0.1"}, {"seeds.master", name}});
       st->set_tag(r.uuid, "note", "x");
-      st->append_events(r.uuid, {{3, 3.0, "alert", "lr_too_high", "fc1", "too high"}});
+      st->append_records(
+          r.uuid, probes::kEventsKind,
+          {probes::event_record({3, 3.0, "alert", "lr_too_high", "fc1", "too high"})});
     }
     return st;
   }();

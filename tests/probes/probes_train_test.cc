@@ -10,11 +10,13 @@
 #include <nlohmann/json.hpp>
 
 #include "support/test_util.h"
+#include "trainscope/probes/records.h"
 #include "trainscope/store/store.h"
 
 namespace fs = std::filesystem;
 namespace store = trainscope::store;
 namespace tst = trainscope::testing;
+namespace probes = trainscope::probes;
 using nlohmann::json;
 
 namespace {
@@ -30,11 +32,11 @@ class ProbesTrainTest : public ::testing::Test {
   std::unique_ptr<store::Store> open() {
     return store::Store::open({.uri = "sqlite:" + (dir_ / "p.db").string()});
   }
-  std::vector<store::RunEvent> alerts(const std::string& name) {
+  std::vector<probes::RunEvent> alerts(const std::string& name) {
     auto s = open();
     auto runs = s->list_runs({.name = name});
     EXPECT_EQ(runs.size(), 1u) << name;
-    return runs.empty() ? std::vector<store::RunEvent>{} : s->events(runs[0].uuid);
+    return runs.empty() ? std::vector<probes::RunEvent>{} : probes::read_events(*s, runs[0].uuid);
   }
   tst::TempDir dir_;
 };
@@ -58,13 +60,14 @@ void expect_scalars_match(store::Store& s, const std::string& uuid, const json& 
 }
 
 void expect_histograms_match(store::Store& s, const std::string& uuid, const json& file) {
-  auto hs = s.histograms(uuid);
+  auto hs = probes::read_histograms(s, uuid);
   ASSERT_EQ(hs.size(), file["histograms"].size());
   std::map<std::pair<std::string, int64_t>, json> in_file;
   for (const auto& h : file["histograms"]) in_file[{h["tag"], h["step"]}] = h;
-  for (const auto& h : hs) {
-    auto it = in_file.find({h.key, h.step});
-    ASSERT_NE(it, in_file.end()) << h.key << " step " << h.step;
+  for (const auto& at : hs) {
+    const probes::Histogram& h = at.histogram;
+    auto it = in_file.find({at.key, at.step});
+    ASSERT_NE(it, in_file.end()) << at.key << " step " << at.step;
     const json& f = it->second;
     EXPECT_EQ(f["bucket"].size(), 64u);
     int64_t total = 0;
@@ -125,7 +128,8 @@ TEST_F(ProbesTrainTest, StandardProbesRecordSeriesHistogramsAndATensorBoardFile)
   EXPECT_EQ(file["file_version"], "brain.Event:2");
   expect_scalars_match(*s, uuid, file);
   expect_histograms_match(*s, uuid, file);
-  EXPECT_EQ(s->histograms(uuid, "features.conv1/weights").size(), 4u);  // steps 10..40
+  EXPECT_EQ(probes::read_histograms(*s, uuid, "features.conv1/weights").size(),
+            4u);  // steps 10..40
 }
 
 TEST_F(ProbesTrainTest, ALearningRate100xTooHighIsCaughtInTheFirstEpoch) {

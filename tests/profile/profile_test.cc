@@ -12,6 +12,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/profiler.h"
+#include "trainscope/profile/records.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/trainer.h"
@@ -167,7 +168,7 @@ class ProfiledRun : public ::testing::Test {
 };
 
 TEST_F(ProfiledRun, CategoriesSumToTheWallTimeOfEveryProfiledIteration) {
-  auto cells = store_->profile_cells(uuid_);
+  auto cells = profile::read_cells(*store_, uuid_);
   std::map<int64_t, double> sum, wall;
   for (const auto& c : cells) {
     if (c.layer == "(wall)") {
@@ -187,7 +188,7 @@ TEST_F(ProfiledRun, LayerTimesFollowTheirKnownRelativeCost) {
   // Medians over the profiled iterations: one iteration stalled by the OS
   // must not decide a comparison of layers.
   std::map<std::pair<std::string, std::string>, std::vector<double>> per;
-  for (const auto& c : store_->profile_cells(uuid_)) per[{c.layer, c.phase}].push_back(c.us);
+  for (const auto& c : profile::read_cells(*store_, uuid_)) per[{c.layer, c.phase}].push_back(c.us);
   auto median = [&](const std::string& layer, const std::string& phase) {
     auto v = per[{layer, phase}];
     EXPECT_FALSE(v.empty()) << layer << " " << phase;
@@ -221,7 +222,7 @@ TEST_F(ProfiledRun, OptimizerWorkGoesToTheLayerThatOwnsTheParameters) {
   // and its gradient; all of that is the owning layer's update.
   std::map<std::string, double> update;
   double total = 0;
-  for (const auto& c : store_->profile_cells(uuid_))
+  for (const auto& c : profile::read_cells(*store_, uuid_))
     if (c.phase == "update" && c.layer != "(overhead)") {
       update[c.layer] += c.us;
       total += c.us;
@@ -269,7 +270,7 @@ TEST_F(ProfiledRun, ChromeTraceHasTheFieldsViewersRequire) {
 // operator table's self times add up to what the profile recorded per step.
 TEST_F(ProfiledRun, TraceHoldsEveryProfiledStepAndOperatorSelfTimesAddUp) {
   std::map<int64_t, double> op_self;  // per step: layer cells, all op self time
-  for (const auto& c : store_->profile_cells(uuid_))
+  for (const auto& c : profile::read_cells(*store_, uuid_))
     if (c.layer != "(wall)" && c.layer != "(other)" && c.layer != "(overhead)")
       op_self[c.step] += c.us;
   ASSERT_GE(op_self.size(), 4u);
@@ -453,7 +454,7 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
   // run's median profiled iteration.
   auto run_median = [&](const std::string& uuid) {
     std::vector<double> w;
-    for (const auto& cell : store->profile_cells(uuid))
+    for (const auto& cell : profile::read_cells(*store, uuid))
       if (cell.layer == "(wall)") w.push_back(cell.us);
     std::sort(w.begin(), w.end());
     return w.size() % 2 ? w[w.size() / 2] : (w[w.size() / 2 - 1] + w[w.size() / 2]) / 2;

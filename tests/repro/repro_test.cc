@@ -9,6 +9,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/fingerprint/records.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/replay.h"
 #include "trainscope/train/trainer.h"
@@ -76,7 +77,7 @@ TEST(DiffTest, SameConfigOnOneThreadIsBitIdenticalThroughout) {
   auto store = temp_store(dir);
   auto a = train_run(store, small(), "a");
   auto b = train_run(store, small(), "b");
-  auto fp = store->fingerprints(a.uuid);
+  auto fp = fingerprint::read(*store, a.uuid);
   ASSERT_EQ(fp.steps.size(), 32u);  // every step of 2 epochs x 16 batches
   EXPECT_EQ(fp.names.back(), "loss");
   EXPECT_EQ(fp.names.front(), "features.conv1.weight");  // forward order

@@ -323,7 +323,7 @@ TEST_P(StoreConformance, BytesThatAreNotUtf8RoundTrip) {
     store_->set_tag(r.uuid, s, s);
     store_->set_environment(r.uuid, {{s, s}});
     store_->append_metrics(r.uuid, {{s, {{1, 2.0, 3.0}}}});
-    store_->append_events(r.uuid, {{1, 1.0, s, s, s, s}});
+    store_->append_records(r.uuid, "notes", {{s, 1, 1.0, s}});
     auto got = store_->find_run(r.uuid);
     EXPECT_EQ(got->name, s);
     EXPECT_EQ(got->experiment, s);
@@ -333,7 +333,7 @@ TEST_P(StoreConformance, BytesThatAreNotUtf8RoundTrip) {
     EXPECT_EQ(store_->environment(r.uuid).at(s), s);
     EXPECT_EQ(store_->metric(r.uuid, s).size(), 1u);
     EXPECT_EQ(store_->metric_summaries(r.uuid).at(0).key, s);
-    EXPECT_EQ(store_->events(r.uuid).at(0).message, s);
+    EXPECT_EQ(store_->records(r.uuid, "notes", s).at(0).payload, s);
     EXPECT_EQ(store_->list_runs({.name = s}).at(0).uuid, r.uuid);
   }
   // Keys sort by their bytes, whatever the backend's locale.
@@ -469,74 +469,88 @@ TEST_P(StoreConformance, EnvironmentEntriesReplaceEarlierValues) {
             (std::map<std::string, std::string>{{"hardware.cpu", "a"}, {"threads.torch", "2"}}));
 }
 
-TEST_P(StoreConformance, FingerprintNamesAreFixedAndStepsKeptOnce) {
+// Records: a capability's series (Store::append_records). The store keeps
+// bytes by (kind, key, step) in the order added and never looks inside.
+TEST_P(StoreConformance, RecordsKeepTheirOrderAndTheFirstOfAKeyAndStep) {
   RunInfo r = new_run();
-  store_->set_fingerprint_names(r.uuid, {"w", "b", "loss"});
-  store_->set_fingerprint_names(r.uuid, {"w", "b", "loss"});  // same: fine
-  EXPECT_THROW(store_->set_fingerprint_names(r.uuid, {"w"}), Error);
-  store_->append_fingerprints(r.uuid, {{1, {11, 12, 13}}, {2, {21, 22, 23}}});
-  // A replayed step keeps its first hashes.
-  store_->append_fingerprints(r.uuid, {{2, {99, 99, 99}}, {3, {31, 32, 33}}});
-  FingerprintSet f = store_->fingerprints(r.uuid);
-  EXPECT_EQ(f.names, (std::vector<std::string>{"w", "b", "loss"}));
-  ASSERT_EQ(f.steps.size(), 3u);
-  EXPECT_EQ(f.steps[1].step, 2);
-  EXPECT_EQ(f.steps[1].hashes, (std::vector<uint64_t>{21, 22, 23}));
-  EXPECT_EQ(f.steps[2].hashes.at(2), 33u);
-}
-
-TEST_P(StoreConformance, ProfileCellsAndLayersRoundTrip) {
-  RunInfo r = new_run();
-  store_->append_profile(r.uuid, {{6, "conv1", "forward", 120.5}, {6, "", "backward", 3.25}});
-  store_->append_profile(r.uuid, {{6, "conv1", "forward", 100.0}});  // a cell is replaced
-  auto cells = store_->profile_cells(r.uuid);
-  ASSERT_EQ(cells.size(), 2u);
-  double conv_us = 0;
-  for (const auto& c : cells)
-    if (c.layer == "conv1") conv_us = c.us;
-  EXPECT_EQ(conv_us, 100.0);
-  store_->set_profile_layers(r.uuid, {{"conv1", "{\"type\":\"Conv2d\"}"}, {"fc", "{}"}});
-  store_->set_profile_layers(r.uuid, {{"fc", "{}"}});  // replaces the list
-  EXPECT_EQ(store_->profile_layers(r.uuid),
-            (std::vector<std::pair<std::string, std::string>>{{"fc", "{}"}}));
-}
-
-TEST_P(StoreConformance, HistogramsRoundTripAndAStepIsKeptAsFirstWritten) {
-  RunInfo r = new_run();
-  std::vector<int64_t> counts(64, 0);
-  counts[0] = 3;
-  counts[31] = 1'000'000;  // several varint bytes
-  counts[63] = 127;
-  HistogramRecord h{"conv1/weights", 10, 1.5, -0.25, 0.5, counts, 2, 1, 4};
-  HistogramRecord other{"fc/weights", 10, 1.5, 0, 1, {1, 2}, 0, 0, 0};
-  store_->append_histograms(r.uuid, {h, other});
-  HistogramRecord replay = h;
-  replay.counts[0] = 99;
-  store_->append_histograms(r.uuid, {replay});  // a resumed run replays step 10
-  auto got = store_->histograms(r.uuid, "conv1/weights");
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].counts, counts);
-  EXPECT_EQ(got[0].low, -0.25);
-  EXPECT_EQ(got[0].high, 0.5);
-  EXPECT_EQ(got[0].nan, 2);
-  EXPECT_EQ(got[0].pos_inf, 1);
-  EXPECT_EQ(got[0].neg_inf, 4);
-  EXPECT_EQ(store_->histograms(r.uuid).size(), 2u);
-  EXPECT_TRUE(store_->histograms(new_run().uuid).empty());
-}
-
-TEST_P(StoreConformance, RunEventsKeepTheirOrder) {
-  RunInfo r = new_run();
-  store_->append_events(r.uuid, {{30, 2.0, "alert", "lr_too_high", "fc1", "update ratio 3.1"},
-                                 {10, 1.0, "alert", "nan_origin", "conv1", "inf in forward"}});
-  auto ev = store_->events(r.uuid);
-  ASSERT_EQ(ev.size(), 2u);
-  EXPECT_EQ(ev[0].name, "lr_too_high");
-  EXPECT_EQ(ev[0].source, "fc1");
-  EXPECT_EQ(ev[0].message, "update ratio 3.1");
-  EXPECT_EQ(ev[1].step, 10);
+  EXPECT_EQ(store_->append_records(r.uuid, "histograms",
+                                   {{"conv1/weights", 10, 1.5, "a10"},
+                                    {"fc/weights", 10, 1.5, "f10"},
+                                    {"conv1/weights", 10, 9.0, "dup in batch"},
+                                    {"conv1/weights", 5, 2.5, "a5"}}),
+            3);
+  // A resumed run replays step 10: the first written is kept.
+  EXPECT_EQ(store_->append_records(
+                r.uuid, "histograms",
+                {{"conv1/weights", 10, 3.0, "replayed"}, {"conv1/weights", 20, 4.0, "a20"}}),
+            1);
+  EXPECT_EQ(store_->append_records(r.uuid, "events", {{"", 0, 0, ""}}), 1);  // empty key, payload
+  EXPECT_EQ(store_->append_records(r.uuid, "events", {}), 0);
+  auto all = store_->records(r.uuid, "histograms");
+  std::vector<std::string> payloads;
+  for (const auto& x : all) payloads.push_back(x.payload);
+  EXPECT_EQ(payloads, (std::vector<std::string>{"a10", "f10", "a5", "a20"}));
+  auto conv = store_->records(r.uuid, "histograms", "conv1/weights");
+  ASSERT_EQ(conv.size(), 3u);
+  EXPECT_EQ(conv[0].step, 10);
+  EXPECT_EQ(conv[0].wall_time, 1.5);
+  EXPECT_EQ(conv[1].payload, "a5");
+  EXPECT_TRUE(store_->records(r.uuid, "histograms", "").empty());  // "" is a key like any
+  EXPECT_EQ(store_->records(r.uuid, "events", "").size(), 1u);
+  EXPECT_EQ(store_->record_kinds(r.uuid),
+            (std::map<std::string, int64_t>{{"events", 1}, {"histograms", 4}}));
+  EXPECT_TRUE(store_->records(r.uuid, "no_such_kind").empty());
+  EXPECT_TRUE(store_->records("no-such-run", "histograms").empty());
+  EXPECT_TRUE(store_->record_kinds("no-such-run").empty());
   store_->delete_run(r.uuid);
-  EXPECT_TRUE(store_->events(r.uuid).empty());
+  EXPECT_TRUE(store_->record_kinds(r.uuid).empty());
+}
+
+// Payloads are bytes of any length, bit for bit; a step may be any int64.
+TEST_P(StoreConformance, RecordPayloadsAreBytesOfAnyLength) {
+  RunInfo r = new_run();
+  std::string all_bytes;
+  for (int i = 0; i < (1 << 20); ++i) all_bytes.push_back(static_cast<char>(i * 7 % 256));
+  const std::string key("l\0/\xff", 7);
+  store_->append_records(r.uuid, "blob.v1-x",
+                         {{key, std::numeric_limits<int64_t>::max(), 0, all_bytes},
+                          {key, std::numeric_limits<int64_t>::min(), -1.25, std::string(1, '\0')}});
+  auto got = store_->records(r.uuid, "blob.v1-x", key);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].payload, all_bytes);
+  EXPECT_EQ(got[0].step, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(got[1].payload, std::string(1, '\0'));
+  EXPECT_EQ(got[1].wall_time, -1.25);
+}
+
+// A bad kind, key or payload is refused in one line naming it, and nothing
+// of the batch is written; an unknown run is kNotFound.
+TEST_P(StoreConformance, RecordsOutsideTheRulesAreRefusedAndNothingIsWritten) {
+  RunInfo r = new_run();
+  const std::vector<std::string> kinds = {"",    "Upper",       "1st",
+                                          "a b", "caf\xc3\xa9", std::string(65, 'k')};
+  for (const auto& kind : kinds) {
+    try {
+      store_->append_records(r.uuid, kind, {{"k", 1, 0, "p"}});
+      ADD_FAILURE() << "kind '" << kind << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find("is not a kind name"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(store_->append_records(r.uuid, std::string(64, 'k'), {}));
+  const Record ok{"k", 1, 0, "p"};
+  const Record long_key{std::string(kMaxRecordKeyBytes + 1, 'x'), 2, 0, "p"};
+  EXPECT_THROW(store_->append_records(r.uuid, "kind", {ok, long_key}), Error);
+  const Record huge{"k", 3, 0, std::string(kMaxRecordPayloadBytes + 1, 'p')};
+  EXPECT_THROW(store_->append_records(r.uuid, "kind", {ok, huge}), Error);
+  EXPECT_TRUE(store_->record_kinds(r.uuid).empty());
+  try {
+    store_->append_records("no-such-run", "kind", {ok});
+    ADD_FAILURE() << "a record of an unknown run was written";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound) << e.what();
+  }
 }
 
 TEST_P(StoreConformance, ArtifactsAreCopiedHashedAndNeverOverwritten) {
@@ -732,13 +746,8 @@ void expect_every_write_refused(Store& s, const std::string& uuid, const std::st
     }
   };
   refused("metrics", [&] { s.append_metrics(uuid, {{"loss", {{99, 0, 9.0}}}}); });
-  refused("fingerprint names", [&] { s.set_fingerprint_names(uuid, {"w"}); });
-  refused("fingerprints", [&] { s.append_fingerprints(uuid, {{99, {1}}}); });
-  refused("histograms", [&] { s.append_histograms(uuid, {{"l/w", 99, 0, 0, 1, {1}, 0, 0, 0}}); });
-  refused("events", [&] { s.append_events(uuid, {{99, 0, "alert", "x", "", "late"}}); });
+  refused("records", [&] { s.append_records(uuid, "histograms", {{"l/w", 99, 0, "late"}}); });
   refused("environment", [&] { s.set_environment(uuid, {{"host.late", "1"}}); });
-  refused("profile", [&] { s.append_profile(uuid, {{99, "fc", "forward", 1.0}}); });
-  refused("profile layers", [&] { s.set_profile_layers(uuid, {{"fc", "{}"}}); });
   refused("params", [&] { s.set_params(uuid, {{"late", "1"}}); });
   refused("tags", [&] { s.set_tag(uuid, "late", "1"); });
   refused("artifact", [&] { s.add_artifact(uuid, file, "file", "late.txt"); });
@@ -762,7 +771,7 @@ TEST_P(StoreConformance, AWriterWhoseRunWasReapedWritesNothingMore) {
                              write("late.txt", "late"));
   EXPECT_EQ(store_->metric(r.uuid, "loss").size(), 1u);
   EXPECT_EQ(store_->find_run(r.uuid)->status, RunStatus::kKilled);
-  EXPECT_TRUE(store_->events(r.uuid).empty());
+  EXPECT_TRUE(store_->record_kinds(r.uuid).empty());
   EXPECT_TRUE(store_->artifacts(r.uuid).empty());
   EXPECT_EQ(files_named("late", dir_ / "late.txt"), 0);  // no file in the run's folder
   EXPECT_EQ(store_->tags(r.uuid).count("late"), 0u);

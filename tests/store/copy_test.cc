@@ -15,6 +15,9 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/records.h"
+#include "trainscope/probes/records.h"
+#include "trainscope/profile/records.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::store {
@@ -54,12 +57,23 @@ class StoreCopyTest : public ::testing::TestWithParam<std::string> {
     s.set_params(full.uuid, {{"optimizer.lr", "0.1"}, {"seeds.master", "3"}});
     s.set_tag(full.uuid, "note", "caf\xe9");
     s.set_environment(full.uuid, {{"hardware.cpu", "EPYC"}, {"threads.torch", "2"}});
-    s.set_fingerprint_names(full.uuid, {"w", "loss"});
-    s.append_fingerprints(full.uuid, {{1, {11, 12}}, {2, {21, 22}}});
-    s.append_profile(full.uuid, {{1, "conv1", "forward", 12.5}, {1, "", "other", 3}});
-    s.set_profile_layers(full.uuid, {{"conv1", "{\"type\":\"Conv2d\"}"}});
-    s.append_histograms(full.uuid, {{"conv1/weights", 4, 5.0, -1, 1, {1, 2, 3}, 1, 0, 2}});
-    s.append_events(full.uuid, {{4, 5.0, "alert", "lr_too_high", "conv1", "too high"}});
+    // Every capability's records, as the capabilities encode them, and a
+    // kind no capability of ours writes.
+    s.append_records(full.uuid, fingerprint::kNamesKind,
+                     {fingerprint::names_record({"w", "loss"})});
+    s.append_records(
+        full.uuid, fingerprint::kStepsKind,
+        {fingerprint::step_record({1, {11, 12}}), fingerprint::step_record({2, {21, 22}})});
+    s.append_records(full.uuid, profile::kStepsKind,
+                     profile::cell_records({{1, "conv1", "forward", 12.5}, {1, "", "other", 3}}));
+    s.append_records(full.uuid, profile::kLayersKind,
+                     {profile::layers_record({{"conv1", "{\"type\":\"Conv2d\"}"}})});
+    probes::Histogram h{-1, 1, {1, 2, 3}, 1, 0, 2};
+    s.append_records(full.uuid, probes::kHistogramsKind,
+                     {probes::histogram_record({"conv1/weights", 4, 5.0, h})});
+    s.append_records(full.uuid, probes::kEventsKind,
+                     {probes::event_record({4, 5.0, "alert", "lr_too_high", "conv1", "too high"})});
+    s.append_records(full.uuid, "users.own", {{"k\xff", -3, 0, std::string("\0\x01", 2)}});
     std::ofstream(dir_ / "ckpt.pt", std::ios::binary) << std::string(70'000, '\x7f');
     s.add_artifact(full.uuid, dir_ / "ckpt.pt", "checkpoint", "checkpoints/step-1.pt");
     s.set_status(full.uuid, RunStatus::kFailed);
@@ -86,6 +100,12 @@ TEST_P(StoreCopyTest, EveryRecordArrivesBitForBit) {
   // And the copy is a real store: the child still names its study.
   EXPECT_EQ(dst->find_run(uuids[1])->parent_uuid, uuids[0]);
   EXPECT_TRUE(std::isnan(dst->metric(uuids.back(), "train/loss")[3].value));
+  // The capabilities read their records from the copy.
+  EXPECT_EQ(fingerprint::read(*dst, uuids.back()).steps.at(1).hashes,
+            (std::vector<uint64_t>{21, 22}));
+  EXPECT_EQ(profile::read_cells(*dst, uuids.back()).size(), 2u);
+  EXPECT_EQ(probes::read_events(*dst, uuids.back()).at(0).message, "too high");
+  EXPECT_EQ(dst->record_kinds(uuids.back()).size(), 7u);
   verify_artifact(dst->artifacts(uuids.back())[0]);
   EXPECT_NE(dst->artifacts(uuids.back())[0].path, src->artifacts(uuids.back())[0].path);
 }

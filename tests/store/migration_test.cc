@@ -1,12 +1,22 @@
-// A store written by schema version 1 (tests/data/schema_v1.db) migrates to
-// the current schema with its data intact.
+// Stores written by earlier schemas migrate to the current one with their
+// data intact: schema version 1 (tests/data/schema_v1.db), and schema 5
+// (tests/data/schema_v5.db, written by trainscope before capabilities kept
+// their records in one table: two trainings with probes, one of them
+// exploding into alerts, and a profiled one).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/records.h"
+#include "trainscope/probes/records.h"
+#include "trainscope/profile/records.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::store {
@@ -53,6 +63,153 @@ TEST(MigrationTest, SchemaV1MigratesWithDataIntact) {
   o.read_only = true;
   auto reopened = Store::open(o);
   EXPECT_EQ(reopened->schema_version(), reopened->latest_schema_version());
+}
+
+// The rows of schema 5's per-kind tables, read straight from the file.
+class OldTables {
+ public:
+  explicit OldTables(const std::filesystem::path& file) {
+    EXPECT_EQ(sqlite3_open_v2(file.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  }
+  ~OldTables() { sqlite3_close(db_); }
+  // Each row of `sql` (with ? bound to `uuid`'s run id) as text columns.
+  std::vector<std::vector<std::string>> rows(const std::string& sql, const std::string& uuid) {
+    sqlite3_stmt* s = nullptr;
+    std::string full = sql;
+    if (auto at = full.find('?'); at != std::string::npos)
+      full.replace(at, 1, "(SELECT id FROM runs WHERE uuid = '" + uuid + "')");
+    EXPECT_EQ(sqlite3_prepare_v2(db_, full.c_str(), -1, &s, nullptr), SQLITE_OK) << full;
+    std::vector<std::vector<std::string>> out;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int c = 0; c < sqlite3_column_count(s); ++c) {
+        if (sqlite3_column_type(s, c) == SQLITE_FLOAT) {  // every bit, not 15 digits
+          row.push_back(fmt::format("{}", sqlite3_column_double(s, c)));
+          continue;
+        }
+        const void* p = sqlite3_column_blob(s, c);
+        row.emplace_back(p ? std::string(static_cast<const char*>(p), sqlite3_column_bytes(s, c))
+                           : std::string());
+      }
+      out.push_back(std::move(row));
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+std::string num(double v) { return fmt::format("{}", v); }
+
+void expect_fingerprints_equal(OldTables& old, Store& store, const std::string& uuid) {
+  const auto set = fingerprint::read(store, uuid);
+  std::vector<std::string> names;
+  for (const auto& r :
+       old.rows("SELECT name FROM fingerprint_tensors WHERE run_id = ? ORDER BY idx", uuid))
+    names.push_back(r[0]);
+  EXPECT_EQ(set.names, names);
+  const auto steps =
+      old.rows("SELECT step, hashes FROM fingerprints WHERE run_id = ? ORDER BY step", uuid);
+  ASSERT_EQ(set.steps.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(std::to_string(set.steps[i].step), steps[i][0]);
+    ASSERT_EQ(set.steps[i].hashes.size() * 8, steps[i][1].size());
+    EXPECT_EQ(std::memcmp(set.steps[i].hashes.data(), steps[i][1].data(), steps[i][1].size()), 0);
+    // The codec writes the bytes the migration wrote.
+    EXPECT_EQ(fingerprint::step_record(set.steps[i]).payload, steps[i][1]);
+  }
+  if (!names.empty()) {
+    EXPECT_EQ(fingerprint::names_record(names).payload,
+              store.records(uuid, fingerprint::kNamesKind).at(0).payload);
+  }
+}
+
+void expect_profile_equal(OldTables& old, Store& store, const std::string& uuid) {
+  std::vector<std::string> got, want;
+  for (const auto& c : profile::read_cells(store, uuid))
+    got.push_back(fmt::format("{} {} {} {}", c.step, c.layer, c.phase, num(c.us)));
+  for (const auto& r : old.rows("SELECT step, layer, phase, us FROM profile_cells WHERE run_id = ? "
+                                "ORDER BY step, layer, phase",
+                                uuid))
+    want.push_back(fmt::format("{} {} {} {}", r[0], r[1], r[2], num(std::stod(r[3]))));
+  EXPECT_EQ(got, want);
+  std::vector<std::pair<std::string, std::string>> layers;
+  for (const auto& r :
+       old.rows("SELECT name, info FROM profile_layers WHERE run_id = ? ORDER BY idx", uuid))
+    layers.emplace_back(r[0], r[1]);
+  EXPECT_EQ(profile::read_layers(store, uuid), layers);
+  auto cells = profile::read_cells(store, uuid);
+  auto records = store.records(uuid, profile::kStepsKind);
+  std::vector<std::string> rewritten;
+  for (const auto& r : profile::cell_records(cells)) rewritten.push_back(r.payload);
+  std::vector<std::string> stored;
+  for (const auto& r : records) stored.push_back(r.payload);
+  EXPECT_EQ(rewritten, stored);
+}
+
+void expect_probes_equal(OldTables& old, Store& store, const std::string& uuid) {
+  const auto hs = probes::read_histograms(store, uuid);
+  const auto rows = old.rows(
+      "SELECT key, step, low, high, nan, pos_inf, neg_inf, counts FROM "
+      "histograms WHERE run_id = ? ORDER BY key, step",
+      uuid);
+  ASSERT_EQ(hs.size(), rows.size());
+  for (size_t i = 0; i < hs.size(); ++i) {
+    const auto& h = hs[i].histogram;
+    EXPECT_EQ(hs[i].key, rows[i][0]);
+    EXPECT_EQ(std::to_string(hs[i].step), rows[i][1]);
+    EXPECT_EQ(num(h.low), num(std::stod(rows[i][2])));
+    EXPECT_EQ(num(h.high), num(std::stod(rows[i][3])));
+    EXPECT_EQ(std::to_string(h.nan) + std::to_string(h.pos_inf) + std::to_string(h.neg_inf),
+              rows[i][4] + rows[i][5] + rows[i][6]);
+    int64_t total = 0;
+    for (auto c : h.counts) total += c;
+    EXPECT_GT(total + h.nan + h.pos_inf + h.neg_inf, 0);
+    // The codec writes the bytes the migration wrote.
+    for (const auto& rec : store.records(uuid, probes::kHistogramsKind, hs[i].key))
+      if (rec.step == hs[i].step) {
+        EXPECT_EQ(probes::histogram_record(hs[i]).payload, rec.payload);
+      }
+  }
+  std::vector<std::string> got, want;
+  for (const auto& e : probes::read_events(store, uuid))
+    got.push_back(fmt::format("{}|{}|{}|{}|{}", e.step, e.kind, e.name, e.source, e.message));
+  for (const auto& r : old.rows("SELECT step, kind, name, source, message FROM run_events "
+                                "WHERE run_id = ? ORDER BY id",
+                                uuid))
+    want.push_back(fmt::format("{}|{}|{}|{}|{}", r[0], r[1], r[2], r[3], r[4]));
+  EXPECT_EQ(got, want);
+}
+
+TEST(MigrationTest, SchemaV5PerKindTablesBecomeRecordsThatReadBackEqual) {
+  testing::TempDir dir;
+  const auto original = std::filesystem::path(TS_TEST_DATA_DIR) / "schema_v5.db";
+  std::filesystem::copy_file(original, dir / "v5.db");
+  auto store = Store::open({.uri = "sqlite:" + (dir / "v5.db").string()});
+  EXPECT_EQ(store->schema_version(), store->latest_schema_version());
+  OldTables old(original);
+  const auto runs = store->list_runs({});
+  ASSERT_EQ(runs.size(), 3u);
+  std::map<std::string, int64_t> kinds_seen;
+  for (const auto& r : runs) {
+    SCOPED_TRACE(r.name);
+    expect_fingerprints_equal(old, *store, r.uuid);
+    expect_profile_equal(old, *store, r.uuid);
+    expect_probes_equal(old, *store, r.uuid);
+    for (const auto& [kind, n] : store->record_kinds(r.uuid)) kinds_seen[kind] += n;
+  }
+  // Every old table had rows, so every kind is there.
+  EXPECT_EQ(kinds_seen.size(), 6u);
+  EXPECT_EQ(kinds_seen["events"], 2);
+  EXPECT_EQ(probes::read_events(*store, store->resolve_run("exploding").uuid).at(0).name,
+            "lr_too_high");
+  // The old tables are gone.
+  OldTables migrated(dir / "v5.db");
+  EXPECT_TRUE(
+      migrated.rows("SELECT name FROM sqlite_master WHERE name = 'histograms'", "").empty());
+  EXPECT_EQ(migrated.rows("SELECT name FROM sqlite_master WHERE name = 'records'", "").size(), 1u);
 }
 
 }  // namespace

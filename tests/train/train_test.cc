@@ -19,6 +19,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/probes/config.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
@@ -385,7 +386,7 @@ class EventLog : public TrainObserver {
   void on_after_forward(const RunContext& ctx, const Step& s) override {
     log_.push_back("after_forward");
     EXPECT_TRUE(s.loss.defined() && s.loss.requires_grad());
-    EXPECT_EQ(s.output.size(0), s.data->y.size(0));
+    EXPECT_EQ(s.output.size(0), s.targets.size(0));
     EXPECT_EQ(s.number, ctx.position.step + 1);
     for (const auto& p : ctx.model.parameters())
       EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() != 0);
@@ -871,8 +872,8 @@ TEST(TrainerTest, AConfigThatCannotTrainLeavesNoRun) {
             "train.batch_size must be at most the 1 training samples (data.synthetic.size 512, "
             "data.val_fraction 0.999) (got 32); lower it or train on more data");
   c.train.batch_size = 32;
-  c.probes.preset = "standard";
-  c.probes.layers = "no.such.layer";
+  c.section<trainscope::probes::ProbesConfig>().preset = "standard";
+  c.section<trainscope::probes::ProbesConfig>().layers = "no.such.layer";
   EXPECT_EQ(error_of([&] { train_weights(c, store); }).rfind("probes: no layer matches", 0), 0u);
   EXPECT_TRUE(store->list_runs().empty()) << "a config that cannot train records no run";
 }

@@ -24,6 +24,8 @@ std::string format_utc(double unix_seconds);
 
 // A random RFC 4122 version-4 UUID in lowercase canonical form.
 std::string new_uuid();
+// The first 8 characters of a run's UUID, as messages and tables show it.
+inline std::string short_uuid(std::string_view uuid) { return std::string(uuid.substr(0, 8)); }
 
 // Lowercase hex SHA-256 of a byte string.
 std::string sha256_hex(std::string_view bytes);

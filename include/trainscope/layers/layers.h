@@ -12,6 +12,26 @@
 // description, the FLOP counter, probes), each called in subscription order.
 // Without subscribers a layer costs two pointer writes and one check.
 //
+// A model of the user's that does not call run_layer() gets the same events
+// with one line after it is built (libtorch's C++ modules have no forward
+// hooks, so the layers are recognised by their operators instead):
+//
+//   trainscope::layers::instrument(*model);
+//
+// Caught: every module with parameters whose forward pass is one libtorch
+// operator taking the module's own weight (or a view of it), as libtorch's
+// modules do: Linear (its addmm, or its matmul: a bias added after a matmul
+// on 3-D input is then outside the layer's output), Bilinear, Conv1d/2d/3d, ConvTranspose1d/2d/3d,
+// BatchNorm1d/2d/3d, InstanceNorm, LayerNorm, GroupNorm, Embedding, EmbeddingBag, PReLU, LSTM, GRU,
+// RNN. Each is named by its path in the model ("features.conv1") and published with its inputs and
+// output, and gradients of its output reach subscribers that want them. Not caught: modules without
+// parameters (ReLU, pooling, dropout, flatten) and code of the user's own that uses the weights
+// through other operators (matmul, mul, ...): their time stays "unattributed" in a profile and they
+// are not probed; name such a step with run_function() or run a module with run_layer() to have it
+// counted. While neither a subscriber nor a Watch is active on a thread, an instrumented model
+// costs nothing there; while one is, every operator of the thread passes an operator callback (the
+// price of a profiled or probed step).
+//
 // Contract for subscribers: read the tensors, never modify them or the
 // module (they are the model's own); a subscriber that keeps a tensor beyond
 // the call must copy it (`t.detach().clone()`).
@@ -83,6 +103,25 @@ class Subscription {
 
  private:
   std::shared_ptr<Entry> entry_;
+};
+
+// Makes the layers of `model` (see the file comment) publish events and
+// be the current layer while their operator runs, from now on, on every
+// thread. Instrumenting a model again refreshes its layers (after
+// parameters were added or replaced). `model` must stay alive until
+// uninstrument(model) or the end of the process.
+void instrument(torch::nn::Module& model);
+void uninstrument(torch::nn::Module& model);
+
+// While alive, instrumented layers are the current layer of this thread
+// while they run even without a subscriber: what the profiler needs to
+// charge operators to them. Not copyable; one thread.
+class Watch {
+ public:
+  Watch();
+  ~Watch();
+  Watch(const Watch&) = delete;
+  Watch& operator=(const Watch&) = delete;
 };
 
 // Runs one named module layer: scope, forward, events.

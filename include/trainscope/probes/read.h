@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/probes/records.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::probes {
@@ -32,7 +33,7 @@ std::vector<SeriesRef> probe_series(store::Store& store, const std::string& uuid
                                     const ProbeFilter& filter = {});
 
 // The run's alerts (run events of kind "alert").
-std::vector<store::RunEvent> probe_alerts(store::Store& store, const std::string& uuid);
+std::vector<RunEvent> probe_alerts(store::Store& store, const std::string& uuid);
 
 // Line chart of one stat over steps, one line per layer (log y for ratios
 // and norms).
@@ -41,7 +42,7 @@ std::string series_svg(store::Store& store, const std::string& uuid,
 
 // Heat map of one histogram key over steps: x step, y value, colour the
 // share of the step's values in the bin.
-std::string histogram_heatmap_svg(const std::vector<store::HistogramRecord>& histograms,
+std::string histogram_heatmap_svg(const std::vector<StepHistogram>& histograms,
                                   const std::string& title);
 
 }  // namespace trainscope::probes

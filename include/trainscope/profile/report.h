@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "trainscope/profile/records.h"
 #include "trainscope/profile/types.h"
 #include "trainscope/store/store.h"
 
@@ -19,7 +20,7 @@ std::vector<LayerInfo> layers_from_json(
 
 // Every category of each iteration: (layer, phase) op self times, phase
 // overheads as layer "(overhead)", and "(other)". They sum to the wall time.
-std::vector<store::ProfileCell> to_cells(const std::vector<IterationProfile>& profiles);
+std::vector<ProfileCell> to_cells(const std::vector<IterationProfile>& profiles);
 
 // Chrome trace JSON (chrome://tracing, Perfetto) of every profiled
 // iteration: one process per iteration ("step N", times from its start),

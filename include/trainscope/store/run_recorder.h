@@ -74,13 +74,10 @@ class RunRecorder {
   // Same, with an explicit wall time (unix seconds).
   void log_metric(std::string_view key, double value, int64_t step, double wall_time);
 
-  // Buffers the fingerprint of one step (hashes in the order given to
-  // set_fingerprint_names); written with the metrics. Never blocks on I/O.
-  void log_fingerprint(int64_t step, std::vector<uint64_t> hashes);
-  void set_fingerprint_names(const std::vector<std::string>& names);
-  // Buffer a histogram or an event (probes); written with the metrics.
-  void log_histogram(HistogramRecord histogram);
-  void log_event(RunEvent event);
+  // Buffers a capability's record of `kind` (Store::append_records);
+  // written with the metrics, by kind in the order logged. Never blocks on
+  // I/O. Throws Error(kUsage) for a kind check_record_kind refuses.
+  void log_record(std::string_view kind, Record record);
   void set_environment(const std::map<std::string, std::string>& entries);
 
   // Params, tags and artifacts are rare and must fail loudly, so they write
@@ -124,8 +121,8 @@ class RunRecorder {
   // Moves the buffer into the store. Called on the writer thread only.
   bool flush_once();
   void set_final_status(RunStatus status);
-  // Writes histograms and events; on failure puts them back. Writer thread.
-  bool flush_probes();
+  // Writes the buffered records; on failure puts them back. Writer thread.
+  bool flush_records();
   // After a failed write: whether the run is gone; if so drops the buffers.
   bool check_deleted();
   // After a write found the lease lost: reports it once, drops the buffers.
@@ -149,9 +146,7 @@ class RunRecorder {
   std::unordered_map<std::string, uint32_t, KeyHash, std::equal_to<>> key_ids_;
   std::vector<std::string> keys_;
   std::vector<Pending> buffer_;
-  std::vector<Fingerprint> fingerprints_;
-  std::vector<HistogramRecord> histograms_;
-  std::vector<RunEvent> events_;
+  std::vector<std::pair<std::string, Record>> records_;  // (kind, record), in order
   int64_t flush_requests_ = 0;
   int64_t flush_done_ = 0;
   bool stopping_ = false;

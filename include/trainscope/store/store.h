@@ -149,52 +149,30 @@ struct MetricSummary {
   double max = 0;
 };
 
-// Hashes of every tensor of a model (and the loss) after one optimizer step.
-struct Fingerprint {
-  int64_t step = 0;
-  std::vector<uint64_t> hashes;  // one per name in FingerprintSet::names
+// A capability's record: what one step of a run produced for a capability
+// (fingerprints, profiles, probes' histograms and events, and what comes
+// next), as bytes the capability encodes and decodes. The store keeps
+// records by run and kind and never looks inside a payload; each kind's
+// layout is in docs/store_format.md, its codec in the capability's folder.
+struct Record {
+  // What the record is about within its kind ("features.conv1/weights"); may
+  // be empty. At most kMaxRecordKeyBytes bytes, any bytes.
+  std::string key;
+  int64_t step = 0;      // the step it belongs to; 0 for a run's one-off records
+  double wall_time = 0;  // unix seconds when it was made; 0 when unknown
+  std::string payload;   // any bytes, at most kMaxRecordPayloadBytes
 };
 
-struct FingerprintSet {
-  std::vector<std::string> names;  // tensor names, in forward order
-  std::vector<Fingerprint> steps;  // increasing step
-};
+// A record kind names a series: 1 to 64 bytes of a-z, 0-9, '_', '.' and '-',
+// starting with a letter ("histograms", "profile_steps").
+inline constexpr size_t kMaxRecordKindBytes = 64;
+// Kept small enough for every backend's unique index (PostgreSQL's escaped
+// text may take three bytes per byte).
+inline constexpr size_t kMaxRecordKeyBytes = 512;
+inline constexpr size_t kMaxRecordPayloadBytes = size_t{64} << 20;
 
-// One cell of a profiled iteration: self time of `layer` in `phase`.
-// Layer "" holds a phase's operators no layer claimed, "(overhead)" its time
-// outside any operator, and layer "(other)" phase "other" the iteration's
-// time outside every phase.
-struct ProfileCell {
-  int64_t step = 0;
-  std::string layer;
-  std::string phase;
-  double us = 0;
-};
-
-// The distribution of one tensor at one step (written by probes): counts
-// over `counts.size()` equal-width bins from low to high; NaN and +-Inf
-// counted apart.
-struct HistogramRecord {
-  std::string key;  // "<layer>/<kind>", e.g. "features.conv1/weights"
-  int64_t step = 0;
-  double wall_time = 0;  // unix seconds
-  double low = 0;
-  double high = 0;
-  std::vector<int64_t> counts;
-  int64_t nan = 0;
-  int64_t pos_inf = 0;
-  int64_t neg_inf = 0;
-};
-
-// Something that happened in a run: an alert raised by a probe rule, ...
-struct RunEvent {
-  int64_t step = 0;
-  double wall_time = 0;  // unix seconds
-  std::string kind;      // "alert"
-  std::string name;      // "lr_too_high", "nan_origin", ...
-  std::string source;    // the layer or series it concerns; may be empty
-  std::string message;   // one line for people
-};
+// Throws Error(kUsage) naming `kind` and the rule unless it is a record kind.
+void check_record_kind(std::string_view kind);
 
 struct ArtifactInfo {
   std::string name;  // relative name inside the run's artifact folder
@@ -252,7 +230,8 @@ struct StoredFile;
 // to this contract.
 //
 // Naming: set_* replaces key/value state (params, tags, environment),
-// append_* adds a batch to a series, add_artifact copies a file in.
+// append_* adds a batch to a series (metrics, records), add_artifact copies
+// a file in.
 class Store {
  public:
   // Opens (creating and migrating when needed) the store named by
@@ -308,12 +287,11 @@ class Store {
   // (a writer that is gone is first marked killed by the reaper). The store
   // then holds the run's lease, as it does for a run it created running;
   // while it does, every write it makes into that run (status, heartbeat,
-  // metrics, fingerprints, params, tags, environment, profile, histograms,
-  // events, artifacts) checks in the write's own transaction that the run
-  // is still "running" with writer() as its writer, and throws LeaseLost
-  // otherwise, writing nothing. A terminal status set by the holder ends
-  // the lease. Writes into runs this store holds no lease on (an import, a
-  // tag, records added to a finished run) are not checked.
+  // metrics, records, params, tags, environment, artifacts) checks in the
+  // write's own transaction that the run is still "running" with writer()
+  // as its writer, and throws LeaseLost otherwise, writing nothing. A terminal status set by the
+  // holder ends the lease. Writes into runs this store holds no lease on (an import, a tag, records
+  // added to a finished run) are not checked.
   void set_status(std::string_view uuid, RunStatus status);
   virtual void heartbeat(std::string_view uuid) = 0;
   // Replaces a run's recorded config text, and its hash with it: what a
@@ -388,37 +366,25 @@ class Store {
                                const std::map<std::string, std::string>& entries) = 0;
   virtual std::map<std::string, std::string> environment(std::string_view uuid) = 0;
 
-  // --- fingerprints ------------------------------------------------------------
-  // Names the tensors that fingerprints of this run hash, in order. Setting
-  // different names later throws Error(kConflict).
-  virtual void set_fingerprint_names(std::string_view uuid,
-                                     const std::vector<std::string>& names) = 0;
-  // Appends steps in one transaction; a step already recorded is kept as it
-  // was (a resumed run replays steps after its last checkpoint).
-  virtual void append_fingerprints(std::string_view uuid,
-                                   const std::vector<Fingerprint>& steps) = 0;
-  virtual FingerprintSet fingerprints(std::string_view uuid) = 0;
-
-  // --- profiles ----------------------------------------------------------------
-  virtual void append_profile(std::string_view uuid, const std::vector<ProfileCell>& cells) = 0;
-  virtual std::vector<ProfileCell> profile_cells(std::string_view uuid) = 0;
-  // Per-layer facts as (name, JSON text), in forward order; replaces earlier.
-  virtual void set_profile_layers(
-      std::string_view uuid, const std::vector<std::pair<std::string, std::string>>& layers) = 0;
-  virtual std::vector<std::pair<std::string, std::string>> profile_layers(
-      std::string_view uuid) = 0;
-
-  // --- probes: histograms and run events ------------------------------------
-  // Appends in one transaction; a (key, step) already recorded is kept as it
-  // was (a resumed run replays steps after its last checkpoint).
-  virtual void append_histograms(std::string_view uuid,
-                                 const std::vector<HistogramRecord>& histograms) = 0;
-  // Histograms of one key by step; every key's when `key` is empty.
-  virtual std::vector<HistogramRecord> histograms(std::string_view uuid,
-                                                  std::string_view key = {}) = 0;
-  virtual void append_events(std::string_view uuid, const std::vector<RunEvent>& events) = 0;
-  // In the order they were appended.
-  virtual std::vector<RunEvent> events(std::string_view uuid) = 0;
+  // --- records: one series per capability kind (append-only) -----------------
+  // Appends `records` of `kind` to the run in one transaction: every one
+  // lands or none. A record whose (kind, key, step) the run already has, or
+  // an earlier record of the same batch has, is dropped: the first written
+  // is kept (a resumed run replays the steps after its last checkpoint).
+  // Returns how many were added. Throws Error(kUsage), writing nothing, for
+  // a kind that check_record_kind refuses or a key or payload over its
+  // limit; Error(kNotFound) for an unknown run. Checked like any write into
+  // a run this store holds the lease of. An empty batch writes nothing.
+  int64_t append_records(std::string_view uuid, std::string_view kind,
+                         const std::vector<Record>& records);
+  // The run's records of `kind` (of the one key `key` when it is given), in
+  // the order they were added (over several appends, and within one).
+  // Empty for an unknown run or a kind it has no record of.
+  std::vector<Record> records(std::string_view uuid, std::string_view kind,
+                              std::optional<std::string_view> key = std::nullopt);
+  // How many records the run has of each kind it has any of (an empty map
+  // for an unknown run): what `runs show` lists for any capability.
+  virtual std::map<std::string, int64_t> record_kinds(std::string_view uuid) = 0;
 
   // --- artifacts -----------------------------------------------------------
   // Copies a file into the run's artifacts under `name` (default: the file's
@@ -489,6 +455,14 @@ class Store {
   virtual ArtifactInfo insert_artifact(std::string_view uuid, const ArtifactInfo& info) = 0;
   // The recorded artifacts of a run by name (paths left empty).
   virtual std::vector<ArtifactInfo> artifact_rows(std::string_view uuid) = 0;
+  // append_records once its arguments are checked: writes in one
+  // transaction that checks the lease, keeps the first of a (kind, key,
+  // step), returns how many were added.
+  virtual int64_t insert_records(std::string_view uuid, std::string_view kind,
+                                 const std::vector<Record>& records) = 0;
+  // records(): in the order they were added.
+  virtual std::vector<Record> read_records(std::string_view uuid, std::string_view kind,
+                                           std::optional<std::string_view> key) = 0;
 
  private:
   // Throws LeaseLost if this store held `uuid`'s lease and lost it; a read

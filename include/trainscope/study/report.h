@@ -13,6 +13,10 @@
 #include "trainscope/store/store.h"
 #include "trainscope/study/spec.h"
 
+namespace trainscope::predictions {
+struct Predictions;
+}  // namespace trainscope::predictions
+
 namespace trainscope::study {
 
 // Agreement of the test predictions of runs (each pair of runs, averaged).
@@ -25,8 +29,7 @@ struct CrossRun {
 };
 
 // Pairwise measures over runs' predictions; nullopt for fewer than 2 runs.
-struct Predictions;
-std::optional<CrossRun> cross_run(const std::vector<Predictions>& runs);
+std::optional<CrossRun> cross_run(const std::vector<predictions::Predictions>& runs);
 
 struct Audit {
   bool identical = true;  // every replicate bit-identical to the first

@@ -1,243 +1,34 @@
-// The training configuration: one struct of sections, every field with a
-// default, read from YAML and `--set section.key=value` overrides. Every key
-// lives in a section, in the struct and in YAML alike:
-//
-//   run:          experiment
-//   seeds:        master, init, data_order, augment, dropout
-//   data:         dataset, path, subsets, augmentation, synthetic.*
-//   model:        name, init, dropout, width, hidden
-//   optimizer:    name, lr, momentum, ...
-//   schedule:     name, milestones, gamma, ...
-//   train:        epochs, batch_size, max_steps, on_nan, log_every_steps
-//   eval:         batch_size, target_accuracy
-//   compute:      dtype, threads
-//   allocator:    keep_memory
-//   checkpoint:   every_epochs, every_steps
-//   fingerprint:  every_steps
-//   profile:      enabled, warmup_steps, every
-//   probes:       preset (`probes: standard` for short), every, layers, ...
-//   monitor:      interval_s, carbon_kg_per_kwh, cpu_tdp_watts
-//   determinism:  deterministic_algorithms, mkldnn, cudnn_*
-//
-// Keys are dotted paths ("optimizer.lr"); an unknown key is an error that
-// suggests the nearest one. The top-level spellings of earlier versions
-// (epochs, batch_size, seed, experiment, dtype, threads, ...) still work and
-// mean the sectioned key (renamed_config_keys()).
+// The training configuration lives in the config component
+// (trainscope/config/config.h); these names keep code written against
+// train::Config working.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <string>
-#include <vector>
+#include "trainscope/config/config.h"
 
 namespace trainscope::train {
 
-struct RunConfig {
-  std::string experiment = "default";  // experiment the run is recorded under
-};
+using config::AllocatorConfig;
+using config::CheckpointConfig;
+using config::ComputeConfig;
+using config::Config;
+using config::DataConfig;
+using config::DeterminismConfig;
+using config::EvalConfig;
+using config::ModelConfig;
+using config::OptimizerConfig;
+using config::RunConfig;
+using config::ScheduleConfig;
+using config::SeedConfig;
+using config::SyntheticDataConfig;
+using config::TrainLoopConfig;
 
-struct SeedConfig {
-  int64_t master = 0;  // every stream below derives from it (see seeds.h)
-  // -1: derived from the master seed. Set one to vary only that source.
-  int64_t init = -1;
-  int64_t data_order = -1;
-  int64_t augment = -1;
-  int64_t dropout = -1;
-};
-
-struct SyntheticDataConfig {
-  int64_t size = 2048;  // samples
-  int64_t classes = 10;
-  int64_t channels = 1;
-  int64_t height = 28;
-  int64_t width = 28;
-};
-
-struct DataConfig {
-  std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
-  std::string path;                       // empty: the dataset's default location
-  double val_fraction = 0.0;              // held out from train with seeds.data_order's split
-  int64_t train_subset = 0;               // 0: all
-  int64_t test_subset = 0;                // 0: all
-  bool normalize = true;                  // per-channel mean/std of the training set
-  bool shuffle = true;
-  int64_t crop_padding = 0;  // augmentation: random crop after zero padding
-  bool hflip = false;        // augmentation: random horizontal flip
-  // Batches prepared ahead on a worker thread; "auto": 2 when a core is left
-  // over by compute.threads, else 0 (the worker would take a core from the
-  // compute threads: 35% slower steps measured on 2 cores).
-  std::string prefetch = "auto";
-  SyntheticDataConfig synthetic;  // the synthetic dataset's shape
-};
-
-struct ModelConfig {
-  std::string name = "demo_cnn";  // see models.h for the list
-  std::string init = "default";   // default | kaiming | xavier
-  double dropout = 0.0;
-  double width = 1.0;    // width multiplier (mobilenet_v1, mlp hidden units)
-  int64_t hidden = 256;  // mlp hidden units before the multiplier
-  // > 0: flip the lowest bit of one initial weight, chosen by this number
-  // (the smallest change to a run: studies' bitflip source).
-  int64_t flip_bit = 0;
-};
-
-struct OptimizerConfig {
-  std::string name = "adam";  // sgd | adam | adamw | adadelta | rmsprop
-  double lr = 1e-3;
-  double momentum = 0.0;
-  bool nesterov = false;
-  double weight_decay = 0.0;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double rho = 0.9;     // adadelta
-  double alpha = 0.99;  // rmsprop
-};
-
-struct ScheduleConfig {
-  std::string name = "constant";    // constant | step | multistep | exponential | cosine
-  int64_t step_size = 30;           // step: epochs between decays
-  double gamma = 0.1;               // step, multistep, exponential
-  std::vector<int64_t> milestones;  // multistep: epochs
-  int64_t t_max = 0;                // cosine: epochs (0: train.epochs)
-  double eta_min = 0.0;             // cosine
-  int64_t warmup_steps = 0;         // linear warm-up from 0 over this many steps
-};
-
-struct TrainLoopConfig {
-  int64_t epochs = 3;
-  int64_t batch_size = 128;
-  int64_t max_steps = 0;        // 0: no limit; stops early after this many steps
-  std::string on_nan = "fail";  // fail | continue
-  int64_t log_every_steps = 1;  // step metrics every N steps
-};
-
-struct EvalConfig {
-  // 256: evaluation as fast as with larger batches and a third less peak
-  // memory than 1000 on the demo (its activations dominate the peak).
-  int64_t batch_size = 256;
-  double target_accuracy = 0;  // > 0: record time and epochs to reach it
-};
-
-// Threads: one setting for libtorch's intra-op and inter-op threads.
-// "auto" is the physical cores this process may use (affinity and cgroup
-// quota respected, env/cpus.h); "default" (or 0, the spelling of earlier
-// versions) leaves libtorch's own choice. The BLAS libtorch calls gets
-// blas_threads: "auto" is 1, because libtorch parallelises around its BLAS
-// calls and a BLAS with threads of its own beside them fights them for the
-// cores (an MLP stepped 2.5x slower with both at 2 on 2 cores).
-struct ComputeConfig {
-  std::string dtype = "float32";      // float32 | float64
-  std::string threads = "auto";       // auto | default | N >= 1
-  std::string blas_threads = "auto";  // auto | N >= 1
-  // How 4-D tensors (images, conv weights, activations) lie in memory:
-  // contiguous (NCHW) or channels_last (NHWC, what oneDNN's pooling and
-  // convolutions prefer on CPUs).
-  std::string memory_format = "contiguous";
-};
-
-struct AllocatorConfig {
-  bool keep_memory = true;  // see torch_env.h
-};
-
-struct CheckpointConfig {
-  int64_t every_epochs = 1;
-  int64_t every_steps = 0;
-};
-
-struct FingerprintConfig {
-  int64_t every_steps = 1;  // 0: off
-};
-
-struct ProfileConfig {
-  bool enabled = false;      // per-layer profiling (`trainscope profile` sets it)
-  int64_t warmup_steps = 5;  // never profile these first steps
-  int64_t every = 10;        // then profile every Nth step (1: every step)
-};
-
-// Live per-layer probes (probes/builtin.h has the presets and rules).
-struct ProbesConfig {
-  std::string preset = "off";    // off | economy | standard | full
-  std::string every = "preset";  // preset (10; full: 1) or N >= 1: steps N, 2N, ...
-  std::string layers = "*";      // glob over layer names
-  std::string types;             // comma-separated module types; empty: all
-  int64_t max_depth = 0;         // 0: any
-  std::string kinds;             // comma-separated kinds narrowing the preset's
-  int64_t histogram_bins = 64;
-  int64_t activation_samples = 32;  // examples of the batch whose activations are probed (0: all)
-  int64_t test_every = 0;           // test accuracy (test subset) every N steps; 0: off
-  int64_t workers = 1;              // worker threads computing the probes
-  int64_t queue = 64;               // packets waiting per worker
-  std::string when_full = "block";  // block | drop (counted in probe/dropped)
-  bool tensorboard = true;          // an events.out.tfevents file among the artifacts
-  int64_t alert_patience = 3;
-  double alert_update_ratio_high = 0.3;
-  double alert_update_ratio_low = 1e-7;
-  double alert_dead_fraction = 0.5;
-  double alert_grad_depth_ratio = 1e4;
-  double alert_overfit_drop = 0.02;
-};
-
-struct MonitorConfig {
-  double interval_s = 1.0;  // resource sampling (0: off)
-  double carbon_kg_per_kwh = 0.385;
-  double cpu_tdp_watts = 0;  // 0: estimate 10 W per physical core
-};
-
-// Settings that trade speed for repeatability; recorded with every run.
-// (Thread count and dtype are compute.threads and compute.dtype.)
-struct DeterminismConfig {
-  bool deterministic_algorithms = false;  // at::Context::setDeterministicAlgorithms
-  bool mkldnn = true;                     // oneDNN kernels (the CPU's algorithm choice)
-  bool cudnn_benchmark = false;           // CUDA builds only
-  bool cudnn_deterministic = false;       // CUDA builds only
-};
-
-struct Config {
-  RunConfig run;
-  SeedConfig seeds;
-  DataConfig data;
-  ModelConfig model;
-  OptimizerConfig optimizer;
-  ScheduleConfig schedule;
-  TrainLoopConfig train;
-  EvalConfig eval;
-  ComputeConfig compute;
-  AllocatorConfig allocator;
-  CheckpointConfig checkpoint;
-  FingerprintConfig fingerprint;
-  ProfileConfig profile;
-  ProbesConfig probes;
-  MonitorConfig monitor;
-  DeterminismConfig determinism;
-};
-
-// Parses YAML text (may be empty) then applies "key=value" overrides, checks
-// every value, and returns the resolved config. `source` names the text in
-// error messages. Throws Error(kUsage) naming the key and what is allowed.
-Config parse_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
-                    const std::string& source = "config");
-// A config recorded with a run (its resolved YAML), read as parse_config
-// reads one but without checking the values' ranges: a run recorded by an
-// earlier version, under looser ranges, can still be evaluated and
-// compared. Whatever trains again with it checks it (Trainer::run).
-Config parse_recorded_config(const std::string& yaml_text, const std::string& source);
-// Checks a config built in code as parse_config checks one it reads: every
-// key within its range, the keys that depend on each other, and a
-// synthetic dataset that fits this machine's memory. Throws Error(kUsage)
-// naming `source`, the key, its value and what is allowed.
-void check_config(const Config& config, const std::string& source = "config");
-// Reads a YAML file, then as parse_config. Notes each earlier spelling of a
-// key it meets (once, on stderr).
-Config load_config(const std::string& path, const std::vector<std::string>& overrides);
-
-// The resolved config as YAML with every field (the text recorded with a run).
-std::string to_yaml(const Config& c);
-// The resolved config flattened to dotted keys (recorded as params).
-std::map<std::string, std::string> flatten(const Config& c);
-// Every valid key with its description, for `config keys`.
-std::vector<std::pair<std::string, std::string>> config_keys();
-// Earlier spelling -> key, for every key that moved into a section.
-const std::map<std::string, std::string>& renamed_config_keys();
+using config::check_config;
+using config::config_keys;
+using config::flatten;
+using config::load_config;
+using config::parse_config;
+using config::parse_recorded_config;
+using config::renamed_config_keys;
+using config::to_yaml;
 
 }  // namespace trainscope::train

@@ -1,11 +1,13 @@
 // The training engine: trains a classifier on a dataset per a Config and
 // records the run into the store.
 //
-// Trainer::run() is the training loop and nothing else. Everything around it
-// (metrics, fingerprints, checkpoints, profiles, resource samples) is an
-// observer of its events (events.h); the built-in ones are composed from
-// the config (observers.h lists them and the metrics they record), and a
-// user adds their own with add_observer(). The trainer itself records the
+// Trainer::run() is the training loop and nothing else: one event source
+// of an instrument::Instrumentation. Everything around it (metrics,
+// fingerprints, profiles, probes, resource samples, predictions) is a unit
+// (instrument/unit.h) that the config turns on, the checkpoints are the
+// trainer's own observer (observers.h), and a user adds observers with
+// add_observer() (a probe subscriber of the user's as a
+// probes::ProbeObserver, probes/observer.h). The trainer itself records the
 // run's identity when it creates it: params (the flattened config), tags
 // (torch.threads, data files, model.custom) and the environment manifest.
 //
@@ -19,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/probes/probes.h"
+#include "trainscope/instrument/instrumentation.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/train/config.h"
@@ -54,9 +56,6 @@ class Trainer {
   // Adds an observer, called after the built-in recorders and before the
   // checkpoint writer, in the order added (see observers.h).
   void add_observer(std::shared_ptr<TrainObserver> observer);
-  // Adds a probe subscriber of the user's (probes/probes.h): it gets the
-  // per-layer data it asks for, beside the preset's subscribers (if any).
-  void add_probe_subscriber(std::shared_ptr<probes::Subscriber> subscriber);
 
   // Runs training to the end (or until stopped) and returns the outcome.
   // Throws Error on bad input; the run is then marked failed.
@@ -65,14 +64,17 @@ class Trainer {
   // The model after run() (for tests and examples).
   std::shared_ptr<Classifier> model() const { return model_; }
 
- private:
+  // The state of one run(), private to the train component (session.h).
   struct Session;
-  class Events;
+
+ private:
+  using Events = instrument::Instrumentation;
   std::unique_ptr<Session> open_session();
   void open_run(Session& s);
-  std::vector<std::shared_ptr<TrainObserver>> observers_for(const Config& c) const;
+  // The trainer as a source of events for its units (source.cc).
+  std::unique_ptr<instrument::Source> make_source(Session& s);
   bool train_epoch(Session& s, Events& events);
-  void train_step(Session& s, Events& events, Step& step);
+  void train_step(Session& s, Events& events, Step& step, int64_t batch_index);
   void end_epoch(Session& s, Events& events, double started, const Step& totals);
   void finish(Session& s, Events& events, bool stopped);
 
@@ -80,14 +82,9 @@ class Trainer {
   std::shared_ptr<store::Store> store_;
   TrainOptions options_;
   std::vector<std::shared_ptr<TrainObserver>> user_observers_;
-  std::vector<std::shared_ptr<probes::Subscriber>> probe_subscribers_;
   std::shared_ptr<Classifier> model_;
   bool keep_init_ = false;
 };
-
-// The tensors a fingerprint hashes, in forward order: for each module in
-// registration order, its own parameters then its buffers.
-std::vector<std::pair<std::string, torch::Tensor>> fingerprint_tensors(torch::nn::Module& model);
 
 // Evaluates `model` on `data` in batches of `batch_size` (eval mode, no
 // gradients; the training mode is restored).

@@ -12,7 +12,9 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/profile/config.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/grid.h"
 #include "trainscope/profile/profiler.h"
@@ -49,7 +51,7 @@ void print_profile(const std::string& uuid, const profile::ProfileSummary& s,
                    const format::ProfileExtras& x) {
   std::cout << fmt::format(
       "run {}: {} profiled iterations, mean wall {:.2f} ms, coverage min {:.1f}% mean {:.1f}%\n",
-      uuid.substr(0, 8), s.iterations, s.wall_us / 1000, s.coverage_min * 100,
+      core::short_uuid(uuid), s.iterations, s.wall_us / 1000, s.coverage_min * 100,
       s.coverage_mean * 100);
   print_layers(s, x.peak_gflops);
   std::cout << "\n";
@@ -79,7 +81,7 @@ void copy_trace(store::Store& store, const store::RunInfo& run, const std::strin
       core::log_info("wrote {} (open in chrome://tracing or ui.perfetto.dev)", to);
       return;
     }
-  fail(ErrorKind::kNotFound, "run {} has no trace artifact", run.uuid.substr(0, 8));
+  fail(ErrorKind::kNotFound, "run {} has no trace artifact", core::short_uuid(run.uuid));
 }
 
 void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs& a, bool json) {
@@ -88,7 +90,7 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
     fail(ErrorKind::kNotFound,
          "run {} has no profile; record one with `trainscope profile CONFIG` or "
          "profile.enabled: true",
-         run.uuid.substr(0, 8));
+         core::short_uuid(run.uuid));
   const format::ProfileExtras x{profile::mean_metric(store, run.uuid, "profile/step_ms_profiled"),
                                 profile::mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
                                 profile::peak_gflops()};
@@ -102,7 +104,8 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
   if (!a.trace.empty()) copy_trace(store, run, a.trace);
   if (!a.svg.empty()) {
     write_output(a.svg, [&](std::ostream& o) {
-      o << profile::layer_chart_svg(s, "Time per layer and phase — run " + run.uuid.substr(0, 8));
+      o << profile::layer_chart_svg(s,
+                                    "Time per layer and phase — run " + core::short_uuid(run.uuid));
     });
     core::log_info("wrote {}", a.svg);
   }
@@ -116,11 +119,12 @@ void profile(Context& ctx, const ProfileArgs& a) {
   overrides.push_back("train.max_steps=" + std::to_string(a.steps));
   if (a.every > 0) overrides.push_back("profile.every=" + std::to_string(a.every));
   train::Config cfg = train::load_config(a.config, overrides);
-  if (a.steps <= cfg.profile.warmup_steps)
+  const int64_t warmup = cfg.section<profile::ProfileConfig>().warmup_steps;
+  if (a.steps <= warmup)
     fail(ErrorKind::kUsage,
          "--steps {} is not more than profile.warmup_steps = {}: nothing would be profiled; "
          "train longer or --set profile.warmup_steps=N",
-         a.steps, cfg.profile.warmup_steps);
+         a.steps, warmup);
   cfg.train.epochs = std::max<int64_t>(cfg.train.epochs, 1);
   train::TrainOptions o;
   o.name = a.name.empty() ? fs::path(a.config).stem().string() + "-profile" : a.name;

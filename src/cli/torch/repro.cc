@@ -107,7 +107,7 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
   if (!d.have_fingerprints)
     core::fail(core::ErrorKind::kUsage,
                "run {} has no fingerprints to verify against (fingerprint.every_steps was 0)",
-               orig.uuid.substr(0, 8));
+               core::short_uuid(orig.uuid));
   if (d.identical) {
     std::cout << "verify: bit-identical at all " << d.common_steps << " steps\n";
     return;
@@ -117,8 +117,8 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
               << d.first_diff_step - 1 << "); first tensors: ";
     for (size_t i = 0; i < d.differing_tensors.size() && i < 5; ++i)
       std::cout << (i ? ", " : "") << d.differing_tensors[i];
-    std::cout << "\n  see `trainscope diff " << orig.uuid.substr(0, 8) << " "
-              << rerun_uuid.substr(0, 8) << "`\n";
+    std::cout << "\n  see `trainscope diff " << core::short_uuid(orig.uuid) << " "
+              << core::short_uuid(rerun_uuid) << "`\n";
   } else {
     std::cout << "verify: identical over " << d.common_steps << " common steps but lengths differ ("
               << d.steps_a << " vs " << d.steps_b << ")\n";
@@ -140,7 +140,7 @@ void diff(Context& ctx, const DiffArgs& a) {
       std::cout << fmt::format(
           "note: '{}' and '{}' are the same run ({}): it cannot differ from "
           "itself\n",
-          a.a, a.b, ra.uuid.substr(0, 8));
+          a.a, a.b, core::short_uuid(ra.uuid));
     print_run_diff(std::cout, d);
   }
 }
@@ -167,11 +167,11 @@ void rerun(Context& ctx, const RerunArgs& a) {
     throw core::Error(std::string(e.what()) + ", use --force to run anyway", e.kind());
   }
   std::cout << fmt::format("rerun {} of {}: {}, {} steps, test accuracy {:.4f}\n",
-                           r.result.run_uuid.substr(0, 8), orig.uuid.substr(0, 8),
+                           core::short_uuid(r.result.run_uuid), core::short_uuid(orig.uuid),
                            to_string(r.result.status), r.result.steps, r.result.test.accuracy);
   if (a.verify) verify(*store, orig, r.result.run_uuid);
 }
 
-env::Manifest torch_environment() { return train::capture_torch(); }
+env::Manifest torch_environment() { return env::capture_torch(); }
 
 }  // namespace trainscope::cli::torch_cli

@@ -11,6 +11,7 @@
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/train/trainer.h"
 
@@ -58,7 +59,7 @@ void print_result(const train::TrainResult& r, bool json) {
 
 void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   const auto& r = ev.result;
-  std::cout << fmt::format("run {}  checkpoint {}  ({} test samples)\n", run.uuid.substr(0, 8),
+  std::cout << fmt::format("run {}  checkpoint {}  ({} test samples)\n", core::short_uuid(run.uuid),
                            ev.checkpoint, r.samples);
   std::cout << fmt::format("accuracy {:.4f}  macro-F1 {:.4f}  loss {:.4f}", r.accuracy, r.macro_f1,
                            r.loss);
@@ -147,7 +148,7 @@ void train(Context& ctx, const TrainArgs& a) {
   const train::TrainResult r = trainer.run();
   if (r.status == RunStatus::kStopped)
     core::log_info("stopped at step {}; resume with `trainscope train {} --resume {}`", r.steps,
-                   a.config, r.run_uuid.substr(0, 8));
+                   a.config, core::short_uuid(r.run_uuid));
   print_result(r, ctx.json);
   if (r.status == RunStatus::kStopped)
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);

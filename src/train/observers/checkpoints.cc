@@ -20,10 +20,9 @@ void CheckpointObserver::write(const RunContext& ctx) {
   ctx.run.flush();
   // Written in place into the artifact folder, hashed as written and
   // synced before it is recorded: no copy through $TMPDIR, no re-read.
-  store::ArtifactInfo a =
-      ctx.run.write_artifact(checkpoint_name(pos.step), kCheckpointKind, [&](std::ostream& out) {
-        write_checkpoint(out, ctx.model, ctx.optimizer, ctx.dropout_generator, pos);
-      });
+  store::ArtifactInfo a = ctx.run.write_artifact(
+      checkpoint_name(pos.step), kCheckpointKind,
+      [&](std::ostream& out) { write_checkpoint(out, model_, optimizer_, dropout_, pos); });
   ctx.publish_checkpoint({pos.step, a.name, a.path});
 }
 

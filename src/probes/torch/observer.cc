@@ -1,3 +1,5 @@
+#include "trainscope/probes/observer.h"
+
 #include <torch/torch.h>
 
 #include <cmath>
@@ -8,15 +10,20 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/instrument/unit.h"
+#include "trainscope/probes/config.h"
 #include "trainscope/probes/outputs.h"
-#include "trainscope/train/probe_observer.h"
-#include "trainscope/train/trainer.h"
 
 namespace fs = std::filesystem;
 
-namespace trainscope::train {
+namespace trainscope::probes {
 
-using probes::Kind;
+using instrument::EpochInfo;
+using instrument::EvalResult;
+using instrument::Evaluation;
+using instrument::RunContext;
+using instrument::Step;
+using instrument::TrainResult;
 
 struct ProbeObserver::Layer {
   probes::LayerInfo info;
@@ -44,15 +51,6 @@ std::string module_type(const torch::nn::Module* m, const std::string& functiona
   std::string t = colon == std::string::npos ? name : name.substr(colon + 2);
   if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
   return t;
-}
-
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 // Records each layer of one forward pass: name, type, module.
@@ -84,70 +82,50 @@ struct NonFiniteFinder : layers::LayerSubscriber {
 
 }  // namespace
 
-probes::ProbeSettings probe_settings(const Config& config) {
-  const ProbesConfig& c = config.probes;
-  probes::ProbeSettings s;
-  s.preset = c.preset;
-  s.every = c.every == "preset" ? 0 : std::stoll(c.every);
-  s.layers = c.layers;
-  s.types = split_list(c.types);
-  s.max_depth = static_cast<int>(c.max_depth);
-  for (const auto& k : split_list(c.kinds)) s.kinds.insert(probes::parse_kind(k));
-  s.histogram_bins = static_cast<int>(c.histogram_bins);
-  s.activation_samples = c.activation_samples;
-  s.test_every = c.test_every;
-  s.workers = static_cast<int>(c.workers);
-  s.queue_capacity = static_cast<size_t>(c.queue);
-  s.block_when_full = c.when_full == "block";
-  s.tensorboard = c.tensorboard;
-  s.alerts.patience = static_cast<int>(c.alert_patience);
-  s.alerts.update_ratio_high = c.alert_update_ratio_high;
-  s.alerts.update_ratio_low = c.alert_update_ratio_low;
-  s.alerts.dead_fraction = c.alert_dead_fraction;
-  s.alerts.grad_depth_ratio = c.alert_grad_depth_ratio;
-  s.alerts.overfit_drop = c.alert_overfit_drop;
-  return s;
-}
+ProbeObserver::ProbeObserver() : with_preset_(true) {}
 
-ProbeObserver::ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> extra)
-    : extra_(std::move(extra)) {}
+ProbeObserver::ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> subscribers)
+    : extra_(std::move(subscribers)), with_preset_(false) {}
 
 ProbeObserver::~ProbeObserver() = default;
 
 void ProbeObserver::on_run_begin(const RunContext& ctx) {
   settings_ = probe_settings(ctx.config);
   if (!settings_.enabled()) settings_.preset = "economy", settings_.kinds = {}, settings_.every = 0;
-  auto subs = ctx.config.probes.preset == "off" ? std::vector<std::shared_ptr<probes::Subscriber>>{}
-                                                : probes::builtin_subscribers(settings_);
+  auto subs = with_preset_ && ctx.config.section<ProbesConfig>().preset != "off"
+                  ? probes::builtin_subscribers(settings_)
+                  : std::vector<std::shared_ptr<probes::Subscriber>>{};
   subs.insert(subs.end(), extra_.begin(), extra_.end());
   std::vector<std::shared_ptr<probes::Output>> outputs = {probes::store_output(ctx.run),
                                                           probes::console_output()};
   if (settings_.tensorboard) {
-    fs::path dir = fs::temp_directory_path() / ("trainscope-tb-" + ctx.run.uuid().substr(0, 8));
+    fs::path dir =
+        fs::temp_directory_path() / ("trainscope-tb-" + core::short_uuid(ctx.run.uuid()));
     tfevents_ = std::make_shared<probes::TfEventsWriter>(dir);
     outputs.push_back(tfevents_);
   }
   probes::HubOptions o{settings_.workers, settings_.queue_capacity, settings_.block_when_full,
                        settings_.period()};
   hub_ = std::make_unique<probes::Hub>(std::move(subs), std::move(outputs), o);
-  discover_layers(ctx);
+  // Which layers there are, from a training batch; a source without
+  // training inputs gives its first step's.
+  if (auto sample = ctx.source.train_inputs(2); sample.defined()) discover_layers(ctx, sample);
 }
 
 namespace {
 
-// The layers of one forward pass over the first training examples, in
-// forward order; nothing of the model changes (eval mode, no gradients).
-std::vector<LayerLister::Seen> list_layers(const Config& c, Classifier& model,
-                                           const DataSplits& data) {
+// The layers of one forward pass over `sample`, in forward order; nothing
+// of the model changes (eval mode, no gradients).
+std::vector<LayerLister::Seen> list_layers(instrument::Source& source,
+                                           const torch::Tensor& sample) {
   LayerLister lister;
   torch::NoGradGuard no_grad;
+  torch::nn::Module& model = source.model();
   bool was_training = model.is_training();
   model.eval();  // no dropout draw, no batch-norm statistics update
   {
     layers::Subscription sub(lister);
-    const Dataset& train = data.train;
-    model.forward(to_input(train.images.narrow(0, 0, std::min<int64_t>(2, train.size())), data.mean,
-                           data.std, dtype_of(c), channels_last(c)));
+    source.forward(sample);
   }
   model.train(was_training);
   return lister.seen;
@@ -158,30 +136,39 @@ probes::LayerInfo layer_info(const LayerLister::Seen& s, size_t index) {
           static_cast<int>(index)};
 }
 
-[[noreturn]] void fail_no_layer(const Config& c, const probes::ProbeSettings& settings,
+[[noreturn]] void fail_no_layer(const config::Config& c, const std::string& model,
+                                const probes::ProbeSettings& settings,
                                 const std::vector<LayerLister::Seen>& seen) {
+  if (seen.empty())
+    core::fail(core::ErrorKind::kUsage,
+               "probes: model '{}' publishes no layer events, so there is nothing to probe: name "
+               "its layers with layers::run_layer(), or call trainscope::layers::instrument(model) "
+               "once after building it (trainscope/layers/layers.h)",
+               model);
   std::string all;
   for (const auto& s : seen) all += (all.empty() ? "" : ", ") + s.name + " (" + s.type + ")";
-  core::fail(core::ErrorKind::kUsage,
-             "probes: no layer matches layers '{}'{}{}; the layers of {} are: {}", settings.layers,
-             settings.types.empty() ? "" : ", types " + c.probes.types,
-             settings.max_depth ? fmt::format(", max_depth {}", settings.max_depth) : "",
-             c.model.name, all);
+  core::fail(
+      core::ErrorKind::kUsage, "probes: no layer matches layers '{}'{}{}; the layers of {} are: {}",
+      settings.layers, settings.types.empty() ? "" : ", types " + c.section<ProbesConfig>().types,
+      settings.max_depth ? fmt::format(", max_depth {}", settings.max_depth) : "", model, all);
 }
 
 }  // namespace
 
-void check_probe_layers(const Config& config, Classifier& model, const DataSplits& data) {
-  if (config.probes.preset == "off") return;
+void check_probe_layers(const config::Config& config, instrument::Source& source) {
+  if (config.section<ProbesConfig>().preset == "off") return;
+  const torch::Tensor sample = source.train_inputs(2);
+  if (!sample.defined()) return;  // checked on the run's first step
   const probes::ProbeSettings settings = probe_settings(config);
-  const auto seen = list_layers(config, model, data);
+  const auto seen = list_layers(source, sample);
   for (size_t i = 0; i < seen.size(); ++i)
     if (probes::layer_selected(settings, layer_info(seen[i], i))) return;
-  fail_no_layer(config, settings, seen);
+  fail_no_layer(config, source.model_name(), settings, seen);
 }
 
-void ProbeObserver::discover_layers(const RunContext& ctx) {
-  const auto seen = list_layers(ctx.config, ctx.model, ctx.data);
+void ProbeObserver::discover_layers(const RunContext& ctx, const torch::Tensor& sample) {
+  discovered_ = true;
+  const auto seen = list_layers(ctx.source, sample);
   for (size_t i = 0; i < seen.size(); ++i) {
     const auto& s = seen[i];
     const probes::LayerInfo info = layer_info(s, i);
@@ -196,7 +183,7 @@ void ProbeObserver::discover_layers(const RunContext& ctx) {
     by_name_[s.name] = layer.get();
     layers_.push_back(std::move(layer));
   }
-  if (layers_.empty()) fail_no_layer(ctx.config, settings_, seen);
+  if (layers_.empty()) fail_no_layer(ctx.config, ctx.source.model_name(), settings_, seen);
 }
 
 ProbeObserver::Layer* ProbeObserver::selected(const std::string& name) {
@@ -246,14 +233,15 @@ void ProbeObserver::find_forward_origin(const RunContext& ctx, const Step& step)
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> buffers, saved;
     for (auto& b : ctx.model.buffers()) buffers.push_back(b), saved.push_back(b.clone());
-    at::Generator gen = ctx.dropout_generator;  // a handle on the run's dropout stream
-    torch::Tensor gen_state = gen.get_state();
+    // A handle on the run's dropout stream, if the source has one.
+    std::optional<at::Generator> gen = ctx.source.dropout_generator();
+    torch::Tensor gen_state = gen ? gen->get_state() : torch::Tensor();
     {
       layers::Subscription sub(finder);
-      ctx.model.forward(step.data->x);
+      ctx.source.forward(step.inputs);
     }
     for (size_t i = 0; i < buffers.size(); ++i) buffers[i].copy_(saved[i]);
-    gen.set_state(gen_state);
+    if (gen) gen->set_state(gen_state);
   }
   probes::Alert a{"nan_origin", finder.layer, position(step), {}};
   if (finder.layer.empty()) {
@@ -311,12 +299,9 @@ void ProbeObserver::on_after_backward(const RunContext& ctx, const Step& step) {
 // Each selected layer's output on the reference batch: eval mode and no
 // gradients, so no dropout draw and no batch-norm statistics change.
 void ProbeObserver::capture_reference(const RunContext& ctx) {
-  const Config& c = ctx.config;
-  if (!reference_.defined()) {
-    const Dataset& test = ctx.data.test;
-    reference_ = to_input(test.images.narrow(0, 0, std::min<int64_t>(256, test.size())),
-                          ctx.data.mean, ctx.data.std, dtype_of(c), channels_last(c));
-  }
+  // The first test inputs; a source without a test set has no reference.
+  if (!reference_.defined()) reference_ = ctx.source.test_inputs(256);
+  if (!reference_.defined()) return;
   struct Capture : layers::LayerSubscriber {
     ProbeObserver* self;
     void on_forward(const layers::ForwardEvent& e) override {
@@ -331,7 +316,7 @@ void ProbeObserver::capture_reference(const RunContext& ctx) {
   ctx.model.eval();
   {
     layers::Subscription sub(capture);
-    ctx.model.forward(reference_);
+    ctx.source.forward(reference_);
   }
   ctx.model.train(was_training);
 }
@@ -346,7 +331,7 @@ void ProbeObserver::on_after_step(const RunContext& ctx, const Step& step) {
     m.correct = ctx.position.epoch_correct - correct_before_;
     m.samples = step.samples;
     if (hub_->wants_batch_tensors()) {
-      m.labels = copy(step.data->y);
+      m.labels = copy(step.targets);
       m.output = copy(step.output);
     }
     metas_.push_back(std::move(m));
@@ -381,12 +366,8 @@ void ProbeObserver::publish_step(const RunContext& ctx, const Step& step) {
 // Accuracy on (up to) the first 1000 test examples, as an evaluation of
 // split "test_probe": not a published layer event, no model state changed.
 void ProbeObserver::probe_test_accuracy(const RunContext& ctx, int64_t step) {
-  const Config& c = ctx.config;
-  const Dataset& test = ctx.data.test;
-  Dataset part = test.select(torch::arange(std::min<int64_t>(1000, test.size())));
-  EvalResult r =
-      evaluate(ctx.model, part, ctx.data, c.eval.batch_size, dtype_of(c), channels_last(c));
-  publish_evaluation("test_probe", r, {step, ctx.position.epoch, ctx.position.batch});
+  if (auto r = ctx.source.evaluate_test(1000))
+    publish_evaluation("test_probe", *r, {step, ctx.position.epoch, ctx.position.batch});
 }
 
 // An evaluation as a meta packet, handed over with the batches before it.
@@ -405,6 +386,7 @@ void ProbeObserver::publish_evaluation(const std::string& split, const EvalResul
 
 void ProbeObserver::on_batch_end(const RunContext& ctx, const Step& step) {
   subscription_.reset();
+  if (!discovered_ && step.inputs.defined()) discover_layers(ctx, step.inputs);
   due_.clear();
 }
 
@@ -436,4 +418,19 @@ void ProbeObserver::on_run_end(const RunContext& ctx, const TrainResult& result)
   }
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::probes
+
+namespace trainscope::probes {
+
+TRAINSCOPE_UNIT(probes, instrument::Unit{.name = "probes",
+                                         .order = 60,
+                                         .observers =
+                                             [](const config::Config& c) {
+                                               instrument::Observers out;
+                                               if (c.section<ProbesConfig>().preset != "off")
+                                                 out.push_back(std::make_shared<ProbeObserver>());
+                                               return out;
+                                             },
+                                         .check = check_probe_layers});
+
+}  // namespace trainscope::probes

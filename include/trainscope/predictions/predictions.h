@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace trainscope::study {
+namespace trainscope::predictions {
 
 inline constexpr const char* kPredictionsArtifact = "predictions/test.bin";
 inline constexpr const char* kPredictionsKind = "predictions";
@@ -26,4 +26,4 @@ void write_predictions(std::ostream& out, const Predictions& p);
 // Throws core::Error naming the file when it is not a predictions file.
 Predictions read_predictions(const std::filesystem::path& file);
 
-}  // namespace trainscope::study
+}  // namespace trainscope::predictions

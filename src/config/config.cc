@@ -1,4 +1,4 @@
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 
 #include <fmt/ranges.h>
 #include <sys/resource.h>
@@ -13,15 +13,16 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
+#include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
-#include "trainscope/probes/probes.h"
 
-namespace trainscope::train {
+namespace trainscope::config {
 using core::Error;
 using core::ErrorKind;
 using core::fail;
@@ -29,29 +30,8 @@ using core::format_double;
 
 namespace {
 
-enum class Kind { kInt, kDouble, kBool, kString, kIntList };
-
-// Limits of the keys that count things. Each is far above any training this
-// machine could run, and low enough that no product of two of them
-// overflows an int64 (steps per epoch x epochs, samples x bytes).
+// The largest value of an int64 key without a bound of its own.
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMaxSamples = 1'000'000'000;    // dataset sizes and subsets
-constexpr int64_t kMaxEpochs = 1'000'000;         // epochs and epoch counts
-constexpr int64_t kMaxSteps = 1'000'000'000'000;  // step counts and periods
-constexpr int64_t kMaxBatch = 1 << 24;            // batch sizes
-constexpr int64_t kMaxThreads = 1024;             // thread counts
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The values a double key accepts: lo..hi, either end open; NaN and the
-// infinities are outside every interval.
-struct Interval {
-  double lo, hi;
-  bool lo_open, hi_open;
-};
-constexpr Interval kUnit{0, 1, false, false};           // [0, 1]
-constexpr Interval kUnitBelowOne{0, 1, false, true};    // [0, 1)
-constexpr Interval kPositive{0, kInf, true, true};      // finite, > 0
-constexpr Interval kNonNegative{0, kInf, false, true};  // finite, >= 0
 
 std::string int_range(int64_t lo, int64_t hi) {
   if (hi == kMaxInt) return fmt::format(">= {}", lo);
@@ -81,19 +61,6 @@ std::string double_violation(double v, const Interval& r) {
   if (contains(r, v)) return {};
   return fmt::format("must be {} (got {})", double_range(r), format_double(v));
 }
-
-struct Field {
-  const char* key;
-  const char* help;
-  Kind kind;
-  std::vector<std::string> choices;  // for kString enums; empty: free text
-  std::function<std::string(const Config&)> get;
-  std::function<void(Config&, const std::string&)> set;
-  // What is wrong with the key's value in a config (empty: nothing), and
-  // the values it accepts, for messages and `config keys`.
-  std::function<std::string(const Config&)> check;
-  std::string range;
-};
 
 std::string fmt_int_list(const std::vector<int64_t>& v) {
   std::string s = "[";
@@ -154,21 +121,21 @@ std::string fmt_num(double d) { return format_double(d); }
 
 // A count that may also be one of `words` ("auto", ...): empty when `v` is
 // one, else what is wrong with it.
-std::string count_violation(const std::string& v, std::initializer_list<const char*> words,
-                            int64_t lo, int64_t hi) {
-  for (const char* w : words)
+std::string count_violation_of(const std::string& v, const std::vector<std::string>& words,
+                               int64_t lo, int64_t hi) {
+  for (const auto& w : words)
     if (v == w) return {};
   int64_t n = 0;
   auto r = std::from_chars(v.data(), v.data() + v.size(), n);
   if (r.ec == std::errc() && r.ptr == v.data() + v.size() && n >= lo && n <= hi) return {};
   std::string allowed;
-  for (const char* w : words) allowed += std::string(w) + ", ";
+  for (const auto& w : words) allowed += w + ", ";
   return fmt::format("must be {}or an integer {} (got '{}')", allowed, int_range(lo, hi), v);
 }
 
 // Free text: at most `max` bytes, no control characters (a message or a
 // table that shows it stays one line).
-std::string text_violation(const std::string& v, size_t min, size_t max) {
+std::string text_violation_of(const std::string& v, size_t min, size_t max) {
   if (v.size() < min) return "must not be empty";
   if (v.size() > max) return fmt::format("must be at most {} bytes (got {})", max, v.size());
   for (unsigned char ch : v)
@@ -222,7 +189,7 @@ std::string text_violation(const std::string& v, size_t min, size_t max) {
 std::vector<Field> run_and_seed_fields() {
   return {
       TS_TEXT("run.experiment", run.experiment, "Experiment the run is recorded under",
-              "1 to 256 bytes of text", text_violation(v, 1, 256)),
+              "1 to 256 bytes of text", text_violation_of(v, 1, 256)),
       TS_INT("seeds.master", seeds.master, 0, kMaxInt,
              "Master seed; every named stream derives from it"),
       TS_INT("seeds.init", seeds.init, -1, kMaxInt,
@@ -239,7 +206,7 @@ std::vector<Field> data_fields() {
       TS_ENUM("data.dataset", data.dataset, "Dataset", "fashion-mnist", "mnist", "cifar10",
               "cifar100", "synthetic"),
       TS_TEXT("data.path", data.path, "Folder with the dataset files (empty: its default)",
-              "a path of at most 4096 bytes", text_violation(v, 0, 4096)),
+              "a path of at most 4096 bytes", text_violation_of(v, 0, 4096)),
       TS_DBL("data.val_fraction", data.val_fraction, kUnitBelowOne,
              "Fraction of train held out for validation"),
       TS_INT("data.train_subset", data.train_subset, 0, kMaxSamples,
@@ -253,7 +220,7 @@ std::vector<Field> data_fields() {
       TS_BOOL("data.hflip", data.hflip, "Random horizontal-flip augmentation"),
       TS_TEXT("data.prefetch", data.prefetch,
               "Batches prepared ahead on a worker thread (auto: 2 if a core is spare, else 0)",
-              "auto or an integer in [0, 64]", count_violation(v, {"auto"}, 0, 64)),
+              "auto or an integer in [0, 64]", count_violation_of(v, {"auto"}, 0, 64)),
       TS_INT("data.synthetic.size", data.synthetic.size, 1, kMaxSamples,
              "Synthetic dataset: samples"),
       TS_INT("data.synthetic.classes", data.synthetic.classes, 2, 100000,
@@ -357,94 +324,29 @@ std::vector<Field> compute_fields() {
               "libtorch intra- and inter-op threads (auto: the physical cores available; "
               "default: libtorch's choice); more than the CPUs is warned about",
               "auto, default, 0 or an integer in [1, 1024]",
-              count_violation(v, {"auto", "default", "0"}, 1, kMaxThreads)),
+              count_violation_of(v, {"auto", "default", "0"}, 1, kMaxThreads)),
       TS_ENUM("compute.memory_format", compute.memory_format,
               "Layout of images, conv weights and activations", "contiguous", "channels_last"),
       TS_TEXT("compute.blas_threads", compute.blas_threads,
               "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)",
-              "auto or an integer in [1, 1024]", count_violation(v, {"auto"}, 1, kMaxThreads)),
+              "auto or an integer in [1, 1024]", count_violation_of(v, {"auto"}, 1, kMaxThreads)),
       TS_BOOL("allocator.keep_memory", allocator.keep_memory,
               "Keep freed tensor memory in the process instead of returning it to the OS and "
               "page-faulting it back every step (glibc: no mmap, no trim)"),
   };
 }
 
-std::vector<Field> recording_fields() {
+std::vector<Field> checkpoint_fields() {
   return {
       TS_INT("checkpoint.every_epochs", checkpoint.every_epochs, 0, kMaxEpochs,
              "Checkpoint every N epochs (0: off)"),
       TS_INT("checkpoint.every_steps", checkpoint.every_steps, 0, kMaxSteps,
              "Checkpoint every N steps (0: off)"),
-      TS_INT("fingerprint.every_steps", fingerprint.every_steps, 0, kMaxSteps,
-             "Hash every parameter, buffer and the loss every N steps (0: off)"),
-      TS_BOOL("profile.enabled", profile.enabled, "Per-layer time profiling"),
-      TS_INT("profile.warmup_steps", profile.warmup_steps, 0, kMaxSteps,
-             "Steps before the first profiled one"),
-      TS_INT("profile.every", profile.every, 1, kMaxSteps,
-             "Profile every Nth step after the warm-up"),
   };
 }
 
-// probes.kinds: each a kind probes::parse_kind knows.
-std::string kinds_violation(const std::string& kinds) {
-  std::stringstream ss(kinds);
-  std::string k;
-  try {
-    while (std::getline(ss, k, ','))
-      if (!k.empty()) probes::parse_kind(k);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return text_violation(kinds, 0, 1024);
-}
-
-std::vector<Field> probe_fields() {
+std::vector<Field> determinism_fields() {
   return {
-      TS_ENUM("probes.preset", probes.preset, "Live per-layer probes", "off", "economy", "standard",
-              "full"),
-      TS_TEXT("probes.every", probes.every, "Probe steps N, 2N, ... (preset: 10, full 1)",
-              "preset or an integer >= 1", count_violation(v, {"preset"}, 1, kMaxSteps)),
-      TS_TEXT("probes.layers", probes.layers, "Glob over layer names to probe",
-              "a glob of 1 to 1024 bytes", text_violation(v, 1, 1024)),
-      TS_TEXT("probes.types", probes.types, "Comma-separated module types to probe (empty: all)",
-              "at most 1024 bytes", text_violation(v, 0, 1024)),
-      TS_INT("probes.max_depth", probes.max_depth, 0, 1000,
-             "Deepest layer name level to probe (0: any)"),
-      TS_TEXT("probes.kinds", probes.kinds, "Comma-separated kinds narrowing the preset's",
-              "kinds as `trainscope probes --help` lists them", kinds_violation(v)),
-      TS_INT("probes.histogram_bins", probes.histogram_bins, 2, 10000, "Bins per histogram"),
-      TS_INT("probes.activation_samples", probes.activation_samples, 0, kMaxBatch,
-             "Examples of the batch whose activations and layer gradients are probed (0: all)"),
-      TS_INT("probes.test_every", probes.test_every, 0, kMaxSteps,
-             "Test accuracy every N steps (0: off)"),
-      TS_INT("probes.workers", probes.workers, 1, 64, "Threads computing the probes"),
-      TS_INT("probes.queue", probes.queue, 1, 65536, "Packets waiting per probe worker"),
-      TS_ENUM("probes.when_full", probes.when_full, "When the queue is full", "block", "drop"),
-      TS_BOOL("probes.tensorboard", probes.tensorboard, "Write a TensorBoard event file"),
-      TS_INT("probes.alert_patience", probes.alert_patience, 1, 1000000,
-             "Consecutive observations before an alert"),
-      TS_DBL("probes.alert_update_ratio_high", probes.alert_update_ratio_high, kPositive,
-             "Update/weight ratio above which the learning rate is too high"),
-      TS_DBL("probes.alert_update_ratio_low", probes.alert_update_ratio_low, kNonNegative,
-             "Update/weight ratio below which the learning rate is too low"),
-      TS_DBL("probes.alert_dead_fraction", probes.alert_dead_fraction,
-             (Interval{0, 1, true, false}), "Fraction of dead ReLU units that raises an alert"),
-      TS_DBL("probes.alert_grad_depth_ratio", probes.alert_grad_depth_ratio,
-             (Interval{1, kInf, false, true}),
-             "First/last layer gradient-norm ratio that raises an alert"),
-      TS_DBL("probes.alert_overfit_drop", probes.alert_overfit_drop, kUnit,
-             "Test-accuracy drop from its best (train rising) that means overfitting"),
-  };
-}
-
-std::vector<Field> monitor_fields() {
-  return {
-      TS_DBL("monitor.interval_s", monitor.interval_s, (Interval{0, 3600, false, false}),
-             "Resource sampling interval, 0 (off) or at least 0.05 s"),
-      TS_DBL("monitor.carbon_kg_per_kwh", monitor.carbon_kg_per_kwh,
-             (Interval{0, 10, false, false}), "Grid carbon intensity for CO2"),
-      TS_DBL("monitor.cpu_tdp_watts", monitor.cpu_tdp_watts, (Interval{0, 100000, false, false}),
-             "CPU TDP for the energy estimate without RAPL (0: 10 W per physical core)"),
       TS_BOOL("determinism.deterministic_algorithms", determinism.deterministic_algorithms,
               "libtorch's deterministic-algorithms switch"),
       TS_BOOL("determinism.mkldnn", determinism.mkldnn, "Use oneDNN (mkldnn) kernels"),
@@ -455,24 +357,54 @@ std::vector<Field> monitor_fields() {
   };
 }
 
+// The capabilities' sections, in order; a version that changes with every
+// registration, so that fields() can tell when to rebuild.
+struct Registry {
+  std::mutex mu;
+  std::vector<Section> sections;
+  int version = 0;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+// The schema: the loop's sections, the capabilities' (in their order), then
+// determinism, as configs have always been printed.
+std::vector<Field> build_fields(const std::vector<Section>& units) {
+  std::vector<Field> all;
+  auto add = [&](std::vector<Field> f) {
+    all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
+  };
+  for (auto part : {run_and_seed_fields, data_fields, model_fields, optimizer_fields,
+                    schedule_fields, loop_fields, compute_fields, checkpoint_fields})
+    add(part());
+  for (const auto& u : units) add(u.fields);
+  add(determinism_fields());
+  return all;
+}
+
 const std::vector<Field>& fields() {
-  static const std::vector<Field> kFields = [] {
-    std::vector<Field> all;
-    for (auto part :
-         {run_and_seed_fields, data_fields, model_fields, optimizer_fields, schedule_fields,
-          loop_fields, compute_fields, recording_fields, probe_fields, monitor_fields}) {
-      auto f = part();
-      all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
-    }
-    return all;
-  }();
-  return kFields;
+  // Rebuilt when a section registers (a program's own capability may do so
+  // after the library's first parse); then shared read-only.
+  static std::vector<Field> cached;
+  static int cached_version = -1;
+  static std::mutex mu;
+  Registry& r = registry();
+  std::lock_guard lock(mu);
+  std::lock_guard rlock(r.mu);
+  if (cached_version != r.version) {
+    cached = build_fields(r.sections);
+    cached_version = r.version;
+  }
+  return cached;
 }
 
 // An earlier spelling of `key`, replaced by its sectioned key; `noted`
 // collects the spellings met, for the caller to mention.
 std::string current_key(const std::string& key, std::vector<std::string>* noted) {
-  if (key == "probes") return "probes.preset";  // `probes: standard`, `--set probes=full`
+  for (const auto& sec : sections())  // `probes: standard`, `--set probes=full`
+    if (!sec.shorthand.empty() && key == sec.name) return sec.name + "." + sec.shorthand;
   const auto& renamed = renamed_config_keys();
   auto it = renamed.find(key);
   if (it == renamed.end()) return key;
@@ -654,16 +586,9 @@ void validate_together(const Config& c, const Where& where) {
   if (c.optimizer.nesterov && c.optimizer.momentum <= 0)
     refuse(where, {"optimizer.nesterov", "optimizer.momentum"}, "optimizer.nesterov",
            "needs optimizer.momentum > 0");
-  if (c.monitor.interval_s > 0 && c.monitor.interval_s < 0.05)
-    refuse(where, {"monitor.interval_s"}, "monitor.interval_s",
-           fmt::format("must be at least 0.05 s, or 0 to turn sampling off (got {})",
-                       format_double(c.monitor.interval_s)));
-  if (!(c.probes.alert_update_ratio_low < c.probes.alert_update_ratio_high))
-    refuse(where, {"probes.alert_update_ratio_low", "probes.alert_update_ratio_high"},
-           "probes.alert_update_ratio_low",
-           fmt::format("must be below probes.alert_update_ratio_high ({}) (got {})",
-                       format_double(c.probes.alert_update_ratio_high),
-                       format_double(c.probes.alert_update_ratio_low)));
+  for (const auto& sec : sections())
+    if (sec.check_together)
+      if (auto v = sec.check_together(c)) refuse(where, v->keys, v->subject, v->why);
   if (c.data.dataset == "synthetic") check_synthetic(c, where);
 }
 
@@ -870,4 +795,95 @@ std::vector<std::pair<std::string, std::string>> config_keys() {
   return out;
 }
 
-}  // namespace trainscope::train
+// --- the capabilities' sections ------------------------------------------------
+
+std::string text_violation(const std::string& v, size_t min, size_t max) {
+  return text_violation_of(v, min, max);
+}
+
+std::string count_violation(const std::string& v, const std::vector<std::string>& words, int64_t lo,
+                            int64_t hi) {
+  return count_violation_of(v, words, lo, hi);
+}
+
+namespace detail {
+
+Field int_field(std::string key, std::string help, int64_t lo, int64_t hi,
+                std::function<int64_t(const Config&)> get,
+                std::function<void(Config&, int64_t)> set) {
+  const std::string range = int_range(lo, hi);
+  return Field{
+      key,
+      std::move(help),
+      Kind::kInt,
+      {},
+      [get](const Config& c) { return std::to_string(get(c)); },
+      [key, range, set](Config& c, const std::string& v) { set(c, parse_int(key, v, range)); },
+      [get, lo, hi](const Config& c) { return int_violation(get(c), lo, hi); },
+      range};
+}
+
+Field double_field(std::string key, std::string help, Interval range,
+                   std::function<double(const Config&)> get,
+                   std::function<void(Config&, double)> set) {
+  return Field{key,
+               std::move(help),
+               Kind::kDouble,
+               {},
+               [get](const Config& c) { return fmt_num(get(c)); },
+               [key, set](Config& c, const std::string& v) { set(c, parse_double(key, v)); },
+               [get, range](const Config& c) { return double_violation(get(c), range); },
+               double_range(range)};
+}
+
+Field bool_field(std::string key, std::string help, std::function<bool(const Config&)> get,
+                 std::function<void(Config&, bool)> set) {
+  return Field{key,
+               std::move(help),
+               Kind::kBool,
+               {},
+               [get](const Config& c) { return std::string(get(c) ? "true" : "false"); },
+               [key, set](Config& c, const std::string& v) { set(c, parse_bool(key, v)); },
+               [](const Config&) { return std::string(); },
+               "true or false"};
+}
+
+Field string_field(std::string key, std::string help, std::vector<std::string> choices,
+                   std::string range, std::function<std::string(const std::string&)> check,
+                   std::function<std::string(const Config&)> get,
+                   std::function<void(Config&, const std::string&)> set) {
+  // The check reads the value with its own copy of `get` (the field's is
+  // moved in before the check is made).
+  auto checked = [get, check](const Config& c) { return check ? check(get(c)) : std::string(); };
+  return Field{std::move(key), std::move(help), Kind::kString,      std::move(choices),
+               std::move(get), std::move(set),  std::move(checked), std::move(range)};
+}
+
+}  // namespace detail
+
+void register_section(Section section) {
+  for (const auto& f : section.fields)
+    if (f.key.rfind(section.name + ".", 0) != 0)
+      fail(ErrorKind::kUsage, "config section {}: key '{}' is not in the section", section.name,
+           f.key);
+  for (const auto& f : build_fields({}))  // the loop's own sections
+    if (f.key.rfind(section.name + ".", 0) == 0)
+      fail(ErrorKind::kUsage, "config section {} is one of the training loop's", section.name);
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  for (const auto& other : r.sections)
+    if (other.name == section.name)
+      fail(ErrorKind::kUsage, "config section {} is registered twice", section.name);
+  auto at = std::upper_bound(r.sections.begin(), r.sections.end(), section.order,
+                             [](int order, const Section& s) { return order < s.order; });
+  r.sections.insert(at, std::move(section));
+  ++r.version;
+}
+
+std::vector<Section> sections() {
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  return r.sections;
+}
+
+}  // namespace trainscope::config

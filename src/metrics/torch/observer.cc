@@ -1,10 +1,13 @@
+// Metrics as a unit of any run.
+#include "trainscope/metrics/observer.h"
+
 #include <cmath>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/observers.h"
+#include "trainscope/instrument/unit.h"
 
-namespace trainscope::train {
+namespace trainscope::metrics {
 
 void MetricsObserver::on_run_begin(const RunContext& ctx) {
   if (!ctx.resumed) return;
@@ -25,7 +28,7 @@ void MetricsObserver::on_batch_end(const RunContext& ctx, const Step& step) {
   if (ctx.run.deleted())  // someone deleted the run: training it on records nothing
     core::fail(core::ErrorKind::kNotFound,
                "run {} was deleted from the store while it trained; stopped after step {}",
-               ctx.run.uuid().substr(0, 8), step.number);
+               core::short_uuid(ctx.run.uuid()), step.number);
   // Another process took the run over (or it was marked killed while this
   // one was paused): training on would record nothing.
   if (ctx.run.lease_lost()) ctx.run.check();
@@ -81,4 +84,10 @@ void MetricsObserver::on_run_end(const RunContext& ctx, const TrainResult& resul
     ctx.run.set_tag("target_accuracy.reached_at_epoch", "not reached");
 }
 
-}  // namespace trainscope::train
+TRAINSCOPE_UNIT(metrics, instrument::Unit{.name = "metrics",
+                                          .order = 20,
+                                          .observers = [](const Config&) -> instrument::Observers {
+                                            return {std::make_shared<MetricsObserver>()};
+                                          }});
+
+}  // namespace trainscope::metrics

@@ -1,5 +1,5 @@
 // The predictions artifact: write and read.
-#include "trainscope/study/predictions.h"
+#include "trainscope/predictions/predictions.h"
 
 #include <cerrno>
 #include <cstring>
@@ -7,7 +7,7 @@
 
 #include "trainscope/core/error.h"
 
-namespace trainscope::study {
+namespace trainscope::predictions {
 
 using core::ErrorKind;
 using core::fail;
@@ -64,4 +64,4 @@ Predictions read_predictions(const std::filesystem::path& file) {
   return p;
 }
 
-}  // namespace trainscope::study
+}  // namespace trainscope::predictions

@@ -24,24 +24,36 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/instrument/events.h"
 #include "trainscope/layers/layers.h"
 #include "trainscope/probes/builtin.h"
 #include "trainscope/probes/hub.h"
-#include "trainscope/train/events.h"
 
-namespace trainscope::train {
+namespace trainscope::probes {
 
-// The probe settings a config asks for.
-probes::ProbeSettings probe_settings(const Config& config);
-// Refuses (Error kUsage, listing the model's layers) probes that select no
-// layer of `model`, before a run is created for them. Nothing when probes
-// are off.
-void check_probe_layers(const Config& config, Classifier& model, const DataSplits& data);
+using instrument::EpochInfo;
+using instrument::EvalResult;
+using instrument::Evaluation;
+using instrument::RunContext;
+using instrument::Step;
+using instrument::TrainResult;
 
-class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
+// Refuses (Error kUsage, listing the model's layers, or naming the line
+// that gives a model layer events) probes that select no layer of the
+// source's model, before a run is created for them. Nothing when probes
+// are off or the source has no training inputs to look with.
+void check_probe_layers(const config::Config& config, instrument::Source& source);
+
+// The probes' unit attaches one with the config's preset (probes.preset
+// != off); a user attaches subscribers of their own like any observer:
+//   trainer.add_observer(std::make_shared<probes::ProbeObserver>(
+//       std::vector<std::shared_ptr<probes::Subscriber>>{mine}));
+// with the config's probe settings (period, layers, outputs) and without
+// the preset's subscribers (the unit's observer runs those).
+class ProbeObserver : public instrument::TrainObserver, public layers::LayerSubscriber {
  public:
-  // `extra`: the user's own subscribers, beside the preset's.
-  explicit ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> extra = {});
+  ProbeObserver();  // the preset's subscribers
+  explicit ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> subscribers);
   ~ProbeObserver() override;
 
   void on_run_begin(const RunContext& ctx) override;
@@ -61,7 +73,7 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
  private:
   struct Layer;
   Layer* selected(const std::string& name);
-  void discover_layers(const RunContext& ctx);
+  void discover_layers(const RunContext& ctx, const torch::Tensor& sample);
   void publish_step(const RunContext& ctx, const Step& step);
   void find_forward_origin(const RunContext& ctx, const Step& step);
   void check_gradients(const Step& step);
@@ -73,6 +85,8 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   torch::Tensor sample(const torch::Tensor& t) const;  // the first activation_samples rows
 
   std::vector<std::shared_ptr<probes::Subscriber>> extra_;
+  bool with_preset_ = true;
+  bool discovered_ = false;
   probes::ProbeSettings settings_;
   std::unique_ptr<probes::Hub> hub_;
   std::shared_ptr<probes::Output> tfevents_;
@@ -87,4 +101,4 @@ class ProbeObserver : public TrainObserver, public layers::LayerSubscriber {
   bool nan_reported_ = false;
 };
 
-}  // namespace trainscope::train
+}  // namespace trainscope::probes

@@ -1,0 +1,34 @@
+// The libtorch part of the environment manifest (the env component's
+// libtorch half, in libtrainscope_train): libtorch's version and build, the
+// BLAS it really calls, its threads and the determinism flags in force.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "trainscope/env/manifest.h"
+
+namespace trainscope::env {
+
+// The BLAS library libtorch calls, found at run time by the API it exports
+// (OpenBLAS, BLIS, MKL; "reference" for one without a threads API).
+struct BlasLibrary {
+  std::string name;     // openblas | blis | mkl | reference
+  std::string version;  // as the library reports it ("" when it does not)
+  int threads = 1;      // threads it will use for one call
+};
+BlasLibrary blas_library();
+// Sets the BLAS's threads through its own API; false when it has none.
+bool set_blas_threads(int n);
+
+// libtorch version and build configuration, the BLAS actually loaded,
+// oneDNN, OpenMP/intra-/inter-op threads, determinism flags in force.
+Manifest capture_torch();
+
+// The whole manifest of a training run: machine + torch + data file hashes
+// + git of the config's repository.
+Manifest capture_run_environment(const std::vector<std::filesystem::path>& data_files,
+                                 const std::filesystem::path& config_path);
+
+}  // namespace trainscope::env

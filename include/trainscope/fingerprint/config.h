@@ -1,0 +1,15 @@
+// The fingerprint capability's config section: how often every parameter,
+// buffer and the loss are hashed (what `trainscope diff` and `rerun
+// --verify` compare).
+#pragma once
+
+#include <cstdint>
+
+namespace trainscope::fingerprint {
+
+struct FingerprintConfig {
+  static constexpr const char* kName = "fingerprint";
+  int64_t every_steps = 1;  // 0: off
+};
+
+}  // namespace trainscope::fingerprint

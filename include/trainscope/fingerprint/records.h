@@ -1,0 +1,44 @@
+// The fingerprint capability's records (Store::append_records): the names
+// of the tensors a run hashes, and one record per fingerprinted step.
+// Torch-free: readers (diff, the dashboard, tune) need no libtorch.
+//
+// Layouts (docs/store_format.md, "Records"):
+//   kind "fingerprint_tensors", key "", step 0: uvarint n, n x bytes name
+//   kind "fingerprints", key "", step S: the hashes of step S as uint64
+//     little-endian, in the order of the names (8 bytes each)
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainscope/store/store.h"
+
+namespace trainscope::fingerprint {
+
+inline constexpr const char* kNamesKind = "fingerprint_tensors";
+inline constexpr const char* kStepsKind = "fingerprints";
+
+// Hashes of every tensor of a model (and the loss) after one optimizer step.
+struct Fingerprint {
+  int64_t step = 0;
+  std::vector<uint64_t> hashes;  // one per name in FingerprintSet::names
+};
+
+struct FingerprintSet {
+  std::vector<std::string> names;  // tensor names, in forward order
+  std::vector<Fingerprint> steps;  // increasing step
+};
+
+store::Record names_record(const std::vector<std::string>& names);
+store::Record step_record(const Fingerprint& f, double wall_time = 0);
+
+// The tensor names a run's fingerprints hash; empty when it has none.
+// Throws Error(kStore) for a damaged record.
+std::vector<std::string> read_names(store::Store& store, std::string_view uuid);
+// The run's names and fingerprints in increasing step order (empty for a
+// run without any). Throws Error(kStore) for a damaged record.
+FingerprintSet read(store::Store& store, std::string_view uuid);
+
+}  // namespace trainscope::fingerprint

@@ -1,0 +1,58 @@
+// A capability is a unit: it brings, in its own folder, its config section
+// (config/section.h), the observers it attaches to a run (here) and the
+// records it writes (its own kinds of store records). Units register
+// themselves with one line in their own file, and every event source (the
+// Trainer, a user's loop, the Python package, a data-parallel rank) gets
+// every registered unit through its Instrumentation (instrumentation.h):
+//
+//   TRAINSCOPE_UNIT(fingerprint, instrument::Unit{
+//       .name = "fingerprint", .order = 30,
+//       .observers = [](const config::Config& c) -> instrument::Observers {
+//         if (c.section<FingerprintConfig>().every_steps == 0) return {};
+//         return {std::make_shared<FingerprintObserver>()};
+//       }});
+//
+// Thread-safety: units register while their library or program loads;
+// reading the list is safe from any thread afterwards.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainscope/instrument/events.h"
+
+namespace trainscope::instrument {
+
+using Observers = std::vector<std::shared_ptr<TrainObserver>>;
+
+struct Unit {
+  std::string name;  // the capability: "probes"
+  // Where its observers come among the units' (lower first); a run's own
+  // observers come after every unit's.
+  int order = 0;
+  // The observers it attaches to a run of this config: none when the
+  // config turns it off.
+  std::function<Observers(const Config&)> observers;
+  // Optional: refuses (Error kUsage, one line) a config it cannot serve on
+  // this source, before the run is created (probes that select no layer).
+  std::function<void(const Config&, Source&)> check;
+};
+
+// Runs every unit's check on a run of `config` from `source`.
+void check_units(const Config& config, Source& source);
+
+// Adds a unit. Throws Error(kUsage) when its name is taken.
+void register_unit(Unit unit);
+// Every registered unit, in order.
+std::vector<Unit> units();
+
+// Registers a unit while the library or program that defines it loads.
+#define TRAINSCOPE_UNIT(ID, ...)                                 \
+  static const bool trainscope_unit_##ID [[maybe_unused]] = [] { \
+    ::trainscope::instrument::register_unit(__VA_ARGS__);        \
+    return true;                                                 \
+  }()
+
+}  // namespace trainscope::instrument

@@ -1,0 +1,23 @@
+// Test predictions as a unit of any run: the last test evaluation's class
+// and top logit per example, written as the artifact predictions/test.bin
+// (predictions.h) when the run finishes, for studies' measures across runs.
+// Every run gets it (it needs only on_evaluation_end of split "test").
+#pragma once
+
+#include "trainscope/instrument/events.h"
+#include "trainscope/predictions/predictions.h"
+
+namespace trainscope::predictions {
+
+class PredictionsObserver : public instrument::TrainObserver {
+ public:
+  void on_evaluation_end(const instrument::RunContext& ctx,
+                         const instrument::Evaluation& evaluation) override;
+  void on_train_end(const instrument::RunContext& ctx,
+                    const instrument::TrainResult& result) override;
+
+ private:
+  Predictions last_;
+};
+
+}  // namespace trainscope::predictions

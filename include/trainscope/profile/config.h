@@ -1,0 +1,15 @@
+// The per-layer profiler's config section.
+#pragma once
+
+#include <cstdint>
+
+namespace trainscope::profile {
+
+struct ProfileConfig {
+  static constexpr const char* kName = "profile";
+  bool enabled = false;      // per-layer profiling (`trainscope profile` sets it)
+  int64_t warmup_steps = 5;  // never profile these first steps
+  int64_t every = 10;        // then profile every Nth step (1: every step)
+};
+
+}  // namespace trainscope::profile

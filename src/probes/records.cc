@@ -1,0 +1,83 @@
+// The probes' records: encoding and reading back.
+#include "trainscope/probes/records.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+#include "trainscope/core/util.h"
+#include "trainscope/store/payload.h"
+
+namespace trainscope::probes {
+
+namespace {
+uint64_t count(int64_t v) { return static_cast<uint64_t>(std::max<int64_t>(v, 0)); }
+}  // namespace
+
+store::Record histogram_record(const StepHistogram& s) {
+  const Histogram& h = s.histogram;
+  store::PayloadWriter w;
+  w.f64(std::isfinite(h.low) ? h.low : 0.0).f64(std::isfinite(h.high) ? h.high : 0.0);
+  w.uvarint(count(h.nan)).uvarint(count(h.pos_inf)).uvarint(count(h.neg_inf));
+  w.uvarint(h.counts.size());
+  for (int64_t c : h.counts) w.uvarint(count(c));
+  return {s.key, s.step, s.wall_time, w.take()};
+}
+
+std::string event_key(const std::string& kind, const std::string& name, const std::string& source) {
+  auto escaped = [](const std::string& s) {
+    std::string out;
+    for (char c : s) out += c == '%' ? "%25" : c == '/' ? "%2F" : std::string(1, c);
+    return out;
+  };
+  std::string key = escaped(kind) + "/" + escaped(name) + "/" + source;
+  if (key.size() <= store::kMaxRecordKeyBytes) return key;
+  return key.substr(0, store::kMaxRecordKeyBytes - 17) + "#" + core::sha256_hex(key).substr(0, 16);
+}
+
+store::Record event_record(const RunEvent& e) {
+  store::PayloadWriter w;
+  w.bytes(e.kind).bytes(e.name).bytes(e.source).bytes(e.message);
+  return {event_key(e.kind, e.name, e.source), e.step, e.wall_time, w.take()};
+}
+
+std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view uuid,
+                                           std::string_view key) {
+  std::vector<StepHistogram> out;
+  const auto records = key.empty() ? store.records(uuid, kHistogramsKind)
+                                   : store.records(uuid, kHistogramsKind, key);
+  for (const auto& rec : records) {
+    store::PayloadReader r(rec.payload, "histograms record " + rec.key + " of run " +
+                                            core::short_uuid(uuid) + ", step " +
+                                            std::to_string(rec.step));
+    StepHistogram s{rec.key, rec.step, rec.wall_time, {}};
+    Histogram& h = s.histogram;
+    h.low = r.f64();
+    h.high = r.f64();
+    h.nan = static_cast<int64_t>(r.uvarint());
+    h.pos_inf = static_cast<int64_t>(r.uvarint());
+    h.neg_inf = static_cast<int64_t>(r.uvarint());
+    h.counts.resize(r.count(1));
+    for (auto& c : h.counts) c = static_cast<int64_t>(r.uvarint());
+    r.finish();
+    out.push_back(std::move(s));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const StepHistogram& a, const StepHistogram& b) {
+    return std::tie(a.key, a.step) < std::tie(b.key, b.step);
+  });
+  return out;
+}
+
+std::vector<RunEvent> read_events(store::Store& store, std::string_view uuid) {
+  std::vector<RunEvent> out;
+  for (const auto& rec : store.records(uuid, kEventsKind)) {
+    store::PayloadReader r(rec.payload, "events record of run " + core::short_uuid(uuid) +
+                                            ", step " + std::to_string(rec.step));
+    RunEvent e{rec.step, rec.wall_time, r.bytes(), r.bytes(), r.bytes(), r.bytes()};
+    r.finish();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace trainscope::probes
