@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <new>
 #include <string_view>
 
 #include "commands.h"
@@ -128,6 +129,10 @@ int run(int argc, char** argv) {
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);
+    // Output that could not be written (a full disk, /dev/full) is an
+    // error, not a success with a truncated result.
+    std::cout.flush();
+    if (!std::cout) core::fail_writing("the output to stdout", errno);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every argument error is a usage error,
     // reported in one line like every other error.
@@ -141,6 +146,11 @@ int run(int argc, char** argv) {
   } catch (const core::Error& e) {
     print_error("", e.what());
     return exit_code(e.kind());
+  } catch (const std::bad_alloc&) {
+    print_error("",
+                "out of memory: the command needed more memory than this process may use; "
+                "lower the sizes it works on (batch, model, data, --n)");
+    return 1;
   } catch (const std::exception& e) {
     // Not one of ours (libtorch's c10::Error, std::bad_alloc, ...): a
     // defect to report, in one line; its text may hold a stack trace.

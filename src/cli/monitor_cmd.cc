@@ -33,10 +33,16 @@ void report_watch(const monitor::WatchResult& r) {
                  core::short_uuid(r.run_uuid), r.exit_code == 0 ? "finished" : "failed",
                  r.exit_code, r.samples, r.metric_lines, r.energy.kwh(),
                  r.energy.cpu_source == "rapl" ? "metered" : "estimated");
+  if (r.output_held)
+    core::log_warn(
+        "watch: a process the command started still held its output a second after the "
+        "command exited; not waited for (its later output is not recorded)");
   // trainscope exits as the watched program did.
   if (r.exit_code != 0)
     throw Exit(r.exit_code > 0 && r.exit_code < 256 ? r.exit_code : 1,
-               fmt::format("the command exited with code {}", r.exit_code));
+               r.signal > 0 ? fmt::format("the command was killed by signal {}",
+                                          monitor::signal_name(r.signal))
+                            : fmt::format("the command exited with code {}", r.exit_code));
 }
 
 void add_watch(CLI::App& app, Context& ctx) {
@@ -46,8 +52,9 @@ void add_watch(CLI::App& app, Context& ctx) {
   cmd->add_option("--name", o->name, "Run name (default: the command's name)");
   cmd->add_option("--experiment", o->experiment, "Experiment");
   cmd->add_option("--interval", o->interval_s, "Sampling interval in seconds")
-      ->check(CLI::Range(0.05, 3600.0));
-  cmd->add_option("--carbon", o->carbon_kg_per_kwh, "Grid carbon intensity, kg CO2 per kWh");
+      ->check(number_in(0.05, 3600.0));
+  cmd->add_option("--carbon", o->carbon_kg_per_kwh, "Grid carbon intensity, kg CO2 per kWh")
+      ->check(number_in(0, 10));
   cmd->add_option("COMMAND", o->command, "The command and its arguments, after --")
       ->required()
       ->expected(-1);
@@ -85,7 +92,8 @@ void add_resources(CLI::App& app, Context& ctx) {
   auto fmt_name = std::make_shared<std::string>("table");
   cmd->add_option("RUN", *ref, "Run")->required();
   cmd->add_option("--warmup", *warmup,
-                  "Exclude samples from the run's first S seconds (all kept if none remain)");
+                  "Exclude samples from the run's first S seconds (all kept if none remain)")
+      ->check(number_in(0, 1e9));
   cmd->add_option("--plot", *plot,
                   "Write resources_cpu.svg and resources_memory.svg to this folder");
   cmd->add_option("--format,-f", *fmt_name, "table, csv or json")
@@ -138,7 +146,8 @@ void add_report(CLI::App& app, Context& ctx) {
   auto refs = std::make_shared<std::vector<std::string>>();
   auto warmup = std::make_shared<double>(5.0);
   cmd->add_option("RUNS", *refs, "Runs to compare")->required()->expected(-1);
-  cmd->add_option("--warmup", *warmup, "Exclude the first S seconds of resource samples");
+  cmd->add_option("--warmup", *warmup, "Exclude the first S seconds of resource samples")
+      ->check(number_in(0, 1e9));
   set_example(cmd, "trainscope report throughput bs64 bs128 bs256 --json");
   cmd->callback([&ctx, refs, warmup] {
     auto store = ctx.reader();

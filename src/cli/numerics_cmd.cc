@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "output.h"
@@ -130,7 +131,8 @@ void add_sum(CLI::App* numerics, Context& ctx) {
   auto n = std::make_shared<int64_t>(1'000'000);
   auto seed = std::make_shared<uint64_t>(42);
   sum->add_option("--n", *n, "Vector length");
-  sum->add_option("--seed", *seed, "Seed of the values");
+  sum->add_option("--seed", *seed, "Seed of the values")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
   set_example(sum, "trainscope numerics sum --n 1000000 --seed 42");
   sum->callback([&ctx, n, seed] {
     auto rep = numerics::run_sum(*n, *seed);

@@ -1,8 +1,12 @@
 #include "output.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "trainscope/core/log.h"
@@ -53,6 +57,7 @@ void write_output(const std::string& out_path, const std::function<void(std::ost
   if (out_path.empty() || out_path == "-") {
     body(std::cout);
     std::cout.flush();
+    if (!std::cout) core::fail_writing("the output to stdout", errno);
     return;
   }
   core::write_file_atomically(out_path, body);
@@ -78,6 +83,44 @@ std::function<void(size_t, size_t)> counter(const std::string& what) {
     std::cerr << "\r\033[K[" << done << "/" << total << "] " << what << (done == total ? "\n" : "")
               << std::flush;
   };
+}
+
+namespace {
+
+// "1e+06" reads better as "1000000" in a range.
+std::string bound(double v) {
+  return v == std::floor(v) && std::fabs(v) < 1e15 ? fmt::format("{:.0f}", v)
+                                                   : fmt::format("{}", v);
+}
+
+}  // namespace
+
+CLI::Validator number_in(double lo, double hi) {
+  const std::string range = fmt::format("a number from {} to {}", bound(lo), bound(hi));
+  return CLI::Validator(
+      [lo, hi, range](std::string& in) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(in.c_str(), &end);
+        const bool whole = !in.empty() && end == in.c_str() + in.size() && errno != ERANGE;
+        if (whole && std::isfinite(v) && v >= lo && v <= hi) return {};
+        return fmt::format("{} is not {}", core::escape_for_display(in), range);
+      },
+      fmt::format("in [{}, {}]", bound(lo), bound(hi)));
+}
+
+CLI::Validator integer_in(int64_t lo, int64_t hi) {
+  const std::string range = fmt::format("a whole number from {} to {}", lo, hi);
+  return CLI::Validator(
+      [lo, hi, range](std::string& in) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long long v = std::strtoll(in.c_str(), &end, 10);
+        const bool whole = !in.empty() && end == in.c_str() + in.size() && errno != ERANGE;
+        if (whole && v >= lo && v <= hi) return {};
+        return fmt::format("{} is not {}", core::escape_for_display(in), range);
+      },
+      fmt::format("in [{}, {}]", lo, hi));
 }
 
 }  // namespace trainscope::cli

@@ -40,6 +40,14 @@ std::function<void(size_t done, size_t total)> counter(const std::string& what);
 void print_differences(std::ostream& out, const std::vector<env::Difference>& diffs,
                        const std::string& a_label, const std::string& b_label);
 
+// Checks of a numeric option's text before CLI11 converts it: a finite
+// decimal number in [lo, hi] (NaN and the infinities are outside every
+// range), or a whole number in [lo, hi] (no fraction, and no "-1" wrapped
+// into a huge unsigned value). A value outside is one line:
+// "--threads: 100000 is not a whole number from 1 to 256".
+CLI::Validator number_in(double lo, double hi);
+CLI::Validator integer_in(int64_t lo, int64_t hi);
+
 // Appends "Example:\n  <example>" to a command's help.
 inline void set_example(CLI::App* cmd, const std::string& example) {
   cmd->footer("\nExample:\n  " + example + "\n");

@@ -66,7 +66,7 @@ void add_grid_and_show(CLI::App* cmd, Context& ctx) {
                  "PyTorch profiler's key_averages().table() (0: all)")
       ->expected(0, 1)
       ->default_str("20")
-      ->check(CLI::NonNegativeNumber);
+      ->check(integer_in(0, 1'000'000'000));
   set_example(sh,
               "trainscope profile show alexnet_mini-profile --svg layers.svg --trace trace.json\n"
               "  trainscope profile show alexnet_mini-profile --ops 15");
@@ -119,7 +119,8 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   auto* pr =
       cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
   pr->add_option("CONFIG", a->config, "Config whose model to predict")->required();
-  pr->add_option("--batch", a->batch, "Batch size (default: the config's)");
+  pr->add_option("--batch", a->batch, "Batch size (default: the config's)")
+      ->check(integer_in(1, 1 << 24));
   pr->add_option("--set", a->sets, "Override a config key");
   pr->add_option("--model", a->model_file, "Cost model file");
   set_example(pr, "trainscope costmodel predict configs/vgg11_seed.yaml --batch 64");

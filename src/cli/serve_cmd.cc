@@ -65,7 +65,9 @@ void register_serve_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--token", o->token,
                   "Token clients must send (default: none on loopback, a random one otherwise)");
   cmd->add_flag("--allow-writes", o->allow_writes, "Let the API change tags (read-only otherwise)");
-  cmd->add_option("--threads", o->threads, "Worker threads")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "Worker threads")
+      ->capture_default_str()
+      ->check(integer_in(1, 256));
   set_example(cmd,
               "trainscope serve                  # then open http://127.0.0.1:8765/\n"
               "  trainscope serve --bind 0.0.0.0 --port 8080   # prints a URL with a token");

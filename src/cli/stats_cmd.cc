@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <limits>
 
 #include "commands.h"
 #include "output.h"
@@ -111,10 +112,12 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--ddof", a->options.ddof, "Delta degrees of freedom of the SD (default 1)")
       ->check(CLI::Range(0, 1));
   cmd->add_option("--ref-run", a->reference_run, "Diff% against this run's value");
-  cmd->add_option("--ref", a->reference_value, "Diff% against this value");
+  cmd->add_option("--ref", a->reference_value, "Diff% against this value")
+      ->check(number_in(-1e300, 1e300));
   cmd->add_option("--resamples", a->options.bootstrap_resamples, "Bootstrap resamples")
       ->check(CLI::Range(100, 10000000));
-  cmd->add_option("--seed", a->options.seed, "Seed of the bootstrap");
+  cmd->add_option("--seed", a->options.seed, "Seed of the bootstrap")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--shapiro-as-scipy", a->options.shapiro_as_scipy,
                 "Shapiro-Wilk in single precision, bit for bit as scipy.stats.shapiro");
   cmd->add_option("--format,-f", a->format, "text, json or csv")

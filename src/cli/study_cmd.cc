@@ -73,7 +73,7 @@ void add_max_runs(CLI::App* cmd, StudyArgs& a) {
   cmd->add_option("--max-runs", a.max_runs,
                   "Run a plan of up to this many runs (larger plans are refused with their size "
                   "and estimated time)")
-      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()))
+      ->check(integer_in(1, std::numeric_limits<int64_t>::max()))
       ->capture_default_str();
 }
 
@@ -117,6 +117,7 @@ void add_run(CLI::App* study, Context& ctx) {
     const study::StudyOptions o = planning_options(ctx, *a);
     auto store = ctx.store();
     study::StudySpec spec = study::plan_study(*store, study::load_study(a->file, a->quick), o);
+    study::check_name_free(*store, spec);  // before the plan is printed
     core::log_info("study {}: {}", spec.name,
                    study::estimate_text(study::estimate_plan(*store, spec, o)));
     finish(study::run_study(store, spec, o, progress_printer()));

@@ -103,17 +103,36 @@ bool parse_bool(const std::string& key, const std::string& v) {
 
 constexpr size_t kMaxListItems = 1000;
 
-std::vector<int64_t> parse_int_list(const std::string& key, std::string v,
+// "[1, 2, 3]" or "1,2,3" (a --set value, or a YAML list joined so): one
+// level of brackets at most, and no entry empty.
+std::vector<int64_t> parse_int_list(const std::string& key, const std::string& text,
                                     const std::string& range) {
-  std::erase_if(v, [](char c) { return c == '[' || c == ']' || c == ' '; });
+  auto trimmed = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  std::string_view v = trimmed(text);
+  if (v.size() >= 2 && v.front() == '[' && v.back() == ']') v = trimmed(v.substr(1, v.size() - 2));
+  const std::string shown = core::escape_for_display(std::string_view(text).substr(0, 60)) +
+                            (text.size() > 60 ? "..." : "");
+  if (v.find_first_of("[]{}") != std::string_view::npos)
+    fail(ErrorKind::kUsage, "{} takes one list of numbers ({}), not nested lists or mappings: '{}'",
+         key, range, shown);
   std::vector<int64_t> out;
-  std::stringstream ss(v);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(parse_int(key, item, range));
-  if (out.size() > kMaxListItems)
-    fail(ErrorKind::kUsage, "{} holds {} values; at most {} are allowed", key, out.size(),
-         kMaxListItems);
+  if (v.empty()) return out;
+  for (size_t at = 0; at <= v.size();) {
+    const size_t comma = std::min(v.find(',', at), v.size());
+    const std::string_view item = trimmed(v.substr(at, comma - at));
+    if (item.empty())
+      fail(ErrorKind::kUsage, "{}: the list '{}' has an empty entry (two commas, or one at an end)",
+           key, shown);
+    out.push_back(parse_int(key, std::string(item), range));
+    if (out.size() > kMaxListItems)
+      fail(ErrorKind::kUsage, "{} holds more than {} values; at most {} are allowed", key,
+           kMaxListItems, kMaxListItems);
+    at = comma + 1;
+  }
   return out;
 }
 
@@ -223,7 +242,7 @@ std::vector<Field> data_fields() {
               "auto or an integer in [0, 64]", count_violation_of(v, {"auto"}, 0, 64)),
       TS_INT("data.synthetic.size", data.synthetic.size, 1, kMaxSamples,
              "Synthetic dataset: samples"),
-      TS_INT("data.synthetic.classes", data.synthetic.classes, 2, 100000,
+      TS_INT("data.synthetic.classes", data.synthetic.classes, 2, 1000,
              "Synthetic dataset: classes"),
       TS_INT("data.synthetic.channels", data.synthetic.channels, 1, 1024,
              "Synthetic dataset: channels"),
@@ -430,6 +449,15 @@ const Field& find_field(const std::string& key, const std::string& source) {
          fmt::format(
              "{}", fmt::join(keys.begin(), keys.begin() + std::min<size_t>(4, keys.size()), ", ")),
          keys.size() > 4 ? ", ..." : "", keys.front());
+  // A mapping where one value belongs: `lr: {a: 1}` reads as optimizer.lr.a.
+  for (auto dot = key.rfind('.'); dot != std::string::npos && dot > 0;
+       dot = key.rfind('.', dot - 1)) {
+    const std::string prefix = key.substr(0, dot);
+    for (const auto& f : fields())
+      if (f.key == prefix)
+        fail(ErrorKind::kUsage, "{}: {} takes one value, not a mapping (got key '{}' under it)",
+             source, f.key, key.substr(dot + 1));
+  }
   // Suggest only a near miss: a third of the word at most (lr -> optimizer.lr,
   // optimizer.nam -> optimizer.name), never an unrelated key; farther
   // distances are not computed to the end.

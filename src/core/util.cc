@@ -191,6 +191,11 @@ void check_output_folder(const std::filesystem::path& path) {
          path.string(), dir.string(), why);
 }
 
+void fail_writing(const std::string& what, int err) {
+  fail(ErrorKind::kUsage, "cannot write {}: {}; free space or choose another place", what,
+       err ? std::strerror(err) : "the write failed");
+}
+
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body) {
   check_output_file(path);
@@ -200,7 +205,7 @@ void write_file_atomically(const std::filesystem::path& path,
     if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
     body(out);
     out.flush();
-    if (!out) fail(ErrorKind::kRuntime, "writing '{}' failed", path.string());
+    if (!out) fail_writing("'" + path.string() + "'", errno);
     return;
   }
   std::filesystem::path tmp = path;
@@ -217,8 +222,9 @@ void write_file_atomically(const std::filesystem::path& path,
     }
     out.flush();
     if (!out) {
+      const int err = errno;
       std::filesystem::remove(tmp, ec);
-      fail(ErrorKind::kRuntime, "writing '{}' failed (disk full?)", path.string());
+      fail_writing("'" + path.string() + "'", err);
     }
   }
   std::filesystem::rename(tmp, path, ec);

@@ -3,6 +3,7 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -51,9 +52,28 @@ void check_keys(const YAML::Node& map, const std::string& source) {
   }
 }
 
+// A tag of YAML's core schema ("!!str"), or none: anything else
+// ("!python/object") would be ignored by the reader.
+void check_tag(const YAML::Node& node, const std::string& source) {
+  const std::string& tag = node.Tag();
+  if (tag.empty() || tag == "?" || tag == "!" || tag.starts_with("tag:yaml.org,2002:")) return;
+  fail(ErrorKind::kUsage, "{}: line {}: tag '{}' is not supported and would be ignored; remove it",
+       source, line_of(node), escape_for_display(tag));
+}
+
 }  // namespace
 
 void check_yaml(std::string_view text, const std::string& source) {
+  // UTF-16 and UTF-32 hold NUL bytes; yaml-cpp reads them after their
+  // byte order mark.
+  const bool bom = text.starts_with("\xff\xfe") || text.starts_with("\xfe\xff") ||
+                   text.starts_with(std::string_view("\0\0\xfe\xff", 4));
+  if (const auto nul = text.find('\0'); !bom && nul != std::string_view::npos)
+    fail(ErrorKind::kUsage,
+         "{}: line {}: a NUL byte (a binary file, or UTF-16 without its byte order mark?); save "
+         "it as UTF-8 text",
+         source,
+         1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(nul), '\n'));
   const std::vector<YAML::Node> docs = load_documents(text, source);
   if (docs.empty()) return;
   // A walk with a stack of its own: the text may nest deeper than a
@@ -70,6 +90,7 @@ void check_yaml(std::string_view text, const std::string& source) {
     if (item.depth > kMaxNesting)
       fail(ErrorKind::kUsage, "{}: line {}: nested deeper than {} levels", source,
            line_of(item.node), kMaxNesting);
+    check_tag(item.node, source);
     if (item.node.IsMap()) check_keys(item.node, source);
     if (!item.node.IsMap() && !item.node.IsSequence()) continue;
     for (const auto& child : item.node) {
@@ -78,6 +99,7 @@ void check_yaml(std::string_view text, const std::string& source) {
              "{}: line {}: more than {} values (an alias counts each time it is used)", source,
              line_of(item.node), kMaxYamlValues);
       if (item.node.IsMap()) {
+        check_tag(child.first, source);
         if (!child.first.IsScalar()) todo.push_back({child.first, item.depth + 1});
         todo.push_back({child.second, item.depth + 1});
       } else {

@@ -1,10 +1,13 @@
 #include "trainscope/monitor/watch.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -88,16 +91,40 @@ pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
   return pid;
 }
 
+// How long the output is read after the program exited, for what it
+// wrote last; a process it started that keeps the output open (a daemon,
+// `sleep 90 &`) is not waited for beyond this.
+constexpr double kDrainSeconds = 1.0;
+
+// When the program exited (monotonic seconds; 0 while it runs), shared by
+// the pumps.
+struct Drain {
+  std::atomic<double> exited_at{0};
+  std::atomic<bool> held{false};  // the output was still open when reading stopped
+};
+
 // Copies what arrives on `fd` to `echo` and to `file` byte for byte, and
 // hands each line to the parser (MetricLineSplitter: memory and time stay
-// linear whatever the program prints).
-void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, std::mutex& mu) {
+// linear whatever the program prints), until the end of the output or
+// kDrainSeconds after the program exited.
+void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, std::mutex& mu,
+          Drain& drain) {
   std::ofstream out(file, std::ios::binary);
   MetricLineSplitter lines(parser, &mu);
   char buf[65536];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n < 0) continue;
+  for (;;) {
+    const double exited = drain.exited_at.load();
+    if (exited > 0 && core::monotonic_now() - exited > kDrainSeconds) {
+      drain.held = true;
+      break;
+    }
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
     fwrite(buf, 1, static_cast<size_t>(n), echo);
     fflush(echo);
     out.write(buf, n);
@@ -107,10 +134,22 @@ void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, st
   close(fd);
 }
 
-int wait_exit_code(pid_t pid) {
+// The program's exit code, or 128 + the signal that killed it (`signal`
+// set to it).
+}  // namespace
+
+std::string signal_name(int signal) {
+  const char* abbrev = sigabbrev_np(signal);
+  return fmt::format("{} (SIG{})", signal, abbrev ? abbrev : "?");
+}
+
+namespace {
+
+int wait_exit_code(pid_t pid, int& signal) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -133,6 +172,8 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
                     const fs::path& tmp) {
   run.log_metric("exit_code", r.exit_code, 0);
   run.set_tag("exit_code", std::to_string(r.exit_code));
+  if (r.signal > 0) run.set_tag("killed_by_signal", signal_name(r.signal));
+  if (r.output_held) run.set_tag("output.held_open_by_a_descendant", "true");
   r.metric_lines = parser.parsed();
   r.malformed_lines = parser.malformed();
   r.overlong_lines = parser.overlong();
@@ -200,13 +241,16 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   std::mutex mu;
   {
     SignalForwarding forwarding(pid);
+    Drain drain;
     std::thread t_out(pump, pipes.out[0], stdout, tmp / "stdout.txt", std::ref(parser),
-                      std::ref(mu));
+                      std::ref(mu), std::ref(drain));
     std::thread t_err(pump, pipes.err[0], stderr, tmp / "stderr.txt", std::ref(parser),
-                      std::ref(mu));
-    r.exit_code = wait_exit_code(pid);
+                      std::ref(mu), std::ref(drain));
+    r.exit_code = wait_exit_code(pid, r.signal);
+    drain.exited_at = core::monotonic_now();
     t_out.join();
     t_err.join();
+    r.output_held = drain.held;
   }
   r.energy = sampler.stop();
   r.samples = sampler.samples();

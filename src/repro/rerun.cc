@@ -35,8 +35,14 @@ void check_data_files(const env::Manifest& recorded, const store::RunInfo& orig,
 
 Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
             const RerunOptions& options) {
-  if (orig.config_text.empty())
-    fail(ErrorKind::kUsage, "run {} has no recorded config; only trained runs can be rerun",
+  if (auto what = train::not_a_training(*store, orig); !what.empty())
+    fail(ErrorKind::kUsage, "run {} is {}, not a training: only trained runs can be rerun",
+         core::short_uuid(orig.uuid), what);
+  if (auto tags = store->tags(orig.uuid);
+      tags.count("model.custom") && tags["model.custom"] == "true")
+    fail(ErrorKind::kUsage,
+         "run {} trained a model of its own, which trainscope cannot build again; rerun it with "
+         "the program that trained it",
          core::short_uuid(orig.uuid));
   train::Config cfg =
       train::parse_config(orig.config_text, {}, "run " + core::short_uuid(orig.uuid));

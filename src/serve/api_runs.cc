@@ -228,6 +228,17 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
 
 Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
               const std::string& key) {
+  // A tag key as a metric key: 1 to 256 bytes, no control character, not
+  // only blanks (a name the tables could not show).
+  const bool blank = key.find_first_not_of(" \t") == std::string::npos;
+  const bool control = std::any_of(key.begin(), key.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (blank || control || key.size() > 256)
+    fail(ErrorKind::kUsage,
+         "tag key '{}' is not a tag key: give 1 to 256 bytes without control characters, not "
+         "only blanks",
+         core::escape_for_display(key.substr(0, 80)));
   if (r.method == "PUT")
     s.set_tag(run.uuid, key, r.body);
   else if (r.method == "DELETE")

@@ -252,20 +252,26 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  http.Get(".*", handler);
-  http.Put(".*", handler);
-  http.Delete(".*", handler);
-  http.Post(".*", handler);
-  http.Patch(".*", handler);
-  http.Options(".*", handler);
+  // Any path, a decoded newline in it too (`.` stops at one).
+  http.Get("[\\s\\S]*", handler);
+  http.Put("[\\s\\S]*", handler);
+  http.Delete("[\\s\\S]*", handler);
+  http.Post("[\\s\\S]*", handler);
+  http.Patch("[\\s\\S]*", handler);
+  http.Options("[\\s\\S]*", handler);
   // What httplib answers itself (a malformed request, ...) is a JSON error
   // too, and so is anything a handler let escape.
   http.set_error_handler(
       httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        send(res, error_response(res.status, fmt::format("{} {}: {}", req.method,
-                                                         core::escape_for_display(req.path),
-                                                         what_went_wrong(res.status))));
+        // A request httplib could not read (a URL too long) has no method
+        // or path: the message is then the reason alone.
+        const std::string what = what_went_wrong(res.status);
+        send(res, error_response(res.status,
+                                 req.method.empty()
+                                     ? what
+                                     : fmt::format("{} {}: {}", req.method,
+                                                   core::escape_for_display(req.path), what)));
         return httplib::Server::HandlerResponse::Handled;
       }));
   http.set_exception_handler(

@@ -17,8 +17,10 @@ using core::ErrorKind;
 using core::fail;
 
 double run_seconds(const RunInfo& r, double now) {
-  const double end =
-      r.end_time > 0 ? r.end_time : (r.status == RunStatus::kRunning ? now : r.heartbeat);
+  // A run still recorded as running whose writer is gone (stale) ended at
+  // its last heartbeat, as the reaper will record it.
+  const bool live = r.status == RunStatus::kRunning && !liveness(r, now).stale();
+  const double end = r.end_time > 0 ? r.end_time : (live ? now : r.heartbeat);
   return end - r.start_time;
 }
 

@@ -164,6 +164,11 @@ void check_location(const fs::path& path, bool read_only) {
            path.string(), std::strerror(errno));
     return;
   }
+  if (fs::is_symlink(fs::symlink_status(path, ec)))  // a link to nothing
+    fail(ErrorKind::kStore,
+         "store '{}' is a symbolic link to '{}', which does not exist; make the link point at a "
+         "store, or give another path",
+         path.string(), fs::read_symlink(path, ec).string());
   if (read_only)
     fail(ErrorKind::kNotFound,
          "store '{}' does not exist; record a run first or open another store", path.string());

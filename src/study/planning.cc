@@ -183,6 +183,7 @@ std::string estimate_text(const PlanEstimate& e) {
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
   if (!o.resolver)
     fail(ErrorKind::kRuntime, "planning study {} needs the trainer's config reader", spec.name);
+  if (!o.log_dir.empty()) core::check_output_folder(o.log_dir);  // before anything is planned
   const PlanEstimate e = estimate_plan(store, spec, o);
   if (e.runs > o.max_runs)
     fail(ErrorKind::kUsage,

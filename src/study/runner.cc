@@ -134,6 +134,7 @@ std::filesystem::path base_file(const StudySpec& spec, const std::filesystem::pa
       std::filesystem::absolute(dir / ("plan-base-" + hash.substr(0, 16) + ".yaml"));
   std::error_code ec;
   if (std::filesystem::exists(file, ec) && core::sha256_file(file) == hash) return file;
+  core::check_output_folder(dir);  // a folder that cannot be made says why
   std::filesystem::create_directories(dir, ec);
   core::write_file_atomically(file, [&](std::ostream& o) { o << spec.resolved_base; });
   return file;
@@ -328,11 +329,26 @@ Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunR
 
 }  // namespace
 
+// A study of this name already in the store: running the file again would
+// train every run twice and make the name ambiguous to every later command.
+void check_name_free(store::Store& store, const StudySpec& spec) {
+  for (const auto& r : store.list_runs({.experiment = spec.name, .name = spec.name})) {
+    auto tags = store.tags(r.uuid);
+    if (tags.count("kind") == 0 || tags["kind"] != "study") continue;
+    fail(ErrorKind::kConflict,
+         "study {} already exists in the store ({}, {}): `trainscope study resume {}` continues "
+         "it; give the study another name (study: in {}) to plan a new one",
+         spec.name, core::short_uuid(r.uuid), store::to_string(r.status), spec.name,
+         spec.file.filename().string());
+  }
+}
+
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
                   const ProgressFn& progress) {
   if (spec.resolved_base.empty())
     fail(ErrorKind::kUsage, "study {} has not been planned: plan it with plan_study()", spec.name);
   if (o.executor == "slurm") check_slurm(o.partition);
+  check_name_free(*store, spec);
   store::NewRun nr;
   nr.experiment = spec.name;
   nr.name = spec.name;
@@ -369,6 +385,18 @@ RunInfo resolve_study(store::Store& store, const std::string& ref) {
 StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
   auto params = store.params(study.uuid);
   return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
+}
+
+void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name) {
+  auto tags = store.tags(parent.uuid);
+  if (tags.count("kind") == 0 || tags["kind"] != "study") return;
+  const StudySpec spec = recorded_spec(store, parent);
+  if (Plan(spec).find(name)) return;
+  fail(ErrorKind::kConflict,
+       "'{}' is not a planned run of study {}: a study's runs are trained by `trainscope study "
+       "run` or `study resume` (or `study task {} NAME`); train it without --parent, or under "
+       "another parent",
+       core::escape_for_display(name), parent.name, parent.name);
 }
 
 Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,

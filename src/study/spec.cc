@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -67,13 +68,30 @@ void flatten(const YAML::Node& n, const std::string& prefix,
   }
 }
 
+// Two grid values that name one value: the same text, or the same number
+// ("0.01" and "1e-2").
+bool same_value(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  char *ea = nullptr, *eb = nullptr;
+  const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
+  return !a.empty() && !b.empty() && *ea == 0 && *eb == 0 && x == y;
+}
+
 void read_grid(const YAML::Node& n, StudySpec& s, const Ctx& c) {
   if (!n.IsMap() || n.size() == 0) c.bad("grid", "is empty: give at least one key with values");
   for (const auto& kv : n) {
     Factor f{kv.first.as<std::string>(), {}};
     if (!kv.second.IsSequence() || kv.second.size() == 0)
       c.bad("grid." + f.key, "needs a non-empty list of values, e.g. [0.01, 0.1]");
-    for (const auto& v : kv.second) f.values.push_back(v.as<std::string>());
+    for (const auto& v : kv.second) {
+      std::string value = v.as<std::string>();
+      for (const auto& before : f.values)
+        if (same_value(before, value))
+          c.bad("grid." + f.key, "lists " + (before == value ? value : before + " and " + value) +
+                                     (before == value ? " twice" : ", the same value") +
+                                     "; each value makes a cell of its own");
+      f.values.push_back(std::move(value));
+    }
     auto it =
         std::find_if(s.grid.begin(), s.grid.end(), [&](const Factor& g) { return g.key == f.key; });
     if (it == s.grid.end())
@@ -93,6 +111,8 @@ void read_sources(const YAML::Node& n, StudySpec& s, const Ctx& c) {
       c.bad("sources", "has unknown source '" + name +
                            "': use init, data_order, augment, "
                            "dropout, implementation, all, bitflip or deterministic");
+    if (std::find(s.sources.begin(), s.sources.end(), name) != s.sources.end())
+      c.bad("sources", "lists '" + name + "' twice; each source makes a cell of its own");
     s.sources.push_back(name);
   }
 }
@@ -149,7 +169,8 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
   if (!root["base"]) c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml");
   std::error_code ec;
   if (check_files && !fs::exists(s.base, ec))
-    c.bad("base", "names " + s.base.string() + ", which does not exist");
+    fail(ErrorKind::kNotFound, "{}: base names {}, which does not exist", c.file,
+         core::escape_for_display(s.base.string()));
   if (s.grid.empty() && s.sources.empty())
     c.bad("grid", "and sources are both missing: give a grid of factors or a list of sources");
   if (!s.grid.empty() && !s.sources.empty())

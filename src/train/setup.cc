@@ -32,6 +32,12 @@ void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& da
     model.train();
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
+    if (auto oom = allocation_failure(what); !oom.empty())
+      fail(ErrorKind::kUsage,
+           "model '{}' on {}x{}x{} inputs needs {} for one example; lower model.width or the "
+           "input's "
+           "size (data.synthetic.channels, height, width)",
+           cfg.model.name, shape.channels, shape.height, shape.width, oom);
     fail(ErrorKind::kUsage, "model '{}' does not fit {}x{}x{} inputs with {} classes: {}",
          cfg.model.name, shape.channels, shape.height, shape.width, shape.classes,
          what.substr(0, what.find('\n')));
@@ -65,18 +71,28 @@ bool same_config(const store::RunInfo& prev, const std::string& config_text) {
 }
 
 // Refuses to resume a run that cannot be continued with this config.
-void check_resumable(const store::RunInfo& prev, const std::string& config_text) {
+void check_resumable(store::Store& store, const store::RunInfo& prev, const Config& cfg,
+                     const std::string& config_text) {
   const std::string id = core::short_uuid(prev.uuid);
-  if (prev.status == RunStatus::kFinished)
-    fail(ErrorKind::kUsage, "run {} already finished; nothing to resume", id);
   if (prev.status == RunStatus::kRunning)
     fail(ErrorKind::kConflict, "run {} is still running (pid {} on {}); stop it first", id,
          prev.pid, prev.host);
-  if (!same_config(prev, config_text))
+  if (auto what = not_a_training(store, prev); !what.empty())
+    fail(ErrorKind::kUsage, "run {} is {}, not a training: only trainings can be resumed", id,
+         what);
+  if (prev.status == RunStatus::kFinished)
+    fail(ErrorKind::kUsage, "run {} already finished; nothing to resume", id);
+  if (!same_config(prev, config_text)) {
+    std::string which;
+    try {
+      which = first_difference(parse_recorded_config(prev.config_text, "run " + id), cfg, id);
+    } catch (const core::Error&) {
+    }
     fail(ErrorKind::kConflict,
-         "refusing to resume run {}: its config differs from this one; resume with the config "
+         "refusing to resume run {}: its config differs from this one{}; resume with the config "
          "and overrides the run was started with (recorded as its params)",
-         id);
+         id, which.empty() ? "" : " (" + which + ")");
+  }
 }
 
 // The training set's size and what made it so, for messages.
@@ -114,6 +130,11 @@ void build_or_refuse(const Config& cfg, F&& build) {
     build();
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
+    if (auto oom = allocation_failure(what); !oom.empty())
+      fail(ErrorKind::kUsage,
+           "model '{}' cannot be built with this config: its weights need {}; lower model.width or "
+           "model.hidden, or the input's size (data.synthetic.channels, height, width)",
+           cfg.model.name, oom);
     fail(ErrorKind::kUsage, "model '{}' cannot be built with this config: {}", cfg.model.name,
          what.substr(0, what.find('\n')));
   }
@@ -165,7 +186,7 @@ void Trainer::open_run(Session& s) {
   const std::string config_text = to_yaml(s.cfg);
   if (!options_.resume.empty()) {
     store::RunInfo prev = store_->resolve_run(options_.resume);
-    check_resumable(prev, config_text);
+    check_resumable(*store_, prev, s.cfg, config_text);
     auto ck = find_checkpoint(*store_, prev.uuid);
     if (!ck)
       fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
@@ -196,6 +217,31 @@ void Trainer::open_run(Session& s) {
     s.run->set_tag("data.file." + f.filename().string(), f.string());
   if (options_.record_environment)
     s.run->set_environment(env::capture_run_environment(s.data.files, options_.config_path));
+}
+
+std::string not_a_training(store::Store& store, const store::RunInfo& run) {
+  auto tags = store.tags(run.uuid);
+  if (tags.count("kind") && tags["kind"] == "study") return "a study";
+  if (tags.count("watch.command")) return "a `watch` run";
+  if (run.config_text.empty()) return "a run without a recorded training config";
+  try {
+    parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+  } catch (const core::Error&) {
+    return run.experiment == "numerics" ? "a `numerics` run"
+                                        : "a run whose recorded config is not a training config";
+  }
+  return {};
+}
+
+std::string first_difference(const Config& recorded, const Config& now, const std::string& run) {
+  const auto a = flatten(recorded), b = flatten(now);
+  for (const auto& [key, was] : a) {
+    auto it = b.find(key);
+    const std::string is = it == b.end() ? "unset" : it->second;
+    if (is != was)
+      return fmt::format("{} was {} when run {} started and is {} now", key, was, run, is);
+  }
+  return {};
 }
 
 }  // namespace trainscope::train

@@ -4,7 +4,11 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <fmt/format.h>
 #include <torch/torch.h>
+
+#include <cstdlib>
+#include <iterator>
 
 #include "trainscope/core/log.h"
 #include "trainscope/env/cpus.h"
@@ -84,6 +88,17 @@ void apply_determinism(const Config& c) {
     mallopt(M_TRIM_THRESHOLD, -1);
   }
 #endif
+}
+
+std::string allocation_failure(const std::string& what) {
+  if (what.find("can't allocate memory") == std::string::npos) return {};
+  const auto at = what.find("allocate ", what.find("tried to"));
+  double bytes = at == std::string::npos ? 0 : std::strtod(what.c_str() + at + 9, nullptr);
+  if (bytes <= 0) return "more memory than this process may use";
+  const char* units[] = {"bytes", "KB", "MB", "GB", "TB", "PB"};
+  size_t u = 0;
+  while (bytes >= 1000 && u + 1 < std::size(units)) bytes /= 1000, ++u;
+  return fmt::format("{:.3g} {} at once, more than this process may use", bytes, units[u]);
 }
 
 }  // namespace trainscope::train

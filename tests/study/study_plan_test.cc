@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "support/test_util.h"
@@ -160,8 +161,17 @@ TEST_F(StudyPlanTest, APlanIsCountedBeforeItIsBuiltAndALargeOneNeedsAFlag) {
   EXPECT_NE(limited.out.find("the mean of 4 earlier run(s)"), std::string::npos) << limited.out;
   auto list = tst::run_command(cli("runs list --filter \"experiment = 'plan'\" --format csv"));
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1 + 5) << list.out;
+  // The same study again is refused (it would train every run twice);
+  // under another name, the flag lets its 4 runs through.
+  auto again = tst::run_command(cli("study run " + (dir_ / "study.yaml").string()));
+  EXPECT_EQ(again.exit_code, 4) << again.out;
+  EXPECT_NE(again.out.find("study plan already exists"), std::string::npos) << again.out;
+  std::ifstream in(dir_ / "study.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir_ / "study2.yaml")
+      << std::regex_replace(text, std::regex("study: plan"), "study: plan2");
   auto allowed =
-      tst::run_command(cli("study run " + (dir_ / "study.yaml").string() + " --max-runs 4"));
+      tst::run_command(cli("study run " + (dir_ / "study2.yaml").string() + " --max-runs 4"));
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
 }
 

@@ -69,6 +69,10 @@ void check_output_file(const std::filesystem::path& path);
 // may not be written in.
 void check_output_folder(const std::filesystem::path& path);
 
+// Throws Error(kUsage): "cannot write WHAT: <strerror(err)>; free space or
+// choose another place" (a full disk, /dev/full, an I/O error).
+[[noreturn]] void fail_writing(const std::string& what, int err);
+
 // Writes a file so that readers see either its old content or all of the
 // new one: `body` writes into a temporary file beside `path` that is renamed
 // over it at the end. The path is checked first (check_output_file); a FIFO

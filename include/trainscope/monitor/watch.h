@@ -106,6 +106,10 @@ struct WatchOptions {
 struct WatchResult {
   std::string run_uuid;
   int exit_code = 0;  // the child's, or 128 + signal
+  int signal = 0;     // the signal that killed it (exit_code 128 + signal); 0: it exited
+  // A process the program started still held its output a second after it
+  // exited: not waited for (tag output.held_open_by_a_descendant).
+  bool output_held = false;
   int64_t samples = 0;
   int64_t metric_lines = 0, malformed_lines = 0;
   int64_t overlong_lines = 0;  // longer than kMaxMetricLine: not parsed
@@ -121,6 +125,9 @@ struct WatchResult {
 // anything when the program does not exist or is not a file that can run
 // (a folder, a file without execute permission).
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& options);
+
+// "11 (SIGSEGV)".
+std::string signal_name(int signal);
 
 // Where execvp would find `name`; empty when it is not an executable
 // regular file (a folder is not).

@@ -55,8 +55,8 @@ struct RunInfo {
   int64_t pid_start = 0;
 };
 
-// How long a run has taken: until its end, until `now` while it runs, else
-// until its last heartbeat.
+// How long a run has taken: until its end, until `now` while its writer
+// lives, else (a writer gone: stale, or killed) until its last heartbeat.
 double run_seconds(const RunInfo& run, double now);
 
 // The process that writes a run: a run's writer holds its lease (see

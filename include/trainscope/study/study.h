@@ -123,6 +123,16 @@ std::optional<Job> planned_task(store::Store& store, const std::string& ref,
 
 // The spec a study recorded, re-read from its text alone (no file is read).
 StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);
+// Refuses (Error kConflict, naming `study resume`) a study whose name the
+// store already holds: running its file again would train every run twice
+// and make the name ambiguous. run_study() checks it; a caller may check
+// first, before it plans.
+void check_name_free(store::Store& store, const StudySpec& spec);
+// A training that names `parent` as its parent: when the parent is a study,
+// `name` must be one of its planned runs (a run outside the plan would be
+// counted with its replicates). Throws Error(kConflict) saying so.
+void check_planned_child(store::Store& store, const store::RunInfo& parent,
+                         const std::string& name);
 
 // The tag a study sets on an attempt of a planned run that a later attempt
 // (or a new plan) replaced; its value names what replaced it. Readers count

@@ -24,4 +24,9 @@ int resolved_threads(const Config& c);
 // `threads` compute threads: "auto" is 2 when a core is left over, else 0.
 int64_t resolved_prefetch(const Config& c, int threads);
 
+// For libtorch's message of an allocation that failed ("DefaultCPUAllocator:
+// can't allocate memory: you tried to allocate 210453397504 bytes"): "210 GB
+// at once, more than this process may use"; empty for any other message.
+std::string allocation_failure(const std::string& libtorch_message);
+
 }  // namespace trainscope::train

@@ -105,4 +105,13 @@ struct CheckpointEval {
 CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
                             const std::string& checkpoint = {});
 
+// Empty when `run` is a training whose recorded config trainscope can train
+// again (resume, rerun); else what it is instead, for a message: "a `watch`
+// run", "a study", "a `numerics` run", "a run without a recorded training
+// config".
+std::string not_a_training(store::Store& store, const store::RunInfo& run);
+// The first key whose value differs between two configs, as "KEY was A
+// when run X started and is B now"; empty when none does.
+std::string first_difference(const Config& recorded, const Config& now, const std::string& run);
+
 }  // namespace trainscope::train

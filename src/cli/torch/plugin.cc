@@ -5,6 +5,8 @@
 #include <string>
 
 #include "torch_cli.h"
+#include "trainscope/core/error.h"
+#include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli {
 namespace {
@@ -19,6 +21,12 @@ decltype(auto) guarded(F&& f) {
     return f();
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
+    // Memory is the machine's limit, not a defect: said in one line.
+    if (auto oom = train::allocation_failure(what); !oom.empty())
+      throw core::Error("out of memory: libtorch needed " + oom +
+                            "; lower train.batch_size, eval.batch_size, the model's size or the "
+                            "data's (data.synthetic.*)",
+                        core::ErrorKind::kRuntime);
     throw std::runtime_error("libtorch: " + what.substr(0, what.find('\n')) + "\n" + e.what());
   }
 }

@@ -129,7 +129,7 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
 }  // namespace
 
 void diff(Context& ctx, const DiffArgs& a) {
-  auto store = ctx.store();
+  auto store = ctx.reader();  // a replay trains in a store of its own
   store::RunInfo ra = store->resolve_run(a.a), rb = store->resolve_run(a.b);
   repro::RunDiff d = repro::diff_runs(*store, ra, rb);
   if (!a.no_replay && d.same_model && d.same_tensors) repro::replay_divergence(*store, ra, rb, d);

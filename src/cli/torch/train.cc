@@ -13,6 +13,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/study/study.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli::torch_cli {
@@ -139,7 +140,11 @@ void train(Context& ctx, const TrainArgs& a) {
   o.tags = tags_from_env();
   o.command_line = ctx.argv_line;
   o.resume = a.resume;
-  if (!a.parent.empty()) o.parent = ctx.store()->resolve_run(a.parent).uuid;
+  if (!a.parent.empty()) {
+    const store::RunInfo parent = ctx.store()->resolve_run(a.parent);
+    study::check_planned_child(*ctx.store(), parent, o.name);
+    o.parent = parent.uuid;
+  }
   o.config_path = a.config;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
