@@ -19,7 +19,7 @@ void register_numerics_commands(CLI::App& app, Context& ctx);  // numerics logma
 void register_monitor_commands(CLI::App& app, Context& ctx);   // watch, resources, report
 void register_train_commands(CLI::App& app, Context& ctx);     // train*, config*, eval*
 void register_repro_commands(CLI::App& app, Context& ctx);    // env, diff*, rerun*, card, checklist
-void register_profile_commands(CLI::App& app, Context& ctx);  // profile*, costmodel*
+void register_profile_commands(CLI::App& app, Context& ctx);  // profile*, costmodel (predict*)
 void register_stats_commands(CLI::App& app, Context& ctx);    // stats
 void register_study_commands(CLI::App& app, Context& ctx);    // study run, resume, status, report
 void register_probes_commands(CLI::App& app, Context& ctx);   // probes
@@ -27,6 +27,11 @@ void register_plot_commands(CLI::App& app, Context& ctx);     // plot
 void register_completion_commands(CLI::App& app, Context& ctx);  // completion
 void register_serve_commands(CLI::App& app, Context& ctx);       // serve
 void register_store_commands(CLI::App& app, Context& ctx);       // store copy
+
+// `costmodel fit` and `costmodel eval` (torch-free: costmodel_cmd.cc).
+struct CostmodelArgs;
+void costmodel_fit(Context& ctx, const CostmodelArgs& args);
+void costmodel_eval(Context& ctx, const CostmodelArgs& args);
 
 // Appends the root's options (--store, --json, -v, ...) to the help of every
 // subcommand; call after every command is registered.

@@ -114,13 +114,13 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   set_example(fit, "trainscope costmodel fit --out costmodel.json");
   fit->callback([&ctx, a] {
     core::check_output_file(a->model_file);  // before any work
-    torch_commands().costmodel_fit(ctx, *a);
+    costmodel_fit(ctx, *a);
   });
   auto* pr =
       cm->add_subcommand("predict", "Predict per-layer and per-iteration time without training");
   pr->add_option("CONFIG", a->config, "Config whose model to predict")->required();
-  pr->add_option("--batch", a->batch, "Batch size (default: the config's)")
-      ->check(integer_in(1, 1 << 24));
+  pr->add_option("--batch", a->batch, "Batch size (0: the config's)")
+      ->check(integer_in(0, 1 << 24));
   pr->add_option("--set", a->sets, "Override a config key");
   pr->add_option("--model", a->model_file, "Cost model file");
   set_example(pr, "trainscope costmodel predict configs/vgg11_seed.yaml --batch 64");
@@ -134,7 +134,7 @@ void add_costmodel(CLI::App& app, Context& ctx) {
   set_example(ev, "trainscope costmodel eval --svg costmodel-eval.svg");
   ev->callback([&ctx, a] {
     core::check_output_file(a->svg);  // before any work
-    torch_commands().costmodel_eval(ctx, *a);
+    costmodel_eval(ctx, *a);
   });
 }
 

@@ -259,7 +259,7 @@ void add_list(CLI::App* runs, Context& ctx) {
     if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
     if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
     if (a->all) a->q.limit = 0;
-    a->q.columns = store::split_fields(a->columns);
+    a->q.columns = core::split_list(a->columns);
     auto store = ctx.reader();
     print_runs(*store, stale ? stale_runs(*store, a->q) : store::query_runs(*store, a->q),
                ctx.json ? "json" : a->format, !a->q.columns.empty());

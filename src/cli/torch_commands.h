@@ -96,9 +96,7 @@ class TorchCommands {
   virtual void profile(Context& ctx, const ProfileArgs& args) = 0;
   virtual void profile_grid(Context& ctx, const std::string& grid_file) = 0;
   virtual void profile_show(Context& ctx, const ProfileShowArgs& args) = 0;
-  virtual void costmodel_fit(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void costmodel_predict(Context& ctx, const CostmodelArgs& args) = 0;
-  virtual void costmodel_eval(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void tune(Context& ctx, const TuneArgs& args) = 0;
   // libtorch's part of the environment manifest (env/manifest.h groups
   // libraries, threads, flags).

@@ -657,12 +657,14 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
   std::vector<std::pair<std::string, std::string>> overridden;
   for (const auto& o : overrides) {
     auto eq = o.find('=');
+    // A message names the --set as given, up to a line's worth of it.
+    const std::string shown = o.size() > 100 ? o.substr(0, 100) + "..." : o;
     if (eq == std::string::npos || eq == 0)
-      fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", o);
-    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + o, noted);
+      fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", shown);
+    set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + shown, noted);
     const std::string key = current_key(o.substr(0, eq), nullptr);
     std::erase_if(overridden, [&](const auto& set) { return set.first == key; });
-    overridden.emplace_back(key, o);
+    overridden.emplace_back(key, shown);
   }
   if (!check) return c;
   validate(c, [&](const std::vector<std::string>& keys) {

@@ -316,4 +316,18 @@ size_t edit_distance(const std::string& a, const std::string& b, size_t limit) {
   return std::min(prev[b.size()], over);
 }
 
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= text.size();) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string part(text.substr(start, comma - start));
+    start = comma + 1;
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    if (!part.empty()) out.push_back(std::move(part));
+  }
+  return out;
+}
+
 }  // namespace trainscope::core

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "files.h"
+#include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
 
@@ -87,10 +88,7 @@ int CpuBudget::threads() const {
 
 std::set<int> parse_cpu_list(std::string_view text) {
   std::set<int> out;
-  std::stringstream ss{std::string(text)};
-  std::string part;
-  while (std::getline(ss, part, ',')) {
-    if (part.empty()) continue;
+  for (const std::string& part : core::split_list(text)) {
     try {
       auto dash = part.find('-');
       const int a = std::stoi(part.substr(0, dash));

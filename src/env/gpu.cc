@@ -4,8 +4,8 @@
 #include <cstdlib>
 
 #include "fmt/format.h"
-#include "nvml.h"
 #include "trainscope/env/manifest.h"
+#include "trainscope/env/nvml.h"
 
 namespace trainscope::env {
 

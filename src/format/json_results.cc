@@ -98,4 +98,51 @@ Json sum(const std::string& run_uuid, const numerics::SumReport& rep) {
   return j;
 }
 
+Json train_result(const instrument::TrainResult& r) {
+  return {{"run", r.run_uuid},
+          {"status", store::to_string(r.status)},
+          {"steps", r.steps},
+          {"epochs", r.epochs_completed},
+          {"test_accuracy", r.tested ? Json(r.test.accuracy) : Json(nullptr)},
+          {"seconds", r.seconds}};
+}
+
+Json evaluation(const std::string& run_uuid, const std::string& checkpoint,
+                const instrument::EvalResult& r) {
+  Json j = {{"run", run_uuid},
+            {"checkpoint", checkpoint},
+            {"samples", r.samples},
+            {"loss", r.loss},
+            {"accuracy", r.accuracy},
+            {"macro_f1", r.macro_f1},
+            {"per_class_accuracy", r.per_class_accuracy},
+            {"confusion", r.confusion}};
+  if (r.top5 >= 0) j["top5"] = r.top5;
+  if (r.roc_auc >= 0) j["roc_auc"] = r.roc_auc;
+  return j;
+}
+
+Json tune_report(const tune::TuneReport& rep) {
+  Json rows = Json::array(), layers = Json::array();
+  for (const auto& r : rep.results)
+    rows.push_back({{"setting", r.setting.label},
+                    {"overrides", r.setting.overrides},
+                    {"step_ms", r.step_ms},
+                    {"median_step_ms", r.median_step_ms},
+                    {"samples_per_s", r.samples_per_s},
+                    {"peak_rss_mib", r.peak_rss_mib},
+                    {"speedup", r.speedup},
+                    {"same_numbers", r.same_numbers},
+                    {"numbers", r.numerics}});
+  for (const auto& l : rep.layers)
+    layers.push_back({{"layer", l.layer},
+                      {"type", l.type},
+                      {"baseline_us", l.baseline_us},
+                      {"fastest_us", l.best_us}});
+  return {{"settings", rows},
+          {"fastest", rep.results[rep.best].setting.label},
+          {"layers", layers},
+          {"seconds", rep.seconds}};
+}
+
 }  // namespace trainscope::format

@@ -6,10 +6,10 @@
 #include <fstream>
 #include <functional>
 
-#include "../env/nvml.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
+#include "trainscope/env/nvml.h"
 #include "trainscope/monitor/procfs.h"
 #include "trainscope/monitor/rapl.h"
 

@@ -8,7 +8,6 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/probes/probes.h"
-#include "trainscope/store/query.h"
 
 namespace trainscope::probes {
 
@@ -21,7 +20,7 @@ using config::kMaxSteps;
 // probes.kinds: each a kind parse_kind knows.
 std::string kinds_violation(const std::string& kinds) {
   try {
-    for (const auto& k : store::split_fields(kinds)) parse_kind(k);
+    for (const auto& k : core::split_list(kinds)) parse_kind(k);
   } catch (const core::Error& e) {
     return e.what();
   }
@@ -113,9 +112,9 @@ ProbeSettings probe_settings(const config::Config& config) {
   s.preset = c.preset;
   s.every = c.every == "preset" ? 0 : std::stoll(c.every);
   s.layers = c.layers;
-  s.types = store::split_fields(c.types);
+  s.types = core::split_list(c.types);
   s.max_depth = static_cast<int>(c.max_depth);
-  for (const auto& k : store::split_fields(c.kinds)) s.kinds.insert(parse_kind(k));
+  for (const auto& k : core::split_list(c.kinds)) s.kinds.insert(parse_kind(k));
   s.histogram_bins = static_cast<int>(c.histogram_bins);
   s.activation_samples = c.activation_samples;
   s.test_every = c.test_every;

@@ -84,7 +84,7 @@ Json runs_page(store::Store& s, const Request& r) {
     q.filter = q.filter.empty() ? f : "(" + q.filter + ") and " + f;
   }
   q.sort = param(r, "sort");
-  q.columns = store::split_fields(param(r, "columns"));
+  q.columns = core::split_list(param(r, "columns"));
   if (q.columns.empty()) q.columns = dashboard_columns();
   q.offset = int_param(r, "offset", 0, 0, INT64_MAX);
   q.limit = int_param(r, "limit", 50, 1, 1000);

@@ -475,23 +475,9 @@ FieldValue field_value(const RunRow& row, std::string_view field) {
   return {};
 }
 
-std::vector<std::string> split_fields(std::string_view text) {
-  std::vector<std::string> out;
-  for (size_t start = 0; start <= text.size();) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string_view::npos) comma = text.size();
-    std::string part(text.substr(start, comma - start));
-    start = comma + 1;
-    part.erase(0, part.find_first_not_of(' '));
-    part.erase(part.find_last_not_of(' ') + 1);
-    if (!part.empty()) out.push_back(std::move(part));
-  }
-  return out;
-}
-
 std::vector<SortKey> parse_sort(std::string_view text) {
   std::vector<SortKey> keys;
-  for (std::string part : split_fields(text)) {
+  for (std::string part : core::split_list(text)) {
     SortKey k;
     if (part[0] == '-' || part[0] == '+') k.descending = part[0] == '-', part.erase(0, 1);
     const auto space = part.rfind(' ');

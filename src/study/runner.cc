@@ -437,7 +437,7 @@ namespace {
 void slurm_state(store::Store& store, StudyStatus& s) {
   auto tags = store.tags(s.study.uuid);
   if (tags["slurm.jobs"].empty()) return;
-  s.slurm_jobs = store::split_fields(tags["slurm.jobs"]);
+  s.slurm_jobs = core::split_list(tags["slurm.jobs"]);
   try {
     s.slurm_queue = slurm_queue(s.slurm_jobs);
   } catch (const core::Error& e) {

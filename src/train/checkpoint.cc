@@ -1,4 +1,4 @@
-#include "checkpoint.h"
+#include "trainscope/train/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>

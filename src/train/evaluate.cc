@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "checkpoint.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"

@@ -375,6 +375,14 @@ ModelShape shape_of(const DataSplits& d) {
   return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3), d.train.classes};
 }
 
+ModelShape shape_of(const DataConfig& c) {
+  if (c.dataset == "cifar10") return {3, 32, 32, 10};
+  if (c.dataset == "cifar100") return {3, 32, 32, 100};
+  if (c.dataset == "synthetic")
+    return {c.synthetic.channels, c.synthetic.height, c.synthetic.width, c.synthetic.classes};
+  return {1, 28, 28, 10};  // fashion-mnist, mnist
+}
+
 std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {
   if (s.height < 8 || s.width < 8)
     fail(ErrorKind::kUsage, "model {}: inputs of {}x{} are too small (need at least 8x8)", c.name,

@@ -4,12 +4,12 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
-#include "checkpoint.h"
 #include "session.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/instrument/unit.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"

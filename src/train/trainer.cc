@@ -9,12 +9,12 @@
 #include <cmath>
 #include <csignal>
 
-#include "checkpoint.h"
 #include "session.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/instrument/instrumentation.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/observers.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"

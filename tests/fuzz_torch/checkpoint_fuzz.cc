@@ -16,8 +16,8 @@
 #include <cstdlib>
 
 #include "../fuzz/fuzz_common.h"
-#include "checkpoint.h"
 #include "tiny_model.h"
+#include "trainscope/train/checkpoint.h"
 
 namespace {
 

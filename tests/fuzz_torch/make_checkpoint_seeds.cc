@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "checkpoint.h"
 #include "tiny_model.h"
 #include "trainscope/core/error.h"
+#include "trainscope/train/checkpoint.h"
 
 namespace {
 

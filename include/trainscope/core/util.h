@@ -109,4 +109,8 @@ int64_t process_start_ticks(int64_t pid);
 // (SIGSTOP, Ctrl-Z) is alive.
 bool process_alive(int64_t pid, int64_t start_ticks);
 
+// The non-empty, trimmed items of a comma-separated list ("a, b,,c" ->
+// a, b, c).
+std::vector<std::string> split_list(std::string_view text);
+
 }  // namespace trainscope::core

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trainscope/env/manifest.h"
+#include "trainscope/instrument/results.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/numerics/logmap.h"
 #include "trainscope/profile/costmodel.h"
@@ -24,6 +25,7 @@
 #include "trainscope/store/store.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
+#include "trainscope/tune/tune.h"
 
 namespace trainscope::format {
 
@@ -82,6 +84,15 @@ Json operator_table(const std::string& run_uuid, const profile::OperatorTable& t
 Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
             const numerics::LogmapResult& r);
 Json sum(const std::string& run_uuid, const numerics::SumReport& r);
+// What `trainscope train` reached: its test accuracy null when it was not
+// evaluated (a run stopped before an epoch ended).
+Json train_result(const instrument::TrainResult& r);
+// A checkpoint's evaluation (`trainscope eval`).
+Json evaluation(const std::string& run_uuid, const std::string& checkpoint,
+                const instrument::EvalResult& r);
+// `trainscope tune`: each setting's step times and numbers, the layers of
+// the baseline and the fastest.
+Json tune_report(const tune::TuneReport& rep);
 // Statistics of a metric over runs (trainscope stats).
 Json metric_stats(const stats::MetricStats& m);
 Json study_status(const study::StudyStatus& s);

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
+#include "trainscope/instrument/results.h"
 #include "trainscope/store/run_recorder.h"
 
 namespace trainscope::instrument {
@@ -58,21 +59,6 @@ struct TrainPosition {
 // The phases of one training step, in the order the loop enters them.
 enum class StepPhase { kData, kZeroGrad, kForward, kLoss, kBackward, kUpdate, kRecording };
 const char* to_string(StepPhase p);
-
-struct EvalResult {
-  int64_t samples = 0;
-  double loss = 0;
-  double accuracy = 0;
-  double macro_f1 = 0;
-  double top5 = -1;     // -1 when there are <= 5 classes
-  double roc_auc = -1;  // two-class problems only
-  std::vector<double> per_class_accuracy;
-  std::vector<std::vector<int64_t>> confusion;  // [true][predicted]
-  // Per example, in the split's order: the true class, the predicted class
-  // and its logit (what studies compare across runs).
-  std::vector<int32_t> labels, predicted;
-  std::vector<float> top_logit;
-};
 
 // One optimizer step. Filled as the step goes: `output` and `loss` from
 // on_after_forward, gradients exist from on_after_backward, the new weights
@@ -112,18 +98,6 @@ struct CheckpointInfo {
   int64_t step = 0;
   std::string name;            // artifact name, "checkpoints/step-000000469.pt"
   std::filesystem::path path;  // the stored copy
-};
-
-struct TrainResult {
-  std::string run_uuid;
-  store::RunStatus status = store::RunStatus::kFinished;
-  int64_t steps = 0;
-  int64_t epochs_completed = 0;
-  EvalResult test;
-  // Whether `test` holds an evaluation: a run stopped (or resumed and
-  // stopped again) before an epoch ended in this process has none.
-  bool tested = false;
-  double seconds = 0;
 };
 
 // What a loop offers its observers besides the events. The model is

@@ -80,8 +80,6 @@ struct SortKey {
   std::string field;
   bool descending = false;
 };
-// The non-empty, trimmed items of a comma-separated list ("a, b,,c").
-std::vector<std::string> split_fields(std::string_view text);
 
 // "metrics.loss", "-metrics.loss", "metrics.loss desc", comma-separated.
 std::vector<SortKey> parse_sort(std::string_view text);

@@ -89,7 +89,8 @@ struct StudyAnalysis {
   std::vector<Curve> loss_curves;               // train/loss per run
   double energy_kwh = 0, co2_kg = 0, carbon_kg_per_kwh = 0;
   std::optional<double> determinism_cost;  // mean run time, deterministic / varied cells
-  // Filled by weight_spread (libtorch reads the checkpoints); empty if not.
+  // Filled by weight_spread (study/weights.h: libtorch reads the
+  // checkpoints); empty if not.
   std::vector<WeightSpread> weights;
   int planned = 0, finished = 0;
   std::vector<std::string> notes;
@@ -97,11 +98,6 @@ struct StudyAnalysis {
 
 StudyAnalysis analyse_study(store::Store& store, const std::string& ref,
                             const std::string& metric = "test/accuracy");
-
-// The weight spread of every cell with >= 2 runs, at every checkpoint step
-// its runs share. Needs libtorch: implemented in libtrainscope_train
-// (src/study/weights.cc).
-std::vector<WeightSpread> weight_spread(store::Store& store, const StudyAnalysis& a);
 
 // One self-contained HTML file (no network): tables and inline SVG plots.
 std::string html_report(const StudyAnalysis& a);

@@ -41,6 +41,9 @@ struct ModelShape {
 
 // The input shape and class count of a dataset's training split.
 ModelShape shape_of(const DataSplits& data);
+// The same from the config alone, without reading the data (the cost
+// model's predictions): each dataset's known shape, a synthetic one's keys.
+ModelShape shape_of(const DataConfig& data);
 
 // Builds a model. `dropout_gen` supplies dropout masks (the dropout stream);
 // it must outlive the model. Throws Error for an unknown name or a shape

@@ -6,6 +6,7 @@
 
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
+#include "trainscope/study/weights.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli {
@@ -21,12 +22,13 @@ decltype(auto) guarded(F&& f) {
     return f();
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
-    // Memory is the machine's limit, not a defect: said in one line.
+    // Memory is the machine's limit, not a defect: sizes the config asks for
+    // that do not fit are bad input, said in one line.
     if (auto oom = train::allocation_failure(what); !oom.empty())
       throw core::Error("out of memory: libtorch needed " + oom +
                             "; lower train.batch_size, eval.batch_size, the model's size or the "
                             "data's (data.synthetic.*)",
-                        core::ErrorKind::kRuntime);
+                        core::ErrorKind::kUsage);
     throw std::runtime_error("libtorch: " + what.substr(0, what.find('\n')) + "\n" + e.what());
   }
 }
@@ -65,14 +67,8 @@ class Commands final : public TorchCommands {
   void profile_show(Context& c, const ProfileShowArgs& a) override {
     guarded([&] { torch_cli::profile_show(c, a); });
   }
-  void costmodel_fit(Context& c, const CostmodelArgs& a) override {
-    guarded([&] { torch_cli::costmodel_fit(c, a); });
-  }
   void costmodel_predict(Context& c, const CostmodelArgs& a) override {
     guarded([&] { torch_cli::costmodel_predict(c, a); });
-  }
-  void costmodel_eval(Context& c, const CostmodelArgs& a) override {
-    guarded([&] { torch_cli::costmodel_eval(c, a); });
   }
   void tune(Context& c, const TuneArgs& a) override {
     guarded([&] { torch_cli::tune(c, a); });

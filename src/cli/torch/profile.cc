@@ -1,4 +1,6 @@
-// profile, profile grid, profile show, costmodel fit/predict/eval.
+// profile, profile grid and profile show (which measures this machine's GEMM peak
+// with libtorch); costmodel predict is costmodel.cc, fit and eval the
+// torch-free ../costmodel_cmd.cc.
 #include <torch/torch.h>
 
 #include <filesystem>

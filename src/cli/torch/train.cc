@@ -3,7 +3,6 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "../output.h"
@@ -33,15 +32,7 @@ void on_sigint(int) {
 // "test accuracy 0.0000").
 void print_result(const train::TrainResult& r, bool json) {
   if (json) {
-    std::cout << nlohmann::json{{"run", r.run_uuid},
-                                {"status", to_string(r.status)},
-                                {"steps", r.steps},
-                                {"epochs", r.epochs_completed},
-                                {"test_accuracy", r.tested ? nlohmann::json(r.test.accuracy)
-                                                           : nlohmann::json(nullptr)},
-                                {"seconds", r.seconds}}
-                     .dump(2, ' ', false, format::kInvalidUtf8)
-              << "\n";
+    std::cout << format::train_result(r).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   if (r.status != RunStatus::kStopped) {
@@ -83,29 +74,11 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   t.print(std::cout);
 }
 
-nlohmann::json eval_json(const store::RunInfo& run, const train::CheckpointEval& ev) {
-  const auto& r = ev.result;
-  nlohmann::json j = {{"run", run.uuid},
-                      {"checkpoint", ev.checkpoint},
-                      {"samples", r.samples},
-                      {"loss", r.loss},
-                      {"accuracy", r.accuracy},
-                      {"macro_f1", r.macro_f1},
-                      {"per_class_accuracy", r.per_class_accuracy},
-                      {"confusion", r.confusion}};
-  if (r.top5 >= 0) j["top5"] = r.top5;
-  if (r.roc_auc >= 0) j["roc_auc"] = r.roc_auc;
-  return j;
-}
-
 // TRAINSCOPE_TAGS="k=v,k2=v2" (as W&B's WANDB_TAGS and MLflow's tags).
 std::map<std::string, std::string> tags_from_env() {
   std::map<std::string, std::string> out;
   const char* t = std::getenv("TRAINSCOPE_TAGS");
-  std::stringstream ss(t ? t : "");
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (item.empty()) continue;
+  for (const std::string& item : core::split_list(t ? t : "")) {
     auto eq = item.find('=');
     if (eq == 0 || eq == std::string::npos)
       core::fail(
@@ -162,7 +135,7 @@ void train(Context& ctx, const TrainArgs& a) {
 void config_show(Context& ctx, const ConfigArgs& a) {
   auto cfg = train::load_config(a.config, a.sets);
   if (ctx.json) {
-    std::cout << nlohmann::json(train::flatten(cfg)).dump(2, ' ', false, format::kInvalidUtf8)
+    std::cout << format::Json(train::flatten(cfg)).dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
   } else {
     std::cout << train::to_yaml(cfg);
@@ -180,7 +153,9 @@ void eval(Context& ctx, const EvalArgs& a) {
   store::RunInfo run = store->resolve_run(a.run);
   auto ev = train::evaluate_run(*store, run, a.checkpoint);
   if (ctx.json) {
-    std::cout << eval_json(run, ev).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << format::evaluation(run.uuid, ev.checkpoint, ev.result)
+                     .dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
   } else {
     print_eval(run, ev);
   }

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <iostream>
-#include <nlohmann/json.hpp>
 
 #include "../output.h"
 #include "torch_cli.h"
@@ -75,29 +74,6 @@ void print_verdict(const tune::TuneReport& rep) {
                            rep.results.size() * rep.results[0].step_ms.size(), rep.seconds);
 }
 
-nlohmann::json tune_json(const tune::TuneReport& rep) {
-  nlohmann::json rows = nlohmann::json::array(), layers = nlohmann::json::array();
-  for (const auto& r : rep.results)
-    rows.push_back({{"setting", r.setting.label},
-                    {"overrides", r.setting.overrides},
-                    {"step_ms", r.step_ms},
-                    {"median_step_ms", r.median_step_ms},
-                    {"samples_per_s", r.samples_per_s},
-                    {"peak_rss_mib", r.peak_rss_mib},
-                    {"speedup", r.speedup},
-                    {"same_numbers", r.same_numbers},
-                    {"numbers", r.numerics}});
-  for (const auto& l : rep.layers)
-    layers.push_back({{"layer", l.layer},
-                      {"type", l.type},
-                      {"baseline_us", l.baseline_us},
-                      {"fastest_us", l.best_us}});
-  return {{"settings", rows},
-          {"fastest", rep.results[rep.best].setting.label},
-          {"layers", layers},
-          {"seconds", rep.seconds}};
-}
-
 // Each batch multiple gives a batch the config must accept: checked here,
 // before the first trial, rather than by a trial that fails.
 void check_batch_multiples(const TuneArgs& a, const train::Config& cfg) {
@@ -139,7 +115,7 @@ void tune(Context& ctx, const TuneArgs& a) {
   };
   const tune::TuneReport rep = tune::run_tune(o);
   if (ctx.json) {
-    std::cout << tune_json(rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << format::tune_report(rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   print_results(rep);

@@ -1,8 +1,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "../checkpoint.h"
 #include "trainscope/core/util.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/observers.h"
 
 namespace fs = std::filesystem;

@@ -1,8 +1,8 @@
-#include "trainscope/numerics/logmap_torch.h"
-
 #include <torch/torch.h>
 
 #include <cstdlib>
+
+#include "trainscope/numerics/logmap_torch.h"
 
 namespace trainscope::numerics {
 

@@ -1,13 +1,15 @@
 // The spread of weights across a cell's runs, read from their checkpoints.
+#include "trainscope/study/weights.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 
-#include "../train/checkpoint.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/report.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/config.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"

@@ -1,6 +1,6 @@
 // NVML loaded at run time (dlopen), so trainscope builds and runs where no
-// NVIDIA driver exists. Private to the env component (the monitor will use it
-// too). Library: $TRAINSCOPE_NVML_LIBRARY, else libnvidia-ml.so.1.
+// NVIDIA driver exists; the monitor's sampler reads GPUs through it. Library:
+// $TRAINSCOPE_NVML_LIBRARY, else libnvidia-ml.so.1.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,6 @@
 // Checkpoint files: model, optimizer, dropout generator and loop position,
-// everything a run needs to continue exactly. Private to the train component.
+// everything a run needs to continue exactly; read by the study's weight
+// spread too.
 #pragma once
 
 #include <filesystem>

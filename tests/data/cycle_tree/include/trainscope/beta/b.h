@@ -1,0 +1,2 @@
+// beta uses alpha: a cycle
+#include "trainscope/alpha/a.h"

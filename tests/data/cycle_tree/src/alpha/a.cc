@@ -1,0 +1,2 @@
+// alpha uses beta
+#include "trainscope/beta/b.h"
