@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 
+#include "support/postgres_test.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -211,6 +212,80 @@ TEST(MigrationTest, SchemaV5PerKindTablesBecomeRecordsThatReadBackEqual) {
       migrated.rows("SELECT name FROM sqlite_master WHERE name = 'histograms'", "").empty());
   EXPECT_EQ(migrated.rows("SELECT name FROM sqlite_master WHERE name = 'records'", "").size(), 1u);
 }
+
+#ifdef TS_WITH_POSTGRES
+// Lines of a query on database `db` of the test server, through psql.
+std::vector<std::string> pg_lines(const std::string& db, const std::string& sql) {
+  const auto r = testing::run_command("python3 " TS_PG_SERVER " psql " +
+                                      testing::shell_quote(testing::postgres_dir().string()) + " " +
+                                      db + " -At -F '|' -c " + testing::shell_quote(sql));
+  EXPECT_EQ(r.exit_code, 0) << sql << ": " << r.out;
+  std::vector<std::string> out;
+  for (size_t at = 0; at < r.out.size();) {
+    const size_t nl = std::min(r.out.find('\n', at), r.out.size());
+    if (nl > at) out.push_back(r.out.substr(at, nl - at));
+    at = nl + 1;
+  }
+  return out;
+}
+
+std::string hex(const std::vector<uint64_t>& hashes) {
+  std::string out;
+  for (uint64_t h : hashes)
+    for (int b = 0; b < 8; ++b) out += fmt::format("{:02x}", (h >> (8 * b)) & 0xff);
+  return out;
+}
+
+// A PostgreSQL store of the previous schema (1), dumped by pg_dump from a
+// store the previous version wrote (tests/data/postgres_schema1.sql: probed
+// trainings, one raising an alert, a profiled one), migrates to records
+// that read back what its tables held.
+TEST(MigrationTest, PostgresSchema1PerKindTablesBecomeRecordsThatReadBackEqual) {
+  testing::TempDir dir;
+  const std::string uri = testing::fresh_postgres_store(dir / "artifacts");
+  ASSERT_FALSE(uri.empty());
+  const std::string base = uri.substr(0, uri.find('?'));
+  const std::string db = base.substr(base.rfind('/') + 1);
+  const auto load = testing::run_command(
+      "python3 " TS_PG_SERVER " psql " + testing::shell_quote(testing::postgres_dir().string()) +
+      " " + db + " -f " TS_TEST_DATA_DIR "/postgres_schema1.sql");
+  ASSERT_EQ(load.exit_code, 0) << load.out;
+  const std::vector<std::string> fingerprints =
+      pg_lines(db,
+               "SELECT r.name, f.step, encode(f.hashes, 'hex') FROM "
+               "fingerprints f JOIN runs r ON r.id = f.run_id ORDER BY 1, 2");
+  const auto events =
+      pg_lines(db,
+               "SELECT r.name, e.step, e.name, e.source FROM run_events e JOIN runs "
+               "r ON r.id = e.run_id ORDER BY e.id");
+  const auto counts = pg_lines(db,
+                               "SELECT (SELECT count(*) FROM histograms), (SELECT count(*) FROM "
+                               "profile_cells), (SELECT count(*) FROM profile_layers)");
+  ASSERT_EQ(fingerprints.size(), 10u);
+  ASSERT_EQ(events.size(), 2u);
+
+  auto store = Store::open({.uri = uri});
+  EXPECT_EQ(store->schema_version(), store->latest_schema_version());
+  std::vector<std::string> got_prints, got_events;
+  int64_t hists = 0, cells = 0, layers = 0;
+  for (const auto& r : store->list_runs({})) {
+    for (const auto& f : fingerprint::read(*store, r.uuid).steps)
+      got_prints.push_back(fmt::format("{}|{}|{}", r.name, f.step, hex(f.hashes)));
+    for (const auto& e : probes::read_events(*store, r.uuid))
+      got_events.push_back(fmt::format("{}|{}|{}|{}", r.name, e.step, e.name, e.source));
+    hists += std::ssize(probes::read_histograms(*store, r.uuid));
+    cells += std::ssize(profile::read_cells(*store, r.uuid));
+    layers += std::ssize(profile::read_layers(*store, r.uuid));
+  }
+  auto want_prints = fingerprints;
+  std::sort(want_prints.begin(), want_prints.end());
+  std::sort(got_prints.begin(), got_prints.end());
+  EXPECT_EQ(got_prints, want_prints);
+  EXPECT_EQ(got_events, events);
+  EXPECT_EQ(fmt::format("{}|{}|{}", hists, cells, layers), counts.at(0));
+  EXPECT_TRUE(pg_lines(db, "SELECT to_regclass('histograms') IS NULL").at(0) == "t");
+}
+#endif
 
 }  // namespace
 }  // namespace trainscope::store

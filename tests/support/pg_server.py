@@ -11,6 +11,8 @@ password too.
                            tests run without it)
   pg_server.py stop DIR
   pg_server.py createdb DIR NAME   prints the URI of a new empty database
+  pg_server.py psql DIR NAME ARGS...  runs psql on database NAME as the test
+                           user (-f FILE loads a dump, -At -c SQL queries)
 
 PostgreSQL refuses to run as root: as root, the server runs as the
 `postgres` user that Debian's package creates.
@@ -120,6 +122,15 @@ def createdb(d, name):
     return uri(d, name)
 
 
+def psql(d, name, args):
+    """psql on database NAME as the test user; its exit code."""
+    env = dict(os.environ, PGPASSWORD=PASSWORD)
+    with open(os.path.join(d, "port")) as f:
+        port = f.read().strip()
+    return subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", port,
+                           "-U", USER, "-d", name] + args, env=env).returncode
+
+
 def main():
     if len(sys.argv) >= 3 and sys.argv[1] == "start":
         print(start(sys.argv[2], "--durable" in sys.argv[3:]))
@@ -129,6 +140,8 @@ def main():
     if len(sys.argv) >= 4 and sys.argv[1] == "createdb":
         print(createdb(sys.argv[2], sys.argv[3]))
         return 0
+    if len(sys.argv) >= 4 and sys.argv[1] == "psql":
+        return psql(sys.argv[2], sys.argv[3], sys.argv[4:])
     sys.exit(__doc__)
 
 
