@@ -1,10 +1,12 @@
 #include "trainscope/core/yaml_checks.h"
 
 #include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <vector>
 
 #include "trainscope/core/error.h"
@@ -17,10 +19,47 @@ namespace {
 
 int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 1; }
 
+// Counts a document's events and nothing more.
+class Events final : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The most documents a file may hold before it is refused. yaml-cpp 0.7's
+// LoadAll never ends on some malformed text (a lone ",": yaml-cpp issue
+// 1040), handing out empty documents while its memory grows; the documents
+// are counted first with a parser of our own, which stops there.
+constexpr int kMaxDocuments = 16;
+
+void count_documents(std::string_view text, const std::string& source) {
+  std::stringstream in{std::string(text)};
+  YAML::Parser parser(in);
+  Events events;
+  int docs = 0;
+  while (parser.HandleNextDocument(events))
+    if (++docs > kMaxDocuments)
+      fail(ErrorKind::kUsage,
+           "{}: invalid YAML: more than {} documents, or text the YAML reader cannot end (a "
+           "stray ',' at the top?); keep one document per file",
+           source, kMaxDocuments);
+}
+
 // Every document after the first must be empty (a trailing `---`).
 std::vector<YAML::Node> load_documents(std::string_view text, const std::string& source) {
   std::vector<YAML::Node> docs;
   try {
+    count_documents(text, source);
     docs = YAML::LoadAll(std::string(text));
   } catch (const YAML::DeepRecursion& e) {
     fail(ErrorKind::kUsage, "{}: line {}: nested deeper than {} levels", source, e.mark.line + 1,

@@ -437,7 +437,8 @@ out.write(b"y" * 200000 + b"\ntrainscope: step=1002 loss=0.25")
 
 // 128 MB without a newline: the watcher's memory does not grow with it (it
 // grew past the output's size, and the time quadratically). The peak is of
-// trainscope and what it started (head and tr, a few MB).
+// trainscope and what it started (head and tr, a few MB; about 60 MB under
+// the sanitizers).
 TEST_F(WatchTest, OutputWithoutNewlinesKeepsMemoryBounded) {
   constexpr long kOutputMib = 128;
   const std::string db = "sqlite:" + (dir_ / "t.db").string();
@@ -454,7 +455,9 @@ TEST_F(WatchTest, OutputWithoutNewlinesKeepsMemoryBounded) {
   struct rusage ru {};
   ASSERT_EQ(wait4(pid, &status, 0, &ru), pid);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
-  EXPECT_LT(ru.ru_maxrss, kOutputMib / 2 * 1024) << "peak RSS KiB";
+  // Below three quarters of the output: a copy of it would be above; the
+  // sanitizer build's own shadow memory takes about half.
+  EXPECT_LT(ru.ru_maxrss, kOutputMib * 3 / 4 * 1024) << "peak RSS KiB";
   auto s = store();
   RunInfo run = s->resolve_run("long");
   EXPECT_EQ(s->tags(run.uuid).at("metric_lines.overlong"), "1");

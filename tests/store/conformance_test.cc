@@ -511,7 +511,7 @@ TEST_P(StoreConformance, RecordPayloadsAreBytesOfAnyLength) {
   RunInfo r = new_run();
   std::string all_bytes;
   for (int i = 0; i < (1 << 20); ++i) all_bytes.push_back(static_cast<char>(i * 7 % 256));
-  const std::string key("l\0/\xff", 7);
+  const std::string key("l\0/\xff", 4);  // l, NUL, /, 0xff
   store_->append_records(r.uuid, "blob.v1-x",
                          {{key, std::numeric_limits<int64_t>::max(), 0, all_bytes},
                           {key, std::numeric_limits<int64_t>::min(), -1.25, std::string(1, '\0')}});

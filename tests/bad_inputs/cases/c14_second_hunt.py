@@ -68,6 +68,8 @@ CASES = [
     ("a mapping where one value belongs", "$TS train $DIR/lrmap.yaml --no-progress"),
     ("a YAML tag the reader would ignore", "$TS train $DIR/pytag.yaml --no-progress"),
     ("a NUL byte in a config", "$TS train $DIR/nul.yaml --no-progress"),
+    ("a config that starts with a comma (yaml-cpp 0.7 read it forever, its memory growing)",
+     "$TS train $DIR/comma.yaml --no-progress"),
     ("a config in UTF-16 with its byte order mark",
      "$TS -q train $DIR/u16.yaml --no-progress > /dev/null", {"ok": True}),
     ("a store that is a symbolic link to nothing", "$BARE --store sqlite:$DIR/dangling.db runs list"),
@@ -124,6 +126,7 @@ def fixtures(d, run):
     write(f"{d}/lrmap.yaml", BASE + "optimizer:\n  lr: {a: 1}\n")
     write(f"{d}/pytag.yaml", BASE + "run: !python/object:os.system {experiment: x}\n")
     write(f"{d}/nul.yaml", BASE + "run: {experiment: a\0b}\n")
+    write(f"{d}/comma.yaml", ", a\n")
     write(f"{d}/u16.yaml", BASE.encode("utf-16"), "wb")
     os.symlink(f"{d}/nowhere/x.db", f"{d}/dangling.db")
     stores(d, run)
