@@ -18,13 +18,7 @@ namespace fs = std::filesystem;
 
 namespace trainscope::probes {
 
-using instrument::EpochInfo;
-using instrument::EvalResult;
-using instrument::Evaluation;
-using instrument::RunContext;
-using instrument::Step;
-using instrument::TrainResult;
-
+// (The instrument names it uses are declared in observer.h.)
 struct ProbeObserver::Layer {
   probes::LayerInfo info;
   torch::Tensor weight, bias;  // the model's own; undefined when the layer has none
