@@ -23,6 +23,8 @@ PACKAGES=(
   libpqxx-dev            # the PostgreSQL store backend
   postgresql             # the tests start their own server (initdb, pg_ctl) on a loopback port
   faketime               # a writer whose clock is off, for the cross-host reaper test
+  pybind11-dev python3-dev  # the Python package (import trainscope)
+  python3-pytest            # its tests
 )
 
 # Node.js and npm come with the machine (not from Debian's packages, whose

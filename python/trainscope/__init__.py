@@ -1,0 +1,183 @@
+"""trainscope for PyTorch scripts: record a run of any training.
+
+    import torch, trainscope
+
+    with trainscope.start_run(name="mlp", config={"lr": 0.1}) as run:
+        for step in range(100):
+            ...
+            run.log({"train/loss": loss}, step=step)   # floats or 0-d tensors
+
+The run goes to the store named by `store=`, else $TRAINSCOPE_STORE, else
+./trainscope.db, where `trainscope runs show`, `plot`, `stats` and the
+dashboard read it like any other. An exception inside the `with` block
+ends the run "failed", Ctrl-C "killed"; leaving it normally, "finished".
+
+A thin layer: the recording is trainscope's C++ (`trainscope._trainscope`);
+this package turns Python values into its arguments and adds what only
+Python knows (the interpreter and the versions of the imported packages).
+"""
+import importlib.metadata
+import os
+import platform
+import sys
+
+import torch  # first: the module shares libtorch's types with it
+
+from trainscope import _trainscope
+
+Error = _trainscope.Error
+
+__all__ = ["Run", "start_run", "Error", "default_store"]
+
+
+def default_store():
+    """The store a run goes to when none is given."""
+    return _trainscope.default_store()
+
+
+def python_environment():
+    """The interpreter, and the version of every imported distribution
+    (importlib.metadata), as environment entries python.*."""
+    env = {
+        "python.version": platform.python_version(),
+        "python.implementation": platform.python_implementation(),
+        "python.executable": sys.executable,
+    }
+    names = {m.split(".")[0] for m in list(sys.modules) if m and not m.startswith("_")}
+    for dist, modules in _distributions().items():
+        if names.intersection(modules):
+            env[f"python.packages.{dist}"] = _version(dist)
+    return env
+
+
+def _distributions():
+    """distribution name -> the top-level modules it provides."""
+    out = {}
+    for module, dists in importlib.metadata.packages_distributions().items():
+        for d in dists:
+            out.setdefault(d, set()).add(module)
+    return out
+
+
+def _version(dist):
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _text(value):
+    """A param or tag value as the store keeps it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flatten(config, prefix=""):
+    """A nested dict as dotted keys, as trainscope's own configs are."""
+    out = {}
+    for key, value in config.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = _text(value)
+    return out
+
+
+def _number(key, value):
+    """A metric value: a Python number or a one-element tensor."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            raise ValueError(f"metric '{key}' is a tensor of {value.numel()} elements; log a "
+                             "scalar (a 0-d tensor, .mean(), .item())")
+        return float(value.detach().item())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"metric '{key}' is a {type(value).__name__}, not a number")
+    return float(value)
+
+
+class Run:
+    """One recorded run. Use `start_run()`; every method on one thread."""
+
+    def __init__(self, native):
+        self._run = native
+        self._step = 0
+
+    @property
+    def uuid(self):
+        return self._run.uuid
+
+    @property
+    def name(self):
+        return self._run.name
+
+    @property
+    def store(self):
+        return self._run.store
+
+    def log(self, metrics, step=None):
+        """Logs a dict of metrics at `step` (default: the step after the
+        last one logged). Values are numbers or one-element tensors; a step
+        that goes back and a value that is not finite are ValueErrors,
+        nothing of the call recorded."""
+        if step is None:
+            step = self._step
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise ValueError(f"step {step!r} is not an integer")
+        values = {str(k): _number(k, v) for k, v in metrics.items()}
+        self._run.log_metrics(values, step)
+        self._step = step + 1
+
+    def log_metric(self, key, value, step=None):
+        self.log({key: value}, step)
+
+    def log_params(self, params):
+        """Params (a dict, nested dicts as dotted keys); a param keeps its
+        first value: a different one later is an Error."""
+        self._run.set_params(_flatten(params))
+
+    def set_tags(self, tags):
+        self._run.set_tags({str(k): _text(v) for k, v in tags.items()})
+
+    def log_artifact(self, path, kind="file", name=""):
+        """Copies a file into the run (hashed); returns its name there."""
+        return self._run.add_artifact(os.fspath(path), kind, name)
+
+    def finish(self, status="finished"):
+        """Ends the run: finished, failed, killed or stopped."""
+        self._run.end(status)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self.finish("finished")
+        elif issubclass(kind, KeyboardInterrupt):
+            self.finish("killed")
+        else:
+            self.finish("failed")
+        return False
+
+
+def start_run(name="", experiment="", config=None, tags=None, store=None, parent="",
+              record_environment=True):
+    """Starts a run in `store` (default: $TRAINSCOPE_STORE, else
+    ./trainscope.db) under `experiment`, with the config dict as its params
+    (nested dicts as dotted keys) and tags. Without a name the run is named
+    after the script ("train", then "train-2", ...)."""
+    args = _trainscope.RunArgs()
+    args.store = store if store is not None else ""
+    args.experiment = experiment or os.environ.get("TRAINSCOPE_EXPERIMENT", "")
+    script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
+    args.name = name or os.environ.get("TRAINSCOPE_RUN_NAME", "") or script
+    args.unique_name = not name and not os.environ.get("TRAINSCOPE_RUN_NAME")
+    args.parent = parent
+    args.command_line = " ".join([sys.executable] + sys.argv)
+    args.params = _flatten(config or {})
+    # (args' maps are copies on the C++ side: build them, then assign.)
+    args.tags = {"source": "python", **{str(k): _text(v) for k, v in (tags or {}).items()}}
+    args.environment = python_environment()
+    args.record_environment = record_environment
+    return Run(_trainscope.Run(args))

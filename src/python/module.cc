@@ -1,0 +1,178 @@
+// trainscope's Python module, `trainscope._trainscope`: a thin binding of
+// the C++ libraries that python/trainscope/ wraps (the package users
+// import). Built against Debian's libtorch and pybind11 with torch._C's
+// ABI, so that it shares libtorch's types with `import torch`.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <pybind11/stl/filesystem.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/env/manifest.h"
+#include "trainscope/env/torch.h"
+#include "trainscope/store/run_recorder.h"
+#include "trainscope/store/store.h"
+
+namespace py = pybind11;
+namespace ts = trainscope;
+
+namespace {
+
+struct RunArgs {
+  std::string store, experiment, name, parent, command_line, config_text;
+  std::map<std::string, std::string> params, tags, environment;
+  bool record_environment = true;
+  bool unique_name = false;  // a default name: "x-2" when "x" is taken
+};
+
+// One run of a Python script: its store and recorder. Every method on the
+// script's thread; the recorder writes on its own.
+class PyRun {
+ public:
+  explicit PyRun(const RunArgs& a) {
+    store_ = ts::store::Store::open({.uri = a.store});
+    ts::store::NewRun nr;
+    nr.experiment = a.experiment.empty() ? "default" : a.experiment;
+    nr.name = a.name;
+    nr.parent_uuid = a.parent.empty() ? "" : store_->resolve_run(a.parent).uuid;
+    nr.command_line = a.command_line;
+    nr.config_text = a.config_text;
+    nr.unique_name = a.unique_name || a.name.empty();
+    if (nr.name.empty()) nr.name = "python";
+    recorder_ = ts::store::RunRecorder::start(store_, nr);
+    if (!a.params.empty()) recorder_->set_params(a.params);
+    for (const auto& [k, v] : a.tags) recorder_->set_tag(k, v);
+    ts::env::Manifest m;
+    if (a.record_environment) {
+      m = ts::env::capture_machine();
+      m.merge(ts::env::capture_torch());
+    }
+    for (const auto& [k, v] : a.environment) m[k] = v;
+    if (!m.empty()) recorder_->set_environment(m);
+  }
+
+  const std::string& uuid() const { return recorder_->uuid(); }
+  const std::string& name() const { return recorder_->info().name; }
+  std::string store() const { return store_->describe(); }
+
+  // Metrics of one step. A step before the last one a key was logged at,
+  // and a value that is not finite, are refused (ValueError), nothing of
+  // the call recorded.
+  void log_metrics(const std::map<std::string, double>& values, int64_t step) {
+    live();
+    for (const auto& [key, v] : values) {
+      if (!std::isfinite(v))
+        ts::core::fail(ts::core::ErrorKind::kUsage,
+                       "metric '{}' is {} at step {}: log finite values (a loss that diverged is "
+                       "worth a tag or an alert, not a point)",
+                       ts::core::escape_for_display(key), v, step);
+      auto it = last_step_.find(key);
+      if (it != last_step_.end() && step < it->second)
+        ts::core::fail(ts::core::ErrorKind::kUsage,
+                       "metric '{}' at step {} goes back: it was logged at step {} before; steps "
+                       "of a key only go forward",
+                       ts::core::escape_for_display(key), step, it->second);
+    }
+    for (const auto& [key, v] : values) {
+      recorder_->log_metric(key, v, step);
+      last_step_[key] = step;
+    }
+  }
+
+  void set_params(const std::map<std::string, std::string>& p) {
+    live();
+    recorder_->set_params(p);
+  }
+  void set_tags(const std::map<std::string, std::string>& t) {
+    live();
+    for (const auto& [k, v] : t) recorder_->set_tag(k, v);
+  }
+  std::string add_artifact(const std::filesystem::path& file, const std::string& kind,
+                           const std::string& name) {
+    live();
+    return recorder_->add_artifact(file, kind, name).name;
+  }
+
+  // Ends the run with `status` (finished, failed, killed, stopped); the
+  // buffered points are written first. A second end does nothing.
+  void end(const std::string& status) {
+    if (ended_) return;
+    ended_ = true;
+    py::gil_scoped_release release;  // the writer thread finishes
+    recorder_->end(ts::store::parse_run_status(status));
+  }
+  bool ended() const { return ended_; }
+
+ private:
+  void live() const {
+    if (ended_)
+      ts::core::fail(ts::core::ErrorKind::kUsage,
+                     "run {} has ended: nothing more can be recorded into it; start another run",
+                     ts::core::short_uuid(uuid()));
+  }
+
+  std::shared_ptr<ts::store::Store> store_;
+  std::unique_ptr<ts::store::RunRecorder> recorder_;
+  std::map<std::string, int64_t> last_step_;
+  bool ended_ = false;
+};
+
+// core::Error kinds as Python exceptions: a bad argument is a ValueError,
+// what is missing a LookupError, the rest trainscope.Error.
+void register_errors(py::module_& m) {
+  static py::exception<ts::core::Error> error(m, "Error");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ts::core::Error& e) {
+      switch (e.kind()) {
+        case ts::core::ErrorKind::kUsage:
+          PyErr_SetString(PyExc_ValueError, e.what());
+          return;
+        case ts::core::ErrorKind::kNotFound:
+          PyErr_SetString(PyExc_LookupError, e.what());
+          return;
+        default:
+          error(e.what());
+      }
+    }
+  });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_trainscope, m) {
+  m.doc() = "trainscope's C++ libraries for Python (use the trainscope package)";
+  register_errors(m);
+  py::class_<RunArgs>(m, "RunArgs")
+      .def(py::init<>())
+      .def_readwrite("store", &RunArgs::store)
+      .def_readwrite("experiment", &RunArgs::experiment)
+      .def_readwrite("name", &RunArgs::name)
+      .def_readwrite("parent", &RunArgs::parent)
+      .def_readwrite("command_line", &RunArgs::command_line)
+      .def_readwrite("config_text", &RunArgs::config_text)
+      .def_readwrite("params", &RunArgs::params)
+      .def_readwrite("tags", &RunArgs::tags)
+      .def_readwrite("environment", &RunArgs::environment)
+      .def_readwrite("record_environment", &RunArgs::record_environment)
+      .def_readwrite("unique_name", &RunArgs::unique_name);
+  py::class_<PyRun>(m, "Run")
+      .def(py::init<const RunArgs&>())
+      .def_property_readonly("uuid", &PyRun::uuid)
+      .def_property_readonly("name", &PyRun::name)
+      .def_property_readonly("store", &PyRun::store)
+      .def_property_readonly("ended", &PyRun::ended)
+      .def("log_metrics", &PyRun::log_metrics)
+      .def("set_params", &PyRun::set_params)
+      .def("set_tags", &PyRun::set_tags)
+      .def("add_artifact", &PyRun::add_artifact)
+      .def("end", &PyRun::end);
+  m.def("default_store", &ts::store::default_store_uri,
+        "The store a run goes to when none is given: $TRAINSCOPE_STORE, else ./trainscope.db");
+}
