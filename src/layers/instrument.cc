@@ -53,12 +53,20 @@ struct Layer {
   const torch::nn::Module* module;
 };
 
+// A parameter of an instrumented model: a weak reference, so that a model
+// destroyed without uninstrument() names nothing (a later tensor at the
+// same address is not its parameter), and the layer that owns it.
+struct Param {
+  c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> tensor;
+  std::shared_ptr<const Layer> layer;
+};
+
 // Every instrumented model's parameters, by tensor; replaced whole on each
 // change so that a callback can read a snapshot without a lock.
-using Params = std::vector<std::pair<const c10::TensorImpl*, std::shared_ptr<const Layer>>>;
+using Params = std::vector<std::pair<const c10::TensorImpl*, Param>>;
 struct Registry {
   std::unordered_map<const torch::nn::Module*, Params> models;
-  std::unordered_map<const c10::TensorImpl*, std::shared_ptr<const Layer>> params;
+  std::unordered_map<const c10::TensorImpl*, Param> params;
 };
 
 std::mutex g_mu;
@@ -91,15 +99,19 @@ struct Owned : at::ObserverContext {
 std::shared_ptr<const Layer> owner(const at::RecordFunction& fn, const Registry& r,
                                    std::vector<torch::Tensor>& inputs) {
   std::shared_ptr<const Layer> found;
+  auto param = [&](const at::TensorBase& t) -> const Param* {
+    auto it = r.params.find(t.unsafeGetTensorImpl());
+    return it == r.params.end() || it->second.tensor.expired() ? nullptr : &it->second;
+  };
   auto look = [&](const torch::Tensor& t) {
     if (!t.defined()) return;
-    auto it = r.params.find(t.unsafeGetTensorImpl());
+    const Param* p = param(t);
     // A view of a parameter (Linear's weight.t()) is the parameter.
-    if (it == r.params.end() && t.is_view()) it = r.params.find(t._base().unsafeGetTensorImpl());
-    if (it == r.params.end()) {
+    if (!p && t.is_view()) p = param(t._base());
+    if (!p) {
       inputs.push_back(t);
     } else if (!found) {
-      found = it->second;
+      found = p->layer;
     }
   };
   for (const auto& v : fn.inputs()) {
@@ -138,15 +150,22 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext* ctx) {
                   fn.outputs()[0].toTensor());
 }
 
-// Each parameter of `model` with the module that owns it.
+// Each parameter and buffer of `model` (BatchNorm's running statistics are
+// its operator's inputs too) with the module that owns it.
 Params params_of(torch::nn::Module& model) {
   Params out;
   for (const auto& item : model.named_modules("", /*include_self=*/true)) {
     auto params = item.value()->named_parameters(/*recurse=*/false);
+    for (const auto& b : item.value()->named_buffers(/*recurse=*/false))
+      params.insert(b.key(), b.value());
     if (params.is_empty()) continue;
     auto layer = std::make_shared<const Layer>(
         Layer{item.key().empty() ? std::string("(model)") : item.key(), item.value().get()});
-    for (const auto& p : params) out.emplace_back(p.value().unsafeGetTensorImpl(), layer);
+    for (const auto& p : params)
+      out.emplace_back(p.value().unsafeGetTensorImpl(),
+                       Param{c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(
+                                 p.value().getIntrusivePtr()),
+                             layer});
   }
   return out;
 }
@@ -158,7 +177,7 @@ void replace(torch::nn::Module* add, const torch::nn::Module* remove) {
     if (model != remove && model != add) next->models[model] = params;
   if (add) next->models[add] = params_of(*add);
   for (const auto& [model, params] : next->models)
-    for (const auto& [impl, layer] : params) next->params[impl] = layer;
+    for (const auto& [impl, param] : params) next->params.insert_or_assign(impl, param);
   g_registry = std::move(next);
   g_version.fetch_add(1, std::memory_order_release);
 }

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <map>
+
 #include "trainscope/train/models.h"
 
 namespace trainscope::layers {
@@ -91,6 +93,81 @@ TEST(LayerEventsTest, BuiltInModelsNameEveryLayer) {
   model->forward(torch::randn({2, 1, 28, 28}));
   ASSERT_FALSE(log.empty());
   EXPECT_EQ(log.front(), "R fwd features.conv1");
+}
+
+// A model of the user's that never calls run_layer: instrument() gives its
+// layers with parameters events (Conv2d, BatchNorm2d, Linear by addmm and
+// by matmul), not its functional steps; the events are the modules' own
+// inputs and outputs, and gradients reach a subscriber that wants them.
+struct PlainNet : nn::Module {
+  nn::Conv2d conv{register_module("conv", nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)))};
+  nn::BatchNorm2d bn{register_module("bn", nn::BatchNorm2d(4))};
+  nn::Linear fc{register_module("fc", nn::Linear(4 * 8 * 8, 5))};
+  nn::Linear head{register_module("head", nn::Linear(nn::LinearOptions(5, 3).bias(false)))};
+  torch::Tensor conv_out, fc_out;
+  torch::Tensor forward(torch::Tensor x) {
+    conv_out = conv->forward(x);
+    x = torch::relu(bn->forward(conv_out));
+    fc_out = fc->forward(x.flatten(1));
+    return head->forward(torch::relu(fc_out));
+  }
+};
+
+TEST(InstrumentTest, AModelOfOnesOwnPublishesItsLayersWithOneCall) {
+  auto net = std::make_shared<PlainNet>();
+  std::vector<std::string> log;
+  Recorder r("r", log, /*backward=*/true);
+  {
+    Subscription sub(r);
+    net->forward(torch::randn({2, 1, 8, 8})).sum().backward();
+  }
+  EXPECT_TRUE(log.empty()) << "nothing before instrument()";
+  instrument(*net);
+  struct Outputs : LayerSubscriber {
+    std::map<std::string, torch::Tensor> out;
+    std::map<std::string, const nn::Module*> module;
+    void on_forward(const ForwardEvent& e) override {
+      out[e.name] = e.output;
+      module[e.name] = e.module;
+      EXPECT_EQ(e.inputs.size(), 1u) << e.name << ": the input, not the weights";
+    }
+  } outputs;
+  {
+    Subscription sub(r), sub2(outputs);
+    net->forward(torch::randn({2, 1, 8, 8})).sum().backward();
+  }
+  EXPECT_EQ(log, (std::vector<std::string>{"r fwd conv", "r fwd bn", "r fwd fc", "r fwd head",
+                                           "r bwd head", "r bwd fc", "r bwd bn", "r bwd conv"}));
+  EXPECT_TRUE(outputs.out.at("conv").equal(net->conv_out));
+  EXPECT_TRUE(outputs.out.at("fc").equal(net->fc_out));
+  EXPECT_EQ(outputs.module.at("bn"), net->bn.get());
+  uninstrument(*net);
+}
+
+// While a Watch is alive an instrumented layer is the current layer of its
+// operator (what the profiler charges time to); a model destroyed without
+// uninstrument() names nothing afterwards.
+TEST(InstrumentTest, AWatchNamesTheCurrentLayerAndADeadModelNamesNothing) {
+  struct Seen : LayerSubscriber {
+    std::vector<std::string> names;
+    void on_forward(const ForwardEvent& e) override { names.push_back(e.name); }
+  } seen;
+  {
+    auto gone = std::make_shared<PlainNet>();
+    instrument(*gone);
+  }
+  auto net = std::make_shared<PlainNet>();  // perhaps where the dead one was
+  {
+    Subscription sub(seen);
+    net->forward(torch::randn({1, 1, 8, 8}));
+  }
+  EXPECT_TRUE(seen.names.empty()) << seen.names.size();
+  instrument(*net);
+  Watch watch;
+  EXPECT_EQ(current_layer(), nullptr);
+  net->forward(torch::randn({1, 1, 8, 8}));
+  EXPECT_EQ(current_layer(), nullptr) << "restored after each layer";
+  uninstrument(*net);
 }
 
 }  // namespace

@@ -19,7 +19,8 @@
 //   trainscope::layers::instrument(*model);
 //
 // Caught: every module with parameters whose forward pass is one libtorch
-// operator taking the module's own weight (or a view of it), as libtorch's
+// operator taking the module's own weight (or a view of it, or one of its
+// buffers: BatchNorm's running statistics), as libtorch's
 // modules do: Linear (its addmm, or its matmul: a bias added after a matmul
 // on 3-D input is then outside the layer's output), Bilinear, Conv1d/2d/3d, ConvTranspose1d/2d/3d,
 // BatchNorm1d/2d/3d, InstanceNorm, LayerNorm, GroupNorm, Embedding, EmbeddingBag, PReLU, LSTM, GRU,
@@ -109,7 +110,8 @@ class Subscription {
 // be the current layer while their operator runs, from now on, on every
 // thread. Instrumenting a model again refreshes its layers (after
 // parameters were added or replaced). `model` must stay alive until
-// uninstrument(model) or the end of the process.
+// uninstrument(model) or the end of the process, or be forgotten: a model
+// destroyed while instrumented names nothing (its tensors are held weakly).
 void instrument(torch::nn::Module& model);
 void uninstrument(torch::nn::Module& model);
 
