@@ -109,9 +109,8 @@ class Subscription {
 // Makes the layers of `model` (see the file comment) publish events and
 // be the current layer while their operator runs, from now on, on every
 // thread. Instrumenting a model again refreshes its layers (after
-// parameters were added or replaced). `model` must stay alive until
-// uninstrument(model) or the end of the process, or be forgotten: a model
-// destroyed while instrumented names nothing (its tensors are held weakly).
+// parameters were added or replaced). `model` may be destroyed while
+// instrumented: its tensors are held weakly, so it then names nothing.
 void instrument(torch::nn::Module& model);
 void uninstrument(torch::nn::Module& model);
 
