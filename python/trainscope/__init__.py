@@ -27,7 +27,7 @@ from trainscope import _trainscope
 
 Error = _trainscope.Error
 
-__all__ = ["Run", "start_run", "Error", "default_store"]
+__all__ = ["Run", "start_run", "fingerprint_tensors", "Error", "default_store"]
 
 
 def default_store():
@@ -97,6 +97,20 @@ def _number(key, value):
     return float(value)
 
 
+def fingerprint_tensors(model):
+    """(name, tensor) of what a fingerprint hashes, in the order trainscope's
+    C++ trainer hashes them: for each module in registration order, its own
+    parameters, then its own buffers."""
+    out = []
+    for prefix, module in model.named_modules():
+        dot = prefix + "." if prefix else ""
+        out += [(dot + n, t) for n, t in module.named_parameters(recurse=False)]
+        out += [(dot + n, t) for n, t in module.named_buffers(recurse=False) if t is not None]
+    if not out:
+        raise ValueError(f"model {type(model).__name__} has no parameters or buffers to watch")
+    return out
+
+
 class Run:
     """One recorded run. Use `start_run()`; every method on one thread."""
 
@@ -144,6 +158,36 @@ class Run:
         """Copies a file into the run (hashed); returns its name there."""
         return self._run.add_artifact(os.fspath(path), kind, name)
 
+    def watch(self, model, optimizer=None, fingerprint_every=1):
+        """Attaches to a model without changing it. Every `fingerprint_every`
+        optimizer steps (counted by `optimizer.step()`, which is wrapped; or
+        call `fingerprint(step)` yourself), the hash of each of the model's
+        parameters and buffers is recorded, so that `trainscope diff` names
+        the first step and tensor where two runs part."""
+        self._watched = fingerprint_tensors(model)
+        self._every = int(fingerprint_every)
+        if self._every < 1:
+            raise ValueError(f"fingerprint_every {fingerprint_every} must be >= 1")
+        if optimizer is not None:
+            self._steps = 0
+            original = optimizer.step
+
+            def step(*args, **kwargs):
+                result = original(*args, **kwargs)
+                self._steps += 1
+                if self._steps % self._every == 0 and not self._run.ended:
+                    self.fingerprint(self._steps)
+                return result
+
+            optimizer.step = step
+        return self
+
+    def fingerprint(self, step):
+        """Records the watched model's fingerprint at `step`."""
+        names, tensors = zip(*self._watched)
+        with torch.no_grad():
+            self._run.log_fingerprint(step, list(names), list(tensors))
+
     def finish(self, status="finished"):
         """Ends the run: finished, failed, killed or stopped."""
         self._run.end(status)
@@ -177,7 +221,9 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args.command_line = " ".join([sys.executable] + sys.argv)
     args.params = _flatten(config or {})
     # (args' maps are copies on the C++ side: build them, then assign.)
-    args.tags = {"source": "python", **{str(k): _text(v) for k, v in (tags or {}).items()}}
+    # A model of the script's own: trainscope cannot build it (no replay).
+    args.tags = {"source": "python", "model.custom": "true",
+                 **{str(k): _text(v) for k, v in (tags or {}).items()}}
     args.environment = python_environment()
     args.record_environment = record_environment
     return Run(_trainscope.Run(args))

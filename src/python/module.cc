@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
+#include <torch/csrc/utils/pybind.h>  // torch.Tensor <-> at::Tensor, without a copy
 
 #include <cmath>
 #include <map>
@@ -15,6 +16,8 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
+#include "trainscope/fingerprint/fingerprint.h"
+#include "trainscope/fingerprint/records.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 
@@ -98,6 +101,34 @@ class PyRun {
     return recorder_->add_artifact(file, kind, name).name;
   }
 
+  // The fingerprint of one step: the hash of each tensor (the model's
+  // parameters and buffers, as `trainscope diff` compares them), named
+  // `names`, the same names at every step.
+  void log_fingerprint(int64_t step, const std::vector<std::string>& names,
+                       const std::vector<at::Tensor>& tensors) {
+    live();
+    if (names.size() != tensors.size() || names.empty())
+      ts::core::fail(ts::core::ErrorKind::kUsage,
+                     "a fingerprint needs one name per tensor (got {} names, {} tensors)",
+                     names.size(), tensors.size());
+    if (fingerprint_names_.empty()) {
+      recorder_->log_record(ts::fingerprint::kNamesKind, ts::fingerprint::names_record(names));
+      fingerprint_names_ = names;
+    } else if (names != fingerprint_names_) {
+      ts::core::fail(ts::core::ErrorKind::kUsage,
+                     "run {} fingerprints {} tensors and now {}: fingerprint the same model "
+                     "throughout a run",
+                     ts::core::short_uuid(uuid()), fingerprint_names_.size(), names.size());
+    }
+    ts::fingerprint::Fingerprint f{step, {}};
+    {
+      py::gil_scoped_release release;  // hashing reads the tensors only
+      for (const auto& t : tensors) f.hashes.push_back(ts::fingerprint::tensor_hash(t.detach()));
+    }
+    recorder_->log_record(ts::fingerprint::kStepsKind,
+                          ts::fingerprint::step_record(f, ts::core::unix_now()));
+  }
+
   // Ends the run with `status` (finished, failed, killed, stopped); the
   // buffered points are written first. A second end does nothing.
   void end(const std::string& status) {
@@ -119,6 +150,7 @@ class PyRun {
   std::shared_ptr<ts::store::Store> store_;
   std::unique_ptr<ts::store::RunRecorder> recorder_;
   std::map<std::string, int64_t> last_step_;
+  std::vector<std::string> fingerprint_names_;
   bool ended_ = false;
 };
 
@@ -172,6 +204,7 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("set_params", &PyRun::set_params)
       .def("set_tags", &PyRun::set_tags)
       .def("add_artifact", &PyRun::add_artifact)
+      .def("log_fingerprint", &PyRun::log_fingerprint)
       .def("end", &PyRun::end);
   m.def("default_store", &ts::store::default_store_uri,
         "The store a run goes to when none is given: $TRAINSCOPE_STORE, else ./trainscope.db");

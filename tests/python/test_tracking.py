@@ -121,3 +121,41 @@ def test_the_default_store_is_trainscope_store(tmp_path, monkeypatch):
     with trainscope.start_run(name="from-env"):
         pass
     assert show(str(tmp_path / "env.db"), "from-env")["status"] == "finished"
+
+
+def train(store, name, seed, steps=12):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                                torch.nn.Linear(8, 3))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(1)  # the same data for every run
+    x, y = torch.randn(32, 6, generator=g), torch.randint(0, 3, (32,), generator=g)
+    with trainscope.start_run(name=name, store="sqlite:" + store) as run:
+        run.watch(model, opt, fingerprint_every=2)
+        for step in range(1, steps + 1):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            opt.step()
+            run.log({"train/loss": loss}, step=step)
+
+
+def diff(store, a, b):
+    out = subprocess.run([CLI, "--store", "sqlite:" + store, "--json", "diff", a, b],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def test_fingerprints_let_diff_compare_two_python_runs(store):
+    train(store, "a", seed=0)
+    train(store, "b", seed=0)
+    train(store, "c", seed=1)
+    same = diff(store, "a", "b")
+    assert same["have_fingerprints"] and same["bit_identical"], same
+    assert same["common_steps"] == 6  # every 2nd of 12 steps
+    other = diff(store, "a", "c")
+    assert not other["bit_identical"] and other["first_diff_step"] == 2, other
+    assert "0.weight" in other["differing_tensors"]
+    assert "1.running_mean" in [n for n, _ in trainscope.fingerprint_tensors(
+        torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2)))]
+    assert show(store, "a")["records"]["fingerprints"] == 6
