@@ -16,6 +16,7 @@ A thin layer: the recording is trainscope's C++ (`trainscope._trainscope`);
 this package turns Python values into its arguments and adds what only
 Python knows (the interpreter and the versions of the imported packages).
 """
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -24,10 +25,12 @@ import sys
 import torch  # first: the module shares libtorch's types with it
 
 from trainscope import _trainscope
+from trainscope.settings import STREAMS, Seeds, config, setup
 
 Error = _trainscope.Error
 
-__all__ = ["Run", "start_run", "fingerprint_tensors", "Error", "default_store"]
+__all__ = ["Run", "start_run", "fingerprint_tensors", "Error", "default_store", "config",
+           "setup", "Seeds", "STREAMS"]
 
 
 def default_store():
@@ -47,6 +50,11 @@ def python_environment():
     for dist, modules in _distributions().items():
         if names.intersection(modules):
             env[f"python.packages.{dist}"] = _version(dist)
+    script = sys.argv[0] if sys.argv else ""
+    if script and os.path.isfile(script):
+        env["python.script"] = os.path.abspath(script)
+        with open(script, "rb") as f:
+            env["python.script.sha256"] = hashlib.sha256(f.read()).hexdigest()
     return env
 
 
@@ -210,14 +218,26 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     """Starts a run in `store` (default: $TRAINSCOPE_STORE, else
     ./trainscope.db) under `experiment`, with the config dict as its params
     (nested dicts as dotted keys) and tags. Without a name the run is named
-    after the script ("train", then "train-2", ...)."""
+    after the script ("train", then "train-2", ...).
+
+    Started by a study (`command:` in a study file), the run is the planned
+    run the study started the script for: its name, experiment and parent
+    come from the environment the study set ($TRAINSCOPE_RUN_NAME,
+    $TRAINSCOPE_EXPERIMENT, $TRAINSCOPE_PARENT, $TRAINSCOPE_STORE) and win
+    over the arguments, and its config text is what the study planned for
+    it ($TRAINSCOPE_PLANNED)."""
     args = _trainscope.RunArgs()
     args.store = store if store is not None else ""
-    args.experiment = experiment or os.environ.get("TRAINSCOPE_EXPERIMENT", "")
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
-    args.name = name or os.environ.get("TRAINSCOPE_RUN_NAME", "") or script
-    args.unique_name = not name and not os.environ.get("TRAINSCOPE_RUN_NAME")
-    args.parent = parent
+    planned = os.environ.get("TRAINSCOPE_RUN_NAME", "") if not parent else ""
+    if planned:  # a study's run: what the study planned wins over the script's names
+        args.name, args.parent = planned, os.environ.get("TRAINSCOPE_PARENT", "")
+        args.experiment = os.environ.get("TRAINSCOPE_EXPERIMENT", "") or experiment
+        args.config_text = os.environ.get("TRAINSCOPE_PLANNED", "")
+        args.store = ""  # the study's ($TRAINSCOPE_STORE)
+    else:
+        args.name, args.parent, args.experiment = name or script, parent, experiment
+    args.unique_name = not name and not planned
     args.command_line = " ".join([sys.executable] + sys.argv)
     args.params = _flatten(config or {})
     # (args' maps are copies on the C++ side: build them, then assign.)

@@ -158,6 +158,8 @@ void add_task(CLI::App* study, Context& ctx) {
       std::cout << a->name << " has finished already\n";
       return;
     }
+    // A command study's run learns what it is from its environment.
+    for (const auto& [k, v] : job->env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> argv;
     for (auto& arg : job->argv) argv.push_back(arg.data());
     argv.push_back(nullptr);

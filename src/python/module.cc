@@ -20,6 +20,9 @@
 #include "trainscope/fingerprint/records.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
+#include "trainscope/study/study.h"
+#include "trainscope/train/seeds.h"
+#include "trainscope/train/torch_env.h"
 
 namespace py = pybind11;
 namespace ts = trainscope;
@@ -42,7 +45,12 @@ class PyRun {
     ts::store::NewRun nr;
     nr.experiment = a.experiment.empty() ? "default" : a.experiment;
     nr.name = a.name;
-    nr.parent_uuid = a.parent.empty() ? "" : store_->resolve_run(a.parent).uuid;
+    if (!a.parent.empty()) {
+      const ts::store::RunInfo parent = store_->resolve_run(a.parent);
+      // Under a study, only a run it plans (what `train --parent` checks).
+      ts::study::check_planned_child(*store_, parent, a.name);
+      nr.parent_uuid = parent.uuid;
+    }
     nr.command_line = a.command_line;
     nr.config_text = a.config_text;
     nr.unique_name = a.unique_name || a.name.empty();
@@ -176,6 +184,21 @@ void register_errors(py::module_& m) {
   });
 }
 
+// A script's trainscope settings ("seeds.master=3", "compute.threads=2",
+// "determinism.mkldnn=false") checked and applied as the trainer applies
+// them (threads of libtorch and its BLAS, determinism); returns the named
+// streams' seeds as the trainer derives them, and the master seed.
+std::map<std::string, uint64_t> apply_settings(const std::vector<std::string>& sets, bool apply) {
+  const ts::train::Config c = ts::config::parse_config("", sets, "the script's settings");
+  if (apply) ts::train::apply_determinism(c);
+  const ts::train::StreamSeeds s = ts::train::derive_seeds(c);
+  return {{"master", static_cast<uint64_t>(c.seeds.master)},
+          {"init", s.init},
+          {"data_order", s.data_order},
+          {"augment", s.augment},
+          {"dropout", s.dropout}};
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_trainscope, m) {
@@ -206,6 +229,8 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("add_artifact", &PyRun::add_artifact)
       .def("log_fingerprint", &PyRun::log_fingerprint)
       .def("end", &PyRun::end);
+  m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,
+        "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
   m.def("default_store", &ts::store::default_store_uri,
         "The store a run goes to when none is given: $TRAINSCOPE_STORE, else ./trainscope.db");
 }

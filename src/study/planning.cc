@@ -86,6 +86,7 @@ std::string list_text(const std::vector<std::string>& v) {
 Flat describe(const StudySpec& s) {
   Flat m;
   m["study"] = s.name;
+  if (!s.command.empty()) m["command"] = s.command;
   for (const auto& [k, v] : s.set) m["set." + k] = v;  // a later one wins, as in a run
   for (const auto& f : s.grid) m["grid." + f.key] = list_text(f.values);
   if (!s.sources.empty()) m["sources"] = list_text(s.sources);
@@ -154,6 +155,17 @@ std::vector<std::string> training_sets(const StudySpec& spec, const PlannedRun& 
   return out;
 }
 
+std::string command_run_text(const StudySpec& spec, const PlannedRun& run) {
+  YAML::Emitter y;
+  y << YAML::BeginMap << YAML::Key << "study" << YAML::Value << spec.name;
+  y << YAML::Key << "run" << YAML::Value << run.name;
+  y << YAML::Key << "command" << YAML::Value << spec.command;
+  y << YAML::Key << "set" << YAML::Value << YAML::BeginMap;
+  for (const auto& [k, v] : run.set) y << YAML::Key << k << YAML::Value << v;
+  y << YAML::EndMap << YAML::EndMap;
+  return std::string(y.c_str()) + "\n";
+}
+
 PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const StudyOptions& o) {
   PlanEstimate e;
   e.runs = Plan(spec).size();
@@ -181,7 +193,7 @@ std::string estimate_text(const PlanEstimate& e) {
 }
 
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
-  if (!o.resolver)
+  if (!o.resolver && spec.command.empty())
     fail(ErrorKind::kRuntime, "planning study {} needs the trainer's config reader", spec.name);
   if (!o.log_dir.empty()) core::check_output_folder(o.log_dir);  // before anything is planned
   const PlanEstimate e = estimate_plan(store, spec, o);
@@ -191,6 +203,9 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
          "the replicates, or pass --max-runs {} to run them all",
          spec.name, count_text(e.runs), shape_text(spec), count_text(o.max_runs), estimate_text(e),
          e.runs);
+  // A command's settings are the script's own business (trainscope.config()
+  // refuses a key the script does not have, when its run starts).
+  if (!spec.command.empty()) return spec;
   spec.resolved_base = o.resolver->resolve_file(spec.base);
   const Plan plan(spec);
   for (uint64_t i = 0; i < plan.size(); ++i) {
@@ -246,6 +261,12 @@ std::map<std::string, std::string> plan_tags(const StudySpec& spec) {
 
 namespace {
 
+// The config hash the run the plan `spec` trains as `p` records.
+std::string planned_hash(const StudySpec& spec, const PlannedRun& p, const StudyOptions& o) {
+  if (!spec.command.empty()) return core::sha256_hex(command_run_text(spec, p));
+  return core::sha256_hex(o.resolver->resolve_text(spec.resolved_base, training_sets(spec, p)));
+}
+
 // Sets aside every attempt of the study that the plan `spec` does not
 // train: a name it no longer plans, or a config other than the one it
 // plans under that name. Returns how many.
@@ -263,9 +284,7 @@ int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec,
     if (fields[r.uuid].tags.count(kSupersededTag)) continue;
     auto it = index.find(r.name);
     const bool planned =
-        it != index.end() &&
-        core::sha256_hex(o.resolver->resolve_text(
-            spec.resolved_base, training_sets(spec, plan.at(it->second)))) == r.config_hash;
+        it != index.end() && planned_hash(spec, plan.at(it->second), o) == r.config_hash;
     if (planned) continue;
     store.set_tag(r.uuid, kSupersededTag, "replan");
     ++n;

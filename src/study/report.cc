@@ -375,7 +375,9 @@ std::string html_report(const StudyAnalysis& a) {
        "font-size:13px;text-align:right}td:first-child,th{text-align:left}svg{margin:8px 0;"
        "display:block}.note{color:#8a4b00}</style></head><body>\n";
   o << "<h1>Study " << esc(a.study.name) << "</h1>\n<p>" << esc(a.study.uuid) << " · "
-    << esc(core::format_utc(a.study.start_time)) << " · base config " << esc(a.spec.base.string())
+    << esc(core::format_utc(a.study.start_time)) << " · "
+    << (a.spec.command.empty() ? "base config " + esc(a.spec.base.string())
+                               : "command " + esc(a.spec.command))
     << "</p>\n<p>" << esc(summary_lines(a)) << "</p>\n";
   o << "<h2>" << esc(a.metric) << " per cell</h2>\n" << html_table(cell_header(a), cell_rows(a));
   if (!test_rows(a).empty())

@@ -122,6 +122,7 @@ std::string log_name(const std::string& run_name) {
 // once into `dir` under a name from its hash. A study recorded before plans
 // were recorded trains its base file as it is now.
 std::filesystem::path base_file(const StudySpec& spec, const std::filesystem::path& dir) {
+  if (!spec.command.empty()) return {};  // a command study trains no config file
   if (spec.resolved_base.empty()) {
     core::log_warn(
         "study {} was recorded without its resolved base config: its runs train {} as "
@@ -140,6 +141,26 @@ std::filesystem::path base_file(const StudySpec& spec, const std::filesystem::pa
   return file;
 }
 
+// The job of a command study's run: the command, by /bin/sh in the study
+// file's folder, with what the run is in its environment (the trainscope
+// package reads it: trainscope.config(), start_run()).
+Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& study,
+                const store::UriPassword& store, const std::filesystem::path& log) {
+  std::string sets;
+  for (const auto& line : set_lines(p)) sets += line + "\n";
+  Job j{p.name, {"/bin/sh", "-c", "cd \"$TRAINSCOPE_STUDY_DIR\" && exec " + spec.command}, log, {}};
+  j.env = {{"TRAINSCOPE_STORE", store.uri},
+           {"TRAINSCOPE_PARENT", study},
+           {"TRAINSCOPE_EXPERIMENT", spec.name},
+           {"TRAINSCOPE_RUN_NAME", p.name},
+           {"TRAINSCOPE_SET", sets},
+           {"TRAINSCOPE_PLANNED", command_run_text(spec, p)},
+           {"TRAINSCOPE_STUDY_DIR", std::filesystem::absolute(spec.file).parent_path().string()},
+           {"OMP_NUM_THREADS", std::to_string(spec.threads_per_run)}};
+  if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
+  return j;
+}
+
 Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const StudyOptions& o,
              const std::string& study, const std::filesystem::path& logs,
              const std::filesystem::path& base) {
@@ -147,6 +168,7 @@ Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const Stu
   // A password in the store URI goes in the environment, not on the
   // command line.
   const store::UriPassword store = store::split_password(o.store_uri);
+  if (!spec.command.empty()) return command_job(p, spec, study, store, logs / log_name(p.name));
   Job j{p.name,
         {o.program.string(), "--store", store.uri, "-q", "train", base.string()},
         logs / log_name(p.name),
@@ -345,7 +367,7 @@ void check_name_free(store::Store& store, const StudySpec& spec) {
 
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,
                   const ProgressFn& progress) {
-  if (spec.resolved_base.empty())
+  if (spec.resolved_base.empty() && spec.command.empty())
     fail(ErrorKind::kUsage, "study {} has not been planned: plan it with plan_study()", spec.name);
   if (o.executor == "slurm") check_slurm(o.partition);
   check_name_free(*store, spec);
@@ -359,7 +381,8 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
   // Where the plan came from (params: fixed), and what it is (tags: a
   // re-plan changes them).
   rec->set_params({{"study.file", std::filesystem::absolute(spec.file).string()},
-                   {"study.base", spec.base.string()},
+                   {spec.command.empty() ? "study.base" : "study.command",
+                    spec.command.empty() ? spec.base.string() : spec.command},
                    {"study.quick", o.quick ? "true" : "false"}});
   for (const auto& [k, v] : plan_tags(spec)) rec->set_tag(k, v);
   return execute(store, std::move(rec), spec, o, progress);

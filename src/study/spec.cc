@@ -39,10 +39,10 @@ constexpr int kMaxWorkers = 1024;
 constexpr const char* kResolvedMarker =
     "# ---- trainscope: the base config as resolved when this study was planned ----\n";
 
-const std::set<std::string> kKeys = {
-    "study",      "base", "set",           "grid",    "sources",
-    "replicates", "vary", "deterministic", "workers", "threads_per_run",
-    "retries",    "quick"};
+const std::set<std::string> kKeys = {"study",         "base",    "command",         "set",
+                                     "grid",          "sources", "replicates",      "vary",
+                                     "deterministic", "workers", "threads_per_run", "retries",
+                                     "quick"};
 
 struct Ctx {
   std::string file;
@@ -157,18 +157,39 @@ fs::path base_path(const fs::path& file, const std::string& base, const Ctx& c) 
   return p;
 }
 
+// A command study's command: one line of text, and no source it cannot
+// honour (a bit flip needs trainscope's own trainer).
+void check_command(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
+  if (!root["command"]) return;
+  if (s.command.find_first_not_of(" \t") == std::string::npos)
+    c.bad("command", "is empty: give the command that trains, e.g. command: python3 train.py");
+  if (s.command.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+    c.bad("command", "has a line break or NUL: give one command line");
+  const bool flips = s.vary == "bitflip" ||
+                     std::find(s.sources.begin(), s.sources.end(), "bitflip") != s.sources.end();
+  if (flips)
+    c.bad(s.vary == "bitflip" ? "vary" : "sources",
+          "bitflip needs trainscope's trainer (it flips a bit of an initial weight): a command "
+          "study varies init, data_order, augment, dropout, implementation, all or a key");
+}
+
 void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_files) {
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
     if (!kKeys.count(key))
-      c.bad(key,
-            "is not a study key: use study, base, set, grid, sources, replicates, vary, "
-            "deterministic, workers, threads_per_run, retries, quick");
+      c.bad(
+          key,
+          "is not a study key: use study, base (or command), set, grid, sources, replicates, vary, "
+          "deterministic, workers, threads_per_run, retries, quick");
   }
   if (s.name.empty()) c.bad("study", "is missing: name the study, e.g. study: seeds");
-  if (!root["base"]) c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml");
+  if (!root["base"] && !root["command"])
+    c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml (or a command)");
+  if (root["base"] && root["command"])
+    c.bad("command", "cannot be combined with base: a study trains a config or runs a command");
+  check_command(root, s, c);
   std::error_code ec;
-  if (check_files && !fs::exists(s.base, ec))
+  if (check_files && s.command.empty() && !fs::exists(s.base, ec))
     fail(ErrorKind::kNotFound, "{}: base names {}, which does not exist", c.file,
          core::escape_for_display(s.base.string()));
   if (s.grid.empty() && s.sources.empty())
@@ -206,6 +227,7 @@ StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool 
   try {
     if (root["study"]) s.name = root["study"].as<std::string>();
     if (root["base"]) s.base = base_path(file, root["base"].as<std::string>(), c);
+    if (root["command"]) s.command = root["command"].as<std::string>();
     read_fields(root, s, c);
     if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
     check(root, s, c, check_files);

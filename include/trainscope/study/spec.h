@@ -14,6 +14,16 @@
 //   retries: 2                   # a failed run is retried this many times
 //   quick: {set: {...}, grid: {...}, replicates: 2}   # what --quick changes
 //
+// or, instead of base, a command of one's own (a PyTorch script with the
+// trainscope package, say), run by /bin/sh in the study file's folder:
+//
+//   command: python3 train.py --epochs 2
+//
+// Each planned run of a command study is that command with the run's
+// settings in its environment (study/README.md, "Studies of a script"):
+// the script reads them with trainscope.config() and its run joins the
+// study as the planned child.
+//
 // or, instead of a grid, the randomness sources varied one at a time:
 //
 //   sources: [init, data_order, augment, dropout, implementation, all,
@@ -50,7 +60,8 @@ struct Factor {
 struct StudySpec {
   std::string name;
   std::filesystem::path file;  // the study file
-  std::filesystem::path base;  // the base config (absolute)
+  std::filesystem::path base;  // the base config (absolute); empty in a command study
+  std::string command;         // instead of base: a shell command line, run per planned run
   std::vector<std::pair<std::string, std::string>> set;
   std::vector<Factor> grid;
   std::vector<std::string> sources;  // non-empty: sources mode

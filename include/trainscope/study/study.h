@@ -42,6 +42,12 @@ class ConfigResolver {
 // first (`trainscope train --experiment`), as resolve_text() takes them.
 std::vector<std::string> training_sets(const StudySpec& spec, const PlannedRun& run);
 
+// What a command study hands planned run `run` (in $TRAINSCOPE_PLANNED),
+// recorded as that run's config text: the command and the run's settings,
+// as YAML. Its hash tells `study resume --replan` whether a run still is
+// what the plan trains.
+std::string command_run_text(const StudySpec& spec, const PlannedRun& run);
+
 // The plans a study may have before a flag confirms it: beyond this many
 // runs `study run` refuses, with the count and the estimated time.
 constexpr uint64_t kDefaultMaxRuns = 10000;

@@ -71,12 +71,15 @@ WeightSpread spread(const std::string& cell, int64_t step, const std::string& la
 
 std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a) {
   std::vector<WeightSpread> out;
+  // A command study's runs are a script's: no trainer config, no checkpoints.
+  if (!a.spec.command.empty()) return out;
   std::shared_ptr<train::Classifier> model;
   for (const auto& c : a.cells) {
     if (c.run_uuids.size() < 2) continue;
     std::vector<std::map<int64_t, std::filesystem::path>> files;
     for (const auto& r : c.run_uuids) files.push_back(checkpoints(s, r));
-    if (!model) {  // every run of a study trains the same architecture
+    if (files[0].empty()) continue;  // nothing to compare (or to build a model for)
+    if (!model) {                    // every run of a study trains the same architecture
       auto run = s.find_run(c.run_uuids[0]);
       train::Config cfg =
           train::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));

@@ -1,0 +1,198 @@
+"""A script's settings and seeds, the same whether it runs alone or as a
+planned run of a study (`command:` in a study file).
+
+    cfg = trainscope.config({"lr": 0.1, "epochs": 2, "seeds": {"master": 0}})
+    seeds = trainscope.setup(cfg)     # seeds Python, NumPy, torch; threads
+    model = Net()                     # initialised from the init stream
+    seeds.use("dropout")              # dropout masks from their own stream
+    loader = DataLoader(data, shuffle=True, generator=seeds.generator("data_order"))
+
+A study hands each run its settings in $TRAINSCOPE_SET ("key=value"
+lines): config() applies them over the script's defaults, so that a grid
+over `lr` or a study of the sources (seeds.init, seeds.data_order, ...,
+compute.threads) reaches the script unchanged.
+"""
+import copy
+import os
+import random
+import sys
+
+import torch
+
+from trainscope import _trainscope
+
+__all__ = ["config", "setup", "Seeds", "STREAMS"]
+
+# The named random streams, as trainscope's trainer has them.
+STREAMS = ("init", "data_order", "augment", "dropout")
+# Sections of trainscope's own that a study may set without the script
+# declaring them (the sources a study varies live there).
+_OWN = ("seeds", "compute", "determinism")
+
+
+def _settings_lines(sets):
+    if sets is not None:
+        return list(sets)
+    text = os.environ.get("TRAINSCOPE_SET", "")
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def _parse(key, text):
+    """A value a study wrote, for a key the defaults do not type."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _typed(key, text, default):
+    """`text` as the type of the default it replaces."""
+    if default is None:
+        return _parse(key, text)
+    if isinstance(default, bool):
+        low = text.strip().lower()
+        if low not in ("true", "false"):
+            raise _trainscope.Error(f"setting {key}={text}: '{key}' is a bool; give true or false")
+        return low == "true"
+    if isinstance(default, (int, float, str)):
+        try:
+            return type(default)(text)
+        except ValueError:
+            raise _trainscope.Error(f"setting {key}={text}: '{key}' is a "
+                                    f"{type(default).__name__} (default {default!r})") from None
+    raise _trainscope.Error(f"setting {key}={text}: '{key}' is a {type(default).__name__}, which "
+                            "a setting cannot replace: give the study scalar keys")
+
+
+def _keys(tree, prefix=""):
+    for k, v in tree.items():
+        if isinstance(v, dict):
+            yield from _keys(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}"
+
+
+def _apply(tree, line):
+    key, sep, text = line.partition("=")
+    if not sep or not key:
+        raise _trainscope.Error(f"setting '{line}' is not key=value")
+    *path, leaf = key.split(".")
+    node = tree
+    for part in path:
+        nxt = node.get(part)
+        if nxt is None and path[0] in _OWN:
+            nxt = node[part] = {}
+        if not isinstance(nxt, dict):
+            break
+        node = nxt
+    else:
+        if leaf in node and not isinstance(node[leaf], dict):
+            node[leaf] = _typed(key, text, node[leaf])
+            return
+        if path and path[0] in _OWN:
+            node[leaf] = _parse(key, text)
+            return
+    known = ", ".join(sorted(_keys(tree))) or "none"
+    raise _trainscope.Error(
+        f"the study sets '{key}', which this script's config does not have (its keys: {known}): "
+        "add it to the defaults given to trainscope.config(), or fix the study's key")
+
+
+def config(defaults=None, sets=None):
+    """The script's config: a copy of `defaults` (a nested dict) with the
+    settings of this run applied: `sets` ("key=value" strings), else those a
+    study planned for it ($TRAINSCOPE_SET). A key the defaults do not have
+    is an Error naming it (a study's typo must not pass unnoticed), except
+    in trainscope's own sections seeds, compute and determinism. A value
+    takes the type of the default it replaces."""
+    tree = copy.deepcopy(defaults) if defaults else {}
+    if not isinstance(tree, dict):
+        raise TypeError(f"config defaults are a dict, not a {type(defaults).__name__}")
+    for line in _settings_lines(sets):
+        _apply(tree, line)
+    return tree
+
+
+class Seeds:
+    """The named streams' seeds of one run, derived from seeds.master (and
+    seeds.<stream> when set) exactly as trainscope's trainer derives them."""
+
+    def __init__(self, seeds):
+        self.master = seeds["master"]
+        self._seeds = {name: seeds[name] for name in STREAMS}
+
+    def __getitem__(self, stream):
+        if stream not in self._seeds:
+            raise KeyError(f"no stream '{stream}': the streams are {', '.join(STREAMS)}")
+        return self._seeds[stream]
+
+    def __getattr__(self, stream):
+        if stream.startswith("_"):
+            raise AttributeError(stream)
+        try:
+            return self[stream]
+        except KeyError as e:
+            raise AttributeError(e.args[0]) from None
+
+    def generator(self, stream):
+        """A new torch.Generator seeded with `stream`'s seed (for a
+        DataLoader's shuffle, a random crop, ...)."""
+        return torch.Generator().manual_seed(self._torch_seed(stream))
+
+    def use(self, stream):
+        """Seeds torch's global generator with `stream`: what draws from it
+        next (weight initialisation, dropout) comes from that stream."""
+        torch.manual_seed(self._torch_seed(stream))
+        return self
+
+    def _torch_seed(self, stream):
+        # torch.manual_seed takes a 64-bit seed; keep it in range.
+        return self[stream] & 0x7FFF_FFFF_FFFF_FFFF
+
+    def __repr__(self):
+        streams = ", ".join(f"{k}={v}" for k, v in self._seeds.items())
+        return f"Seeds(master={self.master}, {streams})"
+
+
+def _own_settings(cfg):
+    out = []
+    for key in _keys(cfg or {}):
+        if key.split(".")[0] in _OWN:
+            node = cfg
+            for part in key.split("."):
+                node = node[part]
+            value = ("true" if node else "false") if isinstance(node, bool) else str(node)
+            out.append(f"{key}={value}")
+    return out
+
+
+def setup(cfg=None, apply=True):
+    """One call before the model is built. From `cfg`'s sections seeds,
+    compute and determinism (trainscope's keys; `trainscope config keys`
+    lists them): sets libtorch's and its BLAS's threads and the determinism
+    switches as the trainer does, seeds torch's global generator with the
+    init stream (so the model's initial weights come from it), and Python's
+    `random` and NumPy's global generator (when NumPy is installed) with the
+    augment stream. Returns the Seeds; `apply=False` only computes them."""
+    try:
+        derived = _trainscope.apply_settings(_own_settings(cfg), apply)
+    except ValueError as e:  # the C++ reader's words are for --set
+        raise ValueError(str(e).replace("--set ", "setting ", 1)) from None
+    seeds = Seeds(derived)
+    if apply:
+        seeds.use("init")
+        random.seed(seeds.augment)
+        numpy = sys.modules.get("numpy")
+        if numpy is None:
+            try:
+                import numpy  # noqa: F401 (seeded when present)
+            except ImportError:
+                numpy = None
+        if numpy is not None:
+            numpy.random.seed(seeds.augment % 2**32)
+    return seeds

@@ -1,0 +1,176 @@
+"""A study whose runs are a PyTorch script (`command:`), and the script's
+side of it: trainscope.config() and trainscope.setup(). The study is
+examples/python/sources.yaml, its script examples/python/train_mlp.py, run
+by the CLI as a user would (TS_CLI, PYTHONPATH: set by ctest)."""
+import json
+import os
+import pathlib
+import random
+import shutil
+import sqlite3
+import subprocess
+
+import pytest
+import torch
+
+import trainscope
+
+CLI = os.environ["TS_CLI"]
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples" / "python"
+
+
+def cli(store, *args, check=True):
+    return subprocess.run([CLI, "--store", "sqlite:" + str(store), *args], check=check,
+                          capture_output=True, text=True)
+
+
+def first_value(store, run, key):
+    out = cli(store, "metrics", run, key, "--format", "csv").stdout
+    return float(out.splitlines()[1].split(",")[2])
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """examples/python's sources study, quick, in a folder of its own."""
+    tmp = tmp_path_factory.mktemp("study")
+    for f in ("train_mlp.py", "sources.yaml"):
+        shutil.copy(EXAMPLES / f, tmp / f)
+    store = tmp / "s.db"
+    done = cli(store, "study", "run", str(tmp / "sources.yaml"), "--quick", "--workers", "2",
+               "--logs", str(tmp / "logs"), check=False)
+    assert done.returncode == 0, done.stderr + "".join(
+        p.read_text() for p in (tmp / "logs").glob("*.log"))
+    return store, tmp
+
+
+def test_every_planned_run_is_the_scripts_run_under_the_study(study):
+    store, _ = study
+    status = json.loads(cli(store, "--json", "study", "status", "python-sources").stdout)
+    assert status["total"]["finished"] == 10 and status["total"]["failed"] == 0, status
+    runs = json.loads(cli(store, "--json", "runs", "list", "--experiment", "python-sources").stdout)
+    children = [r for r in runs if r["parent"]]
+    assert sorted(r["name"] for r in children) == sorted(
+        f"{cell}/r{i}" for cell in ("init", "data_order", "dropout", "all", "deterministic")
+        for i in (1, 2))
+    shown = json.loads(cli(store, "--json", "runs", "show", "init/r2").stdout)
+    assert shown["tags"]["source"] == "python"
+    # What the study planned for the run is its config, and it reached the script.
+    assert "seeds.init: 2" in shown["config"] and "command:" in shown["config"]
+    assert shown["params"]["seeds.init"] == "2" and shown["params"]["epochs"] == "1"
+    with sqlite3.connect(store) as db:
+        script = db.execute("SELECT value FROM environment WHERE run_id = (SELECT id FROM runs "
+                            "WHERE uuid = ?) AND key = 'python.script'", (shown["uuid"],))
+        assert script.fetchone()[0].endswith("train_mlp.py")
+
+
+def test_each_source_varies_only_its_stream(study):
+    store, _ = study
+    init = {c: [first_value(store, f"{c}/r{i}", "init/weight_sum") for i in (1, 2)]
+            for c in ("init", "data_order", "dropout", "all", "deterministic")}
+    assert init["init"][0] != init["init"][1]  # the init stream differs
+    assert init["all"][0] != init["all"][1]  # the master seed: every stream
+    for cell in ("data_order", "dropout", "deterministic"):  # the same initial weights
+        assert init[cell][0] == init[cell][1], cell
+    # Same initial weights, other batches or masks: the trainings part.
+    for cell in ("data_order", "dropout"):
+        diff = json.loads(cli(store, "--json", "diff", f"{cell}/r1", f"{cell}/r2").stdout)
+        assert not diff["bit_identical"] and diff["first_diff_step"] == 1, diff
+
+
+def test_the_deterministic_cell_is_audited_bit_identical(study):
+    store, _ = study
+    diff = json.loads(cli(store, "--json", "diff", "deterministic/r1", "deterministic/r2").stdout)
+    assert diff["bit_identical"] and diff["common_steps"] == 24, diff
+    report = json.loads(cli(store, "--json", "study", "report", "python-sources").stdout)
+    cells = {c["cell"]: c for c in report["cells"]}
+    assert set(cells) == {"init", "data_order", "dropout", "all", "deterministic"}
+    assert all(len(c["values"]) == 2 for c in cells.values())
+    assert cells["deterministic"]["audit"]["identical"] == 1, cells["deterministic"]["audit"]
+
+
+def test_a_finished_study_resumes_without_running_the_script_again(study):
+    store, _ = study
+    out = cli(store, "study", "resume", "python-sources")
+    assert "10 done before, 0 to run" in out.stderr, out.stderr
+
+
+def test_a_changed_command_is_refused_on_resume(study):
+    store, tmp = study
+    text = (tmp / "sources.yaml").read_text()
+    (tmp / "sources.yaml").write_text(text.replace("train_mlp.py", "train_mlp.py --other"))
+    try:
+        out = cli(store, "study", "resume", "python-sources", check=False)
+        assert out.returncode == 4 and "command" in out.stderr, out.stderr
+    finally:
+        (tmp / "sources.yaml").write_text(text)
+
+
+def test_a_run_the_study_does_not_plan_cannot_join_it(study, monkeypatch):
+    store, _ = study
+    monkeypatch.setenv("TRAINSCOPE_STORE", "sqlite:" + str(store))
+    monkeypatch.setenv("TRAINSCOPE_PARENT", "python-sources")
+    monkeypatch.setenv("TRAINSCOPE_RUN_NAME", "init/r9")
+    with pytest.raises(trainscope.Error, match="not a planned run"):
+        trainscope.start_run()
+
+
+def test_bad_command_studies_are_refused_with_the_key(tmp_path):
+    store = tmp_path / "s.db"
+    cases = {
+        "command: ''\n": "command is empty",
+        "command: python3 x.py\nbase: ../demo.yaml\n": "cannot be combined with base",
+        "command: python3 x.py\nvary: bitflip\ngrid: {lr: [1, 2]}\n": "bitflip needs",
+    }
+    for body, message in cases.items():
+        f = tmp_path / "bad.yaml"
+        f.write_text("study: bad\n" + "sources: [init]\n" * ("grid" not in body) + body)
+        out = cli(store, "study", "run", str(f), check=False)
+        assert out.returncode == 2 and message in out.stderr, (body, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_config_applies_the_settings_typed_as_the_defaults():
+    defaults = {"lr": 0.1, "epochs": 2, "name": "a", "amp": False, "opt": {"beta": 0.9}}
+    cfg = trainscope.config(defaults, sets=["lr=0.5", "epochs=3", "amp=true", "opt.beta=1",
+                                            "seeds.init=7", "compute.threads=1"])
+    assert cfg == {"lr": 0.5, "epochs": 3, "name": "a", "amp": True, "opt": {"beta": 1.0},
+                   "seeds": {"init": 7}, "compute": {"threads": 1}}
+    assert defaults["lr"] == 0.1  # the defaults are left alone
+    with pytest.raises(trainscope.Error, match="'optimizer.lr', which this script's config"):
+        trainscope.config(defaults, sets=["optimizer.lr=1"])
+    with pytest.raises(trainscope.Error, match="'epochs' is a int"):
+        trainscope.config(defaults, sets=["epochs=2.5"])
+    with pytest.raises(trainscope.Error, match="give true or false"):
+        trainscope.config(defaults, sets=["amp=maybe"])
+
+
+def test_setup_derives_the_streams_as_the_trainer_and_seeds_every_generator():
+    seeds = trainscope.setup({"seeds": {"master": 42}}, apply=False)
+    # Derived as train/seeds.cc derives them: the C++ trainer's streams.
+    assert seeds.master == 42
+    assert len({seeds.init, seeds.data_order, seeds.augment, seeds.dropout}) == 4
+    pinned = trainscope.setup({"seeds": {"master": 42, "data_order": 5}}, apply=False)
+    assert pinned.data_order == 5 and pinned.init == seeds.init
+    a = trainscope.setup({"seeds": {"master": 3}})
+    wa, ra = torch.randn(3), random.random()
+    trainscope.setup({"seeds": {"master": 3}})
+    assert torch.equal(wa, torch.randn(3)) and ra == random.random()
+    g1, g2 = a.generator("data_order"), a.generator("data_order")
+    assert torch.equal(torch.randperm(10, generator=g1), torch.randperm(10, generator=g2))
+    with pytest.raises(KeyError, match="no stream 'shuffle'"):
+        a.generator("shuffle")
+    with pytest.raises(ValueError, match="setting compute.threads=-3: compute.threads must be"):
+        trainscope.setup({"compute": {"threads": -3}})
+
+
+def test_a_grid_key_the_script_does_not_have_fails_its_runs_with_that_line(tmp_path):
+    shutil.copy(EXAMPLES / "train_mlp.py", tmp_path / "train_mlp.py")
+    (tmp_path / "typo.yaml").write_text(
+        "study: typo\ncommand: /usr/bin/python3 train_mlp.py\ngrid: {optimizer.lr: [0.1]}\n"
+        "replicates: 2\nretries: 0\n")
+    store = tmp_path / "s.db"
+    out = cli(store, "study", "run", str(tmp_path / "typo.yaml"), "--logs", str(tmp_path / "logs"),
+              check=False)
+    assert out.returncode != 0 and "0/2 runs finished, 2 failed" in out.stdout, out.stdout
+    log = (tmp_path / "logs" / "optimizer.lr_0.1_r1.log").read_text()
+    assert "the study sets 'optimizer.lr', which this script's config does not have" in log, log
