@@ -25,6 +25,7 @@ import sys
 import torch  # first: the module shares libtorch's types with it
 
 from trainscope import _trainscope
+from trainscope.profile import Profiling
 from trainscope.settings import STREAMS, Seeds, config, setup
 
 Error = _trainscope.Error
@@ -166,29 +167,68 @@ class Run:
         """Copies a file into the run (hashed); returns its name there."""
         return self._run.add_artifact(os.fspath(path), kind, name)
 
-    def watch(self, model, optimizer=None, fingerprint_every=1):
-        """Attaches to a model without changing it. Every `fingerprint_every`
-        optimizer steps (counted by `optimizer.step()`, which is wrapped; or
-        call `fingerprint(step)` yourself), the hash of each of the model's
+    def watch(self, model, optimizer=None, fingerprint_every=1, profile_every=None,
+              profile_warmup=5):
+        """Attaches to a model without changing it; a step ends with
+        `optimizer.step()` (wrapped), or, without an optimizer, with
+        `run.step_done()`.
+
+        Every `fingerprint_every` steps the hash of each of the model's
         parameters and buffers is recorded, so that `trainscope diff` names
-        the first step and tensor where two runs part."""
+        the first step and tensor where two runs part.
+
+        With `profile_every=N`, the steps profile_warmup + 1 + k * N are
+        profiled layer by layer (trainscope.profile): `trainscope profile
+        show` and the dashboard show where their time went."""
         self._watched = fingerprint_tensors(model)
         self._every = int(fingerprint_every)
         if self._every < 1:
             raise ValueError(f"fingerprint_every {fingerprint_every} must be >= 1")
+        self._steps = 0
+        self._profiling = None
+        if profile_every is not None:
+            self._profiling = Profiling(self, model, optimizer, int(profile_every),
+                                        int(profile_warmup))
         if optimizer is not None:
-            self._steps = 0
-            original = optimizer.step
-
-            def step(*args, **kwargs):
-                result = original(*args, **kwargs)
-                self._steps += 1
-                if self._steps % self._every == 0 and not self._run.ended:
-                    self.fingerprint(self._steps)
-                return result
-
-            optimizer.step = step
+            self._wrap(optimizer)
+        if self._profiling:
+            self._profiling.begin_step()
         return self
+
+    def _wrap(self, optimizer):
+        step, zero_grad, prof = optimizer.step, optimizer.zero_grad, self._profiling
+
+        def wrapped_step(*args, **kwargs):
+            if prof:
+                prof.mark("update")
+            result = step(*args, **kwargs)
+            self.step_done()
+            return result
+
+        def wrapped_zero_grad(*args, **kwargs):
+            if not prof:
+                return zero_grad(*args, **kwargs)
+            before = prof.phase
+            prof.mark("zero_grad")
+            try:
+                return zero_grad(*args, **kwargs)
+            finally:
+                prof.mark(before)
+
+        optimizer.step, optimizer.zero_grad = wrapped_step, wrapped_zero_grad
+
+    def step_done(self):
+        """Ends a training step of the watched model (the wrapped
+        optimizer.step calls it: call it yourself only without one)."""
+        if self._run.ended:
+            return
+        if self._profiling:
+            self._profiling.end_step()
+        self._steps += 1
+        if self._steps % self._every == 0:
+            self.fingerprint(self._steps)
+        if self._profiling:
+            self._profiling.begin_step()
 
     def fingerprint(self, step):
         """Records the watched model's fingerprint at `step`."""
@@ -198,6 +238,9 @@ class Run:
 
     def finish(self, status="finished"):
         """Ends the run: finished, failed, killed or stopped."""
+        profiling, self._profiling = getattr(self, "_profiling", None), None
+        if profiling and not self._run.ended:
+            profiling.finish(status)
         self._run.end(status)
 
     def __enter__(self):

@@ -7,160 +7,22 @@
 #include <pybind11/stl/filesystem.h>
 #include <torch/csrc/utils/pybind.h>  // torch.Tensor <-> at::Tensor, without a copy
 
-#include <cmath>
 #include <map>
-#include <memory>
 #include <string>
+#include <vector>
 
-#include "trainscope/core/error.h"
-#include "trainscope/core/util.h"
-#include "trainscope/env/manifest.h"
-#include "trainscope/env/torch.h"
-#include "trainscope/fingerprint/fingerprint.h"
-#include "trainscope/fingerprint/records.h"
-#include "trainscope/store/run_recorder.h"
-#include "trainscope/store/store.h"
-#include "trainscope/study/study.h"
+#include "profile.h"
+#include "run.h"
+#include "trainscope/config/config.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 
 namespace py = pybind11;
 namespace ts = trainscope;
+using ts::python::PyRun;
+using ts::python::RunArgs;
 
 namespace {
-
-struct RunArgs {
-  std::string store, experiment, name, parent, command_line, config_text;
-  std::map<std::string, std::string> params, tags, environment;
-  bool record_environment = true;
-  bool unique_name = false;  // a default name: "x-2" when "x" is taken
-};
-
-// One run of a Python script: its store and recorder. Every method on the
-// script's thread; the recorder writes on its own.
-class PyRun {
- public:
-  explicit PyRun(const RunArgs& a) {
-    store_ = ts::store::Store::open({.uri = a.store});
-    ts::store::NewRun nr;
-    nr.experiment = a.experiment.empty() ? "default" : a.experiment;
-    nr.name = a.name;
-    if (!a.parent.empty()) {
-      const ts::store::RunInfo parent = store_->resolve_run(a.parent);
-      // Under a study, only a run it plans (what `train --parent` checks).
-      ts::study::check_planned_child(*store_, parent, a.name);
-      nr.parent_uuid = parent.uuid;
-    }
-    nr.command_line = a.command_line;
-    nr.config_text = a.config_text;
-    nr.unique_name = a.unique_name || a.name.empty();
-    if (nr.name.empty()) nr.name = "python";
-    recorder_ = ts::store::RunRecorder::start(store_, nr);
-    if (!a.params.empty()) recorder_->set_params(a.params);
-    for (const auto& [k, v] : a.tags) recorder_->set_tag(k, v);
-    ts::env::Manifest m;
-    if (a.record_environment) {
-      m = ts::env::capture_machine();
-      m.merge(ts::env::capture_torch());
-    }
-    for (const auto& [k, v] : a.environment) m[k] = v;
-    if (!m.empty()) recorder_->set_environment(m);
-  }
-
-  const std::string& uuid() const { return recorder_->uuid(); }
-  const std::string& name() const { return recorder_->info().name; }
-  std::string store() const { return store_->describe(); }
-
-  // Metrics of one step. A step before the last one a key was logged at,
-  // and a value that is not finite, are refused (ValueError), nothing of
-  // the call recorded.
-  void log_metrics(const std::map<std::string, double>& values, int64_t step) {
-    live();
-    for (const auto& [key, v] : values) {
-      if (!std::isfinite(v))
-        ts::core::fail(ts::core::ErrorKind::kUsage,
-                       "metric '{}' is {} at step {}: log finite values (a loss that diverged is "
-                       "worth a tag or an alert, not a point)",
-                       ts::core::escape_for_display(key), v, step);
-      auto it = last_step_.find(key);
-      if (it != last_step_.end() && step < it->second)
-        ts::core::fail(ts::core::ErrorKind::kUsage,
-                       "metric '{}' at step {} goes back: it was logged at step {} before; steps "
-                       "of a key only go forward",
-                       ts::core::escape_for_display(key), step, it->second);
-    }
-    for (const auto& [key, v] : values) {
-      recorder_->log_metric(key, v, step);
-      last_step_[key] = step;
-    }
-  }
-
-  void set_params(const std::map<std::string, std::string>& p) {
-    live();
-    recorder_->set_params(p);
-  }
-  void set_tags(const std::map<std::string, std::string>& t) {
-    live();
-    for (const auto& [k, v] : t) recorder_->set_tag(k, v);
-  }
-  std::string add_artifact(const std::filesystem::path& file, const std::string& kind,
-                           const std::string& name) {
-    live();
-    return recorder_->add_artifact(file, kind, name).name;
-  }
-
-  // The fingerprint of one step: the hash of each tensor (the model's
-  // parameters and buffers, as `trainscope diff` compares them), named
-  // `names`, the same names at every step.
-  void log_fingerprint(int64_t step, const std::vector<std::string>& names,
-                       const std::vector<at::Tensor>& tensors) {
-    live();
-    if (names.size() != tensors.size() || names.empty())
-      ts::core::fail(ts::core::ErrorKind::kUsage,
-                     "a fingerprint needs one name per tensor (got {} names, {} tensors)",
-                     names.size(), tensors.size());
-    if (fingerprint_names_.empty()) {
-      recorder_->log_record(ts::fingerprint::kNamesKind, ts::fingerprint::names_record(names));
-      fingerprint_names_ = names;
-    } else if (names != fingerprint_names_) {
-      ts::core::fail(ts::core::ErrorKind::kUsage,
-                     "run {} fingerprints {} tensors and now {}: fingerprint the same model "
-                     "throughout a run",
-                     ts::core::short_uuid(uuid()), fingerprint_names_.size(), names.size());
-    }
-    ts::fingerprint::Fingerprint f{step, {}};
-    {
-      py::gil_scoped_release release;  // hashing reads the tensors only
-      for (const auto& t : tensors) f.hashes.push_back(ts::fingerprint::tensor_hash(t.detach()));
-    }
-    recorder_->log_record(ts::fingerprint::kStepsKind,
-                          ts::fingerprint::step_record(f, ts::core::unix_now()));
-  }
-
-  // Ends the run with `status` (finished, failed, killed, stopped); the
-  // buffered points are written first. A second end does nothing.
-  void end(const std::string& status) {
-    if (ended_) return;
-    ended_ = true;
-    py::gil_scoped_release release;  // the writer thread finishes
-    recorder_->end(ts::store::parse_run_status(status));
-  }
-  bool ended() const { return ended_; }
-
- private:
-  void live() const {
-    if (ended_)
-      ts::core::fail(ts::core::ErrorKind::kUsage,
-                     "run {} has ended: nothing more can be recorded into it; start another run",
-                     ts::core::short_uuid(uuid()));
-  }
-
-  std::shared_ptr<ts::store::Store> store_;
-  std::unique_ptr<ts::store::RunRecorder> recorder_;
-  std::map<std::string, int64_t> last_step_;
-  std::vector<std::string> fingerprint_names_;
-  bool ended_ = false;
-};
 
 // core::Error kinds as Python exceptions: a bad argument is a ValueError,
 // what is missing a LookupError, the rest trainscope.Error.
@@ -229,6 +91,7 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("add_artifact", &PyRun::add_artifact)
       .def("log_fingerprint", &PyRun::log_fingerprint)
       .def("end", &PyRun::end);
+  ts::python::bind_profile(m);
   m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,
         "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
   m.def("default_store", &ts::store::default_store_uri,

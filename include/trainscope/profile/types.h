@@ -60,6 +60,16 @@ struct LayerInfo {
   bool input_grad = true;
 };
 
+// Forward FLOPs of one layer of `type` for the batch, from its shapes and
+// structure (the formulas of profiler.h's layer_flops): `in_channels` and
+// `out_channels` are a Linear's features or a convolution's channels,
+// `kernel_elems` the product of a convolution's or a pooling's kernel sides.
+// 0 for a type without a formula (padding, containers: data movement only).
+// Any model's layers are counted by it: libtorch's modules, Python's.
+double type_flops(const std::string& type, const std::vector<int64_t>& in,
+                  const std::vector<int64_t>& out, int64_t in_channels, int64_t out_channels,
+                  int64_t kernel_elems, int64_t groups);
+
 // Sets `input_grad` of layers listed in forward order.
 void mark_input_gradients(std::vector<LayerInfo>& layers);
 

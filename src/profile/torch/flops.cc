@@ -5,57 +5,32 @@
 namespace nn = torch::nn;
 
 namespace trainscope::profile {
-namespace {
-double numel(const std::vector<int64_t>& s) {
-  double n = 1;
-  for (auto d : s) n *= static_cast<double>(d);
-  return s.empty() ? 0 : n;
-}
-}  // namespace
 
 double layer_flops(const nn::Module& m, const std::vector<int64_t>& in,
                    const std::vector<int64_t>& out, std::string* type) {
-  auto set = [&](const char* t) {
-    if (type) *type = t;
-  };
+  std::string t;
+  int64_t cin = 0, cout = 0, kernel = 0, groups = 1;
   if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
-    set("Conv2d");
     const auto& o = c->options;
-    double k = static_cast<double>(o.kernel_size()->at(0) * o.kernel_size()->at(1));
-    double cin = static_cast<double>(o.in_channels()) / static_cast<double>(o.groups());
-    return 2.0 * cin * k * static_cast<double>(o.out_channels()) * numel(out) /
-           static_cast<double>(o.out_channels());
+    t = "Conv2d", cin = o.in_channels(), cout = o.out_channels(), groups = o.groups();
+    kernel = o.kernel_size()->at(0) * o.kernel_size()->at(1);
+  } else if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
+    t = "Linear", cin = l->options.in_features(), cout = l->options.out_features();
+  } else if (dynamic_cast<const nn::BatchNorm2dImpl*>(&m)) {
+    t = "BatchNorm2d";
+  } else if (dynamic_cast<const nn::ReLUImpl*>(&m)) {
+    t = "ReLU";
+  } else if (auto* p = dynamic_cast<const nn::MaxPool2dImpl*>(&m)) {
+    t = "MaxPool2d", kernel = p->options.kernel_size()->at(0) * p->options.kernel_size()->at(1);
+  } else if (dynamic_cast<const nn::FlattenImpl*>(&m)) {
+    t = "Flatten";
+  } else {
+    t = m.name();
+    if (auto colon = t.rfind("::"); colon != std::string::npos) t = t.substr(colon + 2);
+    if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
   }
-  if (auto* l = dynamic_cast<const nn::LinearImpl*>(&m)) {
-    set("Linear");
-    double n = numel(in) / static_cast<double>(l->options.in_features());
-    return 2.0 * static_cast<double>(l->options.in_features()) *
-           static_cast<double>(l->options.out_features()) * n;
-  }
-  if (dynamic_cast<const nn::BatchNorm2dImpl*>(&m)) {
-    set("BatchNorm2d");
-    return 4.0 * numel(out);
-  }
-  if (dynamic_cast<const nn::ReLUImpl*>(&m)) {
-    set("ReLU");
-    return numel(out);
-  }
-  if (auto* p = dynamic_cast<const nn::MaxPool2dImpl*>(&m)) {
-    set("MaxPool2d");
-    return static_cast<double>(p->options.kernel_size()->at(0) * p->options.kernel_size()->at(1)) *
-           numel(out);
-  }
-  if (dynamic_cast<const nn::FlattenImpl*>(&m)) {
-    set("Flatten");
-    return 0;
-  }
-  std::string name = m.name();
-  auto colon = name.rfind("::");
-  std::string t = colon == std::string::npos ? name : name.substr(colon + 2);
-  if (t.size() > 4 && t.compare(t.size() - 4, 4, "Impl") == 0) t.resize(t.size() - 4);
   if (type) *type = t;
-  if (t == "StreamDropout") return numel(out);
-  return 0;  // padding, containers: data movement only
+  return type_flops(t, in, out, cin, cout, kernel, groups);
 }
 
 double function_flops(const std::string& type, const std::vector<torch::Tensor>& ins,
