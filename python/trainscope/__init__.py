@@ -25,12 +25,12 @@ import sys
 import torch  # first: the module shares libtorch's types with it
 
 from trainscope import _trainscope
-from trainscope.profile import Profiling
+from trainscope.watch import Watch
 from trainscope.settings import STREAMS, Seeds, config, setup
 
 Error = _trainscope.Error
 
-__all__ = ["Run", "start_run", "fingerprint_tensors", "Error", "default_store", "config",
+__all__ = ["Run", "start_run", "Error", "default_store", "config",
            "setup", "Seeds", "STREAMS"]
 
 
@@ -106,20 +106,6 @@ def _number(key, value):
     return float(value)
 
 
-def fingerprint_tensors(model):
-    """(name, tensor) of what a fingerprint hashes, in the order trainscope's
-    C++ trainer hashes them: for each module in registration order, its own
-    parameters, then its own buffers."""
-    out = []
-    for prefix, module in model.named_modules():
-        dot = prefix + "." if prefix else ""
-        out += [(dot + n, t) for n, t in module.named_parameters(recurse=False)]
-        out += [(dot + n, t) for n, t in module.named_buffers(recurse=False) if t is not None]
-    if not out:
-        raise ValueError(f"model {type(model).__name__} has no parameters or buffers to watch")
-    return out
-
-
 class Run:
     """One recorded run. Use `start_run()`; every method on one thread."""
 
@@ -168,79 +154,68 @@ class Run:
         return self._run.add_artifact(os.fspath(path), kind, name)
 
     def watch(self, model, optimizer=None, fingerprint_every=1, profile_every=None,
-              profile_warmup=5):
-        """Attaches to a model without changing it; a step ends with
-        `optimizer.step()` (wrapped), or, without an optimizer, with
+              profile_warmup=5, probes=None, probes_every=None, monitor_interval=1.0,
+              settings=None):
+        """Attaches trainscope's units to a model without changing it
+        (trainscope.watch has how, and what they cannot see). A step ends
+        with `optimizer.step()` (wrapped) or, without an optimizer, with
         `run.step_done()`.
 
-        Every `fingerprint_every` steps the hash of each of the model's
-        parameters and buffers is recorded, so that `trainscope diff` names
-        the first step and tensor where two runs part.
-
-        With `profile_every=N`, the steps profile_warmup + 1 + k * N are
-        profiled layer by layer (trainscope.profile): `trainscope profile
-        show` and the dashboard show where their time went."""
-        self._watched = fingerprint_tensors(model)
-        self._every = int(fingerprint_every)
-        if self._every < 1:
-            raise ValueError(f"fingerprint_every {fingerprint_every} must be >= 1")
-        self._steps = 0
-        self._profiling = None
+        fingerprint_every  hash every parameter, buffer and the loss every N
+                           steps (0: never), for `trainscope diff`
+        profile_every      profile the steps profile_warmup + 1 + k * N layer
+                           by layer (`trainscope profile show`)
+        probes             a preset (economy, standard, full): per-layer
+                           signals and alerts (`trainscope probes`), every
+                           `probes_every` steps (default: the preset's)
+        monitor_interval   seconds between resource samples of the process
+                           tree (0: off)
+        settings           further trainscope keys of these units, as
+                           "key=value" (`trainscope config keys`), e.g.
+                           ["probes.layers=conv*"]"""
+        if getattr(self, "_watch", None) is not None:
+            raise ValueError("this run already watches a model: one model per run")
+        sets = [f"fingerprint.every_steps={int(fingerprint_every)}",
+                f"monitor.interval_s={float(monitor_interval)}"]
         if profile_every is not None:
-            self._profiling = Profiling(self, model, optimizer, int(profile_every),
-                                        int(profile_warmup))
+            sets += ["profile.enabled=true", f"profile.every={int(profile_every)}",
+                     f"profile.warmup_steps={int(profile_warmup)}"]
+        if probes is not None:
+            sets.append(f"probes.preset={probes}")
+            if probes_every is not None:
+                sets.append(f"probes.every={int(probes_every)}")
+        sets += [str(s) for s in (settings or [])]
+        self._watch = Watch(self, model, optimizer, sets)
         if optimizer is not None:
             self._wrap(optimizer)
-        if self._profiling:
-            self._profiling.begin_step()
         return self
 
     def _wrap(self, optimizer):
-        step, zero_grad, prof = optimizer.step, optimizer.zero_grad, self._profiling
+        step, zero_grad, watch = optimizer.step, optimizer.zero_grad, self._watch
 
         def wrapped_step(*args, **kwargs):
-            if prof:
-                prof.mark("update")
+            watch.mark("update")
             result = step(*args, **kwargs)
             self.step_done()
             return result
 
         def wrapped_zero_grad(*args, **kwargs):
-            if not prof:
-                return zero_grad(*args, **kwargs)
-            before = prof.phase
-            prof.mark("zero_grad")
-            try:
-                return zero_grad(*args, **kwargs)
-            finally:
-                prof.mark(before)
+            watch.mark("zero_grad")
+            return zero_grad(*args, **kwargs)
 
         optimizer.step, optimizer.zero_grad = wrapped_step, wrapped_zero_grad
 
     def step_done(self):
         """Ends a training step of the watched model (the wrapped
         optimizer.step calls it: call it yourself only without one)."""
-        if self._run.ended:
-            return
-        if self._profiling:
-            self._profiling.end_step()
-        self._steps += 1
-        if self._steps % self._every == 0:
-            self.fingerprint(self._steps)
-        if self._profiling:
-            self._profiling.begin_step()
-
-    def fingerprint(self, step):
-        """Records the watched model's fingerprint at `step`."""
-        names, tensors = zip(*self._watched)
-        with torch.no_grad():
-            self._run.log_fingerprint(step, list(names), list(tensors))
+        if getattr(self, "_watch", None) is not None and not self._run.ended:
+            self._watch.end_step()
 
     def finish(self, status="finished"):
         """Ends the run: finished, failed, killed or stopped."""
-        profiling, self._profiling = getattr(self, "_profiling", None), None
-        if profiling and not self._run.ended:
-            profiling.finish(status)
+        watch, self._watch = getattr(self, "_watch", None), None
+        if watch is not None and not self._run.ended:
+            watch.finish(status)
         self._run.end(status)
 
     def __enter__(self):

@@ -77,18 +77,22 @@ Step Run::next_step(torch::Tensor inputs, torch::Tensor targets, double lr) cons
               .targets = std::move(targets)};
 }
 
-void Run::after_step(Step& step) {
+void advance(TrainPosition& position, Step& step) {
   step.loss_value = step.loss.defined() ? step.loss.item<double>() : NAN;
   if (step.targets.defined()) step.samples = step.targets.size(0);
-  ++position_.step;
-  ++position_.batch;
-  ++epoch_steps_;
+  ++position.step;
+  ++position.batch;
   if (std::isfinite(step.loss_value)) {
-    position_.epoch_loss_sum += step.loss_value * static_cast<double>(step.samples);
+    position.epoch_loss_sum += step.loss_value * static_cast<double>(step.samples);
     if (step.output.defined() && step.targets.defined())
-      position_.epoch_correct += step.output.argmax(1).eq(step.targets).sum().item<int64_t>();
-    position_.epoch_seen += step.samples;
+      position.epoch_correct += step.output.argmax(1).eq(step.targets).sum().item<int64_t>();
+    position.epoch_seen += step.samples;
   }
+}
+
+void Run::after_step(Step& step) {
+  advance(position_, step);
+  ++epoch_steps_;
   events_->after_step(step);
 }
 

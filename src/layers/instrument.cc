@@ -213,6 +213,10 @@ void uninstrument(torch::nn::Module& model) {
   detail::update_callback();
 }
 
+namespace detail {
+bool wanted() { return subscribed() || t_watches > 0; }
+}  // namespace detail
+
 Watch::Watch() {
   ++t_watches;
   detail::update_callback();

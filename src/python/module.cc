@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "profile.h"
 #include "run.h"
 #include "trainscope/config/config.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
+#include "watch.h"
 
 namespace py = pybind11;
 namespace ts = trainscope;
@@ -89,9 +89,8 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("set_params", &PyRun::set_params)
       .def("set_tags", &PyRun::set_tags)
       .def("add_artifact", &PyRun::add_artifact)
-      .def("log_fingerprint", &PyRun::log_fingerprint)
       .def("end", &PyRun::end);
-  ts::python::bind_profile(m);
+  ts::python::bind_watch(m);
   m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,
         "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
   m.def("default_store", &ts::store::default_store_uri,

@@ -16,8 +16,6 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
-#include "trainscope/fingerprint/fingerprint.h"
-#include "trainscope/fingerprint/records.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/study.h"
@@ -107,34 +105,6 @@ class PyRun {
     return recorder_->add_artifact(file, kind, name).name;
   }
 
-  // The fingerprint of one step: the hash of each tensor (the model's
-  // parameters and buffers, as `trainscope diff` compares them), named
-  // `names`, the same names at every step.
-  void log_fingerprint(int64_t step, const std::vector<std::string>& names,
-                       const std::vector<at::Tensor>& tensors) {
-    live();
-    if (names.size() != tensors.size() || names.empty())
-      ts::core::fail(ts::core::ErrorKind::kUsage,
-                     "a fingerprint needs one name per tensor (got {} names, {} tensors)",
-                     names.size(), tensors.size());
-    if (fingerprint_names_.empty()) {
-      recorder_->log_record(ts::fingerprint::kNamesKind, ts::fingerprint::names_record(names));
-      fingerprint_names_ = names;
-    } else if (names != fingerprint_names_) {
-      ts::core::fail(ts::core::ErrorKind::kUsage,
-                     "run {} fingerprints {} tensors and now {}: fingerprint the same model "
-                     "throughout a run",
-                     ts::core::short_uuid(uuid()), fingerprint_names_.size(), names.size());
-    }
-    ts::fingerprint::Fingerprint f{step, {}};
-    {
-      py::gil_scoped_release release;  // hashing reads the tensors only
-      for (const auto& t : tensors) f.hashes.push_back(ts::fingerprint::tensor_hash(t.detach()));
-    }
-    recorder_->log_record(ts::fingerprint::kStepsKind,
-                          ts::fingerprint::step_record(f, ts::core::unix_now()));
-  }
-
   // Ends the run with `status` (finished, failed, killed, stopped); the
   // buffered points are written first. A second end does nothing.
   void end(const std::string& status) {
@@ -161,7 +131,6 @@ class PyRun {
   std::shared_ptr<ts::store::Store> store_;
   std::unique_ptr<ts::store::RunRecorder> recorder_;
   std::map<std::string, int64_t> last_step_;
-  std::vector<std::string> fingerprint_names_;
   bool ended_ = false;
 };
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "trainscope/instrument/events.h"
@@ -29,8 +30,11 @@ class Instrumentation {
   // `observers` come after every unit's, in the order given; `last` after
   // those (the Trainer's checkpoint writer: a checkpoint holds what every
   // other observer saw).
+  // `units`, when not empty, names the only units attached (a source that
+  // records some capabilities its own way: the Python package's metrics).
   Instrumentation(const Config& config, store::RunRecorder& run, Source& source,
-                  const TrainPosition& position, Observers observers = {}, Observers last = {});
+                  const TrainPosition& position, Observers observers = {}, Observers last = {},
+                  const std::vector<std::string>& units = {});
   Instrumentation(const Instrumentation&) = delete;
   Instrumentation& operator=(const Instrumentation&) = delete;
 
@@ -64,8 +68,8 @@ class Instrumentation {
   RunContext ctx_;
 };
 
-// The observers every registered unit attaches to a run of `config`, in
-// the units' order.
-Observers unit_observers(const Config& config);
+// The observers every registered unit (or those named in `only`, when not
+// empty) attaches to a run of `config`, in the units' order.
+Observers unit_observers(const Config& config, const std::vector<std::string>& only = {});
 
 }  // namespace trainscope::instrument

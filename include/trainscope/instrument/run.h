@@ -55,6 +55,12 @@ struct RunOptions {
   Observers observers;             // the caller's own, after every unit's
 };
 
+// Counts `step` into `position` as a loop that just stepped: the position
+// moves on, the step's loss (set into step.loss_value from step.loss) and,
+// when step.output and step.targets are given, its correct predictions
+// join the epoch's. What Run::after_step and any other source do.
+void advance(TrainPosition& position, Step& step);
+
 class Run {
  public:
   // Creates the run (status running) and its instruments. Throws

@@ -139,6 +139,9 @@ torch::Tensor run_function(const std::string& name, const std::string& type,
 namespace detail {
 // True when the calling thread has a subscriber.
 bool subscribed();
+// True when the calling thread has a subscriber or a Watch: a model of
+// another framework (the Python package's) should then name its layers.
+bool wanted();
 // Publishes a finished forward pass (and arms the backward hook).
 void publish(const std::string& name, const torch::nn::Module* module, const std::string& type,
              const std::vector<torch::Tensor>& ins, const torch::Tensor& out);

@@ -36,6 +36,24 @@
 
 namespace trainscope::profile {
 
+// A module that says what it is: a stand-in for a layer of another
+// framework (the Python package's mirror of a PyTorch model), whose type and
+// structure the FLOP formulas and the layer facts take from here.
+class DescribedModule : public torch::nn::Module {
+ public:
+  struct Structure {
+    std::string type;                           // "Conv2d", "Linear", ...
+    int64_t in_channels = 0, out_channels = 0;  // or a Linear's features
+    int64_t kernel = 0, kernel_elems = 0;       // first side, product of the sides
+    int64_t stride = 1, groups = 1;
+  };
+  explicit DescribedModule(Structure s) : torch::nn::Module(s.type), structure_(std::move(s)) {}
+  const Structure& structure() const { return structure_; }
+
+ private:
+  Structure structure_;
+};
+
 // Profiles one iteration at a time on the calling thread. Not thread-safe;
 // one instance per training thread.
 class IterationProfiler {

@@ -50,7 +50,8 @@ void FingerprintObserver::on_after_step(const instrument::RunContext& ctx,
   std::vector<uint64_t> hashes;
   hashes.reserve(tensors_.size() + 1);
   for (const auto& [n, t] : tensors_) hashes.push_back(tensor_hash(t));
-  hashes.push_back(tensor_hash(step.loss.detach()));
+  // A source that did not say what its loss was hashes nothing for it.
+  hashes.push_back(step.loss.defined() ? tensor_hash(step.loss.detach()) : 0);
   ctx.run.log_record(kStepsKind, step_record({step.number, std::move(hashes)}, core::unix_now()));
 }
 

@@ -10,7 +10,11 @@ double layer_flops(const nn::Module& m, const std::vector<int64_t>& in,
                    const std::vector<int64_t>& out, std::string* type) {
   std::string t;
   int64_t cin = 0, cout = 0, kernel = 0, groups = 1;
-  if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
+  if (auto* d = dynamic_cast<const DescribedModule*>(&m)) {
+    const auto& st = d->structure();
+    t = st.type, cin = st.in_channels, cout = st.out_channels, kernel = st.kernel_elems;
+    groups = st.groups;
+  } else if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
     const auto& o = c->options;
     t = "Conv2d", cin = o.in_channels(), cout = o.out_channels(), groups = o.groups();
     kernel = o.kernel_size()->at(0) * o.kernel_size()->at(1);
@@ -53,7 +57,11 @@ void describe_module(const nn::Module& m, LayerInfo& li) {
     li.param_bytes += static_cast<double>(p.numel() * p.element_size());
   }
   li.bytes += li.param_bytes;
-  if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
+  if (auto* d = dynamic_cast<const DescribedModule*>(&m)) {
+    const auto& st = d->structure();
+    li.in_channels = st.in_channels, li.out_channels = st.out_channels, li.kernel = st.kernel;
+    li.stride = st.stride, li.groups = st.groups;
+  } else if (auto* c = dynamic_cast<const nn::Conv2dImpl*>(&m)) {
     li.in_channels = c->options.in_channels();
     li.out_channels = c->options.out_channels();
     li.kernel = c->options.kernel_size()->at(0);
