@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -213,6 +214,16 @@ StoreUri parse_store_uri(std::string_view uri) {
   }
   out.location = std::string(uri);
   return out;
+}
+
+std::string absolute_uri(std::string_view uri) {
+  const StoreUri u = parse_store_uri(uri);
+  if (u.scheme != "sqlite" || u.location.empty() || u.location == ":memory:" ||
+      u.location.starts_with("file:") || std::filesystem::path(u.location).is_absolute())
+    return std::string(uri);
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(u.location, ec);
+  return ec ? std::string(uri) : "sqlite:" + abs.lexically_normal().string();
 }
 
 std::unique_ptr<Store> open_backend(const StoreOptions& options) {

@@ -141,6 +141,28 @@ std::filesystem::path base_file(const StudySpec& spec, const std::filesystem::pa
   return file;
 }
 
+// $PYTHONPATH with its relative entries made absolute (from the folder the
+// study runs in): the command starts in the study file's folder.
+std::string absolute_pythonpath() {
+  const char* v = std::getenv("PYTHONPATH");
+  if (!v || !*v) return {};
+  std::string out;
+  std::string_view rest = v;
+  while (true) {
+    const size_t colon = rest.find(':');
+    const std::string entry(rest.substr(0, colon));  // empty: the current folder
+    std::error_code ec;
+    std::filesystem::path p =
+        entry.empty() ? std::filesystem::path(".") : std::filesystem::path(entry);
+    if (p.is_relative()) p = std::filesystem::absolute(p, ec).lexically_normal();
+    out += (ec ? entry : p.string());
+    if (colon == std::string_view::npos) break;
+    out += ':';
+    rest.remove_prefix(colon + 1);
+  }
+  return out;
+}
+
 // The job of a command study's run: the command, by /bin/sh in the study
 // file's folder, with what the run is in its environment (the trainscope
 // package reads it: trainscope.config(), start_run()).
@@ -149,7 +171,9 @@ Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& s
   std::string sets;
   for (const auto& line : set_lines(p)) sets += line + "\n";
   Job j{p.name, {"/bin/sh", "-c", "cd \"$TRAINSCOPE_STUDY_DIR\" && exec " + spec.command}, log, {}};
-  j.env = {{"TRAINSCOPE_STORE", store.uri},
+  // The command starts in the study's folder: a relative store path must
+  // still name the study's store.
+  j.env = {{"TRAINSCOPE_STORE", store::absolute_uri(store.uri)},
            {"TRAINSCOPE_PARENT", study},
            {"TRAINSCOPE_EXPERIMENT", spec.name},
            {"TRAINSCOPE_RUN_NAME", p.name},
@@ -158,6 +182,7 @@ Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& s
            {"TRAINSCOPE_STUDY_DIR", std::filesystem::absolute(spec.file).parent_path().string()},
            {"OMP_NUM_THREADS", std::to_string(spec.threads_per_run)}};
   if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
+  if (auto path = absolute_pythonpath(); !path.empty()) j.env["PYTHONPATH"] = path;
   return j;
 }
 

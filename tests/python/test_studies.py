@@ -174,3 +174,21 @@ def test_a_grid_key_the_script_does_not_have_fails_its_runs_with_that_line(tmp_p
     assert out.returncode != 0 and "0/2 runs finished, 2 failed" in out.stdout, out.stdout
     log = (tmp_path / "logs" / "optimizer.lr_0.1_r1.log").read_text()
     assert "the study sets 'optimizer.lr', which this script's config does not have" in log, log
+
+
+def test_a_relative_store_is_the_studys_store_wherever_its_file_is(tmp_path):
+    (tmp_path / "here").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    shutil.copy(EXAMPLES / "train_mlp.py", tmp_path / "elsewhere" / "train_mlp.py")
+    (tmp_path / "elsewhere" / "s.yaml").write_text(
+        "study: rel\ncommand: /usr/bin/python3 train_mlp.py\nsources: [init]\nreplicates: 2\n"
+        "set: {epochs: 1}\n")
+    # The default store, ./trainscope.db of the folder the CLI runs in, and
+    # the package on a PYTHONPATH relative to it (as the README runs it).
+    pkg = pathlib.Path(os.environ["PYTHONPATH"].split(":")[0])
+    os.symlink(pkg, tmp_path / "here" / "pkg")
+    out = subprocess.run([CLI, "study", "run", "../elsewhere/s.yaml"], cwd=tmp_path / "here",
+                         capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH="pkg"))
+    assert out.returncode == 0 and "2/2 runs finished" in out.stdout, out.stdout + out.stderr
+    assert not (tmp_path / "elsewhere" / "trainscope.db").exists()

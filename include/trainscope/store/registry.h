@@ -38,6 +38,12 @@ struct StoreUri {
 };
 StoreUri parse_store_uri(std::string_view uri);
 
+// The URI of the same store from any working directory: a SQLite store at a
+// relative path becomes "sqlite:" and its absolute path; any other URI
+// (PostgreSQL, ":memory:", "file:" URIs) comes back unchanged. For a
+// process that starts in another folder (a study's command).
+std::string absolute_uri(std::string_view uri);
+
 // A store URI without the password it may hold, for what is written to
 // disk, shown or handed to other processes on their command line:
 // "postgresql://u:pw@h/db" -> {"postgresql://u@h/db", "pw"} (also
