@@ -70,7 +70,7 @@ def main():
                                   record_environment=False) as run:
             run.watch(model, opt, monitor_interval=0, **WATCH[mode])
             loop(model, opt, data, steps, run=run)
-            elapsed = time.perf_counter() - start
+            elapsed = time.perf_counter() - start  # before the run's records are written
     if mode in ("bare", "torch_profiler10"):
         elapsed = time.perf_counter() - start
     print(f"bench: step_us={elapsed / steps * 1e6:.1f} threads={threads}")

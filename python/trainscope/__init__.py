@@ -26,7 +26,7 @@ import torch  # first: the module shares libtorch's types with it
 
 from trainscope import _trainscope
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, config, setup
+from trainscope.settings import STREAMS, Seeds, _flatten, _text, config, setup
 
 Error = _trainscope.Error
 
@@ -73,25 +73,6 @@ def _version(dist):
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
-
-
-def _text(value):
-    """A param or tag value as the store keeps it."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _flatten(config, prefix=""):
-    """A nested dict as dotted keys, as trainscope's own configs are."""
-    out = {}
-    for key, value in config.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        else:
-            out[name] = _text(value)
-    return out
 
 
 def _number(key, value):

@@ -30,6 +30,25 @@ STREAMS = ("init", "data_order", "augment", "dropout")
 _OWN = ("seeds", "compute", "determinism")
 
 
+def _text(value):
+    """A value as the store and the config reader take it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flatten(tree, prefix=""):
+    """A nested dict as dotted keys ("seeds.master"), values as text."""
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = _text(value)
+    return out
+
+
 def _settings_lines(sets):
     if sets is not None:
         return list(sets)
@@ -37,7 +56,7 @@ def _settings_lines(sets):
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _parse(key, text):
+def _parse(text):
     """A value a study wrote, for a key the defaults do not type."""
     low = text.strip().lower()
     if low in ("true", "false"):
@@ -53,7 +72,7 @@ def _parse(key, text):
 def _typed(key, text, default):
     """`text` as the type of the default it replaces."""
     if default is None:
-        return _parse(key, text)
+        return _parse(text)
     if isinstance(default, bool):
         low = text.strip().lower()
         if low not in ("true", "false"):
@@ -95,7 +114,7 @@ def _apply(tree, line):
             node[leaf] = _typed(key, text, node[leaf])
             return
         if path and path[0] in _OWN:
-            node[leaf] = _parse(key, text)
+            node[leaf] = _parse(text)
             return
     known = ", ".join(sorted(_keys(tree))) or "none"
     raise _trainscope.Error(
@@ -159,18 +178,6 @@ class Seeds:
         return f"Seeds(master={self.master}, {streams})"
 
 
-def _own_settings(cfg):
-    out = []
-    for key in _keys(cfg or {}):
-        if key.split(".")[0] in _OWN:
-            node = cfg
-            for part in key.split("."):
-                node = node[part]
-            value = ("true" if node else "false") if isinstance(node, bool) else str(node)
-            out.append(f"{key}={value}")
-    return out
-
-
 def setup(cfg=None, apply=True):
     """One call before the model is built. From `cfg`'s sections seeds,
     compute and determinism (trainscope's keys; `trainscope config keys`
@@ -180,7 +187,8 @@ def setup(cfg=None, apply=True):
     `random` and NumPy's global generator (when NumPy is installed) with the
     augment stream. Returns the Seeds; `apply=False` only computes them."""
     try:
-        derived = _trainscope.apply_settings(_own_settings(cfg), apply)
+        own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
+        derived = _trainscope.apply_settings(own, apply)
     except ValueError as e:  # the C++ reader's words are for --set
         raise ValueError(str(e).replace("--set ", "setting ", 1)) from None
     seeds = Seeds(derived)

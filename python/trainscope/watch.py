@@ -67,6 +67,9 @@ def _product(values):
     return out
 
 
+_POOL_DIMS = {torch.nn.MaxPool1d: 1, torch.nn.MaxPool2d: 2, torch.nn.MaxPool3d: 3}
+
+
 def structure(module):
     """A module's type and what trainscope's FLOP formulas take of it."""
     s = {"type": type(module).__name__}
@@ -76,9 +79,9 @@ def structure(module):
         s.update(in_channels=module.in_channels, out_channels=module.out_channels,
                  kernel=module.kernel_size[0], kernel_elems=_product(module.kernel_size),
                  stride=module.stride[0], groups=module.groups)
-    elif isinstance(module, (torch.nn.MaxPool1d, torch.nn.MaxPool2d, torch.nn.MaxPool3d)):
+    elif type(module) in _POOL_DIMS:
         k = module.kernel_size
-        k = tuple(k) if isinstance(k, (tuple, list)) else (k,) * int(type(module).__name__[-2])
+        k = tuple(k) if isinstance(k, (tuple, list)) else (k,) * _POOL_DIMS[type(module)]
         s.update(kernel=k[0], kernel_elems=_product(k))
     return s
 

@@ -180,9 +180,7 @@ class PyWatch {
   void publish(const std::string& layer, const std::string& path,
                const std::vector<at::Tensor>& ins, const at::Tensor& out) {
     if (!layers::detail::subscribed()) return;
-    auto it = modules_.find(path);
-    const torch::nn::Module* m = it == modules_.end() ? nullptr : it->second.get();
-    layers::detail::publish(name(layer), m, m ? std::string() : "Function", ins, out);
+    layers::detail::publish(name(layer), modules_.at(path).get(), std::string(), ins, out);
   }
   void after_forward(const at::Tensor& inputs, const at::Tensor& output, const at::Tensor& loss) {
     step_.inputs = inputs, step_.output = output, step_.loss = loss;

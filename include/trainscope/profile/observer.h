@@ -16,11 +16,6 @@
 
 namespace trainscope::profile {
 
-// Records profiled iterations into a run: their cells (profile_steps), a
-// Chrome trace artifact, profile/coverage per step and the GEMM peak; what
-// the unit writes at the end of a run, for any source (the Python package).
-void save_profiles(store::RunRecorder& run, const std::vector<IterationProfile>& profiles);
-
 class ProfilingObserver : public instrument::TrainObserver {
  public:
   ProfilingObserver();

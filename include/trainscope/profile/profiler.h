@@ -61,17 +61,10 @@ class IterationProfiler {
   // (parameter, optimizer state tensor) pairs, e.g. Adam's moments.
   using StateFn = std::function<std::vector<std::pair<torch::Tensor, torch::Tensor>>()>;
 
-  // (layer, parameter) of every parameter of the model.
-  using OwnersFn = std::function<std::vector<std::pair<std::string, torch::Tensor>>()>;
-
   // `model` maps parameter/gradient storage to layer names for updates;
   // `state`, when given, adds the optimizer's per-parameter state tensors.
   explicit IterationProfiler(torch::nn::Module& model, bool keep_events = true,
                              StateFn state = nullptr);
-  // A model that is not a libtorch module (a Python one): `owners` names
-  // each parameter's layer, asked at the start of every iteration. Its
-  // layers are current while they run by a LayerScope of the caller's.
-  explicit IterationProfiler(OwnersFn owners, bool keep_events = true, StateFn state = nullptr);
   ~IterationProfiler();
 
   // Starts an iteration: installs the callbacks. Operator events for a trace
@@ -86,7 +79,7 @@ class IterationProfiler {
   struct State;  // shared with the callbacks
 
  private:
-  OwnersFn owners_;
+  torch::nn::Module& model_;
   bool keep_events_;
   StateFn state_fn_;
   bool active_ = false;

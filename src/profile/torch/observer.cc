@@ -105,20 +105,16 @@ void ProfilingObserver::on_run_end(const RunContext& ctx, const TrainResult& res
   if (result.status != store::RunStatus::kFailed) save(ctx);
 }
 
-void save_profiles(store::RunRecorder& run, const std::vector<IterationProfile>& profiles) {
-  if (profiles.empty()) return;
-  for (auto& r : cell_records(to_cells(profiles))) run.log_record(kStepsKind, std::move(r));
+void ProfilingObserver::save(const RunContext& ctx) {
+  if (profiles_.empty()) return;
+  for (auto& r : cell_records(to_cells(profiles_))) ctx.run.log_record(kStepsKind, std::move(r));
   // Every profiled iteration as a Chrome trace, one process per step.
-  run.write_artifact(kTraceArtifact, kTraceKind,
-                     [&](std::ostream& out) { out << chrome_trace(profiles); });
-  for (const auto& p : profiles) run.log_metric("profile/coverage", p.coverage, p.step);
+  ctx.run.write_artifact(kTraceArtifact, kTraceKind,
+                         [&](std::ostream& out) { out << chrome_trace(profiles_); });
+  for (const auto& p : profiles_) ctx.run.log_metric("profile/coverage", p.coverage, p.step);
   // The GEMM peak the layers' GFLOP/s are compared with (roofline share),
   // recorded so that a reader without libtorch (the dashboard) has it.
-  run.log_metric("profile/peak_gflops", peak_gflops(), profiles.back().step);
-}
-
-void ProfilingObserver::save(const RunContext& ctx) {
-  save_profiles(ctx.run, profiles_);
+  ctx.run.log_metric("profile/peak_gflops", peak_gflops(), profiles_.back().step);
   profiles_.clear();
 }
 

@@ -123,18 +123,7 @@ void install(IterationProfiler::State& st, bool with_inputs) {
 }  // namespace
 
 IterationProfiler::IterationProfiler(torch::nn::Module& model, bool keep_events, StateFn state)
-    : IterationProfiler(
-          [&model] {
-            // The owning module path, from the parameter's dotted name.
-            std::vector<std::pair<std::string, torch::Tensor>> out;
-            for (const auto& p : model.named_parameters())
-              out.emplace_back(p.key().substr(0, p.key().rfind('.')), p.value());
-            return out;
-          },
-          keep_events, std::move(state)) {}
-
-IterationProfiler::IterationProfiler(OwnersFn owners, bool keep_events, StateFn state)
-    : owners_(std::move(owners)), keep_events_(keep_events), state_fn_(std::move(state)) {}
+    : model_(model), keep_events_(keep_events), state_fn_(std::move(state)) {}
 
 IterationProfiler::~IterationProfiler() {
   if (active_) end();
@@ -144,11 +133,12 @@ void IterationProfiler::begin(int64_t step, bool keep_events) {
   state_ = std::make_unique<State>();
   state_->keep_events = keep_events && keep_events_;
   state_->prof.step = step;
-  // Which layer owns each parameter and gradient (for update ops).
-  for (const auto& [layer, param] : owners_()) {
-    if (!param.defined() || !param.has_storage()) continue;
-    state_->storage[param.storage().data()] = layer;
-    if (param.grad().defined()) state_->storage[param.grad().storage().data()] = layer;
+  // Which layer owns each parameter and gradient (for update ops): the
+  // owning module path, from the parameter's dotted name.
+  for (const auto& p : model_.named_parameters()) {
+    std::string layer = p.key().substr(0, p.key().rfind('.'));
+    state_->storage[p.value().storage().data()] = layer;
+    if (p.value().grad().defined()) state_->storage[p.value().grad().storage().data()] = layer;
   }
   if (state_fn_)
     for (const auto& [param, t] : state_fn_()) {
