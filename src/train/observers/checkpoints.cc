@@ -30,6 +30,10 @@ void CheckpointObserver::on_run_begin(const RunContext& ctx) {
   // The initial state, so that `diff` can replay from step 0 when two runs
   // differ from their first step.
   const Config& c = ctx.config;
+  // A resumed session starts at a checkpoint the store already holds: a
+  // run killed right after its last checkpoint must not write that step
+  // again at its end (with this session's position, other bytes: a conflict).
+  if (ctx.resumed) last_step_ = ctx.position.step;
   const bool checkpointing = c.checkpoint.every_epochs > 0 || c.checkpoint.every_steps > 0;
   if (!ctx.resumed && !ctx.from_checkpoint && ctx.position.step == 0 && checkpointing) write(ctx);
 }
