@@ -283,8 +283,10 @@ int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec,
   for (const auto& r : runs) {
     if (fields[r.uuid].tags.count(kSupersededTag)) continue;
     auto it = index.find(r.name);
-    const bool planned =
-        it != index.end() && planned_hash(spec, plan.at(it->second), o) == r.config_hash;
+    const auto& tags = fields[r.uuid].tags;
+    const auto recorded = tags.find(kPlannedTag);  // `trainscope train` run by a command
+    const std::string hash = recorded != tags.end() ? recorded->second : r.config_hash;
+    const bool planned = it != index.end() && planned_hash(spec, plan.at(it->second), o) == hash;
     if (planned) continue;
     store.set_tag(r.uuid, kSupersededTag, "replan");
     ++n;

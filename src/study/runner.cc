@@ -167,7 +167,8 @@ std::string absolute_pythonpath() {
 // file's folder, with what the run is in its environment (the trainscope
 // package reads it: trainscope.config(), start_run()).
 Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& study,
-                const store::UriPassword& store, const std::filesystem::path& log) {
+                const store::UriPassword& store, const std::filesystem::path& log,
+                const std::filesystem::path& program) {
   std::string sets;
   for (const auto& line : set_lines(p)) sets += line + "\n";
   Job j{p.name, {"/bin/sh", "-c", "cd \"$TRAINSCOPE_STUDY_DIR\" && exec " + spec.command}, log, {}};
@@ -180,7 +181,12 @@ Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& s
            {"TRAINSCOPE_SET", sets},
            {"TRAINSCOPE_PLANNED", command_run_text(spec, p)},
            {"TRAINSCOPE_STUDY_DIR", std::filesystem::absolute(spec.file).parent_path().string()},
-           {"OMP_NUM_THREADS", std::to_string(spec.threads_per_run)}};
+           {"OMP_NUM_THREADS", std::to_string(spec.threads_per_run)},
+           {"TRAINSCOPE_PROGRAM", program.string()}};
+  // `trainscope` in the command is the one running the study.
+  const char* search = std::getenv("PATH");
+  j.env["PATH"] =
+      program.parent_path().string() + (search && *search ? std::string(":") + search : "");
   if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
   if (auto path = absolute_pythonpath(); !path.empty()) j.env["PYTHONPATH"] = path;
   return j;
@@ -193,7 +199,8 @@ Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const Stu
   // A password in the store URI goes in the environment, not on the
   // command line.
   const store::UriPassword store = store::split_password(o.store_uri);
-  if (!spec.command.empty()) return command_job(p, spec, study, store, logs / log_name(p.name));
+  if (!spec.command.empty())
+    return command_job(p, spec, study, store, logs / log_name(p.name), o.program);
   Job j{p.name,
         {o.program.string(), "--store", store.uri, "-q", "train", base.string()},
         logs / log_name(p.name),

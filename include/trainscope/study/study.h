@@ -144,6 +144,9 @@ void check_planned_child(store::Store& store, const store::RunInfo& parent,
 // (or a new plan) replaced; its value names what replaced it. Readers count
 // each planned run once by leaving such runs out.
 inline constexpr const char* kSupersededTag = "study.superseded_by";
+// The SHA-256 of $TRAINSCOPE_PLANNED, tagged on a run `trainscope train`
+// trained for a command study (its config text is the training's own).
+inline constexpr const char* kPlannedTag = "study.planned_sha256";
 
 // How many children a run has, each planned run of a study once: attempts
 // a later one superseded are not counted.

@@ -113,8 +113,16 @@ void train(Context& ctx, const TrainArgs& a) {
   o.tags = tags_from_env();
   o.command_line = ctx.argv_line;
   o.resume = a.resume;
-  if (!a.parent.empty()) {
-    const store::RunInfo parent = ctx.store()->resolve_run(a.parent);
+  // Started by a command study (`command:` that runs `trainscope train`):
+  // the run joins the study as the run it planned, as a Python script's
+  // does, and records the plan's hash, which `study resume --replan` reads.
+  const bool planned = a.parent.empty() && a.name.empty() && a.resume.empty() &&
+                       !env_or("TRAINSCOPE_RUN_NAME", "").empty();
+  const std::string parent_ref = planned ? env_or("TRAINSCOPE_PARENT", "") : a.parent;
+  if (planned && !parent_ref.empty())
+    o.tags[study::kPlannedTag] = core::sha256_hex(env_or("TRAINSCOPE_PLANNED", ""));
+  if (!parent_ref.empty()) {
+    const store::RunInfo parent = ctx.store()->resolve_run(parent_ref);
     study::check_planned_child(*ctx.store(), parent, o.name);
     o.parent = parent.uuid;
   }
