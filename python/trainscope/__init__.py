@@ -25,13 +25,14 @@ import sys
 import torch  # first: the module shares libtorch's types with it
 
 from trainscope import _trainscope
+from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
 from trainscope.settings import STREAMS, Seeds, _flatten, _text, config, setup
 
 Error = _trainscope.Error
 
 __all__ = ["Run", "start_run", "Error", "default_store", "config",
-           "setup", "Seeds", "STREAMS"]
+           "setup", "Seeds", "STREAMS", "TrainerInputs"]
 
 
 def default_store():
@@ -213,7 +214,7 @@ class Run:
 
 
 def start_run(name="", experiment="", config=None, tags=None, store=None, parent="",
-              record_environment=True):
+              record_environment=True, environment=None):
     """Starts a run in `store` (default: $TRAINSCOPE_STORE, else
     ./trainscope.db) under `experiment`, with the config dict as its params
     (nested dicts as dotted keys) and tags. Without a name the run is named
@@ -224,7 +225,9 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     come from the environment the study set ($TRAINSCOPE_RUN_NAME,
     $TRAINSCOPE_EXPERIMENT, $TRAINSCOPE_PARENT, $TRAINSCOPE_STORE) and win
     over the arguments, and its config text is what the study planned for
-    it ($TRAINSCOPE_PLANNED)."""
+    it ($TRAINSCOPE_PLANNED). `environment` adds entries of one's own to
+    the environment manifest (the script's git commit, the interpreter and
+    the imported packages' versions are recorded anyway)."""
     args = _trainscope.RunArgs()
     args.store = store if store is not None else ""
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
@@ -243,6 +246,8 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     # A model of the script's own: trainscope cannot build it (no replay).
     args.tags = {"source": "python", "model.custom": "true",
                  **{str(k): _text(v) for k, v in (tags or {}).items()}}
-    args.environment = python_environment()
+    args.environment = {**python_environment(),
+                        **{str(k): _text(v) for k, v in (environment or {}).items()}}
+    args.script = args.environment.get("python.script", "")  # its git commit and diff
     args.record_environment = record_environment
     return Run(_trainscope.Run(args))

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs.h"
 #include "run.h"
 #include "trainscope/config/config.h"
 #include "trainscope/train/seeds.h"
@@ -74,6 +75,7 @@ PYBIND11_MODULE(_trainscope, m) {
       .def_readwrite("parent", &RunArgs::parent)
       .def_readwrite("command_line", &RunArgs::command_line)
       .def_readwrite("config_text", &RunArgs::config_text)
+      .def_readwrite("script", &RunArgs::script)
       .def_readwrite("params", &RunArgs::params)
       .def_readwrite("tags", &RunArgs::tags)
       .def_readwrite("environment", &RunArgs::environment)
@@ -91,6 +93,7 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("add_artifact", &PyRun::add_artifact)
       .def("end", &PyRun::end);
   ts::python::bind_watch(m);
+  ts::python::bind_inputs(m);
   m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,
         "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
   m.def("default_store", &ts::store::default_store_uri,

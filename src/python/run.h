@@ -27,6 +27,7 @@ namespace ts = trainscope;
 
 struct RunArgs {
   std::string store, experiment, name, parent, command_line, config_text;
+  std::string script;  // the script's path: its git repository is recorded
   std::map<std::string, std::string> params, tags, environment;
   bool record_environment = true;
   bool unique_name = false;  // a default name: "x-2" when "x" is taken
@@ -58,6 +59,7 @@ class PyRun {
     if (a.record_environment) {
       m = ts::env::capture_machine();
       m.merge(ts::env::capture_torch());
+      if (!a.script.empty()) m.merge(ts::env::capture_git(a.script));
     }
     for (const auto& [k, v] : a.environment) m[k] = v;
     if (!m.empty()) recorder_->set_environment(m);

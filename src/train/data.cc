@@ -10,6 +10,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/train/dataset_files.h"
 #include "trainscope/train/seeds.h"
+#include "trainscope/train/torch_env.h"
 
 namespace fs = std::filesystem;
 
@@ -230,6 +231,20 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
     s.std.assign(static_cast<size_t>(channels), 1.0);
   }
   return s;
+}
+
+LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int threads) {
+  LoaderOptions lo;
+  lo.batch_size = cfg.train.batch_size;
+  lo.shuffle = cfg.data.shuffle;
+  lo.crop_padding = cfg.data.crop_padding;
+  lo.hflip = cfg.data.hflip;
+  lo.prefetch = resolved_prefetch(cfg, threads);
+  lo.dtype = dtype_of(cfg);
+  lo.channels_last = channels_last(cfg);
+  lo.mean = data.mean;
+  lo.std = data.std;
+  return lo;
 }
 
 bool channels_last(const Config& c) { return c.compute.memory_format == "channels_last"; }

@@ -44,20 +44,6 @@ void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& da
   }
 }
 
-LoaderOptions loader_options(const Config& cfg, const DataSplits& data) {
-  LoaderOptions lo;
-  lo.batch_size = cfg.train.batch_size;
-  lo.shuffle = cfg.data.shuffle;
-  lo.crop_padding = cfg.data.crop_padding;
-  lo.hflip = cfg.data.hflip;
-  lo.prefetch = resolved_prefetch(cfg, torch::get_num_threads());
-  lo.dtype = dtype_of(cfg);
-  lo.channels_last = channels_last(cfg);
-  lo.mean = data.mean;
-  lo.std = data.std;
-  return lo;
-}
-
 // Whether `prev` was recorded with this config. Runs recorded before a key
 // was renamed hold the old spelling: their config is compared as parsed.
 bool same_config(const store::RunInfo& prev, const std::string& config_text) {
@@ -175,7 +161,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
          s->data.train.size(), cfg.train.batch_size, cfg.train.epochs);
   open_run(*s);
   if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
-  s->loader = loader_options(cfg, s->data);
+  s->loader = loader_options(cfg, s->data, torch::get_num_threads());
   s->result.run_uuid = s->run->uuid();
   return s;
 }

@@ -72,6 +72,10 @@ struct LoaderOptions {
   std::vector<double> mean, std;
 };
 
+// The trainer's loader options for a config and its data (prefetch from
+// data.prefetch, resolved for `threads` libtorch threads).
+LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int threads);
+
 // Produces the batches of one epoch, starting at batch `start`, in a fixed
 // order: the permutation of epoch e is drawn from mix_seed(order_seed, e),
 // the augmentation of batch b from mix_seed(augment_seed, e, b). Batches are
