@@ -25,6 +25,7 @@ PACKAGES=(
   faketime               # a writer whose clock is off, for the cross-host reaper test
   pybind11-dev python3-dev  # the Python package (import trainscope)
   python3-pytest            # its tests
+  libgloo-dev               # headers c10d's ProcessGroupGloo.hpp includes (train --nproc)
 )
 
 # Node.js and npm come with the machine (not from Debian's packages, whose

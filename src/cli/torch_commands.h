@@ -23,6 +23,7 @@ struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
   std::string name, experiment, resume, parent;
+  int64_t nproc = 0;  // > 0: --set dist.nproc=N
   bool no_progress = false;
 };
 

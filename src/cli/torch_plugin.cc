@@ -6,6 +6,7 @@
 
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +29,11 @@ fs::path library_path() {
 TorchCommands* load(bool required) {
   const fs::path path = library_path();
   if (!required && !fs::exists(path)) return nullptr;
+  // libtorch's c10d logs through glog to stderr (a rank that cannot reach
+  // its rendezvous, a peer that closed its socket): trainscope says what
+  // failed in its own line, so glog speaks only with -v. glog reads the
+  // variable when libtorch loads.
+  if (core::verbosity() < core::Verbosity::kVerbose) setenv("GLOG_minloglevel", "3", 0);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     core::fail(core::ErrorKind::kRuntime,

@@ -19,6 +19,10 @@ void add_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--resume", a->resume, "Continue a stopped or killed run (UUID prefix or name)");
   cmd->add_option("--parent", a->parent, "Record the run as a child of this run (a study)");
   cmd->add_flag("--no-progress", a->no_progress, "No progress bar");
+  cmd->add_option("--nproc", a->nproc,
+                  "Train data-parallel on N local processes (dist.nproc; each rank takes its "
+                  "slice of every batch)")
+      ->check(integer_in(1, 256));
   set_example(cmd, "trainscope train configs/demo.yaml --set optimizer.lr=0.002 --name try-2");
   cmd->callback([&ctx, a] { torch_commands().train(ctx, *a); });
 }

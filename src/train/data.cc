@@ -342,6 +342,13 @@ Batch EpochLoader::make_batch(int64_t b) const {
     imgs = out;
   }
   batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype, options_.channels_last);
+  if (options_.shards > 1) {
+    const int64_t from = len * options_.shard / options_.shards,
+                  to = len * (options_.shard + 1) / options_.shards;
+    batch.x = batch.x.narrow(0, from, to - from);
+    batch.y = batch.y.narrow(0, from, to - from);
+    batch.batch_samples = len;
+  }
   return batch;
 }
 

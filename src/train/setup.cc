@@ -162,6 +162,8 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   open_run(*s);
   if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
   s->loader = loader_options(cfg, s->data, torch::get_num_threads());
+  s->loader.shard = options_.shard;
+  s->loader.shards = options_.shards;
   s->result.run_uuid = s->run->uuid();
   return s;
 }

@@ -48,8 +48,10 @@ TrainResult Trainer::run() {
   std::unique_ptr<Session> s = open_session();
   Session& ss = *s;
   // The registered units' observers, the user's, then the checkpoint writer.
-  Events events(ss.cfg, *ss.run, *ss.source, ss.pos, user_observers_,
-                {std::make_shared<CheckpointObserver>(*model_, *ss.opt, ss.dropout_gen)});
+  std::vector<std::shared_ptr<TrainObserver>> writers;
+  if (options_.write_checkpoints)
+    writers.push_back(std::make_shared<CheckpointObserver>(*model_, *ss.opt, ss.dropout_gen));
+  Events events(ss.cfg, *ss.run, *ss.source, ss.pos, user_observers_, writers);
   RunContext& ctx = events.context();
   ctx.start_time = ss.t_start;
   ctx.total_steps = ss.total_steps;
@@ -91,9 +93,10 @@ bool Trainer::train_epoch(Session& s, Events& events) {
     std::optional<Batch> batch = loader.next();
     step.inputs = batch->x;
     step.targets = batch->y;
+    step.batch_samples = batch->batch_samples;
     train_step(s, events, step, batch->index);
     events.batch_end(step);
-    totals.samples += step.samples;
+    totals.samples += step.batch_samples > 0 ? step.batch_samples : step.samples;
     ++totals.number;
     s.max_steps_reached = s.cfg.train.max_steps > 0 && s.pos.step >= s.cfg.train.max_steps;
     s.stopped = stop_requested() || events.context().stop_requested();

@@ -68,6 +68,9 @@ struct Step {
   int64_t batch = 0;    // index within the epoch
   int64_t number = 0;   // the global step this is, 1-based (position.step + 1 before the update)
   int64_t samples = 0;  // batch size
+  // Data-parallel: the samples of the whole batch, of which this rank
+  // trains its slice (0: not data-parallel, the batch is `samples`).
+  int64_t batch_samples = 0;
   double lr = 0;
   torch::Tensor inputs;   // the batch as the model takes it
   torch::Tensor targets;  // its labels

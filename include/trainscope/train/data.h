@@ -55,9 +55,10 @@ struct DataSplits {
 DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 
 struct Batch {
-  torch::Tensor x;    // float32/float64 [B, C, H, W], normalised (and augmented)
-  torch::Tensor y;    // int64 [B]
-  int64_t index = 0;  // batch index within the epoch
+  torch::Tensor x;            // float32/float64 [B, C, H, W], normalised (and augmented)
+  torch::Tensor y;            // int64 [B]
+  int64_t index = 0;          // batch index within the epoch
+  int64_t batch_samples = 0;  // the whole batch's, when x and y are this shard's slice
 };
 
 struct LoaderOptions {
@@ -70,6 +71,10 @@ struct LoaderOptions {
   torch::ScalarType dtype = torch::kFloat32;
   bool channels_last = false;  // batches in NHWC memory order
   std::vector<double> mean, std;
+  // Data-parallel: the batches are made whole (the same augmentation for
+  // any number of shards) and this shard keeps rows [n*shard/shards,
+  // n*(shard+1)/shards) of each.
+  int64_t shard = 0, shards = 1;
 };
 
 // The trainer's loader options for a config and its data (prefetch from

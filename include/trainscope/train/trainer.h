@@ -42,6 +42,10 @@ struct TrainOptions {
   std::string init_checkpoint;
   bool record_environment = true;           // capture the environment manifest
   std::map<std::string, std::string> tags;  // set on a new run when it is created
+  // Data-parallel (dist/): this process trains shard `shard` of `shards`
+  // of every batch; only one rank writes checkpoints.
+  int64_t shard = 0, shards = 1;
+  bool write_checkpoints = true;
 };
 
 class Trainer {

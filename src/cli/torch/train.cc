@@ -6,11 +6,13 @@
 #include <sstream>
 
 #include "../output.h"
+#include "dist.h"
 #include "progress.h"
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/dist/replicas.h"
 #include "trainscope/format/format.h"
 #include "trainscope/study/study.h"
 #include "trainscope/train/trainer.h"
@@ -104,7 +106,9 @@ void train(Context& ctx, const TrainArgs& a) {
   std::string experiment =
       a.experiment.empty() ? env_or("TRAINSCOPE_EXPERIMENT", "") : a.experiment;
   if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
+  if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
   train::Config cfg = train::load_config(a.config, overrides);
+  if (launch_ranks(ctx, a, cfg)) return;
   train::TrainOptions o;
   o.name = !a.name.empty()
                ? a.name
@@ -129,9 +133,16 @@ void train(Context& ctx, const TrainArgs& a) {
   o.config_path = a.config;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
-  train::Trainer trainer(cfg, ctx.store(), o);
-  trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress));
+  const auto world = join_as_rank(cfg, o);
+  // A rank other than 0 records into a store of its own that it drops:
+  // rank 0's run gets its figures (dist::ReplicaObserver).
+  const bool recorded = !world || world->rank() == 0;
+  train::Trainer trainer(
+      cfg, recorded ? ctx.store() : store::Store::open({.uri = "sqlite::memory:"}), o);
+  if (world) trainer.add_observer(std::make_shared<dist::ReplicaObserver>(world));
+  trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress && recorded));
   const train::TrainResult r = trainer.run();
+  if (!recorded) return;
   if (r.status == RunStatus::kStopped)
     core::log_info("stopped at step {}; resume with `trainscope train {} --resume {}`", r.steps,
                    a.config, core::short_uuid(r.run_uuid));

@@ -1,0 +1,32 @@
+// Starting the ranks of a training on this machine (`train --nproc N`):
+// a rendezvous store on a free loopback port, N processes that find it in
+// their environment, and one outcome when any of them fails.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace trainscope::dist {
+
+struct LaunchOptions {
+  int nproc = 2;
+  // The command of rank r: argv_of(r), argv[0] the program.
+  std::vector<std::vector<std::string>> argv;
+  double timeout_s = 300;  // the rendezvous store's
+  double grace_s = 10;     // between SIGTERM and SIGKILL for the survivors
+};
+
+struct LaunchOutcome {
+  int exit_code = 0;     // rank 0's, else the first failed rank's (128 + signal when killed)
+  int failed_rank = -1;  // the first rank that failed, -1: none
+  std::string what;      // how it failed: "exited with code 3", "was killed by signal 9 (SIGKILL)"
+  std::string run_uuid;  // rank 0's run, when it got that far
+  std::vector<int> pids;
+};
+
+// Starts the ranks and waits for them. When one fails (a non-zero exit, a
+// signal), the others get SIGTERM, then SIGKILL after grace_s, so that no
+// rank waits for a dead one until a collective's timeout.
+LaunchOutcome launch(const LaunchOptions& options);
+
+}  // namespace trainscope::dist

@@ -1,0 +1,38 @@
+// What makes N processes one training: an observer on each rank that
+// starts every replica from rank 0's weights, averages the gradients of the
+// ranks' slices of each batch before the optimizer step, checks that the
+// replicas stay bit-identical, and gives rank 0's run every rank's timings
+// (dist/README.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainscope/dist/world.h"
+#include "trainscope/instrument/events.h"
+
+namespace trainscope::dist {
+
+class ReplicaObserver : public instrument::TrainObserver {
+ public:
+  explicit ReplicaObserver(std::shared_ptr<World> world);
+  void on_run_begin(const instrument::RunContext& ctx) override;
+  void on_batch_begin(const instrument::RunContext& ctx) override;
+  void on_after_backward(const instrument::RunContext& ctx, const instrument::Step& step) override;
+  void on_after_step(const instrument::RunContext& ctx, const instrument::Step& step) override;
+
+ private:
+  void describe_run(const instrument::RunContext& ctx);
+  void check_replicas(const instrument::RunContext& ctx, int64_t step);
+  void log_timings(const instrument::RunContext& ctx, int64_t step);
+
+  std::shared_ptr<World> world_;
+  std::vector<std::vector<torch::Tensor>> buckets_;           // parameters, in reverse order
+  std::vector<std::pair<std::string, torch::Tensor>> named_;  // what the replica check hashes
+  std::vector<torch::Tensor> buffers_;  // rank 0's, broadcast after every step
+  double step_start_ = 0, comm_ms_ = 0;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace trainscope::dist

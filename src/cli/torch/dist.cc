@@ -1,0 +1,109 @@
+// `trainscope train CONFIG --nproc N` (dist/README.md): this process
+// launches N ranks of itself, each joins the world, trains its shard of
+// every batch with a dist::ReplicaObserver, and rank 0 records the run.
+#include "dist.h"
+
+#include <filesystem>
+
+#include "../output.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/dist/launch.h"
+#include "trainscope/env/cpus.h"
+#include "trainscope/store/store.h"
+
+namespace trainscope::cli::torch_cli {
+using core::ErrorKind;
+
+namespace {
+
+// The command line of rank r: this program's train command again.
+std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int rank, int nproc) {
+  std::error_code ec;
+  std::vector<std::string> v = {std::filesystem::read_symlink("/proc/self/exe", ec).string()};
+  if (!ctx.store_uri.empty()) v.insert(v.end(), {"--store", ctx.store_uri});
+  if (rank > 0) v.push_back("-q");
+  if (core::verbosity() == core::Verbosity::kVerbose) v.push_back("-v");
+  if (ctx.json && rank == 0) v.push_back("--json");
+  v.insert(v.end(), {"train", a.config, "--set", "dist.nproc=" + std::to_string(nproc)});
+  for (const auto& s : a.sets) v.insert(v.end(), {"--set", s});
+  if (!a.name.empty()) v.insert(v.end(), {"--name", a.name});
+  if (!a.experiment.empty()) v.insert(v.end(), {"--experiment", a.experiment});
+  if (!a.parent.empty()) v.insert(v.end(), {"--parent", a.parent});
+  if (a.no_progress || rank > 0) v.push_back("--no-progress");
+  return v;
+}
+
+ErrorKind kind_of(int code) {
+  switch (code) {
+    case 2:
+      return ErrorKind::kUsage;
+    case 3:
+      return ErrorKind::kNotFound;
+    case 4:
+      return ErrorKind::kConflict;
+    case 5:
+      return ErrorKind::kStore;
+    default:
+      return ErrorKind::kRuntime;
+  }
+}
+
+}  // namespace
+
+bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
+  const auto& dc = cfg.section<dist::DistConfig>();
+  if (dc.nproc <= 1 || dist::rendezvous_from_env()) return false;
+  if (!a.resume.empty())
+    core::fail(ErrorKind::kUsage,
+               "--resume of a data-parallel run (dist.nproc {}) is not supported yet; train it "
+               "again, or resume with --set dist.nproc=1",
+               dc.nproc);
+  dist::LaunchOptions lo;
+  lo.nproc = static_cast<int>(dc.nproc);
+  lo.timeout_s = dc.timeout_s;
+  for (int r = 0; r < lo.nproc; ++r) lo.argv.push_back(rank_argv(ctx, a, r, lo.nproc));
+  const dist::LaunchOutcome out = dist::launch(lo);
+  if (out.failed_rank < 0) return true;
+  std::string run;
+  if (!out.run_uuid.empty()) {
+    auto store = ctx.store();
+    store->reap_stale_runs();  // rank 0 killed: its run is marked killed now
+    store->set_tag(out.run_uuid, "dist.failed_rank", std::to_string(out.failed_rank));
+    if (auto info = store->find_run(out.run_uuid))
+      run = fmt::format("; run {} is {}", core::short_uuid(out.run_uuid),
+                        store::to_string(info->status));
+  }
+  throw core::Error(
+      fmt::format("rank {} of {} (pid {} on {}) {}; the other ranks were stopped{}",
+                  out.failed_rank, lo.nproc, out.pids[static_cast<size_t>(out.failed_rank)],
+                  core::host_name(), out.what, run),
+      kind_of(out.exit_code));
+}
+
+std::shared_ptr<dist::World> join_as_rank(train::Config& cfg, train::TrainOptions& o) {
+  const auto rv = dist::rendezvous_from_env();
+  if (!rv) return nullptr;
+  const auto& dc = cfg.section<dist::DistConfig>();
+  if (rv->size != dc.nproc)
+    core::fail(ErrorKind::kUsage,
+               "{}={} but the config's dist.nproc is {}: start the ranks with "
+               "`train --nproc N`",
+               dist::kSizeVar, rv->size, dc.nproc);
+  // compute.threads auto: the cores this process may use, shared by the
+  // ranks of this machine (recorded as the number each rank used).
+  if (cfg.compute.threads == "auto")
+    cfg.compute.threads = std::to_string(std::max(1, env::cpu_budget().threads() / rv->size));
+  auto world = std::make_shared<dist::World>(*rv, dc);
+  o.shard = world->rank();
+  o.shards = world->size();
+  if (world->rank() > 0) {
+    o.write_checkpoints = false;
+    o.record_environment = false;
+    o.parent.clear();
+  }
+  return world;
+}
+
+}  // namespace trainscope::cli::torch_cli

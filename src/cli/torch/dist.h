@@ -1,0 +1,23 @@
+// `train --nproc N`: the launcher, and a rank's side of the CLI (dist.cc).
+#pragma once
+
+#include <memory>
+
+#include "../torch_commands.h"
+#include "trainscope/dist/world.h"
+#include "trainscope/train/trainer.h"
+
+namespace trainscope::cli::torch_cli {
+
+// Starts the ranks of a training of dist.nproc > 1 when this process is
+// not one of them, waits for them and reports how they ended (an Error
+// naming the first rank that failed). False when this process is a rank
+// or the training is not data-parallel.
+bool launch_ranks(Context& ctx, const TrainArgs& args, const train::Config& cfg);
+
+// This process's world when it is a rank (nullptr when not), joined; the
+// options get its shard, and rank > 0 writes no checkpoints;
+// compute.threads auto becomes the usable cores over the world size.
+std::shared_ptr<dist::World> join_as_rank(train::Config& cfg, train::TrainOptions& o);
+
+}  // namespace trainscope::cli::torch_cli

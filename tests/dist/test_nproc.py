@@ -1,0 +1,158 @@
+"""`trainscope train CONFIG --nproc N`: real ranks (processes) on loopback,
+rendezvous through c10d's TCPStore, gradients through Gloo, on a subset of
+the real Fashion-MNIST. Run by ctest (Dist.*) with TS_CLI set."""
+import json
+import os
+import pathlib
+import signal
+import socket
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+CLI = os.environ["TS_CLI"]
+DEMO = str(pathlib.Path(__file__).resolve().parents[2] / "configs" / "demo.yaml")
+SMALL = ["data.train_subset=2048", "data.test_subset=500", "train.epochs=1",
+         "optimizer.name=sgd", "optimizer.lr=0.05", "checkpoint.every_epochs=1"]
+
+
+def cli(store, *args, check=True, timeout=600):
+    return subprocess.run([CLI, "--store", "sqlite:" + str(store), *args], check=check,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def train(store, name, nproc, sets=(), check=True):
+    args = ["train", DEMO, "--name", name, "--no-progress"]
+    if nproc:
+        args += ["--nproc", str(nproc)]
+    for s in list(SMALL) + list(sets):
+        args += ["--set", s]
+    return cli(store, *args, check=check)
+
+
+def show(store, run):
+    return json.loads(cli(store, "--json", "runs", "show", run).stdout)
+
+
+def points(store, run, key):
+    out = json.loads(cli(store, "--json", "metrics", run, key).stdout)
+    return [(p["step"], p["value"]) for p in out["points"]]
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory):
+    store = tmp_path_factory.mktemp("dist") / "s.db"
+    done = train(store, "two", 2, check=False)
+    assert done.returncode == 0, done.stderr
+    return store
+
+
+def test_two_ranks_train_one_run_that_learns(two):
+    run = show(two, "two")
+    assert run["status"] == "finished"
+    tags = run["tags"]
+    assert tags["dist.world_size"] == "2" and tags["dist.backend"] == "gloo"
+    assert len(tags["dist.hosts"].split(",")) == 2 and "dist.replica_mismatch" not in tags
+    assert run["params"]["dist.nproc"] == "2"
+    # Only rank 0 records: one run in the store, with its checkpoint.
+    with sqlite3.connect(two) as db:
+        assert db.execute("select count(*) from runs").fetchone()[0] == 1
+    assert points(two, "two", "test/accuracy")[-1][1] > 0.4  # chance: 0.1
+    assert any(a["name"].endswith(".pt") for a in run["artifacts"])
+
+
+def test_every_rank_is_timed_in_the_run(two):
+    steps = 2048 // 128
+    for r in (0, 1):
+        assert len(points(two, "two", f"dist/rank{r}/step_ms")) == steps
+        comm = points(two, "two", f"dist/rank{r}/comm_ms")
+        assert len(comm) == steps and all(v >= 0 for _, v in comm)
+    # The demo CNN's gradients (float32) and the loss, every step.
+    n = sum(int(p) for p in [16 * 1 * 9 + 16, 32 * 16 * 9 + 32, 128 * 32 * 7 * 7 + 128, 1290])
+    assert {v for _, v in points(two, "two", "dist/bytes_reduced")} == {4.0 * (n + 1)}
+
+
+def test_one_and_two_ranks_see_the_same_batches(tmp_path, two):
+    """The world-size invariant mode: the first loss is the same up to the
+    order of a sum, and diff says where the runs part."""
+    store = tmp_path / "s.db"
+    train(store, "one", 0)
+    train(store, "two", 2)
+    first = {n: points(store, n, "train/loss")[0][1] for n in ("one", "two")}
+    assert abs(first["one"] - first["two"]) <= 1e-6 * abs(first["one"]), first
+    d = json.loads(cli(store, "--json", "diff", "one", "two").stdout)
+    assert d["have_fingerprints"]
+    assert d["bit_identical"] or d["first_diff_step"] >= 1
+    acc = [points(store, n, "test/accuracy")[-1][1] for n in ("one", "two")]
+    assert abs(acc[0] - acc[1]) < 0.05, acc
+
+
+def rank_pid(launcher, rank):
+    """The pid of rank `rank` among the launcher's children."""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for child in pathlib.Path("/proc").glob("[0-9]*"):
+            try:
+                stat = (child / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(stat[1]) != launcher:
+                    continue
+                env = (child / "environ").read_bytes().split(b"\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            if f"TRAINSCOPE_DIST_RANK={rank}".encode() in env:
+                return int(child.name)
+        time.sleep(0.2)
+    raise AssertionError(f"rank {rank} never started")
+
+
+def test_a_killed_rank_ends_the_training_and_is_named(tmp_path):
+    store = tmp_path / "s.db"
+    argv = [CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--name", "k", "--nproc", "2",
+            "--no-progress", "--set", "train.epochs=20"]
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    victim = rank_pid(launcher.pid, 1)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # until it trains
+        out = cli(store, "--json", "metrics", "k", "train/loss", check=False)
+        if out.returncode == 0 and json.loads(out.stdout)["points"]:
+            break
+        time.sleep(0.5)
+    os.kill(victim, signal.SIGKILL)
+    killed = time.time()
+    _, err = launcher.communicate(timeout=90)
+    assert time.time() - killed < 60
+    assert launcher.returncode == 1, err
+    assert f"rank 1 of 2 (pid {victim} on {socket.gethostname()}) was killed by signal 9 " \
+           "(SIGKILL); the other ranks were stopped; run " in err, err
+    run = show(store, "k")
+    assert run["status"] in ("failed", "stopped", "killed") and run["tags"]["dist.failed_rank"] == "1"
+
+
+def test_bad_worlds_get_one_line(tmp_path):
+    store = tmp_path / "s.db"
+    done = train(store, "x", 0, ["dist.nproc=200"], check=False)
+    assert done.returncode == 2 and "dist.nproc" in done.stderr and "train.batch_size" in \
+        done.stderr, done.stderr
+    done = cli(store, "train", DEMO, "--nproc", "0", check=False)
+    assert done.returncode == 2 and "--nproc" in done.stderr
+    done = cli(store, "train", DEMO, "--nproc", "2", "--resume", "x", check=False)
+    assert done.returncode == 2 and "not supported yet" in done.stderr
+    # A rank whose rendezvous is not there: one line naming the address.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, TRAINSCOPE_DIST_RANK="1", TRAINSCOPE_DIST_WORLD_SIZE="2",
+               TRAINSCOPE_DIST_ADDR="127.0.0.1", TRAINSCOPE_DIST_PORT=str(port))
+    done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
+                           "dist.nproc=2", "--set", "dist.timeout_s=2"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"could not join the training at 127.0.0.1:{port}" in lines[0], \
+        done.stderr
+    env["TRAINSCOPE_DIST_WORLD_SIZE"] = "3"
+    done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
+                           "dist.nproc=2"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "TRAINSCOPE_DIST_WORLD_SIZE=3" in done.stderr, done.stderr
