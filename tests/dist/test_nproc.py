@@ -130,6 +130,43 @@ def test_a_killed_rank_ends_the_training_and_is_named(tmp_path):
     assert run["status"] in ("failed", "stopped", "killed") and run["tags"]["dist.failed_rank"] == "1"
 
 
+def wait_for_steps(store, run, n):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        out = cli(store, "--json", "metrics", run, "train/loss", check=False)
+        if out.returncode == 0 and len(json.loads(out.stdout)["points"]) >= n:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"run {run} never reached step {n}")
+
+
+def test_a_stopped_run_resumes_bit_identically(tmp_path):
+    """SIGTERM to the launcher: the ranks agree on a step, rank 0
+    checkpoints and the run is stopped; resumed at the same world size, it
+    ends with the same bits as a run never stopped."""
+    store = tmp_path / "s.db"
+    sets = ["data.train_subset=8192", "train.epochs=3"]
+    train(store, "straight", 2, sets)
+    argv = [CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--name", "stopped",
+            "--nproc", "2", "--no-progress"]
+    for s in SMALL + sets:
+        argv += ["--set", s]
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_steps(store, "stopped", 10)
+    launcher.send_signal(signal.SIGTERM)
+    _, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 1 and err.count("stopped by signal") == 1, err
+    assert "--nproc 2 --resume" in err and show(store, "stopped")["status"] == "stopped"
+    args = ["train", DEMO, "--nproc", "2", "--resume", "stopped", "--no-progress"]
+    for s in SMALL + sets:
+        args += ["--set", s]
+    done = cli(store, *args, check=False)
+    assert done.returncode == 0, done.stderr
+    d = json.loads(cli(store, "--json", "diff", "straight", "stopped").stdout)
+    assert d["bit_identical"] and d["final_accuracy_a"] == d["final_accuracy_b"], d
+    assert show(store, "stopped")["status"] == "finished"
+
+
 def test_bad_worlds_get_one_line(tmp_path):
     store = tmp_path / "s.db"
     done = train(store, "x", 0, ["dist.nproc=200"], check=False)
@@ -137,8 +174,8 @@ def test_bad_worlds_get_one_line(tmp_path):
         done.stderr, done.stderr
     done = cli(store, "train", DEMO, "--nproc", "0", check=False)
     assert done.returncode == 2 and "--nproc" in done.stderr
-    done = cli(store, "train", DEMO, "--nproc", "2", "--resume", "x", check=False)
-    assert done.returncode == 2 and "not supported yet" in done.stderr
+    done = cli(store, "train", DEMO, "--nproc", "2", "--resume", "nosuchrun", check=False)
+    assert done.returncode == 3 and "nosuchrun" in done.stderr, done.stderr
     # A rank whose rendezvous is not there: one line naming the address.
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

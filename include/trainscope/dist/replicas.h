@@ -5,6 +5,7 @@
 // (dist/README.md).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,9 @@ namespace trainscope::dist {
 
 class ReplicaObserver : public instrument::TrainObserver {
  public:
-  explicit ReplicaObserver(std::shared_ptr<World> world);
+  // `stop_requested`: whether this rank was asked to stop (a signal); the
+  // ranks agree after every step, and all stop after the same one.
+  ReplicaObserver(std::shared_ptr<World> world, std::function<bool()> stop_requested);
   void on_run_begin(const instrument::RunContext& ctx) override;
   void on_batch_begin(const instrument::RunContext& ctx) override;
   void on_after_backward(const instrument::RunContext& ctx, const instrument::Step& step) override;
@@ -25,9 +28,10 @@ class ReplicaObserver : public instrument::TrainObserver {
  private:
   void describe_run(const instrument::RunContext& ctx);
   void check_replicas(const instrument::RunContext& ctx, int64_t step);
-  void log_timings(const instrument::RunContext& ctx, int64_t step);
+  void exchange(const instrument::RunContext& ctx, int64_t step);
 
   std::shared_ptr<World> world_;
+  std::function<bool()> stop_requested_;
   std::vector<std::vector<torch::Tensor>> buckets_;           // parameters, in reverse order
   std::vector<std::pair<std::string, torch::Tensor>> named_;  // what the replica check hashes
   std::vector<torch::Tensor> buffers_;  // rank 0's, broadcast after every step

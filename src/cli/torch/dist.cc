@@ -3,6 +3,8 @@
 // every batch with a dist::ReplicaObserver, and rank 0 records the run.
 #include "dist.h"
 
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 
 #include "../output.h"
@@ -12,11 +14,20 @@
 #include "trainscope/dist/launch.h"
 #include "trainscope/env/cpus.h"
 #include "trainscope/store/store.h"
+#include "trainscope/train/checkpoint.h"
 
 namespace trainscope::cli::torch_cli {
 using core::ErrorKind;
 
 namespace {
+
+constexpr const char* kCheckpointVar = "TRAINSCOPE_DIST_CHECKPOINT";
+
+// A rank asked to stop (Ctrl-C, SIGTERM passed on by the launcher) stops
+// only when every rank agrees on the step (dist::ReplicaObserver); the
+// launcher kills the ranks on a second signal.
+volatile std::sig_atomic_t g_stop = 0;
+void on_rank_signal(int) { g_stop = 1; }
 
 // The command line of rank r: this program's train command again.
 std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int rank, int nproc) {
@@ -31,6 +42,7 @@ std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int r
   if (!a.name.empty()) v.insert(v.end(), {"--name", a.name});
   if (!a.experiment.empty()) v.insert(v.end(), {"--experiment", a.experiment});
   if (!a.parent.empty()) v.insert(v.end(), {"--parent", a.parent});
+  if (!a.resume.empty() && rank == 0) v.insert(v.end(), {"--resume", a.resume});
   if (a.no_progress || rank > 0) v.push_back("--no-progress");
   return v;
 }
@@ -55,26 +67,37 @@ ErrorKind kind_of(int code) {
 bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
   const auto& dc = cfg.section<dist::DistConfig>();
   if (dc.nproc <= 1 || dist::rendezvous_from_env()) return false;
-  if (!a.resume.empty())
-    core::fail(ErrorKind::kUsage,
-               "--resume of a data-parallel run (dist.nproc {}) is not supported yet; train it "
-               "again, or resume with --set dist.nproc=1",
-               dc.nproc);
+  if (!a.resume.empty()) {
+    // Rank 0 resumes the run; the others start from the checkpoint it
+    // resumes from (the same weights, optimizer state, position).
+    auto store = ctx.store();
+    const store::RunInfo prev = store->resolve_run(a.resume);
+    const auto ck = train::find_checkpoint(*store, prev.uuid);
+    if (!ck)
+      core::fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
+                 core::short_uuid(prev.uuid));
+    setenv(kCheckpointVar, ck->path.c_str(), 1);
+  }
   dist::LaunchOptions lo;
   lo.nproc = static_cast<int>(dc.nproc);
   lo.timeout_s = dc.timeout_s;
   for (int r = 0; r < lo.nproc; ++r) lo.argv.push_back(rank_argv(ctx, a, r, lo.nproc));
   const dist::LaunchOutcome out = dist::launch(lo);
-  if (out.failed_rank < 0) return true;
   std::string run;
   if (!out.run_uuid.empty()) {
     auto store = ctx.store();
     store->reap_stale_runs();  // rank 0 killed: its run is marked killed now
+    const auto info = store->find_run(out.run_uuid);
+    // Stopped by a signal: rank 0 said where and how to resume.
+    if (out.failed_rank < 0 && info && info->status == store::RunStatus::kStopped)
+      throw core::Error("stopped by signal", ErrorKind::kRuntime);
+    if (out.failed_rank < 0) return true;
     store->set_tag(out.run_uuid, "dist.failed_rank", std::to_string(out.failed_rank));
-    if (auto info = store->find_run(out.run_uuid))
+    if (info)
       run = fmt::format("; run {} is {}", core::short_uuid(out.run_uuid),
                         store::to_string(info->status));
   }
+  if (out.failed_rank < 0) return true;
   throw core::Error(
       fmt::format("rank {} of {} (pid {} on {}) {}; the other ranks were stopped{}",
                   out.failed_rank, lo.nproc, out.pids[static_cast<size_t>(out.failed_rank)],
@@ -102,8 +125,14 @@ std::shared_ptr<dist::World> join_as_rank(train::Config& cfg, train::TrainOption
     o.write_checkpoints = false;
     o.record_environment = false;
     o.parent.clear();
+    o.resume.clear();
+    if (const char* ck = std::getenv(kCheckpointVar); ck && *ck) o.init_checkpoint = ck;
   }
+  std::signal(SIGINT, on_rank_signal);
+  std::signal(SIGTERM, on_rank_signal);
   return world;
 }
+
+bool rank_stop_requested() { return g_stop != 0; }
 
 }  // namespace trainscope::cli::torch_cli

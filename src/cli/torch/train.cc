@@ -139,15 +139,17 @@ void train(Context& ctx, const TrainArgs& a) {
   const bool recorded = !world || world->rank() == 0;
   train::Trainer trainer(
       cfg, recorded ? ctx.store() : store::Store::open({.uri = "sqlite::memory:"}), o);
-  if (world) trainer.add_observer(std::make_shared<dist::ReplicaObserver>(world));
+  if (world)
+    trainer.add_observer(std::make_shared<dist::ReplicaObserver>(world, rank_stop_requested));
   trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress && recorded));
   const train::TrainResult r = trainer.run();
   if (!recorded) return;
   if (r.status == RunStatus::kStopped)
-    core::log_info("stopped at step {}; resume with `trainscope train {} --resume {}`", r.steps,
-                   a.config, core::short_uuid(r.run_uuid));
+    core::log_info("stopped at step {}; resume with `trainscope train {}{} --resume {}`", r.steps,
+                   a.config, world ? fmt::format(" --nproc {}", world->size()) : "",
+                   core::short_uuid(r.run_uuid));
   print_result(r, ctx.json);
-  if (r.status == RunStatus::kStopped)
+  if (r.status == RunStatus::kStopped && !world)  // a rank's launcher says it
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -23,7 +24,17 @@ using core::fail;
 
 namespace {
 
-void on_signal(int) {}  // the ranks get the terminal's signals themselves
+// The ranks, for the signal handler: a stop asked of the launcher (SIGINT,
+// SIGTERM) is passed on to every rank as SIGTERM (they agree on the step to
+// stop at); a second one kills them.
+pid_t g_pids[256];
+volatile std::sig_atomic_t g_started = 0, g_signals = 0;
+
+void on_signal(int) {
+  const int sig = g_signals == 0 ? SIGTERM : SIGKILL;
+  g_signals = 1;
+  for (int r = 0; r < g_started; ++r) kill(g_pids[r], sig);
+}
 
 pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int port) {
   std::vector<char*> args;
@@ -85,8 +96,11 @@ LaunchOutcome launch(const LaunchOptions& o) {
   sigaction(SIGTERM, &sa, nullptr);
   LaunchOutcome out;
   std::vector<bool> done(static_cast<size_t>(o.nproc), false);
-  for (int r = 0; r < o.nproc; ++r)
+  for (int r = 0; r < o.nproc; ++r) {
     out.pids.push_back(start_rank(o.argv[static_cast<size_t>(r)], r, o.nproc, store->getPort()));
+    g_pids[r] = out.pids.back();
+    g_started = r + 1;
+  }
   for (int left = o.nproc; left > 0;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);

@@ -56,7 +56,8 @@ void broadcast_from_0(World& world, const std::vector<torch::Tensor>& ts) {
 
 }  // namespace
 
-ReplicaObserver::ReplicaObserver(std::shared_ptr<World> world) : world_(std::move(world)) {}
+ReplicaObserver::ReplicaObserver(std::shared_ptr<World> world, std::function<bool()> stop_requested)
+    : world_(std::move(world)), stop_requested_(std::move(stop_requested)) {}
 
 void ReplicaObserver::describe_run(const RunContext& ctx) {
   world_->set("host/" + std::to_string(world_->rank()), world_->host());
@@ -137,11 +138,15 @@ void ReplicaObserver::on_after_backward(const RunContext&, const Step& step) {
   comm_ms_ = (core::monotonic_now() - started) * 1e3;
 }
 
-void ReplicaObserver::log_timings(const RunContext& ctx, int64_t step) {
+// Every rank's step and all-reduce times, and whether it was asked to
+// stop: all ranks stop after the same step, the first any rank was asked.
+void ReplicaObserver::exchange(const RunContext& ctx, int64_t step) {
   const double step_ms = (core::monotonic_now() - step_start_) * 1e3;
-  auto mine = torch::tensor({step_ms, comm_ms_}, torch::kFloat64);
-  const auto all = world_->allgather(mine);
-  if (world_->rank() != 0) return;
+  const double stop = stop_requested_ && stop_requested_() ? 1 : 0;
+  const auto all = world_->allgather(torch::tensor({step_ms, comm_ms_, stop}, torch::kFloat64));
+  for (const auto& t : all)
+    if (t[2].item<double>() > 0) ctx.request_stop();
+  if (world_->rank() != 0 || step % ctx.config.train.log_every_steps != 0) return;
   for (int r = 0; r < world_->size(); ++r) {
     const auto v = all[r].accessor<double, 1>();
     const std::string prefix = "dist/rank" + std::to_string(r) + "/";
@@ -173,7 +178,7 @@ void ReplicaObserver::check_replicas(const RunContext& ctx, int64_t step) {
 void ReplicaObserver::on_after_step(const RunContext& ctx, const Step& step) {
   // BatchNorm's running statistics: rank 0's (DDP's broadcast_buffers).
   if (!buffers_.empty()) broadcast_from_0(*world_, buffers_);
-  if (step.number % ctx.config.train.log_every_steps == 0) log_timings(ctx, step.number);
+  exchange(ctx, step.number);
   const int64_t every = ctx.config.section<fingerprint::FingerprintConfig>().every_steps;
   if (ctx.config.section<DistConfig>().check_replicas && every > 0 && step.number % every == 0)
     check_replicas(ctx, step.number);
