@@ -8,6 +8,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/dist/config.h"
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
@@ -132,6 +133,14 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   auto s = std::make_unique<Session>(config_);
   const Config& cfg = config_;
   check_config(cfg);
+  if (const int64_t n = cfg.section<dist::DistConfig>().nproc; n != options_.shards)
+    fail(ErrorKind::kUsage,
+         "dist.nproc is {} but this process trains {} of them: a data-parallel config is "
+         "trained by `trainscope train CONFIG --nproc {}`",
+         n,
+         options_.shards == 1 ? std::string("alone")
+                              : fmt::format("one shard of {}", options_.shards),
+         n);
   apply_determinism(cfg);
   s->seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generator gets

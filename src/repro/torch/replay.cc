@@ -104,6 +104,14 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
           core::short_uuid(r->uuid));
       return;
     }
+  for (const RunInfo* r : {&a, &b})
+    if (auto tags = store.tags(r->uuid); tags.count("dist.world_size")) {
+      d.replay_note = fmt::format(
+          "run {} trained on {} ranks, which a replay in one process cannot repeat; the "
+          "fingerprints above say where the runs part",
+          core::short_uuid(r->uuid), tags["dist.world_size"]);
+      return;
+    }
   // The last checkpoint of a before the divergence holds a state that b
   // shared bit for bit (their fingerprints agree up to then).
   auto ck = checkpoint_before(store, a, d.first_diff_step);

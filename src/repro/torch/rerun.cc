@@ -1,6 +1,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/dist/config.h"
 #include "trainscope/repro/replay.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
@@ -46,6 +47,11 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
          core::short_uuid(orig.uuid));
   train::Config cfg =
       train::parse_config(orig.config_text, {}, "run " + core::short_uuid(orig.uuid));
+  if (const int64_t n = cfg.section<dist::DistConfig>().nproc; n > 1)
+    fail(ErrorKind::kUsage,
+         "run {} trained on {} ranks (dist.nproc), which a rerun in one process cannot repeat; "
+         "train its config again with `trainscope train CONFIG --nproc {}`",
+         core::short_uuid(orig.uuid), n, n);
   const env::Manifest recorded = store->environment(orig.uuid);
   check_data_files(recorded, orig, options.force);
   env::Manifest here = env::capture_machine();
