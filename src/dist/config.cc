@@ -35,8 +35,9 @@ TRAINSCOPE_CONFIG_SECTION(
         .fields = {config::int_key("dist.nproc", &DistConfig::nproc, 1, 256,
                                    "Processes (ranks) that train this run data-parallel, each on "
                                    "its slice of every batch (`train --nproc N`)"),
-                   config::choice_key("dist.backend", &DistConfig::backend, {"gloo"},
-                                      "Collective backend of c10d (gloo: CPU tensors)"),
+                   config::choice_key("dist.backend", &DistConfig::backend, {"gloo", "nccl"},
+                                      "Collective backend of c10d (gloo: CPU tensors; nccl: "
+                                      "GPUs, not in this build)"),
                    config::double_key("dist.bucket_mb", &DistConfig::bucket_mb,
                                       config::Interval{0.001, 4096, false, false},
                                       "Gradients are all-reduced in buckets of this many MiB"),

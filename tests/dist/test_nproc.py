@@ -87,6 +87,11 @@ def test_one_and_two_ranks_see_the_same_batches(tmp_path, two):
     assert d["bit_identical"] or d["first_diff_step"] >= 1
     acc = [points(store, n, "test/accuracy")[-1][1] for n in ("one", "two")]
     assert abs(acc[0] - acc[1]) < 0.05, acc
+    if not d["bit_identical"]:  # one process cannot replay two ranks
+        text = cli(store, "diff", "one", "two").stdout
+        assert "trained on 2 ranks, which a replay in one process cannot repeat" in text, text
+    again = cli(store, "rerun", "two", check=False)
+    assert again.returncode == 2 and "--nproc 2" in again.stderr, again.stderr
 
 
 def rank_pid(launcher, rank):
@@ -172,6 +177,8 @@ def test_bad_worlds_get_one_line(tmp_path):
     done = train(store, "x", 0, ["dist.nproc=200"], check=False)
     assert done.returncode == 2 and "dist.nproc" in done.stderr and "train.batch_size" in \
         done.stderr, done.stderr
+    done = train(store, "x", 2, ["dist.backend=nccl"], check=False)
+    assert done.returncode == 2 and "dist.backend nccl needs GPUs" in done.stderr, done.stderr
     done = cli(store, "train", DEMO, "--nproc", "0", check=False)
     assert done.returncode == 2 and "--nproc" in done.stderr
     done = cli(store, "train", DEMO, "--nproc", "2", "--resume", "nosuchrun", check=False)

@@ -67,6 +67,11 @@ ErrorKind kind_of(int code) {
 bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
   const auto& dc = cfg.section<dist::DistConfig>();
   if (dc.nproc <= 1 || dist::rendezvous_from_env()) return false;
+  if (dc.backend != "gloo")
+    core::fail(ErrorKind::kUsage,
+               "dist.backend {} needs GPUs and a libtorch built with it; this trainscope trains "
+               "data-parallel on CPUs with gloo",
+               dc.backend);
   if (!a.resume.empty()) {
     // Rank 0 resumes the run; the others start from the checkpoint it
     // resumes from (the same weights, optimizer state, position).
