@@ -200,3 +200,24 @@ def test_bad_worlds_get_one_line(tmp_path):
     done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
                            "dist.nproc=2"], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "TRAINSCOPE_DIST_WORLD_SIZE=3" in done.stderr, done.stderr
+
+
+def test_the_world_size_is_a_factor_of_a_study(tmp_path):
+    """configs/studies/world_size.yaml, quick and smaller: its 2-rank cell
+    is trained by `train --nproc 2` under the study like any run."""
+    root = pathlib.Path(DEMO).parent
+    spec = (root / "studies" / "world_size.yaml").read_text()
+    spec = spec.replace("base: ../demo.yaml", f"base: {DEMO}")
+    spec = spec.replace("replicates: 3\n", "replicates: 2\n").replace(
+        "data.train_subset: 3000, data.test_subset: 1000", "data.train_subset: 1024, "
+        "data.test_subset: 500")
+    (tmp_path / "ws.yaml").write_text(spec)
+    store = tmp_path / "s.db"
+    done = cli(store, "study", "run", str(tmp_path / "ws.yaml"), "--quick", check=False)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(cli(store, "--json", "study", "report", "world_size").stdout)
+    assert [c["cell"] for c in report["cells"]] == ["dist.nproc=1", "dist.nproc=2"]
+    assert all(c["n"] == 2 for c in report["cells"]), report["cells"]
+    two = show(store, "dist.nproc=2/r1")
+    assert two["tags"]["dist.world_size"] == "2" and two["parent"]
+    assert show(store, "dist.nproc=1/r1")["params"]["seeds.master"] == two["params"]["seeds.master"]
