@@ -69,6 +69,10 @@ def test_every_rank_is_timed_in_the_run(two):
         assert len(points(two, "two", f"dist/rank{r}/step_ms")) == steps
         comm = points(two, "two", f"dist/rank{r}/comm_ms")
         assert len(comm) == steps and all(v >= 0 for _, v in comm)
+        # Each rank's own resources (the ranks are not rank 0's children).
+        assert all(100 < v < 4096 for _, v in points(two, "two", f"dist/rank{r}/rss_mib"))
+        cpu = points(two, "two", f"dist/rank{r}/cpu_percent")
+        assert len(cpu) == steps - 1 and max(v for _, v in cpu) > 10, cpu
     # The demo CNN's gradients (float32) and the loss, every step.
     n = sum(int(p) for p in [16 * 1 * 9 + 16, 32 * 16 * 9 + 32, 128 * 32 * 7 * 7 + 128, 1290])
     assert {v for _, v in points(two, "two", "dist/bytes_reduced")} == {4.0 * (n + 1)}

@@ -36,6 +36,7 @@ class ReplicaObserver : public instrument::TrainObserver {
   std::vector<std::pair<std::string, torch::Tensor>> named_;  // what the replica check hashes
   std::vector<torch::Tensor> buffers_;  // rank 0's, broadcast after every step
   double step_start_ = 0, comm_ms_ = 0;
+  std::vector<std::pair<double, double>> last_usage_;  // rank 0: each rank's CPU s, clock s
   int64_t bytes_ = 0;
 };
 

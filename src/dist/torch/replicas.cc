@@ -9,8 +9,11 @@
 // ready.)
 #include "trainscope/dist/replicas.h"
 
+#include <sys/resource.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <map>
 
 #include "trainscope/config/config.h"
@@ -40,6 +43,23 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& ts) {
     t.copy_(flat.narrow(0, at, t.numel()).view_as(t));
     at += t.numel();
   }
+}
+
+// This process's CPU seconds (every thread, user and system) and resident
+// memory in MiB: a rank's resources, which rank 0's own sampler cannot see
+// (the ranks are its siblings, not its children).
+std::pair<double, double> own_usage() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                     static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return {cpu, static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+                   (1024.0 * 1024.0)};
 }
 
 // Rank 0's values of `ts` on every rank, one broadcast per dtype.
@@ -138,20 +158,31 @@ void ReplicaObserver::on_after_backward(const RunContext&, const Step& step) {
   comm_ms_ = (core::monotonic_now() - started) * 1e3;
 }
 
-// Every rank's step and all-reduce times, and whether it was asked to
-// stop: all ranks stop after the same step, the first any rank was asked.
+// Every rank's step and all-reduce times, its CPU and memory, and whether
+// it was asked to stop: all ranks stop after the same step, the first any
+// rank was asked.
 void ReplicaObserver::exchange(const RunContext& ctx, int64_t step) {
-  const double step_ms = (core::monotonic_now() - step_start_) * 1e3;
+  const double now = core::monotonic_now();
   const double stop = stop_requested_ && stop_requested_() ? 1 : 0;
-  const auto all = world_->allgather(torch::tensor({step_ms, comm_ms_, stop}, torch::kFloat64));
+  const auto [cpu, rss] = own_usage();
+  const auto all = world_->allgather(
+      torch::tensor({(now - step_start_) * 1e3, comm_ms_, stop, cpu, rss, now}, torch::kFloat64));
   for (const auto& t : all)
     if (t[2].item<double>() > 0) ctx.request_stop();
   if (world_->rank() != 0 || step % ctx.config.train.log_every_steps != 0) return;
-  for (int r = 0; r < world_->size(); ++r) {
+  last_usage_.resize(all.size());
+  for (size_t r = 0; r < all.size(); ++r) {
     const auto v = all[r].accessor<double, 1>();
     const std::string prefix = "dist/rank" + std::to_string(r) + "/";
     ctx.run.log_metric(prefix + "step_ms", v[0], step);
     ctx.run.log_metric(prefix + "comm_ms", v[1], step);
+    ctx.run.log_metric(prefix + "rss_mib", v[4], step);
+    auto& [last_cpu, last_wall] = last_usage_[r];
+    if (last_wall > 0 && v[5] > last_wall)  // 1 core = 100, as proc/cpu_percent
+      ctx.run.log_metric(prefix + "cpu_percent", 100 * (v[3] - last_cpu) / (v[5] - last_wall),
+                         step);
+    last_cpu = v[3];
+    last_wall = v[5];
   }
   ctx.run.log_metric("dist/bytes_reduced", static_cast<double>(bytes_), step);
 }
