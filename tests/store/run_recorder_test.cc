@@ -74,7 +74,8 @@ TEST(RunRecorderTest, WriterFlushesWithoutBeingAsked) {
   auto rec = RunRecorder::start(store, {});
   rec->log_metric("x", 42, 0);
   EXPECT_TRUE(eventually([&] { return store->metric(rec->uuid(), "x").size() == 1; }));
-  EXPECT_GE(rec->stats().flushes, 1);
+  // The writer counts a flush after its commit, which readers may see first.
+  EXPECT_TRUE(eventually([&] { return rec->stats().flushes >= 1; }));
 }
 
 TEST(RunRecorderTest, HeartbeatAdvances) {
