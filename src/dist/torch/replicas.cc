@@ -9,11 +9,9 @@
 // ready.)
 #include "trainscope/dist/replicas.h"
 
-#include <sys/resource.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <map>
 
 #include "trainscope/config/config.h"
@@ -21,6 +19,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/fingerprint/config.h"
 #include "trainscope/fingerprint/fingerprint.h"
+#include "trainscope/monitor/procfs.h"
 #include "trainscope/store/run_recorder.h"
 
 namespace trainscope::dist {
@@ -49,17 +48,8 @@ void unflatten(const torch::Tensor& flat, std::vector<torch::Tensor>& ts) {
 // memory in MiB: a rank's resources, which rank 0's own sampler cannot see
 // (the ranks are its siblings, not its children).
 std::pair<double, double> own_usage() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  const double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-                     static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return {cpu, static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
-                   (1024.0 * 1024.0)};
+  const monitor::ProcessStat p = monitor::read_process(getpid());
+  return {p.utime_s + p.stime_s, static_cast<double>(p.rss_bytes) / (1024.0 * 1024.0)};
 }
 
 // Rank 0's values of `ts` on every rank, one broadcast per dtype.
