@@ -196,10 +196,23 @@ def test_bad_worlds_get_one_line(tmp_path):
     done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
                            "dist.nproc=2", "--set", "dist.timeout_s=2"], env=env,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and f"could not join the training at 127.0.0.1:{port}" in lines[0], \
         done.stderr
+    # Rank 0 hosting the rendezvous (ranks not started by --nproc) on a
+    # port in use.
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        env0 = dict(env, TRAINSCOPE_DIST_RANK="0", TRAINSCOPE_DIST_PORT=str(busy))
+        done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
+                               "dist.nproc=2"], env=env0, capture_output=True, text=True,
+                              timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert f"rank 0 cannot host the rendezvous on port {busy}" in lines[0], done.stderr
     env["TRAINSCOPE_DIST_WORLD_SIZE"] = "3"
     done = subprocess.run([CLI, "--store", "sqlite:" + str(store), "train", DEMO, "--set",
                            "dist.nproc=2"], env=env, capture_output=True, text=True, timeout=60)

@@ -10,32 +10,19 @@
 #include <vector>
 
 #include "trainscope/dist/config.h"
+#include "trainscope/dist/rendezvous.h"
 
 namespace trainscope::dist {
-
-// Where a rank finds the others: set by the launcher (`train --nproc N`)
-// in TRAINSCOPE_DIST_RANK, _WORLD_SIZE, _ADDR and _PORT.
-struct Rendezvous {
-  int rank = 0, size = 1;
-  std::string addr = "127.0.0.1";
-  int port = 0;
-};
-inline constexpr const char* kRankVar = "TRAINSCOPE_DIST_RANK";
-inline constexpr const char* kSizeVar = "TRAINSCOPE_DIST_WORLD_SIZE";
-inline constexpr const char* kAddrVar = "TRAINSCOPE_DIST_ADDR";
-inline constexpr const char* kPortVar = "TRAINSCOPE_DIST_PORT";
-
-// This process's place in a training, from the environment; nullopt when
-// it is not a rank. Throws Error(kUsage) naming a variable that is wrong.
-std::optional<Rendezvous> rendezvous_from_env();
 
 // A joined world: a TCPStore client at the rendezvous and a Gloo process
 // group over it. Collectives throw Error(kRuntime) naming the rank and
 // what failed (a peer that died, a timeout).
 class World {
  public:
-  // Joins; throws Error(kRuntime) naming the address when the rendezvous
-  // cannot be reached, or the other ranks do not come, within the timeout.
+  // Joins (rank 0 first hosts the store when r.host_store); throws
+  // Error(kUsage) naming the address when the rendezvous cannot be hosted
+  // (a port in use) or reached, or the other ranks do not come, within the
+  // timeout. Gloo binds to this host's address on the route to r.addr.
   World(const Rendezvous& r, const DistConfig& c);
   ~World();
   World(const World&) = delete;
@@ -44,6 +31,10 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& host() const { return host_; }
+  // The address Gloo bound to on this host (the one facing rank 0's).
+  const std::string& address() const { return address_; }
+  // How the ranks found each other: launcher, slurm or environment.
+  const std::string& source() const { return source_; }
 
   void allreduce_sum(std::vector<at::Tensor>& tensors);
   void broadcast(std::vector<at::Tensor>& tensors, int root);
@@ -55,10 +46,11 @@ class World {
   std::string get(const std::string& key);
 
  private:
+  void host_rendezvous(const Rendezvous& r);
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int rank_ = 0, size_ = 1;
-  std::string host_;
+  std::string host_, address_, source_;
 };
 
 }  // namespace trainscope::dist

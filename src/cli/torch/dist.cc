@@ -21,8 +21,6 @@ using core::ErrorKind;
 
 namespace {
 
-constexpr const char* kCheckpointVar = "TRAINSCOPE_DIST_CHECKPOINT";
-
 // A rank asked to stop (Ctrl-C, SIGTERM passed on by the launcher) stops
 // only when every rank agrees on the step (dist::ReplicaObserver); the
 // launcher kills the ranks on a second signal.
@@ -62,27 +60,28 @@ ErrorKind kind_of(int code) {
   }
 }
 
+// The checkpoint a resumed run continues from, which every rank loads.
+std::string resume_checkpoint(Context& ctx, const std::string& run) {
+  auto store = ctx.store();
+  const store::RunInfo prev = store->resolve_run(run);
+  const auto ck = train::find_checkpoint(*store, prev.uuid);
+  if (!ck)
+    core::fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
+               core::short_uuid(prev.uuid));
+  return ck->path;
+}
+
 }  // namespace
 
 bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
   const auto& dc = cfg.section<dist::DistConfig>();
-  if (dc.nproc <= 1 || dist::rendezvous_from_env()) return false;
+  if (dc.nproc <= 1 || dist::rendezvous_from_env(dc.nproc)) return false;
   if (dc.backend != "gloo")
     core::fail(ErrorKind::kUsage,
                "dist.backend {} needs GPUs and a libtorch built with it; this trainscope trains "
                "data-parallel on CPUs with gloo",
                dc.backend);
-  if (!a.resume.empty()) {
-    // Rank 0 resumes the run; the others start from the checkpoint it
-    // resumes from (the same weights, optimizer state, position).
-    auto store = ctx.store();
-    const store::RunInfo prev = store->resolve_run(a.resume);
-    const auto ck = train::find_checkpoint(*store, prev.uuid);
-    if (!ck)
-      core::fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
-                 core::short_uuid(prev.uuid));
-    setenv(kCheckpointVar, ck->path.c_str(), 1);
-  }
+  if (!a.resume.empty()) resume_checkpoint(ctx, a.resume);  // before any rank starts
   dist::LaunchOptions lo;
   lo.nproc = static_cast<int>(dc.nproc);
   lo.timeout_s = dc.timeout_s;
@@ -110,28 +109,34 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
       kind_of(out.exit_code));
 }
 
-std::shared_ptr<dist::World> join_as_rank(train::Config& cfg, train::TrainOptions& o) {
-  const auto rv = dist::rendezvous_from_env();
-  if (!rv) return nullptr;
+std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg,
+                                          train::TrainOptions& o) {
   const auto& dc = cfg.section<dist::DistConfig>();
+  const auto rv = dist::rendezvous_from_env(dc.nproc);
+  if (!rv) return nullptr;
   if (rv->size != dc.nproc)
     core::fail(ErrorKind::kUsage,
                "{}={} but the config's dist.nproc is {}: start the ranks with "
                "`train --nproc N`",
                dist::kSizeVar, rv->size, dc.nproc);
   // compute.threads auto: the cores this process may use, shared by the
-  // ranks of this machine (recorded as the number each rank used).
+  // ranks of this host (recorded as the number each rank used).
   if (cfg.compute.threads == "auto")
-    cfg.compute.threads = std::to_string(std::max(1, env::cpu_budget().threads() / rv->size));
+    cfg.compute.threads = std::to_string(std::max(1, env::cpu_budget().threads() / rv->local_size));
   auto world = std::make_shared<dist::World>(*rv, dc);
   o.shard = world->rank();
   o.shards = world->size();
+  // Rank 0 resumes the run; the others start from the checkpoint it
+  // resumes from (the same weights, optimizer state and position).
+  if (world->rank() == 0)
+    world->set("checkpoint", o.resume.empty() ? "" : resume_checkpoint(ctx, o.resume));
   if (world->rank() > 0) {
+    if (core::verbosity() == core::Verbosity::kNormal) core::set_verbosity(core::Verbosity::kQuiet);
     o.write_checkpoints = false;
     o.record_environment = false;
     o.parent.clear();
     o.resume.clear();
-    if (const char* ck = std::getenv(kCheckpointVar); ck && *ck) o.init_checkpoint = ck;
+    o.init_checkpoint = world->get("checkpoint");
   }
   std::signal(SIGINT, on_rank_signal);
   std::signal(SIGTERM, on_rank_signal);

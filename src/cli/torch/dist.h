@@ -17,9 +17,11 @@ bool launch_ranks(Context& ctx, const TrainArgs& args, const train::Config& cfg)
 
 // This process's world when it is a rank (nullptr when not), joined; the
 // options get its shard, and rank > 0 writes no checkpoints;
-// compute.threads auto becomes the usable cores over the world size. A
-// rank > 0 of a resumed run starts from the checkpoint rank 0 resumes from.
-std::shared_ptr<dist::World> join_as_rank(train::Config& cfg, train::TrainOptions& o);
+// compute.threads auto becomes the usable cores over the ranks of this
+// host; rank > 0 is quiet. A rank > 0 of a resumed run starts from the
+// checkpoint rank 0 resumes from, whose path rank 0 puts in the
+// rendezvous store (the ranks of several hosts share a filesystem).
+std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg, train::TrainOptions& o);
 
 // Whether this rank was asked to stop (its handlers, set by join_as_rank).
 bool rank_stop_requested();

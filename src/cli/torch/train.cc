@@ -133,7 +133,7 @@ void train(Context& ctx, const TrainArgs& a) {
   o.config_path = a.config;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
-  const auto world = join_as_rank(cfg, o);
+  const auto world = join_as_rank(ctx, cfg, o);
   // A rank other than 0 records into a store of its own that it drops:
   // rank 0's run gets its figures (dist::ReplicaObserver).
   const bool recorded = !world || world->rank() == 0;
@@ -149,7 +149,8 @@ void train(Context& ctx, const TrainArgs& a) {
                    a.config, world ? fmt::format(" --nproc {}", world->size()) : "",
                    core::short_uuid(r.run_uuid));
   print_result(r, ctx.json);
-  if (r.status == RunStatus::kStopped && !world)  // a rank's launcher says it
+  // A local launcher says it for its ranks.
+  if (r.status == RunStatus::kStopped && (!world || world->source() != "launcher"))
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
 }
 

@@ -47,6 +47,7 @@ pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int p
     setenv(kSizeVar, std::to_string(size).c_str(), 1);
     setenv(kAddrVar, "127.0.0.1", 1);
     setenv(kPortVar, std::to_string(port).c_str(), 1);
+    setenv(kLauncherVar, "1", 1);
     execv(args[0], args.data());
     _exit(127);
   }

@@ -70,19 +70,24 @@ ReplicaObserver::ReplicaObserver(std::shared_ptr<World> world, std::function<boo
     : world_(std::move(world)), stop_requested_(std::move(stop_requested)) {}
 
 void ReplicaObserver::describe_run(const RunContext& ctx) {
-  world_->set("host/" + std::to_string(world_->rank()), world_->host());
+  const std::string me = std::to_string(world_->rank());
+  world_->set("host/" + me, world_->host());
+  world_->set("addr/" + me, world_->address());
   const std::string config = core::sha256_hex(config::to_yaml(ctx.config));
   if (world_->rank() == 0) {
     world_->set("config", config);
-    std::string hosts;
+    std::string hosts, addresses;
     for (int r = 0; r < world_->size(); ++r) {
-      if (r > 0) hosts.push_back(',');
+      if (r > 0) hosts.push_back(','), addresses.push_back(',');
       hosts.append(world_->get("host/" + std::to_string(r)));
+      addresses.append(world_->get("addr/" + std::to_string(r)));
     }
     const auto& c = ctx.config.section<DistConfig>();
     ctx.run.set_tag("dist.world_size", std::to_string(world_->size()));
     ctx.run.set_tag("dist.backend", c.backend);
     ctx.run.set_tag("dist.hosts", hosts);
+    ctx.run.set_tag("dist.addresses", addresses);
+    ctx.run.set_tag("dist.rendezvous", world_->source());
     ctx.run.set_tag("dist.buckets", std::to_string(buckets_.size()));
     world_->set("run", ctx.run.uuid());
   } else if (world_->get("config") != config) {

@@ -3,8 +3,14 @@
 // the replica observer uses, their failures turned into one line.
 #include "trainscope/dist/world.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -18,36 +24,46 @@ using core::fail;
 
 namespace {
 
-int env_int(const char* var, int lo, int hi) {
-  const char* v = std::getenv(var);
-  char* end = nullptr;
-  const long n = v ? std::strtol(v, &end, 10) : -1;
-  if (!v || !*v || *end || n < lo || n > hi)
-    fail(ErrorKind::kUsage,
-         "{} must be an integer in [{}, {}] (got '{}'); it is set by `train "
-         "--nproc N` for each rank",
-         var, lo, hi, v ? v : "");
-  return static_cast<int>(n);
+// The first line of a c10d or Gloo error, without its closing period.
+std::string first_line(const std::exception& e) {
+  std::string line = e.what();
+  line = line.substr(0, line.find('\n'));
+  while (!line.empty() && (line.back() == '.' || line.back() == ' ')) line.pop_back();
+  return line;
 }
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
-}  // namespace
-
-std::optional<Rendezvous> rendezvous_from_env() {
-  if (!std::getenv(kRankVar)) return std::nullopt;
-  Rendezvous r;
-  r.size = env_int(kSizeVar, 1, 256);
-  r.rank = env_int(kRankVar, 0, r.size - 1);
-  r.port = env_int(kPortVar, 1, 65535);
-  const char* addr = std::getenv(kAddrVar);
-  if (addr && *addr) r.addr = addr;
-  return r;
+// This host's address on the route to `addr` (a UDP socket "connected"
+// there sends nothing): the interface Gloo must listen on so that the
+// other ranks reach it, loopback for a local training.
+std::string address_towards(const std::string& addr, int port) {
+  addrinfo hints{}, *found = nullptr;
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  if (getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    fail(ErrorKind::kUsage, "cannot resolve the rendezvous host '{}' ({})", addr, kAddrVar);
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  const bool ok = fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  if (!ok)
+    fail(ErrorKind::kUsage, "no route to the rendezvous host '{}': {}", addr, std::strerror(err));
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text));
+  return text;
 }
 
+}  // namespace
+
 struct World::Impl {
+  c10::intrusive_ptr<c10d::Store> server;  // rank 0's, when it hosts the rendezvous
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> group;
   std::chrono::milliseconds timeout;
@@ -56,6 +72,9 @@ struct World::Impl {
 World::World(const Rendezvous& r, const DistConfig& c)
     : impl_(std::make_unique<Impl>()), rank_(r.rank), size_(r.size), host_(core::host_name()) {
   impl_->timeout = millis(c.timeout_s);
+  address_ = address_towards(r.addr, r.port);
+  source_ = r.source;
+  if (r.host_store) host_rendezvous(r);
   try {
     c10d::TCPStoreOptions o;
     o.port = static_cast<uint16_t>(r.port);
@@ -63,14 +82,32 @@ World::World(const Rendezvous& r, const DistConfig& c)
     o.timeout = impl_->timeout;
     impl_->store = c10::make_intrusive<c10d::TCPStore>(r.addr, o);
     auto opts = c10d::ProcessGroupGloo::Options::create(impl_->timeout);
-    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(r.addr));
+    opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(address_));
     opts->threads = 1;
     impl_->group = c10::make_intrusive<c10d::ProcessGroupGloo>(
         c10::make_intrusive<c10d::PrefixStore>("pg", impl_->store), r.rank, r.size, opts);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    fail(ErrorKind::kRuntime, "rank {} of {} could not join the training at {}:{} within {} s: {}",
-         r.rank, r.size, r.addr, r.port, c.timeout_s, what.substr(0, what.find('\n')));
+    fail(ErrorKind::kUsage,
+         "rank {} of {} could not join the training at {}:{} within {} s: {}; check that rank 0 "
+         "runs there and the address and port ({}, {}) are the same for every rank",
+         r.rank, r.size, r.addr, r.port, c.timeout_s, first_line(e), kAddrVar, kPortVar);
+  }
+}
+
+// Rank 0 of ranks not started by the local launcher (Slurm, or a user on
+// each host) hosts the store on every interface, at the agreed port.
+void World::host_rendezvous(const Rendezvous& r) {
+  try {
+    c10d::TCPStoreOptions o;
+    o.port = static_cast<uint16_t>(r.port);
+    o.isServer = true;
+    o.waitWorkers = false;
+    o.timeout = impl_->timeout;
+    impl_->server = c10::make_intrusive<c10d::TCPStore>(r.addr, o);
+  } catch (const std::exception& e) {
+    fail(ErrorKind::kUsage,
+         "rank 0 cannot host the rendezvous on port {} of {}: {}; choose a free port with {}",
+         r.port, host_, first_line(e), kPortVar);
   }
 }
 
@@ -83,9 +120,8 @@ void wait(const c10::intrusive_ptr<c10d::Work>& work, int rank, const char* what
   try {
     work->wait();
   } catch (const std::exception& e) {
-    std::string msg = e.what();
     fail(ErrorKind::kRuntime, "rank {}: {} failed, another rank is gone or timed out: {}", rank,
-         what, msg.substr(0, msg.find('\n')));
+         what, first_line(e));
   }
 }
 
@@ -118,9 +154,8 @@ std::string World::get(const std::string& key) {
     auto v = impl_->store->get(key);
     return {v.begin(), v.end()};
   } catch (const std::exception& e) {
-    std::string msg = e.what();
     fail(ErrorKind::kRuntime, "rank {}: waiting for '{}' from rank 0 failed: {}", rank_, key,
-         msg.substr(0, msg.find('\n')));
+         first_line(e));
   }
 }
 

@@ -1,6 +1,7 @@
 """Data-parallel training (`train --nproc N`, issue 32): a world the batch
 cannot feed, a backend this build has not, a rank started by hand with the
-wrong world or no rendezvous, a data-parallel run rerun in one process."""
+wrong world or no rendezvous, srun tasks that are not the world, a
+data-parallel run rerun in one process."""
 
 TITLE = "16. Data-parallel training"
 
@@ -17,6 +18,15 @@ CASES = [
     ("a rank whose rendezvous is not there",
      "TRAINSCOPE_DIST_RANK=1 TRAINSCOPE_DIST_WORLD_SIZE=2 TRAINSCOPE_DIST_PORT=1 "
      "$TS train $DIR/good.yaml --nproc 2 --set dist.timeout_s=1"),
+    ("a rendezvous host that does not resolve",
+     "TRAINSCOPE_DIST_RANK=1 TRAINSCOPE_DIST_WORLD_SIZE=2 TRAINSCOPE_DIST_PORT=29500 "
+     "TRAINSCOPE_DIST_ADDR=no-such-host.invalid $TS train $DIR/good.yaml --nproc 2"),
+    ("srun tasks that are not the config's world size",
+     "SLURM_PROCID=0 SLURM_NTASKS=3 SLURM_JOB_NODELIST=localhost "
+     "$TS train $DIR/good.yaml --nproc 2"),
+    ("a Slurm node list that cannot be read",
+     "SLURM_PROCID=0 SLURM_NTASKS=2 SLURM_JOB_NODELIST='n[01-' "
+     "$TS train $DIR/good.yaml --nproc 2"),
     ("resuming a data-parallel run that does not exist",
      "$TS train $DIR/good.yaml --nproc 2 --resume nosuchrun"),
 ]
