@@ -775,24 +775,24 @@ std::string to_yaml(const Config& c) {
     }
     entries.push_back(std::move(e));
   }
-  // Stable grouping by every prefix level.
-  std::stable_sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
-    auto rank = [&](const Entry& e, size_t depth) {
-      for (size_t i = 0; i < entries.size(); ++i) {
-        if (entries[i].parts.size() <= depth) continue;
-        bool same = true;
-        for (size_t d = 0; d <= depth && same; ++d) same = entries[i].parts[d] == e.parts[d];
-        if (same) return i;
-      }
-      return entries.size();
-    };
-    size_t depth = std::min(a.parts.size(), b.parts.size()) - 1;
-    for (size_t d = 0; d <= depth; ++d) {
-      size_t ra = rank(a, d), rb = rank(b, d);
-      if (ra != rb) return ra < rb;
+  // Stable grouping by every prefix level: each entry is keyed by where
+  // each of its prefixes first appears in the schema (computed before the
+  // sort, which must not read the vector it permutes).
+  std::map<std::string, size_t> first_seen;
+  std::vector<std::pair<std::vector<size_t>, size_t>> keys;  // (ranks by depth, entry)
+  for (size_t i = 0; i < entries.size(); ++i) {
+    std::string prefix;
+    std::vector<size_t> ranks;
+    for (const auto& part : entries[i].parts) {
+      prefix += part + ".";
+      ranks.push_back(first_seen.emplace(prefix, i).first->second);
     }
-    return false;
-  });
+    keys.emplace_back(std::move(ranks), i);
+  }
+  std::stable_sort(keys.begin(), keys.end());
+  std::vector<Entry> sorted;
+  for (const auto& [ranks, i] : keys) sorted.push_back(std::move(entries[i]));
+  entries = std::move(sorted);
   std::string out;
   std::vector<std::string> open;
   for (const auto& e : entries) {
