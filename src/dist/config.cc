@@ -46,7 +46,11 @@ TRAINSCOPE_CONFIG_SECTION(
                                       "A collective waiting longer than this fails the run"),
                    config::bool_key("dist.check_replicas", &DistConfig::check_replicas,
                                     "Compare every rank's weights with rank 0's at each "
-                                    "fingerprinted step (replicas must stay bit-identical)")},
+                                    "fingerprinted step (replicas must stay bit-identical)"),
+                   config::bool_key("dist.overlap", &DistConfig::overlap,
+                                    "Start each bucket's all-reduce as soon as backward has "
+                                    "filled it, overlapping communication with the rest of "
+                                    "backward (false: all buckets after backward; the same sums)")},
         .check_together = check});
 
 }  // namespace trainscope::dist

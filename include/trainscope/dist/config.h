@@ -14,6 +14,7 @@ struct DistConfig {
   double bucket_mb = 25;         // gradients are all-reduced in buckets of this size
   double timeout_s = 300;        // a collective that waits longer fails the run
   bool check_replicas = true;    // compare every rank's weights at fingerprinted steps
+  bool overlap = true;           // start a bucket's all-reduce as soon as backward fills it
 };
 
 }  // namespace trainscope::dist

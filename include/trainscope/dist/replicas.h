@@ -22,20 +22,40 @@ class ReplicaObserver : public instrument::TrainObserver {
   ReplicaObserver(std::shared_ptr<World> world, std::function<bool()> stop_requested);
   void on_run_begin(const instrument::RunContext& ctx) override;
   void on_batch_begin(const instrument::RunContext& ctx) override;
+  void on_after_forward(const instrument::RunContext& ctx, const instrument::Step& step) override;
   void on_after_backward(const instrument::RunContext& ctx, const instrument::Step& step) override;
   void on_after_step(const instrument::RunContext& ctx, const instrument::Step& step) override;
+  void on_run_end(const instrument::RunContext& ctx, const instrument::TrainResult& r) override;
 
  private:
+  // A bucket of gradients, reduced as one flat tensor (the last one also
+  // carries the step's loss).
+  struct Bucket {
+    std::vector<torch::Tensor> params;
+    std::vector<int64_t> offsets;  // of each parameter's gradient in `flat`
+    std::vector<bool> filled;      // by the backward hook this step
+    size_t filled_count = 0;
+    torch::Tensor flat;
+    PendingReduce pending;
+  };
+  void make_buckets(const instrument::RunContext& ctx);
+  void on_gradient(size_t bucket, size_t index, const torch::Tensor& grad);
+  void start_ready_buckets();
+  void start(Bucket& b);
   void describe_run(const instrument::RunContext& ctx);
   void check_replicas(const instrument::RunContext& ctx, int64_t step);
   void exchange(const instrument::RunContext& ctx, int64_t step);
 
   std::shared_ptr<World> world_;
   std::function<bool()> stop_requested_;
-  std::vector<std::vector<torch::Tensor>> buckets_;           // parameters, in reverse order
+  std::vector<Bucket> buckets_;  // parameters in reverse registration order
+  size_t next_ = 0;              // the next bucket to start (they start in order)
+  bool armed_ = false;           // between after_forward and after_backward
+  double weight_ = 0;            // this rank's share of the batch
+  std::vector<std::pair<torch::Tensor, unsigned>> hooks_;
   std::vector<std::pair<std::string, torch::Tensor>> named_;  // what the replica check hashes
   std::vector<torch::Tensor> buffers_;  // rank 0's, broadcast after every step
-  double step_start_ = 0, comm_ms_ = 0;
+  double step_start_ = 0, comm_ms_ = 0, compute_ms_ = 0;
   std::vector<std::pair<double, double>> last_usage_;  // rank 0: each rank's CPU s, clock s
   int64_t bytes_ = 0;
 };

@@ -14,6 +14,20 @@
 
 namespace trainscope::dist {
 
+// An all-reduce under way on Gloo's thread (World::allreduce_sum_async).
+class PendingReduce {
+ public:
+  PendingReduce() = default;
+  bool started() const { return impl_ != nullptr; }
+  // Waits for it; throws as World::allreduce_sum does.
+  void wait();
+
+ private:
+  friend class World;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
 // A joined world: a TCPStore client at the rendezvous and a Gloo process
 // group over it. Collectives throw Error(kRuntime) naming the rank and
 // what failed (a peer that died, a timeout).
@@ -37,6 +51,9 @@ class World {
   const std::string& source() const { return source_; }
 
   void allreduce_sum(std::vector<at::Tensor>& tensors);
+  // Starts the sum and returns: the caller computes on while Gloo's thread
+  // communicates, and must not touch the tensors until it has waited.
+  PendingReduce allreduce_sum_async(std::vector<at::Tensor>& tensors);
   void broadcast(std::vector<at::Tensor>& tensors, int root);
   // Every rank's copy of `t` (same shape on all), in rank order.
   std::vector<at::Tensor> allgather(const at::Tensor& t);

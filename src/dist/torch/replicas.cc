@@ -1,17 +1,21 @@
 // The data-parallel step on each rank (replicas.h). The gradients are
-// reduced after the backward pass, in buckets of dist.bucket_mb taken in
-// reverse registration order (the order backward produces them, as
-// PyTorch's DDP buckets them), each rank's slice weighted by its share of
-// the global batch so that the sum is the global batch's mean gradient:
-// the same arithmetic as one process would do, but for the order of the
-// sum. The step's loss is reduced with them. (No overlap with backward
-// yet: c10d's Reducer would start a bucket as soon as its gradients are
-// ready.)
+// reduced in buckets of dist.bucket_mb taken in reverse registration order
+// (the order backward produces them, as PyTorch's DDP buckets them), each
+// rank's slice weighted by its share of the global batch so that the sum is
+// the global batch's mean gradient: the same arithmetic as one process
+// would do, but for the order of the sum. The step's loss is reduced with
+// the last bucket. With dist.overlap, c10d Reducer's schedule: a hook on
+// each parameter copies its gradient into its bucket as backward produces
+// it, and a full bucket's all-reduce starts at once (buckets start in
+// order, on every rank the same) while backward goes on; after backward
+// the last bucket starts and every one is waited for. Without overlap the
+// buckets are filled from the gradients after backward: the same sums.
 #include "trainscope/dist/replicas.h"
 
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 
 #include "trainscope/config/config.h"
@@ -98,20 +102,40 @@ void ReplicaObserver::describe_run(const RunContext& ctx) {
   }
 }
 
-void ReplicaObserver::on_run_begin(const RunContext& ctx) {
+void ReplicaObserver::make_buckets(const RunContext& ctx) {
   const auto& c = ctx.config.section<DistConfig>();
   const double limit = c.bucket_mb * 1024 * 1024;
   auto params = ctx.model.parameters();
   double size = limit;  // start a new bucket
   for (auto it = params.rbegin(); it != params.rend(); ++it) {
     const double bytes = static_cast<double>(it->numel() * it->element_size());
-    if (size + bytes > limit && !(buckets_.size() && buckets_.back().empty())) {
+    if (size + bytes > limit && !(buckets_.size() && buckets_.back().params.empty())) {
       buckets_.emplace_back();
       size = 0;
     }
-    buckets_.back().push_back(*it);
+    buckets_.back().params.push_back(*it);
     size += bytes;
   }
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    Bucket& bucket = buckets_[b];
+    int64_t at = 0;
+    for (size_t i = 0; i < bucket.params.size(); ++i) {
+      bucket.offsets.push_back(at);
+      at += bucket.params[i].numel();
+      if (c.overlap && bucket.params[i].requires_grad())
+        hooks_.emplace_back(bucket.params[i],
+                            bucket.params[i].register_hook([this, b, i](const torch::Tensor& grad) {
+                              on_gradient(b, i, grad);
+                            }));
+    }
+    const bool last = b + 1 == buckets_.size();
+    bucket.flat = torch::empty({at + (last ? 1 : 0)}, bucket.params[0].options());
+    bucket.filled.assign(bucket.params.size(), false);
+  }
+}
+
+void ReplicaObserver::on_run_begin(const RunContext& ctx) {
+  make_buckets(ctx);
   named_ = fingerprint::tensors(ctx.model);
   buffers_ = ctx.model.buffers();
   describe_run(ctx);
@@ -121,56 +145,115 @@ void ReplicaObserver::on_run_begin(const RunContext& ctx) {
   broadcast_from_0(*world_, all);
 }
 
+void ReplicaObserver::on_run_end(const RunContext&, const instrument::TrainResult&) {
+  for (auto& [param, hook] : hooks_) param.remove_hook(hook);
+  hooks_.clear();
+}
+
 void ReplicaObserver::on_batch_begin(const RunContext&) { step_start_ = core::monotonic_now(); }
+
+void ReplicaObserver::on_after_forward(const RunContext&, const Step& step) {
+  const double local = static_cast<double>(step.targets.size(0));
+  weight_ = step.batch_samples > 0 ? local / static_cast<double>(step.batch_samples)
+                                   : 1.0 / world_->size();
+  next_ = 0;
+  for (auto& b : buckets_) {
+    b.filled.assign(b.params.size(), false);
+    b.filled_count = 0;
+  }
+  armed_ = true;
+}
+
+// Backward produced a parameter's gradient (dist.overlap): into its
+// bucket, and the buckets that are full start, in order.
+void ReplicaObserver::on_gradient(size_t bucket, size_t index, const torch::Tensor& grad) {
+  Bucket& b = buckets_[bucket];
+  if (!armed_ || !grad.defined() || b.filled[index]) return;
+  torch::NoGradGuard no_grad;
+  b.flat.narrow(0, b.offsets[index], grad.numel()).copy_(grad.reshape(-1));
+  b.filled[index] = true;
+  ++b.filled_count;
+  start_ready_buckets();
+}
+
+void ReplicaObserver::start_ready_buckets() {
+  // The last bucket waits for the loss, known after backward.
+  while (next_ + 1 < buckets_.size() &&
+         buckets_[next_].filled_count == buckets_[next_].params.size())
+    start(buckets_[next_++]);
+}
+
+void ReplicaObserver::start(Bucket& b) {
+  std::vector<torch::Tensor> flat = {b.flat.mul_(weight_)};
+  b.pending = world_->allreduce_sum_async(flat);
+}
 
 void ReplicaObserver::on_after_backward(const RunContext&, const Step& step) {
   torch::NoGradGuard no_grad;
-  const double local = static_cast<double>(step.targets.size(0));
-  const double global =
-      step.batch_samples > 0 ? static_cast<double>(step.batch_samples) : local * world_->size();
-  const double weight = local / global;
+  armed_ = false;
   const double started = core::monotonic_now();
+  compute_ms_ = (started - step_start_) * 1e3;
   bytes_ = 0;
-  for (size_t b = 0; b < buckets_.size(); ++b) {
-    std::vector<torch::Tensor> grads;
-    for (auto& p : buckets_[b]) {
-      if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-      grads.push_back(p.grad());
+  // What no hook filled (no overlap, a parameter backward did not reach):
+  // its gradient now, zeros when it has none.
+  for (size_t k = next_; k < buckets_.size(); ++k) {
+    Bucket& b = buckets_[k];
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      if (b.filled[i]) continue;
+      auto dst = b.flat.narrow(0, b.offsets[i], b.params[i].numel());
+      if (b.params[i].grad().defined())
+        dst.copy_(b.params[i].grad().reshape(-1));
+      else
+        dst.zero_();
     }
-    const bool last = b + 1 == buckets_.size();
-    if (last) grads.push_back(step.loss.detach().reshape(1));
-    std::vector<torch::Tensor> flat = {flat_of(grads).mul_(weight)};
-    world_->allreduce_sum(flat);
-    bytes_ += flat[0].numel() * flat[0].element_size();
-    if (last) {
-      step.loss.detach().copy_(flat[0].narrow(0, flat[0].numel() - 1, 1).reshape({}));
-      grads.pop_back();
-      unflatten(flat[0].narrow(0, 0, flat[0].numel() - 1), grads);
-    } else {
-      unflatten(flat[0], grads);
+    if (k + 1 == buckets_.size())
+      b.flat.narrow(0, b.flat.numel() - 1, 1).copy_(step.loss.reshape(1));
+    start(b);
+  }
+  next_ = buckets_.size();
+  for (auto& b : buckets_) {
+    b.pending.wait();
+    b.pending = PendingReduce();
+    bytes_ += b.flat.numel() * b.flat.element_size();
+    for (size_t i = 0; i < b.params.size(); ++i) {
+      auto& p = b.params[i];
+      auto reduced = b.flat.narrow(0, b.offsets[i], p.numel()).view_as(p);
+      if (p.grad().defined())
+        p.mutable_grad().copy_(reduced);
+      else
+        p.mutable_grad() = reduced.clone();
     }
   }
+  step.loss.detach().copy_(buckets_.back().flat[-1]);
   comm_ms_ = (core::monotonic_now() - started) * 1e3;
 }
 
-// Every rank's step and all-reduce times, its CPU and memory, and whether
-// it was asked to stop: all ranks stop after the same step, the first any
-// rank was asked.
+// Every rank's step, compute and all-reduce times, its CPU and memory, and
+// whether it was asked to stop: all ranks stop after the same step, the
+// first any rank was asked. A rank's wait is how much sooner than the
+// slowest it finished its forward and backward: the steps start together
+// (this exchange ends the last one), so that is the time it spends in the
+// first all-reduce waiting for the others, measured on no shared clock.
 void ReplicaObserver::exchange(const RunContext& ctx, int64_t step) {
   const double now = core::monotonic_now();
   const double stop = stop_requested_ && stop_requested_() ? 1 : 0;
   const auto [cpu, rss] = own_usage();
-  const auto all = world_->allgather(
-      torch::tensor({(now - step_start_) * 1e3, comm_ms_, stop, cpu, rss, now}, torch::kFloat64));
-  for (const auto& t : all)
+  const auto all = world_->allgather(torch::tensor(
+      {(now - step_start_) * 1e3, comm_ms_, stop, cpu, rss, now, compute_ms_}, torch::kFloat64));
+  double slowest = 0;
+  for (const auto& t : all) {
     if (t[2].item<double>() > 0) ctx.request_stop();
+    slowest = std::max(slowest, t[6].item<double>());
+  }
   if (world_->rank() != 0 || step % ctx.config.train.log_every_steps != 0) return;
   last_usage_.resize(all.size());
   for (size_t r = 0; r < all.size(); ++r) {
     const auto v = all[r].accessor<double, 1>();
     const std::string prefix = "dist/rank" + std::to_string(r) + "/";
     ctx.run.log_metric(prefix + "step_ms", v[0], step);
+    ctx.run.log_metric(prefix + "compute_ms", v[6], step);
     ctx.run.log_metric(prefix + "comm_ms", v[1], step);
+    ctx.run.log_metric(prefix + "wait_ms", slowest - v[6], step);
     ctx.run.log_metric(prefix + "rss_mib", v[4], step);
     auto& [last_cpu, last_wall] = last_usage_[r];
     if (last_wall > 0 && v[5] > last_wall)  // 1 core = 100, as proc/cpu_percent

@@ -131,6 +131,23 @@ void World::allreduce_sum(std::vector<at::Tensor>& tensors) {
   wait(impl_->group->allreduce(tensors), rank_, "the gradients' all-reduce");
 }
 
+struct PendingReduce::Impl {
+  c10::intrusive_ptr<c10d::Work> work;
+  int rank = 0;
+};
+
+PendingReduce World::allreduce_sum_async(std::vector<at::Tensor>& tensors) {
+  PendingReduce p;
+  p.impl_ = std::make_shared<PendingReduce::Impl>();
+  p.impl_->work = impl_->group->allreduce(tensors);
+  p.impl_->rank = rank_;
+  return p;
+}
+
+void PendingReduce::wait() {
+  if (impl_) dist::wait(impl_->work, impl_->rank, "the gradients' all-reduce");
+}
+
 void World::broadcast(std::vector<at::Tensor>& tensors, int root) {
   c10d::BroadcastOptions o;
   o.rootRank = root;
