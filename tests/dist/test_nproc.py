@@ -104,7 +104,8 @@ def test_overlapping_the_all_reduce_with_backward_changes_no_bit(tmp_path):
     backward, so the runs are bit-identical at every step."""
     store = tmp_path / "s.db"
     for name, overlap in (("overlap", "true"), ("after", "false")):
-        train(store, name, 2, ["dist.bucket_mb=0.1", f"dist.overlap={overlap}"])
+        train(store, name, 2, ["dist.bucket_mb=0.1", f"dist.overlap={overlap}",
+                               "profile.enabled=true"])
     assert show(store, "overlap")["tags"]["dist.buckets"] == "3"
     d = json.loads(cli(store, "--json", "diff", "overlap", "after").stdout)
     assert d["have_fingerprints"] and d["bit_identical"], d
@@ -116,6 +117,16 @@ def test_overlapping_the_all_reduce_with_backward_changes_no_bit(tmp_path):
         assert len(compute) == steps and all(v > 0 for _, v in compute)
     waits = [points(store, "overlap", f"dist/rank{r}/wait_ms") for r in (0, 1)]
     assert all(min(a[1], b[1]) == 0 and max(a[1], b[1]) >= 0 for a, b in zip(*waits)), waits
+    # Each bucket's all-reduce, start to finish, every step; and in the
+    # profile, a row per bucket with the time backward's thread waited.
+    for b in range(3):
+        assert len(points(store, "overlap", f"dist/bucket{b}/allreduce_ms")) == steps
+    prof = json.loads(cli(store, "--json", "profile", "show", "overlap").stdout)
+    rows = {l["layer"]: l for l in prof["layers"]}
+    for b in range(3):
+        row = rows[f"dist: all-reduce bucket {b}"]
+        assert row["backward_us"] > 0 and row["forward_us"] == 0, row
+    assert "features.conv1" in rows and "dist: all-reduce bucket 3" not in rows
 
 
 def rank_pid(launcher, rank):

@@ -37,6 +37,8 @@ class ReplicaObserver : public instrument::TrainObserver {
     size_t filled_count = 0;
     torch::Tensor flat;
     PendingReduce pending;
+    std::string scope;     // the profiler's layer for its wait
+    double reduce_ms = 0;  // its all-reduce, start to finish, this step
   };
   void make_buckets(const instrument::RunContext& ctx);
   void on_gradient(size_t bucket, size_t index, const torch::Tensor& grad);

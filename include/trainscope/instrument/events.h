@@ -44,6 +44,12 @@
 
 namespace trainscope::instrument {
 
+// A unit's work in a step that belongs to no layer of the model (the
+// data-parallel all-reduce of a bucket) runs in a RECORD_USER_SCOPE named
+// kScopeLayerPrefix + NAME; the profiler shows NAME as a layer of its own,
+// in the phase the scope runs in.
+inline constexpr const char* kScopeLayerPrefix = "layer:";
+
 using config::Config;
 
 // Where the loop is; everything a checkpoint needs to continue exactly.

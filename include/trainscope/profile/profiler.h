@@ -14,6 +14,10 @@
 //             only goes to the layer of the previous owned op (optimizers
 //             work one parameter at a time).
 // What no layer claims stays in the phase ("forward (unattributed)", ...).
+// A user scope (RECORD_USER_SCOPE) named instrument::kScopeLayerPrefix +
+// NAME is a layer of its own, NAME, in the phase it runs in: work a unit
+// does in the step that belongs to no layer of the model (the data-parallel
+// all-reduce of each bucket, "dist: all-reduce bucket 0").
 // The trainer measures each phase's wall-clock span; the time of a span not
 // inside any operator is the phase's framework overhead, and whatever lies
 // outside all spans is "other". Categories therefore sum to the iteration's

@@ -12,6 +12,7 @@
 // buckets are filled from the gradients after backward: the same sums.
 #include "trainscope/dist/replicas.h"
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -131,6 +132,8 @@ void ReplicaObserver::make_buckets(const RunContext& ctx) {
     const bool last = b + 1 == buckets_.size();
     bucket.flat = torch::empty({at + (last ? 1 : 0)}, bucket.params[0].options());
     bucket.filled.assign(bucket.params.size(), false);
+    bucket.scope =
+        std::string(instrument::kScopeLayerPrefix) + "dist: all-reduce bucket " + std::to_string(b);
   }
 }
 
@@ -212,7 +215,12 @@ void ReplicaObserver::on_after_backward(const RunContext&, const Step& step) {
   }
   next_ = buckets_.size();
   for (auto& b : buckets_) {
-    b.pending.wait();
+    {
+      // The profiler's row for this bucket: the time backward's thread
+      // waits for it (what overlap did not hide).
+      RECORD_USER_SCOPE(b.scope.c_str());
+      b.reduce_ms = b.pending.wait() * 1e3;
+    }
     b.pending = PendingReduce();
     bytes_ += b.flat.numel() * b.flat.element_size();
     for (size_t i = 0; i < b.params.size(); ++i) {
@@ -263,6 +271,9 @@ void ReplicaObserver::exchange(const RunContext& ctx, int64_t step) {
     last_wall = v[5];
   }
   ctx.run.log_metric("dist/bytes_reduced", static_cast<double>(bytes_), step);
+  for (size_t b = 0; b < buckets_.size(); ++b)
+    ctx.run.log_metric("dist/bucket" + std::to_string(b) + "/allreduce_ms", buckets_[b].reduce_ms,
+                       step);
 }
 
 void ReplicaObserver::check_replicas(const RunContext& ctx, int64_t step) {

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -134,18 +135,27 @@ void World::allreduce_sum(std::vector<at::Tensor>& tensors) {
 struct PendingReduce::Impl {
   c10::intrusive_ptr<c10d::Work> work;
   int rank = 0;
+  double started = 0;
+  std::shared_ptr<std::atomic<double>> finished = std::make_shared<std::atomic<double>>(0);
 };
 
 PendingReduce World::allreduce_sum_async(std::vector<at::Tensor>& tensors) {
   PendingReduce p;
   p.impl_ = std::make_shared<PendingReduce::Impl>();
-  p.impl_->work = impl_->group->allreduce(tensors);
   p.impl_->rank = rank_;
+  p.impl_->started = core::monotonic_now();
+  p.impl_->work = impl_->group->allreduce(tensors);
+  // Runs on Gloo's thread when it is done (at once when it already is).
+  p.impl_->work->getFuture()->addCallback(
+      [finished = p.impl_->finished](c10::ivalue::Future&) { *finished = core::monotonic_now(); });
   return p;
 }
 
-void PendingReduce::wait() {
-  if (impl_) dist::wait(impl_->work, impl_->rank, "the gradients' all-reduce");
+double PendingReduce::wait() {
+  if (!impl_) return 0;
+  dist::wait(impl_->work, impl_->rank, "the gradients' all-reduce");
+  const double finished = impl_->finished->load();
+  return finished > 0 ? finished - impl_->started : core::monotonic_now() - impl_->started;
 }
 
 void World::broadcast(std::vector<at::Tensor>& tensors, int root) {

@@ -3,7 +3,10 @@
 #include <ATen/record_function.h>
 #include <torch/torch.h>
 
+#include <string_view>
 #include <unordered_map>
+
+#include "trainscope/instrument/events.h"
 
 namespace trainscope::profile {
 
@@ -17,6 +20,7 @@ struct IterationProfiler::State {
   // the others in these maps (node-stable).
   std::unordered_map<int64_t, const std::string*> seq_layer;     // forward seq -> layer
   std::unordered_map<const void*, std::string> storage;          // param/grad data -> layer
+  std::unordered_map<std::string, std::string> scope_layers;     // user scope -> its layer
   std::map<std::pair<const std::string*, Phase>, double> cells;  // nullptr = unattributed
   struct Frame {
     double start_us;
@@ -57,7 +61,13 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (st->keep_events) f.name = fn.name();
   const bool backward_fn = fn.scope() == at::RecordScope::BACKWARD_FUNCTION;
   if (backward_fn) f.phase = Phase::kBackward;
-  if (f.phase == Phase::kForward || f.phase == Phase::kLoss) {
+  if (fn.scope() == at::RecordScope::USER_SCOPE &&
+      std::string_view(fn.name()).starts_with(instrument::kScopeLayerPrefix)) {
+    auto [it, added] = st->scope_layers.try_emplace(fn.name());
+    if (added)
+      it->second = it->first.substr(std::string_view(instrument::kScopeLayerPrefix).size());
+    f.layer = &it->second;
+  } else if (f.phase == Phase::kForward || f.phase == Phase::kLoss) {
     if (const std::string* l = layers::current_layer()) {
       f.layer = l;
       // seqNr() peeks the next autograd sequence number, so an op that
