@@ -165,6 +165,7 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
   if (what == "metric") return json(metric_chart(s, run, r));
   if (what == "environment") return json({{"entries", s.environment(run.uuid)}});
   if (what == "resources") return json(resources(s, run));
+  if (what == "ranks") return json(ranks(s, run));
   if (what == "profile") return json(profile(s, run));
   if (what == "profile.svg") return text(profile_svg(s, run), "image/svg+xml");
   if (what == "probes") return json(probes(s, run));

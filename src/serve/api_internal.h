@@ -32,6 +32,7 @@ Json run_page(store::Store& s, const store::RunInfo& run);
 Json live(store::Store& s, const store::RunInfo& run);
 Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r);
 Json resources(store::Store& s, const store::RunInfo& run);
+Json ranks(store::Store& s, const store::RunInfo& run);
 Response artifact_file(store::Store& s, const store::RunInfo& run, const std::string& name);
 Response tags(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& key);
 

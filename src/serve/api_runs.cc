@@ -9,6 +9,7 @@
 #include "api_internal.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/dist/ranks.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
@@ -206,6 +207,33 @@ Json resources(store::Store& s, const store::RunInfo& run) {
   for (const auto& m : s.metric_summaries(run.uuid))
     if (monitor::is_resource_key(m.key)) keys.push_back(m.key);
   return {{"stats", format::resource_stats(monitor::resource_stats(s, run, 0))}, {"keys", keys}};
+}
+
+// A data-parallel run's ranks side by side (dist::rank_summary); NaN (a
+// series not recorded) is null.
+Json ranks(store::Store& s, const store::RunInfo& run) {
+  const auto sum = dist::rank_summary(s, run.uuid);
+  auto figures = [](const std::map<std::string, double>& m) {
+    Json o = Json::object();
+    for (const auto& [k, v] : m) o[k] = std::isfinite(v) ? Json(v) : Json();
+    return o;
+  };
+  Json rows = Json::array();
+  for (const auto& r : sum.ranks)
+    rows.push_back({{"rank", r.rank},
+                    {"host", r.host},
+                    {"address", r.address},
+                    {"median", figures(r.median)},
+                    {"p95", figures(r.p95)}});
+  return {{"world_size", sum.world_size},
+          {"backend", sum.backend},
+          {"rendezvous", sum.rendezvous},
+          {"buckets", sum.buckets},
+          {"bytes_reduced", sum.bytes_reduced},
+          {"slowest", sum.slowest},
+          {"compute_spread_ms", sum.compute_spread_ms},
+          {"fields", dist::kRankFields},
+          {"ranks", rows}};
 }
 
 Response artifact_file(store::Store& s, const store::RunInfo& run, const std::string& name) {

@@ -82,6 +82,34 @@ async function runPage() {
   await page.close();
 }
 
+// A data-parallel run: its ranks side by side, a table row and a line in
+// each chart per rank, the buckets' chart; none of dist/* among Metrics.
+async function ranksPage() {
+  const page = await open('ranks', `#/run/${s.ranks}`,
+    () => document.querySelectorAll('table.ranks tbody tr').length > 0 &&
+      [...document.querySelectorAll('#rank-charts [data-key]')].filter((c) => c.querySelector('canvas')).length >= 7);
+  const seen = await page.evaluate(() => ({
+    rows: [...document.querySelectorAll('table.ranks tbody tr')].map((r) => r.cells[0].textContent),
+    charts: [...document.querySelectorAll('#rank-charts [data-key]')].map((c) => ({
+      key: c.dataset.key, lines: c.querySelectorAll('.u-legend .u-series').length - 1,
+      count: Number(c.dataset.count),
+    })),
+    distInMetrics: [...document.querySelectorAll('#metric-charts [data-key]')]
+      .filter((c) => c.dataset.key.startsWith('dist/')).length,
+    facts: document.querySelector('table.ranks')?.closest('section')?.querySelector('.facts')?.textContent,
+  }));
+  if (seen.rows.join(',') !== '0,1') fail(`ranks: table rows ${seen.rows}`);
+  const step = seen.charts.find((c) => c.key === 'step time (ms)');
+  if (!step || step.lines !== 2 || !(step.count > 0)) fail(`ranks: step chart ${JSON.stringify(step)}`);
+  const buckets = seen.charts.find((c) => c.key.startsWith('all-reduce per bucket'));
+  if (!buckets || buckets.lines !== 3) fail(`ranks: bucket chart ${JSON.stringify(buckets)}`);
+  if (seen.distInMetrics) fail(`ranks: ${seen.distInMetrics} dist/ charts among Metrics`);
+  if (!seen.facts?.startsWith('2 ranks · gloo')) fail(`ranks: facts '${seen.facts}'`);
+  await shot(page, 'ranks');
+  console.log(`ranks: ${seen.rows.length} ranks, ${seen.charts.length} charts; ${seen.facts}`);
+  await page.close();
+}
+
 async function comparePage() {
   const page = await open('compare', `#/compare/${s.compare.join(',')}`,
     () => document.querySelector('#first-divergence') && document.querySelector('[data-key="train/loss"] canvas'));
@@ -222,6 +250,7 @@ async function live() {
 try {
   await runsTable();
   await runPage();
+  await ranksPage();
   await comparePage();
   await profilePage();
   await probesPage();

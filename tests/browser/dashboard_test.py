@@ -49,6 +49,7 @@ def fill(ts, configs, work):
     train("run", "--name", "seed-one", "--set", "seeds.master=1")
     train("other", "--name", "seed-two", "--set", "seeds.master=2")
     train("xss_run", "--name", XSS_NAME)
+    train("ranks", "--name", "two-ranks", "--nproc", "2", "--set", "dist.bucket_mb=0.1")
     out = run(ts + ["--json", "profile", demo, "--steps", "12", "--name", "profiled",
                     "--set", "profile.warmup_steps=2", "--set", "profile.every=3",
                     "--set", "data.train_subset=2560", "--set", "data.test_subset=200"])
@@ -170,7 +171,7 @@ def main(argv):
             "runs_total": len(get(srv.base + "/api/runs?limit=1000")[1]["runs"]),
             "run": uuids["run"], "compare": [uuids["run"], uuids["other"]],
             "profile": uuids["profile"], "probes": uuids["probes"], "study": uuids["study"],
-            "xss_run": uuids["xss_run"], "xss_name": XSS_NAME,
+            "xss_run": uuids["xss_run"], "xss_name": XSS_NAME, "ranks": uuids["ranks"],
             # ~9 s of training, a point every step: ~40 flushes to watch arrive.
             "live": {"argv": ts + ["train", demo, "--name", "live-run",
                                    "--set", "train.epochs=8", "--set", "data.train_subset=12800",

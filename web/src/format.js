@@ -35,7 +35,9 @@ export function metricOrder(a, b) {
   return ((FIRST.indexOf(a) + 1 || 99) - (FIRST.indexOf(b) + 1 || 99)) || a.localeCompare(b);
 }
 
-// Series with pages of their own: resources (proc/, sys/, gpu*/, energy/)
-// and probes; the rest are the training's own metrics.
+// Series with sections or pages of their own: resources (proc/, sys/,
+// gpu*/, energy/), a data-parallel run's ranks (dist/) and probes; the rest
+// are the training's own metrics.
 const RESOURCE_KEY = /^(proc|sys|gpu\d*|energy)\//;
-export const isTrainingMetric = (key) => !RESOURCE_KEY.test(key) && !key.startsWith('probe/');
+export const isTrainingMetric = (key) => !RESOURCE_KEY.test(key) && !key.startsWith('probe/') &&
+  !key.startsWith('dist/');

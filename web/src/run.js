@@ -4,6 +4,7 @@ import { api, runPath } from './api.js';
 import { MetricChart, chartBox } from './chart.js';
 import { badge, errorBox, h, kvTable, render, section, table } from './dom.js';
 import { bytes, duration, isTrainingMetric, metricOrder, num, time, TERMINAL } from './format.js';
+import { ranksSection } from './ranks.js';
 
 
 function headerOf(page) {
@@ -69,9 +70,10 @@ export async function runPage(root, uuid, alive) {
   const keys = page.metrics.filter((m) => m.count >= 1 && isTrainingMetric(m.key))
     .map((m) => m.key).sort(metricOrder);
   const resources = await resourcesSection(uuid).catch(() => null);
+  const ranks = page.tags['dist.world_size'] ? await ranksSection(uuid) : null;
   render(root, headerOf(page),
     section('Metrics', grid, keys.length ? null : h('p', { class: 'muted' }, 'no metrics yet')),
-    resources?.sec, section('Params', kvTable(page.params)), section('Tags', kvTable(page.tags)),
+    ranks?.sec, resources?.sec, section('Params', kvTable(page.params)), section('Tags', kvTable(page.tags)),
     eventsSection(page), artifactsSection(page), environmentSection(uuid),
     h('details', {}, h('summary', {}, 'Config'), h('pre', { class: 'config' }, page.run.config || '(none)')));
   const add = (parent, key) => {
@@ -81,7 +83,7 @@ export async function runPage(root, uuid, alive) {
     charts.set(key, c);
     return c.load();
   };
-  await Promise.all([...keys.map((k) => add(grid, k)),
+  await Promise.all([...keys.map((k) => add(grid, k)), ranks?.load(),
     ...(resources ? resources.keys.map((k) => add(resources.grid, k)) : [])]);
   if (!TERMINAL.includes(page.run.status)) follow(uuid, charts, grid, alive, add);
 }
