@@ -49,13 +49,16 @@ RankSummary rank_summary(store::Store& store, const std::string& uuid) {
   std::vector<double> bytes;
   for (const auto& p : store.metric(uuid, "dist/bytes_reduced")) bytes.push_back(p.value);
   s.bytes_reduced = bytes.empty() ? 0 : quantile(bytes, 0.5);
+  s.fields = kRankFields;
+  for (const auto& f : kRankGpuFields)
+    if (!store.metric(uuid, "dist/rank0/" + f).empty()) s.fields.push_back(f);
   double fastest = INFINITY, slowest = -INFINITY, slowest_step = -INFINITY;
   for (int r = 0; r < s.world_size; ++r) {
     RankFigures f;
     f.rank = r;
     f.host = static_cast<size_t>(r) < hosts.size() ? hosts[static_cast<size_t>(r)] : "";
     f.address = static_cast<size_t>(r) < addresses.size() ? addresses[static_cast<size_t>(r)] : "";
-    for (const auto& field : kRankFields) {
+    for (const auto& field : s.fields) {
       std::vector<double> v;
       for (const auto& p : store.metric(uuid, "dist/rank" + std::to_string(r) + "/" + field))
         v.push_back(p.value);

@@ -40,6 +40,11 @@ Rendezvous from_trainscope_vars() {
   r.local_size = r.source == "launcher" ? r.size
                  : env(kLocalSizeVar)   ? env_int(kLocalSizeVar, 1, r.size, "ranks on this host")
                                         : 1;
+  r.local_rank = r.source == "launcher" ? r.rank
+                 : env(kLocalRankVar)   ? env_int(kLocalRankVar, 0, r.size - 1,
+                                                  "this rank's "
+                                                    "index on its host")
+                                        : 0;
   r.host_store = r.rank == 0 && r.source != "launcher";
   return r;
 }
@@ -72,6 +77,7 @@ std::optional<Rendezvous> from_slurm(int64_t nproc) {
   // "2(x3),1": the tasks on each node; this rank's node is one of them.
   if (const char* per_node = env("SLURM_STEP_TASKS_PER_NODE"))
     r.local_size = std::max(1, std::min(tasks, std::atoi(per_node)));
+  if (env("SLURM_LOCALID")) r.local_rank = env_int("SLURM_LOCALID", 0, tasks - 1, kBySlurm);
   return r;
 }
 

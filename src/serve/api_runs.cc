@@ -232,7 +232,7 @@ Json ranks(store::Store& s, const store::RunInfo& run) {
           {"bytes_reduced", sum.bytes_reduced},
           {"slowest", sum.slowest},
           {"compute_spread_ms", sum.compute_spread_ms},
-          {"fields", dist::kRankFields},
+          {"fields", sum.fields},
           {"ranks", rows}};
 }
 

@@ -25,9 +25,10 @@ class RendezvousEnvTest : public ::testing::Test {
   void SetUp() override { clear(); }
   void TearDown() override { clear(); }
   static void clear() {
-    for (const char* v : {kRankVar, kSizeVar, kAddrVar, kPortVar, kLauncherVar, kLocalSizeVar,
-                          "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_NODELIST",
-                          "SLURM_STEP_NODELIST", "SLURM_JOB_ID", "SLURM_STEP_TASKS_PER_NODE"})
+    for (const char* v :
+         {kRankVar, kSizeVar, kAddrVar, kPortVar, kLauncherVar, kLocalSizeVar, "SLURM_PROCID",
+          "SLURM_NTASKS", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST", "SLURM_JOB_ID",
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_LOCALID", kLocalRankVar})
       unsetenv(v);
   }
 };
@@ -49,6 +50,7 @@ TEST_F(RendezvousEnvTest, TheLauncherHostsTheStoreAndRankZeroOtherwise) {
   EXPECT_FALSE(r->host_store);
   EXPECT_EQ(r->source, "launcher");
   EXPECT_EQ(r->local_size, 2);
+  EXPECT_EQ(r->local_rank, 0);
 }
 
 TEST_F(RendezvousEnvTest, SlurmTasksAreRanksWhenThereAreAsManyAsTheConfigSays) {
@@ -65,8 +67,11 @@ TEST_F(RendezvousEnvTest, SlurmTasksAreRanksWhenThereAreAsManyAsTheConfigSays) {
   EXPECT_EQ(r->addr, "n03");
   EXPECT_EQ(r->port, 15000 + 4567);
   EXPECT_EQ(r->local_size, 2);
+  EXPECT_EQ(r->local_rank, 0);
   EXPECT_FALSE(r->host_store);
   EXPECT_EQ(r->source, "slurm");
+  setenv("SLURM_LOCALID", "1", 1);
+  EXPECT_EQ(rendezvous_from_env(4)->local_rank, 1);
   setenv(kPortVar, "29400", 1);
   EXPECT_EQ(rendezvous_from_env(4)->port, 29400);
   EXPECT_THROW(rendezvous_from_env(2), core::Error);  // 4 tasks for 2 ranks

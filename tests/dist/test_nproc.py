@@ -98,6 +98,26 @@ def test_one_and_two_ranks_see_the_same_batches(tmp_path, two):
     assert again.returncode == 2 and "--nproc 2" in again.stderr, again.stderr
 
 
+def test_each_rank_reads_its_own_gpu(tmp_path):
+    """Through NVML, loaded at run time: here the test double of the NVML
+    library (two GPUs, utilisation 40 and 50 %, 150 and 200 W), as a
+    machine with two GPUs would give it. Rank r reads GPU r of its host."""
+    store = tmp_path / "s.db"
+    env = dict(os.environ, TRAINSCOPE_NVML_LIBRARY=os.environ["TS_FAKE_NVML"])
+    args = ["train", DEMO, "--name", "gpus", "--no-progress", "--nproc", "2"]
+    for s in SMALL:
+        args += ["--set", s]
+    done = subprocess.run([CLI, "--store", "sqlite:" + str(store), *args], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    steps = 2048 // 128
+    for r, (util, watts) in enumerate(((40, 150), (50, 200))):
+        assert {v for _, v in points(store, "gpus", f"dist/rank{r}/gpu_util_percent")} == {util}
+        assert {v for _, v in points(store, "gpus", f"dist/rank{r}/gpu_power_w")} == {watts}
+        energy = [v for _, v in points(store, "gpus", f"dist/rank{r}/gpu_energy_j")]
+        assert len(energy) == steps and energy[0] == 0 and energy == sorted(energy), energy
+
+
 def test_overlapping_the_all_reduce_with_backward_changes_no_bit(tmp_path):
     """dist.overlap starts each bucket as backward fills it (small buckets:
     the demo CNN's four layers in three); the sums are the same as after
@@ -121,6 +141,9 @@ def test_overlapping_the_all_reduce_with_backward_changes_no_bit(tmp_path):
     # profile, a row per bucket with the time backward's thread waited.
     for b in range(3):
         assert len(points(store, "overlap", f"dist/bucket{b}/allreduce_ms")) == steps
+    # No GPU here (no NVML): no GPU series.
+    keys = [m["key"] for m in json.loads(cli(store, "--json", "metrics", "overlap").stdout)]
+    assert "dist/rank0/step_ms" in keys and not [k for k in keys if "gpu_" in k], keys
     prof = json.loads(cli(store, "--json", "profile", "show", "overlap").stdout)
     rows = {l["layer"]: l for l in prof["layers"]}
     for b in range(3):

@@ -1,7 +1,7 @@
 // The Ranks section of a data-parallel run's page: every rank side by side,
 // a table of each rank's median figures (host, address, step split into
 // compute, all-reduce left after backward and wait for the slowest rank,
-// CPU, memory) and one chart per figure with a line per rank, plus each
+// CPU, memory, and its GPU's figures where it has one) and one chart per figure with a line per rank, plus each
 // bucket's all-reduce. From GET /api/runs/{uuid}/ranks (dist::rank_summary).
 import { api, runPath } from './api.js';
 import { Chart, chartBox } from './chart.js';
@@ -12,6 +12,8 @@ const TITLES = {
   step_ms: 'step time (ms)', compute_ms: 'forward + backward (ms)',
   comm_ms: 'all-reduce after backward (ms)', wait_ms: 'wait for the slowest rank (ms)',
   cpu_percent: 'CPU (100 = one core)', rss_mib: 'resident memory (MiB)',
+  gpu_util_percent: 'GPU utilisation (%)', gpu_power_w: 'GPU power (W)',
+  gpu_mem_used_mib: 'GPU memory in use (MiB)', gpu_energy_j: 'GPU energy since the start (J)',
 };
 
 // One chart, a line per series key (the ranks' copies of one figure).

@@ -14,6 +14,9 @@ namespace trainscope::dist {
 // The per-rank series a data-parallel run records, dist/rank<R>/<field>.
 inline const std::vector<std::string> kRankFields = {"step_ms", "compute_ms",  "comm_ms",
                                                      "wait_ms", "cpu_percent", "rss_mib"};
+// Recorded only where the rank has a GPU (NVML).
+inline const std::vector<std::string> kRankGpuFields = {"gpu_util_percent", "gpu_power_w",
+                                                        "gpu_mem_used_mib", "gpu_energy_j"};
 
 struct RankFigures {
   int rank = 0;
@@ -26,7 +29,8 @@ struct RankSummary {
   int world_size = 0;  // 0: not a data-parallel run
   std::string backend, rendezvous;
   int buckets = 0;
-  double bytes_reduced = 0;  // per step
+  double bytes_reduced = 0;         // per step
+  std::vector<std::string> fields;  // kRankFields, then the GPU fields recorded
   std::vector<RankFigures> ranks;
   // The slowest rank by median step time, and how much longer its median
   // compute is than the fastest rank's (what the others wait for).

@@ -16,6 +16,7 @@ struct Rendezvous {
   bool host_store = false;  // this rank (0) hosts the store; else the launcher does
   std::string source;       // "launcher", "slurm" or "environment"
   int local_size = 1;       // ranks on this host, which share its cores
+  int local_rank = 0;       // this rank's index among them (its GPU's index)
 };
 
 inline constexpr const char* kRankVar = "TRAINSCOPE_DIST_RANK";
@@ -24,6 +25,7 @@ inline constexpr const char* kAddrVar = "TRAINSCOPE_DIST_ADDR";
 inline constexpr const char* kPortVar = "TRAINSCOPE_DIST_PORT";
 // Set by the local launcher, which hosts the store itself.
 inline constexpr const char* kLocalSizeVar = "TRAINSCOPE_DIST_LOCAL_SIZE";
+inline constexpr const char* kLocalRankVar = "TRAINSCOPE_DIST_LOCAL_RANK";
 inline constexpr const char* kLauncherVar = "TRAINSCOPE_DIST_LAUNCHER";
 
 // This process's place in a training of `nproc` ranks; nullopt when it is
@@ -31,12 +33,14 @@ inline constexpr const char* kLauncherVar = "TRAINSCOPE_DIST_LAUNCHER";
 //  - TRAINSCOPE_DIST_RANK and _WORLD_SIZE, _ADDR (default 127.0.0.1),
 //    _PORT: the local launcher's, or a user's on each host (rank 0 then
 //    hosts the store at ADDR:PORT; TRAINSCOPE_DIST_LOCAL_SIZE says how
-//    many ranks share this host, default 1);
+//    many ranks share this host, default 1, TRAINSCOPE_DIST_LOCAL_RANK
+//    which of them this is, default 0);
 //  - when nproc > 1 and Slurm started as many tasks (SLURM_NTASKS =
 //    nproc): SLURM_PROCID is the rank, the first host of the step's node
 //    list hosts the store, on TRAINSCOPE_DIST_PORT or 15000 + the last four
 //    digits of SLURM_JOB_ID (one port per job, as Lightning picks it); the
-//    ranks on this host from SLURM_STEP_TASKS_PER_NODE.
+//    ranks on this host from SLURM_STEP_TASKS_PER_NODE, and this one's
+//    index among them from SLURM_LOCALID.
 // Throws Error(kUsage) naming a variable that is wrong.
 std::optional<Rendezvous> rendezvous_from_env(int64_t nproc);
 

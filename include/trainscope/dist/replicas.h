@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainscope/dist/world.h"
+#include "trainscope/env/nvml.h"
 #include "trainscope/instrument/events.h"
 
 namespace trainscope::dist {
@@ -47,6 +48,9 @@ class ReplicaObserver : public instrument::TrainObserver {
   void describe_run(const instrument::RunContext& ctx);
   void check_replicas(const instrument::RunContext& ctx, int64_t step);
   void exchange(const instrument::RunContext& ctx, int64_t step);
+  void log_rank(const instrument::RunContext& ctx, int64_t step, int rank,
+                const torch::Tensor& figures, double slowest_compute);
+  void read_gpu(std::vector<double>& figures);
 
   std::shared_ptr<World> world_;
   std::function<bool()> stop_requested_;
@@ -60,6 +64,8 @@ class ReplicaObserver : public instrument::TrainObserver {
   double step_start_ = 0, comm_ms_ = 0, compute_ms_ = 0;
   std::vector<std::pair<double, double>> last_usage_;  // rank 0: each rank's CPU s, clock s
   int64_t bytes_ = 0;
+  std::unique_ptr<env::Nvml> nvml_;  // this rank's GPU figures, when there is a driver
+  double gpu_energy_start_ = -1;
 };
 
 }  // namespace trainscope::dist

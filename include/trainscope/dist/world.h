@@ -47,6 +47,7 @@ class World {
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& host() const { return host_; }
+  int local_rank() const { return local_rank_; }  // among the ranks of this host
   // The address Gloo bound to on this host (the one facing rank 0's).
   const std::string& address() const { return address_; }
   // How the ranks found each other: launcher, slurm or environment.
@@ -68,7 +69,7 @@ class World {
   void host_rendezvous(const Rendezvous& r);
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::string host_, address_, source_;
 };
 

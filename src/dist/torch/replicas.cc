@@ -18,10 +18,12 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/env/nvml.h"
 #include "trainscope/fingerprint/config.h"
 #include "trainscope/fingerprint/fingerprint.h"
 #include "trainscope/monitor/procfs.h"
@@ -138,6 +140,7 @@ void ReplicaObserver::make_buckets(const RunContext& ctx) {
 }
 
 void ReplicaObserver::on_run_begin(const RunContext& ctx) {
+  nvml_ = std::make_unique<env::Nvml>();  // loaded at run time; none here is fine
   make_buckets(ctx);
   named_ = fingerprint::tensors(ctx.model);
   buffers_ = ctx.model.buffers();
@@ -236,44 +239,100 @@ void ReplicaObserver::on_after_backward(const RunContext&, const Step& step) {
   comm_ms_ = (core::monotonic_now() - started) * 1e3;
 }
 
-// Every rank's step, compute and all-reduce times, its CPU and memory, and
-// whether it was asked to stop: all ranks stop after the same step, the
-// first any rank was asked. A rank's wait is how much sooner than the
-// slowest it finished its forward and backward: the steps start together
-// (this exchange ends the last one), so that is the time it spends in the
-// first all-reduce waiting for the others, measured on no shared clock.
+namespace {
+
+// What each rank sends in the per-step exchange, in this order.
+enum Field {
+  kStepMs,
+  kCommMs,
+  kStop,
+  kCpuS,
+  kRssMib,
+  kClockS,
+  kComputeMs,
+  kGpuUtil,
+  kGpuPowerW,
+  kGpuMemMib,
+  kGpuEnergyJ,
+  kFields
+};
+
+// The series rank 0 records of each rank's GPU figures (none without one).
+const std::pair<Field, const char*> kGpuSeries[] = {{kGpuUtil, "gpu_util_percent"},
+                                                    {kGpuPowerW, "gpu_power_w"},
+                                                    {kGpuMemMib, "gpu_mem_used_mib"},
+                                                    {kGpuEnergyJ, "gpu_energy_j"}};
+
+}  // namespace
+
+// This rank's GPU, the one of its index on its host, through NVML when
+// the driver is there (-1 where it is not or does not say): utilisation,
+// power, memory in use and the energy since the run began.
+void ReplicaObserver::read_gpu(std::vector<double>& v) {
+  if (!nvml_ || !nvml_->available()) return;
+  const auto all = nvml_->sample({static_cast<int64_t>(getpid())});
+  if (all.empty()) return;
+  const env::GpuSample& g = all[static_cast<size_t>(world_->local_rank()) % all.size()];
+  v[kGpuUtil] = g.util_percent;
+  v[kGpuPowerW] = g.power_w;
+  v[kGpuMemMib] = g.mem_used_bytes >= 0 ? g.mem_used_bytes / (1024.0 * 1024.0) : -1;
+  if (g.energy_j >= 0) {
+    if (gpu_energy_start_ < 0) gpu_energy_start_ = g.energy_j;
+    v[kGpuEnergyJ] = g.energy_j - gpu_energy_start_;
+  }
+}
+
+// Every rank's step, compute and all-reduce times, its CPU, memory and
+// GPU, and whether it was asked to stop: all ranks stop after the same
+// step, the first any rank was asked. A rank's wait is how much sooner
+// than the slowest it finished its forward and backward: the steps start
+// together (this exchange ends the last one), so that is the time it
+// spends in the first all-reduce waiting for the others, measured on no
+// shared clock.
 void ReplicaObserver::exchange(const RunContext& ctx, int64_t step) {
+  const bool logged = step % ctx.config.train.log_every_steps == 0;
+  std::vector<double> mine(kFields, -1);
   const double now = core::monotonic_now();
-  const double stop = stop_requested_ && stop_requested_() ? 1 : 0;
-  const auto [cpu, rss] = own_usage();
-  const auto all = world_->allgather(torch::tensor(
-      {(now - step_start_) * 1e3, comm_ms_, stop, cpu, rss, now, compute_ms_}, torch::kFloat64));
+  mine[kStepMs] = (now - step_start_) * 1e3;
+  mine[kCommMs] = comm_ms_;
+  mine[kStop] = stop_requested_ && stop_requested_() ? 1 : 0;
+  std::tie(mine[kCpuS], mine[kRssMib]) = own_usage();
+  mine[kClockS] = now;
+  mine[kComputeMs] = compute_ms_;
+  if (logged) read_gpu(mine);
+  const auto all = world_->allgather(torch::tensor(mine, torch::kFloat64));
   double slowest = 0;
   for (const auto& t : all) {
-    if (t[2].item<double>() > 0) ctx.request_stop();
-    slowest = std::max(slowest, t[6].item<double>());
+    if (t[kStop].item<double>() > 0) ctx.request_stop();
+    slowest = std::max(slowest, t[kComputeMs].item<double>());
   }
-  if (world_->rank() != 0 || step % ctx.config.train.log_every_steps != 0) return;
+  if (world_->rank() != 0 || !logged) return;
   last_usage_.resize(all.size());
-  for (size_t r = 0; r < all.size(); ++r) {
-    const auto v = all[r].accessor<double, 1>();
-    const std::string prefix = "dist/rank" + std::to_string(r) + "/";
-    ctx.run.log_metric(prefix + "step_ms", v[0], step);
-    ctx.run.log_metric(prefix + "compute_ms", v[6], step);
-    ctx.run.log_metric(prefix + "comm_ms", v[1], step);
-    ctx.run.log_metric(prefix + "wait_ms", slowest - v[6], step);
-    ctx.run.log_metric(prefix + "rss_mib", v[4], step);
-    auto& [last_cpu, last_wall] = last_usage_[r];
-    if (last_wall > 0 && v[5] > last_wall)  // 1 core = 100, as proc/cpu_percent
-      ctx.run.log_metric(prefix + "cpu_percent", 100 * (v[3] - last_cpu) / (v[5] - last_wall),
-                         step);
-    last_cpu = v[3];
-    last_wall = v[5];
-  }
+  for (size_t r = 0; r < all.size(); ++r) log_rank(ctx, step, static_cast<int>(r), all[r], slowest);
   ctx.run.log_metric("dist/bytes_reduced", static_cast<double>(bytes_), step);
   for (size_t b = 0; b < buckets_.size(); ++b)
     ctx.run.log_metric("dist/bucket" + std::to_string(b) + "/allreduce_ms", buckets_[b].reduce_ms,
                        step);
+}
+
+// Rank 0 records rank r's figures (dist/rankR/...).
+void ReplicaObserver::log_rank(const RunContext& ctx, int64_t step, int r,
+                               const torch::Tensor& figures, double slowest_compute) {
+  const auto v = figures.accessor<double, 1>();
+  const std::string prefix = "dist/rank" + std::to_string(r) + "/";
+  ctx.run.log_metric(prefix + "step_ms", v[kStepMs], step);
+  ctx.run.log_metric(prefix + "compute_ms", v[kComputeMs], step);
+  ctx.run.log_metric(prefix + "comm_ms", v[kCommMs], step);
+  ctx.run.log_metric(prefix + "wait_ms", slowest_compute - v[kComputeMs], step);
+  ctx.run.log_metric(prefix + "rss_mib", v[kRssMib], step);
+  auto& [last_cpu, last_wall] = last_usage_[static_cast<size_t>(r)];
+  if (last_wall > 0 && v[kClockS] > last_wall)  // 1 core = 100, as proc/cpu_percent
+    ctx.run.log_metric(prefix + "cpu_percent",
+                       100 * (v[kCpuS] - last_cpu) / (v[kClockS] - last_wall), step);
+  last_cpu = v[kCpuS];
+  last_wall = v[kClockS];
+  for (const auto& [field, name] : kGpuSeries)
+    if (v[field] >= 0) ctx.run.log_metric(prefix + name, v[field], step);
 }
 
 void ReplicaObserver::check_replicas(const RunContext& ctx, int64_t step) {

@@ -75,6 +75,7 @@ World::World(const Rendezvous& r, const DistConfig& c)
   impl_->timeout = millis(c.timeout_s);
   address_ = address_towards(r.addr, r.port);
   source_ = r.source;
+  local_rank_ = r.local_rank;
   if (r.host_store) host_rendezvous(r);
   try {
     c10d::TCPStoreOptions o;
