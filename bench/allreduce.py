@@ -25,6 +25,9 @@ import sys
 SIZES = [1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216]
 DEMO_BYTES = 4 * 206922  # the demo CNN's float32 gradient (docs/benchmarks.md)
 RESNET50_BYTES = 4 * 25557032
+# The demo's step on one core at the global batch of 128 (bench/dist.sh,
+# 1 rank x 1 thread, docs/benchmarks.md): p nodes each compute 128/p rows.
+DEMO_STEP_S = 0.02217
 # The stated networks of the projection: per-message latency (Gloo over
 # TCP, kernel to kernel) and the bandwidth one link gives one flow.
 NETWORKS = [("10 GbE", 30e-6, 10e9 / 8 * 0.9), ("100 GbE", 15e-6, 100e9 / 8 * 0.8)]
@@ -95,6 +98,16 @@ def project():
                                                               RESNET50_BYTES)):
             cells = [f"{ring(alpha, 1 / bw, n, p) * 1e3:.2f} ms" for p in (8, 16, 32, 64)]
             print(f"| {name} | {what} | " + " | ".join(cells) + " |")
+    print("\nThe demo CNN's scaling efficiency on p such nodes, one core each, if the "
+          "all-reduce is not hidden: (step/p) / (step/p + all-reduce)\n")
+    print("| network | " + " | ".join(f"{p} nodes" for p in (8, 16, 32, 64)) + " |")
+    print("|---|" + "---:|" * 4)
+    for name, alpha, bw in NETWORKS:
+        cells = []
+        for p in (8, 16, 32, 64):
+            compute = DEMO_STEP_S / p
+            cells.append(f"{compute / (compute + ring(alpha, 1 / bw, DEMO_BYTES, p)):.0%}")
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def main():
