@@ -316,14 +316,22 @@ EpochLoader::~EpochLoader() {
   if (worker_.joinable()) worker_.join();
 }
 
+// A shard (data-parallel) makes only its rows [n*shard/shards,
+// n*(shard+1)/shards) of batch b, drawing the whole batch's augmentation
+// (the same streams as one process) and applying its rows' part: each row
+// is made on its own, so the slice equals that of the whole batch, bit for
+// bit, at 1/shards of the cost.
 Batch EpochLoader::make_batch(int64_t b) const {
-  int64_t begin = b * options_.batch_size;
-  int64_t len = std::min(options_.batch_size, data_.size() - begin);
-  auto idx = order_.narrow(0, begin, len);
+  const int64_t begin = b * options_.batch_size;
+  const int64_t len = std::min(options_.batch_size, data_.size() - begin);
+  const int64_t from = len * options_.shard / options_.shards;
+  const int64_t rows = len * (options_.shard + 1) / options_.shards - from;
+  auto idx = order_.narrow(0, begin + from, rows);
   auto imgs = data_.images.index_select(0, idx);
   Batch batch;
   batch.index = b;
   batch.y = data_.labels.index_select(0, idx);
+  if (options_.shards > 1) batch.batch_samples = len;
   if (options_.crop_padding > 0 || options_.hflip) {
     auto gen = at::detail::createCPUGenerator(
         mix_seed(augment_seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(b)));
@@ -334,21 +342,14 @@ Batch EpochLoader::make_batch(int64_t b) const {
     auto out = torch::empty_like(imgs);
     auto off = offsets.accessor<int64_t, 2>();
     auto fl = flips.accessor<float, 1>();
-    for (int64_t i = 0; i < len; ++i) {
-      auto img = padded[i].narrow(1, off[i][0], h).narrow(2, off[i][1], w);
-      if (options_.hflip && fl[i] < 0.5f) img = img.flip({2});
+    for (int64_t i = 0; i < rows; ++i) {
+      auto img = padded[i].narrow(1, off[from + i][0], h).narrow(2, off[from + i][1], w);
+      if (options_.hflip && fl[from + i] < 0.5f) img = img.flip({2});
       out[i].copy_(img);
     }
     imgs = out;
   }
   batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype, options_.channels_last);
-  if (options_.shards > 1) {
-    const int64_t from = len * options_.shard / options_.shards,
-                  to = len * (options_.shard + 1) / options_.shards;
-    batch.x = batch.x.narrow(0, from, to - from);
-    batch.y = batch.y.narrow(0, from, to - from);
-    batch.batch_samples = len;
-  }
   return batch;
 }
 

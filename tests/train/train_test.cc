@@ -298,6 +298,48 @@ TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
   EXPECT_EQ(runs[0].status, RunStatus::kFinished);
 }
 
+// Data-parallel: a shard makes only its rows of each batch, and they are
+// the whole batch's rows bit for bit, augmentation included, for a world
+// size that does not divide the batch (3 shards of 29 rows and of the last
+// batch's remainder).
+TEST(TrainerTest, AShardMakesExactlyItsRowsOfTheWholeBatch) {
+  Config c = small_config();
+  DataSplits data = load_data(c.data, derive_seeds(c).data_order);
+  LoaderOptions lo;
+  lo.batch_size = 29;
+  lo.shuffle = true;
+  lo.crop_padding = 2;
+  lo.hflip = true;
+  lo.mean = data.mean;
+  lo.std = data.std;
+  lo.prefetch = 0;
+  const StreamSeeds s = derive_seeds(c);
+  EpochLoader whole(data.train, lo, 1, s.data_order, s.augment);
+  std::vector<std::unique_ptr<EpochLoader>> shards;
+  for (int64_t r = 0; r < 3; ++r) {
+    LoaderOptions o = lo;
+    o.shard = r;
+    o.shards = 3;
+    shards.push_back(std::make_unique<EpochLoader>(data.train, o, 1, s.data_order, s.augment));
+  }
+  int64_t batches = 0;
+  while (auto b = whole.next()) {
+    std::vector<torch::Tensor> xs, ys;
+    for (auto& shard : shards) {
+      auto part = shard->next();
+      ASSERT_TRUE(part);
+      EXPECT_EQ(part->batch_samples, b->x.size(0));
+      xs.push_back(part->x);
+      ys.push_back(part->y);
+    }
+    EXPECT_TRUE(torch::equal(torch::cat(xs), b->x)) << "batch " << b->index;
+    EXPECT_TRUE(torch::equal(torch::cat(ys), b->y)) << "batch " << b->index;
+    ++batches;
+  }
+  EXPECT_EQ(batches, whole.num_batches());
+  EXPECT_NE(data.train.size() % 29, 0);  // the last batch is short, and split too
+}
+
 TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
   Config base = small_config();
   base.seeds.master = 5;

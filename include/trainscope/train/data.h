@@ -71,9 +71,10 @@ struct LoaderOptions {
   torch::ScalarType dtype = torch::kFloat32;
   bool channels_last = false;  // batches in NHWC memory order
   std::vector<double> mean, std;
-  // Data-parallel: the batches are made whole (the same augmentation for
-  // any number of shards) and this shard keeps rows [n*shard/shards,
-  // n*(shard+1)/shards) of each.
+  // Data-parallel: this shard makes rows [n*shard/shards,
+  // n*(shard+1)/shards) of each batch, exactly as they are in the whole
+  // batch (its augmentation drawn for the whole batch), for any number of
+  // shards.
   int64_t shard = 0, shards = 1;
 };
 
