@@ -34,6 +34,11 @@ Sets replicate_sets(const std::string& vary, int r) {
             {"determinism.mkldnn", (r / 4) % 2 == 0 ? "true" : "false"},
             {"compute.blas_threads", std::to_string(1 + (r / 8) % 2)}};
   }
+  if (vary == "world_size") {
+    // 1 to 4 ranks at the same global batch, seeds fixed: only the order of
+    // the gradient sums differs (dist/README.md).
+    return {{"dist.nproc", std::to_string(1 + r % 4)}};
+  }
   if (vary.find('.') != std::string::npos) return {{vary, v}};
   return {{"seeds." + vary, v}};  // init, data_order, augment, dropout
 }

@@ -20,9 +20,9 @@ using core::fail;
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& source_names() {
-  static const std::vector<std::string> names = {"init",    "data_order",     "augment",
-                                                 "dropout", "implementation", "all",
-                                                 "bitflip", "deterministic"};
+  static const std::vector<std::string> names = {"init",       "data_order",     "augment",
+                                                 "dropout",    "implementation", "all",
+                                                 "world_size", "bitflip",        "deterministic"};
   return names;
 }
 
@@ -110,7 +110,7 @@ void read_sources(const YAML::Node& n, StudySpec& s, const Ctx& c) {
     if (std::find(known.begin(), known.end(), name) == known.end())
       c.bad("sources", "has unknown source '" + name +
                            "': use init, data_order, augment, "
-                           "dropout, implementation, all, bitflip or deterministic");
+                           "dropout, implementation, all, world_size, bitflip or deterministic");
     if (std::find(s.sources.begin(), s.sources.end(), name) != s.sources.end())
       c.bad("sources", "lists '" + name + "' twice; each source makes a cell of its own");
     s.sources.push_back(name);
@@ -165,12 +165,16 @@ void check_command(const YAML::Node& root, const StudySpec& s, const Ctx& c) {
     c.bad("command", "is empty: give the command that trains, e.g. command: python3 train.py");
   if (s.command.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
     c.bad("command", "has a line break or NUL: give one command line");
-  const bool flips = s.vary == "bitflip" ||
-                     std::find(s.sources.begin(), s.sources.end(), "bitflip") != s.sources.end();
-  if (flips)
-    c.bad(s.vary == "bitflip" ? "vary" : "sources",
-          "bitflip needs trainscope's trainer (it flips a bit of an initial weight): a command "
-          "study varies init, data_order, augment, dropout, implementation, all or a key");
+  for (const char* own : {"bitflip", "world_size"}) {
+    if (s.vary != own && std::find(s.sources.begin(), s.sources.end(), own) == s.sources.end())
+      continue;
+    c.bad(s.vary == own ? "vary" : "sources",
+          fmt::format("{} needs trainscope's trainer (it {}): a command study varies init, "
+                      "data_order, augment, dropout, implementation, all or a key",
+                      own,
+                      std::string(own) == "bitflip" ? "flips a bit of an initial weight"
+                                                    : "trains on several ranks"));
+  }
 }
 
 void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_files) {
@@ -203,7 +207,7 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
       std::find(known.begin(), known.end(), s.vary) == known.end())
     c.bad("vary", "is '" + s.vary +
                       "': use none, a source (init, data_order, augment, dropout, "
-                      "implementation, all, bitflip) or a config key");
+                      "implementation, all, world_size, bitflip) or a config key");
 }
 
 // Parses a study's text; `check_files`: whether its base config must exist

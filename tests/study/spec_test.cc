@@ -71,6 +71,17 @@ TEST_F(SpecTest, SourcesVaryOneSourceEach) {
   EXPECT_EQ(impl.size(), 16u);
 }
 
+TEST_F(SpecTest, TheWorldSizeSourceCyclesOneToFourRanks) {
+  StudySpec s = parse("study: s\nbase: base.yaml\nsources: [world_size]\nreplicates: 6\n");
+  auto runs = plan(s);
+  ASSERT_EQ(runs.size(), 6u);
+  std::vector<std::string> nprocs;
+  for (const auto& r : runs) nprocs.push_back(set_lines(r).back());
+  EXPECT_EQ(nprocs, (std::vector<std::string>{"dist.nproc=1", "dist.nproc=2", "dist.nproc=3",
+                                              "dist.nproc=4", "dist.nproc=1", "dist.nproc=2"}));
+  EXPECT_EQ(runs[0].vary, "world_size");
+}
+
 TEST_F(SpecTest, QuickSectionReplacesFactorsAndReplicates) {
   StudySpec s = parse(
       "study: s\nbase: base.yaml\ngrid: {a.b: [1, 2, 3]}\nreplicates: 5\nvary: all\n"

@@ -27,7 +27,7 @@
 // or, instead of a grid, the randomness sources varied one at a time:
 //
 //   sources: [init, data_order, augment, dropout, implementation, all,
-//             bitflip, deterministic]
+//             world_size, bitflip, deterministic]
 //
 // Torch-free: what a key means is the trainer's business; the study only
 // writes `--set key=value` lines (the CLI checks them against the trainer's

@@ -10,6 +10,8 @@ CASES = [
     ("a command with a line break (two commands?)", "$TS study run $DIR/cmd/lines.yaml"),
     ("a command study that flips bits (only the trainer can)", "$TS study run $DIR/cmd/flip.yaml"),
     ("a command study that varies bitflip", "$TS study run $DIR/cmd/vary.yaml"),
+    ("a command study whose source is the world size (only the trainer has ranks)",
+     "$TS study run $DIR/cmd/ranks.yaml"),
 ]
 
 
@@ -23,6 +25,7 @@ def fixtures(d, run):
         "lines": head + "command: \"python3 a.py\\npython3 b.py\"\nsources: [init]\n",
         "flip": head + "command: python3 train.py\nsources: [init, bitflip]\n",
         "vary": head + "command: python3 train.py\nvary: bitflip\ngrid: {lr: [0.1, 0.2]}\n",
+        "ranks": head + "command: python3 train.py\nsources: [all, world_size]\n",
     }
     for name, text in files.items():
         with open(f"{d}/cmd/{name}.yaml", "w") as f:
