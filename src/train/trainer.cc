@@ -59,6 +59,7 @@ TrainResult Trainer::run() {
   ctx.first_step = ss.pos.step;
   ctx.resumed = ss.resumed;
   ctx.from_checkpoint = !options_.init_checkpoint.empty();
+  ctx.process_root = options_.process_root;
   try {
     events.run_begin();
     while (ss.pos.epoch < ss.cfg.train.epochs && train_epoch(ss, events)) {

@@ -73,6 +73,11 @@ def test_every_rank_is_timed_in_the_run(two):
         assert all(100 < v < 4096 for _, v in points(two, "two", f"dist/rank{r}/rss_mib"))
         cpu = points(two, "two", f"dist/rank{r}/cpu_percent")
         assert len(cpu) == steps - 1 and max(v for _, v in cpu) > 10, cpu
+    # Rank 0's resource monitor samples the launcher's process tree: the
+    # memory of both ranks (and the launcher), not rank 0's alone.
+    tree = max(v for _, v in points(two, "two", "proc/rss_mib"))
+    rank0 = max(v for _, v in points(two, "two", "dist/rank0/rss_mib"))
+    assert tree > 1.8 * rank0, (tree, rank0)
     # The demo CNN's gradients (float32) and the loss, every step.
     n = sum(int(p) for p in [16 * 1 * 9 + 16, 32 * 16 * 9 + 32, 128 * 32 * 7 * 7 + 128, 1290])
     assert {v for _, v in points(two, "two", "dist/bytes_reduced")} == {4.0 * (n + 1)}

@@ -157,6 +157,10 @@ class RunContext {
   int64_t first_step = 0;         // position.step when this session began
   bool resumed = false;           // continues a run recorded by an earlier session
   bool from_checkpoint = false;   // a new run started from a checkpoint's state
+  // The process tree that is this training on this host, which the
+  // resource monitor samples: 0, this process; a data-parallel launcher's
+  // pid, whose tree holds every local rank.
+  int64_t process_root = 0;
 
   // Asks the loop to stop after the current step; the run ends "stopped".
   void request_stop() const { stop_requested_ = true; }

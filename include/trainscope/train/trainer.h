@@ -46,6 +46,9 @@ struct TrainOptions {
   // of every batch; only one rank writes checkpoints.
   int64_t shard = 0, shards = 1;
   bool write_checkpoints = true;
+  // The process tree that is this training on this host, for the
+  // resource monitor (RunContext::process_root); 0: this process.
+  int64_t process_root = 0;
 };
 
 class Trainer {

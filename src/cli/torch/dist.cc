@@ -3,6 +3,8 @@
 // every batch with a dist::ReplicaObserver, and rank 0 records the run.
 #include "dist.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -130,6 +132,9 @@ std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg,
   // resumes from (the same weights, optimizer state and position).
   if (world->rank() == 0)
     world->set("checkpoint", o.resume.empty() ? "" : resume_checkpoint(ctx, o.resume));
+  // Rank 0's resource monitor samples the launcher's tree: every local
+  // rank's CPU, memory and (estimated) energy, not rank 0's alone.
+  if (world->rank() == 0 && rv->source == "launcher") o.process_root = getppid();
   if (world->rank() > 0) {
     if (core::verbosity() == core::Verbosity::kNormal) core::set_verbosity(core::Verbosity::kQuiet);
     o.write_checkpoints = false;

@@ -12,6 +12,7 @@ void SamplingObserver::on_run_begin(const instrument::RunContext& ctx) {
   so.interval_s = c.interval_s;
   so.carbon_kg_per_kwh = c.carbon_kg_per_kwh;
   so.cpu_tdp_watts = c.cpu_tdp_watts;
+  so.pid = ctx.process_root;  // the whole training on this host (every local rank)
   sampler_ = std::make_unique<ResourceSampler>(ctx.run, so);
 }
 
