@@ -298,6 +298,20 @@ TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
   EXPECT_EQ(runs[0].status, RunStatus::kFinished);
 }
 
+// Shuffled batches of `batch` with random crops and flips, made on the
+// calling thread.
+LoaderOptions augmenting_loader(const DataSplits& data, int64_t batch) {
+  LoaderOptions lo;
+  lo.batch_size = batch;
+  lo.shuffle = true;
+  lo.crop_padding = 2;
+  lo.hflip = true;
+  lo.mean = data.mean;
+  lo.std = data.std;
+  lo.prefetch = 0;
+  return lo;
+}
+
 // Data-parallel: a shard makes only its rows of each batch, and they are
 // the whole batch's rows bit for bit, augmentation included, for a world
 // size that does not divide the batch (3 shards of 29 rows and of the last
@@ -305,14 +319,7 @@ TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
 TEST(TrainerTest, AShardMakesExactlyItsRowsOfTheWholeBatch) {
   Config c = small_config();
   DataSplits data = load_data(c.data, derive_seeds(c).data_order);
-  LoaderOptions lo;
-  lo.batch_size = 29;
-  lo.shuffle = true;
-  lo.crop_padding = 2;
-  lo.hflip = true;
-  lo.mean = data.mean;
-  lo.std = data.std;
-  lo.prefetch = 0;
+  LoaderOptions lo = augmenting_loader(data, 29);
   const StreamSeeds s = derive_seeds(c);
   EpochLoader whole(data.train, lo, 1, s.data_order, s.augment);
   std::vector<std::unique_ptr<EpochLoader>> shards;
@@ -344,14 +351,7 @@ TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
   Config base = small_config();
   base.seeds.master = 5;
   DataSplits data = load_data(base.data, derive_seeds(base).data_order);
-  LoaderOptions lo;
-  lo.batch_size = 32;
-  lo.shuffle = true;
-  lo.crop_padding = 2;
-  lo.hflip = true;
-  lo.mean = data.mean;
-  lo.std = data.std;
-  lo.prefetch = 0;
+  LoaderOptions lo = augmenting_loader(data, 32);
   auto state_of = [&](const Config& c) {
     StreamSeeds s = derive_seeds(c);
     ModelShape shape{1, 28, 28, 10};
