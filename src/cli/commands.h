@@ -5,6 +5,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <iosfwd>
 #include <stdexcept>
 #include <string>
 
@@ -36,6 +37,10 @@ void costmodel_eval(Context& ctx, const CostmodelArgs& args);
 // Appends the root's options (--store, --json, -v, ...) to the help of every
 // subcommand; call after every command is registered.
 void add_global_options_to_help(CLI::App& root);
+// The root's --help lists the commands grouped by task (help.cc).
+void group_commands_in_help(CLI::App& root);
+// What `trainscope` alone prints: the three commands to start with.
+void print_start(std::ostream& out);
 
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.

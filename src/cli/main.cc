@@ -126,6 +126,11 @@ int run(int argc, char** argv) {
   register_store_commands(app, ctx);
   register_completion_commands(app, ctx);
   add_global_options_to_help(app);
+  group_commands_in_help(app);
+  if (argc == 1) {  // a newcomer's first try: where to start, not an error
+    print_start(std::cout);
+    return 0;
+  }
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);

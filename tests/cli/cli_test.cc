@@ -273,6 +273,39 @@ TEST_F(CliTest, ExitCodesFollowTheDocumentedPolicy) {
   EXPECT_NE(help.out.find("Example:"), std::string::npos) << help.out;
 }
 
+// Everyday use, round 2: `--help` lists the commands by task, every one in
+// a group (a new command left out of help.cc's table would show under
+// "Other"), and `trainscope` alone says where to start instead of failing.
+TEST_F(CliTest, HelpGroupsTheCommandsByTaskAndNoArgumentsShowWhereToStart) {
+  auto start = run_command(std::string(TS_CLI_BIN));
+  EXPECT_EQ(start.exit_code, 0) << start.out;
+  for (const char* line : {"trainscope train configs/demo.yaml", "trainscope runs list",
+                           "trainscope serve", "`trainscope --help` lists every command by task"})
+    EXPECT_NE(start.out.find(line), std::string::npos) << start.out;
+  auto help = ts("--help");
+  ASSERT_EQ(help.exit_code, 0);
+  size_t at = 0;
+  for (const char* group : {"\nTrain:\n", "\nInspect runs:\n", "\nCompare and explain:\n",
+                            "\nMeasure speed and numerics:\n", "\nStudies (many trainings):\n",
+                            "\nStores and the dashboard:\n", "\nShell:\n"}) {
+    const size_t found = help.out.find(group, at);
+    ASSERT_NE(found, std::string::npos) << group << " missing or out of order:\n" << help.out;
+    at = found;
+  }
+  EXPECT_EQ(help.out.find("\nOther:\n"), std::string::npos) << help.out;
+  EXPECT_EQ(help.out.find("\nSubcommands:\n"), std::string::npos) << help.out;
+  // Each command once: "  NAME  description" rows between the groups and the example.
+  const std::string list = help.out.substr(help.out.find("\nTrain:\n"),
+                                           help.out.find("\nExample:") -
+                                               help.out.find("\nTrain:\n"));
+  for (const char* name : {"train", "runs", "diff", "stats", "study", "serve", "watch", "plot"}) {
+    const std::string row = std::string("\n  ") + name + " ";
+    const size_t first = list.find(row);
+    EXPECT_NE(first, std::string::npos) << name;
+    EXPECT_EQ(list.find(row, first + 1), std::string::npos) << name << " listed twice";
+  }
+}
+
 // Reliability defect 10 (and everyday use 5): read commands opened the store
 // read-write, so a store on read-only media could not be inspected.
 TEST_F(CliTest, AStoreOnReadOnlyMediaCanBeRead) {
