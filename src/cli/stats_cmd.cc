@@ -106,7 +106,9 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--parent,--study", a->parent, "Only the runs of this study (parent run)");
   cmd->add_option("--experiment,-e", a->selection.filter.experiment,
                   "Only runs of this experiment");
-  cmd->add_option("--by", a->selection.by, "Group by this param, e.g. optimizer.name");
+  cmd->add_option("--by", a->selection.by,
+                  "Group by a param (optimizer.name, params.KEY), a tag (tags.KEY) or a run "
+                  "attribute (experiment, status, host, ...), as --filter names them");
   cmd->add_option("--reduce", a->reduce, "Value per run: last, min or max")
       ->check(CLI::IsMember({"last", "min", "max"}));
   cmd->add_option("--ddof", a->options.ddof, "Delta degrees of freedom of the SD (default 1)")

@@ -5,9 +5,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
+#include <variant>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/query.h"
 
 namespace trainscope::stats {
 
@@ -44,6 +47,28 @@ std::vector<store::RunInfo> selected_runs(store::Store& store, const Selection& 
   return out;
 }
 
+// The group of a run for --by: a field as the filter language names it
+// (params.KEY, tags.KEY, experiment, status, host, name, ...), or any
+// other key as a params key (optimizer.name, lr), as before.
+std::string group_of(store::Store& store, const store::RunInfo& r, const std::string& by) {
+  std::string head = by.substr(0, by.find('.'));
+  std::transform(head.begin(), head.end(), head.begin(), ::tolower);
+  static const std::set<std::string> sections = {"params",     "param",     "tags", "tag",
+                                                 "attributes", "attribute", "run"};
+  const bool sectioned = by.find('.') != std::string::npos && sections.count(head);
+  if (head == "metrics" || head == "metric")
+    fail(ErrorKind::kUsage,
+         "--by {}: group by a param, a tag or a run attribute; a metric is what stats "
+         "summarises (give it with --metric)",
+         by);
+  const std::string field = sectioned || store::is_run_attribute(by) ? by : "params." + by;
+  store::RunRow row{r, store.params(r.uuid), store.tags(r.uuid), {}};
+  const store::FieldValue v = store::field_value(row, field);
+  if (const auto* text = std::get_if<std::string>(&v)) return *text;
+  if (const auto* number = std::get_if<double>(&v)) return core::format_double(*number);
+  return "(unset)";
+}
+
 }  // namespace
 
 std::vector<RunValue> collect(store::Store& store, const Selection& s) {
@@ -56,12 +81,7 @@ std::vector<RunValue> collect(store::Store& store, const Selection& s) {
              core::short_uuid(r.uuid), s.metric, core::short_uuid(r.uuid));
       continue;
     }
-    std::string group;
-    if (!s.by.empty()) {
-      auto params = store.params(r.uuid);
-      auto it = params.find(s.by);
-      group = it == params.end() ? "(unset)" : it->second;
-    }
+    const std::string group = s.by.empty() ? std::string() : group_of(store, r, s.by);
     out.push_back({r.uuid, r.name, group, *v});
   }
   if (out.empty())

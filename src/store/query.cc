@@ -89,9 +89,7 @@ FieldValue attribute(const RunInfo& r, const std::string& key) {
 bool known_field(std::string_view field) {
   const FieldName f = split_field(field);
   if (f.section != Section::kAttribute) return !f.key.empty();
-  static const std::set<std::string> aliases = {"id", "run_id", "run_name"};
-  const auto& names = attribute_names();
-  return std::find(names.begin(), names.end(), f.key) != names.end() || aliases.count(f.key);
+  return is_run_attribute(f.key);
 }
 
 FieldValue text_or_absent(const std::map<std::string, std::string>& kv, const std::string& key) {
@@ -218,6 +216,13 @@ class Lexer {
 };
 
 }  // namespace
+
+bool is_run_attribute(std::string_view name) {
+  static const std::set<std::string> aliases = {"id", "run_id", "run_name"};
+  const std::string key = lower(name);
+  const auto& names = attribute_names();
+  return std::find(names.begin(), names.end(), key) != names.end() || aliases.count(key);
+}
 
 // --- parser and evaluator ------------------------------------------------------
 

@@ -295,15 +295,42 @@ TEST_F(CliTest, HelpGroupsTheCommandsByTaskAndNoArgumentsShowWhereToStart) {
   EXPECT_EQ(help.out.find("\nOther:\n"), std::string::npos) << help.out;
   EXPECT_EQ(help.out.find("\nSubcommands:\n"), std::string::npos) << help.out;
   // Each command once: "  NAME  description" rows between the groups and the example.
-  const std::string list = help.out.substr(help.out.find("\nTrain:\n"),
-                                           help.out.find("\nExample:") -
-                                               help.out.find("\nTrain:\n"));
+  const std::string list = help.out.substr(
+      help.out.find("\nTrain:\n"), help.out.find("\nExample:") - help.out.find("\nTrain:\n"));
   for (const char* name : {"train", "runs", "diff", "stats", "study", "serve", "watch", "plot"}) {
     const std::string row = std::string("\n  ") + name + " ";
     const size_t first = list.find(row);
     EXPECT_NE(first, std::string::npos) << name;
     EXPECT_EQ(list.find(row, first + 1), std::string::npos) << name << " listed twice";
   }
+}
+
+// Everyday use, round 2: `stats --by` groups by anything the filter
+// language names (a tag, the experiment, a run attribute), not only by a
+// param, and a bare key is still a param.
+TEST_F(CliTest, StatsGroupsByTagsExperimentsAndAttributes) {
+  std::vector<std::string> runs;
+  for (const char* name : {"a", "b", "c"}) runs.push_back(make_run(name));
+  store()->set_tag(runs[0], "team", "red");
+  store()->set_tag(runs[1], "team", "blue");
+  auto groups = [&](const std::string& by) {
+    auto r = ts("--json stats lyapunov --by " + by);
+    EXPECT_EQ(r.exit_code, 0) << by << ": " << r.out;
+    const auto parsed = nlohmann::json::parse(r.out);
+    std::map<std::string, int64_t> out;
+    for (const auto& g : parsed.at("groups"))
+      out[g.at("group").get<std::string>()] = g.at("n").get<int64_t>();
+    return out;
+  };
+  using Groups = std::map<std::string, int64_t>;
+  EXPECT_EQ(groups("tags.team"), (Groups{{"(unset)", 1}, {"blue", 1}, {"red", 1}}));
+  EXPECT_EQ(groups("experiment"), (Groups{{"numerics", 3}}));
+  EXPECT_EQ(groups("status"), (Groups{{"finished", 3}}));
+  EXPECT_EQ(groups("r"), (Groups{{"3.7", 3}}));  // a bare key: the param
+  EXPECT_EQ(groups("params.steps"), (Groups{{"50", 3}}));
+  auto metric = ts("stats lyapunov --by metrics.lyapunov");
+  EXPECT_EQ(metric.exit_code, 2);
+  EXPECT_NE(metric.out.find("a metric is what stats summarises"), std::string::npos) << metric.out;
 }
 
 // Reliability defect 10 (and everyday use 5): read commands opened the store

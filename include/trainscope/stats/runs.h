@@ -1,5 +1,5 @@
 // Statistics over recorded runs: one value of a metric per run (its last,
-// min or max), grouped by a parameter, summarised and compared. What
+// min or max), grouped by a param, tag or run attribute, summarised and compared. What
 // `trainscope stats` prints and what study reports are made of.
 #pragma once
 
@@ -23,7 +23,10 @@ struct Selection {
   store::RunFilter filter;        // when runs is empty (e.g. parent_uuid of a study)
   std::string metric = "test/accuracy";
   Reduce reduce = Reduce::kLast;
-  std::string by;  // a param key to group by; empty: one group
+  // What to group by, as the filter language names it: params.KEY,
+  // tags.KEY, a run attribute (experiment, status, host, name, ...), or a
+  // bare params key (optimizer.name); empty: one group.
+  std::string by;
 };
 
 struct RunValue {

@@ -54,6 +54,10 @@ using FieldValue = std::variant<std::monostate, double, std::string>;
 // The value of FIELD ("metrics.loss", "status", ...) for a run.
 FieldValue field_value(const RunRow& row, std::string_view field);
 
+// Whether NAME is a run attribute the fields name bare (name, experiment,
+// status, host, start_time, ...), case-insensitively.
+bool is_run_attribute(std::string_view name);
+
 class RunFilterExpr {
  public:
   // Parses a filter; throws Error(kUsage) with one line naming the column of
