@@ -24,11 +24,7 @@ using trainscope::dist::World;
 
 std::vector<int64_t> sizes_of(const std::string& list) {
   std::vector<int64_t> out;
-  for (size_t at = 0; at < list.size();) {
-    const size_t comma = std::min(list.find(',', at), list.size());
-    out.push_back(std::stoll(list.substr(at, comma - at)));
-    at = comma + 1;
-  }
+  for (const auto& item : trainscope::core::split_list(list)) out.push_back(std::stoll(item));
   return out;
 }
 

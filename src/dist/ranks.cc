@@ -5,28 +5,19 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "trainscope/core/util.h"
+
 namespace trainscope::dist {
 
 namespace {
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at <= s.size()) {
-    const size_t comma = std::min(s.find(',', at), s.size());
-    out.push_back(s.substr(at, comma - at));
-    at = comma + 1;
-  }
-  return out;
-}
-
-// The q-quantile (nearest rank) of the finite values; NaN without any.
-double quantile(std::vector<double> v, double q) {
-  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
-  if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - 1;
-  return v[std::min(i, v.size() - 1)];
+// The finite values of a run's series.
+std::vector<double> finite_values(store::Store& store, const std::string& uuid,
+                                  const std::string& key) {
+  std::vector<double> v;
+  for (const auto& p : store.metric(uuid, key))
+    if (std::isfinite(p.value)) v.push_back(p.value);
+  return v;
 }
 
 int tag_int(const std::map<std::string, std::string>& tags, const std::string& key) {
@@ -44,11 +35,11 @@ RankSummary rank_summary(store::Store& store, const std::string& uuid) {
   s.backend = tags.count("dist.backend") ? tags.at("dist.backend") : "";
   s.rendezvous = tags.count("dist.rendezvous") ? tags.at("dist.rendezvous") : "";
   s.buckets = tag_int(tags, "dist.buckets");
-  const auto hosts = split(tags.count("dist.hosts") ? tags.at("dist.hosts") : "");
-  const auto addresses = split(tags.count("dist.addresses") ? tags.at("dist.addresses") : "");
-  std::vector<double> bytes;
-  for (const auto& p : store.metric(uuid, "dist/bytes_reduced")) bytes.push_back(p.value);
-  s.bytes_reduced = bytes.empty() ? 0 : quantile(bytes, 0.5);
+  const auto hosts = core::split_list(tags.count("dist.hosts") ? tags.at("dist.hosts") : "");
+  const auto addresses =
+      core::split_list(tags.count("dist.addresses") ? tags.at("dist.addresses") : "");
+  const auto bytes = finite_values(store, uuid, "dist/bytes_reduced");
+  s.bytes_reduced = bytes.empty() ? 0 : core::percentile(bytes, 0.5);
   s.fields = kRankFields;
   for (const auto& f : kRankGpuFields)
     if (!store.metric(uuid, "dist/rank0/" + f).empty()) s.fields.push_back(f);
@@ -59,11 +50,9 @@ RankSummary rank_summary(store::Store& store, const std::string& uuid) {
     f.host = static_cast<size_t>(r) < hosts.size() ? hosts[static_cast<size_t>(r)] : "";
     f.address = static_cast<size_t>(r) < addresses.size() ? addresses[static_cast<size_t>(r)] : "";
     for (const auto& field : s.fields) {
-      std::vector<double> v;
-      for (const auto& p : store.metric(uuid, "dist/rank" + std::to_string(r) + "/" + field))
-        v.push_back(p.value);
-      f.median[field] = quantile(v, 0.5);
-      f.p95[field] = quantile(v, 0.95);
+      const auto v = finite_values(store, uuid, "dist/rank" + std::to_string(r) + "/" + field);
+      f.median[field] = core::percentile(v, 0.5);
+      f.p95[field] = core::percentile(v, 0.95);
     }
     const double compute = f.median["compute_ms"], step = f.median["step_ms"];
     if (std::isfinite(compute)) fastest = std::min(fastest, compute);
