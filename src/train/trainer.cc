@@ -161,12 +161,14 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   const int64_t e1 = pos.epoch + 1;
   const auto dtype = dtype_of(s.cfg);
   const bool nhwc = channels_last(s.cfg);
+  const double eval_started = core::monotonic_now();
   info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
   events.evaluation_end(Evaluation{"test", e1, info.test});
   if (s.data.val.size() > 0) {
     info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype, nhwc);
     events.evaluation_end(Evaluation{"val", e1, *info.val});
   }
+  info.eval_seconds = core::monotonic_now() - eval_started;
   s.result.test = info.test;
   s.result.tested = true;
   s.result.epochs_completed = e1;

@@ -98,8 +98,9 @@ struct EpochInfo {
   double train_accuracy = 0;
   EvalResult test;
   std::optional<EvalResult> val;
-  double seconds = 0;
-  int64_t samples = 0;  // trained on in this session's part of the epoch
+  double seconds = 0;       // the epoch's training steps, evaluation excluded
+  double eval_seconds = 0;  // evaluating the test (and validation) set after it
+  int64_t samples = 0;      // trained on in this session's part of the epoch
   int64_t steps = 0;
 };
 

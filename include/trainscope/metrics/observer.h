@@ -27,7 +27,7 @@ using instrument::TrainResult;
 //          whole step: fetching the batch to the last observer of it.
 //   eval:  <split>/loss, <split>/accuracy, <split>/macro_f1, <split>/top5
 //          (> 5 classes), <split>/roc_auc (2 classes); split test or val
-//   epoch: train/epoch_loss, train/accuracy, epoch_time_s, samples_per_s,
+//   epoch: train/epoch_loss, train/accuracy, epoch_time_s, eval_time_s, samples_per_s,
 //          steps_per_s, epoch (at the global step), time_to_target_s and
 //          epochs_to_target once eval.target_accuracy is reached
 // Tag target_accuracy.reached_at_epoch: the epoch, or "not reached".

@@ -66,6 +66,7 @@ void MetricsObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& info)
   log(ctx, "train/epoch_loss", info.train_loss, e1);
   log(ctx, "train/accuracy", info.train_accuracy, e1);
   log(ctx, "epoch_time_s", info.seconds, e1);
+  log(ctx, "eval_time_s", info.eval_seconds, e1);
   log(ctx, "samples_per_s", static_cast<double>(info.samples) / info.seconds, e1);
   log(ctx, "steps_per_s", static_cast<double>(info.steps) / info.seconds, e1);
   const double target = ctx.config.eval.target_accuracy;
