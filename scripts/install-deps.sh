@@ -14,6 +14,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
   python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
   python3-scipy  # the statistics are tested against SciPy
+  python3-statsmodels r-cran-lme4 r-base-core  # stats_models_test: REML, ANOVA and power vs statsmodels and lme4
   chromium       # HTML reports are tested in a headless browser
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   python3-protobuf  # an independent runtime decodes them in the tests

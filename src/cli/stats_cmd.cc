@@ -9,6 +9,8 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/stats/compare.h"
+#include "trainscope/stats/factors.h"
 #include "trainscope/stats/runs.h"
 
 namespace trainscope::cli {
@@ -20,6 +22,10 @@ struct StatsArgs {
   stats::AnalysisOptions options;
   std::string parent, reduce = "last", reference_run, format = "text", out;
   double reference_value = NAN;
+  std::vector<std::string> by, compare, fixed;
+  stats::CompareOptions compare_options;
+  double delta = NAN;
+  std::string interactions = "auto";
 };
 
 std::string num(const std::optional<double>& v) { return v ? format::value(*v) : "-"; }
@@ -68,7 +74,187 @@ void print_comparison(std::ostream& o, const stats::Comparison& c) {
   t.print(o);
 }
 
+std::string interval(const stats::Interval& i) {
+  return fmt::format("[{}, {}]", format::value(i.low), format::value(i.high));
+}
+
+std::string interval(const std::optional<stats::Interval>& i) { return i ? interval(*i) : "-"; }
+
+format::Json json_interval(const std::optional<stats::Interval>& i) {
+  if (!i) return nullptr;
+  return format::Json::array({format::number(i->low), format::number(i->high)});
+}
+
+format::Json json_number(const std::optional<double>& v) {
+  return v ? format::number(*v) : format::Json(nullptr);
+}
+
+format::Json comparison_json(const StatsArgs& a, const stats::PairComparison& c) {
+  auto side = [](const std::string& group, const stats::Summary& s) {
+    return format::Json{
+        {"group", group}, {"n", s.n}, {"mean", format::number(s.mean)}, {"sd", json_number(s.sd)}};
+  };
+  const auto& o = c.options;
+  return {{"metric", a.selection.metric},
+          {"by", a.selection.by},
+          {"a", side(a.compare[0], c.a)},
+          {"b", side(a.compare[1], c.b)},
+          {"p_improvement", format::number(c.p_improvement)},
+          {"p_improvement_ci", json_interval(c.p_improvement_ci)},
+          {"mean_difference", format::number(c.mean_difference)},
+          {"mean_difference_ci", json_interval(c.mean_difference_ci)},
+          {"welch_df", json_number(c.welch_df)},
+          {"mean_difference_bootstrap_ci", json_interval(c.mean_difference_bootstrap_ci)},
+          {"delta", format::number(c.delta)},
+          {"runs_needed", c.runs_needed ? format::Json(*c.runs_needed) : format::Json(nullptr)},
+          {"alpha", o.alpha},
+          {"power", o.power},
+          {"confidence", o.confidence},
+          {"resamples", o.resamples},
+          {"seed", o.seed},
+          {"notes", c.notes}};
+}
+
+void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComparison& c) {
+  const auto& opt = c.options;
+  int pct = static_cast<int>(std::lround(100 * opt.confidence));
+  o << fmt::format("{} by {}: A = {} ({} runs), B = {} ({} runs)\n", a.selection.metric,
+                   a.selection.by, a.compare[0], c.a.n, a.compare[1], c.b.n);
+  o << fmt::format("P(A > B)            {} {}% CI {} (bootstrap, {} resamples, seed {})\n",
+                   format::value(c.p_improvement), pct, interval(c.p_improvement_ci), opt.resamples,
+                   opt.seed);
+  std::string welch = c.welch_df ? fmt::format(" (Welch, df {})", format::value(*c.welch_df)) : "";
+  o << fmt::format("mean(A) - mean(B)   {} {}% CI {}{}; bootstrap {}\n",
+                   format::value(c.mean_difference), pct, interval(c.mean_difference_ci), welch,
+                   interval(c.mean_difference_bootstrap_ci));
+  if (c.runs_needed)
+    o << fmt::format(
+        "runs needed per side {} to detect a difference of {} with power {} at alpha {} "
+        "(two-sided Welch t-test, SDs {} and {})\n",
+        *c.runs_needed, format::value(c.delta), opt.power, opt.alpha, num(c.a.sd), num(c.b.sd));
+  for (const auto& n : c.notes) o << "note: " << n << "\n";
+}
+
+void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& values) {
+  if (!std::isnan(a.delta)) a.compare_options.delta = a.delta;
+  a.compare_options.resamples = a.options.bootstrap_resamples;
+  a.compare_options.seed = a.options.seed;
+  auto c = stats::compare_groups(values, a.compare[0], a.compare[1], a.compare_options);
+  write_output(a.out, [&](std::ostream& o) {
+    if (a.format == "json")
+      return void(o << comparison_json(a, c).dump(2, ' ', false, format::kInvalidUtf8) << "\n");
+    print_comparison(o, a, c);
+  });
+}
+
+format::Json factors_json(const std::string& metric, const stats::FactorAnalysis& f) {
+  format::Json terms = format::Json::array();
+  for (const auto& t : f.terms) {
+    format::Json names = format::Json::array();
+    for (int i : t.factors) names.push_back(f.factors[i]);
+    format::Json anova = nullptr;
+    if (t.anova)
+      anova = {
+          {"ss", format::number(t.anova->ss)},        {"df", t.anova->df},
+          {"ms", format::number(t.anova->ms)},        {"f", json_number(t.anova->f)},
+          {"p_value", json_number(t.anova->p_value)}, {"f_denominator", t.anova->f_denominator}};
+    terms.push_back({{"name", t.name},
+                     {"factors", names},
+                     {"fixed", t.fixed},
+                     {"levels", t.levels},
+                     {"anova", anova},
+                     {"anova_estimate", json_number(t.anova_estimate)},
+                     {"anova_ci", json_interval(t.anova_ci)},
+                     {"reml_estimate", json_number(t.reml_estimate)},
+                     {"reml_ci", json_interval(t.reml_ci)},
+                     {"variance", t.fixed ? format::Json(nullptr) : format::number(t.variance)},
+                     {"share", t.fixed ? format::Json(nullptr) : format::number(t.share)}});
+  }
+  return {{"metric", metric},
+          {"factors", f.factors},
+          {"fixed", f.fixed},
+          {"n", f.n},
+          {"balanced", f.balanced},
+          {"replicates", f.replicates},
+          {"method", f.method},
+          {"confidence", f.confidence},
+          {"reml_log_likelihood",
+           f.reml_iterations ? format::number(f.reml_log_likelihood) : format::Json(nullptr)},
+          {"terms", terms},
+          {"notes", f.notes}};
+}
+
+void print_factors(std::ostream& o, const std::string& metric, const stats::FactorAnalysis& f) {
+  std::string cells = f.balanced ? fmt::format("balanced, {} run(s) per cell", f.replicates)
+                                 : std::string("unbalanced");
+  o << fmt::format("{} by {} ({} runs, {}): components by {}\n", metric,
+                   fmt::join(f.factors, " x "), f.n, cells, f.method);
+  int pct = static_cast<int>(std::lround(100 * f.confidence));
+  Table t({"TERM", "KIND", "LEVELS", "DF", "SS", "MS", "F", "p", "VARIANCE",
+           fmt::format("{}% CI", pct), "SHARE", "REML", fmt::format("REML {}% CI", pct)});
+  for (size_t c : {2, 3, 4, 5, 6, 7, 8, 10, 11}) t.align_right(c);
+  for (const auto& term : f.terms) {
+    const auto& an = term.anova;
+    std::string f_text =
+        an && an->f ? fmt::format("{} /{}", format::value(*an->f), an->f_denominator) : "-";
+    bool fixed = term.fixed;
+    t.add_row({term.name, fixed ? "fixed" : "random", std::to_string(term.levels),
+               an ? format::value(an->df) : "-", an ? format::value(an->ss) : "-",
+               an ? format::value(an->ms) : "-", f_text, an ? num(an->p_value) : "-",
+               fixed ? "-" : format::value(term.variance),
+               fixed ? "-" : interval(f.method == "ANOVA" ? term.anova_ci : term.reml_ci),
+               fixed ? "-" : fmt::format("{:.1f}%", 100 * term.share), num(term.reml_estimate),
+               interval(term.reml_ci)});
+  }
+  t.print(o);
+  for (const auto& n : f.notes) o << "note: " << n << "\n";
+}
+
+stats::Interactions parse_interactions(const std::string& name) {
+  if (name == "none") return stats::Interactions::kNone;
+  if (name == "pairs") return stats::Interactions::kPairs;
+  return stats::Interactions::kAuto;
+}
+
+void run_factors(store::Store& store, StatsArgs& a) {
+  stats::FactorData data = stats::collect_factors(store, a.selection, a.by);
+  for (const auto& key : a.by)
+    data.fixed.push_back(std::find(a.fixed.begin(), a.fixed.end(), key) != a.fixed.end());
+  stats::FactorOptions options;
+  options.interactions = parse_interactions(a.interactions);
+  auto f = stats::analyse_factors(data, options);
+  write_output(a.out, [&](std::ostream& o) {
+    if (a.format == "json")
+      return void(o << factors_json(a.selection.metric, f).dump(2, ' ', false, format::kInvalidUtf8)
+                    << "\n");
+    print_factors(o, a.selection.metric, f);
+  });
+}
+
+// Which of the three modes (groups, --compare, factors) the options ask
+// for, refusing the combinations that mean nothing.
+void check_modes(const StatsArgs& a) {
+  auto usage = [](const std::string& what) { core::fail(core::ErrorKind::kUsage, "{}", what); };
+  if (!a.compare.empty() && a.by.size() != 1)
+    usage("--compare A B compares two groups of one --by KEY: give exactly one --by");
+  if (a.compare.empty() &&
+      (!std::isnan(a.delta) || a.compare_options.power != 0.8 || a.compare_options.alpha != 0.05))
+    usage("--delta, --power and --alpha plan the runs of --compare A B: give --compare");
+  for (const auto& key : a.fixed)
+    if (std::find(a.by.begin(), a.by.end(), key) == a.by.end())
+      usage("--fixed " + key + " is not one of the --by factors");
+  if (a.by.size() < 2 && (!a.fixed.empty() || a.interactions != "auto"))
+    usage("--fixed and --interactions describe two or more --by factors");
+  if ((a.by.size() >= 2 || !a.compare.empty()) && a.format == "csv")
+    usage("--format csv is for the per-group table: use text or json");
+  if ((a.by.size() >= 2 || !a.compare.empty()) &&
+      (!a.reference_run.empty() || !std::isnan(a.reference_value)))
+    usage("--ref and --ref-run are for the per-group table (Diff%)");
+}
+
 void run_stats(Context& ctx, StatsArgs& a) {
+  if (ctx.json) a.format = "json";
+  check_modes(a);
   auto store = ctx.reader();
   a.selection.reduce = stats::parse_reduce(a.reduce);
   if (!a.parent.empty()) a.selection.filter.parent_uuid = store->resolve_run(a.parent).uuid;
@@ -76,6 +262,9 @@ void run_stats(Context& ctx, StatsArgs& a) {
   std::vector<std::string> uuids;
   for (const auto& r : store->resolve_runs(a.selection.runs)) uuids.push_back(r.uuid);
   a.selection.runs = uuids;
+  if (a.by.size() >= 2) return run_factors(*store, a);
+  a.selection.by = a.by.empty() ? "" : a.by.front();
+  if (!a.compare.empty()) return run_compare(a, stats::collect(*store, a.selection));
   if (!a.reference_run.empty()) {
     stats::Selection ref = a.selection;
     ref.runs = {a.reference_run};
@@ -86,7 +275,7 @@ void run_stats(Context& ctx, StatsArgs& a) {
   }
   auto m = stats::analyse(a.selection.metric, stats::collect(*store, a.selection), a.options);
   write_output(a.out, [&](std::ostream& o) {
-    if (ctx.json || a.format == "json")
+    if (a.format == "json")
       return void(o << format::metric_stats(m).dump(2, ' ', false, format::kInvalidUtf8) << "\n");
     if (a.format == "csv") return format::metric_stats_csv(o, m);
     print_groups(o, m);
@@ -106,9 +295,26 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--parent,--study", a->parent, "Only the runs of this study (parent run)");
   cmd->add_option("--experiment,-e", a->selection.filter.experiment,
                   "Only runs of this experiment");
-  cmd->add_option("--by", a->selection.by,
+  cmd->add_option("--by", a->by,
                   "Group by a param (optimizer.name, params.KEY), a tag (tags.KEY) or a run "
-                  "attribute (experiment, status, host, ...), as --filter names them");
+                  "attribute (experiment, status, host, ...), as --filter names them; two or "
+                  "more: the variance components of the crossed factors")
+      ->allow_extra_args(false);
+  cmd->add_option("--compare", a->compare,
+                  "Compare two groups of --by: P(A > B), mean difference, runs needed")
+      ->expected(2);
+  cmd->add_option("--delta", a->delta,
+                  "Difference --compare plans the runs for (default: the observed one)")
+      ->check(number_in(-1e300, 1e300));
+  cmd->add_option("--power", a->compare_options.power, "Power the planned runs reach (0.8)")
+      ->check(number_in(0.01, 0.9999));
+  cmd->add_option("--alpha", a->compare_options.alpha, "Two-sided level of the planned test")
+      ->check(number_in(1e-6, 0.5));
+  cmd->add_option("--fixed", a->fixed, "A --by factor that is fixed, not random (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--interactions", a->interactions,
+                  "Two-factor interactions: auto (when cells hold replicates), none or pairs")
+      ->check(CLI::IsMember({"auto", "none", "pairs"}));
   cmd->add_option("--reduce", a->reduce, "Value per run: last, min or max")
       ->check(CLI::IsMember({"last", "min", "max"}));
   cmd->add_option("--ddof", a->options.ddof, "Delta degrees of freedom of the SD (default 1)")
@@ -125,7 +331,11 @@ void register_stats_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--format,-f", a->format, "text, json or csv")
       ->check(CLI::IsMember({"text", "json", "csv"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
-  set_example(cmd, "trainscope stats test/accuracy --study seeds --by optimizer.name");
+  set_example(cmd,
+              "trainscope stats test/accuracy --study seeds --by optimizer.name\n"
+              "  trainscope stats test/accuracy --by optimizer.name --compare adam sgd\n"
+              "  trainscope stats test/accuracy --by optimizer.name --by seed --fixed "
+              "optimizer.name");
   cmd->callback([&ctx, a] {
     core::check_output_file(a->out);  // before any work
     run_stats(ctx, *a);
