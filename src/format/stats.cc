@@ -80,6 +80,18 @@ Json comparison(const std::optional<stats::Comparison>& c) {
           {"pairs", pairs}};
 }
 
+Json epochs(const study::CellAnalysis& c) {
+  Json out = Json::array();
+  for (const auto& e : c.epochs)
+    out.push_back({{"epoch", e.epoch},
+                   {"runs", e.values.size()},
+                   {"mean", number(e.mean)},
+                   {"sd", opt(e.sd)},
+                   {"sd_bootstrap_ci", interval(e.sd_ci)},
+                   {"sd_ratio_to_all", opt(e.sd_ratio)}});
+  return out;
+}
+
 Json cell(const study::CellAnalysis& c) {
   Json j = group(c.result);
   j["cell"] = c.cell;
@@ -96,6 +108,7 @@ Json cell(const study::CellAnalysis& c) {
   j["diff_percent_vs_deterministic"] = opt(c.diff_percent_vs_deterministic);
   j["t_vs_deterministic"] = test(c.t_vs_deterministic);
   j["energy_kwh"] = number(c.energy_kwh);
+  j["epochs"] = epochs(c);
   j["cross_run"] = nullptr;
   if (c.cross)
     j["cross_run"] = {{"runs", c.cross->runs},
@@ -111,6 +124,81 @@ Json cell(const study::CellAnalysis& c) {
                   {"first_diff_step", c.audit->first_diff_step},
                   {"note", c.audit->note}};
   return j;
+}
+
+Json side(const stats::Summary& s) {
+  return {{"n", s.n}, {"mean", number(s.mean)}, {"sd", opt(s.sd)}};
+}
+
+// stats::compare of each pair of cells (study/report.h).
+Json pair_comparisons(const study::StudyAnalysis& a) {
+  Json pairs = Json::array();
+  for (const auto& p : a.pairs) {
+    const auto& c = p.result;
+    pairs.push_back({{"a", p.a},
+                     {"b", p.b},
+                     {"summary_a", side(c.a)},
+                     {"summary_b", side(c.b)},
+                     {"p_improvement", number(c.p_improvement)},
+                     {"p_improvement_ci", interval(c.p_improvement_ci)},
+                     {"mean_difference", number(c.mean_difference)},
+                     {"mean_difference_ci", interval(c.mean_difference_ci)},
+                     {"welch_df", opt(c.welch_df)},
+                     {"mean_difference_bootstrap_ci", interval(c.mean_difference_bootstrap_ci)},
+                     {"delta", number(c.delta)},
+                     {"runs_needed", c.runs_needed ? Json(*c.runs_needed) : Json(nullptr)},
+                     {"notes", c.notes}});
+  }
+  stats::CompareOptions o;
+  if (!a.pairs.empty()) o = a.pairs.front().result.options;
+  return {{"cells", a.pairs_cells},
+          {"reference", a.pairs_reference.empty() ? Json(nullptr) : Json(a.pairs_reference)},
+          {"confidence", o.confidence},
+          {"resamples", o.resamples},
+          {"seed", o.seed},
+          {"alpha", o.alpha},
+          {"power", o.power},
+          {"pairs", pairs}};
+}
+
+Json factor_term(const stats::FactorAnalysis& f, const stats::FactorTerm& t) {
+  Json names = Json::array();
+  for (int i : t.factors) names.push_back(f.factors[i]);
+  Json anova = nullptr;
+  if (t.anova)
+    anova = {{"ss", number(t.anova->ss)},        {"df", number(t.anova->df)},
+             {"ms", number(t.anova->ms)},        {"f", opt(t.anova->f)},
+             {"p_value", opt(t.anova->p_value)}, {"f_denominator", t.anova->f_denominator}};
+  return {{"name", t.name},
+          {"factors", names},
+          {"fixed", t.fixed},
+          {"levels", t.levels},
+          {"anova", anova},
+          {"anova_estimate", opt(t.anova_estimate)},
+          {"anova_ci", interval(t.anova_ci)},
+          {"reml_estimate", opt(t.reml_estimate)},
+          {"reml_ci", interval(t.reml_ci)},
+          {"variance", t.fixed ? Json(nullptr) : number(t.variance)},
+          {"share", t.fixed ? Json(nullptr) : number(t.share)}};
+}
+
+// Variance components by grid factor (stats/factors.h); null for a study
+// that has none.
+Json factor_components(const study::StudyAnalysis& a) {
+  if (!a.factor_components) return nullptr;
+  const auto& f = *a.factor_components;
+  Json terms = Json::array();
+  for (const auto& t : f.terms) terms.push_back(factor_term(f, t));
+  return {
+      {"factors", f.factors},
+      {"n", f.n},
+      {"balanced", f.balanced},
+      {"replicates", f.replicates},
+      {"method", f.method},
+      {"confidence", f.confidence},
+      {"reml_log_likelihood", f.reml_iterations ? number(f.reml_log_likelihood) : Json(nullptr)},
+      {"terms", terms},
+      {"notes", f.notes}};
 }
 
 Json cell_status(const study::CellStatus& c) {
@@ -161,6 +249,9 @@ Json study_analysis(const study::StudyAnalysis& a) {
           {"carbon_kg_per_kwh", number(a.carbon_kg_per_kwh)},
           {"determinism_cost", opt(a.determinism_cost)},
           {"weights", weights},
+          {"pair_comparisons", pair_comparisons(a)},
+          {"factor_components", factor_components(a)},
+          {"factor_notes", a.factor_notes},
           {"notes", a.notes}};
 }
 

@@ -184,9 +184,14 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
   c.runs = static_cast<int>(cr.runs.size());
   std::vector<Predictions> preds;
   int n = c.runs;
+  std::map<int64_t, std::vector<double>> by_epoch;
   for (const auto& r : cr.runs) {
     c.run_uuids.push_back(r.uuid);
-    if (auto v = last(s, r.uuid, a.metric)) c.values.push_back(*v);
+    const auto points = s.metric(r.uuid, a.metric);
+    if (!points.empty()) c.values.push_back(points.back().value);
+    std::map<int64_t, double> at;  // a repeated step (a resumed epoch): its last value
+    for (const auto& p : points) at[p.step] = p.value;
+    for (const auto& [epoch, v] : at) by_epoch[epoch].push_back(v);
     fill_cost(s, r, c, n);
     if (auto p = predictions_of(s, r, a)) preds.push_back(std::move(*p));
     Curve curve{name, r.name, {}, {}};
@@ -194,6 +199,8 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
       curve.x.push_back(p.step), curve.y.push_back(p.value);
     a.loss_curves.push_back(std::move(curve));
   }
+  for (auto& [epoch, values] : by_epoch) c.epochs.push_back({epoch, std::move(values)});
+  c.levels = cr.factors;
   for (const auto& [k, v] : cr.factors) {
     char* end = nullptr;
     double d = std::strtod(v.c_str(), &end);
@@ -255,6 +262,97 @@ void add_deterministic_twins(StudyAnalysis& a) {
   }
 }
 
+// Each cell's SD across its runs at each epoch, and in a sources study its
+// ratio to the "all" source's SD at the same epoch.
+void add_epoch_spread(StudyAnalysis& a) {
+  for (auto& c : a.cells)
+    for (auto& e : c.epochs) {
+      e.mean = stats::mean(e.values);
+      if (e.values.size() < 2) continue;
+      try {
+        e.sd = stats::sd(e.values);
+        if (*e.sd > 0) e.sd_ci = stats::bootstrap_sd_ci(e.values);
+      } catch (const core::Error& err) {
+        a.notes.push_back(fmt::format("{} at epoch {}: {}", c.cell, e.epoch, err.what()));
+      }
+    }
+  if (a.spec.sources.empty()) return;
+  std::map<int64_t, double> all_sd;
+  for (const auto& c : a.cells)
+    if (c.cell == "all")
+      for (const auto& e : c.epochs)
+        if (e.sd && *e.sd > 0) all_sd[e.epoch] = *e.sd;
+  for (auto& c : a.cells)
+    for (auto& e : c.epochs)
+      if (e.sd && all_sd.count(e.epoch)) e.sd_ratio = *e.sd / all_sd[e.epoch];
+}
+
+// The cells whose pairs are compared: every source, or a grid's varied
+// cells (their exact-repeat twins have a table of their own), with two
+// values or more.
+std::vector<const CellAnalysis*> comparable_cells(StudyAnalysis& a) {
+  std::vector<const CellAnalysis*> cells;
+  for (const auto& c : a.cells) {
+    if (a.spec.sources.empty() && c.vary != a.spec.vary) continue;
+    if (c.values.size() >= 2) {
+      cells.push_back(&c);
+      continue;
+    }
+    a.notes.push_back(fmt::format(
+        "{} has {} value(s) of {}: left out of the comparisons of pairs (2 a side needed)", c.cell,
+        c.values.size(), a.metric));
+  }
+  return cells;
+}
+
+// stats::compare of pairs of cells on their final values: every pair up to
+// kMaxAllPairsCells cells, else each cell against the first.
+void add_pairs(StudyAnalysis& a) {
+  const auto cells = comparable_cells(a);
+  a.pairs_cells = static_cast<int>(cells.size());
+  if (cells.size() < 2) return;
+  const bool all_pairs = cells.size() <= kMaxAllPairsCells;
+  if (!all_pairs) a.pairs_reference = cells[0]->cell;
+  for (size_t i = 0; i < cells.size(); ++i)
+    for (size_t j = i + 1; j < cells.size() && (all_pairs || i == 0); ++j) {
+      stats::CompareOptions o;
+      o.name_a = cells[i]->cell, o.name_b = cells[j]->cell;
+      try {
+        a.pairs.push_back(
+            {o.name_a, o.name_b, stats::compare(cells[i]->values, cells[j]->values, o)});
+      } catch (const core::Error& e) {
+        a.notes.push_back(
+            fmt::format("{} against {} is not compared: {}", o.name_a, o.name_b, e.what()));
+      }
+    }
+}
+
+// A grid of two or more factors: variance components per factor over the
+// varied cells' runs (every factor random, interactions automatic).
+void add_factor_components(StudyAnalysis& a) {
+  if (!a.spec.sources.empty()) return;
+  stats::FactorData d;
+  for (const auto& g : a.spec.grid)
+    if (g.values.size() >= 2) d.factors.push_back(g.key);
+  if (d.factors.size() < 2) return;  // the one-way components say it all
+  for (const auto& c : a.cells) {
+    if (c.vary != a.spec.vary) continue;
+    std::vector<std::string> levels;
+    for (const auto& f : d.factors) {
+      auto it = std::find_if(c.levels.rbegin(), c.levels.rend(),
+                             [&](const auto& kv) { return kv.first == f; });  // later wins
+      if (it != c.levels.rend()) levels.push_back(it->second);
+    }
+    if (levels.size() != d.factors.size()) continue;
+    for (double v : c.values) d.rows.push_back({levels, v});
+  }
+  try {
+    a.factor_components = stats::analyse_factors(d);
+  } catch (const core::Error& e) {
+    a.factor_notes.push_back(std::string("no variance components by factor: ") + e.what());
+  }
+}
+
 void add_cost(store::Store& s, StudyAnalysis& a) {
   double det = 0, other = 0;
   int nd = 0, no = 0;
@@ -297,6 +395,9 @@ StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::
                     a.finished, a.planned, a.study.name));
   add_statistics(a);
   add_deterministic_twins(a);
+  add_epoch_spread(a);
+  add_pairs(a);
+  add_factor_components(a);
   add_cost(s, a);
   return a;
 }

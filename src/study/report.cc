@@ -1,9 +1,12 @@
 // A study's report: one self-contained HTML file (inline CSS and SVG, no
 // network) or Markdown, in the shapes of BRIEF §2 (per-cell spread, tests
-// across cells, determinism) and §4 (speed and cost against a factor).
+// across cells, determinism) and §4 (speed and cost against a factor), and
+// of "Studies at the machine's limit" (the spread over training, pairs of
+// cells compared, variance components by factor).
 #include "trainscope/study/report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -345,6 +348,211 @@ std::vector<std::string> weight_plots(const StudyAnalysis& a) {
   return {sd.render(), cos.render()};
 }
 
+// The parts of "Studies at the machine's limit": the spread over training,
+// pairs of cells compared, variance components by factor. Each is a
+// section that the HTML and the Markdown report show alike.
+struct Section {
+  std::string title, intro;
+  std::vector<std::string> header;
+  Rows rows;
+  std::vector<std::string> notes;
+  std::vector<std::string> svgs;  // HTML only
+};
+
+constexpr size_t kMaxEpochColumns = 12;
+
+// The epochs any cell recorded; at most kMaxEpochColumns of them, evenly
+// spaced, the first and the last among them.
+std::pair<std::vector<int64_t>, size_t> epoch_columns(const StudyAnalysis& a) {
+  std::vector<int64_t> all;
+  for (const auto& c : a.cells)
+    for (const auto& e : c.epochs) all.push_back(e.epoch);
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  if (all.size() <= kMaxEpochColumns) return {all, all.size()};
+  std::vector<int64_t> shown;
+  for (size_t k = 0; k < kMaxEpochColumns; ++k)
+    shown.push_back(all[k * (all.size() - 1) / (kMaxEpochColumns - 1)]);
+  return {shown, all.size()};
+}
+
+std::string epoch_entry(const EpochSpread& e, bool sources) {
+  if (!e.sd) return fmt::format("- ({} run)", e.values.size());
+  std::string o = num(*e.sd);
+  if (e.sd_ci) o += fmt::format(" [{}, {}]", num(e.sd_ci->low), num(e.sd_ci->high));
+  if (sources) o += "; ratio " + num(e.sd_ratio, 3);
+  return o;
+}
+
+// A cell's name in a legend (which keeps 26 characters): a long grid
+// cell's factor values alone, in the grid's order.
+std::string legend_label(const CellAnalysis& c) {
+  if (c.cell.size() <= 26 || c.levels.empty()) return c.cell;
+  std::string o;
+  for (const auto& [k, v] : c.levels) o += (o.empty() ? "" : ",") + v;
+  return c.vary == "none" && c.cell.ends_with(",deterministic") ? o + ",det." : o;
+}
+
+// SD (or, for sources, the ratio to "all") against epoch, one line per cell.
+std::string epoch_plot(const StudyAnalysis& a, bool ratio) {
+  std::string keys;
+  for (const auto& g : a.spec.grid) keys += (keys.empty() ? " (cells: " : ", ") + g.key;
+  core::SvgChart ch{ratio ? "SD of " + a.metric + " / SD of the \"all\" source, by epoch"
+                          : "SD of " + a.metric + " by epoch" + (keys.empty() ? "" : keys + ")"),
+                    "epoch", ratio ? "SD / SD(all)" : "SD (ddof 1)"};
+  ch.height = 380;
+  double lo = INFINITY, hi = -INFINITY;
+  for (const auto& c : a.cells) {  // "all" too (at 1): each cell keeps its colour
+    core::SvgSeries s{legend_label(c), {}, {}};
+    for (const auto& e : c.epochs)
+      if (auto v = ratio ? e.sd_ratio : e.sd)
+        s.x.push_back(static_cast<double>(e.epoch)), s.y.push_back(*v);
+    if (s.x.empty()) continue;
+    lo = std::min(lo, s.x.front()), hi = std::max(hi, s.x.back());
+    s.points = s.x.size() == 1;  // one epoch: a point, not a line
+    ch.series.push_back(s);
+  }
+  if (ch.series.empty()) return "";
+  if (ratio) {
+    core::SvgSeries ref{"ratio 0.8", {lo, hi == lo ? lo + 1 : hi}, {0.8, 0.8}};
+    ref.dashed = true;
+    ch.series.push_back(ref);
+  }
+  return ch.render();
+}
+
+Section epoch_section(const StudyAnalysis& a) {
+  Section s;
+  const bool sources = !a.spec.sources.empty();
+  auto [shown, total] = epoch_columns(a);
+  if (shown.empty()) return s;
+  s.title = "Spread over training";
+  s.intro = fmt::format(
+      "SD (ddof 1) across each cell's runs of {} at each epoch, with its 95% bootstrap CI{}.",
+      a.metric, sources ? ", and its ratio to the SD of the \"all\" source at the same epoch" : "");
+  if (shown.size() < total)
+    s.intro +=
+        fmt::format(" {} of the {} epochs are shown; the JSON has every one.", shown.size(), total);
+  s.header = {"cell"};
+  for (int64_t e : shown) s.header.push_back(fmt::format("epoch {}", e));
+  for (const auto& c : a.cells) {
+    std::vector<std::string> r = {c.cell};
+    for (int64_t e : shown) {
+      auto it = std::find_if(c.epochs.begin(), c.epochs.end(),
+                             [&](const EpochSpread& x) { return x.epoch == e; });
+      r.push_back(it == c.epochs.end() ? "-" : epoch_entry(*it, sources));
+    }
+    s.rows.push_back(r);
+  }
+  for (bool ratio : {false, true})
+    if (!ratio || sources)
+      if (auto svg = epoch_plot(a, ratio); !svg.empty()) s.svgs.push_back(svg);
+  return s;
+}
+
+std::string interval_text(const std::optional<stats::Interval>& i) {
+  return i ? fmt::format("[{}, {}]", num(i->low), num(i->high)) : "-";
+}
+
+Section pairs_section(const StudyAnalysis& a) {
+  Section s;
+  if (a.pairs.empty()) return s;
+  s.title = "Comparing cells";
+  const auto& o = a.pairs.front().result.options;
+  s.intro = a.pairs_reference.empty()
+                ? fmt::format("Every pair of the {} cells", a.pairs_cells)
+                : fmt::format(
+                      "Each of the {} cells against the first, {} (above {} cells every pair "
+                      "would be too many: {})",
+                      a.pairs_cells, a.pairs_reference, kMaxAllPairsCells,
+                      a.pairs_cells * (a.pairs_cells - 1) / 2);
+  s.intro += fmt::format(
+      ", on the final {} of their runs. P(A > B): the probability that a run of A beats a run of "
+      "B, with a {}% bootstrap CI ({} resamples); the mean difference A - B with its Welch CI; "
+      "the runs per side a two-sided Welch t-test at alpha {} needs to detect the observed "
+      "difference with power {}.",
+      a.metric, std::lround(100 * o.confidence), o.resamples, o.alpha, o.power);
+  s.header = {"A",
+              "B",
+              "runs A",
+              "runs B",
+              "P(A > B)",
+              "95% CI",
+              "mean A - B",
+              "95% CI (Welch)",
+              "runs needed per side",
+              "notes"};
+  for (const auto& p : a.pairs) {
+    const auto& c = p.result;
+    s.rows.push_back({p.a, p.b, std::to_string(c.a.n), std::to_string(c.b.n),
+                      num(c.p_improvement, 3), interval_text(c.p_improvement_ci),
+                      num(c.mean_difference), interval_text(c.mean_difference_ci),
+                      c.runs_needed ? std::to_string(*c.runs_needed) : "-",
+                      c.notes.empty() ? "" : fmt::format("{}", fmt::join(c.notes, "; "))});
+  }
+  return s;
+}
+
+// Each random term's share of the variance, as a bar (the intervals, often
+// wider than the estimates by orders of magnitude, are in the table).
+std::string components_plot(const stats::FactorAnalysis& f) {
+  std::vector<Column> cols;
+  for (const auto& t : f.terms)
+    if (!t.fixed) cols.push_back({t.name, {}, 0.0, 100 * t.share, 100 * t.share});
+  return column_svg("share of the variance by term (" + f.method + ")", "share %", cols);
+}
+
+Section factors_section(const StudyAnalysis& a) {
+  Section s;
+  if (!a.factor_components && a.factor_notes.empty()) return s;
+  s.title = "Variance by factor";
+  s.notes = a.factor_notes;
+  if (!a.factor_components) return s;
+  const auto& f = *a.factor_components;
+  s.intro = fmt::format(
+      "Variance components of {} by {} over {} runs ({}), every factor random: {} estimates{}.",
+      a.metric, fmt::join(f.factors, " x "), f.n,
+      f.balanced ? fmt::format("balanced, {} per cell", f.replicates) : "unbalanced", f.method,
+      f.method == "ANOVA" ? " with Satterthwaite intervals"
+                          : " with Wald intervals on the log scale");
+  s.header = {"term", "levels", "variance", "share", "95% CI", "method", "df", "F", "p"};
+  for (const auto& t : f.terms) {
+    const auto& an = t.anova;
+    std::string f_text = an && an->f ? num(*an->f) + " (/" + an->f_denominator + ")" : "-";
+    s.rows.push_back({t.name, std::to_string(t.levels), t.fixed ? "fixed" : num(t.variance),
+                      t.fixed ? "-" : fmt::format("{:.1f}%", 100 * t.share),
+                      interval_text(f.method == "ANOVA" ? t.anova_ci : t.reml_ci), f.method,
+                      an ? num(an->df) : "-", f_text, an ? num(an->p_value) : "-"});
+  }
+  s.notes.insert(s.notes.end(), f.notes.begin(), f.notes.end());
+  if (auto svg = components_plot(f); !svg.empty()) s.svgs.push_back(svg);
+  return s;
+}
+
+std::vector<Section> limit_sections(const StudyAnalysis& a) {
+  std::vector<Section> out;
+  for (auto s : {epoch_section(a), pairs_section(a), factors_section(a)})
+    if (!s.title.empty()) out.push_back(std::move(s));
+  return out;
+}
+
+std::string html_section(const Section& s) {
+  std::string o = "<h2>" + esc(s.title) + "</h2>\n";
+  if (!s.intro.empty()) o += "<p>" + esc(s.intro) + "</p>\n";
+  if (!s.rows.empty()) o += html_table(s.header, s.rows);
+  for (const auto& n : s.notes) o += "<p class=\"note\">" + esc(n) + "</p>\n";
+  for (const auto& svg : s.svgs) o += svg;
+  return o;
+}
+
+std::string md_section(const Section& s) {
+  std::string o = "\n## " + s.title + "\n\n";
+  if (!s.intro.empty()) o += s.intro + "\n\n";
+  if (!s.rows.empty()) o += md_table(s.header, s.rows);
+  for (const auto& n : s.notes) o += "\n- " + n + "\n";
+  return o;
+}
+
 std::string summary_lines(const StudyAnalysis& a) {
   std::string o = fmt::format("{} of {} planned runs finished. Energy {} kWh", a.finished,
                               a.planned, num(a.energy_kwh, 3));
@@ -384,6 +592,7 @@ std::string html_report(const StudyAnalysis& a) {
     o << "<h2>Do the cells differ?</h2>\n"
       << html_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
   for (const auto& svg : plots(a)) o << svg;
+  for (const auto& s : limit_sections(a)) o << html_section(s);
   if (!deterministic_rows(a).empty())
     o << "<h2>Against the deterministic run</h2>\n"
       << html_table(kDeterministicHeader, deterministic_rows(a));
@@ -413,6 +622,7 @@ std::string markdown_report(const StudyAnalysis& a) {
   if (!test_rows(a).empty())
     o << "\n## Do the cells differ?\n\n"
       << md_table({"test", "statistic", "df", "df2", "p"}, test_rows(a));
+  for (const auto& s : limit_sections(a)) o << md_section(s);
   if (!deterministic_rows(a).empty())
     o << "\n## Against the deterministic run\n\n"
       << md_table(kDeterministicHeader, deterministic_rows(a));

@@ -2,13 +2,18 @@
 // intervals, cross-run measures on the test predictions (disagreement,
 // logit correlation, ensemble gain), the bit-identity audit of cells that
 // should repeat exactly, each source's share of the variance, cost (time,
-// energy, CO2); and the report that shows it (HTML with SVG, Markdown).
+// energy, CO2); the spread over training time, each pair of cells compared
+// (P(A > B), the mean difference, the runs a test needs) and a grid's
+// variance components per factor; and the report that shows it (HTML with
+// SVG, Markdown).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "trainscope/stats/compare.h"
+#include "trainscope/stats/factors.h"
 #include "trainscope/stats/runs.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/spec.h"
@@ -39,6 +44,18 @@ struct Audit {
   std::string note;
 };
 
+// The spread of a cell's runs at one epoch: the runs that recorded the
+// study's metric at that step (the trainer logs test metrics once per epoch,
+// at step = epoch; a repeated step counts its last value).
+struct EpochSpread {
+  int64_t epoch = 0;
+  std::vector<double> values;  // one per run, in the cell's run order
+  double mean = 0;
+  std::optional<double> sd;              // ddof 1; unset for fewer than 2 runs
+  std::optional<stats::Interval> sd_ci;  // bootstrap_sd_ci; unset when constant
+  std::optional<double> sd_ratio;        // SD / SD of the "all" source there (sources mode)
+};
+
 struct CellAnalysis {
   std::string cell, vary;
   int runs = 0;
@@ -54,6 +71,8 @@ struct CellAnalysis {
   std::vector<std::pair<std::string, std::vector<double>>> factors;  // (key, value) of grid cells
   std::vector<double> values;          // the metric per run, for strip plots
   std::vector<std::string> run_uuids;  // its finished runs
+  std::vector<EpochSpread> epochs;     // the metric's spread over training, by epoch
+  std::vector<std::pair<std::string, std::string>> levels;  // (key, value) of grid cells
   // Grid cells with an exact-repeat twin (deterministic: true), BRIEF §2:
   // Diff% = (deterministic - mean) / mean * 100, and the one-sample t-test
   // of this cell's runs against the deterministic value.
@@ -75,6 +94,16 @@ struct WeightSpread {
   bool last_layer = false;
 };
 
+// Two cells compared on their runs' final values (stats::compare).
+struct CellPair {
+  std::string a, b;
+  stats::PairComparison result;
+};
+
+// Past this many cells, each cell is compared with the first (the
+// reference) instead of every pair with every other.
+inline constexpr size_t kMaxAllPairsCells = 12;
+
 struct Curve {
   std::string cell, run;
   std::vector<double> x, y;
@@ -86,7 +115,18 @@ struct StudyAnalysis {
   std::string metric = "test/accuracy";
   std::vector<CellAnalysis> cells;
   std::optional<stats::Comparison> comparison;  // across cells
-  std::vector<Curve> loss_curves;               // train/loss per run
+  // Pairs of cells (a grid's varied cells, or every source), each once;
+  // `pairs_reference` names the cell all others were compared with when
+  // there were more than kMaxAllPairsCells (empty: every pair).
+  std::vector<CellPair> pairs;
+  std::string pairs_reference;
+  int pairs_cells = 0;  // cells that took part
+  // Grids of two or more factors: the variance of the result by factor
+  // (every factor random, interactions when cells hold replicates), over
+  // the varied cells' runs; unset otherwise (factor_notes says why).
+  std::optional<stats::FactorAnalysis> factor_components;
+  std::vector<std::string> factor_notes;
+  std::vector<Curve> loss_curves;  // train/loss per run
   double energy_kwh = 0, co2_kg = 0, carbon_kg_per_kwh = 0;
   std::optional<double> determinism_cost;  // mean run time, deterministic / varied cells
   // Filled by weight_spread (study/weights.h: libtorch reads the
