@@ -42,6 +42,11 @@ void group_commands_in_help(CLI::App& root);
 // What `trainscope` alone prints: the three commands to start with.
 void print_start(std::ostream& out);
 
+// The whole command line as main() runs it: parse, run, turn an error
+// into one line and its exit code. A warm study worker's child runs its
+// job's `trainscope train ...` through it (study_cmd.cc).
+int run_command_line(int argc, char** argv);
+
 // Ends the process with `code` after printing `message` (if any) on stderr:
 // how a command passes on a watched program's exit code.
 struct Exit : std::runtime_error {

@@ -107,7 +107,9 @@ void check_command(CLI::App& app, int argc, char** argv) {
   }
 }
 
-int run(int argc, char** argv) {
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
   Context ctx;
   for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
   CLI::App app{"trainscope: measurable, reproducible neural-network training"};
@@ -168,7 +170,6 @@ int run(int argc, char** argv) {
   return 0;
 }
 
-}  // namespace
 }  // namespace trainscope::cli
 
-int main(int argc, char** argv) { return trainscope::cli::run(argc, argv); }
+int main(int argc, char** argv) { return trainscope::cli::run_command_line(argc, argv); }

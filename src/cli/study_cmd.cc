@@ -23,7 +23,7 @@ namespace {
 
 struct StudyArgs {
   std::string file, study, logs, out, format = "html", name;
-  bool quick = false, no_weights = false, replan = false;
+  bool quick = false, no_weights = false, replan = false, cold = false;
   uint64_t max_runs = study::kDefaultMaxRuns;
   int workers = 0;
   std::string executor = "local", partition;
@@ -42,6 +42,7 @@ study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   o.partition = a.partition;
   o.array_parallelism = a.array_parallelism;
   o.quick = a.quick;
+  o.warm = !a.cold;
   o.command_line = ctx.argv_line;
   o.max_runs = a.max_runs;
   o.replan = a.replan;
@@ -93,6 +94,9 @@ void add_executor_options(CLI::App* cmd, StudyArgs& a) {
   cmd->add_option("--executor", a.executor, "local (this machine) or slurm (sbatch job arrays)")
       ->check(CLI::IsMember({"local", "slurm"}))
       ->capture_default_str();
+  cmd->add_flag("--cold", a.cold,
+                "local: start every training as a new process instead of forking it from a "
+                "worker that loaded libtorch and the dataset once (same results, slower)");
   cmd->add_option("--partition", a.partition, "slurm: the partition (default: the cluster's)");
   cmd->add_option("--array-parallelism", a.array_parallelism,
                   "slurm: tasks of the array running at once (default: no limit)")
@@ -272,6 +276,26 @@ void add_top_level_report(CLI::App& app, Context& ctx) {
 
 }  // namespace
 
+// Not for users: the warm worker a local study forks its trainings from
+// (study/executor.h). It loads the torch half and the base config's
+// dataset, then runs each job's command line in a forked child.
+void add_worker(CLI::App* study) {
+  auto* cmd = study->add_subcommand("worker", "")->group("");  // hidden
+  auto fd = std::make_shared<int>(-1);
+  auto warm = std::make_shared<std::string>();
+  cmd->add_option("--fd", *fd, "The socket to read jobs from")->required();
+  cmd->add_option("--warm", *warm, "A config whose dataset to load first");
+  cmd->callback([fd, warm] {
+    torch_commands().warm(*warm);
+    study::serve_jobs(*fd, [](const study::Job& job) {
+      std::vector<char*> argv;
+      for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      return run_command_line(static_cast<int>(job.argv.size()), argv.data());
+    });
+  });
+}
+
 void register_study_commands(CLI::App& app, Context& ctx) {
   auto* study = app.add_subcommand(
       "study", "Many trainings in parallel, and how much of a result is noise (configs/studies/)");
@@ -281,6 +305,7 @@ void register_study_commands(CLI::App& app, Context& ctx) {
   add_resume(study, ctx);
   add_status(study, ctx);
   add_task(study, ctx);
+  add_worker(study);
   add_report(study, ctx);
   add_top_level_report(app, ctx);
 }

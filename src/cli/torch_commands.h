@@ -99,6 +99,10 @@ class TorchCommands {
   virtual void profile_show(Context& ctx, const ProfileShowArgs& args) = 0;
   virtual void costmodel_predict(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void tune(Context& ctx, const TuneArgs& args) = 0;
+  // Before a study worker forks its trainings: loads the dataset that
+  // `config` (empty: none) trains on into this process's memory, so that
+  // each child reads it from there (train/data.h, warm_dataset).
+  virtual void warm(const std::string& config) = 0;
   // libtorch's part of the environment manifest (env/manifest.h groups
   // libraries, threads, flags).
   virtual env::Manifest torch_environment() = 0;

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 
+#include "job_process.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/executor.h"
@@ -21,17 +22,7 @@ using core::fail;
 namespace {
 
 [[noreturn]] void exec_child(const Job& job, pid_t parent) {
-  // Die with the study: SIGTERM lets the trainer checkpoint and stop.
-  prctl(PR_SET_PDEATHSIG, SIGTERM);
-  if (getppid() != parent) _exit(127);
-  int fd = open(job.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-  }
-  int devnull = open("/dev/null", O_RDONLY);
-  if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-  for (const auto& [k, v] : job.env) setenv(k.c_str(), v.c_str(), 1);
+  enter_job(job, parent);
   std::vector<char*> argv;
   for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -96,6 +87,21 @@ class LocalExecutor : public Executor {
 };
 
 }  // namespace
+
+void enter_job(const Job& job, pid_t parent) {
+  // Die with the study: SIGTERM lets the trainer checkpoint and stop.
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != parent) _exit(127);
+  int fd = open(job.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd >= 0) {
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    close(fd);
+  }
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull > STDIN_FILENO) dup2(devnull, STDIN_FILENO), close(devnull);
+  for (const auto& [k, v] : job.env) setenv(k.c_str(), v.c_str(), 1);
+}
 
 std::unique_ptr<Executor> local_executor(int slots) {
   if (slots < 1) fail(ErrorKind::kUsage, "workers is {}: use at least 1", slots);

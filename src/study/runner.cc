@@ -239,13 +239,13 @@ class Scheduler {
     logs_ = o.log_dir.empty()
                 ? std::filesystem::path("trainscope-studies") / core::short_uuid(study_)
                 : o.log_dir;
-    exec_ = make_executor();
   }
 
   Progress run(const Plan& plan) {
     plan_ = &plan;
     store_->reap_stale_runs();
     base_ = base_file(spec_, logs_);
+    exec_ = make_executor();
     auto by_name = children(*store_, study_);
     for (uint64_t i = 0; i < plan.size(); ++i) {
       State st = state_of(*store_, i, by_name[plan.at(i).name]);
@@ -313,8 +313,13 @@ class Scheduler {
   }
 
   std::unique_ptr<Executor> make_executor() {
-    if (o_.executor == "local")
-      return local_executor(o_.workers > 0 ? o_.workers : default_workers(spec_));
+    const int workers = o_.workers > 0 ? o_.workers : default_workers(spec_);
+    // A trainer's runs fork from a worker that has libtorch and the base
+    // config's dataset in memory; a command study's runs are its command.
+    if (o_.executor == "local" && o_.warm && spec_.command.empty())
+      return warm_executor(
+          workers, {o_.program.string(), "study", "worker", "--fd", "3", "--warm", base_.string()});
+    if (o_.executor == "local") return local_executor(workers);
     if (o_.executor != "slurm")
       fail(ErrorKind::kUsage, "unknown executor '{}'; use local or slurm", o_.executor);
     SlurmOptions so;

@@ -3,9 +3,12 @@
 #include <torch/torch.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <memory>
 
 #include "trainscope/core/error.h"
 #include "trainscope/train/dataset_files.h"
@@ -42,6 +45,37 @@ std::string read_maybe_gz(const fs::path& path, const char* what) {
     fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it", what,
          path.string(), emsg);
   return out;
+}
+
+// Datasets warm_dataset read, by their files, with each file's size and
+// modification time then.
+struct WarmDataset {
+  std::vector<std::pair<uintmax_t, fs::file_time_type>> stamps;
+  Dataset data;
+};
+std::map<std::vector<fs::path>, WarmDataset>& warm_datasets() {
+  static std::map<std::vector<fs::path>, WarmDataset> sets;
+  return sets;
+}
+
+std::vector<std::pair<uintmax_t, fs::file_time_type>> stamps_of(
+    const std::vector<fs::path>& files) {
+  std::vector<std::pair<uintmax_t, fs::file_time_type>> out;
+  for (const auto& f : files) {
+    std::error_code ec;
+    out.emplace_back(fs::file_size(f, ec), fs::last_write_time(f, ec));
+  }
+  return out;
+}
+
+// The dataset of `files` from warm_dataset's copy when every file still has
+// the size and time it had then (its tensors are shared, never written:
+// load_data selects copies); read by `read` otherwise.
+template <typename Read>
+Dataset warm_or_read(const std::vector<fs::path>& files, Read&& read) {
+  auto it = warm_datasets().find(files);
+  if (it != warm_datasets().end() && it->second.stamps == stamps_of(files)) return it->second.data;
+  return read();
 }
 
 // Finds NAME or NAME.gz in dir.
@@ -98,7 +132,9 @@ Dataset read_idx(const fs::path& images_path, const fs::path& labels_path) {
       parse_idx(read_maybe_gz(images_path, "IDX image"), read_maybe_gz(labels_path, "IDX label"),
                 images_path.string(), labels_path.string());
   Dataset d = to_dataset(r);
-  d.classes = r.n > 0 ? d.labels.max().item<int64_t>() + 1 : 0;
+  // No tensor operation (a reduction may start libgomp's threads): this
+  // also runs in a study's warm worker before it forks.
+  d.classes = r.n > 0 ? *std::max_element(r.labels.begin(), r.labels.end()) + 1 : 0;
   return d;
 }
 
@@ -167,42 +203,71 @@ void channel_statistics(const torch::Tensor& images, std::vector<double>& mean,
 
 }  // namespace
 
-DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
-  DataSplits s;
-  Dataset train, test;
+namespace {
+
+// The files of a dataset on disk (none for synthetic data).
+struct DatasetFiles {
+  std::vector<fs::path> train, test;  // IDX: images then labels
+  bool idx = false, cifar100 = false;
+};
+
+DatasetFiles dataset_files(const DataConfig& c) {
+  DatasetFiles f;
   if (c.dataset == "fashion-mnist" || c.dataset == "mnist") {
     fs::path dir = c.path.empty() ? fs::path(kFashionMnistDir) : fs::path(c.path);
     if (c.path.empty() && c.dataset == "mnist")
       fail(ErrorKind::kUsage, "data.path must name the folder with the MNIST IDX files");
-    auto ti = find_file(dir, "train-images-idx3-ubyte"),
-         tl = find_file(dir, "train-labels-idx1-ubyte");
-    auto vi = find_file(dir, "t10k-images-idx3-ubyte"),
-         vl = find_file(dir, "t10k-labels-idx1-ubyte");
-    train = read_idx(ti, tl);
-    test = read_idx(vi, vl);
-    check_labels(train, tl, c.dataset);
-    check_labels(test, vl, c.dataset);
-    s.files = {ti, tl, vi, vl};
-    if (c.dataset == "fashion-mnist") train.class_names = test.class_names = kFashionClasses;
+    f.idx = true;
+    f.train = {find_file(dir, "train-images-idx3-ubyte"),
+               find_file(dir, "train-labels-idx1-ubyte")};
+    f.test = {find_file(dir, "t10k-images-idx3-ubyte"), find_file(dir, "t10k-labels-idx1-ubyte")};
   } else if (c.dataset == "cifar10" || c.dataset == "cifar100") {
     if (c.path.empty())
       fail(ErrorKind::kUsage,
            "data.path must name the folder with the CIFAR binary files (cifar-10-batches-bin or "
            "cifar-100-binary); no Debian package ships them");
     fs::path dir(c.path);
-    std::vector<fs::path> tr, te;
-    if (c.dataset == "cifar10") {
+    f.cifar100 = c.dataset == "cifar100";
+    if (!f.cifar100) {
       for (int i = 1; i <= 5; ++i)
-        tr.push_back(find_file(dir, "data_batch_" + std::to_string(i) + ".bin"));
-      te.push_back(find_file(dir, "test_batch.bin"));
+        f.train.push_back(find_file(dir, "data_batch_" + std::to_string(i) + ".bin"));
+      f.test.push_back(find_file(dir, "test_batch.bin"));
     } else {
-      tr.push_back(find_file(dir, "train.bin"));
-      te.push_back(find_file(dir, "test.bin"));
+      f.train.push_back(find_file(dir, "train.bin"));
+      f.test.push_back(find_file(dir, "test.bin"));
     }
-    train = read_cifar(tr, c.dataset == "cifar100");
-    test = read_cifar(te, c.dataset == "cifar100");
-    s.files = tr;
-    s.files.insert(s.files.end(), te.begin(), te.end());
+  }
+  return f;
+}
+
+}  // namespace
+
+void warm_dataset(const DataConfig& c) {
+  const DatasetFiles f = dataset_files(c);
+  for (const auto* files : {&f.train, &f.test}) {
+    if (files->empty()) continue;
+    WarmDataset w{stamps_of(*files),
+                  f.idx ? read_idx((*files)[0], (*files)[1]) : read_cifar(*files, f.cifar100)};
+    warm_datasets()[*files] = std::move(w);
+  }
+}
+
+DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
+  DataSplits s;
+  Dataset train, test;
+  const DatasetFiles f = dataset_files(c);
+  if (f.idx) {
+    train = warm_or_read(f.train, [&] { return read_idx(f.train[0], f.train[1]); });
+    test = warm_or_read(f.test, [&] { return read_idx(f.test[0], f.test[1]); });
+    check_labels(train, f.train[1], c.dataset);
+    check_labels(test, f.test[1], c.dataset);
+    s.files = {f.train[0], f.train[1], f.test[0], f.test[1]};
+    if (c.dataset == "fashion-mnist") train.class_names = test.class_names = kFashionClasses;
+  } else if (!f.train.empty()) {
+    train = warm_or_read(f.train, [&] { return read_cifar(f.train, f.cifar100); });
+    test = warm_or_read(f.test, [&] { return read_cifar(f.test, f.cifar100); });
+    s.files = f.train;
+    s.files.insert(s.files.end(), f.test.begin(), f.test.end());
   } else {
     train = make_synthetic(c, c.synthetic.size, 1);
     test = make_synthetic(c, std::max<int64_t>(c.synthetic.size / 4, 64), 2);

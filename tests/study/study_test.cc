@@ -50,6 +50,18 @@ class StudyTest : public ::testing::Test {
     }
     return pid;
   }
+  static pid_t parent_of(pid_t pid) {
+    std::string stat = tst::run_command("cat /proc/" + std::to_string(pid) + "/stat").out;
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) return 0;
+    return static_cast<pid_t>(std::atol(stat.substr(paren + 4).c_str()));
+  }
+  // A warm study worker: `trainscope ... study worker --fd 3 ...`.
+  static bool is_worker(pid_t pid) {
+    std::string cmdline =
+        tst::run_command("tr '\\0' ' ' < /proc/" + std::to_string(pid) + "/cmdline").out;
+    return cmdline.find(" study worker ") != std::string::npos;
+  }
   template <typename F>
   bool wait_for(F done, int seconds) {
     for (int i = 0; i < seconds * 10; ++i) {
@@ -87,6 +99,22 @@ TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
   };
   ASSERT_TRUE(wait_for([&] { return log_has(victim.name + " ended (signal 9), retrying"); }, 60))
       << tst::run_command("cat " + out.string()).out;
+  // The runs fork from a warm worker (study/executor.h); killed outright,
+  // it takes its running trainings with it (they get SIGTERM, checkpoint
+  // and stop): the study starts a new worker and continues them.
+  store::RunInfo orphan;
+  pid_t worker = 0;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        for (const auto& r : children())
+          if (r.status == store::RunStatus::kRunning && r.pid > 0)
+            if (pid_t w = parent_of(static_cast<pid_t>(r.pid)); w > 0 && is_worker(w))
+              return orphan = r, worker = w, kill(w, SIGKILL) == 0;
+        return false;
+      },
+      120));
+  ASSERT_TRUE(wait_for([&] { return log_has(orphan.name + " ended (signal 15), retrying"); }, 120))
+      << tst::run_command("cat " + out.string()).out;
   // Then the whole study, once some runs have finished.
   ASSERT_TRUE(wait_for([&] { return count(store::RunStatus::kFinished) >= 5; }, 300));
   ASSERT_EQ(kill(study, SIGKILL), 0);
@@ -119,6 +147,16 @@ TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
       EXPECT_EQ(finished_before[r.name], r.uuid) << r.name;
     }
   }
+
+  // A run trained by the warm worker is the run `trainscope train` makes
+  // alone: its rerun in a fresh process matches it at every fingerprint.
+  std::string plain;
+  for (const auto& r : children())
+    if (r.status == store::RunStatus::kFinished && r.name != orphan.name && r.name != victim.name)
+      plain = r.uuid;
+  auto rerun = tst::run_command(cli("rerun " + plain + " --verify"));
+  EXPECT_EQ(rerun.exit_code, 0) << rerun.out;
+  EXPECT_NE(rerun.out.find("verify: bit-identical at all"), std::string::npos) << rerun.out;
 
   auto report = tst::run_command(
       cli("study report small --format html --out " + (dir_ / "report.html").string()));

@@ -61,6 +61,9 @@ struct StudyOptions {
   std::string partition;           // slurm: empty for the cluster's default
   int array_parallelism = 0;       // slurm: tasks at once, 0: no limit
   bool quick = false;
+  // local: fork each training from a warm worker (executor.h) instead of
+  // starting `trainscope train` from nothing.
+  bool warm = true;
   std::string command_line;
   uint64_t max_runs = kDefaultMaxRuns;  // refuse larger plans
   // study resume: plan again from the study's files as they are now

@@ -54,6 +54,15 @@ struct DataSplits {
 // the data_order stream.
 DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 
+// Reads the dataset `c` names (its images and labels, decoded) into this
+// process's memory: later load_data calls in this process, and in children
+// forked from it, take it from there when each file still has the size and
+// modification time it had, instead of reading and decompressing it again.
+// Allocates tensors but runs no tensor operation and starts no thread, so
+// it is safe before a fork (a study's warm worker). Synthetic data has no
+// files.
+void warm_dataset(const DataConfig& c);
+
 struct Batch {
   torch::Tensor x;            // float32/float64 [B, C, H, W], normalised (and augmented)
   torch::Tensor y;            // int64 [B]

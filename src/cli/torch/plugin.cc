@@ -7,6 +7,8 @@
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
 #include "trainscope/study/weights.h"
+#include "trainscope/train/config.h"
+#include "trainscope/train/data.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli {
@@ -72,6 +74,9 @@ class Commands final : public TorchCommands {
   }
   void tune(Context& c, const TuneArgs& a) override {
     guarded([&] { torch_cli::tune(c, a); });
+  }
+  void warm(const std::string& config) override {
+    if (!config.empty()) guarded([&] { train::warm_dataset(train::load_config(config, {}).data); });
   }
   env::Manifest torch_environment() override {
     return guarded([] { return torch_cli::torch_environment(); });
