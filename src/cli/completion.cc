@@ -24,7 +24,8 @@ void visit(CLI::App* app, const std::string& path,
            const std::function<void(CLI::App*, const std::string&)>& fn) {
   fn(app, path);
   for (auto* sub : app->get_subcommands({}))
-    visit(sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), fn);
+    if (!sub->get_group().empty())  // not the hidden ones (study worker)
+      visit(sub, path.empty() ? sub->get_name() : path + " " + sub->get_name(), fn);
 }
 
 struct CommandTable {
@@ -35,7 +36,8 @@ CommandTable command_table(CLI::App& root) {
   CommandTable t;
   visit(&root, "", [&](CLI::App* app, const std::string& path) {
     std::string subs, opts, valued;
-    for (auto* sub : app->get_subcommands({})) subs += sub->get_name() + " ";
+    for (auto* sub : app->get_subcommands({}))
+      if (!sub->get_group().empty()) subs += sub->get_name() + " ";
     for (const auto* o : app->get_options()) {
       if (o->get_positional()) continue;
       for (const auto& n : option_names(o)) {

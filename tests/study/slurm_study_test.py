@@ -58,7 +58,9 @@ def cancel_one_running_task(env, deadline=120):
 
 def command_lines_while(proc, ts):
     """Until `proc` ends: how many training processes of `ts` were seen,
-    and those whose command line held the store's password."""
+    and those whose command line held the store's password. A local study
+    forks its trainings from a warm worker: they show the worker's command
+    line (`study worker ...`), the job's own travels on a socket."""
     seen, leaked = set(), []
     ts = os.path.realpath(ts)
     while proc.poll() is None:
@@ -68,7 +70,8 @@ def command_lines_while(proc, ts):
                     argv = f.read().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if os.path.realpath(argv[0]) == ts and "train" in argv and pid not in seen:
+            if (os.path.realpath(argv[0]) == ts and ("train" in argv or "worker" in argv)
+                    and pid not in seen):
                 seen.add(pid)
                 if any(pg_server.PASSWORD in a for a in argv):
                     leaked.append(argv)
