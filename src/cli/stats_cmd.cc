@@ -80,39 +80,15 @@ std::string interval(const stats::Interval& i) {
 
 std::string interval(const std::optional<stats::Interval>& i) { return i ? interval(*i) : "-"; }
 
-format::Json json_interval(const std::optional<stats::Interval>& i) {
-  if (!i) return nullptr;
-  return format::Json::array({format::number(i->low), format::number(i->high)});
-}
-
-format::Json json_number(const std::optional<double>& v) {
-  return v ? format::number(*v) : format::Json(nullptr);
-}
-
+// The comparison as the study report's JSON has each pair of cells, with
+// what was compared.
 format::Json comparison_json(const StatsArgs& a, const stats::PairComparison& c) {
-  auto side = [](const std::string& group, const stats::Summary& s) {
-    return format::Json{
-        {"group", group}, {"n", s.n}, {"mean", format::number(s.mean)}, {"sd", json_number(s.sd)}};
-  };
-  const auto& o = c.options;
-  return {{"metric", a.selection.metric},
-          {"by", a.selection.by},
-          {"a", side(a.compare[0], c.a)},
-          {"b", side(a.compare[1], c.b)},
-          {"p_improvement", format::number(c.p_improvement)},
-          {"p_improvement_ci", json_interval(c.p_improvement_ci)},
-          {"mean_difference", format::number(c.mean_difference)},
-          {"mean_difference_ci", json_interval(c.mean_difference_ci)},
-          {"welch_df", json_number(c.welch_df)},
-          {"mean_difference_bootstrap_ci", json_interval(c.mean_difference_bootstrap_ci)},
-          {"delta", format::number(c.delta)},
-          {"runs_needed", c.runs_needed ? format::Json(*c.runs_needed) : format::Json(nullptr)},
-          {"alpha", o.alpha},
-          {"power", o.power},
-          {"confidence", o.confidence},
-          {"resamples", o.resamples},
-          {"seed", o.seed},
-          {"notes", c.notes}};
+  format::Json j = format::pair_comparison(c);
+  j["metric"] = a.selection.metric;
+  j["by"] = a.selection.by;
+  j["a"] = a.compare[0];
+  j["b"] = a.compare[1];
+  return j;
 }
 
 void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComparison& c) {
@@ -148,40 +124,9 @@ void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& values) {
 }
 
 format::Json factors_json(const std::string& metric, const stats::FactorAnalysis& f) {
-  format::Json terms = format::Json::array();
-  for (const auto& t : f.terms) {
-    format::Json names = format::Json::array();
-    for (int i : t.factors) names.push_back(f.factors[i]);
-    format::Json anova = nullptr;
-    if (t.anova)
-      anova = {
-          {"ss", format::number(t.anova->ss)},        {"df", t.anova->df},
-          {"ms", format::number(t.anova->ms)},        {"f", json_number(t.anova->f)},
-          {"p_value", json_number(t.anova->p_value)}, {"f_denominator", t.anova->f_denominator}};
-    terms.push_back({{"name", t.name},
-                     {"factors", names},
-                     {"fixed", t.fixed},
-                     {"levels", t.levels},
-                     {"anova", anova},
-                     {"anova_estimate", json_number(t.anova_estimate)},
-                     {"anova_ci", json_interval(t.anova_ci)},
-                     {"reml_estimate", json_number(t.reml_estimate)},
-                     {"reml_ci", json_interval(t.reml_ci)},
-                     {"variance", t.fixed ? format::Json(nullptr) : format::number(t.variance)},
-                     {"share", t.fixed ? format::Json(nullptr) : format::number(t.share)}});
-  }
-  return {{"metric", metric},
-          {"factors", f.factors},
-          {"fixed", f.fixed},
-          {"n", f.n},
-          {"balanced", f.balanced},
-          {"replicates", f.replicates},
-          {"method", f.method},
-          {"confidence", f.confidence},
-          {"reml_log_likelihood",
-           f.reml_iterations ? format::number(f.reml_log_likelihood) : format::Json(nullptr)},
-          {"terms", terms},
-          {"notes", f.notes}};
+  format::Json j = format::factor_analysis(f);
+  j["metric"] = metric;
+  return j;
 }
 
 void print_factors(std::ostream& o, const std::string& metric, const stats::FactorAnalysis& f) {

@@ -134,20 +134,10 @@ Json side(const stats::Summary& s) {
 Json pair_comparisons(const study::StudyAnalysis& a) {
   Json pairs = Json::array();
   for (const auto& p : a.pairs) {
-    const auto& c = p.result;
-    pairs.push_back({{"a", p.a},
-                     {"b", p.b},
-                     {"summary_a", side(c.a)},
-                     {"summary_b", side(c.b)},
-                     {"p_improvement", number(c.p_improvement)},
-                     {"p_improvement_ci", interval(c.p_improvement_ci)},
-                     {"mean_difference", number(c.mean_difference)},
-                     {"mean_difference_ci", interval(c.mean_difference_ci)},
-                     {"welch_df", opt(c.welch_df)},
-                     {"mean_difference_bootstrap_ci", interval(c.mean_difference_bootstrap_ci)},
-                     {"delta", number(c.delta)},
-                     {"runs_needed", c.runs_needed ? Json(*c.runs_needed) : Json(nullptr)},
-                     {"notes", c.notes}});
+    Json j = pair_comparison(p.result);
+    j["a"] = p.a;
+    j["b"] = p.b;
+    pairs.push_back(j);
   }
   stats::CompareOptions o;
   if (!a.pairs.empty()) o = a.pairs.front().result.options;
@@ -186,19 +176,7 @@ Json factor_term(const stats::FactorAnalysis& f, const stats::FactorTerm& t) {
 // that has none.
 Json factor_components(const study::StudyAnalysis& a) {
   if (!a.factor_components) return nullptr;
-  const auto& f = *a.factor_components;
-  Json terms = Json::array();
-  for (const auto& t : f.terms) terms.push_back(factor_term(f, t));
-  return {
-      {"factors", f.factors},
-      {"n", f.n},
-      {"balanced", f.balanced},
-      {"replicates", f.replicates},
-      {"method", f.method},
-      {"confidence", f.confidence},
-      {"reml_log_likelihood", f.reml_iterations ? number(f.reml_log_likelihood) : Json(nullptr)},
-      {"terms", terms},
-      {"notes", f.notes}};
+  return factor_analysis(*a.factor_components);
 }
 
 Json cell_status(const study::CellStatus& c) {
@@ -208,6 +186,42 @@ Json cell_status(const study::CellStatus& c) {
 }
 
 }  // namespace
+
+Json pair_comparison(const stats::PairComparison& c) {
+  const auto& o = c.options;
+  return {{"summary_a", side(c.a)},
+          {"summary_b", side(c.b)},
+          {"p_improvement", number(c.p_improvement)},
+          {"p_improvement_ci", interval(c.p_improvement_ci)},
+          {"mean_difference", number(c.mean_difference)},
+          {"mean_difference_ci", interval(c.mean_difference_ci)},
+          {"welch_df", opt(c.welch_df)},
+          {"mean_difference_bootstrap_ci", interval(c.mean_difference_bootstrap_ci)},
+          {"delta", number(c.delta)},
+          {"runs_needed", c.runs_needed ? Json(*c.runs_needed) : Json(nullptr)},
+          {"alpha", o.alpha},
+          {"power", o.power},
+          {"confidence", o.confidence},
+          {"resamples", o.resamples},
+          {"seed", o.seed},
+          {"notes", c.notes}};
+}
+
+Json factor_analysis(const stats::FactorAnalysis& f) {
+  Json terms = Json::array();
+  for (const auto& t : f.terms) terms.push_back(factor_term(f, t));
+  return {
+      {"factors", f.factors},
+      {"fixed", f.fixed},
+      {"n", f.n},
+      {"balanced", f.balanced},
+      {"replicates", f.replicates},
+      {"method", f.method},
+      {"confidence", f.confidence},
+      {"reml_log_likelihood", f.reml_iterations ? number(f.reml_log_likelihood) : Json(nullptr)},
+      {"terms", terms},
+      {"notes", f.notes}};
+}
 
 Json study_status(const study::StudyStatus& s) {
   Json cells = Json::array();

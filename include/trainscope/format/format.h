@@ -20,6 +20,8 @@
 #include "trainscope/profile/report.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
+#include "trainscope/stats/compare.h"
+#include "trainscope/stats/factors.h"
 #include "trainscope/stats/runs.h"
 #include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
@@ -95,6 +97,12 @@ Json evaluation(const std::string& run_uuid, const std::string& checkpoint,
 Json tune_report(const tune::TuneReport& rep);
 // Statistics of a metric over runs (trainscope stats).
 Json metric_stats(const stats::MetricStats& m);
+// Two groups of runs compared (stats/compare.h): `trainscope stats
+// --compare` and each pair of a study report's cells.
+Json pair_comparison(const stats::PairComparison& c);
+// Variance components by factor (stats/factors.h): `trainscope stats --by
+// K1 --by K2` and a study report's grid.
+Json factor_analysis(const stats::FactorAnalysis& f);
 Json study_status(const study::StudyStatus& s);
 Json study_analysis(const study::StudyAnalysis& a);
 
