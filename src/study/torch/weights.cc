@@ -67,25 +67,36 @@ WeightSpread spread(const std::string& cell, int64_t step, const std::string& la
   return w;
 }
 
+// The architecture a run trained: its model.* settings, dtype and data,
+// which decide the model's shapes (a grid may vary model.hidden).
+std::string architecture(const std::map<std::string, std::string>& flat) {
+  std::string key;
+  for (const auto& [k, v] : flat)
+    if (k.rfind("model.", 0) == 0 || k.rfind("data.", 0) == 0 || k == "compute.dtype")
+      key += k + "=" + v + "\n";
+  return key;
+}
+
 }  // namespace
 
 std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a) {
   std::vector<WeightSpread> out;
   // A command study's runs are a script's: no trainer config, no checkpoints.
   if (!a.spec.command.empty()) return out;
-  std::shared_ptr<train::Classifier> model;
+  // One model per architecture (cells of a grid over model.hidden differ).
+  std::map<std::string, std::shared_ptr<train::Classifier>> models;
   for (const auto& c : a.cells) {
     if (c.run_uuids.size() < 2) continue;
     std::vector<std::map<int64_t, std::filesystem::path>> files;
     for (const auto& r : c.run_uuids) files.push_back(checkpoints(s, r));
     if (files[0].empty()) continue;  // nothing to compare (or to build a model for)
-    if (!model) {                    // every run of a study trains the same architecture
-      auto run = s.find_run(c.run_uuids[0]);
-      train::Config cfg =
-          train::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
-      auto data = train::load_data(cfg.data, 0);
-      model =
-          train::make_model(cfg.model, train::shape_of(data), at::detail::createCPUGenerator(0));
+    auto run = s.find_run(c.run_uuids[0]);
+    train::Config cfg =
+        train::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
+    auto& model = models[architecture(train::flatten(cfg))];
+    if (!model) {
+      model = train::make_model(cfg.model, train::shape_of(cfg.data),
+                                at::detail::createCPUGenerator(0));
       model->to(train::dtype_of(cfg));
     }
     for (const auto& [step, _] : files[0]) {
