@@ -20,10 +20,19 @@ function paramsTable(pages) {
     h('tbody', {}, rows));
 }
 
+// Runs whose seeds differ differ from their first step, whichever
+// fingerprinted step first shows it: say so, and name the seeds.
+function seedsDiffer(d) {
+  const seeds = d.config.filter((x) => x.group === 'seeds' || x.key.startsWith('seeds.'));
+  return seeds.length ? `they differ from the start (${
+    seeds.map((x) => `${x.key} ${x.a} vs ${x.b}`).join(', ')})` : null;
+}
+
 function diffSection(d, a, b) {
   const part = d.bit_identical ? 'bit-identical at every fingerprinted step'
-    : d.first_diff_step >= 0 ? `they part at step ${d.first_diff_step}` : d.have_fingerprints
-      ? 'no difference over the common steps' : 'no fingerprints recorded to compare';
+    : seedsDiffer(d) ?? (d.first_diff_step >= 0 ? `they part at step ${d.first_diff_step}` : null)
+    ?? (d.have_fingerprints
+      ? 'no difference over the common steps' : 'no fingerprints recorded to compare');
   const diffs = (rows) => (rows.length ? table(['group', 'key', label(a), label(b)],
     rows.map((x) => [x.group, x.key, x.a, x.b])) : h('p', { class: 'muted' }, 'none'));
   return h('div', { class: 'diff' },
