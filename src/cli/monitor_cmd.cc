@@ -11,6 +11,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/monitor/watch.h"
+#include "trainscope/store/run_env.h"
 
 namespace fs = std::filesystem;
 
@@ -29,10 +30,12 @@ void report_watch(const monitor::WatchResult& r) {
         "{} line(s) longer than {} bytes were kept in the output but not read as "
         "metric lines",
         r.overlong_lines, monitor::kMaxMetricLine);
-  core::log_info("watch: run {} {} (exit code {}, {} samples, {} metric lines, {:.3g} kWh {})",
-                 core::short_uuid(r.run_uuid), r.exit_code == 0 ? "finished" : "failed",
-                 r.exit_code, r.samples, r.metric_lines, r.energy.kwh(),
-                 r.energy.cpu_source == "rapl" ? "metered" : "estimated");
+  core::log_info(
+      "watch: run {} {} (exit code {}, {} samples, {} metric lines, {} param lines, {:.3g} kWh "
+      "{})",
+      core::short_uuid(r.run_uuid), r.exit_code == 0 ? "finished" : "failed", r.exit_code,
+      r.samples, r.metric_lines, r.param_lines, r.energy.kwh(),
+      r.energy.cpu_source == "rapl" ? "metered" : "estimated");
   if (r.output_held)
     core::log_warn(
         "watch: a process the command started still held its output a second after the "
@@ -45,12 +48,28 @@ void report_watch(const monitor::WatchResult& r) {
                             : fmt::format("the command exited with code {}", r.exit_code));
 }
 
+// $TRAINSCOPE_EXPERIMENT, _RUN_NAME and _TAGS, as for `train`: an
+// option given wins.
+void apply_run_env(monitor::WatchOptions& o, const CLI::App& cmd) {
+  const store::RunEnv env = store::run_env();
+  if (cmd.count("--experiment") == 0 && !env.experiment.empty()) o.experiment = env.experiment;
+  if (cmd.count("--name") == 0 && !env.name.empty()) o.name = env.name;
+  o.tags = env.tags;
+}
+
 void add_watch(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "watch", "Run any command, sample its process tree, record its output and metric lines");
   auto o = std::make_shared<monitor::WatchOptions>();
-  cmd->add_option("--name", o->name, "Run name (default: the command's name)");
-  cmd->add_option("--experiment", o->experiment, "Experiment");
+  auto pairs = std::make_shared<std::pair<std::vector<std::string>, std::vector<std::string>>>();
+  cmd->add_option("--name", o->name,
+                  "Run name (default: $TRAINSCOPE_RUN_NAME, else the command's name)");
+  cmd->add_option("--experiment", o->experiment,
+                  "Experiment (default: $TRAINSCOPE_EXPERIMENT, else watch)");
+  cmd->add_option("--param", pairs->first,
+                  "A param of the run, key=value (repeat it); the command may print more");
+  cmd->add_option("--tag", pairs->second,
+                  "A tag of the run, key=value (repeat it; added to $TRAINSCOPE_TAGS)");
   cmd->add_option("--interval", o->interval_s, "Sampling interval in seconds")
       ->check(number_in(0.05, 3600.0));
   cmd->add_option("--carbon", o->carbon_kg_per_kwh, "Grid carbon intensity, kg CO2 per kWh")
@@ -63,8 +82,23 @@ void add_watch(CLI::App& app, Context& ctx) {
       "numbers and steps is in docs/monitor.md):\n"
       "  trainscope: step=100 loss=0.53 acc=0.91\n"
       "  {\"step\": 100, \"loss\": 0.53}\n"
-      "\nExample:\n  trainscope watch --name torch-mlp -- python3 train.py --epochs 2\n");
-  cmd->callback([&ctx, o] { report_watch(monitor::watch(ctx.store(), *o)); });
+      "and the run's params, once each:\n"
+      "  trainscope: param lr=0.1 optimizer=adam\n"
+      "  {\"params\": {\"lr\": 0.1, \"optimizer\": {\"name\": \"adam\"}}}\n"
+      "\nExample:\n  trainscope watch --name torch-mlp --param framework=pytorch -- python3 "
+      "train.py --epochs 2\n");
+  cmd->callback([&ctx, o, pairs, cmd] {
+    apply_run_env(*o, *cmd);
+    for (const auto& p : pairs->first) {
+      auto [k, v] = store::parse_key_value(p, "--param", "--param lr=0.1");
+      o->params[k] = v;
+    }
+    for (const auto& t : pairs->second) {
+      auto [k, v] = store::parse_key_value(t, "--tag", "--tag team=vision");
+      o->tags[k] = v;
+    }
+    report_watch(monitor::watch(ctx.store(), *o));
+  });
 }
 
 void print_stats(const std::vector<monitor::SeriesStats>& stats, const std::string& f,

@@ -6,11 +6,21 @@
 #include <cstdlib>
 #include <sstream>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/nesting.h"
 #include "trainscope/core/util.h"
 #include "trainscope/monitor/watch.h"
 
 namespace trainscope::monitor {
+
+// A member of a JSON object on one line.
+struct JsonMember {
+  std::string key;
+  std::string_view token;  // empty: a string, list or object
+  std::string text;        // a string's value, its escapes decoded
+  bool is_string = false;
+  std::string_view nested;  // a list's or object's text, brackets included
+};
 
 namespace {
 
@@ -56,10 +66,7 @@ std::string shown(std::string_view s) { return core::escape_for_display(s.substr
 // object, skipped (nested no deeper than core::kMaxNesting).
 class FlatObject {
  public:
-  struct Member {
-    std::string key;
-    std::string_view token;  // empty: a string, list or object
-  };
+  using Member = JsonMember;
   explicit FlatObject(std::string_view s) : s_(s) {}
 
   std::optional<std::string> read(std::vector<Member>& out) {
@@ -93,8 +100,16 @@ class FlatObject {
   }
   std::optional<std::string> value(Member& m) {
     space();
-    if (i_ < s_.size() && s_[i_] == '"') return string(nullptr);
-    if (i_ < s_.size() && (s_[i_] == '{' || s_[i_] == '[')) return skip_nested();
+    if (i_ < s_.size() && s_[i_] == '"') {
+      m.is_string = true;
+      return string(&m.text);
+    }
+    if (i_ < s_.size() && (s_[i_] == '{' || s_[i_] == '[')) {
+      const size_t from = i_;
+      auto why = skip_nested();
+      m.nested = s_.substr(from, i_ - from);
+      return why;
+    }
     const size_t from = i_;
     while (i_ < s_.size() && std::string_view(",}] \t").find(s_[i_]) == std::string_view::npos)
       ++i_;
@@ -199,17 +214,38 @@ std::optional<std::string> FlatObject::escape(std::string* out) {
 void MetricLineParser::line(const std::string& l) {
   values_.clear();
   step_.reset();
+  line_params_.clear();
   std::optional<std::string> why;
+  bool params = false;
   if (l.rfind("trainscope:", 0) == 0) {
-    why = parse_kv(l.substr(11));
-  } else if (!l.empty() && l.front() == '{' && l.find("\"step\"") != std::string::npos) {
-    why = parse_json(l);
+    std::istringstream first(l.substr(11));
+    std::string word;
+    params = first >> word && word == "param";
+    why = params ? parse_param_kv(l.substr(11 + l.substr(11).find("param") + 5))
+                 : parse_kv(l.substr(11));
+  } else if (!l.empty() && l.front() == '{' &&
+             (l.find("\"step\"") != std::string::npos ||
+              l.find("\"params\"") != std::string::npos)) {
+    std::vector<FlatObject::Member> members;
+    if (auto broken = FlatObject(l).read(members)) {
+      why = broken;
+    } else if (members.size() == 1 && members[0].key == "params") {
+      params = true;
+      why = members[0].nested.starts_with('{') ? param_object(members[0].nested, "", 1)
+                                               : "\"params\" is not an object of key: value";
+    } else if (l.find("\"step\"") == std::string::npos) {
+      return;  // ordinary output that mentions "params"
+    } else {
+      why = parse_json(members);
+    }
   } else {
     return;  // ordinary output
   }
-  if (!why && values_.empty()) why = "it holds no metric besides its step";
+  if (!why && !params && values_.empty()) why = "it holds no metric besides its step";
+  if (!why && params && line_params_.empty()) why = "it holds no param";
+  if (!why && params) why = set_line_params();
   if (why) return bad(l, *why);
-  emit();
+  if (!params) emit();
 }
 
 void MetricLineParser::bad(const std::string& l, const std::string& why) {
@@ -259,12 +295,84 @@ std::optional<std::string> MetricLineParser::parse_kv(const std::string& rest) {
   return std::nullopt;
 }
 
-std::optional<std::string> MetricLineParser::parse_json(const std::string& l) {
-  std::vector<FlatObject::Member> members;
-  if (auto why = FlatObject(l).read(members)) return why;
+std::optional<std::string> MetricLineParser::parse_json(std::vector<JsonMember>& members) {
   for (auto& m : members)
     if (auto why = add(std::move(m.key), m.token, true)) return why;
   if (!step_) return "it has no number as its step";
+  return std::nullopt;
+}
+
+// --- params -----------------------------------------------------------------------
+
+std::optional<std::string> MetricLineParser::add_param(std::string key, std::string value) {
+  if (key.empty()) return "a param's key is empty";
+  if (key.size() > kMaxKey) return fmt::format("a key is longer than {} bytes", kMaxKey);
+  for (unsigned char c : key)
+    if (c < 0x20 || c == 0x7f) return fmt::format("key '{}' holds a control character", shown(key));
+  if (value.size() > kMaxParamValue)
+    return fmt::format("the value of param '{}' is longer than {} bytes", shown(key),
+                       kMaxParamValue);
+  if (!line_params_.emplace(key, std::move(value)).second)
+    return fmt::format("key '{}' appears twice", shown(key));
+  return std::nullopt;
+}
+
+std::optional<std::string> MetricLineParser::parse_param_kv(const std::string& rest) {
+  std::istringstream in(rest);
+  std::string tok;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos) return fmt::format("'{}' is not key=value", shown(tok));
+    if (auto why = add_param(tok.substr(0, eq), tok.substr(eq + 1))) return why;
+  }
+  return std::nullopt;
+}
+
+// {"lr": 0.1, "optimizer": {"name": "adam"}} -> lr=0.1, optimizer.name=adam:
+// strings decoded, numbers, true, false and null as written, objects
+// flattened with '.' as a config's params are; a list is refused.
+std::optional<std::string> MetricLineParser::param_object(std::string_view text,
+                                                          const std::string& prefix, int depth) {
+  std::vector<FlatObject::Member> members;
+  if (auto why = FlatObject(text).read(members)) return why;
+  for (auto& m : members) {
+    std::string key = prefix + m.key;
+    if (m.nested.starts_with('{')) {
+      if (depth >= core::kMaxNesting)
+        return fmt::format("params nest deeper than {} levels", core::kMaxNesting);
+      if (auto why = param_object(m.nested, key + ".", depth + 1)) return why;
+    } else if (!m.nested.empty()) {
+      return fmt::format("param '{}' is a list; give it as a string", shown(key));
+    } else if (m.is_string) {
+      if (auto why = add_param(std::move(key), std::move(m.text))) return why;
+    } else if (metric_number(m.token) || m.token == "true" || m.token == "false" ||
+               m.token == "null") {
+      if (auto why = add_param(std::move(key), std::string(m.token))) return why;
+    } else {
+      return fmt::format("'{}' of param '{}' is not a JSON value", shown(m.token), shown(key));
+    }
+  }
+  return std::nullopt;
+}
+
+// A param is set once (as the store wants): the same value again is
+// nothing new, another value is refused and the line counted malformed.
+std::optional<std::string> MetricLineParser::set_line_params() {
+  std::map<std::string, std::string> fresh;
+  for (auto& [k, v] : line_params_) {
+    auto it = params_.find(k);
+    if (it != params_.end() && it->second != v)
+      return fmt::format("param '{}' is already '{}'; a param is set once", shown(k),
+                         shown(it->second));
+    if (it == params_.end()) fresh.emplace(k, v);
+  }
+  try {
+    if (!fresh.empty()) run_.set_params(fresh);
+  } catch (const core::Error& e) {
+    return fmt::format("its params could not be recorded: {}", e.what());
+  }
+  params_.insert(fresh.begin(), fresh.end());
+  ++param_lines_;
   return std::nullopt;
 }
 

@@ -164,6 +164,8 @@ std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> stor
   nr.command_line = cmdline;
   auto run = store::RunRecorder::start(std::move(store), nr);
   run->set_environment(env::capture_machine());
+  if (!o.params.empty()) run->set_params(o.params);
+  for (const auto& [k, v] : o.tags) run->set_tag(k, v);
   run->set_tag("watch.command", cmdline);
   return run;
 }
@@ -177,9 +179,11 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   r.metric_lines = parser.parsed();
   r.malformed_lines = parser.malformed();
   r.overlong_lines = parser.overlong();
+  r.param_lines = parser.param_lines();
   run.set_tag("metric_lines.parsed", std::to_string(r.metric_lines));
   run.set_tag("metric_lines.malformed", std::to_string(r.malformed_lines));
   run.set_tag("metric_lines.overlong", std::to_string(r.overlong_lines));
+  run.set_tag("metric_lines.params", std::to_string(r.param_lines));
   if (r.malformed_lines > 0) {
     r.first_malformed = core::escape_for_display(parser.first_malformed().substr(0, 200));
     r.first_malformed_reason = parser.first_malformed_reason();
@@ -237,7 +241,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   so.pid = pid;
   so.carbon_kg_per_kwh = o.carbon_kg_per_kwh;
   ResourceSampler sampler(*run, so);
-  MetricLineParser parser(*run);
+  MetricLineParser parser(*run, o.params);
   std::mutex mu;
   {
     SignalForwarding forwarding(pid);

@@ -402,6 +402,52 @@ TEST(MetricLineTest, OneRuleForKeysNumbersAndStepsInBothForms) {
   EXPECT_TRUE(store->metric(rec->uuid(), "cfg").empty());
 }
 
+// Issue 34: a watched script's params, in either form, set once.
+TEST(MetricLineTest, ParamsInBothFormsAreSetOnceAndFlattenLikeAConfig) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  MetricLineParser parser(*rec, {{"framework", "pytorch"}});
+  rec->set_params({{"framework", "pytorch"}});
+  const std::vector<std::string> good = {
+      "trainscope: param lr=0.1 optimizer=adam",
+      R"({"params": {"batch": 64, "model": {"name": "mlp", "deep": true}, "note": "a \"b\"", "x": null}})",
+      "trainscope: param lr=0.1",  // the same value again: nothing new
+      "trainscope:\tparam  framework=pytorch seed=7",
+      R"({"params": "step"})",              // not a params object: malformed (below)
+      R"({"message": "params are fine"})",  // ordinary output that names params
+  };
+  for (const auto& l : good) parser.line(l);
+  EXPECT_EQ(parser.param_lines(), 4);
+  EXPECT_EQ(parser.malformed(), 1);
+  EXPECT_EQ(parser.first_malformed_reason(), "\"params\" is not an object of key: value");
+  const std::vector<std::string> bad = {
+      "trainscope: param lr=0.2",            // another value
+      "trainscope: param framework=jax",     // another value than --param's
+      "trainscope: param",                   // no param
+      "trainscope: param =1",                // an empty key
+      "trainscope: param a=1 a=1",           // a key twice
+      "trainscope: param lr",                // not key=value
+      R"({"params": {"lr": 0.3}})",          // another value
+      R"({"params": {"layers": [1, 2]}})",   // a list
+      R"({"params": {"a": 1}, "b": 2})",     // not alone on its line... and no step
+      R"({"step": 1, "params": {"a": 1}})",  // params beside a step
+      "trainscope: param v=" + std::string(kMaxParamValue + 1, 'x'),
+  };
+  for (const auto& l : bad) parser.line(l);
+  EXPECT_EQ(parser.param_lines(), 4);
+  EXPECT_EQ(parser.parsed(), 0);
+  EXPECT_EQ(parser.malformed(), 1 + static_cast<int64_t>(bad.size()) - 1)
+      << "the line with params and another member is ordinary output";
+  rec->end();
+  const std::map<std::string, std::string> want = {{"batch", "64"},       {"framework", "pytorch"},
+                                                   {"lr", "0.1"},         {"model.deep", "true"},
+                                                   {"model.name", "mlp"}, {"note", "a \"b\""},
+                                                   {"optimizer", "adam"}, {"seed", "7"},
+                                                   {"x", "null"}};
+  EXPECT_EQ(store->params(rec->uuid()), want);
+}
+
 TEST_F(WatchTest, CarriageReturnsEndLinesAndTheOutputIsKeptByteForByte) {
   // tqdm-style progress redrawn with '\r', a "\r\n", NUL bytes, a line of
   // 200 KB and no newline at the end.
@@ -433,6 +479,57 @@ out.write(b"y" * 200000 + b"\ntrainscope: step=1002 loss=0.25")
     EXPECT_EQ(stored.size(), expected.size());
     EXPECT_TRUE(stored == expected) << "the stored output is the program's, byte for byte";
   }
+}
+
+// Issue 34: watched scripts carry params (--param, metric lines) and take
+// TRAINSCOPE_EXPERIMENT, _RUN_NAME and _TAGS as `train` does, so
+// `stats --by` groups them (BRIEF §4 compared frameworks' scripts).
+TEST_F(WatchTest, ParamsAndTrainscopeVariablesLetStatsGroupWatchedScripts) {
+  const std::string db = "sqlite:" + (dir_ / "t.db").string();
+  for (int i = 0; i < 4; ++i) {
+    const std::string fw = i % 2 ? "tf" : "torch";
+    std::ofstream(dir_ / "s.sh") << "echo 'trainscope: param seed=" << i << "'\n"
+                                 << "echo '{\"params\": {\"optimizer\": {\"name\": \"sgd\"}}}'\n"
+                                 << "echo 'trainscope: step=1 acc=0." << (i % 2 ? 8 : 6) << i
+                                 << "'\n";
+    const auto r = testing::run_command(
+        "TRAINSCOPE_EXPERIMENT=frameworks TRAINSCOPE_RUN_NAME=s" + std::to_string(i) +
+        " TRAINSCOPE_TAGS=team=vision,try=" + std::to_string(i) + " " + TS_CLI_BIN + " --store " +
+        db + " watch --interval 0.2 --param framework=" + fw + " --tag by=hand" + " -- /bin/sh " +
+        (dir_ / "s.sh").string());
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("2 param lines"), std::string::npos) << r.out;
+  }
+  auto s = store();
+  const RunInfo run = s->resolve_run("s3");
+  EXPECT_EQ(run.experiment, "frameworks");
+  const auto params = s->params(run.uuid);
+  EXPECT_EQ(params.at("framework"), "tf");
+  EXPECT_EQ(params.at("seed"), "3");
+  EXPECT_EQ(params.at("optimizer.name"), "sgd");
+  EXPECT_EQ(s->tags(run.uuid).at("team"), "vision");
+  EXPECT_EQ(s->tags(run.uuid).at("try"), "3");
+  EXPECT_EQ(s->tags(run.uuid).at("by"), "hand");
+  const auto shown =
+      testing::run_command(std::string(TS_CLI_BIN) + " --store " + db + " runs show s3");
+  EXPECT_NE(shown.out.find("optimizer.name  sgd"), std::string::npos) << shown.out;
+  const auto stats = testing::run_command(std::string(TS_CLI_BIN) + " --store " + db +
+                                          " stats acc --by framework --json");
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  EXPECT_NE(stats.out.find("\"tf\""), std::string::npos) << stats.out;
+  EXPECT_NE(stats.out.find("\"torch\""), std::string::npos) << stats.out;
+  EXPECT_EQ(stats.out.find("(unset)"), std::string::npos) << stats.out;
+  const auto by_exp = testing::run_command(std::string(TS_CLI_BIN) + " --store " + db +
+                                           " stats acc --by experiment");
+  EXPECT_NE(by_exp.out.find("frameworks"), std::string::npos) << by_exp.out;
+  EXPECT_NE(by_exp.out.find("4"), std::string::npos) << by_exp.out;
+  // A --param that is not key=value: one line, exit 2, no run.
+  const auto bad = testing::run_command(std::string(TS_CLI_BIN) + " --store " + db +
+                                        " watch --param lr -- /bin/true");
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--param: 'lr' is not key=value; e.g. --param lr=0.1"), std::string::npos)
+      << bad.out;
+  EXPECT_EQ(s->list_runs().size(), 4u);
 }
 
 // 128 MB without a newline: the watcher's memory does not grow with it (it

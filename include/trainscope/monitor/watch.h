@@ -17,10 +17,19 @@
 
 namespace trainscope::monitor {
 
+struct JsonMember;
+
 // Parses metric lines printed by a watched program into a run. Two forms:
 //   trainscope: step=100 loss=0.53 acc=0.91     (step optional)
 //   {"step": 100, "loss": 0.53, "acc": 0.91}    (a JSON object with "step")
-// Anything else is ordinary output. One rule for both (docs/monitor.md):
+// and two for the run's params (hyperparameters), in any line:
+//   trainscope: param lr=0.1 optimizer=adam      (values up to a space)
+//   {"params": {"lr": 0.1, "optimizer": {"name": "adam"}}}
+// (nested objects flatten to optimizer.name, as a config's params do;
+// strings, numbers, true, false and null as written; lists are refused).
+// A param is set once: the same value again is nothing new, another value
+// makes the line malformed. Anything else is ordinary output. One rule for
+// the metric forms (docs/monitor.md):
 //   - a key is 1 to 256 bytes without control characters (NUL included),
 //     and appears once in a line;
 //   - a number is written as JSON writes one (-1, 0.5, 1e-3), or NaN,
@@ -35,7 +44,9 @@ namespace trainscope::monitor {
 // thread-safe.
 class MetricLineParser {
  public:
-  explicit MetricLineParser(store::RunRecorder& run) : run_(run) {}
+  // `params`: those the run already has (`watch --param`).
+  explicit MetricLineParser(store::RunRecorder& run, std::map<std::string, std::string> params = {})
+      : run_(run), params_(std::move(params)) {}
   // One line, without its terminator ('\n', '\r' or "\r\n" were cut).
   void line(const std::string& raw);
   // A line too long to be a metric line (MetricLineSplitter): counted only.
@@ -43,6 +54,7 @@ class MetricLineParser {
   int64_t parsed() const { return parsed_; }
   int64_t malformed() const { return malformed_; }
   int64_t overlong() const { return overlong_; }
+  int64_t param_lines() const { return param_lines_; }
   const std::string& first_malformed() const { return first_malformed_; }
   // Why the first malformed line was refused ("step 1.5 is not an integer
   // from 0 to 2^53", ...).
@@ -53,11 +65,19 @@ class MetricLineParser {
  private:
   void bad(const std::string& l, const std::string& why);
   std::optional<std::string> parse_kv(const std::string& rest);
-  std::optional<std::string> parse_json(const std::string& l);
+  std::optional<std::string> parse_json(std::vector<JsonMember>& members);
   std::optional<std::string> add(std::string key, std::string_view token, bool json);
   void emit();
+  std::optional<std::string> add_param(std::string key, std::string value);
+  std::optional<std::string> parse_param_kv(const std::string& rest);
+  std::optional<std::string> param_object(std::string_view text, const std::string& prefix,
+                                          int depth);
+  std::optional<std::string> set_line_params();
 
   store::RunRecorder& run_;
+  std::map<std::string, std::string> params_;       // the run's
+  std::map<std::string, std::string> line_params_;  // the line being read's
+  int64_t param_lines_ = 0;
   std::map<std::string, int64_t> next_step_;
   int64_t parsed_ = 0, malformed_ = 0, overlong_ = 0;
   std::string first_malformed_, first_reason_;
@@ -70,6 +90,8 @@ class MetricLineParser {
 // and stored like any output, but not parsed; memory stays bounded by it
 // whatever a program prints (a 100 MB line, or none at all).
 inline constexpr size_t kMaxMetricLine = 64 * 1024;
+// The longest value of a param from a metric line.
+inline constexpr size_t kMaxParamValue = 4096;
 
 // Cuts a stream's bytes into lines for a MetricLineParser: a line ends at
 // '\n' or '\r' (so the '\r'-redrawn progress bars of tqdm and the like are
@@ -98,8 +120,10 @@ struct WatchOptions {
   std::vector<std::string> command;  // program and arguments; the program is found in $PATH
   std::string name;                  // run name (default: the program's file name)
   std::string experiment = "watch";
-  std::string command_line;  // recorded with the run (default: the command joined)
-  double interval_s = 1.0;   // sampling interval
+  std::string command_line;                   // recorded with the run (default: the command joined)
+  std::map<std::string, std::string> params;  // the run's params (`--param k=v`)
+  std::map<std::string, std::string> tags;    // the run's tags (`--tag`, $TRAINSCOPE_TAGS)
+  double interval_s = 1.0;                    // sampling interval
   double carbon_kg_per_kwh = 0.385;
 };
 
@@ -112,6 +136,7 @@ struct WatchResult {
   bool output_held = false;
   int64_t samples = 0;
   int64_t metric_lines = 0, malformed_lines = 0;
+  int64_t param_lines = 0;     // lines that set params
   int64_t overlong_lines = 0;  // longer than kMaxMetricLine: not parsed
   std::string first_malformed, first_malformed_reason;
   EnergySummary energy;

@@ -14,6 +14,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/dist/replicas.h"
 #include "trainscope/format/format.h"
+#include "trainscope/store/run_env.h"
 #include "trainscope/study/study.h"
 #include "trainscope/train/trainer.h"
 
@@ -76,22 +77,6 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   t.print(std::cout);
 }
 
-// TRAINSCOPE_TAGS="k=v,k2=v2" (as W&B's WANDB_TAGS and MLflow's tags).
-std::map<std::string, std::string> tags_from_env() {
-  std::map<std::string, std::string> out;
-  const char* t = std::getenv("TRAINSCOPE_TAGS");
-  for (const std::string& item : core::split_list(t ? t : "")) {
-    auto eq = item.find('=');
-    if (eq == 0 || eq == std::string::npos)
-      core::fail(
-          core::ErrorKind::kUsage,
-          "TRAINSCOPE_TAGS: '{}' is not key=value; e.g. TRAINSCOPE_TAGS=team=vision,ablation=1",
-          item);
-    out[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return out;
-}
-
 std::string env_or(const char* var, const std::string& fallback) {
   const char* v = std::getenv(var);
   return v && *v ? v : fallback;
@@ -103,25 +88,24 @@ std::string env_or(const char* var, const std::string& fallback) {
 // TRAINSCOPE_RUN_NAME, TRAINSCOPE_TAGS), which wins over the config.
 void train(Context& ctx, const TrainArgs& a) {
   auto overrides = a.sets;
-  std::string experiment =
-      a.experiment.empty() ? env_or("TRAINSCOPE_EXPERIMENT", "") : a.experiment;
+  const store::RunEnv env = store::run_env();
+  const std::string experiment = a.experiment.empty() ? env.experiment : a.experiment;
   if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
   train::Config cfg = train::load_config(a.config, overrides);
   if (launch_ranks(ctx, a, cfg)) return;
   train::TrainOptions o;
-  o.name = !a.name.empty()
-               ? a.name
-               : env_or("TRAINSCOPE_RUN_NAME", std::filesystem::path(a.config).stem().string());
-  o.unique_name = a.name.empty() && env_or("TRAINSCOPE_RUN_NAME", "").empty();
-  o.tags = tags_from_env();
+  o.name = !a.name.empty()     ? a.name
+           : !env.name.empty() ? env.name
+                               : std::filesystem::path(a.config).stem().string();
+  o.unique_name = a.name.empty() && env.name.empty();
+  o.tags = env.tags;
   o.command_line = ctx.argv_line;
   o.resume = a.resume;
   // Started by a command study (`command:` that runs `trainscope train`):
   // the run joins the study as the run it planned, as a Python script's
   // does, and records the plan's hash, which `study resume --replan` reads.
-  const bool planned = a.parent.empty() && a.name.empty() && a.resume.empty() &&
-                       !env_or("TRAINSCOPE_RUN_NAME", "").empty();
+  const bool planned = a.parent.empty() && a.name.empty() && a.resume.empty() && !env.name.empty();
   const std::string parent_ref = planned ? env_or("TRAINSCOPE_PARENT", "") : a.parent;
   if (planned && !parent_ref.empty())
     o.tags[study::kPlannedTag] = core::sha256_hex(env_or("TRAINSCOPE_PLANNED", ""));
