@@ -286,8 +286,9 @@ Manifest capture_build() {
           {"build.compiler", build_compiler()}};
 }
 
-Manifest capture_git(const fs::path& path) {
-  Manifest m;
+GitState capture_git_state(const fs::path& path) {
+  GitState g;
+  Manifest& m = g.manifest;
   std::error_code ec;
   fs::path dir = fs::is_directory(path, ec) ? path : path.parent_path();
   if (dir.empty()) dir = ".";
@@ -297,14 +298,26 @@ Manifest capture_git(const fs::path& path) {
   };
   int st = 0;
   std::string head = trim(git({"rev-parse", "HEAD"}, &st));
-  if (st != 0 || head.empty()) return m;
+  if (st != 0 || head.empty()) return g;
   m["git.commit"] = head;
   m["git.root"] = trim(git({"rev-parse", "--show-toplevel"}));
   std::string status = git({"status", "--porcelain", "--untracked-files=no"});
   m["git.dirty"] = status.empty() ? "false" : "true";
-  m["git.diff_sha256"] = status.empty() ? "" : sha256_hex(git({"diff", "HEAD"}));
-  return m;
+  // --binary: the patch holds binary files too, so `git apply` restores
+  // every tracked change.
+  if (!status.empty()) g.diff = git({"diff", "--binary", "HEAD"});
+  m["git.diff_sha256"] = status.empty() ? "" : sha256_hex(g.diff);
+  const std::string others = git({"ls-files", "--others", "--exclude-standard", "-z"});
+  for (size_t at = 0; at < others.size();) {
+    const size_t end = others.find('\0', at);
+    g.untracked.push_back(others.substr(at, end == std::string::npos ? end : end - at));
+    at = end == std::string::npos ? others.size() : end + 1;
+  }
+  m["git.untracked_files"] = std::to_string(g.untracked.size());
+  return g;
 }
+
+Manifest capture_git(const fs::path& path) { return capture_git_state(path).manifest; }
 
 Manifest hash_files(const std::vector<fs::path>& files) {
   Manifest m;

@@ -30,7 +30,7 @@ Run::Run(std::shared_ptr<store::Store> store, const Config& config, Source& sour
   recorder_->set_tag("model.custom", "true");
   recorder_->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& [k, v] : options.tags) recorder_->set_tag(k, v);
-  if (options.record_environment) recorder_->set_environment(env::capture_run_environment({}, {}));
+  if (options.record_environment) recorder_->set_environment(env::capture_run_environment({}));
   events_ = std::make_unique<Instrumentation>(config_, *recorder_, source, position_,
                                               std::move(options.observers));
 }

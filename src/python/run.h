@@ -16,6 +16,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
+#include "trainscope/instrument/code.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/study.h"
@@ -59,7 +60,7 @@ class PyRun {
     if (a.record_environment) {
       m = ts::env::capture_machine();
       m.merge(ts::env::capture_torch());
-      if (!a.script.empty()) m.merge(ts::env::capture_git(a.script));
+      if (!a.script.empty()) m.merge(ts::instrument::record_code(*recorder_, a.script));
     }
     for (const auto& [k, v] : a.environment) m[k] = v;
     if (!m.empty()) recorder_->set_environment(m);

@@ -9,6 +9,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
+#include "trainscope/instrument/code.h"
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
@@ -212,8 +213,12 @@ void Trainer::open_run(Session& s) {
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& f : s.data.files)
     s.run->set_tag("data.file." + f.filename().string(), f.string());
-  if (options_.record_environment)
-    s.run->set_environment(env::capture_run_environment(s.data.files, options_.config_path));
+  if (options_.record_environment) {
+    env::Manifest m = env::capture_run_environment(s.data.files);
+    if (!options_.config_path.empty())
+      m.merge(instrument::record_code(*s.run, options_.config_path));
+    s.run->set_environment(m);
+  }
 }
 
 std::string not_a_training(store::Store& store, const store::RunInfo& run) {

@@ -8,6 +8,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
 #include "trainscope/fingerprint/records.h"
 #include "trainscope/repro/diff.h"
@@ -235,6 +236,88 @@ TEST(RerunTest, VerifyIsBitIdenticalAndAChangedDataFileIsRefused) {
   // orig and its two reruns share the config: three runs, with a std.
   EXPECT_NE(checklist.out.find("Number of training runs (same config): 3"), std::string::npos)
       << checklist.out;
+}
+
+// Issue 34: the code that ran. A run from a dirty tree holds its diff (what
+// `git apply` reads, hashed as git.diff_sha256) and its untracked files'
+// names; `rerun` names what differs now and how to get the code back, and
+// those commands give back the tree the run came from.
+TEST(RerunTest, ADirtyTreesDiffIsStoredAndRerunNamesTheDifference) {
+  TempDir dir;
+  const auto repo = dir / "project";
+  const auto data = repo / "mnist";
+  std::filesystem::create_directories(data);
+  write_idx(data, "train", 128, 1);
+  write_idx(data, "t10k", 32, 2);
+  std::ofstream(repo / ".gitignore") << "mnist/\n";
+  std::ofstream(repo / "model.py") << "width = 8\n";
+  std::ofstream(repo / "notes.txt") << "first\n";
+  std::ofstream(repo / "c.yaml")
+      << "compute: {threads: 1}\ntrain: {epochs: 1, batch_size: 32}\nmodel: {name: mlp}\n"
+         "data: {dataset: mnist, path: "
+      << data.string() << "}\n";
+  const std::string git = "git -C " + repo.string() + " ";
+  ASSERT_EQ(testing::run_command(git + "init -q && " + git + "add -A && " + git +
+                                 "-c user.name=t -c user.email=t@t commit -qm start")
+                .exit_code,
+            0);
+  // Dirty: a changed tracked file, a binary one, and an untracked one.
+  std::ofstream(repo / "model.py") << "width = 16\n";
+  std::ofstream(repo / "weights.bin", std::ios::binary) << std::string("\0\1\2\3", 4);
+  ASSERT_EQ(testing::run_command(git + "add weights.bin").exit_code, 0);
+  std::ofstream(repo / "scratch.py") << "print(1)\n";
+  const std::string diff_then = testing::run_command(git + "diff --binary HEAD").out;
+  const std::string ts =
+      std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
+  auto first = testing::run_command(ts + "-q train " + (repo / "c.yaml").string() +
+                                    " --name dirty --no-progress");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+
+  StoreOptions so;
+  so.uri = "sqlite:" + (dir / "t.db").string();
+  auto store = Store::open(so);
+  const RunInfo run = store->resolve_run("dirty");
+  const auto m = store->environment(run.uuid);
+  EXPECT_EQ(m.at("git.dirty"), "true");
+  EXPECT_EQ(m.at("git.untracked_files"), "1");
+  std::map<std::string, std::string> arts;
+  for (const auto& a : store->artifacts(run.uuid)) {
+    std::ifstream in(a.path, std::ios::binary);
+    arts[a.name] = std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_TRUE(arts.count("git.diff"));
+  EXPECT_EQ(arts["git.diff"], diff_then) << "the diff byte for byte";
+  EXPECT_EQ(core::sha256_hex(arts["git.diff"]), m.at("git.diff_sha256"));
+  EXPECT_NE(arts["git.diff"].find("GIT binary patch"), std::string::npos);
+  EXPECT_EQ(arts["git.untracked.txt"], "scratch.py\n");
+
+  // The same tree: rerun says so.
+  auto same = testing::run_command(ts + "rerun dirty");
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_NE(same.out.find("code: the git tree holds the code run"), std::string::npos) << same.out;
+
+  // The user edits on: notes.txt changes, model.py goes back.
+  std::ofstream(repo / "notes.txt") << "second\n";
+  ASSERT_EQ(testing::run_command(git + "checkout -q model.py").exit_code, 0);
+  auto moved = testing::run_command(ts + "rerun dirty");
+  EXPECT_EQ(moved.exit_code, 0) << moved.out;
+  EXPECT_NE(moved.out.find("tracked files that differ from the run's: model.py, notes.txt"),
+            std::string::npos)
+      << moved.out;
+  const std::string marker = "to get the code run " + core::short_uuid(run.uuid) + " ran: ";
+  const auto at = moved.out.find(marker);
+  ASSERT_NE(at, std::string::npos) << moved.out;
+  const std::string restore =
+      moved.out.substr(at + marker.size(), moved.out.find('\n', at) - at - marker.size());
+  auto restored = testing::run_command(
+      "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t "
+      "GIT_COMMITTER_EMAIL=t@t; " +
+      restore);
+  ASSERT_EQ(restored.exit_code, 0) << restore << "\n" << restored.out;
+  EXPECT_EQ(testing::run_command(git + "diff --binary HEAD").out, diff_then)
+      << "the restore commands give back the tracked changes that ran";
+  auto back = testing::run_command(ts + "rerun dirty");
+  EXPECT_NE(back.out.find("code: the git tree holds the code run"), std::string::npos) << back.out;
 }
 
 }  // namespace

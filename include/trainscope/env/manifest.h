@@ -62,8 +62,19 @@ Manifest capture_env_vars();
 // trainscope's version, commit and compiler.
 Manifest capture_build();
 
-// Git commit, dirty flag and SHA-256 of `git diff HEAD` for the repository
-// containing `path` (nothing when it is not in a repository).
+// The state of the git work tree holding `path`: git.commit, git.root,
+// git.dirty, git.diff_sha256 (SHA-256 of `diff`; empty when clean) and
+// git.untracked_files (how many) in `manifest`; the tracked changes against
+// HEAD as `git diff --binary HEAD` writes them (what `git apply` reads);
+// the untracked files that .gitignore does not hide. All empty when `path`
+// is not in a repository.
+struct GitState {
+  Manifest manifest;
+  std::string diff;
+  std::vector<std::string> untracked;
+};
+GitState capture_git_state(const std::filesystem::path& path);
+// Its manifest alone.
 Manifest capture_git(const std::filesystem::path& path);
 
 // GPUs through NVML, loaded at run time from $TRAINSCOPE_NVML_LIBRARY or

@@ -26,9 +26,9 @@ bool set_blas_threads(int n);
 // oneDNN, OpenMP/intra-/inter-op threads, determinism flags in force.
 Manifest capture_torch();
 
-// The whole manifest of a training run: machine + torch + data file hashes
-// + git of the config's repository.
-Manifest capture_run_environment(const std::vector<std::filesystem::path>& data_files,
-                                 const std::filesystem::path& config_path);
+// The whole manifest of a training run: machine + torch + data file hashes.
+// The code's git state joins it through instrument::record_code, which also
+// stores a dirty tree's diff.
+Manifest capture_run_environment(const std::vector<std::filesystem::path>& data_files);
 
 }  // namespace trainscope::env

@@ -8,6 +8,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/repro/code.h"
 #include "trainscope/repro/replay.h"
 #include "trainscope/train/torch_env.h"
 
@@ -145,6 +146,19 @@ void diff(Context& ctx, const DiffArgs& a) {
   }
 }
 
+// Whether the git tree the run came from still holds its code, and how to
+// get that code back.
+void report_code(const repro::CodeCheck& c, const store::RunInfo& orig) {
+  if (!c.recorded) return;
+  if (c.same) {
+    core::log_info("code: the git tree holds the code run {} ran", core::short_uuid(orig.uuid));
+    return;
+  }
+  for (const auto& f : c.facts) core::log_warn("code differs: {}", f);
+  if (!c.restore.empty())
+    core::log_warn("to get the code run {} ran: {}", core::short_uuid(orig.uuid), c.restore);
+}
+
 void rerun(Context& ctx, const RerunArgs& a) {
   auto store = ctx.store();
   store::RunInfo orig = store->resolve_run(a.run);
@@ -154,6 +168,7 @@ void rerun(Context& ctx, const RerunArgs& a) {
                      d.b.substr(0, 100));
     if (diffs.empty()) core::log_info("environment matches the original run");
   };
+  report_code(repro::check_code(*store, orig), orig);
   repro::Rerun r;
   try {
     r = repro::rerun(store, orig,

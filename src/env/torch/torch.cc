@@ -113,12 +113,10 @@ Manifest capture_torch() {
   return m;
 }
 
-Manifest capture_run_environment(const std::vector<std::filesystem::path>& data_files,
-                                 const std::filesystem::path& config_path) {
+Manifest capture_run_environment(const std::vector<std::filesystem::path>& data_files) {
   Manifest m = capture_machine();
   m.merge(capture_torch());
   m.merge(hash_files(data_files));
-  if (!config_path.empty()) m.merge(capture_git(config_path));
   return m;
 }
 

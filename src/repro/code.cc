@@ -1,0 +1,118 @@
+#include "trainscope/repro/code.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "trainscope/core/util.h"
+#include "trainscope/env/manifest.h"
+
+namespace trainscope::repro {
+
+std::vector<std::pair<std::string, std::string>> split_patch(const std::string& patch) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t at = patch.rfind("diff --git ", 0) == 0 ? 0 : patch.find("\ndiff --git ");
+  if (at != std::string::npos && at > 0) ++at;
+  while (at != std::string::npos && at < patch.size()) {
+    size_t next = patch.find("\ndiff --git ", at);
+    next = next == std::string::npos ? patch.size() : next + 1;
+    const std::string part = patch.substr(at, next - at);
+    const std::string header = part.substr(0, part.find('\n'));
+    const size_t b = header.rfind(" b/");
+    out.emplace_back(b == std::string::npos ? header : header.substr(b + 3), part);
+    at = next;
+  }
+  return out;
+}
+
+namespace {
+
+std::string stored_diff(store::Store& store, const store::RunInfo& run, std::string* path) {
+  for (const auto& a : store.artifacts(run.uuid)) {
+    if (a.name != "git.diff") continue;
+    *path = a.path;
+    std::ifstream in(a.path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  return {};
+}
+
+// Tracked files whose change against HEAD differs between two patches on
+// the same commit: the files whose content differs.
+std::vector<std::string> differing_files(const std::string& then, const std::string& now) {
+  std::map<std::string, std::string> a, b;
+  for (auto& [f, p] : split_patch(then)) a[f] = std::move(p);
+  for (auto& [f, p] : split_patch(now)) b[f] = std::move(p);
+  std::vector<std::string> out;
+  for (const auto& [f, p] : a)
+    if (!b.count(f) || b[f] != p) out.push_back(f);
+  for (const auto& [f, p] : b)
+    if (!a.count(f)) out.push_back(f);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// 'text' for a POSIX shell.
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+std::string state(const std::string& commit, bool dirty, size_t files) {
+  return fmt::format("commit {}{}", commit.substr(0, 12),
+                     dirty ? fmt::format(" with uncommitted changes to {} file(s)", files)
+                           : std::string(", clean"));
+}
+
+}  // namespace
+
+CodeCheck check_code(store::Store& store, const store::RunInfo& run) {
+  CodeCheck c;
+  const env::Manifest rec = store.environment(run.uuid);
+  auto get = [&](const char* k) { return rec.count(k) ? rec.at(k) : std::string(); };
+  const std::string commit = get("git.commit"), root = get("git.root");
+  if (commit.empty() || root.empty()) return c;
+  c.recorded = true;
+  std::string diff_path;
+  const std::string then_diff = stored_diff(store, run, &diff_path);
+  const bool then_dirty = get("git.dirty") == "true";
+  const env::GitState now = env::capture_git_state(root);
+  if (now.manifest.empty()) {
+    c.same = false;
+    c.facts.push_back(
+        fmt::format("the run's code came from the git tree '{}', which is not there now", root));
+    return c;
+  }
+  const std::string now_commit = now.manifest.at("git.commit");
+  const bool same_commit = now_commit == commit;
+  const bool same_diff = now.manifest.at("git.diff_sha256") == get("git.diff_sha256");
+  if (same_commit && same_diff) return c;
+  c.same = false;
+  c.facts.push_back(fmt::format(
+      "the run ran {}; '{}' is now at {}", state(commit, then_dirty, split_patch(then_diff).size()),
+      root, state(now_commit, !now.diff.empty(), split_patch(now.diff).size())));
+  const bool diff_known = !then_dirty || !then_diff.empty();
+  if (same_commit && diff_known) c.files = differing_files(then_diff, now.diff);
+  if (!c.files.empty()) {
+    std::string names;
+    for (const auto& f : c.files) names += (names.empty() ? "" : ", ") + f;
+    c.facts.push_back("tracked files that differ from the run's: " + names);
+  }
+  if (!diff_known)
+    c.facts.push_back(
+        "the run's uncommitted changes were not stored (recorded before trainscope kept them, "
+        "or too large): only their SHA-256 is known");
+  if (!diff_known) return c;
+  const std::string r = shell_quote(root);
+  c.restore =
+      fmt::format("git -C {} stash --include-untracked && git -C {} checkout {}", r, r, commit);
+  if (then_dirty)
+    c.restore += fmt::format(" && git -C {} apply --index {}", r, shell_quote(diff_path));
+  return c;
+}
+
+}  // namespace trainscope::repro
