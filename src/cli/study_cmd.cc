@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "output.h"
 #include "torch_commands.h"
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -164,9 +165,7 @@ void add_task(CLI::App* study, Context& ctx) {
     }
     // A command study's run learns what it is from its environment.
     for (const auto& [k, v] : job->env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& arg : job->argv) argv.push_back(arg.data());
-    argv.push_back(nullptr);
+    std::vector<char*> argv = core::exec_argv(job->argv);
     execv(argv[0], argv.data());
     core::fail(core::ErrorKind::kCommandNotFound, "cannot run {}", job->argv[0]);
   });
@@ -288,9 +287,7 @@ void add_worker(CLI::App* study) {
   cmd->callback([fd, warm] {
     torch_commands().warm(*warm);
     study::serve_jobs(*fd, [](const study::Job& job) {
-      std::vector<char*> argv;
-      for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
+      std::vector<char*> argv = core::exec_argv(job.argv);
       return run_command_line(static_cast<int>(job.argv.size()), argv.data());
     });
   });

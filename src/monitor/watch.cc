@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -71,13 +72,9 @@ pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
             const std::map<std::string, std::string>& extra_env) {
   if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
     fail(ErrorKind::kRuntime, "cannot create pipes: {}", std::strerror(errno));
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env = child_environment(extra_env);
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  std::vector<char*> argv = core::exec_argv(args);
+  const std::vector<std::string> env = child_environment(extra_env);
+  std::vector<char*> envp = core::exec_argv(env);
   pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
   if (pid == 0) {

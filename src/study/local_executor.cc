@@ -10,6 +10,7 @@
 #include <map>
 
 #include "job_process.h"
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/executor.h"
@@ -23,9 +24,7 @@ namespace {
 
 [[noreturn]] void exec_child(const Job& job, pid_t parent) {
   enter_job(job, parent);
-  std::vector<char*> argv;
-  for (const auto& a : job.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = core::exec_argv(job.argv);
   execv(argv[0], argv.data());
   _exit(127);
 }

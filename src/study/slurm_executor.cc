@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/executor.h"
@@ -42,9 +43,7 @@ Output run(const std::vector<std::string>& argv,
     dup2(fds[1], STDERR_FILENO);
     close(fds[0]);
     for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
+    std::vector<char*> args = core::exec_argv(argv);
     execvp(args[0], args.data());
     _exit(127);
   }

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "job_process.h"
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/executor.h"
@@ -278,9 +279,7 @@ class WarmExecutor : public Executor {
       prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (getppid() != parent) _exit(127);
       dup2(sv[1], 3);  // dup2 leaves fd 3 open across exec
-      std::vector<char*> argv;
-      for (const auto& a : worker_argv_) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
+      std::vector<char*> argv = core::exec_argv(worker_argv_);
       execv(argv[0], argv.data());
       _exit(127);
     }

@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/fingerprint/records.h"
@@ -44,9 +45,7 @@ Child run_child(const std::vector<std::string>& args) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     fail(ErrorKind::kRuntime, "tune: cannot create pipes");
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
+  std::vector<char*> argv = core::exec_argv(args);
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(out[1], 1);

@@ -14,6 +14,7 @@
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/world.h"
@@ -37,9 +38,7 @@ void on_signal(int) {
 }
 
 pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int port) {
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
+  std::vector<char*> args = core::exec_argv(argv);
   const pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start rank {}: {}", rank, std::strerror(errno));
   if (pid == 0) {
