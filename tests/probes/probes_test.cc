@@ -13,6 +13,7 @@
 #include "trainscope/probes/builtin.h"
 #include "trainscope/probes/hub.h"
 #include "trainscope/probes/outputs.h"
+#include "trainscope/tfevents/tfevents.h"
 
 namespace fs = std::filesystem;
 namespace probes = trainscope::probes;
@@ -62,8 +63,8 @@ probes::SeriesPoint point(const std::string& layer, const std::string& name, int
 }  // namespace
 
 TEST(ProbesTest, Crc32cIsTheCastagnoliChecksum) {
-  EXPECT_EQ(probes::crc32c("123456789", 9), 0xE3069283u);  // the standard check value
-  EXPECT_EQ(probes::crc32c("", 0), 0u);
+  EXPECT_EQ(trainscope::tfevents::crc32c("123456789", 9), 0xE3069283u);  // the standard check value
+  EXPECT_EQ(trainscope::tfevents::crc32c("", 0), 0u);
 }
 
 TEST(ProbesTest, HistogramCountsNanAndInfinitiesApart) {

@@ -3,13 +3,14 @@
 #pragma once
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "trainscope/probes/probes.h"
 #include "trainscope/store/run_recorder.h"
+#include "trainscope/tfevents/tfevents.h"
 
 namespace trainscope::probes {
 
@@ -20,21 +21,20 @@ std::shared_ptr<Output> store_output(store::RunRecorder& run);
 // Prints each alert once, as a warning line.
 std::shared_ptr<Output> console_output();
 
-// CRC-32C (Castagnoli) and TFRecord's masked form of it.
-uint32_t crc32c(const void* data, size_t n);
-uint32_t masked_crc32c(const void* data, size_t n);
+// A histogram as TensorBoard's HistogramProto: its finite values in
+// buckets given by their right edges. NaN and infinities cannot be shown
+// there (they stay in the store only); nullopt when no value is finite.
+std::optional<tfevents::Histogram> tensorboard_histogram(const Histogram& h);
 
-// A TensorBoard event file: TFRecord framing (length, masked CRC-32C of the
-// length, the Event, masked CRC-32C of the Event), a first Event with
-// file_version "brain.Event:2", then one Event per scalar (simple_value) or
-// histogram (HistogramProto). Tags are "<layer>/<kind>/<stat>" for scalars,
-// "<layer>/<kind>" for histograms.
+// A TensorBoard event file (tfevents::Writer): one Event per scalar
+// (simple_value) or histogram (HistogramProto). Tags are
+// "<layer>/<kind>/<stat>" for scalars, "<layer>/<kind>" for histograms.
 class TfEventsWriter : public Output {
  public:
   // Creates `dir`/events.out.tfevents.<unix seconds>.<host>.
   explicit TfEventsWriter(const std::filesystem::path& dir);
   ~TfEventsWriter() override;
-  const std::filesystem::path& path() const { return path_; }
+  const std::filesystem::path& path() const { return writer_->path(); }
 
   void scalar(const SeriesPoint& point) override;
   void histogram(const std::string& layer, Kind kind, const Position& at,
@@ -44,9 +44,8 @@ class TfEventsWriter : public Output {
   void write_scalar(const std::string& tag, int64_t step, double wall_time, float value);
 
  private:
-  void write_record(const std::string& bytes);
-  std::filesystem::path path_;
-  std::ofstream out_;
+  std::unique_ptr<tfevents::Writer> writer_;
+  bool open_ = true;
 };
 
 }  // namespace trainscope::probes

@@ -1,0 +1,248 @@
+#include "trainscope/tfevents/tfevents.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <optional>
+
+#include "tensorboard_event.pb.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+
+namespace trainscope::tfevents {
+
+namespace {
+
+using core::ErrorKind;
+using core::fail;
+namespace pb = trainscope::tensorboard;
+
+const std::array<uint32_t, 256>& crc_table() {
+  static const std::array<uint32_t, 256> kTable = [] {
+    std::array<uint32_t, 256> t{};
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0x82F63B78u ^ (c >> 1) : c >> 1;
+      t[i] = c;
+    }
+    return t;
+  }();
+  return kTable;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+// TFRecord stores its integers little-endian; so does every platform
+// libtorch runs on, and the reader below checks the CRCs of what it reads.
+uint64_t load_u64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+uint32_t load_u32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+uint32_t crc32c(const void* data, size_t n) {
+  const auto& t = crc_table();
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = t[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+uint32_t masked_crc32c(const void* data, size_t n) {
+  uint32_t c = crc32c(data, n);
+  return ((c >> 15) | (c << 17)) + 0xa282ead8u;
+}
+
+bool is_event_file(const std::filesystem::path& file) {
+  return file.filename().string().find("tfevents") != std::string::npos;
+}
+
+// --- writing ------------------------------------------------------------------
+
+Writer::Writer(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const double now = core::unix_now();
+  path_ = dir / fmt::format("events.out.tfevents.{}.{}", static_cast<int64_t>(now), host_name());
+  out_.open(path_, std::ios::binary | std::ios::trunc);
+  if (!out_) core::fail_writing(fmt::format("TensorBoard events to '{}'", path_.string()), errno);
+  pb::Event e;
+  e.set_wall_time(now);
+  e.set_file_version("brain.Event:2");
+  write_record(e.SerializeAsString());
+}
+
+Writer::~Writer() {
+  if (out_.is_open()) out_.close();
+}
+
+void Writer::write_record(const std::string& bytes) {
+  uint64_t len = bytes.size();
+  char header[12];
+  std::memcpy(header, &len, 8);
+  uint32_t len_crc = masked_crc32c(header, 8);
+  std::memcpy(header + 8, &len_crc, 4);
+  uint32_t data_crc = masked_crc32c(bytes.data(), bytes.size());
+  out_.write(header, 12);
+  out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out_.write(reinterpret_cast<const char*>(&data_crc), 4);
+}
+
+void Writer::scalar(const std::string& tag, int64_t step, double wall_time, float value) {
+  pb::Event e;
+  e.set_wall_time(wall_time);
+  e.set_step(step);
+  auto* v = e.mutable_summary()->add_value();
+  v->set_tag(tag);
+  v->set_simple_value(value);
+  write_record(e.SerializeAsString());
+}
+
+void Writer::scalar_double(const std::string& tag, int64_t step, double wall_time, double value) {
+  pb::Event e;
+  e.set_wall_time(wall_time);
+  e.set_step(step);
+  auto* v = e.mutable_summary()->add_value();
+  v->set_tag(tag);
+  if (described_.insert(tag).second) {
+    auto* md = v->mutable_metadata();
+    md->mutable_plugin_data()->set_plugin_name("scalars");
+    md->set_data_class(1);  // DATA_CLASS_SCALAR
+  }
+  auto* t = v->mutable_tensor();
+  t->set_dtype(pb::DT_DOUBLE);
+  t->mutable_tensor_shape();  // rank 0
+  t->add_double_val(value);
+  write_record(e.SerializeAsString());
+}
+
+void Writer::histogram(const std::string& tag, int64_t step, double wall_time, const Histogram& h) {
+  pb::Event e;
+  e.set_wall_time(wall_time);
+  e.set_step(step);
+  auto* v = e.mutable_summary()->add_value();
+  v->set_tag(tag);
+  auto* hp = v->mutable_histo();
+  hp->set_min(h.min);
+  hp->set_max(h.max);
+  hp->set_num(h.num);
+  hp->set_sum(h.sum);
+  hp->set_sum_squares(h.sum_squares);
+  for (double l : h.bucket_limit) hp->add_bucket_limit(l);
+  for (double c : h.bucket) hp->add_bucket(c);
+  write_record(e.SerializeAsString());
+}
+
+void Writer::close() {
+  if (!out_.is_open()) return;
+  out_.flush();
+  const bool ok = static_cast<bool>(out_);
+  const int err = errno;
+  out_.close();
+  if (!ok || !out_) core::fail_writing(fmt::format("'{}'", path_.string()), ok ? 0 : err);
+}
+
+// --- reading ------------------------------------------------------------------
+
+namespace {
+
+// The next record of `blob` at `pos`, its CRCs checked.
+std::string_view next_record(const std::filesystem::path& file, std::string_view blob, size_t pos) {
+  auto bad = [&](const std::string& what) {
+    fail(ErrorKind::kUsage,
+         "{}: the record at byte {} {}; the file is damaged, nothing of its folder was imported",
+         file.string(), pos, what);
+  };
+  if (blob.size() - pos < 12) bad("is cut short (its 12-byte header is incomplete)");
+  const uint64_t len = load_u64(blob.data() + pos);
+  if (load_u32(blob.data() + pos + 8) != masked_crc32c(blob.data() + pos, 8))
+    bad("has a bad length CRC");
+  if (len > blob.size() - pos - 12 || blob.size() - pos - 12 - len < 4 || len > INT32_MAX)
+    bad(fmt::format("is cut short ({} bytes announced, {} left)", len, blob.size() - pos - 12));
+  std::string_view data = blob.substr(pos + 12, len);
+  if (load_u32(blob.data() + pos + 12 + len) != masked_crc32c(data.data(), data.size()))
+    bad("has a bad data CRC");
+  return data;
+}
+
+// A tensor's only element widened to double, if it is one float or double.
+std::optional<double> tensor_scalar(const pb::TensorProto& t) {
+  int64_t elements = 1;
+  for (const auto& d : t.tensor_shape().dim()) elements *= d.size();
+  if (elements != 1 || t.tensor_shape().unknown_rank()) return std::nullopt;
+  const std::string& raw = t.tensor_content();
+  if (t.dtype() == pb::DT_DOUBLE) {
+    if (t.double_val_size() == 1) return t.double_val(0);
+    if (raw.size() == 8) return std::bit_cast<double>(load_u64(raw.data()));
+  } else if (t.dtype() == pb::DT_FLOAT) {
+    if (t.float_val_size() == 1) return static_cast<double>(t.float_val(0));
+    if (raw.size() == 4) return static_cast<double>(std::bit_cast<float>(load_u32(raw.data())));
+  }
+  return std::nullopt;
+}
+
+// The scalars of one Event into `out`.
+void add_event(const pb::Event& e, TagPlugins& plugins, FileScalars& out) {
+  for (const auto& v : e.summary().value()) {
+    const std::string& plugin =
+        plugins.emplace(v.tag(), v.metadata().plugin_data().plugin_name()).first->second;
+    std::optional<double> value;
+    if (v.value_case() == pb::Summary::Value::kSimpleValue) {
+      value = static_cast<double>(v.simple_value());
+    } else if (v.value_case() == pb::Summary::Value::kTensor && plugin == "scalars") {
+      value = tensor_scalar(v.tensor());
+    }
+    if (!value) {
+      ++out.skipped;
+      continue;
+    }
+    out.scalars.push_back({v.tag(), e.step(), e.wall_time(), *value});
+  }
+}
+
+}  // namespace
+
+FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins) {
+  std::ifstream in(file, std::ios::binary);
+  std::string blob{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!in && !in.eof())
+    fail(ErrorKind::kNotFound, "cannot read event file '{}'; check that it exists and is readable",
+         file.string());
+  FileScalars out;
+  for (size_t pos = 0; pos < blob.size();) {
+    std::string_view data = next_record(file, blob, pos);
+    pb::Event e;
+    if (!e.ParseFromArray(data.data(), static_cast<int>(data.size())))
+      fail(ErrorKind::kUsage,
+           "{}: the record at byte {} is not a TensorBoard Event; nothing of its folder was "
+           "imported",
+           file.string(), pos);
+    ++out.records;
+    if (out.records == 1 || e.wall_time() < out.first_wall_time)
+      out.first_wall_time = e.wall_time();
+    out.last_wall_time = std::max(out.last_wall_time, e.wall_time());
+    add_event(e, plugins, out);
+    pos += 16 + data.size();
+  }
+  return out;
+}
+
+}  // namespace trainscope::tfevents
