@@ -28,6 +28,7 @@ void register_plot_commands(CLI::App& app, Context& ctx);     // plot
 void register_completion_commands(CLI::App& app, Context& ctx);  // completion
 void register_serve_commands(CLI::App& app, Context& ctx);       // serve
 void register_store_commands(CLI::App& app, Context& ctx);       // store copy
+void register_import_commands(CLI::App& app, Context& ctx);      // import tfevents
 
 // `costmodel fit` and `costmodel eval` (torch-free: costmodel_cmd.cc).
 struct CostmodelArgs;

@@ -23,7 +23,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
       {"Compare and explain", {"diff", "stats", "report", "env"}},
       {"Measure speed and numerics", {"profile", "costmodel", "tune", "numerics"}},
       {"Studies (many trainings)", {"study"}},
-      {"Stores and the dashboard", {"serve", "store"}},
+      {"Stores and the dashboard", {"serve", "store", "import"}},
       {"Shell", {"completion"}},
   };
   return g;

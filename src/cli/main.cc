@@ -126,6 +126,7 @@ int run_command_line(int argc, char** argv) {
   register_plot_commands(app, ctx);
   register_serve_commands(app, ctx);
   register_store_commands(app, ctx);
+  register_import_commands(app, ctx);
   register_completion_commands(app, ctx);
   add_global_options_to_help(app);
   group_commands_in_help(app);

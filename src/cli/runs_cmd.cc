@@ -10,6 +10,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/tensorboard/tensorboard.h"
 
 namespace trainscope::cli {
 using core::ErrorKind;
@@ -280,7 +281,7 @@ void add_show(CLI::App* runs, Context& ctx) {
 
 struct ExportArgs {
   std::vector<std::string> refs;
-  std::string filter, experiment, format = "csv", out;
+  std::string filter, experiment, format = "csv", out, scalars = "double";
 };
 
 // The runs an export names: given references, else every run matching the
@@ -332,28 +333,69 @@ void write_export(Store& store, const std::vector<RunInfo>& runs, const ExportAr
   });
 }
 
+// --format tfevents: a TensorBoard log folder per run inside --out.
+void write_tfevents(Store& store, const std::vector<RunInfo>& runs, const ExportArgs& a,
+                    bool json) {
+  tensorboard::ExportOptions o{a.out, tensorboard::parse_scalar_type(a.scalars)};
+  const auto done = tensorboard::export_runs(store, runs, o, export_progress(runs.size()));
+  int64_t points = 0, histograms = 0;
+  format::Json j = format::Json::array();
+  for (const auto& r : done) {
+    points += r.points, histograms += r.histograms;
+    j.push_back({{"uuid", r.uuid},
+                 {"file", r.file.string()},
+                 {"points", r.points},
+                 {"histograms", r.histograms}});
+  }
+  if (json) {
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    return;
+  }
+  std::cout << fmt::format("wrote {} run{} ({} scalar points as {}, {} histograms) into {}\n",
+                           done.size(), done.size() == 1 ? "" : "s", points, a.scalars, histograms,
+                           a.out);
+  for (const auto& r : done)
+    core::log_info("{}: {} points, {} histograms -> {}", core::short_uuid(r.uuid), r.points,
+                   r.histograms, r.file.string());
+}
+
 void add_export(CLI::App* runs, Context& ctx) {
   auto* cmd = runs->add_subcommand(
-      "export", "Export runs' metric points (CSV, one long table) or everything (JSON)");
+      "export",
+      "Export runs' metric points (CSV, one long table), everything (JSON) or TensorBoard log "
+      "folders (tfevents)");
   auto a = std::make_shared<ExportArgs>();
   cmd->add_option("RUN", a->refs, "UUIDs, unique UUID prefixes or run names (default: all runs)");
   cmd->add_option("--filter,-F", a->filter, "Only runs matching this expression (as runs list)");
   cmd->add_option("--experiment,-e", a->experiment, "Only runs of this experiment");
   cmd->add_option("--format,-f", a->format,
                   "csv (one row per metric point: run,name,key,step,wall_time,value; one run: "
-                  "key,step,wall_time,value) or json (every run whole)")
-      ->check(CLI::IsMember({"csv", "json"}));
-  cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
+                  "key,step,wall_time,value), json (every run whole) or tfevents (a TensorBoard "
+                  "log folder per run inside --out DIR: scalars and probe histograms)")
+      ->check(CLI::IsMember({"csv", "json", "tfevents"}));
+  cmd->add_option("--out,-o", a->out,
+                  "Write to this file instead of stdout (tfevents: the folder, required)");
+  cmd->add_option("--scalars", a->scalars,
+                  "tfevents: double (DT_DOUBLE tensors, exact) or float32 (simple_value)")
+      ->check(CLI::IsMember({"double", "float32"}));
   set_example(
-      cmd, "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv");
+      cmd,
+      "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv\n"
+      "  trainscope runs export --filter \"name like 'demo%'\" --format tfevents --out logs\n"
+      "  tensorboard --logdir logs");
   cmd->callback([&ctx, a] {
-    core::check_output_file(a->out);  // before any work
+    if (a->format == "tfevents" && (a->out.empty() || a->out == "-"))
+      fail(ErrorKind::kUsage,
+           "runs export --format tfevents writes a folder per run: name the folder with --out "
+           "DIR (arguments name runs)");
+    if (a->format != "tfevents") core::check_output_file(a->out);  // before any work
     auto store = ctx.reader();
     std::vector<std::string> uuids;  // a run named twice counts once
     for (const auto& r : store->resolve_runs(a->refs)) uuids.push_back(r.uuid);
     a->refs = uuids;
     auto found = export_runs(*store, *a);
     if (found.empty()) fail(ErrorKind::kNotFound, "no runs match; nothing exported");
+    if (a->format == "tfevents") return write_tfevents(*store, found, *a, ctx.json);
     write_export(*store, found, *a, a->format == "json" || ctx.json);
     if (!a->out.empty() && a->out != "-")
       core::log_info("wrote {} ({} run{})", a->out, found.size(), found.size() == 1 ? "" : "s");

@@ -8,8 +8,15 @@ the fields trainscope uses, with their public numbers).
 
 Checks every record's two masked CRC-32Cs and exits non-zero on any bad one.
 Writes {"file_version", "scalars": [[tag, step, value]], "histograms":
-[{tag, step, min, max, num, sum, sum_squares, bucket_limit, bucket}]}."""
+[{tag, step, min, max, num, sum, sum_squares, bucket_limit, bucket}],
+"events": [{tag, step, wall_time, type, plugin, bits}]}: "scalars" holds the
+simple_values (non-finite ones as "nan", "inf", "-inf"); "events" every scalar,
+simple_value (type "float32") or one-element DT_FLOAT / DT_DOUBLE tensor (type
+"float" / "double"), with its value widened to double as 16 hex digits of
+its IEEE-754 bits (big-endian), the wall time likewise, and the plugin named by
+its tag's metadata."""
 import json
+import math
 import struct
 import sys
 
@@ -35,6 +42,23 @@ def schema():
         field(h, n, i, F.TYPE_DOUBLE)
     for n, i in (("bucket_limit", 6), ("bucket", 7)):
         field(h, n, i, F.TYPE_DOUBLE, F.LABEL_REPEATED).options.packed = True
+    shape = fd.message_type.add(name="TensorShapeProto")
+    dim = shape.nested_type.add(name="Dim")
+    field(dim, "size", 1, F.TYPE_INT64)
+    field(dim, "name", 2, F.TYPE_STRING)
+    field(shape, "dim", 2, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".tensorboard.TensorShapeProto.Dim")
+    t = fd.message_type.add(name="TensorProto")
+    field(t, "dtype", 1, F.TYPE_INT32)  # types.proto's DataType: 1 DT_FLOAT, 2 DT_DOUBLE
+    field(t, "tensor_shape", 2, F.TYPE_MESSAGE, type_name=".tensorboard.TensorShapeProto")
+    field(t, "tensor_content", 4, F.TYPE_BYTES)
+    field(t, "float_val", 5, F.TYPE_FLOAT, F.LABEL_REPEATED).options.packed = True
+    field(t, "double_val", 6, F.TYPE_DOUBLE, F.LABEL_REPEATED).options.packed = True
+    md = fd.message_type.add(name="SummaryMetadata")
+    pd = md.nested_type.add(name="PluginData")
+    field(pd, "plugin_name", 1, F.TYPE_STRING)
+    field(pd, "content", 2, F.TYPE_BYTES)
+    field(md, "plugin_data", 1, F.TYPE_MESSAGE, type_name=".tensorboard.SummaryMetadata.PluginData")
+    field(md, "data_class", 4, F.TYPE_INT32)
     s = fd.message_type.add(name="Summary")
     v = s.nested_type.add(name="Value")
     v.oneof_decl.add(name="value")
@@ -43,6 +67,8 @@ def schema():
     field(v, "simple_value", 2, F.TYPE_FLOAT, oneof=0)
     field(v, "obsolete_old_style_histogram", 3, F.TYPE_BYTES, oneof=0)
     field(v, "histo", 5, F.TYPE_MESSAGE, type_name=".tensorboard.HistogramProto", oneof=0)
+    field(v, "tensor", 8, F.TYPE_MESSAGE, type_name=".tensorboard.TensorProto", oneof=0)
+    field(v, "metadata", 9, F.TYPE_MESSAGE, type_name=".tensorboard.SummaryMetadata")
     field(s, "value", 1, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".tensorboard.Summary.Value")
     e = fd.message_type.add(name="Event")
     e.oneof_decl.add(name="what")
@@ -89,9 +115,33 @@ def records(blob):
         pos += 16 + length
 
 
+def bits(x):
+    return struct.pack(">d", x).hex()
+
+
+def plain(x):
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+def tensor_scalar(t):
+    """(type, value) of a one-element DT_FLOAT or DT_DOUBLE tensor, else None."""
+    n = 1
+    for d in t.tensor_shape.dim:
+        n *= d.size
+    if n != 1 or t.dtype not in (1, 2):
+        return None
+    kind, vals, fmt = ("float", t.float_val, "<f") if t.dtype == 1 else ("double", t.double_val, "<d")
+    if len(vals) == 1:
+        return kind, vals[0]
+    if len(t.tensor_content) == struct.calcsize(fmt):
+        return kind, struct.unpack(fmt, t.tensor_content)[0]
+    return None
+
+
 def main():
     Event = schema()
-    out = {"file_version": None, "records": 0, "scalars": [], "histograms": []}
+    out = {"file_version": None, "records": 0, "scalars": [], "histograms": [], "events": []}
+    plugins = {}
     with open(sys.argv[1], "rb") as f:
         blob = f.read()
     for i, data in enumerate(records(blob)):
@@ -102,9 +152,19 @@ def main():
             out["file_version"] = ev.file_version
             continue
         for v in ev.summary.value:
+            if v.HasField("metadata") and v.metadata.plugin_data.plugin_name:
+                plugins[v.tag] = v.metadata.plugin_data.plugin_name
+            scalar = None
             if v.WhichOneof("value") == "simple_value":
-                out["scalars"].append([v.tag, ev.step, v.simple_value])
-            elif v.WhichOneof("value") == "histo":
+                scalar = ("float32", v.simple_value)
+                out["scalars"].append([v.tag, ev.step, plain(v.simple_value)])
+            elif v.WhichOneof("value") == "tensor":
+                scalar = tensor_scalar(v.tensor)
+            if scalar:
+                out["events"].append({"tag": v.tag, "step": ev.step, "wall_time": bits(ev.wall_time),
+                                      "type": scalar[0], "plugin": plugins.get(v.tag, ""),
+                                      "bits": bits(scalar[1])})
+            if v.WhichOneof("value") == "histo":
                 h = v.histo
                 out["histograms"].append({
                     "tag": v.tag, "step": ev.step, "min": h.min, "max": h.max, "num": h.num,

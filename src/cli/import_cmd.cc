@@ -1,0 +1,73 @@
+// `trainscope import tfevents DIR`: runs from files other programs wrote.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "commands.h"
+#include "output.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/format/format.h"
+#include "trainscope/tensorboard/tensorboard.h"
+
+namespace trainscope::cli {
+
+namespace {
+
+void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json) {
+  format::Json j = format::Json::array();
+  size_t imported = 0;
+  int64_t points = 0;
+  for (const auto& r : runs) {
+    j.push_back({{"folder", r.folder.string()},
+                 {"name", r.name},
+                 {"uuid", r.uuid},
+                 {"files", r.files},
+                 {"points", r.points},
+                 {"skipped_values", r.skipped_values},
+                 {"already_imported", r.already_imported}});
+    if (r.already_imported) continue;
+    ++imported;
+    points += r.points;
+  }
+  if (json) {
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    return;
+  }
+  for (const auto& r : runs) {
+    const std::string what =
+        r.already_imported
+            ? "skipped: already imported"
+            : fmt::format("{} points{}", r.points,
+                          r.skipped_values
+                              ? fmt::format(" ({} non-scalar values left out)", r.skipped_values)
+                              : "");
+    std::cout << fmt::format("{}  {}  {}  {}\n", core::short_uuid(r.uuid),
+                             core::escape_for_display(r.name), what, r.folder.string());
+  }
+  std::cout << fmt::format("imported {} run{} ({} scalar points); {} already imported\n", imported,
+                           imported == 1 ? "" : "s", points, runs.size() - imported);
+}
+
+}  // namespace
+
+void register_import_commands(CLI::App& app, Context& ctx) {
+  auto* im = app.add_subcommand("import", "Bring runs other programs recorded into the store");
+  im->require_subcommand(1);
+  auto* cmd = im->add_subcommand(
+      "tfevents", "Import the scalars of TensorBoard event files: one run per folder holding them");
+  auto o = std::make_shared<tensorboard::ImportOptions>();
+  cmd->add_option("DIR", o->dir, "The log folder (TensorBoard's --logdir); searched recursively")
+      ->required();
+  cmd->add_option("--experiment,-e", o->experiment, "The runs' experiment");
+  set_example(cmd,
+              "trainscope import tfevents runs/ --experiment keras\n"
+              "  (again later: folders already imported are skipped)");
+  set_example(im, "trainscope import tfevents runs/");
+  cmd->callback([&ctx, o] {
+    o->command_line = ctx.argv_line;
+    print_imported(tensorboard::import_tfevents(*ctx.store(), *o), ctx.json);
+  });
+}
+
+}  // namespace trainscope::cli

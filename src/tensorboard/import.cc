@@ -1,0 +1,198 @@
+// Event files others wrote into the store as runs (`import tfevents`).
+#include <algorithm>
+#include <map>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/tensorboard/tensorboard.h"
+#include "trainscope/tfevents/tfevents.h"
+
+namespace trainscope::tensorboard {
+
+namespace fs = std::filesystem;
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+inline constexpr const char* kSourceTag = "import.source";
+inline constexpr const char* kDigestTag = "import.sha256";
+
+// A folder of event files, read and checked, not yet written.
+struct Folder {
+  fs::path path;                // absolute
+  std::vector<fs::path> files;  // by name
+  std::string base_name;        // relative to the import's folder
+  std::string digest;           // of the files' names and bytes
+  std::vector<store::MetricSeries> series;
+  int64_t points = 0, skipped = 0;
+  double start = 0, end = 0;
+};
+
+// Every folder under `dir` (itself included) holding event files, each
+// with its files sorted by name.
+std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    fail(ErrorKind::kNotFound, "'{}' is not a folder; give the folder that holds the event files",
+         dir.string());
+  std::map<fs::path, std::vector<fs::path>> out;
+  fs::recursive_directory_iterator it(dir, ec), end;
+  for (; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file() && tfevents::is_event_file(it->path()))
+      out[it->path().parent_path()].push_back(it->path());
+  if (ec)
+    fail(ErrorKind::kUsage, "cannot read the folder '{}': {}; check its permissions", dir.string(),
+         ec.message());
+  if (out.empty())
+    fail(ErrorKind::kNotFound,
+         "no TensorBoard event file (a name containing 'tfevents') under '{}'; give the log "
+         "folder TensorBoard reads (its --logdir)",
+         dir.string());
+  for (auto& [folder, files] : out) std::sort(files.begin(), files.end());
+  return out;
+}
+
+// Reads and checks every file of one folder, its scalars gathered by tag.
+Folder read_folder(const fs::path& root, const fs::path& path, const std::vector<fs::path>& files) {
+  Folder f{path, files, {}, {}, {}, 0, 0, 0, 0};
+  const fs::path rel = path.lexically_relative(root);
+  f.base_name = rel.empty() || rel == "." ? root.filename().string() : rel.generic_string();
+  std::string hashed;
+  std::map<std::string, size_t> index;  // tag -> series
+  bool any_time = false;
+  tfevents::TagPlugins plugins;  // carried from file to file, as TensorBoard does
+  for (const auto& file : files) {
+    const auto read = tfevents::read_scalars(file, plugins);
+    hashed += file.filename().string() + "\n" + core::sha256_file(file) + "\n";
+    for (const auto& s : read.scalars) {
+      auto [at, added] = index.emplace(s.tag, f.series.size());
+      if (added) f.series.push_back({s.tag, {}});
+      f.series[at->second].points.push_back({s.step, s.wall_time, s.value});
+    }
+    f.points += static_cast<int64_t>(read.scalars.size());
+    f.skipped += read.skipped;
+    if (read.records == 0) continue;
+    f.start = any_time ? std::min(f.start, read.first_wall_time) : read.first_wall_time;
+    f.end = any_time ? std::max(f.end, read.last_wall_time) : read.last_wall_time;
+    any_time = true;
+  }
+  f.digest = core::sha256_hex(hashed);
+  return f;
+}
+
+// What the store holds of earlier imports: runs by digest and by source.
+struct Earlier {
+  std::map<std::string, store::RunInfo> by_digest;  // finished imports
+  std::map<std::string, std::vector<store::RunInfo>> by_source;
+  std::map<std::string, std::string> digest_of;  // uuid -> digest ("" if none yet)
+  std::vector<std::string> names;
+};
+
+Earlier earlier_imports(store::Store& store) {
+  Earlier e;
+  const auto runs = store.list_runs();
+  std::vector<std::string> uuids;
+  for (const auto& r : runs) {
+    uuids.push_back(r.uuid);
+    e.names.push_back(r.name);
+  }
+  const auto fields = store.run_fields(uuids, false, true, false);
+  for (const auto& r : runs) {
+    auto f = fields.find(r.uuid);
+    if (f == fields.end()) continue;
+    const auto& tags = f->second.tags;
+    auto source = tags.find(kSourceTag);
+    if (source == tags.end()) continue;
+    auto digest = tags.find(kDigestTag);
+    e.digest_of[r.uuid] = digest == tags.end() ? "" : digest->second;
+    e.by_source[source->second].push_back(r);
+    if (digest != tags.end()) e.by_digest.emplace(digest->second, r);
+  }
+  return e;
+}
+
+// One folder as a run, or none: a failed write deletes what it wrote.
+std::string write_run(store::Store& store, const Folder& f, const std::string& name,
+                      const ImportOptions& o) {
+  store::RunInfo run;
+  run.uuid = core::new_uuid();
+  run.experiment = o.experiment;
+  run.name = name;
+  run.status = store::RunStatus::kFinished;
+  run.start_time = f.start;
+  run.end_time = std::max(f.end, f.start);
+  run.heartbeat = run.end_time;
+  run.command_line = o.command_line;
+  store.import_run(run);
+  try {
+    store.set_tag(run.uuid, kSourceTag, f.path.string());
+    store.append_metrics(run.uuid, f.series);
+    store.set_tag(run.uuid, kDigestTag, f.digest);  // last: the import is whole
+  } catch (...) {
+    try {
+      store.delete_run(run.uuid);
+    } catch (const std::exception& e) {
+      core::log_warn("could not remove the partial run {}: {}", core::short_uuid(run.uuid),
+                     e.what());
+    }
+    throw;
+  }
+  return run.uuid;
+}
+
+// Refuses a folder imported before whose files have changed since.
+void refuse_changed(const Folder& f, Earlier& e) {
+  if (e.by_digest.count(f.digest)) return;
+  for (const auto& r : e.by_source[f.path.string()])
+    if (!e.digest_of[r.uuid].empty())
+      fail(ErrorKind::kConflict,
+           "'{}' was imported before as run {} ({}) and its files have changed since; delete "
+           "that run first (trainscope runs delete {} --yes) to import them again",
+           f.path.string(), r.name, core::short_uuid(r.uuid), core::short_uuid(r.uuid));
+}
+
+// Skips a folder whose files were imported already; removes the runs of an
+// import of it that was cut short. True when the folder is to be imported.
+bool check_earlier(store::Store& store, const Folder& f, Earlier& e, ImportedRun& out) {
+  if (auto d = e.by_digest.find(f.digest); d != e.by_digest.end()) {
+    out.already_imported = true;
+    out.uuid = d->second.uuid;
+    out.name = d->second.name;
+    return false;
+  }
+  for (const auto& r : e.by_source[f.path.string()]) {
+    core::log_warn("replacing run {} ({}), left by an import of '{}' that did not finish", r.name,
+                   core::short_uuid(r.uuid), f.path.string());
+    store.delete_run(r.uuid);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<ImportedRun> import_tfevents(store::Store& store, const ImportOptions& options) {
+  if (options.experiment.empty())
+    fail(ErrorKind::kUsage, "--experiment '' names no experiment; give a name or leave it out");
+  const fs::path root = fs::weakly_canonical(fs::absolute(options.dir));
+  std::vector<Folder> folders;
+  for (const auto& [path, files] : event_folders(root))
+    folders.push_back(read_folder(root, path, files));
+  Earlier earlier = earlier_imports(store);
+  for (const auto& f : folders) refuse_changed(f, earlier);  // before anything is written
+  std::vector<ImportedRun> out;
+  for (const auto& f : folders) {
+    ImportedRun r{f.path, {}, {}, static_cast<int64_t>(f.files.size()), f.points, f.skipped, false};
+    if (check_earlier(store, f, earlier, r)) {
+      r.name = store::next_free_name(f.base_name, earlier.names);
+      earlier.names.push_back(r.name);
+      r.uuid = write_run(store, f, r.name, options);
+      earlier.by_digest.emplace(f.digest, store::RunInfo{.uuid = r.uuid, .name = r.name});
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace trainscope::tensorboard
