@@ -2,7 +2,8 @@
 // `runs export --format tfevents` read back by an independent decoder
 // (python3-protobuf, tests/probes/decode_tfevents.py), `import tfevents` of
 // those files and of files an independent writer made
-// (tests/tensorboard/write_tfevents.py), and damaged files refused whole.
+// (tests/tensorboard/write_tfevents.py), damaged files refused whole, and
+// (with libtorch) a real training out and back.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -322,6 +323,47 @@ TEST_F(TensorBoardTest, ACorruptRecordIsRefusedAndTheStoreIsUnchanged) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(open()->list_runs().size(), 4u);
 }
+
+#ifdef TS_WITH_TORCH
+// A real training (the demo CNN on a slice of Fashion-MNIST, standard
+// probes): its export decodes to every recorded point and histogram, and
+// its import gives every point back bit for bit.
+TEST_F(TensorBoardTest, ATrainedRunGoesOutAndComesBackBitForBit) {
+  auto r = ts("train " TS_SOURCE_DIR
+              "/configs/demo.yaml --set probes=standard --set data.train_subset=1280 "
+              "--set data.test_subset=200 --set train.epochs=1 --name tiny");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const auto logs = dir_ / "logs";
+  r = ts("runs export tiny --format tfevents -o " + shell_quote(logs.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto s = open();
+  const auto run = s->resolve_run("tiny");
+  const auto files = event_files(logs);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].parent_path().filename(), "tiny");
+  json d = decode(files[0]);
+  expect_decoded_equal(run.uuid, d, "double", [](double v) { return v; });
+  const auto histograms = s->records(run.uuid, probes::kHistogramsKind);
+  EXPECT_GT(histograms.size(), 0u);
+  EXPECT_EQ(d["histograms"].size(), histograms.size());
+  r = ts("import tfevents " + shell_quote(logs.string()), "back.db");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto back = open("back.db");
+  const auto copy = back->resolve_run("tiny");
+  const auto keys = s->metric_summaries(run.uuid);
+  EXPECT_GT(keys.size(), 10u);
+  EXPECT_EQ(back->metric_summaries(copy.uuid).size(), keys.size());
+  for (const auto& k : keys) {
+    const auto want = s->metric(run.uuid, k.key), got = back->metric(copy.uuid, k.key);
+    ASSERT_EQ(got.size(), want.size()) << k.key;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].step, want[i].step) << k.key;
+      EXPECT_EQ(bits_of(got[i].wall_time), bits_of(want[i].wall_time)) << k.key;
+      EXPECT_EQ(bits_of(got[i].value), bits_of(want[i].value)) << k.key;
+    }
+  }
+}
+#endif
 
 TEST_F(TensorBoardTest, ImportOfAFolderWithoutEventFilesIsNotFound) {
   fs::create_directories(dir_ / "nothing" / "here");
