@@ -25,13 +25,26 @@ ScalarType parse_scalar_type(const std::string& name) {
 
 namespace {
 
+// A run name as a relative folder: '/' separates folders, as in the names
+// the import gives ("keras/train"); other bytes outside [A-Za-z0-9._-]
+// become '_', empty parts are dropped, and "." and ".." never name a folder.
 std::string folder_name(const std::string& name) {
-  std::string out;
+  std::string out, part;
+  auto flush = [&] {
+    if (part == "." || part == "..") part = std::string(part.size(), '_');
+    if (!part.empty()) out += (out.empty() ? "" : "/") + part;
+    part.clear();
+  };
   for (char c : name) {
     const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                        c == '.' || c == '_' || c == '-';
-    out += plain ? c : '_';
+    if (c == '/') {
+      flush();
+    } else {
+      part += plain ? c : '_';
+    }
   }
+  flush();
   return out;
 }
 
@@ -74,7 +87,7 @@ std::vector<std::string> run_folders(const std::vector<store::RunInfo>& runs) {
   std::set<std::string> taken;
   for (const auto& r : runs) {
     std::string name = folder_name(r.name);
-    if (name.empty() || name == "." || name == "..") name = r.uuid;
+    if (name.empty()) name = r.uuid;
     if (taken.count(name)) name += "-" + core::short_uuid(r.uuid);
     taken.insert(name);
     out.push_back(name);

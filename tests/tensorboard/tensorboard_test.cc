@@ -4,6 +4,8 @@
 // those files and of files an independent writer made
 // (tests/tensorboard/write_tfevents.py), damaged files refused whole, and
 // (with libtorch) a real training out and back.
+#include "trainscope/tensorboard/tensorboard.h"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +16,7 @@
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
@@ -258,6 +261,20 @@ TEST_F(TensorBoardTest, ImportsFilesOfAnIndependentWriter) {
       }
     }
   }
+  // Exported, each run goes back to its folder, and imported from there,
+  // by the same name.
+  const auto out = dir_ / "out";
+  r = ts("runs export --format tfevents -o " + shell_quote(out.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::set<std::string> folders;
+  for (const auto& f : event_files(out))
+    folders.insert(f.parent_path().lexically_relative(out).generic_string());
+  EXPECT_EQ(folders, (std::set<std::string>{"keras/train", "keras/validation"}));
+  r = ts("--json import tfevents " + shell_quote(out.string()), "again.db");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::set<std::string> names;
+  for (const auto& p : json::parse(r.out)) names.insert(p["name"]);
+  EXPECT_EQ(names, folders);
   // Again: nothing is duplicated, and the output says why.
   r = ts("import tfevents " + shell_quote(logs.string()) + " -e keras");
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -364,6 +381,18 @@ TEST_F(TensorBoardTest, ATrainedRunGoesOutAndComesBackBitForBit) {
   }
 }
 #endif
+
+// A run's name never leads out of the export folder, and two runs never
+// share a folder.
+TEST(TensorBoardFolders, NamesStayInsideTheFolderAndApart) {
+  std::vector<store::RunInfo> runs;
+  for (const char* name : {"keras/train", "../../etc/x", "/abs//path/", "", "é ü", "rt", "rt", "."})
+    runs.push_back({.uuid = core::new_uuid(), .name = name});
+  const auto f = tensorboard::run_folders(runs);
+  EXPECT_EQ(
+      f, (std::vector<std::string>{"keras/train", "__/__/etc/x", "abs/path", runs[3].uuid, "_____",
+                                   "rt", "rt-" + core::short_uuid(runs[6].uuid), "_"}));
+}
 
 TEST_F(TensorBoardTest, ImportOfAFolderWithoutEventFilesIsNotFound) {
   fs::create_directories(dir_ / "nothing" / "here");

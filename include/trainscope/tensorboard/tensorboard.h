@@ -42,10 +42,11 @@ struct ExportedRun {
   int64_t histograms = 0;      // histogram events
 };
 
-// The folder name of each run inside the export folder, in order: the run's
-// name with every byte outside [A-Za-z0-9._-] as '_' (its UUID when it has
-// none), and "-" and the UUID's first 8 characters after a name that an
-// earlier run of the list already has.
+// The folder of each run inside the export folder, in order: the run's name
+// with '/' separating folders (as the import names runs: "keras/train"),
+// every other byte outside [A-Za-z0-9._-] as '_', empty parts dropped and
+// "." or ".." as "_" or "__" (its UUID when nothing is left), and "-" and the
+// UUID's first 8 characters after a name an earlier run of the list has.
 std::vector<std::string> run_folders(const std::vector<store::RunInfo>& runs);
 
 // Writes each run into `options.dir`/<run_folders()>/events.out.tfevents.
