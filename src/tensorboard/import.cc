@@ -166,6 +166,9 @@ bool check_earlier(store::Store& store, const Folder& f, Earlier& e, ImportedRun
     core::log_warn("replacing run {} ({}), left by an import of '{}' that did not finish", r.name,
                    core::short_uuid(r.uuid), f.path.string());
     store.delete_run(r.uuid);
+    // Its name is free again: the new run takes it.
+    if (auto n = std::find(e.names.begin(), e.names.end(), r.name); n != e.names.end())
+      e.names.erase(n);
   }
   return true;
 }

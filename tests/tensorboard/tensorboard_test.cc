@@ -382,6 +382,42 @@ TEST_F(TensorBoardTest, ATrainedRunGoesOutAndComesBackBitForBit) {
 }
 #endif
 
+// An import killed between its run and its last tag left a run without
+// "import.sha256": the next import replaces it instead of skipping the
+// folder or adding a second run.
+TEST_F(TensorBoardTest, ARunLeftByAnImportCutShortIsReplaced) {
+  const auto logs = dir_ / "keras", want_file = dir_ / "expected.json";
+  ASSERT_EQ(run_command("/usr/bin/python3 " TS_TFEVENTS_WRITER " " + shell_quote(logs.string()) +
+                        " " + shell_quote(want_file.string()))
+                .exit_code,
+            0);
+  const std::string folder = fs::weakly_canonical(logs / "keras" / "train").string();
+  std::string partial;
+  {
+    auto s = open();
+    store::RunInfo run{.uuid = core::new_uuid(), .experiment = "x", .name = "keras/train"};
+    run.status = store::RunStatus::kFinished;
+    s->import_run(run);
+    s->set_tag(run.uuid, "import.source", folder);
+    s->append_metrics(run.uuid, {{"epoch_loss", {{0, 1.0, 9.0}}}});
+    partial = run.uuid;
+  }
+  auto r = ts("import tfevents " + shell_quote(logs.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("replacing run keras/train (" + core::short_uuid(partial) +
+                       "), left by an import of '" + folder + "' that did not finish"),
+            std::string::npos)
+      << r.out;
+  auto s = open();
+  EXPECT_FALSE(s->find_run(partial).has_value());
+  auto runs = s->list_runs({.name = "keras/train"});
+  ASSERT_EQ(runs.size(), 1u);
+  const json want = json::parse(std::ifstream(want_file));
+  EXPECT_EQ(s->metric(runs[0].uuid, "epoch_loss").size(),
+            want["keras/train"]["points"]["epoch_loss"].size());
+  EXPECT_EQ(s->list_runs().size(), 2u);
+}
+
 // A run's name never leads out of the export folder, and two runs never
 // share a folder.
 TEST(TensorBoardFolders, NamesStayInsideTheFolderAndApart) {
