@@ -355,8 +355,8 @@ void write_tfevents(Store& store, const std::vector<RunInfo>& runs, const Export
                            done.size(), done.size() == 1 ? "" : "s", points, a.scalars, histograms,
                            a.out);
   for (const auto& r : done)
-    core::log_info("{}: {} points, {} histograms -> {}", core::short_uuid(r.uuid), r.points,
-                   r.histograms, r.file.string());
+    core::log_debug("{}: {} points, {} histograms -> {}", core::short_uuid(r.uuid), r.points,
+                    r.histograms, r.file.string());
 }
 
 void add_export(CLI::App* runs, Context& ctx) {
