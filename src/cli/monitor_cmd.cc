@@ -66,10 +66,14 @@ void add_watch(CLI::App& app, Context& ctx) {
                   "Run name (default: $TRAINSCOPE_RUN_NAME, else the command's name)");
   cmd->add_option("--experiment", o->experiment,
                   "Experiment (default: $TRAINSCOPE_EXPERIMENT, else watch)");
+  // One value per --param / --tag, so that `--param a=1 -- sh -c ...` leaves
+  // the command whole.
   cmd->add_option("--param", pairs->first,
-                  "A param of the run, key=value (repeat it); the command may print more");
+                  "A param of the run, key=value (repeat it); the command may print more")
+      ->allow_extra_args(false);
   cmd->add_option("--tag", pairs->second,
-                  "A tag of the run, key=value (repeat it; added to $TRAINSCOPE_TAGS)");
+                  "A tag of the run, key=value (repeat it; added to $TRAINSCOPE_TAGS)")
+      ->allow_extra_args(false);
   cmd->add_option("--interval", o->interval_s, "Sampling interval in seconds")
       ->check(number_in(0.05, 3600.0));
   cmd->add_option("--carbon", o->carbon_kg_per_kwh, "Grid carbon intensity, kg CO2 per kWh")

@@ -495,8 +495,8 @@ TEST_F(WatchTest, ParamsAndTrainscopeVariablesLetStatsGroupWatchedScripts) {
     const auto r = testing::run_command(
         "TRAINSCOPE_EXPERIMENT=frameworks TRAINSCOPE_RUN_NAME=s" + std::to_string(i) +
         " TRAINSCOPE_TAGS=team=vision,try=" + std::to_string(i) + " " + TS_CLI_BIN + " --store " +
-        db + " watch --interval 0.2 --param framework=" + fw + " --tag by=hand" + " -- /bin/sh " +
-        (dir_ / "s.sh").string());
+        db + " watch --interval 0.2 --param framework=" + fw + " --tag by=hand" +
+        " -- /bin/sh -c '/bin/sh " + (dir_ / "s.sh").string() + "'");
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_NE(r.out.find("2 param lines"), std::string::npos) << r.out;
   }
