@@ -231,8 +231,9 @@ void MetricLineParser::line(const std::string& l) {
       why = broken;
     } else if (members.size() == 1 && members[0].key == "params") {
       params = true;
-      why = members[0].nested.starts_with('{') ? param_object(members[0].nested, "", 1)
-                                               : "\"params\" is not an object of key: value";
+      why = members[0].nested.starts_with('{')
+                ? param_object(members[0].nested, "", 1)
+                : "the value of params is not an object of key: value";
     } else if (l.find("\"step\"") == std::string::npos) {
       return;  // ordinary output that mentions "params"
     } else {

@@ -420,7 +420,7 @@ TEST(MetricLineTest, ParamsInBothFormsAreSetOnceAndFlattenLikeAConfig) {
   for (const auto& l : good) parser.line(l);
   EXPECT_EQ(parser.param_lines(), 4);
   EXPECT_EQ(parser.malformed(), 1);
-  EXPECT_EQ(parser.first_malformed_reason(), "\"params\" is not an object of key: value");
+  EXPECT_EQ(parser.first_malformed_reason(), "the value of params is not an object of key: value");
   const std::vector<std::string> bad = {
       "trainscope: param lr=0.2",            // another value
       "trainscope: param framework=jax",     // another value than --param's
