@@ -58,7 +58,9 @@ void run_plot(Context& ctx, const PlotArgs& a) {
 void register_plot_commands(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("plot", "Metric curves of one or more runs, overlaid (SVG, CSV)");
   auto a = std::make_shared<PlotArgs>();
-  cmd->add_option("RUN_OR_KEY", a->items, "Runs (UUID, prefix or name), then metric keys")
+  cmd->add_option("RUN_OR_KEY", a->items,
+                  "Runs (UUID, prefix or name), then metric keys or charts (loss: train/loss and "
+                  "test/loss overlaid; accuracy)")
       ->required()
       ->expected(2, -1);
   cmd->add_option("--x", a->options.x, "step, epoch or time")
@@ -68,7 +70,9 @@ void register_plot_commands(CLI::App& app, Context& ctx) {
   cmd->add_flag("--log-y", a->options.log_y, "Logarithmic y axis");
   cmd->add_option("--format,-f", a->format, "svg or csv")->check(CLI::IsMember({"svg", "csv"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
-  set_example(cmd, "trainscope plot demo demo-2 train/loss --smooth 0.6 -o loss.svg");
+  set_example(cmd,
+              "trainscope plot demo demo-2 train/loss --smooth 0.6 -o loss.svg\n"
+              "  trainscope plot demo loss --x epoch -o loss.svg   # train/loss + test/loss");
   cmd->callback([&ctx, a] {
     core::check_output_file(a->out);  // before any work
     run_plot(ctx, *a);

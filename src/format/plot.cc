@@ -8,18 +8,11 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
+#include "trainscope/format/axes.h"
 
 namespace trainscope::format {
 
 namespace {
-
-// Steps per epoch from the run's "epoch" metric (value e at the step that
-// ended epoch e); 0 when the run recorded none.
-double steps_per_epoch(store::Store& store, const std::string& uuid) {
-  for (const auto& p : store.metric(uuid, "epoch"))
-    if (p.value > 0) return static_cast<double>(p.step) / p.value;
-  return 0;
-}
 
 std::vector<double> ema(const std::vector<double>& v, double w) {
   std::vector<double> out;
@@ -36,6 +29,31 @@ std::vector<double> ema(const std::vector<double>& v, double w) {
   return out;
 }
 
+// One run's curve of KEY on the x axis asked for: epoch metrics at the step
+// their epoch ended, step metrics at their fractional epoch (format/axes.h).
+Curve curve_of(const store::RunInfo& r, const RunAxes& axes, const std::string& key,
+               const std::vector<store::MetricPoint>& pts, const PlotOptions& o) {
+  Curve c{r.uuid, r.name, key, {}, {}, {}};
+  const SeriesAxis& axis = axes.of(key);
+  for (const auto& p : pts) {
+    const PointX px = point_x(axes, axis, p.step);
+    c.x.push_back(o.x == "step" ? px.step : o.x == "epoch" ? px.epoch : p.wall_time - r.start_time);
+    c.y.push_back(p.value);
+  }
+  c.smoothed = ema(c.y, o.smooth);
+  return c;
+}
+
+// The keys KEY stands for in a run: itself if recorded, else the learning
+// curves sharing the chart KEY names ("loss": train/loss, test/loss, ...).
+std::vector<std::string> keys_for(const RunAxes& axes, const std::string& key) {
+  if (axes.series.count(key)) return {key};
+  std::vector<std::string> out;
+  for (const auto& [k, a] : axes.series)
+    if (a.chart == key && a.group == SeriesGroup::kLearning) out.push_back(k);
+  return out;
+}
+
 }  // namespace
 
 std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::RunInfo>& runs,
@@ -44,27 +62,21 @@ std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::R
     core::fail(core::ErrorKind::kUsage, "--x '{}': use step, epoch or time", o.x);
   if (!(o.smooth >= 0 && o.smooth < 1))
     core::fail(core::ErrorKind::kUsage, "--smooth {}: a weight in [0, 1), e.g. 0.6", o.smooth);
+  std::vector<RunAxes> axes;
+  for (const auto& r : runs) {
+    axes.push_back(run_axes(store, r.uuid));
+    if (o.x == "epoch" && axes.back().epochs.empty())
+      core::fail(core::ErrorKind::kNotFound, "run {} recorded no epoch to plot by; use --x step",
+                 core::short_uuid(r.uuid));
+  }
   std::vector<Curve> out;
   for (const auto& key : keys) {
     size_t before = out.size();
-    for (const auto& r : runs) {
-      auto pts = store.metric(r.uuid, key);
-      if (pts.empty()) continue;
-      Curve c{r.uuid, r.name, key, {}, {}, {}};
-      double per_epoch = o.x == "epoch" ? steps_per_epoch(store, r.uuid) : 0;
-      if (o.x == "epoch" && per_epoch <= 0)
-        core::fail(core::ErrorKind::kNotFound, "run {} recorded no epoch to plot by; use --x step",
-                   core::short_uuid(r.uuid));
-      for (const auto& p : pts) {
-        double step = static_cast<double>(p.step);
-        c.x.push_back(o.x == "step"    ? step
-                      : o.x == "epoch" ? step / per_epoch
-                                       : p.wall_time - r.start_time);
-        c.y.push_back(p.value);
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (const auto& k : keys_for(axes[i], key)) {
+        auto pts = store.metric(runs[i].uuid, k);
+        if (!pts.empty()) out.push_back(curve_of(runs[i], axes[i], k, pts, o));
       }
-      c.smoothed = ema(c.y, o.smooth);
-      out.push_back(std::move(c));
-    }
     if (out.size() == before)
       core::fail(core::ErrorKind::kNotFound,
                  "no run given has the metric '{}'; `trainscope runs show RUN` lists its metrics",

@@ -24,9 +24,14 @@ struct Curve {
   std::vector<double> x, y, smoothed;
 };
 
-// One curve per (run, key) that has points; throws Error(kNotFound) naming
-// the first key no run has, or kUsage for an unknown x or a smoothing
-// weight outside [0, 1).
+// One curve per (run, key) that has points, on the x axes of format/axes.h:
+// with x "step" an epoch metric (test/accuracy, ...) sits at the step its
+// epoch ended, with x "epoch" a step metric at its fractional epoch. A key
+// no run recorded that names a chart ("loss", "accuracy") stands for the
+// learning curves sharing it (train/loss and test/loss overlaid); bookkeeping
+// series are drawn only when named. Throws Error(kNotFound) naming the first
+// key no run has (or a run without epochs for x "epoch"), or kUsage for an
+// unknown x or a smoothing weight outside [0, 1).
 std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::RunInfo>& runs,
                                  const std::vector<std::string>& keys, const PlotOptions& options);
 std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& options);
