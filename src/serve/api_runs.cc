@@ -1,5 +1,7 @@
 // The runs table, the run page and its live poll, metric series for charts,
 // resources, artifacts and tags.
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -10,6 +12,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/ranks.h"
+#include "trainscope/format/axes.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
@@ -73,6 +76,111 @@ bool has_prefix(const std::vector<store::MetricSummary>& ms, std::string_view pr
                      [&](const auto& m) { return m.key.starts_with(prefix); });
 }
 
+// A chart's points on every axis it can switch to (format/axes.h): the
+// recorded step, the global step it sits at, the fractional epoch and the
+// seconds since the run started.
+struct ChartAxes {
+  Json steps = Json::array(), at_step = Json::array(), epochs = Json::array(),
+       times = Json::array(), values = Json::array();
+
+  void add(const format::RunAxes& axes, const format::SeriesAxis& axis, const store::MetricPoint& p,
+           double start_time) {
+    const auto px = format::point_x(axes, axis, p.step);
+    steps.push_back(p.step);
+    if (px.step == std::floor(px.step))
+      at_step.push_back(static_cast<int64_t>(px.step));
+    else
+      at_step.push_back(px.step);
+    epochs.push_back(std::round(px.epoch * 1e4) / 1e4);
+    times.push_back(std::round((p.wall_time - start_time) * 1e3) / 1e3);
+    values.push_back(std::isfinite(p.value) ? Json(p.value) : Json());
+  }
+};
+
+// One page of runs as the table shows them. Whatever the columns, a row
+// names its run for links and selection.
+Json flat_runs(store::Store& s, const store::RunQuery& q) {
+  const auto result = store::query_runs(s, q);
+  Json j = format::run_rows(result);
+  const double now = s.now();
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const auto& info = result.rows[i].info;
+    j["runs"][i]["uuid"] = info.uuid;
+    j["runs"][i]["name"] = info.name;
+    j["runs"][i]["status"] = store::to_string(info.status);
+    mark_stale(j["runs"][i], s.liveness(info, now));
+  }
+  return j;
+}
+
+// The groups of runs matching a query, in its order: a run without a parent
+// is a group of its own; the children of a study join their parent's group,
+// which stands where its first matching member (the parent or a child) does.
+struct RunGroup {
+  std::string top;                    // the parent, or the run itself
+  bool top_matched = false;           // the top run matched the query itself
+  std::vector<std::string> children;  // its matching children, in order
+};
+
+std::vector<RunGroup> group_by_parent(store::Store& s, store::RunQuery q) {
+  q.columns = {"uuid"};
+  q.offset = 0;
+  q.limit = 0;
+  std::vector<RunGroup> groups;
+  std::map<std::string, size_t> at;
+  for (const auto& row : store::query_runs(s, q).rows) {
+    const auto& info = row.info;
+    const std::string& top = info.parent_uuid.empty() ? info.uuid : info.parent_uuid;
+    auto [it, fresh] = at.emplace(top, groups.size());
+    if (fresh) groups.push_back({top, false, {}});
+    RunGroup& g = groups[it->second];
+    if (info.parent_uuid.empty())
+      g.top_matched = true;
+    else
+      g.children.push_back(info.uuid);
+  }
+  return groups;
+}
+
+// The runs table with a study's children nested under it (MLflow's parent
+// runs): filter, search and sort apply to every run, children included; a
+// page holds `limit` groups; a parent the filter left out is still shown
+// (matched: false) above its matching children. `total` counts groups.
+Json nested_runs(store::Store& s, const store::RunQuery& q) {
+  const auto groups = group_by_parent(s, q);
+  const size_t begin = std::min(groups.size(), static_cast<size_t>(q.offset));
+  const size_t end = std::min(groups.size(), begin + static_cast<size_t>(q.limit));
+  std::vector<std::string> page;
+  for (size_t g = begin; g < end; ++g) {
+    page.push_back(groups[g].top);
+    page.insert(page.end(), groups[g].children.begin(), groups[g].children.end());
+  }
+  store::RunQuery rows_q;  // the page's runs, with their columns
+  rows_q.columns = q.columns;
+  rows_q.sort = q.sort;
+  // UUIDs are hexadecimal and dashes: safe between quotes.
+  rows_q.filter =
+      page.empty() ? "uuid = ''" : fmt::format("uuid in ('{}')", fmt::join(page, "', '"));
+  Json flat = flat_runs(s, rows_q);
+  std::map<std::string, Json> by_uuid;
+  for (auto& row : flat["runs"]) by_uuid[row["uuid"].get<std::string>()] = std::move(row);
+  Json runs = Json::array();
+  for (size_t g = begin; g < end; ++g) {
+    auto top = by_uuid.find(groups[g].top);
+    if (top == by_uuid.end()) continue;  // the parent was deleted meanwhile
+    Json row = std::move(top->second);
+    row["matched"] = groups[g].top_matched;
+    row["children"] = Json::array();
+    for (const auto& c : groups[g].children)
+      if (auto it = by_uuid.find(c); it != by_uuid.end())
+        row["children"].push_back(std::move(it->second));
+    if (!groups[g].children.empty())
+      row["children_total"] = study::counted_children(s, groups[g].top);
+    runs.push_back(std::move(row));
+  }
+  return {{"total", groups.size()}, {"columns", flat["columns"]}, {"runs", std::move(runs)}};
+}
+
 }  // namespace
 
 Json runs_page(store::Store& s, const Request& r) {
@@ -89,17 +197,11 @@ Json runs_page(store::Store& s, const Request& r) {
   if (q.columns.empty()) q.columns = dashboard_columns();
   q.offset = int_param(r, "offset", 0, 0, INT64_MAX);
   q.limit = int_param(r, "limit", 50, 1, 1000);
-  const auto result = store::query_runs(s, q);
-  Json j = format::run_rows(result);
-  // Whatever the columns, a row names its run for links and selection.
-  const double now = s.now();
-  for (size_t i = 0; i < result.rows.size(); ++i) {
-    const auto& info = result.rows[i].info;
-    j["runs"][i]["uuid"] = info.uuid;
-    j["runs"][i]["name"] = info.name;
-    j["runs"][i]["status"] = store::to_string(info.status);
-    mark_stale(j["runs"][i], s.liveness(info, now));
-  }
+  const std::string nest = param(r, "nest");
+  if (!nest.empty() && nest != "parent")
+    fail(ErrorKind::kUsage, "parameter 'nest' is '{}': give parent, or leave it out",
+         core::escape_for_display(nest));
+  Json j = nest.empty() ? flat_runs(s, q) : nested_runs(s, q);
   j["offset"] = q.offset;
   j["limit"] = q.limit;
   j["experiments"] = s.list_experiments();
@@ -114,8 +216,18 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
   const auto tags = s.tags(run.uuid);
   j["tags"] = tags;
   const auto summaries = s.metric_summaries(run.uuid);
+  const auto axes = format::run_axes(s, run.uuid);
   j["metrics"] = Json::array();
-  for (const auto& m : summaries) j["metrics"].push_back(format::metric_summary(m));
+  for (const auto& m : summaries) {
+    Json mj = format::metric_summary(m);
+    const auto& a = axes.of(m.key);
+    mj["x"] = format::to_string(a.x);
+    mj["group"] = format::to_string(a.group);
+    mj["chart"] = a.chart;
+    j["metrics"].push_back(std::move(mj));
+  }
+  j["epoch_ends"] = Json::array();
+  for (const auto& [epoch, step] : axes.epochs.step_of) j["epoch_ends"].push_back({epoch, step});
   j["artifacts"] = Json::array();
   for (const auto& a : s.artifacts(run.uuid)) {
     Json aj = format::artifact(a);
@@ -135,11 +247,17 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
 
 Json live(store::Store& s, const store::RunInfo& run) {
   Json metrics = Json::array();
-  for (const auto& m : s.metric_summaries(run.uuid))
+  const auto axes = format::run_axes(s, run.uuid);
+  for (const auto& m : s.metric_summaries(run.uuid)) {
+    const auto& a = axes.of(m.key);
     metrics.push_back({{"key", m.key},
                        {"count", m.count},
                        {"last_step", m.last_step},
-                       {"last", format::number(m.last_value)}});
+                       {"last", format::number(m.last_value)},
+                       {"x", format::to_string(a.x)},
+                       {"group", format::to_string(a.group)},
+                       {"chart", a.chart}});
+  }
   Json j = {{"status", store::to_string(run.status)},
             {"heartbeat", core::format_utc(run.heartbeat)},
             {"duration_s", store::run_seconds(run, core::unix_now())},
@@ -168,6 +286,8 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
   if (!std::is_sorted(points.begin(), points.end(), by_step))
     std::stable_sort(points.begin(), points.end(), by_step);
+  const auto axes = format::run_axes(s, run.uuid);
+  const auto& axis = axes.of(key);
   std::vector<double> x, y;
   int64_t nonfinite = 0;
   for (const auto& p : points) {
@@ -180,26 +300,28 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   }
   const size_t target = std::min<size_t>(kMaxChartPoints, static_cast<size_t>(2 * width));
   const bool down = x.size() > target;
-  Json steps = Json::array(), values = Json::array();
+  ChartAxes out;
   if (down) {
-    for (size_t i : lttb(x.data(), y.data(), x.size(), target)) {
-      steps.push_back(static_cast<int64_t>(x[i]));
-      values.push_back(y[i]);
-    }
+    std::vector<const store::MetricPoint*> finite;
+    for (const auto& p : points)
+      if (std::isfinite(p.value)) finite.push_back(&p);
+    for (size_t i : lttb(x.data(), y.data(), x.size(), target))
+      out.add(axes, axis, *finite[i], run.start_time);
   } else {
     // Few enough to send all: non-finite values as gaps (null).
-    for (const auto& p : points) {
-      steps.push_back(p.step);
-      values.push_back(std::isfinite(p.value) ? Json(p.value) : Json());
-    }
+    for (const auto& p : points) out.add(axes, axis, p, run.start_time);
   }
   return {{"key", key},
           {"count", count},
           {"from", std::min(after, count)},
           {"downsampled", down},
           {"nonfinite", nonfinite},
-          {"steps", std::move(steps)},
-          {"values", std::move(values)}};
+          {"x", format::to_string(axis.x)},
+          {"steps", std::move(out.steps)},
+          {"at_step", std::move(out.at_step)},
+          {"epochs", std::move(out.epochs)},
+          {"times", std::move(out.times)},
+          {"values", std::move(out.values)}};
 }
 
 Json resources(store::Store& s, const store::RunInfo& run) {

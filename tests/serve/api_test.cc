@@ -68,6 +68,104 @@ TEST_F(ServeApiTest, RunsArePagedSortedFilteredAndSearched) {
   get_json("/api/runs", {{"status", "sleeping"}}, 400);
 }
 
+// A run laid out as the trainer records it (metrics/observer.h): step
+// metrics at the global step, epoch metrics at the 1-based epoch, "epoch"
+// = e at the step that ended epoch e.
+TEST_F(ServeApiTest, EpochMetricsSitAtTheStepTheirEpochEndedAndShareChartsWithStepMetrics) {
+  constexpr int kSteps = 12, kEpochs = 3;
+  auto r = store_->create_run({.name = "trained", .status = store::RunStatus::kFinished});
+  std::vector<store::MetricPoint> loss, lr, epoch, test_loss, test_acc, epoch_time;
+  for (int s = 1; s <= kSteps * kEpochs; ++s) {
+    loss.push_back({s, r.start_time + s, 2.0 / s});
+    lr.push_back({s, r.start_time + s, 0.1});
+  }
+  for (int e = 1; e <= kEpochs; ++e) {
+    const double t = r.start_time + e * kSteps;
+    epoch.push_back({e * kSteps, t, static_cast<double>(e)});
+    test_loss.push_back({e, t, 1.0 / e});
+    test_acc.push_back({e, t, 0.5 + 0.1 * e});
+    epoch_time.push_back({e, t, 1.5});
+  }
+  store_->append_metrics(r.uuid, {{"train/loss", loss},
+                                  {"lr", lr},
+                                  {"epoch", epoch},
+                                  {"test/loss", test_loss},
+                                  {"test/accuracy", test_acc},
+                                  {"epoch_time_s", epoch_time}});
+  json page = get_json("/api/runs/" + r.uuid);
+  std::map<std::string, json> by_key;
+  for (auto& m : page["metrics"]) by_key[m["key"]] = m;
+  EXPECT_EQ(by_key["train/loss"]["x"], "step");
+  EXPECT_EQ(by_key["test/loss"]["x"], "epoch");
+  EXPECT_EQ(by_key["train/loss"]["chart"], "loss");
+  EXPECT_EQ(by_key["test/loss"]["chart"], "loss");  // train and test loss overlay
+  EXPECT_EQ(by_key["test/accuracy"]["chart"], "accuracy");
+  EXPECT_EQ(by_key["test/accuracy"]["group"], "learning");
+  for (const char* k : {"epoch", "lr", "epoch_time_s"}) {
+    EXPECT_EQ(by_key[k]["group"], "bookkeeping") << k;
+    EXPECT_EQ(by_key[k]["chart"], k);
+  }
+  ASSERT_EQ(page["epoch_ends"].size(), static_cast<size_t>(kEpochs));
+  EXPECT_EQ(page["epoch_ends"][1], json::array({2, 2 * kSteps}));
+
+  json acc = get_json("/api/runs/" + r.uuid + "/metric", {{"key", "test/accuracy"}});
+  EXPECT_EQ(acc["x"], "epoch");
+  for (int e = 1; e <= kEpochs; ++e) {
+    EXPECT_EQ(acc["steps"][e - 1], e);                 // as recorded
+    EXPECT_EQ(acc["at_step"][e - 1], e * kSteps);      // where epoch e ended
+    EXPECT_EQ(acc["epochs"][e - 1], e);                // on an epoch axis
+    EXPECT_EQ(acc["times"][e - 1], 1.0 * e * kSteps);  // seconds since the start
+  }
+  json train = get_json("/api/runs/" + r.uuid + "/metric", {{"key", "train/loss"}});
+  EXPECT_EQ(train["x"], "step");
+  EXPECT_EQ(train["at_step"][kSteps / 2 - 1], kSteps / 2);
+  EXPECT_DOUBLE_EQ(train["epochs"][kSteps / 2 - 1].get<double>(), 0.5);  // halfway through 1
+  EXPECT_DOUBLE_EQ(train["epochs"][kSteps - 1].get<double>(), 1.0);
+  // A run whose "epoch" series is absent (watch, a loop of the user's):
+  // everything stays on steps.
+  auto plain = store_->create_run({.name = "plain", .status = store::RunStatus::kFinished});
+  store_->append_metrics(plain.uuid, {{"test/accuracy", {{100, 1, 0.9}, {200, 2, 0.95}}}});
+  json flat = get_json("/api/runs/" + plain.uuid + "/metric", {{"key", "test/accuracy"}});
+  EXPECT_EQ(flat["x"], "step");
+  EXPECT_EQ(flat["at_step"][1], 200);
+}
+
+// MLflow's nested runs: a study's runs sit under it, and filter and sort
+// still reach every run.
+TEST_F(ServeApiTest, AStudysRunsAreNestedUnderItWhileFilterAndSortSeeThemAll) {
+  auto study = store_->create_run({.name = "study-x", .status = store::RunStatus::kFinished});
+  store_->set_tag(study.uuid, "kind", "study");
+  for (int i = 0; i < 4; ++i) {
+    auto c = store_->create_run({.name = "cell-" + std::to_string(i),
+                                 .parent_uuid = study.uuid,
+                                 .status = store::RunStatus::kFinished});
+    store_->append_metrics(c.uuid, {{"train/loss", {{0, 1, 10.0 + i}}}});
+  }
+  for (int i = 0; i < 3; ++i) run("alone-" + std::to_string(i), i);
+  json flat = get_json("/api/runs");
+  EXPECT_EQ(flat["total"], 8);
+  json nested = get_json("/api/runs", {{"nest", "parent"}, {"sort", "-metrics.train/loss"}});
+  EXPECT_EQ(nested["total"], 4);  // the study and three runs of their own
+  ASSERT_EQ(nested["runs"].size(), 4u);
+  // The study stands where its best child sorts: first.
+  EXPECT_EQ(nested["runs"][0]["name"], "study-x");
+  EXPECT_EQ(nested["runs"][0]["matched"], true);
+  ASSERT_EQ(nested["runs"][0]["children"].size(), 4u);
+  EXPECT_EQ(nested["runs"][0]["children"][0]["name"], "cell-3");  // sorted inside too
+  EXPECT_EQ(nested["runs"][0]["children_total"], 4);
+  EXPECT_EQ(nested["runs"][1]["name"], "alone-2");
+  EXPECT_TRUE(nested["runs"][1]["children"].empty());
+  // A filter matching two children only: their study is shown above them.
+  json some = get_json("/api/runs", {{"nest", "parent"}, {"filter", "metrics.train/loss >= 12"}});
+  EXPECT_EQ(some["total"], 1);
+  EXPECT_EQ(some["runs"][0]["name"], "study-x");
+  EXPECT_EQ(some["runs"][0]["matched"], false);
+  EXPECT_EQ(some["runs"][0]["children"].size(), 2u);
+  json page2 = get_json("/api/runs", {{"nest", "parent"}, {"limit", "2"}, {"offset", "2"}});
+  EXPECT_EQ(page2["runs"].size(), 2u);
+  get_json("/api/runs", {{"nest", "sideways"}}, 400);
+}
+
 TEST_F(ServeApiTest, AChartGetsAtMost4000PointsKeepingPeaksAndReadsOnlyWhatIsNew) {
   auto r = store_->create_run({.name = "long"});
   std::vector<store::MetricPoint> pts;
