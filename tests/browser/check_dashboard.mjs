@@ -61,15 +61,82 @@ async function runsTable() {
     .catch(() => fail('runs: "Compare selected" did not open the compare page'));
   console.log(`runs: ${seen.rows} rows, ${seen.range}`);
   await page.close();
+  await studyCollapsed();
+}
+
+// A study's runs collapse under it: its row has an expand control, its
+// runs are hidden until it is used; a filter or a sort still reaches them.
+async function studyCollapsed() {
+  const api = async (q) => (await fetch(`${s.base}/api/runs?limit=1000&${q}`)).json();
+  const children = (await api(`filter=${encodeURIComponent(`parent = '${s.study}'`)}`)).runs.map((r) => r.uuid).sort();
+  const page = await open('runs-study', '#/', () => document.querySelector(`tr[data-uuid="${s.study}"]`));
+  const rows = () => page.evaluate((study) => ({
+    study: !!document.querySelector(`tr[data-uuid="${study}"] button.expand`),
+    label: document.querySelector(`tr[data-uuid="${study}"] button.expand`)?.textContent,
+    children: [...document.querySelectorAll('table.runs tr.child')].map((r) => r.dataset.uuid).sort(),
+    all: [...document.querySelectorAll('table.runs tbody tr')].map((r) => r.dataset.uuid),
+  }), s.study);
+  let seen = await rows();
+  if (children.length < 2) fail(`runs-study: the study has ${children.length} runs`);
+  if (!seen.study) fail('runs-study: the study row has no expand control');
+  if (seen.children.length || children.some((c) => seen.all.includes(c)))
+    fail(`runs-study: ${seen.children.length} of the study's runs shown before expanding`);
+  await page.click(`tr[data-uuid="${s.study}"] button.expand`);
+  await page.waitForFunction(() => document.querySelectorAll('table.runs tr.child').length > 0, { timeout: 5000 }).catch(() => {});
+  seen = await rows();
+  if (seen.children.join() !== children.join()) fail(`runs-study: expanded shows ${seen.children.length} runs, want ${children.length}`);
+  const under = seen.all.indexOf(s.study);
+  if (seen.all.slice(under + 1, under + 1 + children.length).sort().join() !== children.join())
+    fail('runs-study: the expanded runs are not right under the study');
+  // A filter that only the study's SGD runs match: the study is shown (its
+  // runs expanded) with exactly them.
+  const sgd = (await api(`filter=${encodeURIComponent(`parent = '${s.study}' and params.optimizer.name = 'sgd'`)}`))
+    .runs.map((r) => r.uuid).sort();
+  await page.$eval('input.filter', (el) => {
+    el.value = "params.optimizer.name = 'sgd'";
+    el.dispatchEvent(new Event('change'));
+  });
+  await page.waitForFunction((n, u) => document.querySelectorAll('table.runs tr.child').length === n &&
+    document.querySelector(`tr[data-uuid="${u}"]`)?.classList.contains('unmatched'), { timeout: 5000 }, sgd.length, s.study)
+    .catch(() => {});
+  seen = await rows();
+  const under2 = seen.all.indexOf(s.study);
+  if (!sgd.length || seen.children.join() !== sgd.join() ||
+      seen.all.slice(under2 + 1, under2 + 1 + sgd.length).sort().join() !== sgd.join())
+    fail(`runs-study: filtered to sgd: ${seen.children.length} runs under the study, want ${sgd.length}`);
+  // Sorted by test/accuracy, best first: the runs under the study are in that order.
+  for (const arrow of ['▲', '▼']) {
+    await page.evaluate(() => [...document.querySelectorAll('table.runs th')]
+      .find((th) => th.textContent.startsWith('test/accuracy')).click());
+    await page.waitForFunction((a) => [...document.querySelectorAll('table.runs th')]
+      .some((th) => th.textContent.startsWith('test/accuracy') && th.textContent.endsWith(a)), { timeout: 5000 }, arrow)
+      .catch(() => fail(`runs-study: the sort arrow ${arrow} never showed`));
+  }
+  const acc = await page.evaluate(() => {
+    const col = [...document.querySelectorAll('table.runs th')].findIndex((th) => th.textContent.startsWith('test/accuracy'));
+    return [...document.querySelectorAll('table.runs tr.child')].map((r) => Number(r.cells[col].textContent));
+  });
+  const sorted = [...acc].sort((a, b) => b - a);
+  if (acc.length !== sgd.length || acc.join() !== sorted.join()) fail(`runs-study: sorted runs ${acc}`);
+  await page.$eval('input.filter', (el) => { el.value = ''; el.dispatchEvent(new Event('change')); });
+  await page.waitForFunction((u) => document.querySelector(`tr[data-uuid="${u}"]`) &&
+    document.querySelectorAll('table.runs tr.child').length > 0, { timeout: 5000 }, s.study).catch(() => {});
+  await shot(page, 'runs-study');
+  console.log(`runs-study: ${children.length} runs collapsed under the study, expanded in place; ` +
+    `filtered to ${sgd.length} sgd runs under it; sorted by test/accuracy ${acc.join(' ')}`);
+  await page.close();
 }
 
 async function runPage() {
   const page = await open('run', `#/run/${s.run}`,
-    () => [...document.querySelectorAll('[data-key]')].some((c) => Number(c.dataset.count) > 0 && c.querySelector('canvas')));
+    () => {
+      const boxes = [...document.querySelectorAll('#metric-charts [data-keys], #bookkeeping-charts [data-keys]')];
+      return boxes.length > 0 && boxes.every((c) => c.runChart?.count > 0 && c.querySelector('canvas'));
+    });
   const seen = await page.evaluate(() => ({
     name: document.getElementById('run-name')?.textContent,
     charts: document.querySelectorAll('#metric-charts [data-key] canvas').length,
-    loss: Number(document.querySelector('[data-key="train/loss"]')?.dataset.count),
+    loss: JSON.parse(document.querySelector('#metric-charts [data-keys~="train/loss"]')?.dataset.counts || '{}')['train/loss'],
     params: document.querySelectorAll('table.kv tbody tr').length,
     status: document.getElementById('run-status')?.textContent,
   }));
@@ -79,7 +146,64 @@ async function runPage() {
   if (seen.status !== 'finished') fail(`run: status '${seen.status}'`);
   await shot(page, 'run');
   console.log(`run: ${seen.charts} metric charts, train/loss ${seen.loss} points, ${seen.params} params`);
+  await checkAxes(page);
   await page.close();
+}
+
+// Where the run page puts its series: train and test loss in one chart,
+// test metrics at the steps their epochs ended (from the run's own "epoch"
+// series) or on an axis labelled epoch, bookkeeping apart.
+async function checkAxes(page) {
+  const ends = (await (await fetch(`${s.base}/api/runs/${s.run}/metric?key=epoch`)).json()).steps;
+  const chart = (key) => page.evaluate((k) => {
+    const box = document.querySelector(`#metric-charts [data-key="${k}"]`);
+    const c = box?.runChart;
+    if (!c?.chart.plot) return null;
+    const d = c.chart.plot.data;
+    return {
+      keys: box.dataset.keys.split(' '), x: box.dataset.x,
+      xLabel: box.querySelector('.u-axis:first-of-type')?.textContent || c.chart.xLabel,
+      axis: c.chart.xLabel,
+      series: c.keys.map((key, i) => ({ key, x: d[0].filter((_, j) => d[i + 1][j] !== null) })),
+      lines: box.querySelectorAll('.u-legend .u-series').length - 1,
+    };
+  }, key);
+  const loss = await chart('loss');
+  const test = loss?.series.find((x) => x.key === 'test/loss');
+  const train = loss?.series.find((x) => x.key === 'train/loss');
+  if (!loss || !test || !train || loss.lines < 2) fail(`run: no chart overlaying train/loss and test/loss: ${JSON.stringify(loss?.keys)}`);
+  else {
+    if (ends.length < 2) fail(`run: ${ends.length} epoch ends recorded, want 2`);
+    if (test.x.join() !== ends.join()) fail(`run: test/loss at steps ${test.x}, want the epoch ends ${ends}`);
+    if (!(Math.max(...train.x) >= Math.max(...ends))) fail(`run: train/loss ends at ${Math.max(...train.x)}`);
+    if (loss.axis !== 'step') fail(`run: loss chart on '${loss.axis}'`);
+  }
+  const acc = await chart('accuracy');
+  const testAcc = acc?.series.find((x) => x.key === 'test/accuracy');
+  if (!testAcc || !acc.keys.includes('train/accuracy') || testAcc.x.join() !== (acc.axis === 'step' ? ends : ends.map((_, i) => i + 1)).join())
+    fail(`run: accuracy chart ${JSON.stringify(acc)}`);
+  // Switched to epochs: test/loss at 1, 2, ...; train/loss between them.
+  await page.select('#metric-charts [data-key="loss"] select.xaxis', 'epoch');
+  const byEpoch = await chart('loss');
+  const t = byEpoch?.series.find((x) => x.key === 'test/loss');
+  if (byEpoch?.axis !== 'epoch' || t?.x.join() !== ends.map((_, i) => i + 1).join())
+    fail(`run: on the epoch axis test/loss at ${t?.x} ('${byEpoch?.axis}')`);
+  await page.select('#metric-charts [data-key="loss"] select.xaxis', 'time');
+  const byTime = await chart('loss');
+  if (byTime?.axis !== 'seconds since start' || !(Math.max(...byTime.series[0].x) > 0))
+    fail(`run: the time axis: ${byTime?.axis}`);
+  await page.select('#metric-charts [data-key="loss"] select.xaxis', 'step');
+  const placed = await page.evaluate(() => ({
+    learning: [...document.querySelectorAll('#metric-charts [data-keys]')].flatMap((b) => b.dataset.keys.split(' ')),
+    books: [...document.querySelectorAll('#bookkeeping-charts [data-keys]')].flatMap((b) => b.dataset.keys.split(' ')),
+  }));
+  const BOOKS = ['epoch', 'epoch_time_s', 'eval_time_s', 'lr', 'train/step_ms'];
+  for (const k of BOOKS) {
+    if (placed.learning.includes(k)) fail(`run: bookkeeping '${k}' among the learning curves`);
+    if (!placed.books.includes(k)) fail(`run: '${k}' not under Bookkeeping (${placed.books})`);
+  }
+  console.log(`run: loss chart ${loss?.keys.join(' + ')}; test/loss at steps ${test?.x} (epoch ends ${ends}); ` +
+    `on epochs ${t?.x}; bookkeeping ${placed.books.join(', ')}`);
 }
 
 // A data-parallel run: its ranks side by side, a table row and a line in
@@ -216,7 +340,7 @@ async function live() {
     const m = l.metrics.find((x) => x.key === s.live.key);
     if (m && !storeSeen.has(m.count)) storeSeen.set(m.count, now);
     const shown = await page.evaluate((k) => ({
-      count: Number(document.querySelector(`[data-key="${k}"]`)?.dataset.count || 0),
+      count: Number(JSON.parse(document.querySelector(`#metric-charts [data-keys~="${k}"]`)?.dataset.counts || '{}')[k] || 0),
       status: document.getElementById('run-status')?.textContent,
     }), s.live.key);
     pageSeen.push([Date.now(), shown.count, shown.status]);

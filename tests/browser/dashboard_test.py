@@ -46,8 +46,9 @@ def fill(ts, configs, work):
         uuids[role] = json.loads(out)["run"]
         print(f"trained {role}: {uuids[role][:8]}", flush=True)
 
-    train("run", "--name", "seed-one", "--set", "seeds.master=1")
-    train("other", "--name", "seed-two", "--set", "seeds.master=2")
+    # Two epochs: test metrics at two epoch ends, among the steps of train/loss.
+    train("run", "--name", "seed-one", "--set", "seeds.master=1", "--set", "train.epochs=2")
+    train("other", "--name", "seed-two", "--set", "seeds.master=2", "--set", "train.epochs=2")
     train("xss_run", "--name", XSS_NAME)
     train("ranks", "--name", "two-ranks", "--nproc", "2", "--set", "dist.bucket_mb=0.1")
     out = run(ts + ["--json", "profile", demo, "--steps", "12", "--name", "profiled",
@@ -168,7 +169,8 @@ def main(argv):
         demo = os.path.join(configs, "demo.yaml")
         scenario = {
             "base": srv.base, "shots": os.path.join(work, "screenshots"),
-            "runs_total": len(get(srv.base + "/api/runs?limit=1000")[1]["runs"]),
+            # Rows of the table: a study's runs are nested under it.
+            "runs_total": len(get(srv.base + "/api/runs?limit=1000&nest=parent")[1]["runs"]),
             "run": uuids["run"], "compare": [uuids["run"], uuids["other"]],
             "profile": uuids["profile"], "probes": uuids["probes"], "study": uuids["study"],
             "xss_run": uuids["xss_run"], "xss_name": XSS_NAME, "ranks": uuids["ranks"],

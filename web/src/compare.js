@@ -58,7 +58,8 @@ async function curves(pages, grid) {
     const chart = new Chart(box, { title: key, labels: pages.map((p) => label(p.run)) });
     const series = await Promise.all(pages.map((p) =>
       api(runPath(p.run.uuid, 'metric'), { key, width: chart.width() })));
-    chart.draw(series);
+    // On the global step: an epoch metric at the step its epoch ended.
+    chart.draw(series.map((d) => ({ steps: d.at_step, values: d.values })));
   }
 }
 

@@ -1,7 +1,7 @@
 // #/run/UUID — one run: metric curves (live while it trains), resources,
 // params, tags, environment, artifacts, events.
 import { api, runPath } from './api.js';
-import { MetricChart, chartBox } from './chart.js';
+import { MetricChart, RunChart, chartBox } from './chart.js';
 import { badge, errorBox, h, kvTable, render, section, table } from './dom.js';
 import { bytes, duration, isTrainingMetric, metricOrder, num, time, TERMINAL } from './format.js';
 import { ranksSection } from './ranks.js';
@@ -62,35 +62,68 @@ async function resourcesSection(uuid) {
   return { sec, grid, keys: res.keys };
 }
 
+// The run's training series by chart (format/axes.h on the server): the
+// learning curves, train and test of a quantity overlaid; the bookkeeping
+// series (epoch, lr, timings) apart, each on its own chart.
+function chartsOf(metrics) {
+  const charts = new Map();
+  for (const m of metrics) {
+    if (m.count < 1 || !isTrainingMetric(m.key)) continue;
+    const c = charts.get(m.chart) || { title: m.chart, group: m.group, keys: [], x: new Set() };
+    c.keys.push(m.key);
+    c.x.add(m.x);
+    charts.set(m.chart, c);
+  }
+  for (const c of charts.values()) c.keys.sort(metricOrder);
+  const order = (a, b) => metricOrder(a.keys[0], b.keys[0]);
+  const all = [...charts.values()];
+  return {
+    learning: all.filter((c) => c.group !== 'bookkeeping').sort(order),
+    bookkeeping: all.filter((c) => c.group === 'bookkeeping').sort(order),
+  };
+}
+
 export async function runPage(root, uuid, alive) {
   const page = await api(runPath(uuid));
   uuid = page.run.uuid;
-  const charts = new Map();
+  const axes = { hasEpochs: page.epoch_ends.length > 0 };
+  const charts = new Map(); // series key -> its chart
   const grid = h('div', { class: 'grid', id: 'metric-charts' });
-  const keys = page.metrics.filter((m) => m.count >= 1 && isTrainingMetric(m.key))
-    .map((m) => m.key).sort(metricOrder);
+  const books = h('div', { class: 'grid', id: 'bookkeeping-charts' });
+  const { learning, bookkeeping } = chartsOf(page.metrics);
   const resources = await resourcesSection(uuid).catch(() => null);
   const ranks = page.tags['dist.world_size'] ? await ranksSection(uuid) : null;
   render(root, headerOf(page),
-    section('Metrics', grid, keys.length ? null : h('p', { class: 'muted' }, 'no metrics yet')),
+    section('Learning curves', grid, learning.length ? null : h('p', { class: 'muted' }, 'no metrics yet')),
+    section('Bookkeeping', books),
     ranks?.sec, resources?.sec, section('Params', kvTable(page.params)), section('Tags', kvTable(page.tags)),
     eventsSection(page), artifactsSection(page), environmentSection(uuid),
     h('details', {}, h('summary', {}, 'Config'), h('pre', { class: 'config' }, page.run.config || '(none)')));
-  const add = (parent, key) => {
+  // A chart of step series starts on steps; one of epoch series only, on epochs.
+  const addRun = (parent, c, before = null) => {
     const box = chartBox();
-    parent.append(box);
+    parent.insertBefore(box, before);
+    const x = axes.hasEpochs && !c.x.has('step') ? 'epoch' : 'step';
+    const chart = new RunChart(box, uuid, { title: c.title, keys: c.keys, x, hasEpochs: axes.hasEpochs });
+    for (const k of c.keys) charts.set(k, chart);
+    return chart.load();
+  };
+  const addResource = (key) => {
+    const box = chartBox();
+    resources.grid.append(box);
     const c = new MetricChart(box, uuid, key);
     charts.set(key, c);
     return c.load();
   };
-  await Promise.all([...keys.map((k) => add(grid, k)), ranks?.load(),
-    ...(resources ? resources.keys.map((k) => add(resources.grid, k)) : [])]);
-  if (!TERMINAL.includes(page.run.status)) follow(uuid, charts, grid, alive, add);
+  await Promise.all([...learning.map((c) => addRun(grid, c)), ...bookkeeping.map((c) => addRun(books, c)),
+    ranks?.load(), ...(resources ? resources.keys.map(addResource) : [])]);
+  if (!TERMINAL.includes(page.run.status)) follow(uuid, charts, { grid, books, axes }, alive, addRun);
 }
 
 // While the run trains: poll its summary every 500 ms; fetch only the new
-// points of keys that grew; add charts for new keys; stop once it ended.
-async function follow(uuid, charts, grid, alive, add) {
+// points of keys that grew; a new key gets a chart, or joins its chart by
+// reloading it; stop once the run ended.
+async function follow(uuid, charts, grids, alive, addRun) {
   while (alive()) {
     await new Promise((r) => setTimeout(r, 500));
     if (!alive()) return;
@@ -108,13 +141,37 @@ async function follow(uuid, charts, grid, alive, add) {
     const dur = document.getElementById('run-duration');
     if (dur) dur.textContent = duration(live.duration_s);
     const work = [];
+    if (!grids.axes.hasEpochs && live.metrics.some((m) => m.key === 'epoch')) {
+      grids.axes.hasEpochs = true; // the first epoch ended: charts may switch to epochs
+      for (const c of new Set(charts.values())) if (c instanceof RunChart) c.offerEpochs();
+    }
+    const fresh = live.metrics.filter((m) => !charts.has(m.key) && m.count > 0 && isTrainingMetric(m.key));
     for (const m of live.metrics) {
       const c = charts.get(m.key);
-      if (c && m.count > c.count) work.push(c.more());
-      else if (!c && isTrainingMetric(m.key)) work.push(add(grid, m.key));
+      if (!c) continue;
+      const held = c instanceof RunChart ? c.data.get(m.key).count : c.count;
+      if (m.count > held) work.push(c instanceof RunChart ? c.more(m.key) : c.more());
+    }
+    if (fresh.length) {
+      // New keys: a chart of their own, or the chart they share rebuilt with them.
+      const byChart = new Map();
+      for (const c of new Set(charts.values())) if (c instanceof RunChart) byChart.set(c.chart.title, c);
+      const groups = new Map();
+      for (const m of fresh) groups.set(m.chart, [...(groups.get(m.chart) || []), m]);
+      for (const [title, keys] of groups) {
+        const old = byChart.get(title);
+        const known = old ? old.keys.map((k) => ({ key: k, chart: title, group: keys[0].group, x: old.data.get(k).x || 'step', count: 1 })) : [];
+        const { learning, bookkeeping } = chartsOf([...known, ...keys]);
+        const spec = learning[0] || bookkeeping[0];
+        const parent = spec.group === 'bookkeeping' ? grids.books : grids.grid;
+        work.push(addRun(parent, spec, old?.el));
+        if (old) {
+          old.chart.plot?.destroy();
+          old.el.remove();
+        }
+      }
     }
     await Promise.allSettled(work);
     if (TERMINAL.includes(live.status)) return;
   }
 }
-

@@ -1,5 +1,7 @@
 // #/ — the runs table: filter, search, status, experiment, sort, paging,
-// and a selection to compare.
+// and a selection to compare. A study's runs are collapsed under it (the
+// server groups them: filter, search and sort reach every run); its row
+// expands them.
 import { api } from './api.js';
 import { badge, errorBox, h, render } from './dom.js';
 import { duration, num, time } from './format.js';
@@ -7,6 +9,7 @@ import { duration, num, time } from './format.js';
 const PAGE = 50;
 const state = { filter: '', search: '', status: '', experiment: '', sort: '', offset: 0 };
 const selected = new Set();
+const expanded = new Set(); // studies whose runs are shown
 
 function cell(col, row) {
   const v = row[col];
@@ -61,16 +64,33 @@ function pager(data, reload) {
     }, `Compare selected (${selected.size})`));
 }
 
+// The toggle of a study's row: how many of its runs match, shown or not.
+// A study the filter left out is expanded: its matching runs are the point.
+function toggle(r, reload) {
+  if (!r.children?.length) return null;
+  const open = expanded.has(r.uuid) || r.matched === false;
+  return h('button', {
+    class: 'expand', 'aria-expanded': String(open), title: open ? 'hide its runs' : 'show its runs',
+    onclick: () => { open ? expanded.delete(r.uuid) : expanded.add(r.uuid); reload(true); },
+  }, `${open ? '▾' : '▸'} ${r.children.length}${r.children_total > r.children.length ? ` of ${r.children_total}` : ''}`);
+}
+
 function runsTable(data, reload) {
   const cols = data.columns.filter((c) => c !== 'uuid');
   const check = (uuid) => h('input', {
     type: 'checkbox', checked: selected.has(uuid), 'aria-label': 'select',
     onchange: (e) => { e.target.checked ? selected.add(uuid) : selected.delete(uuid); reload(true); },
   });
+  const row = (r, cls, first) => h('tr', { class: cls, 'data-uuid': r.uuid },
+    h('td', {}, check(r.uuid)), cols.map((c, i) => h('td', {}, i === 0 ? first : null, cell(c, r))));
+  const rows = data.runs.flatMap((r) => {
+    const open = expanded.has(r.uuid) || r.matched === false;
+    return [row(r, r.matched === false ? 'parent unmatched' : r.children?.length ? 'parent' : '', toggle(r, reload)),
+      ...(open ? (r.children || []).map((c) => row(c, 'child', null)) : [])];
+  });
   return h('table', { class: 'runs' },
     h('thead', {}, h('tr', {}, h('th', {}), cols.map((c) => header(c, reload)))),
-    h('tbody', {}, data.runs.map((r) =>
-      h('tr', {}, h('td', {}, check(r.uuid)), cols.map((c) => h('td', {}, cell(c, r)))))));
+    h('tbody', {}, rows));
 }
 
 export async function runsPage(root) {
@@ -79,7 +99,7 @@ export async function runsPage(root) {
     let problem = null;
     if (!keepData) {
       try {
-        data = await api('/api/runs', { ...state, limit: PAGE });
+        data = await api('/api/runs', { ...state, limit: PAGE, nest: 'parent' });
       } catch (e) {
         problem = e.message;
       }
