@@ -38,8 +38,8 @@ const cases = [
   { label: 'runs table, first page of 10,000 runs', url: `${runsBase}/#/`,
     ready: () => document.querySelectorAll('table tbody tr').length >= 50 },
   { label: 'run page, 1M-point train/loss chart drawn', url: `${longBase}/#/run/million`,
-    ready: () => { const c = document.querySelector('[data-key="train/loss"]');
-                   return c && Number(c.dataset.count) > 0 && c.querySelector('canvas'); } },
+    ready: () => { const c = document.querySelector('[data-keys~="train/loss"]');
+                   return c && JSON.parse(c.dataset.counts)['train/loss'] > 0 && c.querySelector('canvas'); } },
 ];
 for (const c of cases) { c.ms = []; await time(c.url, c.ready); }  // warm-up
 for (let r = 0; r < rounds; ++r)

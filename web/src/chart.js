@@ -64,7 +64,8 @@ export class Chart {
         { size: 60 }],
       series: [{ label: this.xLabel }, ...this.labels.map((label, i) => ({
         label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
-        points: { show: data[0].length < 60 },
+        // Sparse series (an evaluation per epoch) show their points.
+        points: { show: data[i + 1].filter((v) => v !== null).length < 60 },
       }))],
       legend: { live: true },
     }, data, this.el);
@@ -168,6 +169,7 @@ export class RunChart {
   // Appends the points of KEY stored since the chart last read it.
   async more(key) {
     const have = this.data.get(key);
+    if (!have.values) return; // still loading: load() reads every point
     const d = await this.fetch(key, have.count);
     if (d.downsampled || have.values.length + d.values.length > 4 * this.chart.width()) {
       this.data.set(key, await this.fetch(key));
