@@ -163,7 +163,10 @@ Json nested_runs(store::Store& s, const store::RunQuery& q) {
       page.empty() ? "uuid = ''" : fmt::format("uuid in ('{}')", fmt::join(page, "', '"));
   Json flat = flat_runs(s, rows_q);
   std::map<std::string, Json> by_uuid;
-  for (auto& row : flat["runs"]) by_uuid[row["uuid"].get<std::string>()] = std::move(row);
+  for (auto& row : flat["runs"]) {
+    std::string uuid = row["uuid"];  // before the row moves
+    by_uuid[uuid] = std::move(row);
+  }
   Json runs = Json::array();
   for (size_t g = begin; g < end; ++g) {
     auto top = by_uuid.find(groups[g].top);
