@@ -69,7 +69,7 @@ async function runsTable() {
 async function studyCollapsed() {
   const api = async (q) => (await fetch(`${s.base}/api/runs?limit=1000&${q}`)).json();
   const children = (await api(`filter=${encodeURIComponent(`parent = '${s.study}'`)}`)).runs.map((r) => r.uuid).sort();
-  const page = await open('runs-study', '#/', () => document.querySelector(`tr[data-uuid="${s.study}"]`));
+  const page = await open('runs-study', '#/', () => document.querySelector('table.runs button.expand'));
   const rows = () => page.evaluate((study) => ({
     study: !!document.querySelector(`tr[data-uuid="${study}"] button.expand`),
     label: document.querySelector(`tr[data-uuid="${study}"] button.expand`)?.textContent,
@@ -88,6 +88,20 @@ async function studyCollapsed() {
   const under = seen.all.indexOf(s.study);
   if (seen.all.slice(under + 1, under + 1 + children.length).sort().join() !== children.join())
     fail('runs-study: the expanded runs are not right under the study');
+  // Sorted by test/accuracy, best first: the runs under the expanded study are in that order.
+  for (const arrow of ['▲', '▼']) {
+    await page.evaluate(() => [...document.querySelectorAll('table.runs th')]
+      .find((th) => th.textContent.startsWith('test/accuracy')).click());
+    await page.waitForFunction((a) => [...document.querySelectorAll('table.runs th')]
+      .some((th) => th.textContent.startsWith('test/accuracy') && th.textContent.endsWith(a)), { timeout: 5000 }, arrow)
+      .catch(() => fail(`runs-study: the sort arrow ${arrow} never showed`));
+  }
+  const acc = await page.evaluate(() => {
+    const col = [...document.querySelectorAll('table.runs th')].findIndex((th) => th.textContent.startsWith('test/accuracy'));
+    return [...document.querySelectorAll('table.runs tr.child')].map((r) => Number(r.cells[col].textContent));
+  });
+  const sorted = [...acc].sort((a, b) => b - a);
+  if (acc.length !== children.length || acc.join() !== sorted.join()) fail(`runs-study: sorted runs ${acc}`);
   // A filter that only the study's SGD runs match: the study is shown (its
   // runs expanded) with exactly them.
   const sgd = (await api(`filter=${encodeURIComponent(`parent = '${s.study}' and params.optimizer.name = 'sgd'`)}`))
@@ -104,26 +118,12 @@ async function studyCollapsed() {
   if (!sgd.length || seen.children.join() !== sgd.join() ||
       seen.all.slice(under2 + 1, under2 + 1 + sgd.length).sort().join() !== sgd.join())
     fail(`runs-study: filtered to sgd: ${seen.children.length} runs under the study, want ${sgd.length}`);
-  // Sorted by test/accuracy, best first: the runs under the study are in that order.
-  for (const arrow of ['▲', '▼']) {
-    await page.evaluate(() => [...document.querySelectorAll('table.runs th')]
-      .find((th) => th.textContent.startsWith('test/accuracy')).click());
-    await page.waitForFunction((a) => [...document.querySelectorAll('table.runs th')]
-      .some((th) => th.textContent.startsWith('test/accuracy') && th.textContent.endsWith(a)), { timeout: 5000 }, arrow)
-      .catch(() => fail(`runs-study: the sort arrow ${arrow} never showed`));
-  }
-  const acc = await page.evaluate(() => {
-    const col = [...document.querySelectorAll('table.runs th')].findIndex((th) => th.textContent.startsWith('test/accuracy'));
-    return [...document.querySelectorAll('table.runs tr.child')].map((r) => Number(r.cells[col].textContent));
-  });
-  const sorted = [...acc].sort((a, b) => b - a);
-  if (acc.length !== sgd.length || acc.join() !== sorted.join()) fail(`runs-study: sorted runs ${acc}`);
   await page.$eval('input.filter', (el) => { el.value = ''; el.dispatchEvent(new Event('change')); });
   await page.waitForFunction((u) => document.querySelector(`tr[data-uuid="${u}"]`) &&
     document.querySelectorAll('table.runs tr.child').length > 0, { timeout: 5000 }, s.study).catch(() => {});
   await shot(page, 'runs-study');
   console.log(`runs-study: ${children.length} runs collapsed under the study, expanded in place; ` +
-    `filtered to ${sgd.length} sgd runs under it; sorted by test/accuracy ${acc.join(' ')}`);
+    `sorted by test/accuracy ${acc.join(' ')}; filtered to ${sgd.length} sgd runs under it`);
   await page.close();
 }
 
