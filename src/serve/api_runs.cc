@@ -170,7 +170,11 @@ Json nested_runs(store::Store& s, const store::RunQuery& q) {
   Json runs = Json::array();
   for (size_t g = begin; g < end; ++g) {
     auto top = by_uuid.find(groups[g].top);
-    if (top == by_uuid.end()) continue;  // the parent was deleted meanwhile
+    if (top == by_uuid.end()) {  // a parent no longer stored: its runs stand alone
+      for (const auto& c : groups[g].children)
+        if (auto it = by_uuid.find(c); it != by_uuid.end()) runs.push_back(std::move(it->second));
+      continue;
+    }
     Json row = std::move(top->second);
     row["matched"] = groups[g].top_matched;
     row["children"] = Json::array();
