@@ -74,6 +74,9 @@ int main(int argc, char** argv) {
   httplib::Client runs_client("127.0.0.1", runs_http.port),
       long_client("127.0.0.1", long_http.port);
   const serve::Request first_page{.path = "/api/runs", .query = {{"limit", "50"}}};
+  // What the runs table asks for: a study's runs nested under it.
+  const serve::Request nested_page{.path = "/api/runs",
+                                   .query = {{"limit", "50"}, {"nest", "parent"}}};
   const serve::Request chart{.path = "/api/runs/million/metric",
                              .query = {{"key", "train/loss"}, {"width", "2000"}}};
   auto in_process = [](store::Store& s, const serve::Request& r) {
@@ -92,6 +95,8 @@ int main(int argc, char** argv) {
   std::vector<Case> cases = {
       {"10,000 runs: first page (50 rows), in process", in_process(*runs_store, first_page)},
       {"10,000 runs: first page (50 rows), HTTP", over_http(runs_client, "/api/runs?limit=50")},
+      {"10,000 runs: first page nested by parent, in process",
+       in_process(*runs_store, nested_page)},
       {"1M-point series -> chart of width 2000, in process", in_process(*long_store, chart)},
       {"1M-point series -> chart of width 2000, HTTP",
        over_http(long_client, "/api/runs/million/metric?key=train/loss&width=2000")},

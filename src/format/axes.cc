@@ -107,11 +107,18 @@ const SeriesAxis& RunAxes::of(const std::string& key) const {
 }
 
 RunAxes run_axes(store::Store& store, const std::string& uuid) {
+  return run_axes(store, uuid, store.metric_summaries(uuid));
+}
+
+RunAxes run_axes(store::Store& store, const std::string& uuid,
+                 const std::vector<store::MetricSummary>& summaries) {
   RunAxes a;
-  for (const auto& p : store.metric(uuid, "epoch"))
-    if (p.value >= 1 && std::isfinite(p.value))
-      a.epochs.step_of[static_cast<int64_t>(std::llround(p.value))] = p.step;
-  const auto summaries = store.metric_summaries(uuid);
+  const bool has_epoch = std::any_of(summaries.begin(), summaries.end(),
+                                     [](const auto& m) { return m.key == "epoch"; });
+  if (has_epoch)
+    for (const auto& p : store.metric(uuid, "epoch"))
+      if (p.value >= 1 && std::isfinite(p.value))
+        a.epochs.step_of[static_cast<int64_t>(std::llround(p.value))] = p.step;
   for (const auto& m : summaries)
     if (!recorded_per_epoch(m.key)) a.epochs.last_step = std::max(a.epochs.last_step, m.last_step);
   const int64_t last_epoch = a.epochs.empty() ? 0 : std::prev(a.epochs.step_of.end())->first;

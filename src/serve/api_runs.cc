@@ -1,7 +1,5 @@
 // The runs table, the run page and its live poll, metric series for charts,
 // resources, artifacts and tags.
-#include <fmt/ranges.h>
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -44,9 +42,9 @@ std::string search_filter(const std::string& text) {
   return "(name ilike " + lit + " or uuid ilike " + lit + ")";
 }
 
-std::optional<store::MetricSummary> summary_of(store::Store& s, const std::string& uuid,
+std::optional<store::MetricSummary> summary_of(const std::vector<store::MetricSummary>& all,
                                                const std::string& key) {
-  for (auto& m : s.metric_summaries(uuid))
+  for (auto& m : all)
     if (m.key == key) return m;
   return std::nullopt;
 }
@@ -97,10 +95,9 @@ struct ChartAxes {
   }
 };
 
-// One page of runs as the table shows them. Whatever the columns, a row
-// names its run for links and selection.
-Json flat_runs(store::Store& s, const store::RunQuery& q) {
-  const auto result = store::query_runs(s, q);
+// Rows of runs as the table shows them. Whatever the columns, a row names
+// its run for links and selection.
+Json table_rows(store::Store& s, const store::RunQueryResult& result) {
   Json j = format::run_rows(result);
   const double now = s.now();
   for (size_t i = 0; i < result.rows.size(); ++i) {
@@ -113,79 +110,25 @@ Json flat_runs(store::Store& s, const store::RunQuery& q) {
   return j;
 }
 
-// The groups of runs matching a query, in its order: a run without a parent
-// is a group of its own; the children of a study join their parent's group,
-// which stands where its first matching member (the parent or a child) does.
-struct RunGroup {
-  std::string top;                    // the parent, or the run itself
-  bool top_matched = false;           // the top run matched the query itself
-  std::vector<std::string> children;  // its matching children, in order
-};
-
-std::vector<RunGroup> group_by_parent(store::Store& s, store::RunQuery q) {
-  q.columns = {"uuid"};
-  q.offset = 0;
-  q.limit = 0;
-  std::vector<RunGroup> groups;
-  std::map<std::string, size_t> at;
-  for (const auto& row : store::query_runs(s, q).rows) {
-    const auto& info = row.info;
-    const std::string& top = info.parent_uuid.empty() ? info.uuid : info.parent_uuid;
-    auto [it, fresh] = at.emplace(top, groups.size());
-    if (fresh) groups.push_back({top, false, {}});
-    RunGroup& g = groups[it->second];
-    if (info.parent_uuid.empty())
-      g.top_matched = true;
-    else
-      g.children.push_back(info.uuid);
-  }
-  return groups;
-}
-
-// The runs table with a study's children nested under it (MLflow's parent
-// runs): filter, search and sort apply to every run, children included; a
-// page holds `limit` groups; a parent the filter left out is still shown
-// (matched: false) above its matching children. `total` counts groups.
-Json nested_runs(store::Store& s, const store::RunQuery& q) {
-  const auto groups = group_by_parent(s, q);
-  const size_t begin = std::min(groups.size(), static_cast<size_t>(q.offset));
-  const size_t end = std::min(groups.size(), begin + static_cast<size_t>(q.limit));
-  std::vector<std::string> page;
-  for (size_t g = begin; g < end; ++g) {
-    page.push_back(groups[g].top);
-    page.insert(page.end(), groups[g].children.begin(), groups[g].children.end());
-  }
-  store::RunQuery rows_q;  // the page's runs, with their columns
-  rows_q.columns = q.columns;
-  rows_q.sort = q.sort;
-  // UUIDs are hexadecimal and dashes: safe between quotes.
-  rows_q.filter =
-      page.empty() ? "uuid = ''" : fmt::format("uuid in ('{}')", fmt::join(page, "', '"));
-  Json flat = flat_runs(s, rows_q);
-  std::map<std::string, Json> by_uuid;
-  for (auto& row : flat["runs"]) {
-    std::string uuid = row["uuid"];  // before the row moves
-    by_uuid[uuid] = std::move(row);
-  }
+// The runs table with a study's runs nested under it (store::RunQuery::nest):
+// each group's top row gets "matched", "children" (the rows of its matching
+// runs) and, when any match, "children_total" (its planned runs).
+Json nested_runs(store::Store& s, store::RunQuery q) {
+  q.nest = true;
+  const auto result = store::query_runs(s, q);
+  Json flat = table_rows(s, result);
   Json runs = Json::array();
-  for (size_t g = begin; g < end; ++g) {
-    auto top = by_uuid.find(groups[g].top);
-    if (top == by_uuid.end()) {  // a parent no longer stored: its runs stand alone
-      for (const auto& c : groups[g].children)
-        if (auto it = by_uuid.find(c); it != by_uuid.end()) runs.push_back(std::move(it->second));
-      continue;
-    }
-    Json row = std::move(top->second);
-    row["matched"] = groups[g].top_matched;
+  for (const auto& g : result.groups) {
+    Json row = std::move(flat["runs"][g.top]);
+    row["matched"] = g.top_matched;
     row["children"] = Json::array();
-    for (const auto& c : groups[g].children)
-      if (auto it = by_uuid.find(c); it != by_uuid.end())
-        row["children"].push_back(std::move(it->second));
-    if (!groups[g].children.empty())
-      row["children_total"] = study::counted_children(s, groups[g].top);
+    for (size_t c : g.children) row["children"].push_back(std::move(flat["runs"][c]));
+    if (!g.children.empty())
+      row["children_total"] = study::counted_children(s, result.rows[g.top].info.uuid);
     runs.push_back(std::move(row));
   }
-  return {{"total", groups.size()}, {"columns", flat["columns"]}, {"runs", std::move(runs)}};
+  flat["runs"] = std::move(runs);
+  return flat;
 }
 
 }  // namespace
@@ -208,7 +151,7 @@ Json runs_page(store::Store& s, const Request& r) {
   if (!nest.empty() && nest != "parent")
     fail(ErrorKind::kUsage, "parameter 'nest' is '{}': give parent, or leave it out",
          core::escape_for_display(nest));
-  Json j = nest.empty() ? flat_runs(s, q) : nested_runs(s, q);
+  Json j = nest.empty() ? table_rows(s, store::query_runs(s, q)) : nested_runs(s, q);
   j["offset"] = q.offset;
   j["limit"] = q.limit;
   j["experiments"] = s.list_experiments();
@@ -223,7 +166,7 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
   const auto tags = s.tags(run.uuid);
   j["tags"] = tags;
   const auto summaries = s.metric_summaries(run.uuid);
-  const auto axes = format::run_axes(s, run.uuid);
+  const auto axes = format::run_axes(s, run.uuid, summaries);
   j["metrics"] = Json::array();
   for (const auto& m : summaries) {
     Json mj = format::metric_summary(m);
@@ -254,8 +197,9 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
 
 Json live(store::Store& s, const store::RunInfo& run) {
   Json metrics = Json::array();
-  const auto axes = format::run_axes(s, run.uuid);
-  for (const auto& m : s.metric_summaries(run.uuid)) {
+  const auto summaries = s.metric_summaries(run.uuid);
+  const auto axes = format::run_axes(s, run.uuid, summaries);
+  for (const auto& m : summaries) {
     const auto& a = axes.of(m.key);
     metrics.push_back({{"key", m.key},
                        {"count", m.count},
@@ -277,10 +221,11 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   const std::string key = required(r, "key");
   const int64_t width = int_param(r, "width", 1000, 1, 100000);
   const int64_t after = int_param(r, "after", 0, 0, INT64_MAX);
-  const auto summary = summary_of(s, run.uuid, key);
+  const auto summaries = s.metric_summaries(run.uuid);
+  const auto summary = summary_of(summaries, key);
   if (!summary) {
     std::vector<std::string> keys;
-    for (const auto& m : s.metric_summaries(run.uuid)) keys.push_back(m.key);
+    for (const auto& m : summaries) keys.push_back(m.key);
     fail(ErrorKind::kNotFound, "run {} has no metric '{}' ({} keys recorded)",
          core::short_uuid(run.uuid), core::escape_for_display(key), keys.size());
   }
@@ -293,7 +238,7 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
   if (!std::is_sorted(points.begin(), points.end(), by_step))
     std::stable_sort(points.begin(), points.end(), by_step);
-  const auto axes = format::run_axes(s, run.uuid);
+  const auto axes = format::run_axes(s, run.uuid, summaries);
   const auto& axis = axes.of(key);
   std::vector<double> x, y;
   int64_t nonfinite = 0;
@@ -309,11 +254,13 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
   const bool down = x.size() > target;
   ChartAxes out;
   if (down) {
-    std::vector<const store::MetricPoint*> finite;
-    for (const auto& p : points)
-      if (std::isfinite(p.value)) finite.push_back(&p);
+    // LTTB indexes the finite points; map back only when some were not.
+    std::vector<size_t> finite;
+    if (nonfinite > 0)
+      for (size_t i = 0; i < points.size(); ++i)
+        if (std::isfinite(points[i].value)) finite.push_back(i);
     for (size_t i : lttb(x.data(), y.data(), x.size(), target))
-      out.add(axes, axis, *finite[i], run.start_time);
+      out.add(axes, axis, points[nonfinite > 0 ? finite[i] : i], run.start_time);
   } else {
     // Few enough to send all: non-finite values as gaps (null).
     for (const auto& p : points) out.add(axes, axis, p, run.start_time);

@@ -589,6 +589,60 @@ std::vector<std::string> expand_columns(const std::vector<std::string>& cols,
   return out;
 }
 
+// Paging range [first, last) of n items.
+std::pair<size_t, size_t> page_of(size_t n, const RunQuery& q) {
+  const auto first = std::min<size_t>(n, static_cast<size_t>(std::max<int64_t>(0, q.offset)));
+  size_t last = n;
+  if (q.limit > 0) last = std::min(last, first + static_cast<size_t>(q.limit));
+  return {first, last};
+}
+
+// RunQuery::nest over the matching rows, sorted: the groups in the order of
+// their first member, then the page's rows with their columns.
+RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuery& query,
+                           const Needs& late, Needs& early) {
+  std::vector<std::pair<std::string, std::vector<size_t>>> order;  // top uuid, members
+  std::map<std::string, size_t, std::less<>> at;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const RunInfo& info = rows[i].info;
+    const std::string& top = info.parent_uuid.empty() ? info.uuid : info.parent_uuid;
+    auto [it, fresh] = at.emplace(top, order.size());
+    if (fresh) order.push_back({top, {}});
+    order[it->second].second.push_back(i);
+  }
+  RunQueryResult result;
+  result.total = static_cast<int64_t>(order.size());
+  const auto [first, last] = page_of(order.size(), query);
+  Needs none;
+  auto add = [&](RunRow row, Needs& have) {
+    load(store, row, late, have);
+    result.rows.push_back(std::move(row));
+    return result.rows.size() - 1;
+  };
+  for (size_t g = first; g < last; ++g) {
+    const auto& [top, members] = order[g];
+    // The top matched if it is a member (it may sort after its runs).
+    const auto self = std::find_if(members.begin(), members.end(),
+                                   [&](size_t m) { return rows[m].info.uuid == top; });
+    const bool matched = self != members.end();
+    auto parent = matched ? std::nullopt : store.find_run(top);
+    if (!matched && !parent) {  // a parent no longer stored: its runs stand alone
+      for (size_t m : members) result.groups.push_back({add(std::move(rows[m]), early), true, {}});
+      continue;
+    }
+    RunGroup group;
+    group.top_matched = matched;
+    group.top = matched ? add(std::move(rows[*self]), early)
+                        : add(RunRow{std::move(*parent), {}, {}, {}}, none);
+    for (size_t m : members)
+      if (!matched || m != *self) group.children.push_back(add(std::move(rows[m]), early));
+    result.groups.push_back(std::move(group));
+  }
+  result.columns =
+      expand_columns(query.columns.empty() ? default_run_columns() : query.columns, result.rows);
+  return result;
+}
+
 }  // namespace
 
 RunQueryResult query_runs(Store& store, const RunQuery& query) {
@@ -627,6 +681,7 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
   if (!sort.empty())
     std::stable_sort(rows.begin(), rows.end(),
                      [&](const RunRow& a, const RunRow& b) { return less(a, b, sort); });
+  if (query.nest) return nested_page(store, std::move(rows), query, late, early);
   RunQueryResult result;
   result.total = static_cast<int64_t>(rows.size());
   const auto first =

@@ -72,7 +72,10 @@ struct RunAxes {
 
   const SeriesAxis& of(const std::string& key) const;
 };
+// SUMMARIES: the run's metric summaries, when the caller has read them.
 RunAxes run_axes(store::Store& store, const std::string& uuid);
+RunAxes run_axes(store::Store& store, const std::string& uuid,
+                 const std::vector<store::MetricSummary>& summaries);
 
 // Where a recorded point of a series sits on each axis.
 struct PointX {

@@ -95,12 +95,28 @@ struct RunQuery {
   std::vector<std::string> columns;  // fields; a '*' in one matches many keys
   int64_t offset = 0;
   int64_t limit = 0;  // 0: all
+  // Group a study's runs under it, as MLflow nests child runs: the filter
+  // and the sort apply to every run, children included; a group stands
+  // where its first matching member sorts; offset, limit and total count
+  // groups (RunQueryResult::groups).
+  bool nest = false;
+};
+
+// With RunQuery::nest, one group of the page: rows[top] is a run without a
+// parent or a study, rows[children] the study's matching runs in sort order.
+// A study the filter left out is still its group's top (top_matched false);
+// runs whose parent is no longer stored are groups of their own.
+struct RunGroup {
+  size_t top = 0;
+  bool top_matched = true;
+  std::vector<size_t> children;
 };
 
 struct RunQueryResult {
   std::vector<std::string> columns;  // after expanding '*'
   std::vector<RunRow> rows;          // the requested page
-  int64_t total = 0;                 // matching runs before paging
+  int64_t total = 0;                 // matching runs (groups with nest) before paging
+  std::vector<RunGroup> groups;      // with nest: the page's groups, in order
 };
 
 // Runs matching the query, sorted, paged, with every column's data loaded.
