@@ -620,7 +620,8 @@ RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuer
     return result.rows.size() - 1;
   };
   for (size_t g = first; g < last; ++g) {
-    const auto& [top, members] = order[g];
+    const std::string& top = order[g].first;  // not a binding: lambdas capture it
+    const std::vector<size_t>& members = order[g].second;
     // The top matched if it is a member (it may sort after its runs).
     const auto self = std::find_if(members.begin(), members.end(),
                                    [&](size_t m) { return rows[m].info.uuid == top; });
