@@ -1,27 +1,44 @@
 # trainscope — the two commands a newcomer runs are `make demo` and `make test`.
 # Both install missing Debian packages (scripts/install-deps.sh), build in
-# Release mode with ccache when present, and run.
+# Release mode with ccache when present, and run. `make demo` installs and
+# builds only what the CLI and the demo need (docs/first-run.md has the
+# timings); `make test` installs and builds everything else in the same
+# build folder.
 
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test test-asan bench clean format tidy
+# Everything (tests, benchmarks, the Python package), or only what the CLI
+# and the demo load.
+FULL_FLAGS := -DTRAINSCOPE_BUILD_TESTS=ON -DTRAINSCOPE_BUILD_BENCH=ON -DTRAINSCOPE_PYTHON=ON
+DEMO_FLAGS := -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_PYTHON=OFF
+
+.PHONY: all deps deps-build configure build demo-build demo test test-asan bench clean format tidy
 
 all: build
 
 deps:
-	@./scripts/install-deps.sh
+	@./scripts/install-deps.sh --all
+
+deps-build:
+	@./scripts/install-deps.sh --build
 
 configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(FULL_FLAGS) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 
-demo: build
+# The CLI and its libtorch half (which the demo's `train` loads) only.
+demo-build: deps-build
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(DEMO_FLAGS) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	  || (cat $(BUILD_DIR).configure.log; exit 1)
+	@cmake --build $(BUILD_DIR) -j$(JOBS) --target trainscope_cli trainscope_torch_commands
+
+demo: demo-build
 	@./scripts/demo.sh $(BUILD_DIR)/bin/trainscope
 
 # The whole suite: the Release build's tests, then the sanitizer build's

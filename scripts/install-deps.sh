@@ -1,33 +1,49 @@
 #!/usr/bin/env bash
-# Installs the Debian packages trainscope needs. Idempotent: when every package
-# is already installed it does not touch apt at all. Must run as root (or with
-# sudo available) the first time.
+# Installs the Debian packages trainscope needs: --build, what building the CLI
+# and running the demo need (`make demo`); --all (the default), also what the
+# tests need (`make test`). Idempotent: when every package is already
+# installed it does not touch apt at all. Must run as root (or with sudo
+# available) the first time.
 set -euo pipefail
 
-PACKAGES=(
-  build-essential cmake ccache pkg-config git clang-format python3
-  libsqlite3-dev sqlite3
+# What building the CLI (its libtorch half, the dashboard, PostgreSQL stores)
+# and training the demo need: `make demo` installs these only.
+BUILD_PACKAGES=(
+  build-essential cmake ccache pkg-config git python3
+  libsqlite3-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev zlib1g-dev libxxhash-dev
   libmpfr-dev libboost-math-dev
   libtorch-dev libopenblas0-pthread dataset-fashion-mnist
-  python3-torch  # the watch tests train with Debian's PyTorch; benchmarks compare against it
+  libprotobuf-dev protobuf-compiler  # TensorBoard event files
+  libcpp-httplib-dev     # trainscope serve (the dashboard)
+  libpqxx-dev            # the PostgreSQL store backend
+  libgloo-dev            # headers c10d's ProcessGroupGloo.hpp includes (train --nproc)
+)
+
+# What the tests, the benchmarks and the Python package add: `make test`
+# (and `install-deps.sh --all`) installs these as well.
+TEST_PACKAGES=(
+  clang-format sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3-torch  # the Python package runs on it; the watch tests train with it
   python3-scipy  # the statistics are tested against SciPy
   python3-statsmodels r-cran-lme4 r-base-core  # stats_models_test: REML, ANOVA and power vs statsmodels and lme4
   chromium       # HTML reports are tested in a headless browser
-  libprotobuf-dev protobuf-compiler  # TensorBoard event files
-  python3-protobuf  # an independent runtime decodes them in the tests
+  python3-protobuf  # an independent runtime decodes TensorBoard files in the tests
   clang libclang-rt-dev  # the sanitizer build and its libFuzzer targets
-  libcpp-httplib-dev     # trainscope serve (the dashboard)
   slurm-wlm munge        # studies through Slurm; the tests start a one-node cluster
-  libpqxx-dev            # the PostgreSQL store backend
   postgresql             # the tests start their own server (initdb, pg_ctl) on a loopback port
   faketime               # a writer whose clock is off, for the cross-host reaper test
   pybind11-dev python3-dev  # the Python package (import trainscope)
   python3-pytest            # its tests
-  libgloo-dev               # headers c10d's ProcessGroupGloo.hpp includes (train --nproc)
 )
+
+case "${1:---all}" in
+  --build) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+  --all) PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: $0 [--build|--all]  (--build: what building the CLI and the demo need)" >&2; exit 2 ;;
+esac
 
 # Node.js and npm come with the machine (not from Debian's packages, whose
 # npm would replace that Node): the dashboard's front end and the browser
