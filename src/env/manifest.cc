@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "files.h"
+#include "process.h"
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -39,6 +40,7 @@ namespace {
 
 using files::read_line;
 using files::read_text;
+using process::capture;
 
 std::string trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");
@@ -47,10 +49,20 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b + 1));
 }
 
-// Runs a program with these arguments (no shell: nothing in them is ever
-// interpreted) and returns its stdout; its stderr is discarded. `status` is
-// its wait status, -1 when it could not run.
-std::string capture(const std::vector<std::string>& args, int* status = nullptr) {
+const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads", "flags",
+                                   "env",      "data",   "config",    "seeds",  "build",   "git"};
+
+size_t group_rank(const std::string& g) {
+  for (size_t i = 0; i < std::size(kGroupOrder); ++i)
+    if (g == kGroupOrder[i]) return i;
+  return std::size(kGroupOrder);
+}
+
+}  // namespace
+
+namespace process {
+
+std::string capture(const std::vector<std::string>& args, int* status, bool with_stderr) {
   std::string out;
   if (status) *status = -1;
   int fds[2];
@@ -58,7 +70,11 @@ std::string capture(const std::vector<std::string>& args, int* status = nullptr)
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  if (with_stderr) {
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
   posix_spawn_file_actions_addclose(&fa, fds[0]);
   posix_spawn_file_actions_addclose(&fa, fds[1]);
   std::vector<char*> argv = core::exec_argv(args);
@@ -78,16 +94,7 @@ std::string capture(const std::vector<std::string>& args, int* status = nullptr)
   return out;
 }
 
-const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads", "flags",
-                                   "env",      "data",   "config",    "seeds",  "build",   "git"};
-
-size_t group_rank(const std::string& g) {
-  for (size_t i = 0; i < std::size(kGroupOrder); ++i)
-    if (g == kGroupOrder[i]) return i;
-  return std::size(kGroupOrder);
-}
-
-}  // namespace
+}  // namespace process
 
 CpuInfo parse_cpuinfo(std::string_view text) {
   CpuInfo c;
@@ -238,7 +245,17 @@ Manifest capture_system(const fs::path& root) {
       std::erase(v, '"');
       m["system.os"] = v;
     }
+    // The image `env recreate` starts its Dockerfile FROM: <id>:<codename>.
+    for (auto [field, key] :
+         {std::pair{"ID=", "system.os.id"}, std::pair{"VERSION_CODENAME=", "system.os.codename"}}) {
+      if (line.rfind(field, 0) != 0) continue;
+      std::string v = line.substr(std::string_view(field).size());
+      std::erase(v, '"');
+      if (!v.empty()) m[key] = v;
+    }
   }
+  if (std::string v = read_line(root / "etc/debian_version"); !v.empty())
+    m["system.debian_version"] = v;
   if (root == "/") {
     utsname u{};
     if (uname(&u) == 0) {

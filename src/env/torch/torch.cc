@@ -13,6 +13,8 @@
 #include <set>
 #include <sstream>
 
+#include "trainscope/env/packages.h"
+
 namespace trainscope::env {
 
 namespace {
@@ -110,6 +112,9 @@ Manifest capture_torch() {
   m["flags.mkldnn"] = ctx.userEnabledMkldnn() ? "on" : "off";
   m["flags.cudnn_benchmark"] = ctx.benchmarkCuDNN() ? "true" : "false";
   m["flags.cudnn_deterministic"] = ctx.deterministicCuDNN() ? "true" : "false";
+  // Now that libtorch and the BLAS are mapped: the Debian packages they, and
+  // everything else the process mapped, come from (`env recreate` pins them).
+  m.merge(capture_loaded_packages());
   return m;
 }
 
