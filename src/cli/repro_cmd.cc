@@ -1,5 +1,8 @@
-// Reproducibility commands: env, env diff, card, checklist (here), diff and
-// rerun (parsed here, run by the torch half).
+// Reproducibility commands: env, env diff, env recreate, card, checklist
+// (here), diff and rerun (parsed here, run by the torch half).
+#include <algorithm>
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -7,6 +10,7 @@
 #include "torch_commands.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/env/recreate.h"
 #include "trainscope/format/format.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
@@ -60,6 +64,100 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
   }
 }
 
+struct RecreateArgs {
+  std::string run;
+  std::string out;  // folder for the Dockerfile; "" = recreate-<short uuid>
+  bool check = false;
+};
+
+// snapshot.debian.org's name for the moment the run started.
+std::string snapshot_stamp(double unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
+}
+
+void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+    return s.empty() ? std::string("(none mapped)") : s;
+  };
+  std::cout << "FROM " << r.image << " (" << r.os
+            << (r.debian_version.empty() ? "" : ", " + r.debian_version) << ", " << r.arch
+            << ")\nlibtorch: " << joined(r.libtorch) << "\nBLAS:     " << joined(r.blas) << "\n";
+  std::vector<std::string> head = {"PACKAGE", "VERSION", "ARCH", "MAPPED"};
+  if (!checks.empty()) head.push_back("CHECK");
+  Table t(head);
+  for (size_t i = 0; i < r.packages.size(); ++i) {
+    const auto& p = r.packages[i];
+    std::string mapped = joined(p.objects);
+    if (mapped.size() > 60) mapped = mapped.substr(0, 57) + "...";
+    std::vector<std::string> row = {p.name, p.version, p.arch, mapped};
+    if (!checks.empty()) row.push_back(checks[i].ok ? "pass" : "FAIL");
+    t.add_row(row);
+  }
+  t.print(std::cout);
+  for (const auto& [name, version] : r.pip) std::cout << "pip: " << name << "==" << version << "\n";
+  for (const auto& c : checks)
+    if (!c.ok) std::cout << c.pin << ": " << c.message << "\n";
+}
+
+void env_recreate(Context& ctx, const RecreateArgs& a) {
+  auto store = ctx.reader();
+  const store::RunInfo run = store->resolve_run(a.run);
+  const std::string id = core::short_uuid(run.uuid);
+  env::Recipe r;
+  try {
+    r = env::recipe(store->environment(run.uuid), snapshot_stamp(run.start_time));
+  } catch (const core::Error& e) {
+    core::fail(e.kind(), "run {} cannot be recreated: {}", id, e.what());
+  }
+  const std::filesystem::path dir = a.out.empty() ? "recreate-" + id : a.out;
+  core::check_output_folder(dir);
+  std::filesystem::create_directories(dir);
+  const std::string about =
+      "trainscope run " + id + (run.name.empty() ? "" : " (" + run.name + ")");
+  core::write_file_atomically(dir / "Dockerfile",
+                              [&](std::ostream& o) { o << env::dockerfile(r, about); });
+  std::vector<env::PinCheck> checks;
+  if (a.check) checks = env::check_pins(r);
+  if (ctx.json) {
+    format::Json j = format::recipe(r, checks);
+    j["run"] = run.uuid;
+    j["dockerfile"] = (dir / "Dockerfile").string();
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+  } else {
+    print_recipe(r, checks);
+    std::cout << "wrote " << (dir / "Dockerfile").string() << ": " << r.packages.size()
+              << " pinned packages; build it with `docker build " << dir.string() << "`\n";
+  }
+  const auto failed = std::count_if(checks.begin(), checks.end(), [](auto& c) { return !c.ok; });
+  if (failed > 0)
+    core::fail(core::ErrorKind::kRuntime,
+               "{} of {} pinned versions of run {} cannot be installed from the archives apt "
+               "knows here (apt-get install --simulate); see each one's line above",
+               failed, checks.size(), id);
+}
+
+void add_env_recreate(CLI::App* envc, Context& ctx) {
+  auto* cmd = envc->add_subcommand(
+      "recreate",
+      "Write a Dockerfile that rebuilds a run's software environment: its Debian release and the "
+      "exact versions of the packages its process loaded");
+  auto a = std::make_shared<RecreateArgs>();
+  cmd->add_option("RUN", a->run, "Run")->required();
+  cmd->add_option("--out,-o", a->out, "Folder for the Dockerfile (default: recreate-<run>)");
+  cmd->add_flag("--check", a->check,
+                "Check every pinned version with `apt-get install --simulate` here, as on a "
+                "machine with nothing installed (exit code 1 when one fails)");
+  set_example(cmd, "trainscope env recreate demo --check && docker build recreate-3f2a1b2c");
+  cmd->callback([&ctx, a] { env_recreate(ctx, *a); });
+}
+
 void add_env(CLI::App& app, Context& ctx) {
   auto* envc = app.add_subcommand("env", "Show this machine's environment manifest");
   auto with_torch = std::make_shared<bool>(false);
@@ -79,6 +177,7 @@ void add_env(CLI::App& app, Context& ctx) {
   d->add_option("B", *b, "Run (default: this machine)");
   set_example(d, "trainscope env diff 3f2a 9c1b");
   d->callback([&ctx, a, b, with_torch] { env_diff(ctx, *a, *b, *with_torch); });
+  add_env_recreate(envc, ctx);
 }
 
 void add_diff_and_rerun(CLI::App& app, Context& ctx) {

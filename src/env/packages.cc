@@ -3,9 +3,11 @@
 // answers cached while dpkg's status file is unchanged.
 #include "trainscope/env/packages.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <set>
@@ -22,10 +24,12 @@ namespace {
 
 using files::read_text;
 
-// An installed package: "name:arch" and its version.
+// An installed package: "name:arch", its version and when it was installed
+// (its info/*.list file's mtime, as snapshot.debian.org names a moment).
 struct Owner {
   std::string key;
   std::string version;
+  std::string installed;
 };
 
 // What the cache and a cold lookup both yield: path -> owner (key "" when no
@@ -130,11 +134,11 @@ fs::path cache_file(const PackageOptions& o) {
   return dir / "dpkg-owners.tsv";
 }
 
-constexpr std::string_view kCacheMagic = "trainscope-dpkg-owners 1";
+constexpr std::string_view kCacheMagic = "trainscope-dpkg-owners 2";
 
-// The cache: a header "trainscope-dpkg-owners 1\t<arch>\t<stamp>", then one
-// "path\tname:arch\tversion" line per path asked about (key and version empty
-// when no package owns it). Empty when absent or stale.
+// The cache: a header "trainscope-dpkg-owners 2\t<arch>\t<stamp>", then one
+// "path\tname:arch\tversion\tinstalled" line per path asked about (all but
+// the path empty when no package owns it). Empty when absent or stale.
 Owners read_cache(const fs::path& file, const std::string& stamp) {
   Owners o;
   std::istringstream in(read_text(file));
@@ -150,7 +154,7 @@ Owners read_cache(const fs::path& file, const std::string& stamp) {
     std::string path;
     Owner owner;
     std::getline(fields, path, '\t'), std::getline(fields, owner.key, '\t');
-    std::getline(fields, owner.version);
+    std::getline(fields, owner.version, '\t'), std::getline(fields, owner.installed);
     if (!path.empty()) o.by_path[path] = owner;
   }
   return o;
@@ -168,11 +172,22 @@ void write_cache(const fs::path& file, const std::string& stamp, const Owners& o
     if (!out) return;
     out << kCacheMagic << "\t" << o.native_arch << "\t" << stamp << "\n";
     for (const auto& [path, owner] : o.by_path)
-      out << path << "\t" << owner.key << "\t" << owner.version << "\n";
+      out << path << "\t" << owner.key << "\t" << owner.version << "\t" << owner.installed << "\n";
     if (!out.flush()) return fs::remove(tmp, ec), void();
   }
   fs::rename(tmp, file, ec);
   if (ec) fs::remove(tmp, ec);
+}
+
+// A file's mtime as snapshot.debian.org names a moment: 20250520T143000Z.
+std::string mtime_stamp(const fs::path& file) {
+  struct stat st {};
+  if (stat(file.c_str(), &st) != 0) return "";
+  std::tm tm{};
+  gmtime_r(&st.st_mtime, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%dT%H%M%SZ", &tm);
+  return buf;
 }
 
 // Looks up the paths the cache lacks and adds them to it.
@@ -190,7 +205,8 @@ void look_up(const PackageOptions& options, const std::vector<std::string>& miss
         if (k != status.keys_by_name.end()) key = k->second;
       }
       if (auto v = status.version.find(key); v != status.version.end())
-        owner = {key, v->second};  // a listed but not installed package owns nothing
+        owner = {key, v->second, mtime_stamp(options.dpkg_dir / "info" / (it->second + ".list"))};
+      // (a listed but not installed package owns nothing)
     }
     owners.by_path[path] = owner;
   }
@@ -243,6 +259,7 @@ Manifest packages_of(const std::vector<std::string>& objects, const PackageOptio
       continue;
     }
     m["packages.debian." + o.key] = o.version;
+    if (!o.installed.empty()) m["packages.installed." + o.key] = o.installed;
     std::string& names = m["packages.objects." + o.key];
     names += (names.empty() ? "" : " ") + base_name(p);
   }

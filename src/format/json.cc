@@ -85,6 +85,32 @@ Json differences(const std::vector<env::Difference>& diffs) {
   return arr;
 }
 
+Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
+  Json packages = Json::array();
+  for (size_t i = 0; i < r.packages.size(); ++i) {
+    const auto& p = r.packages[i];
+    Json j = {{"name", p.name},
+              {"arch", p.arch},
+              {"version", p.version},
+              {"pin", p.pin},
+              {"objects", p.objects}};
+    if (checks.size() == r.packages.size())
+      j["check"] = {{"ok", checks[i].ok}, {"message", checks[i].message}};
+    packages.push_back(std::move(j));
+  }
+  return {{"image", r.image},
+          {"os", r.os},
+          {"debian_version", r.debian_version},
+          {"arch", r.arch},
+          {"libtorch", r.libtorch},
+          {"blas", r.blas},
+          {"packages", packages},
+          {"pip", r.pip},
+          {"python_from_debian", r.python_from_debian},
+          {"unowned", r.unowned},
+          {"trainscope_commit", r.trainscope_commit}};
+}
+
 Json run_diff(const repro::RunDiff& d) {
   Json deltas = Json::array();
   for (const auto& x : d.deltas)

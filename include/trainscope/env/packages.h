@@ -8,6 +8,8 @@
 //   packages.debian.<name>:<arch>    the installed version ("1.13.1+dfsg-4")
 //   packages.objects.<name>:<arch>   the file names of its objects the process
 //                                    mapped, space-separated
+//   packages.installed.<name>:<arch> when it was installed (its info/*.list
+//                                    file's mtime, UTC, 20250520T143000Z)
 //   packages.unowned                 mapped objects no package owns (a build
 //                                    tree's libraries, pip wheels), or "none"
 //   packages.source                  only when there is no dpkg database: why
