@@ -77,18 +77,23 @@ void name_libtorch_and_blas(const Manifest& m, Recipe& r) {
   }
 }
 
+// The Python package records "python.packages.<dist>" (every imported
+// distribution); "python.package.<name>" is read alike.
 void add_python(const Manifest& m, Recipe& r) {
   std::set<std::string> debian;
   for (const auto& p : r.packages) debian.insert(p.name);
-  const std::string prefix = "python.package.";
-  for (auto it = m.lower_bound(prefix); it != m.end() && it->first.rfind(prefix, 0) == 0; ++it) {
-    const std::string name = it->first.substr(prefix.size());
-    if (debian.count(debian_python_name(name))) {
-      r.python_from_debian.push_back(name);
-    } else {
-      r.pip[name] = it->second;
+  std::set<std::string> from_debian;
+  for (const std::string prefix : {"python.packages.", "python.package."}) {
+    for (auto it = m.lower_bound(prefix); it != m.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      const std::string name = it->first.substr(prefix.size());
+      if (debian.count(debian_python_name(name))) {
+        from_debian.insert(name);
+      } else {
+        r.pip[name] = it->second;
+      }
     }
   }
+  r.python_from_debian.assign(from_debian.begin(), from_debian.end());
 }
 
 // The Docker platform of a Debian architecture ("" when unknown).

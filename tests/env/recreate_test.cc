@@ -123,7 +123,7 @@ TEST(RecreateTest, PythonPackagesGoToPipUnlessDebianHoldsThem) {
                 {"packages.architecture", "amd64"},
                 {"packages.unowned", "/opt/ts/build/lib/libtrainscope.so"},
                 {"build.trainscope.commit", "abc123"},
-                {"python.package.numpy", "1.24.2"},
+                {"python.packages.numpy", "1.24.2"},
                 {"python.package.scikit_learn", "1.3.0"},
                 {"system.os.id", "debian"},
                 {"system.os.codename", "bookworm"}};

@@ -51,12 +51,14 @@ struct Recipe {
 };
 
 // The recipe in a run's manifest; `started` (20261126T055348Z) is the run's
-// start, the snapshot moment when no install times are recorded. Python packages come from the
-// "python.package.<name>" -> version group when present (a Python run's
-// manifest may carry it); a name whose Debian package python3-<name> is
-// pinned is left to Debian. Throws core::Error (kNotFound) when the manifest
-// has no package data (a run recorded before trainscope captured it, or a
-// `watch` run, whose program trainscope does not load), or no Debian release.
+// start, the snapshot moment when no install times are recorded. Python
+// packages come from "python.packages.<dist>" (what the Python package
+// records for every imported distribution) and "python.package.<name>" ->
+// version; a name whose Debian package python3-<name> is pinned is left to
+// Debian, the others are pip-installed. Throws core::Error (kNotFound) when
+// the manifest has no package data (a run recorded before trainscope
+// captured it, or a `watch` run, whose program trainscope does not load),
+// or no release to build from.
 Recipe recipe(const Manifest& manifest, std::string_view started = "");
 
 // A Dockerfile building the recipe: FROM the release (--platform from the
