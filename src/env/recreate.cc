@@ -159,13 +159,15 @@ std::string apt_install(const Recipe& r) {
 
 std::string pip_install(const Recipe& r) {
   if (r.pip.empty() && r.python_from_debian.empty()) return "";
-  std::string s = "# Python packages (python.package.* in the run's manifest)";
+  std::string s = "# Python packages (python.packages.* in the run's manifest).\n";
   if (!r.python_from_debian.empty()) {
-    s += "; from Debian, pinned above:";
+    s += "# From Debian, pinned above:";
     for (const auto& n : r.python_from_debian) s += " " + n;
+    s += "\n";
   }
-  s += "\n";
   if (r.pip.empty()) return s;
+  s += "# From PyPI at the recorded versions (a pure-Python package Debian installed maps no\n";
+  s += "# object, so it is not pinned above and comes from PyPI here):\n";
   s += "RUN apt-get update && apt-get install -y --no-install-recommends python3-pip \\\n";
   s += " && rm -rf /var/lib/apt/lists/* \\\n";
   s += " && python3 -m pip install --no-cache-dir --break-system-packages";
