@@ -118,7 +118,9 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
   }
   const std::filesystem::path dir = a.out.empty() ? "recreate-" + id : a.out;
   core::check_output_folder(dir);
-  std::filesystem::create_directories(dir);
+  if (std::error_code ec; !std::filesystem::create_directories(dir, ec) && ec)
+    core::fail(core::ErrorKind::kUsage, "cannot create the folder '{}': {}; give another --out",
+               dir.string(), ec.message());
   const std::string about =
       "trainscope run " + id + (run.name.empty() ? "" : " (" + run.name + ")");
   core::write_file_atomically(dir / "Dockerfile",

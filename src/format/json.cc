@@ -108,6 +108,7 @@ Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
           {"pip", r.pip},
           {"python_from_debian", r.python_from_debian},
           {"unowned", r.unowned},
+          {"snapshots", r.snapshots},
           {"trainscope_commit", r.trainscope_commit}};
 }
 
