@@ -50,7 +50,7 @@ test: build
 # AddressSanitizer + UBSan build (clang) of everything that does not need
 # libtorch, with the libFuzzer targets of tests/fuzz run for a bounded time.
 test-asan: deps
-	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_SANITIZE=ON \
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTRAINSCOPE_SANITIZE=ON -DTRAINSCOPE_UNITY=OFF \
 	  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
 	  -DTRAINSCOPE_WITH_TORCH=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_WEB=OFF \
 	  > $(ASAN_DIR).configure.log 2>&1 \
