@@ -4,6 +4,7 @@
 # each step of the Makefile timed on its own (docs/first-run.md).
 #
 #   bench/first_run.sh [REPO] [--with-test-build]
+#   FIRST_RUN_CMAKE_FLAGS=-DTRAINSCOPE_UNITY=OFF bench/first_run.sh   (one object per file)
 set -euo pipefail
 SRC=$(cd "${1:-.}" && pwd)
 DIR=$(mktemp -d /tmp/trainscope-first-run.XXXXXX)
@@ -21,11 +22,11 @@ step() {  # step NAME COMMAND...
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "commit:  $(git rev-parse --short HEAD)"
+echo "commit:  $(git rev-parse --short HEAD) ${FIRST_RUN_CMAKE_FLAGS:-}"
 start=$(date +%s.%N)
 step "make deps-build (apt)" make --no-print-directory deps-build
 step "configure (demo)" cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \
-  -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_PYTHON=OFF
+  -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_PYTHON=OFF ${FIRST_RUN_CMAKE_FLAGS:-}
 step "build (CLI + torch half)" cmake --build build -j"$(nproc)" --target trainscope_cli trainscope_torch_commands
 step "train the demo" ./scripts/demo.sh build/bin/trainscope
 printf '%-28s %7.1f s\n' "make demo, all steps" "$(awk "BEGIN{print $(date +%s.%N) - $start}")"
