@@ -53,6 +53,7 @@ def schema():
     field(t, "tensor_content", 4, F.TYPE_BYTES)
     field(t, "float_val", 5, F.TYPE_FLOAT, F.LABEL_REPEATED).options.packed = True
     field(t, "double_val", 6, F.TYPE_DOUBLE, F.LABEL_REPEATED).options.packed = True
+    field(t, "string_val", 8, F.TYPE_BYTES, F.LABEL_REPEATED)
     md = fd.message_type.add(name="SummaryMetadata")
     pd = md.nested_type.add(name="PluginData")
     field(pd, "plugin_name", 1, F.TYPE_STRING)
@@ -174,4 +175,5 @@ def main():
         json.dump(out, f)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -24,82 +24,11 @@ import os
 import struct
 import sys
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+# The same hand-written public schema and CRC as the decoder's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "probes"))
+from decode_tfevents import masked, schema  # noqa: E402
 
-F = descriptor_pb2.FieldDescriptorProto
-
-
-def field(msg, name, number, ftype, label=F.LABEL_OPTIONAL, type_name=None, oneof=None):
-    f = msg.field.add(name=name, number=number, type=ftype, label=label)
-    if type_name:
-        f.type_name = type_name
-    if oneof is not None:
-        f.oneof_index = oneof
-    return f
-
-
-def event_class():
-    fd = descriptor_pb2.FileDescriptorProto(name="tb_writer.proto", package="tb",
-                                            syntax="proto3")
-    h = fd.message_type.add(name="HistogramProto")
-    for i, n in enumerate(["min", "max", "num", "sum", "sum_squares"], start=1):
-        field(h, n, i, F.TYPE_DOUBLE)
-    for n, i in (("bucket_limit", 6), ("bucket", 7)):
-        field(h, n, i, F.TYPE_DOUBLE, F.LABEL_REPEATED).options.packed = True
-    shape = fd.message_type.add(name="TensorShapeProto")
-    dim = shape.nested_type.add(name="Dim")
-    field(dim, "size", 1, F.TYPE_INT64)
-    field(shape, "dim", 2, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".tb.TensorShapeProto.Dim")
-    t = fd.message_type.add(name="TensorProto")
-    field(t, "dtype", 1, F.TYPE_INT32)
-    field(t, "tensor_shape", 2, F.TYPE_MESSAGE, type_name=".tb.TensorShapeProto")
-    field(t, "tensor_content", 4, F.TYPE_BYTES)
-    field(t, "float_val", 5, F.TYPE_FLOAT, F.LABEL_REPEATED).options.packed = True
-    field(t, "double_val", 6, F.TYPE_DOUBLE, F.LABEL_REPEATED).options.packed = True
-    field(t, "string_val", 8, F.TYPE_BYTES, F.LABEL_REPEATED)
-    md = fd.message_type.add(name="SummaryMetadata")
-    pd = md.nested_type.add(name="PluginData")
-    field(pd, "plugin_name", 1, F.TYPE_STRING)
-    field(pd, "content", 2, F.TYPE_BYTES)
-    field(md, "plugin_data", 1, F.TYPE_MESSAGE, type_name=".tb.SummaryMetadata.PluginData")
-    s = fd.message_type.add(name="Summary")
-    v = s.nested_type.add(name="Value")
-    v.oneof_decl.add(name="value")
-    field(v, "tag", 1, F.TYPE_STRING)
-    field(v, "simple_value", 2, F.TYPE_FLOAT, oneof=0)
-    field(v, "histo", 5, F.TYPE_MESSAGE, type_name=".tb.HistogramProto", oneof=0)
-    field(v, "tensor", 8, F.TYPE_MESSAGE, type_name=".tb.TensorProto", oneof=0)
-    field(v, "metadata", 9, F.TYPE_MESSAGE, type_name=".tb.SummaryMetadata")
-    field(s, "value", 1, F.TYPE_MESSAGE, F.LABEL_REPEATED, ".tb.Summary.Value")
-    e = fd.message_type.add(name="Event")
-    e.oneof_decl.add(name="what")
-    field(e, "wall_time", 1, F.TYPE_DOUBLE)
-    field(e, "step", 2, F.TYPE_INT64)
-    field(e, "file_version", 3, F.TYPE_STRING, oneof=0)
-    field(e, "summary", 5, F.TYPE_MESSAGE, type_name=".tb.Summary", oneof=0)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fd)
-    desc = pool.FindMessageTypeByName("tb.Event")
-    if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4
-        return message_factory.GetMessageClass(desc)
-    return message_factory.MessageFactory(pool).GetPrototype(desc)
-
-
-Event = event_class()
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked(data):
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+Event = schema()
 
 
 def bits(x):
