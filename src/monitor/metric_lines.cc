@@ -221,8 +221,7 @@ void MetricLineParser::line(const std::string& l) {
     std::istringstream first(l.substr(11));
     std::string word;
     params = first >> word && word == "param";
-    why = params ? parse_param_kv(l.substr(11 + l.substr(11).find("param") + 5))
-                 : parse_kv(l.substr(11));
+    why = params ? parse_param_kv(l.substr(l.find("param", 11) + 5)) : parse_kv(l.substr(11));
   } else if (!l.empty() && l.front() == '{' &&
              (l.find("\"step\"") != std::string::npos ||
               l.find("\"params\"") != std::string::npos)) {

@@ -106,22 +106,30 @@ void Writer::write_record(const std::string& bytes) {
   out_.write(reinterpret_cast<const char*>(&data_crc), 4);
 }
 
-void Writer::scalar(const std::string& tag, int64_t step, double wall_time, float value) {
-  pb::Event e;
+namespace {
+
+// An event at (step, wall_time) holding one summary value tagged `tag`.
+pb::Summary::Value* summary_value(pb::Event& e, const std::string& tag, int64_t step,
+                                  double wall_time) {
   e.set_wall_time(wall_time);
   e.set_step(step);
   auto* v = e.mutable_summary()->add_value();
   v->set_tag(tag);
+  return v;
+}
+
+}  // namespace
+
+void Writer::scalar(const std::string& tag, int64_t step, double wall_time, float value) {
+  pb::Event e;
+  auto* v = summary_value(e, tag, step, wall_time);
   v->set_simple_value(value);
   write_record(e.SerializeAsString());
 }
 
 void Writer::scalar_double(const std::string& tag, int64_t step, double wall_time, double value) {
   pb::Event e;
-  e.set_wall_time(wall_time);
-  e.set_step(step);
-  auto* v = e.mutable_summary()->add_value();
-  v->set_tag(tag);
+  auto* v = summary_value(e, tag, step, wall_time);
   if (described_.insert(tag).second) {
     auto* md = v->mutable_metadata();
     md->mutable_plugin_data()->set_plugin_name("scalars");
@@ -136,10 +144,7 @@ void Writer::scalar_double(const std::string& tag, int64_t step, double wall_tim
 
 void Writer::histogram(const std::string& tag, int64_t step, double wall_time, const Histogram& h) {
   pb::Event e;
-  e.set_wall_time(wall_time);
-  e.set_step(step);
-  auto* v = e.mutable_summary()->add_value();
-  v->set_tag(tag);
+  auto* v = summary_value(e, tag, step, wall_time);
   auto* hp = v->mutable_histo();
   hp->set_min(h.min);
   hp->set_max(h.max);
