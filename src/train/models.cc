@@ -40,6 +40,22 @@ TORCH_MODULE(PadTo32);
 
 // Runs a Sequential child by child, each inside its layer scope
 // ("<prefix>.<child>"). Names are built once, on first use.
+// The window k of a MaxPool2d module that max_pool_no_grad computes for
+// x (a k x k window, stride k, no padding or dilation, floor mode, a
+// contiguous NCHW input, no gradient wanted); 0 for every other module or
+// input.
+int64_t no_grad_pool_window(nn::AnyModule& m, const torch::Tensor& x) {
+  if (torch::GradMode::is_enabled() || x.dim() != 4 || !x.is_contiguous()) return 0;
+  const auto* p = dynamic_cast<const nn::MaxPool2dImpl*>(m.ptr().get());
+  if (!p) return 0;
+  const auto& o = p->options;
+  const int64_t k = (*o.kernel_size())[0];
+  const bool square = (*o.kernel_size())[1] == k && (*o.stride())[0] == k && (*o.stride())[1] == k;
+  const bool plain = (*o.padding())[0] == 0 && (*o.padding())[1] == 0 && (*o.dilation())[0] == 1 &&
+                     (*o.dilation())[1] == 1 && !o.ceil_mode();
+  return square && plain && k >= 1 && x.size(2) >= k && x.size(3) >= k ? k : 0;
+}
+
 torch::Tensor forward_scoped(nn::Sequential& seq, const std::string& prefix,
                              std::vector<std::string>& names, torch::Tensor x) {
   if (names.size() != seq->size()) {
@@ -47,7 +63,12 @@ torch::Tensor forward_scoped(nn::Sequential& seq, const std::string& prefix,
     for (const auto& c : seq->named_children()) names.push_back(prefix + "." + c.key());
   }
   size_t i = 0;
-  for (auto it = seq->begin(); it != seq->end(); ++it) x = layers::run_layer(names[i++], *it, x);
+  for (auto it = seq->begin(); it != seq->end(); ++it) {
+    const std::string& name = names[i++];
+    const int64_t k = no_grad_pool_window(*it, x);
+    x = k > 0 ? layers::run_layer_as(name, *it, x, [&] { return max_pool_no_grad(x, k); })
+              : layers::run_layer(name, *it, x);
+  }
   return x;
 }
 
@@ -381,6 +402,18 @@ ModelShape shape_of(const DataConfig& c) {
   if (c.dataset == "synthetic")
     return {c.synthetic.channels, c.synthetic.height, c.synthetic.width, c.synthetic.classes};
   return {1, 28, 28, 10};  // fashion-mnist, mnist
+}
+
+torch::Tensor max_pool_no_grad(const torch::Tensor& x, int64_t k) {
+  const int64_t ho = x.size(2) / k, wo = x.size(3) / k;
+  torch::Tensor out;
+  for (int64_t i = 0; i < k; ++i)
+    for (int64_t j = 0; j < k; ++j) {
+      torch::Tensor view =
+          x.slice(2, i, i + k * (ho - 1) + 1, k).slice(3, j, j + k * (wo - 1) + 1, k);
+      out = out.defined() ? torch::maximum(out, view) : view;
+    }
+  return k == 1 ? out.clone() : out;
 }
 
 std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {

@@ -8,8 +8,10 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -204,6 +206,42 @@ TEST(ModelsTest, EveryModelRunsForwardAndBackwardOnBothShapes) {
         dotted |= p.key().find('.') != std::string::npos;
       EXPECT_TRUE(dotted) << name;
     }
+  }
+}
+
+// Whether two tensors hold the same bits (NaN equal to NaN, -0 apart from +0).
+bool same_bits(const torch::Tensor& a, const torch::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  const auto ac = a.contiguous(), bc = b.contiguous();
+  return std::memcmp(ac.data_ptr(), bc.data_ptr(), ac.numel() * ac.element_size()) == 0;
+}
+
+// Evaluation pools without indices (max_pool_no_grad): the same bits as
+// libtorch's max_pool2d for even and odd sides, windows 1-3, NaN, infinities
+// and ties, in float32 and float64; and every Sequential model's output
+// without gradients equals its output with them (max_pool2d's path).
+TEST(ModelsTest, PoolingWithoutGradientsIsLibtorchsMaxPoolBitForBit) {
+  torch::manual_seed(3);
+  for (auto dtype : {torch::kFloat32, torch::kFloat64})
+    for (int64_t k : {1, 2, 3})
+      for (auto hw : {std::pair<int64_t, int64_t>{28, 28}, {7, 9}, {3, 5}}) {
+        auto x = torch::relu(torch::randn({3, 4, hw.first, hw.second}, dtype));
+        x.index_put_({0, 0, 0, 0}, std::nan(""));
+        x.index_put_({1, 2, 1, 1}, -std::numeric_limits<double>::infinity());
+        x.index_put_({2, 3, 2, 2}, std::numeric_limits<double>::infinity());
+        const auto want = torch::max_pool2d(x, {k, k});
+        EXPECT_TRUE(same_bits(max_pool_no_grad(x, k), want))
+            << "k " << k << " " << hw.first << "x" << hw.second << " " << dtype;
+      }
+  for (const std::string name : {"demo_cnn", "lenet5", "vgg11", "alexnet_mini"}) {
+    ModelConfig mc;
+    mc.name = name;
+    auto model = make_model(mc, ModelShape{1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+    model->eval();
+    const auto x = torch::randn({5, 1, 28, 28});
+    const auto with_grad = model->forward(x).detach();
+    torch::NoGradGuard ng;
+    EXPECT_TRUE(same_bits(model->forward(x), with_grad)) << name;
   }
 }
 

@@ -51,6 +51,14 @@ ModelShape shape_of(const DataConfig& data);
 std::shared_ptr<Classifier> make_model(const ModelConfig& config, const ModelShape& shape,
                                        at::Generator dropout_gen);
 
+// torch::max_pool2d(x, k) (window k x k, stride k, floor mode) of an NCHW
+// input, as the elementwise maximum of the window's k*k strided views.
+// libtorch 1.13's NCHW max_pool2d kernel runs a scalar loop per output
+// (8x slower at the demo CNN's sizes on one thread); a maximum is exact, so
+// the values are the same, NaN included. It has no indices for a backward
+// pass: the models use it only when no gradient is wanted (evaluation).
+torch::Tensor max_pool_no_grad(const torch::Tensor& x, int64_t k);
+
 // Lays every 4-D parameter and buffer (conv weights) out channels-last
 // (NHWC); convolutions then produce channels-last activations.
 void to_channels_last(torch::nn::Module& model);
