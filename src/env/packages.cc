@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -252,7 +253,12 @@ Manifest packages_of(const std::vector<std::string>& objects, const PackageOptio
   Manifest m;
   m["packages.architecture"] = owners.native_arch;
   std::string unowned;
-  for (const auto& p : objects) {
+  // In name order, not the order the loader mapped them (which differs from
+  // one process to the next): two runs of the same libraries then agree.
+  std::vector<std::string> sorted = objects;
+  std::sort(sorted.begin(), sorted.end(),
+            [](const std::string& a, const std::string& b) { return base_name(a) < base_name(b); });
+  for (const auto& p : sorted) {
     const Owner& o = owners.by_path.at(p);
     if (o.key.empty()) {
       unowned += (unowned.empty() ? "" : " ") + p;
