@@ -285,11 +285,12 @@ void add_worker(CLI::App* study) {
   cmd->add_option("--fd", *fd, "The socket to read jobs from")->required();
   cmd->add_option("--warm", *warm, "A config whose dataset to load first");
   cmd->callback([fd, warm] {
-    torch_commands().warm(*warm);
-    study::serve_jobs(*fd, [](const study::Job& job) {
-      std::vector<char*> argv = core::exec_argv(job.argv);
-      return run_command_line(static_cast<int>(job.argv.size()), argv.data());
-    });
+    const auto run = [](const std::vector<std::string>& args) {
+      std::vector<char*> argv = core::exec_argv(args);
+      return run_command_line(static_cast<int>(args.size()), argv.data());
+    };
+    torch_commands().warm(*warm, run);
+    study::serve_jobs(*fd, [run](const study::Job& job) { return run(job.argv); });
   });
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,8 +102,11 @@ class TorchCommands {
   virtual void tune(Context& ctx, const TuneArgs& args) = 0;
   // Before a study worker forks its trainings: loads the dataset that
   // `config` (empty: none) trains on into this process's memory, so that
-  // each child reads it from there (train/data.h, warm_dataset).
-  virtual void warm(const std::string& config) = 0;
+  // each child reads it from there (train/data.h, warm_dataset), and hashes
+  // its files (env::hash_files). The ranks of a data-parallel training are
+  // then forked too and run their command line with `run`.
+  virtual void warm(const std::string& config,
+                    std::function<int(const std::vector<std::string>&)> run) = 0;
   // libtorch's part of the environment manifest (env/manifest.h groups
   // libraries, threads, flags).
   virtual env::Manifest torch_environment() = 0;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gnu/libc-version.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,8 @@
 #include <array>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -335,9 +338,38 @@ GitState capture_git_state(const fs::path& path) {
 
 Manifest capture_git(const fs::path& path) { return capture_git_state(path).manifest; }
 
+namespace {
+
+// What identifies a file's content for hash_files' memo; nullopt when it
+// cannot be stat'ed (sha256_file then says why).
+std::optional<std::array<int64_t, 7>> file_identity(const fs::path& f) {
+  struct stat st {};
+  if (stat(f.c_str(), &st) != 0) return std::nullopt;
+  return std::array<int64_t, 7>{static_cast<int64_t>(st.st_dev),
+                                static_cast<int64_t>(st.st_ino),
+                                static_cast<int64_t>(st.st_size),
+                                st.st_mtim.tv_sec,
+                                st.st_mtim.tv_nsec,
+                                st.st_ctim.tv_sec,
+                                st.st_ctim.tv_nsec};
+}
+
+std::string memo_sha256(const fs::path& f) {
+  static std::map<std::string, std::pair<std::array<int64_t, 7>, std::string>> memo;
+  const auto id = file_identity(f);
+  if (auto it = memo.find(f.string()); id && it != memo.end() && it->second.first == *id)
+    return it->second.second;
+  std::string sha = sha256_file(f);
+  // Recorded only when the file did not change while it was read.
+  if (id && file_identity(f) == id) memo[f.string()] = {*id, sha};
+  return sha;
+}
+
+}  // namespace
+
 Manifest hash_files(const std::vector<fs::path>& files) {
   Manifest m;
-  for (const auto& f : files) m["data.sha256." + f.string()] = sha256_file(f);
+  for (const auto& f : files) m["data.sha256." + f.string()] = memo_sha256(f);
   return m;
 }
 

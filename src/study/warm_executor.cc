@@ -173,8 +173,13 @@ class JobServer {
       code = run_(job);
     } catch (...) {
     }
+    // The run is recorded and its store closed by now. _exit skips the
+    // static destructors, among them libtorch's, which deregister every
+    // operator one by one: 0.2 s of CPU a training, for a process that ends.
     std::cout.flush();
-    std::exit(code);  // as returning from main: static destructors, atexit
+    std::cerr.flush();
+    std::fflush(nullptr);
+    _exit(code);
   }
 
   void reap() {

@@ -242,14 +242,17 @@ DatasetFiles dataset_files(const DataConfig& c) {
 
 }  // namespace
 
-void warm_dataset(const DataConfig& c) {
+std::vector<fs::path> warm_dataset(const DataConfig& c) {
   const DatasetFiles f = dataset_files(c);
+  std::vector<fs::path> read;
   for (const auto* files : {&f.train, &f.test}) {
     if (files->empty()) continue;
     WarmDataset w{stamps_of(*files),
                   f.idx ? read_idx((*files)[0], (*files)[1]) : read_cifar(*files, f.cifar100)};
     warm_datasets()[*files] = std::move(w);
+    read.insert(read.end(), files->begin(), files->end());
   }
+  return read;
 }
 
 DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {

@@ -192,3 +192,41 @@ TEST_F(StudyTest, ABadStudyStopsBeforeAnyRunStarts) {
   auto list = tst::run_command(cli("runs list -a"));
   EXPECT_EQ(list.out.find("bad"), std::string::npos) << list.out;
 }
+
+// The ranks of a data-parallel training in a study are forked from the warm
+// worker (dist::LaunchOptions::in_process) instead of exec'd: the run they
+// make is the one `trainscope train CONFIG --nproc N` makes alone, at every
+// fingerprint and in every logged loss.
+TEST_F(StudyTest, DataParallelRunsForkedFromTheWorkerAreTheRunsTrainedAlone) {
+  std::ofstream(dir_ / "ranks.yaml")
+      << "study: ranks\nbase: " << TS_SOURCE_DIR << "/configs/demo.yaml\n"
+      << "set:\n  train.epochs: 1\n  data.train_subset: 1024\n  data.test_subset: 300\n"
+      << "  fingerprint.every_steps: 2\n"
+      << "sources: [world_size]\nreplicates: 3\nworkers: 2\n";
+  auto run = tst::run_command(
+      cli("study run " + (dir_ / "ranks.yaml").string() + " --logs " + (dir_ / "logs").string()));
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_NE(run.out.find("3/3 runs finished, 0 failed"), std::string::npos) << run.out;
+  auto s = store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string()});
+  const auto study = s->list_runs({.experiment = "ranks", .name = "ranks"});
+  ASSERT_EQ(study.size(), 1u);
+  int compared = 0;
+  for (const auto& r : s->list_runs({.parent_uuid = study[0].uuid})) {
+    const auto params = s->params(r.uuid);
+    const std::string nproc = params.count("dist.nproc") ? params.at("dist.nproc") : "1";
+    if (nproc == "1") continue;
+    const fs::path config = dir_ / (nproc + ".yaml");
+    const auto recorded = s->find_run(r.uuid);  // list_runs leaves the config out
+    ASSERT_TRUE(recorded && !recorded->config_text.empty()) << r.name;
+    std::ofstream(config) << recorded->config_text;
+    auto alone = tst::run_command(
+        cli("train " + config.string() + " --name alone-" + nproc + " --no-progress"));
+    ASSERT_EQ(alone.exit_code, 0) << alone.out;
+    auto diff = tst::run_command(cli("diff " + r.uuid + " alone-" + nproc));
+    ASSERT_EQ(diff.exit_code, 0) << diff.out;
+    EXPECT_NE(diff.out.find("fingerprints: BIT-IDENTICAL at all"), std::string::npos) << diff.out;
+    EXPECT_NE(diff.out.find("max |loss A - loss B| = 0 "), std::string::npos) << diff.out;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2);  // 2 and 3 ranks
+}

@@ -3,6 +3,7 @@
 // their environment, and one outcome when any of them fails.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@ struct LaunchOptions {
   std::vector<std::vector<std::string>> argv;
   double timeout_s = 300;  // the rendezvous store's
   double grace_s = 10;     // between SIGTERM and SIGKILL for the survivors
+  // When set, each rank is a fork of this process that runs in_process(its
+  // argv) and exits with what it returns, instead of exec'ing argv[0]: a
+  // study's warm worker has libtorch loaded and the dataset decoded, and
+  // its ranks take both from it. The ranks are forked before the
+  // rendezvous store starts its thread and are sent its port through a
+  // pipe, so this process forks with one thread, as a warm worker must.
+  std::function<int(const std::vector<std::string>& argv)> in_process;
 };
 
 struct LaunchOutcome {
@@ -24,7 +32,8 @@ struct LaunchOutcome {
   std::vector<int> pids;
 };
 
-// Starts the ranks and waits for them. When one fails (a non-zero exit, a
+// Starts the ranks and waits for them. Each rank gets SIGTERM when this
+// process dies. When one fails (a non-zero exit, a
 // signal), the others get SIGTERM, then SIGKILL after grace_s, so that no
 // rank waits for a dead one until a collective's timeout.
 LaunchOutcome launch(const LaunchOptions& options);

@@ -82,7 +82,11 @@ Manifest capture_git(const std::filesystem::path& path);
 // Without NVML: "driver.gpu" = "none (<reason>)".
 Manifest capture_gpus();
 
-// SHA-256 of each file: "data.sha256.<path>" -> hex.
+// SHA-256 of each file: "data.sha256.<path>" -> hex. A file this process
+// hashed before is not read again while its device, inode, size and
+// modification and change times are the same (the kernel sets the change
+// time on every write): a study's warm worker hashes the dataset once and
+// the trainings it forks take the hashes from it.
 Manifest hash_files(const std::vector<std::filesystem::path>& files);
 
 // Everything above for this process (no git, no data).

@@ -60,8 +60,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 // modification time it had, instead of reading and decompressing it again.
 // Allocates tensors but runs no tensor operation and starts no thread, so
 // it is safe before a fork (a study's warm worker). Synthetic data has no
-// files.
-void warm_dataset(const DataConfig& c);
+// files. Returns the files it read.
+std::vector<std::filesystem::path> warm_dataset(const DataConfig& c);
 
 struct Batch {
   torch::Tensor x;            // float32/float64 [B, C, H, W], normalised (and augmented)

@@ -29,6 +29,11 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;
 void on_rank_signal(int) { g_stop = 1; }
 
+std::function<int(const std::vector<std::string>&)>& rank_runner() {
+  static std::function<int(const std::vector<std::string>&)> run;
+  return run;
+}
+
 // The command line of rank r: this program's train command again.
 std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int rank, int nproc) {
   std::error_code ec;
@@ -88,6 +93,7 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
   lo.nproc = static_cast<int>(dc.nproc);
   lo.timeout_s = dc.timeout_s;
   for (int r = 0; r < lo.nproc; ++r) lo.argv.push_back(rank_argv(ctx, a, r, lo.nproc));
+  lo.in_process = rank_runner();
   const dist::LaunchOutcome out = dist::launch(lo);
   std::string run;
   if (!out.run_uuid.empty()) {
@@ -109,6 +115,10 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
                   out.failed_rank, lo.nproc, out.pids[static_cast<size_t>(out.failed_rank)],
                   core::host_name(), out.what, run),
       kind_of(out.exit_code));
+}
+
+void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> run) {
+  rank_runner() = std::move(run);
 }
 
 std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg,

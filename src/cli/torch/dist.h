@@ -1,7 +1,10 @@
 // `train --nproc N`: the launcher, and a rank's side of the CLI (dist.cc).
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "../torch_commands.h"
 #include "trainscope/dist/world.h"
@@ -14,6 +17,12 @@ namespace trainscope::cli::torch_cli {
 // naming the first rank that failed). False when this process is a rank
 // or the training is not data-parallel.
 bool launch_ranks(Context& ctx, const TrainArgs& args, const train::Config& cfg);
+
+// From now on, the ranks launch_ranks starts are forks of this process that
+// run their command line with `run` (dist::LaunchOptions::in_process): set
+// by a study's warm worker, whose trainings' ranks then take its loaded
+// libtorch and decoded dataset instead of starting cold.
+void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> run);
 
 // This process's world when it is a rank (nullptr when not), joined; the
 // options get its shard, and rank > 0 writes no checkpoints;

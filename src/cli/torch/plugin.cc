@@ -4,8 +4,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "dist.h"
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
+#include "trainscope/env/manifest.h"
 #include "trainscope/study/weights.h"
 #include "trainscope/train/config.h"
 #include "trainscope/train/data.h"
@@ -75,8 +77,13 @@ class Commands final : public TorchCommands {
   void tune(Context& c, const TuneArgs& a) override {
     guarded([&] { torch_cli::tune(c, a); });
   }
-  void warm(const std::string& config) override {
-    if (!config.empty()) guarded([&] { train::warm_dataset(train::load_config(config, {}).data); });
+  void warm(const std::string& config,
+            std::function<int(const std::vector<std::string>&)> run) override {
+    torch_cli::run_ranks_in_process(std::move(run));
+    if (config.empty()) return;
+    // The dataset decoded and its files hashed (env::hash_files keeps the
+    // hashes), once for every training forked from this process.
+    guarded([&] { env::hash_files(train::warm_dataset(train::load_config(config, {}).data)); });
   }
   env::Manifest torch_environment() override {
     return guarded([] { return torch_cli::torch_environment(); });

@@ -1,16 +1,21 @@
 // The local launcher of `train --nproc N` (launch.h). It hosts the
 // rendezvous (a c10d TCPStore server on 127.0.0.1, port 0: the kernel picks
 // a free one, so there is no fixed port to collide on) and watches the
-// ranks: the first that fails ends the others.
+// ranks: the first that fails ends the others. Ranks are exec'd, or forked
+// to run in this process's image (LaunchOptions::in_process).
 #include "trainscope/dist/launch.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -37,20 +42,81 @@ void on_signal(int) {
   for (int r = 0; r < g_started; ++r) kill(g_pids[r], sig);
 }
 
+// The rendezvous in a rank's environment.
+void set_rank_env(int rank, int size, int port) {
+  setenv(kRankVar, std::to_string(rank).c_str(), 1);
+  setenv(kSizeVar, std::to_string(size).c_str(), 1);
+  setenv(kAddrVar, "127.0.0.1", 1);
+  setenv(kPortVar, std::to_string(port).c_str(), 1);
+  setenv(kLauncherVar, "1", 1);
+}
+
+// A rank that dies with this launcher: no rank is left waiting for a dead one.
+void die_with(pid_t launcher) {
+  prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (getppid() != launcher) _exit(127);
+}
+
 pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int port) {
   std::vector<char*> args = core::exec_argv(argv);
+  const pid_t launcher = getpid();
   const pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start rank {}: {}", rank, std::strerror(errno));
   if (pid == 0) {
-    setenv(kRankVar, std::to_string(rank).c_str(), 1);
-    setenv(kSizeVar, std::to_string(size).c_str(), 1);
-    setenv(kAddrVar, "127.0.0.1", 1);
-    setenv(kPortVar, std::to_string(port).c_str(), 1);
-    setenv(kLauncherVar, "1", 1);
+    die_with(launcher);
+    set_rank_env(rank, size, port);
     execv(args[0], args.data());
     _exit(127);
   }
   return pid;
+}
+
+// A rank forked to run in this process's image (LaunchOptions::in_process):
+// it waits for the rendezvous port on `port_fd`, runs its command line and
+// exits without static destructors (its run is recorded by then).
+[[noreturn]] void run_forked_rank(const LaunchOptions& o, int rank, int port_fd, pid_t launcher) {
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  die_with(launcher);
+  int port = 0;
+  if (read(port_fd, &port, sizeof port) != static_cast<ssize_t>(sizeof port)) _exit(127);
+  close(port_fd);
+  set_rank_env(rank, o.nproc, port);
+  int code = 1;
+  try {
+    code = o.in_process(o.argv[static_cast<size_t>(rank)]);
+  } catch (...) {
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
+}
+
+// Forks the ranks of LaunchOptions::in_process; returns the pipes to send
+// each its port on.
+std::vector<int> fork_ranks(const LaunchOptions& o, LaunchOutcome& out) {
+  std::vector<int> port_fds;
+  const pid_t launcher = getpid();
+  std::fflush(nullptr);
+  for (int r = 0; r < o.nproc; ++r) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+      fail(ErrorKind::kRuntime, "cannot start rank {}: {}", r, std::strerror(errno));
+    const pid_t pid = fork();
+    if (pid < 0) fail(ErrorKind::kRuntime, "cannot start rank {}: {}", r, std::strerror(errno));
+    if (pid == 0) {
+      close(p[1]);
+      for (int fd : port_fds) close(fd);
+      run_forked_rank(o, r, p[0], launcher);
+    }
+    close(p[0]);
+    port_fds.push_back(p[1]);
+    out.pids.push_back(pid);
+    g_pids[r] = pid;
+    g_started = r + 1;
+  }
+  return port_fds;
 }
 
 std::string describe(int status) {
@@ -81,26 +147,41 @@ void stop_others(const std::vector<pid_t>& pids, const std::vector<bool>& done, 
     if (!done[r]) kill(pids[r], SIGKILL);
 }
 
-}  // namespace
-
-LaunchOutcome launch(const LaunchOptions& o) {
+c10::intrusive_ptr<c10d::TCPStore> start_store(const LaunchOptions& o) {
   c10d::TCPStoreOptions so;
   so.port = 0;
   so.isServer = true;
   so.waitWorkers = false;
   so.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-  auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+  return c10::make_intrusive<c10d::TCPStore>("127.0.0.1", so);
+}
+
+}  // namespace
+
+LaunchOutcome launch(const LaunchOptions& o) {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   LaunchOutcome out;
-  std::vector<bool> done(static_cast<size_t>(o.nproc), false);
-  for (int r = 0; r < o.nproc; ++r) {
-    out.pids.push_back(start_rank(o.argv[static_cast<size_t>(r)], r, o.nproc, store->getPort()));
-    g_pids[r] = out.pids.back();
-    g_started = r + 1;
+  c10::intrusive_ptr<c10d::TCPStore> store;
+  if (o.in_process) {
+    const std::vector<int> port_fds = fork_ranks(o, out);
+    store = start_store(o);
+    const int port = store->getPort();
+    for (int fd : port_fds) {
+      (void)!write(fd, &port, sizeof port);  // a rank already gone fails below
+      close(fd);
+    }
+  } else {
+    store = start_store(o);
+    for (int r = 0; r < o.nproc; ++r) {
+      out.pids.push_back(start_rank(o.argv[static_cast<size_t>(r)], r, o.nproc, store->getPort()));
+      g_pids[r] = out.pids.back();
+      g_started = r + 1;
+    }
   }
+  std::vector<bool> done(static_cast<size_t>(o.nproc), false);
   for (int left = o.nproc; left > 0;) {
     int status = 0;
     const pid_t pid = waitpid(-1, &status, 0);
