@@ -162,15 +162,17 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   const auto dtype = dtype_of(s.cfg);
   const bool nhwc = channels_last(s.cfg);
   const double eval_started = core::monotonic_now();
-  info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
-  events.evaluation_end(Evaluation{"test", e1, info.test});
-  if (s.data.val.size() > 0) {
+  if (options_.evaluate) {
+    info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
+    events.evaluation_end(Evaluation{"test", e1, info.test});
+  }
+  if (options_.evaluate && s.data.val.size() > 0) {
     info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype, nhwc);
     events.evaluation_end(Evaluation{"val", e1, *info.val});
   }
   info.eval_seconds = core::monotonic_now() - eval_started;
   s.result.test = info.test;
-  s.result.tested = true;
+  s.result.tested = options_.evaluate;
   s.result.epochs_completed = e1;
   pos = TrainPosition{.epoch = e1, .step = pos.step};
   events.epoch_end(info);
@@ -179,7 +181,7 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
 void Trainer::finish(Session& s, Events& events, bool stopped) {
   // Stopped by max_steps inside an epoch: evaluate and record the final
   // model anyway, under the number of the epoch in progress.
-  if (s.max_steps_reached && s.pos.batch > 0) {
+  if (s.max_steps_reached && s.pos.batch > 0 && options_.evaluate) {
     s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg),
                              channels_last(s.cfg));
     s.result.tested = true;

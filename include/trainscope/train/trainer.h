@@ -46,6 +46,10 @@ struct TrainOptions {
   // of every batch; only one rank writes checkpoints.
   int64_t shard = 0, shards = 1;
   bool write_checkpoints = true;
+  // Evaluate the test (and validation) set after each epoch. A data-parallel
+  // run's ranks other than 0 do not: their figures are dropped, and rank 0
+  // evaluates the same model.
+  bool evaluate = true;
   // The process tree that is this training on this host, for the
   // resource monitor (RunContext::process_root); 0: this process.
   int64_t process_root = 0;

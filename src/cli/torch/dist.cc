@@ -149,6 +149,7 @@ std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg,
     if (core::verbosity() == core::Verbosity::kNormal) core::set_verbosity(core::Verbosity::kQuiet);
     o.write_checkpoints = false;
     o.record_environment = false;
+    o.evaluate = false;
     o.parent.clear();
     o.resume.clear();
     o.init_checkpoint = world->get("checkpoint");
