@@ -97,13 +97,23 @@ void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks
     std::string mapped = joined(p.objects);
     if (mapped.size() > 60) mapped = mapped.substr(0, 57) + "...";
     std::vector<std::string> row = {p.name, p.version, p.arch, mapped};
-    if (!checks.empty()) row.push_back(checks[i].ok ? "pass" : "FAIL");
+    if (!checks.empty())
+      row.push_back(!checks[i].ok ? "FAIL" : checks[i].source == "index" ? "pass" : "pass (pool)");
     t.add_row(row);
   }
   t.print(std::cout);
   for (const auto& [name, version] : r.pip) std::cout << "pip: " << name << "==" << version << "\n";
-  for (const auto& c : checks)
+  size_t from_index = 0, from_pool = 0;
+  for (const auto& c : checks) {
     if (!c.ok) std::cout << c.pin << ": " << c.message << "\n";
+    if (c.ok && c.source != "index") std::cout << c.pin << ": from the pool, " << c.source << "\n";
+    if (c.ok) ++(c.source == "index" ? from_index : from_pool);
+  }
+  if (!checks.empty())
+    std::cout << "check: " << from_index + from_pool << " of " << checks.size()
+              << " pinned versions install on a machine with nothing installed: " << from_index
+              << " from apt's index, " << from_pool << " from the archives' pools (ADDed in the "
+              << "Dockerfile), " << checks.size() - from_index - from_pool << " not\n";
 }
 
 void env_recreate(Context& ctx, const RecreateArgs& a) {
@@ -123,6 +133,9 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
                dir.string(), ec.message());
   const std::string about =
       "trainscope run " + id + (run.name.empty() ? "" : " (" + run.name + ")");
+  // The pools are searched only with --check (it needs apt and the network);
+  // without, the Dockerfile is written offline, with the SNAPSHOT fallback.
+  if (a.check) env::fetch_pool_files(r);
   core::write_file_atomically(dir / "Dockerfile",
                               [&](std::ostream& o) { o << env::dockerfile(r, about); });
   std::vector<env::PinCheck> checks;
@@ -155,7 +168,9 @@ void add_env_recreate(CLI::App* envc, Context& ctx) {
   cmd->add_option("--out,-o", a->out, "Folder for the Dockerfile (default: recreate-<run>)");
   cmd->add_flag("--check", a->check,
                 "Check every pinned version with `apt-get install --simulate` here, as on a "
-                "machine with nothing installed (exit code 1 when one fails)");
+                "machine with nothing installed (exit code 1 when one fails); a version apt's "
+                "index no longer lists is fetched from the archive's pool when it is there, "
+                "and the Dockerfile ADDs it");
   set_example(cmd, "trainscope env recreate demo --check && docker build recreate-3f2a1b2c");
   cmd->callback([&ctx, a] { env_recreate(ctx, *a); });
 }

@@ -148,12 +148,32 @@ std::string snapshot_source(const Recipe& r) {
       moments, code, code, code);
 }
 
+// A pin found in an archive's pool is ADDed as its .deb (Docker's ADD needs
+// no curl in the image) and given to the same apt-get install as the other
+// pins, so that apt resolves every dependency of the set at once: a .deb
+// installed alone (dpkg -i) would need its dependencies first, and a later
+// apt-get install could replace its version with the index's.
 std::string apt_install(const Recipe& r) {
-  std::string s =
-      "RUN apt-get update \\\n"
-      " && apt-get install -y --no-install-recommends --allow-downgrades \\\n";
-  for (const auto& p : r.packages) s += "      " + p.pin + " \\\n";
-  s += " && rm -rf /var/lib/apt/lists/*\n";
+  std::string s, debs;
+  for (const auto& p : r.packages) {
+    if (p.pool_url.empty()) continue;
+    const std::string file = "/tmp/trainscope-debs/" + pool_file_name(p, r.arch);
+    s += "ADD " + (p.pool_sha256.empty() ? "" : "--checksum=sha256:" + p.pool_sha256 + " ") +
+         p.pool_url + " " + file + "\n";
+    debs += "      " + file + " \\\n";
+  }
+  if (!s.empty())
+    s = "# Versions apt's index no longer lists, from the archive's pool, where `trainscope env\n"
+        "# recreate --check` found them; installed with the other pins below so that apt\n"
+        "# resolves all their dependencies together.\n" +
+        s;
+  s += "RUN apt-get update \\\n"
+       " && apt-get install -y --no-install-recommends --allow-downgrades \\\n" +
+       debs;
+  for (const auto& p : r.packages)
+    if (p.pool_url.empty()) s += "      " + p.pin + " \\\n";
+  s += " && rm -rf /var/lib/apt/lists/*" +
+       std::string(debs.empty() ? "" : " /tmp/trainscope-debs") + "\n";
   return s;
 }
 
@@ -304,19 +324,20 @@ std::vector<PinCheck> read_simulation(const Recipe& r, const std::vector<size_t>
   std::vector<PinCheck> out;
   for (size_t i : pins) {
     const PinnedPackage& p = r.packages.at(i);
-    PinCheck c{p.pin, false, ""};
+    PinCheck c{p.pin, false, "", ""};
     if (auto e = missing.find(p.name); e != missing.end()) {
       c.message =
           e->second.empty()
               ? "no archive apt knows here has this package: check apt's sources"
               : fmt::format(
-                    "version {} is in no archive apt knows here{}: Debian has replaced it "
+                    "version {} is in no archive apt knows here{}{}: Debian has replaced it "
                     "(or run `apt-get update` if apt's lists are older); build with "
                     "--build-arg SNAPSHOT=yes to take it from snapshot.debian.org",
-                    e->second,
+                    e->second, r.pool_searched ? " nor in their pools" : "",
                     p.installed.size() >= 8 ? ", installed " + p.installed.substr(0, 8) : "");
     } else if (auto it = installs.find(p.name); it != installs.end()) {
       c.ok = it->second == p.version;
+      if (c.ok) c.source = p.pool_file.empty() ? "index" : p.pool_url;
       if (!c.ok) c.message = "apt would install version " + it->second + " instead";
     } else {
       c.message = "apt did not resolve the set (exit code " + std::to_string(exit_code) +
@@ -340,7 +361,9 @@ std::vector<PinCheck> simulate(const Recipe& r, const std::vector<size_t>& pins)
                                    "apt-get",    "install",
                                    "--simulate", "--no-install-recommends",
                                    "-o",         "Dir::State::status=" + status.string()};
-  for (size_t i : pins) args.push_back(r.packages[i].pin);
+  // A pin with a pool file is that .deb (apt takes a path with a '/').
+  for (size_t i : pins)
+    args.push_back(r.packages[i].pool_file.empty() ? r.packages[i].pin : r.packages[i].pool_file);
   int st = -1;
   const std::string out = process::capture(args, &st, true);
   std::error_code ec;

@@ -6,6 +6,7 @@
 // version can still be installed.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -25,6 +26,11 @@ struct PinnedPackage {
   std::vector<std::string> objects;
   // When it was installed, 20250520T143000Z ("" when not recorded).
   std::string installed;
+  // Set by fetch_pool_files when apt's index no longer lists this version but
+  // an archive's pool still holds its .deb: where it is, the copy fetched
+  // into the cache (checked with dpkg-deb) and its SHA-256. All "" when the
+  // index has the version, no pool has it, or nobody looked.
+  std::string pool_url, pool_file, pool_sha256;
 };
 
 struct Recipe {
@@ -48,6 +54,8 @@ struct Recipe {
   // build had uncommitted changes ("<commit>-dirty").
   std::string trainscope_commit, trainscope_version;
   bool trainscope_dirty = false;
+  // Whether fetch_pool_files looked in the archives' pools.
+  bool pool_searched = false;
 };
 
 // The recipe in a run's manifest; `started` (20261126T055348Z) is the run's
@@ -62,24 +70,72 @@ struct Recipe {
 Recipe recipe(const Manifest& manifest, std::string_view started = "");
 
 // A Dockerfile building the recipe: FROM the release (--platform from the
-// architecture), apt-get install of every pin, pip install of the Python
+// architecture), apt-get install of every pin (a pin with a pool file as the
+// .deb ADDed from its pool URL, in the same apt-get install so that apt
+// resolves its dependencies with the others), pip install of the Python
 // packages, and the commit of trainscope to build when the run used its own
 // build. With --build-arg SNAPSHOT=yes it adds snapshot.debian.org as of
 // recipe.snapshots, for versions Debian has replaced since. `about` names
 // the run in the first comment.
 std::string dockerfile(const Recipe& recipe, std::string_view about);
 
+// Versions apt's index no longer lists, from the archives' pools.
+//
+// Debian's index lists only the newest versions of a release (the point
+// release, -updates, -security); a version replaced since is dropped from it,
+// but its .deb often stays in the archive's pool for a while. recipe() and
+// dockerfile() need neither apt nor the network, so a Dockerfile is always
+// written, with the SNAPSHOT fallback; fetch_pool_files (run by `env recreate
+// --check`) asks apt and the archives for the dropped versions, after which
+// dockerfile() ADDs their files and check_pins installs them.
+
+// The name of a package version's file in a pool:
+// <name>_<version without epoch>_<arch>.deb ("1:2.3-4" -> "2.3-4"; the
+// recipe's architecture when the pin names none).
+std::string pool_file_name(const PinnedPackage& p, std::string_view native_arch);
+
+// Where an archive's pool would hold p's .deb, most likely first: the folder
+// of each URL apt gives for another version of the package (`index_urls`,
+// full URLs as `apt-get download --print-uris` prints them) with p's file
+// name, on the archive that URL is in, then on each other of `archives` (the
+// archive URIs apt knows, "http://deb.debian.org/debian/"). '~', '+' and ':'
+// are percent-encoded, as apt does. No duplicates.
+std::vector<std::string> pool_candidates(const PinnedPackage& p, std::string_view native_arch,
+                                         const std::vector<std::string>& index_urls,
+                                         const std::vector<std::string>& archives);
+
+struct PoolOptions {
+  // Where fetched .deb files are kept and reused; "" =
+  // $XDG_CACHE_HOME/trainscope/debs, else ~/.cache/trainscope/debs.
+  std::filesystem::path cache_dir;
+};
+
+// For every pin whose version apt's index does not list (apt-cache madison):
+// finds its file in the archives' pools (pool_candidates from the URLs of the
+// versions apt lists, one curl HEAD request each), fetches it into the cache
+// (a file already there is reused) and checks with `dpkg-deb -f` that it is
+// that package, version and architecture; sets the pin's pool_* fields and
+// recipe.pool_searched. Progress on stderr (log_info). Returns how many pins
+// it found a file for. Without curl, or without the network, it finds none
+// and says so in one warning; throws core::Error when apt cannot be run.
+size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
+
 struct PinCheck {
   std::string pin;
   bool ok = false;
   std::string message;  // why not, and what to do ("" when ok)
+  // Where apt would take it from when ok: "index", or the pool URL of the
+  // file fetch_pool_files fetched ("" when not ok).
+  std::string source;
 };
 
 // Runs `apt-get install --simulate` of every pin here as on a machine with
 // nothing installed (an empty dpkg status), so each version must come from
-// an archive apt's lists know, not from this machine's installed packages;
-// one result per pin, in the recipe's order. When some versions are in no
-// archive, a second simulation of the others tells whether they install.
+// an archive apt's lists know or from its pool file (a pin with pool_file is
+// given to apt as that .deb, in the same simulation), not from this machine's
+// installed packages; one result per pin, in the recipe's order. When some
+// versions are in neither, a second simulation of the others tells whether
+// they install.
 // Throws core::Error when apt-get cannot be run. Takes as long as apt needs
 // to resolve the whole set (about 20 s a round for a libtorch run on 2 busy
 // cores).

@@ -1,0 +1,298 @@
+// Pinned versions apt's index no longer lists, found in the archives' pools:
+// where their .deb would be, fetched once into a cache and checked.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "process.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/env/recreate.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::env {
+
+// A named namespace of its own: this file shares a unity batch with
+// recreate.cc, whose anonymous helpers have short names too.
+namespace pool_lookup {
+
+// Percent-encodes what apt encodes in a pool file's URL.
+std::string url_encode(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') {
+      out += "%7e";
+    } else if (c == '+') {
+      out += "%2b";
+    } else if (c == ':') {
+      out += "%3a";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string folder_of(const std::string& url) { return url.substr(0, url.rfind('/') + 1); }
+
+// The longest of `archives` that `url` starts with ("" when none).
+std::string archive_of(const std::string& url, const std::vector<std::string>& archives) {
+  std::string best;
+  for (const auto& a : archives)
+    if (url.rfind(a, 0) == 0 && a.size() > best.size()) best = a;
+  return best;
+}
+
+// How apt names the package in a query: name:arch for a foreign
+// architecture, else the name.
+std::string query_name(const PinnedPackage& p, const std::string& native) {
+  return p.arch.empty() || p.arch == native || p.arch == "all" ? p.name : p.name + ":" + p.arch;
+}
+
+std::string run(const std::vector<std::string>& args, int* status = nullptr) {
+  std::vector<std::string> a = {"env", "LC_ALL=C"};
+  a.insert(a.end(), args.begin(), args.end());
+  int st = -1;
+  std::string out = process::capture(a, &st, true);
+  if (status) *status = st;
+  return out;
+}
+
+bool ran(int status) { return status != -1 && !(WIFEXITED(status) && WEXITSTATUS(status) == 127); }
+
+// Every version apt's index lists of these packages (apt-cache madison:
+// "  name | version | URI suite/component arch Packages"), by name.
+std::map<std::string, std::set<std::string>> index_versions(const std::vector<std::string>& names) {
+  std::vector<std::string> args = {"apt-cache", "madison"};
+  args.insert(args.end(), names.begin(), names.end());
+  int st = -1;
+  const std::string out = run(args, &st);
+  if (!ran(st))
+    throw core::Error("apt-cache cannot be run here: --check needs Debian's apt",
+                      core::ErrorKind::kCommandNotFound);
+  std::map<std::string, std::set<std::string>> versions;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string name, bar1, version, bar2;
+    if (fields >> name >> bar1 >> version >> bar2 && bar1 == "|" && bar2 == "|" &&
+        line.ends_with(" Packages"))
+      versions[name].insert(version);
+  }
+  return versions;
+}
+
+// The URL of each of these name=version (apt-get download --print-uris:
+// "'URL' file size hash"), by package name (the file's name up to '_').
+std::map<std::string, std::vector<std::string>> index_urls(const std::vector<std::string>& pins) {
+  std::vector<std::string> args = {"apt-get", "download", "--print-uris"};
+  args.insert(args.end(), pins.begin(), pins.end());
+  std::map<std::string, std::vector<std::string>> urls;
+  std::istringstream in(run(args));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] != '\'') continue;
+    const size_t end = line.find('\'', 1);
+    if (end == std::string::npos) continue;
+    const std::string url = line.substr(1, end - 1);
+    const std::string file = url.substr(url.rfind('/') + 1);
+    urls[file.substr(0, file.find('_'))].push_back(url);
+  }
+  return urls;
+}
+
+// The archive URIs apt knows ("http://deb.debian.org/debian/").
+std::vector<std::string> archives() {
+  std::istringstream in(run({"apt-get", "indextargets", "--format", "$(REPO_URI)"}));
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line.find("://") == std::string::npos) continue;
+    if (line.back() != '/') line += '/';
+    if (std::find(out.begin(), out.end(), line) == out.end()) out.push_back(line);
+  }
+  return out;
+}
+
+// One curl HEAD request per URL (one process, one connection per host):
+// the URLs that answer 200. Empty with a warning when curl is missing or
+// reaches none of them.
+std::set<std::string> existing(const std::vector<std::string>& urls) {
+  std::vector<std::string> args = {"curl", "-sI", "--connect-timeout", "15", "--max-time",
+                                   "60",   "-w",  "%{http_code}\\n"};
+  for (const auto& u : urls) {
+    args.push_back("-o");
+    args.push_back("/dev/null");
+    args.push_back(u);
+  }
+  int st = -1;
+  const std::string out = run(args, &st);
+  if (!ran(st)) {
+    core::log_warn(
+        "curl is not installed here, so the archives' pools were not searched for the versions "
+        "apt's index no longer lists: install it (apt-get install curl)");
+    return {};
+  }
+  std::set<std::string> found;
+  bool reached = false;
+  std::istringstream in(out);
+  size_t i = 0;
+  for (std::string code; i < urls.size() && std::getline(in, code); ++i) {
+    reached |= code != "000";
+    if (code == "200") found.insert(urls[i]);
+  }
+  if (!reached)
+    core::log_warn(
+        "no archive answered (curl HEAD {} ...): the archives' pools were not searched; check "
+        "the network",
+        urls.front());
+  return found;
+}
+
+fs::path cache_dir(const PoolOptions& o) {
+  if (!o.cache_dir.empty()) return fs::absolute(o.cache_dir);
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return fs::absolute(fs::path(x) / "trainscope" / "debs");
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return fs::path(h) / ".cache" / "trainscope" / "debs";
+  return fs::temp_directory_path() / "trainscope-debs";
+}
+
+// Whether `file` is this package, version and architecture (dpkg-deb -f);
+// else why not.
+std::string verify(const fs::path& file, const PinnedPackage& p, const std::string& native) {
+  int st = -1;
+  const std::string out =
+      run({"dpkg-deb", "-f", file.string(), "Package", "Version", "Architecture"}, &st);
+  const std::string want = "Package: " + p.name + "\nVersion: " + p.version +
+                           "\nArchitecture: " + (p.arch.empty() ? native : p.arch) + "\n";
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && out == want) return "";
+  return "dpkg-deb -f says " + (out.empty() ? std::string("nothing") : out);
+}
+
+// Fetches `url` into `file` (through a temporary name, so that a broken
+// download is never reused); "" or curl's error.
+std::string download(const std::string& url, const fs::path& file) {
+  const fs::path part = file.string() + ".part-" + std::to_string(getpid());
+  int st = -1;
+  const std::string out = run({"curl", "-fsS", "--retry", "2", "--connect-timeout", "15",
+                               "--max-time", "600", "-o", part.string(), url},
+                              &st);
+  std::error_code ec;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+    fs::rename(part, file, ec);
+    if (!ec) return "";
+  }
+  fs::remove(part, ec);
+  return out.empty() ? "curl failed" : out.substr(0, out.find('\n'));
+}
+
+// The pool file of p at `url`, in the cache (fetched unless a good copy is
+// there); false with a warning when it cannot be had.
+bool fetch(PinnedPackage& p, const std::string& url, const fs::path& dir, const std::string& native,
+           const std::string& progress) {
+  const fs::path file = dir / pool_file_name(p, native);
+  std::error_code ec;
+  if (fs::exists(file, ec) && verify(file, p, native).empty()) {
+    core::log_info("{} {}: in the cache", progress, file.filename().string());
+  } else {
+    core::log_info("{} fetching {}", progress, url);
+    if (std::string why = download(url, file); !why.empty()) {
+      core::log_warn("cannot fetch {}: {}", url, why);
+      return false;
+    }
+    if (std::string why = verify(file, p, native); !why.empty()) {
+      core::log_warn("{} is not {}: {}", url, p.pin, why);
+      fs::remove(file, ec);
+      return false;
+    }
+  }
+  p.pool_url = url;
+  p.pool_file = file.string();
+  p.pool_sha256 = core::sha256_file(file);
+  return true;
+}
+
+}  // namespace pool_lookup
+
+std::string pool_file_name(const PinnedPackage& p, std::string_view native_arch) {
+  const size_t colon = p.version.find(':');
+  const std::string version = colon == std::string::npos ? p.version : p.version.substr(colon + 1);
+  const std::string arch = p.arch.empty() ? std::string(native_arch) : p.arch;
+  return p.name + "_" + version + "_" + arch + ".deb";
+}
+
+std::vector<std::string> pool_candidates(const PinnedPackage& p, std::string_view native_arch,
+                                         const std::vector<std::string>& index_urls,
+                                         const std::vector<std::string>& archives) {
+  const std::string file = pool_lookup::url_encode(pool_file_name(p, native_arch));
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& url) {
+    if (std::find(out.begin(), out.end(), url) == out.end()) out.push_back(url);
+  };
+  // The folder each other version is in, on its own archive first.
+  for (const auto& url : index_urls) add(pool_lookup::folder_of(url) + file);
+  for (const auto& url : index_urls) {
+    const std::string folder = pool_lookup::folder_of(url);
+    const std::string archive = pool_lookup::archive_of(folder, archives);
+    if (archive.empty()) continue;
+    for (const auto& other : archives) add(other + folder.substr(archive.size()) + file);
+  }
+  return out;
+}
+
+size_t fetch_pool_files(Recipe& r, const PoolOptions& options) {
+  using namespace pool_lookup;
+  r.pool_searched = true;
+  std::vector<std::string> names;
+  for (const auto& p : r.packages) names.push_back(query_name(p, r.arch));
+  const auto listed = index_versions(names);
+  std::vector<size_t> missing;
+  std::vector<std::string> other_versions;
+  for (size_t i = 0; i < r.packages.size(); ++i) {
+    auto it = listed.find(r.packages[i].name);
+    if (it == listed.end() || it->second.count(r.packages[i].version)) continue;
+    missing.push_back(i);
+    for (const auto& v : it->second) other_versions.push_back(names[i] + "=" + v);
+  }
+  if (missing.empty()) return 0;
+  const auto urls = index_urls(other_versions);
+  const auto known = archives();
+  std::map<size_t, std::vector<std::string>> candidates;
+  std::vector<std::string> all;
+  for (size_t i : missing) {
+    auto it = urls.find(r.packages[i].name);
+    if (it == urls.end()) continue;
+    candidates[i] = pool_candidates(r.packages[i], r.arch, it->second, known);
+    all.insert(all.end(), candidates[i].begin(), candidates[i].end());
+  }
+  if (all.empty()) return 0;
+  const std::set<std::string> found = existing(all);
+  const fs::path dir = cache_dir(options);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::vector<std::pair<size_t, std::string>> todo;
+  for (const auto& [i, list] : candidates)
+    for (const auto& url : list)
+      if (found.count(url)) {
+        todo.emplace_back(i, url);
+        break;
+      }
+  if (!todo.empty())
+    core::log_info(
+        "{} pinned version(s) apt's index no longer lists are in the archives' pools: "
+        "fetching them into {}",
+        todo.size(), dir.string());
+  size_t fetched = 0;
+  for (size_t k = 0; k < todo.size(); ++k)
+    fetched += fetch(r.packages[todo[k].first], todo[k].second, dir, r.arch,
+                     fmt::format("[{}/{}]", k + 1, todo.size()));
+  return fetched;
+}
+
+}  // namespace trainscope::env
