@@ -3,9 +3,12 @@
 // real apt-get; versions are checked against dpkg-query run by the test.
 #include "trainscope/env/recreate.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -62,6 +65,28 @@ std::string linked_file(const std::string& soname_part) {
 std::string os_release(const std::string& field) {
   auto r = run_command(". /etc/os-release && echo \"$" + field + "\"");
   return trim(r.out);
+}
+
+// The archive URIs apt's lists name ("http://deb.debian.org/debian/"); the
+// test fails, naming the archive, when the first does not answer: the pool
+// tests need the network apt uses (CI here has it).
+std::vector<std::string> reachable_archives() {
+  auto t = run_command("apt-get indextargets --format '$(REPO_URI)' | sort -u");
+  EXPECT_EQ(t.exit_code, 0) << t.out;
+  std::vector<std::string> archives;
+  std::istringstream in(t.out);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) archives.push_back(line);
+  if (archives.empty()) {
+    ADD_FAILURE() << "apt's lists name no archive: run apt-get update";
+    return archives;
+  }
+  auto head = run_command("curl -sI -o /dev/null -w '%{http_code}' --max-time 60 " +
+                          shell_quote(archives.front() + "dists/"));
+  EXPECT_NE(trim(head.out), "000")
+      << archives.front() << " is unreachable from here (curl: " << head.out
+      << "): these tests need the network apt uses";
+  return archives;
 }
 
 TEST(PackagesTest, MappedObjectsAreTheExecutableFileMappingsOnce) {
@@ -153,6 +178,109 @@ TEST(RecreateTest, PythonPackagesGoToPipUnlessDebianHoldsThem) {
   }
 }
 
+// A pool file's name and where it would be, from the URLs apt gives for
+// the package's other versions: the epoch is not in the file name, an
+// architecture-independent package is _all, a security update's folder is
+// pool/updates/..., and each folder is tried on its own archive first.
+TEST(RecreateTest, PoolPathsComeFromTheOtherVersionsFolders) {
+  const std::string debian = "http://deb.debian.org/debian/";
+  const std::string security = "http://deb.debian.org/debian-security/";
+  PinnedPackage ssl{.name = "libssl3", .arch = "amd64", .version = "3.0.19-1~deb12u2"};
+  EXPECT_EQ(pool_file_name(ssl, "amd64"), "libssl3_3.0.19-1~deb12u2_amd64.deb");
+  const std::vector<std::string> ssl_urls = {
+      security + "pool/updates/main/o/openssl/libssl3_3.0.22-1%7edeb12u2_amd64.deb",
+      debian + "pool/main/o/openssl/libssl3_3.0.20-1%7edeb12u2_amd64.deb"};
+  const std::string file = "libssl3_3.0.19-1%7edeb12u2_amd64.deb";
+  EXPECT_EQ(pool_candidates(ssl, "amd64", ssl_urls, {debian, security}),
+            (std::vector<std::string>{security + "pool/updates/main/o/openssl/" + file,
+                                      debian + "pool/main/o/openssl/" + file,
+                                      debian + "pool/updates/main/o/openssl/" + file,
+                                      security + "pool/main/o/openssl/" + file}));
+  PinnedPackage numpy{.name = "python3-numpy", .arch = "amd64", .version = "1:1.24.2-1"};
+  EXPECT_EQ(pool_file_name(numpy, "amd64"), "python3-numpy_1.24.2-1_amd64.deb");
+  PinnedPackage tz{.name = "tzdata", .arch = "all", .version = "2024a-0+deb12u1"};
+  EXPECT_EQ(pool_file_name(tz, "amd64"), "tzdata_2024a-0+deb12u1_all.deb");
+  EXPECT_EQ(
+      pool_candidates(tz, "amd64", {debian + "pool/main/t/tzdata/tzdata_2026b-0+deb12u1_all.deb"},
+                      {debian}),
+      std::vector<std::string>{debian + "pool/main/t/tzdata/tzdata_2024a-0%2bdeb12u1_all.deb"});
+  PinnedPackage no_arch{.name = "zlib1g", .arch = "", .version = "1:1.2.13.dfsg-1"};
+  EXPECT_EQ(pool_file_name(no_arch, "arm64"), "zlib1g_1.2.13.dfsg-1_arm64.deb");
+}
+
+// A pin with a pool file is ADDed (with its SHA-256) and installed as that
+// file in the same apt-get install as the other pins; the others stay pins.
+TEST(RecreateTest, APoolFileIsAddedAndInstalledWithTheOtherPins) {
+  Manifest m = {{"packages.debian.libssl3:amd64", "3.0.19-1~deb12u2"},
+                {"packages.debian.libc6:amd64", "2.36-9+deb12u10"},
+                {"packages.architecture", "amd64"},
+                {"system.os.id", "debian"},
+                {"system.os.codename", "bookworm"}};
+  Recipe r = recipe(m, "20260101T000000Z");
+  ASSERT_EQ(r.packages.size(), 2u);
+  EXPECT_EQ(dockerfile(r, "x").find("ADD "), std::string::npos);
+  const std::string url =
+      "http://deb.debian.org/debian-security/pool/updates/main/o/openssl/"
+      "libssl3_3.0.19-1%7edeb12u2_amd64.deb";
+  r.packages[1].pool_url = url;
+  r.packages[1].pool_sha256 = std::string(64, 'a');
+  const std::string d = dockerfile(r, "x");
+  const std::string file = "/tmp/trainscope-debs/libssl3_3.0.19-1~deb12u2_amd64.deb";
+  EXPECT_NE(d.find("ADD --checksum=sha256:" + std::string(64, 'a') + " " + url + " " + file + "\n"),
+            std::string::npos)
+      << d;
+  const size_t install = d.find("apt-get install -y");
+  ASSERT_NE(install, std::string::npos) << d;
+  EXPECT_LT(d.find("ADD "), install) << d;
+  EXPECT_GT(d.find("      " + file + " \\\n"), install) << d;
+  EXPECT_GT(d.find("      libc6=2.36-9+deb12u10 \\\n"), install) << d;
+  EXPECT_EQ(d.find("libssl3=3.0.19"), std::string::npos) << d;
+  EXPECT_EQ(d.find("RUN ", install), std::string::npos) << d;  // one apt-get install
+}
+
+// The pool URLs derived for a real package's oldest version in apt's index,
+// from the URLs of its other versions, include the URL apt itself gives for
+// it, and the archive serves it.
+TEST(RecreateTest, ThePoolPathOfARealOlderVersionIsTheOneAptGives) {
+  const auto archives = reachable_archives();
+  ASSERT_FALSE(archives.empty());
+  std::string name;
+  std::vector<std::string> versions;  // newest first, as madison lists them
+  for (const char* candidate : {"libssl3", "tzdata", "libc6", "libgnutls30", "libsqlite3-0"}) {
+    auto madison = run_command(std::string("apt-cache madison ") + candidate);
+    versions.clear();
+    std::istringstream lines(madison.out);
+    for (std::string line; std::getline(lines, line);) {
+      std::istringstream fields(line);
+      std::string n, bar, v;
+      if (fields >> n >> bar >> v && bar == "|" && line.ends_with(" Packages") &&
+          std::find(versions.begin(), versions.end(), v) == versions.end())
+        versions.push_back(v);
+    }
+    if (versions.size() >= 2) {
+      name = candidate;
+      break;
+    }
+  }
+  ASSERT_FALSE(name.empty()) << "no package here has two versions in apt's index";
+  auto uri_of = [&](const std::string& version) {
+    auto u = run_command("apt-get download --print-uris " + shell_quote(name + "=" + version));
+    EXPECT_EQ(u.exit_code, 0) << u.out;
+    return u.out.substr(1, u.out.find('\'', 1) - 1);
+  };
+  std::vector<std::string> others;
+  for (size_t i = 0; i + 1 < versions.size(); ++i) others.push_back(uri_of(versions[i]));
+  const std::string apt_url = uri_of(versions.back());
+  auto arch = run_command("dpkg --print-architecture");
+  PinnedPackage old{.name = name, .arch = "", .version = versions.back()};
+  if (apt_url.ends_with("_all.deb")) old.arch = "all";
+  const auto candidates = pool_candidates(old, trim(arch.out), others, archives);
+  EXPECT_NE(std::find(candidates.begin(), candidates.end(), apt_url), candidates.end())
+      << apt_url << " not among " << ::testing::PrintToString(candidates);
+  auto head = run_command("curl -sI -o /dev/null -w '%{http_code}' " + shell_quote(apt_url));
+  EXPECT_EQ(trim(head.out), "200") << apt_url;
+}
+
 // A version no archive carries fails with what to do; the day its package
 // was installed is a snapshot the Dockerfile offers.
 TEST(RecreateTest, AVersionGoneFromTheArchiveFailsAndNamesSnapshotDebianOrg) {
@@ -176,6 +304,37 @@ TEST(RecreateTest, AVersionGoneFromTheArchiveFailsAndNamesSnapshotDebianOrg) {
   EXPECT_FALSE(checks[0].ok);
   EXPECT_NE(checks[0].message.find("snapshot.debian.org"), std::string::npos) << checks[0].message;
   EXPECT_NE(checks[0].message.find("0.0-gone"), std::string::npos) << checks[0].message;
+  EXPECT_EQ(checks[0].source, "");
+  // Nor is it in a pool: the check says so, and the Dockerfile keeps the pin.
+  ASSERT_FALSE(reachable_archives().empty());
+  Recipe searched = r;
+  EXPECT_EQ(fetch_pool_files(searched, {.cache_dir = dir / "debs"}), 0u);
+  EXPECT_TRUE(searched.pool_searched);
+  EXPECT_EQ(searched.packages[0].pool_url, "");
+  const auto again = check_pins(searched);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_FALSE(again[0].ok);
+  EXPECT_NE(again[0].message.find("nor in their pools"), std::string::npos) << again[0].message;
+  EXPECT_NE(dockerfile(searched, "x").find("      " + searched.packages[0].pin + " \\\n"),
+            std::string::npos);
+}
+
+// Whether the archive serves `file` of package `name` from the folder of a
+// version of it apt's index lists, on that version's archive (the test's own
+// derivation: apt-get download --print-uris of each listed version, curl
+// HEAD of the file next to it, '+' and '~' unencoded).
+bool in_a_pool(const std::string& name, const std::string& file) {
+  auto madison = run_command("apt-cache madison " + shell_quote(name) + " | awk '{print $3}'");
+  std::istringstream versions(madison.out);
+  for (std::string v; std::getline(versions, v);) {
+    auto u = run_command("apt-get download --print-uris " + shell_quote(name + "=" + v));
+    if (u.exit_code != 0 || u.out.empty()) continue;
+    const std::string url = u.out.substr(1, u.out.find('\'', 1) - 1);
+    auto head = run_command("curl -sI -o /dev/null -w '%{http_code}' --max-time 60 " +
+                            shell_quote(url.substr(0, url.rfind('/') + 1) + file));
+    if (trim(head.out) == "200") return true;
+  }
+  return false;
 }
 
 class RecreateCliTest : public ::testing::Test {
@@ -189,7 +348,8 @@ class RecreateCliTest : public ::testing::Test {
 };
 
 // Issue 34: `env recreate` of a demo run names the exact libtorch and BLAS
-// package versions, and its install commands pass apt-get install --simulate.
+// package versions, and its install commands pass apt-get install --simulate;
+// a version apt's index no longer lists comes from the archive's pool.
 TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatchesTheArchive) {
   std::ofstream(dir_ / "c.yaml") << "compute: {threads: 1}\n"
                                     "data: {dataset: synthetic, synthetic: {size: 256}}\n"
@@ -231,27 +391,58 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
     if (fields >> name >> bar >> version && bar == "|") archived.insert(name + "=" + version);
   }
   ASSERT_GT(j.at("packages").size(), 2u);
+  // Each verdict agrees with the archive: a version madison lists installs
+  // from apt's index; another installs from the archive's pool exactly when
+  // the test finds its file there itself (in the folder of a version apt
+  // lists, on that version's archive), as the file --check fetched into the
+  // cache, ADDed by the Dockerfile instead of pinned; else it fails and says
+  // where else to look.
+  ASSERT_FALSE(reachable_archives().empty());
+  std::vector<std::string> from_pool;
   size_t failed = 0;
   for (const auto& p : j.at("packages")) {
-    const bool in_archive = archived.count(p.at("name").get<std::string>() + "=" +
-                                           p.at("version").get<std::string>()) > 0;
+    const std::string name = p.at("name"), version = p.at("version"), pin = p.at("pin");
+    const std::string url = p.at("pool_url"), source = p.at("check").at("source");
     const bool ok = p.at("check").at("ok").get<bool>();
     failed += !ok;
-    EXPECT_EQ(ok, in_archive) << p.dump();
-    if (!ok) {
-      EXPECT_NE(p.at("check").at("message").get<std::string>().find("snapshot.debian.org"),
-                std::string::npos)
-          << p.dump();
-    }
-    if (p.at("pin") == torch.package + "=" + torch.version ||
-        p.at("pin") == blas.package + "=" + blas.version) {
+    if (archived.count(name + "=" + version)) {
       EXPECT_TRUE(ok) << p.dump();
+      EXPECT_EQ(source, "index") << p.dump();
+      EXPECT_EQ(url, "") << p.dump();
+      continue;
     }
+    const std::string file = name + "_" + version.substr(version.find(':') + 1) + "_" +
+                             p.at("arch").get<std::string>() + ".deb";
+    const bool in_pool = in_a_pool(name, file);
+    EXPECT_EQ(ok, in_pool) << p.dump();
+    if (!ok) {
+      const std::string message = p.at("check").at("message");
+      EXPECT_NE(message.find("nor in their pools"), std::string::npos) << message;
+      EXPECT_NE(message.find("snapshot.debian.org"), std::string::npos) << message;
+      EXPECT_NE(docker.find("      " + pin + " \\\n"), std::string::npos) << docker;
+      continue;
+    }
+    from_pool.push_back(pin);
+    EXPECT_EQ(source, url) << p.dump();
+    ASSERT_EQ(url.rfind("http", 0), 0u) << p.dump();
+    EXPECT_NE(docker.find(" " + url + " /tmp/trainscope-debs/" + file + "\n"), std::string::npos)
+        << p.dump() << "\n"
+        << docker;
+    EXPECT_NE(docker.find("      /tmp/trainscope-debs/" + file + " \\\n"), std::string::npos)
+        << docker;
+    EXPECT_EQ(docker.find("      " + pin + " \\\n"), std::string::npos) << docker;
+    auto fields =
+        run_command("dpkg-deb -f " + shell_quote((dir_ / "cache/trainscope/debs" / file).string()) +
+                    " Package Version");
+    EXPECT_EQ(fields.out, "Package: " + name + "\nVersion: " + version + "\n") << p.dump();
+    EXPECT_NE(r.out.find(url), std::string::npos) << r.out;  // the progress line
   }
   EXPECT_EQ(r.exit_code, failed > 0 ? 1 : 0) << r.out;
   if (failed > 0) {
     EXPECT_NE(r.out.find(std::to_string(failed) + " of "), std::string::npos) << r.out;
   }
+  std::cout << from_pool.size() << " of " << j.at("packages").size()
+            << " pins are served from the archive's pool here, " << failed << " from nowhere\n";
   // And apt, run by the test, installs exactly these versions on a machine
   // with nothing installed.
   std::ofstream(dir_ / "empty-status").close();
@@ -265,11 +456,31 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
       << apt.out;
   EXPECT_NE(apt.out.find("Inst " + blas.package + " (" + blas.version + " "), std::string::npos)
       << apt.out;
-  // Without --check: the table and the libtorch line.
-  auto text = ts("env recreate tiny --out " + shell_quote(out.string()));
+  // Without --check: the table and the libtorch line; no ADD, the pool is
+  // searched only with --check.
+  auto text = ts("env recreate tiny --out " + shell_quote((dir_ / "offline").string()));
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("libtorch: " + torch.package + "=" + torch.version), std::string::npos)
       << text.out;
+  EXPECT_EQ(read(dir_ / "offline" / "Dockerfile").find("\nADD "), std::string::npos);
+  // --check again as text: the pool files come from the cache, each pool pin
+  // says where it is from, and the summary counts them.
+  auto again = ts("env recreate tiny --out " + shell_quote(out.string()) + " --check");
+  EXPECT_EQ(again.exit_code, failed > 0 ? 1 : 0) << again.out;
+  for (const auto& pin : from_pool) {
+    EXPECT_NE(again.out.find(pin + ": from the pool, http"), std::string::npos) << again.out;
+  }
+  if (!from_pool.empty()) {
+    EXPECT_NE(again.out.find(": in the cache"), std::string::npos) << again.out;
+    EXPECT_EQ(again.out.find("fetching http"), std::string::npos) << again.out;
+  }
+  const size_t n = j.at("packages").size();
+  EXPECT_NE(again.out.find(fmt::format(
+                "check: {} of {} pinned versions install on a machine with nothing installed: {} "
+                "from apt's index, {} from the archives' pools (ADDed in the Dockerfile), {} not",
+                n - failed, n, n - failed - from_pool.size(), from_pool.size(), failed)),
+            std::string::npos)
+      << again.out;
 }
 
 // A run whose manifest has no package data (here a `watch` run, whose
