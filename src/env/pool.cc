@@ -91,19 +91,31 @@ std::map<std::string, std::set<std::string>> index_versions(const std::vector<st
 
 // The URL of each of these name=version (apt-get download --print-uris:
 // "'URL' file size hash"), by package name (the file's name up to '_').
-std::map<std::string, std::vector<std::string>> index_urls(const std::vector<std::string>& pins) {
-  std::vector<std::string> args = {"apt-get", "download", "--print-uris"};
-  args.insert(args.end(), pins.begin(), pins.end());
+// apt prints nothing when it cannot find one of them, so then each package's
+// versions are asked again on their own.
+std::map<std::string, std::vector<std::string>> index_urls(
+    const std::map<std::string, std::vector<std::string>>& pins_by_name) {
   std::map<std::string, std::vector<std::string>> urls;
-  std::istringstream in(run(args));
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] != '\'') continue;
-    const size_t end = line.find('\'', 1);
-    if (end == std::string::npos) continue;
-    const std::string url = line.substr(1, end - 1);
-    const std::string file = url.substr(url.rfind('/') + 1);
-    urls[file.substr(0, file.find('_'))].push_back(url);
-  }
+  auto ask = [&urls](const std::vector<std::string>& pins) {
+    std::vector<std::string> args = {"apt-get", "download", "--print-uris"};
+    args.insert(args.end(), pins.begin(), pins.end());
+    int st = -1;
+    std::istringstream in(run(args, &st));
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty() || line[0] != '\'') continue;
+      const size_t end = line.find('\'', 1);
+      if (end == std::string::npos) continue;
+      const std::string url = line.substr(1, end - 1);
+      const std::string file = url.substr(url.rfind('/') + 1);
+      urls[file.substr(0, file.find('_'))].push_back(url);
+    }
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  };
+  std::vector<std::string> all;
+  for (const auto& [name, pins] : pins_by_name) all.insert(all.end(), pins.begin(), pins.end());
+  if (ask(all)) return urls;
+  urls.clear();
+  for (const auto& [name, pins] : pins_by_name) ask(pins);
   return urls;
 }
 
@@ -120,11 +132,12 @@ std::vector<std::string> archives() {
 }
 
 // One curl HEAD request per URL (one process, one connection per host):
-// the URLs that answer 200. Empty with a warning when curl is missing or
-// reaches none of them.
-std::set<std::string> existing(const std::vector<std::string>& urls) {
-  std::vector<std::string> args = {"curl", "-sI", "--connect-timeout", "15", "--max-time",
-                                   "60",   "-w",  "%{http_code}\\n"};
+// the URLs that answer 200. Empty with a warning, and `searched` false, when
+// curl is missing or reaches none of them.
+std::set<std::string> existing(const std::vector<std::string>& urls, bool& searched) {
+  searched = false;
+  std::vector<std::string> args = {"curl", "-sIL", "--connect-timeout", "15", "--max-time",
+                                   "60",   "-w",   "%{http_code}\\n"};
   for (const auto& u : urls) {
     args.push_back("-o");
     args.push_back("/dev/null");
@@ -146,6 +159,7 @@ std::set<std::string> existing(const std::vector<std::string>& urls) {
     reached |= code != "000";
     if (code == "200") found.insert(urls[i]);
   }
+  searched = reached;
   if (!reached)
     core::log_warn(
         "no archive answered (curl HEAD {} ...): the archives' pools were not searched; check "
@@ -180,7 +194,7 @@ std::string verify(const fs::path& file, const PinnedPackage& p, const std::stri
 std::string download(const std::string& url, const fs::path& file) {
   const fs::path part = file.string() + ".part-" + std::to_string(getpid());
   int st = -1;
-  const std::string out = run({"curl", "-fsS", "--retry", "2", "--connect-timeout", "15",
+  const std::string out = run({"curl", "-fsSL", "--retry", "2", "--connect-timeout", "15",
                                "--max-time", "600", "-o", part.string(), url},
                               &st);
   std::error_code ec;
@@ -248,17 +262,17 @@ std::vector<std::string> pool_candidates(const PinnedPackage& p, std::string_vie
 
 size_t fetch_pool_files(Recipe& r, const PoolOptions& options) {
   using namespace pool_lookup;
-  r.pool_searched = true;
+  r.pool_searched = true;  // false again below when curl cannot ask the archives
   std::vector<std::string> names;
   for (const auto& p : r.packages) names.push_back(query_name(p, r.arch));
   const auto listed = index_versions(names);
   std::vector<size_t> missing;
-  std::vector<std::string> other_versions;
+  std::map<std::string, std::vector<std::string>> other_versions;  // by name: name=version
   for (size_t i = 0; i < r.packages.size(); ++i) {
     auto it = listed.find(r.packages[i].name);
     if (it == listed.end() || it->second.count(r.packages[i].version)) continue;
     missing.push_back(i);
-    for (const auto& v : it->second) other_versions.push_back(names[i] + "=" + v);
+    for (const auto& v : it->second) other_versions[names[i]].push_back(names[i] + "=" + v);
   }
   if (missing.empty()) return 0;
   const auto urls = index_urls(other_versions);
@@ -272,7 +286,7 @@ size_t fetch_pool_files(Recipe& r, const PoolOptions& options) {
     all.insert(all.end(), candidates[i].begin(), candidates[i].end());
   }
   if (all.empty()) return 0;
-  const std::set<std::string> found = existing(all);
+  const std::set<std::string> found = existing(all, r.pool_searched);
   const fs::path dir = cache_dir(options);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -285,8 +299,8 @@ size_t fetch_pool_files(Recipe& r, const PoolOptions& options) {
       }
   if (!todo.empty())
     core::log_info(
-        "{} pinned version(s) apt's index no longer lists are in the archives' pools: "
-        "fetching them into {}",
+        "{} pinned version(s) apt's index no longer lists are in the archives' pools; their "
+        "files are kept in {}",
         todo.size(), dir.string());
   size_t fetched = 0;
   for (size_t k = 0; k < todo.size(); ++k)

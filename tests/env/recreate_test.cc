@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -317,6 +318,29 @@ TEST(RecreateTest, AVersionGoneFromTheArchiveFailsAndNamesSnapshotDebianOrg) {
   EXPECT_NE(again[0].message.find("nor in their pools"), std::string::npos) << again[0].message;
   EXPECT_NE(dockerfile(searched, "x").find("      " + searched.packages[0].pin + " \\\n"),
             std::string::npos);
+  // Without curl (a PATH with apt and dpkg only) the pools are not searched,
+  // one warning says so, and the verdict does not claim they were.
+  const auto bin = dir / "bin";
+  std::filesystem::create_directories(bin);
+  for (const char* tool : {"env", "apt-cache", "apt-get", "apt-config", "dpkg", "dpkg-deb"}) {
+    auto which = run_command(std::string("command -v ") + tool);
+    ASSERT_EQ(which.exit_code, 0) << tool;
+    std::filesystem::create_symlink(trim(which.out), bin / tool);
+  }
+  const std::string path = std::getenv("PATH");
+  setenv("PATH", bin.c_str(), 1);
+  Recipe no_curl = r;
+  ::testing::internal::CaptureStderr();
+  const size_t found = fetch_pool_files(no_curl, {.cache_dir = dir / "debs"});
+  const std::string warning = ::testing::internal::GetCapturedStderr();
+  const auto verdict = check_pins(no_curl);
+  setenv("PATH", path.c_str(), 1);
+  EXPECT_EQ(found, 0u);
+  EXPECT_FALSE(no_curl.pool_searched);
+  EXPECT_NE(warning.find("curl is not installed here"), std::string::npos) << warning;
+  EXPECT_EQ(std::count(warning.begin(), warning.end(), '\n'), 1) << warning;
+  ASSERT_EQ(verdict.size(), 1u);
+  EXPECT_EQ(verdict[0].message.find("their pools"), std::string::npos) << verdict[0].message;
 }
 
 // Whether the archive serves `file` of package `name` from the folder of a

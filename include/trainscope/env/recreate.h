@@ -54,7 +54,8 @@ struct Recipe {
   // build had uncommitted changes ("<commit>-dirty").
   std::string trainscope_commit, trainscope_version;
   bool trainscope_dirty = false;
-  // Whether fetch_pool_files looked in the archives' pools.
+  // Whether fetch_pool_files looked in the archives' pools (false when it
+  // could not: no curl, no network).
   bool pool_searched = false;
 };
 
@@ -116,8 +117,9 @@ struct PoolOptions {
 // (a file already there is reused) and checks with `dpkg-deb -f` that it is
 // that package, version and architecture; sets the pin's pool_* fields and
 // recipe.pool_searched. Progress on stderr (log_info). Returns how many pins
-// it found a file for. Without curl, or without the network, it finds none
-// and says so in one warning; throws core::Error when apt cannot be run.
+// it found a file for. Without curl, or without the network, it finds none,
+// says so in one warning and leaves pool_searched false; throws core::Error
+// when apt cannot be run.
 size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
 
 struct PinCheck {
