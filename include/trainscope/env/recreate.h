@@ -113,13 +113,13 @@ struct PoolOptions {
 
 // For every pin whose version apt's index does not list (apt-cache madison):
 // finds its file in the archives' pools (pool_candidates from the URLs of the
-// versions apt lists, one curl HEAD request each), fetches it into the cache
-// (a file already there is reused) and checks with `dpkg-deb -f` that it is
-// that package, version and architecture; sets the pin's pool_* fields and
-// recipe.pool_searched. Progress on stderr (log_info). Returns how many pins
-// it found a file for. Without curl, or without the network, it finds none,
-// says so in one warning and leaves pool_searched false; throws core::Error
-// when apt cannot be run.
+// versions apt lists, asked with HEAD requests by one curl), fetches it into
+// the cache (a file already there is reused) and checks with `dpkg-deb -f`
+// that it is that package, version and architecture; sets the pin's pool_*
+// fields and recipe.pool_searched. Progress on stderr (log_info). Returns how
+// many pins it found a file for. Without curl, or without the network, it
+// finds none, says so in one warning and leaves pool_searched false; throws
+// core::Error when apt cannot be run.
 size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
 
 struct PinCheck {
