@@ -37,6 +37,7 @@ TEST_PACKAGES=(
   faketime               # a writer whose clock is off, for the cross-host reaper test
   pybind11-dev python3-dev  # the Python package (import trainscope)
   python3-pytest            # its tests
+  dpkg-repack fakeroot      # env recreate --check rebuilds versions no archive serves from the installed files
 )
 
 case "${1:---all}" in

@@ -98,22 +98,37 @@ void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks
     if (mapped.size() > 60) mapped = mapped.substr(0, 57) + "...";
     std::vector<std::string> row = {p.name, p.version, p.arch, mapped};
     if (!checks.empty())
-      row.push_back(!checks[i].ok ? "FAIL" : checks[i].source == "index" ? "pass" : "pass (pool)");
+      row.push_back(!checks[i].ok                    ? "FAIL"
+                    : checks[i].source == "index"    ? "pass"
+                    : checks[i].source == "repacked" ? "pass (repacked)"
+                                                     : "pass (pool)");
     t.add_row(row);
   }
   t.print(std::cout);
   for (const auto& [name, version] : r.pip) std::cout << "pip: " << name << "==" << version << "\n";
-  size_t from_index = 0, from_pool = 0;
-  for (const auto& c : checks) {
-    if (!c.ok) std::cout << c.pin << ": " << c.message << "\n";
-    if (c.ok && c.source != "index") std::cout << c.pin << ": from the pool, " << c.source << "\n";
-    if (c.ok) ++(c.source == "index" ? from_index : from_pool);
+  size_t from_index = 0, from_pool = 0, repacked = 0;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const auto& c = checks[i];
+    if (!c.ok) {
+      std::cout << c.pin << ": " << c.message << "\n";
+    } else if (c.source == "index") {
+      ++from_index;
+    } else if (c.source == "repacked") {
+      ++repacked;
+      std::cout << c.pin << ": " << c.note << " (debs/"
+                << env::pool_file_name(r.packages[i], r.arch) << ")\n";
+    } else {
+      ++from_pool;
+      std::cout << c.pin << ": from the pool, " << c.source << "\n";
+    }
   }
+  const size_t ok = from_index + from_pool + repacked;
   if (!checks.empty())
-    std::cout << "check: " << from_index + from_pool << " of " << checks.size()
+    std::cout << "check: " << ok << " of " << checks.size()
               << " pinned versions install on a machine with nothing installed: " << from_index
               << " from apt's index, " << from_pool << " from the archives' pools (ADDed in the "
-              << "Dockerfile), " << checks.size() - from_index - from_pool << " not\n";
+              << "Dockerfile), " << repacked << " repacked from this machine (COPYed from debs/), "
+              << checks.size() - ok << " not\n";
 }
 
 void env_recreate(Context& ctx, const RecreateArgs& a) {
@@ -133,9 +148,14 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
                dir.string(), ec.message());
   const std::string about =
       "trainscope run " + id + (run.name.empty() ? "" : " (" + run.name + ")");
-  // The pools are searched only with --check (it needs apt and the network);
-  // without, the Dockerfile is written offline, with the SNAPSHOT fallback.
-  if (a.check) env::fetch_pool_files(r);
+  // The pools are searched, and the versions no archive serves repacked from
+  // this machine into dir/debs/, only with --check (it needs apt and the
+  // network); without, the Dockerfile is written offline, with the SNAPSHOT
+  // fallback.
+  if (a.check) {
+    env::fetch_pool_files(r);
+    env::repack_installed(r, {.context_dir = dir});
+  }
   core::write_file_atomically(dir / "Dockerfile",
                               [&](std::ostream& o) { o << env::dockerfile(r, about); });
   std::vector<env::PinCheck> checks;
@@ -170,7 +190,8 @@ void add_env_recreate(CLI::App* envc, Context& ctx) {
                 "Check every pinned version with `apt-get install --simulate` here, as on a "
                 "machine with nothing installed (exit code 1 when one fails); a version apt's "
                 "index no longer lists is fetched from the archive's pool when it is there, "
-                "and the Dockerfile ADDs it");
+                "and the Dockerfile ADDs it; one no archive serves but installed here is "
+                "repacked (dpkg-repack) into DIR/debs/, and the Dockerfile COPYs it");
   set_example(cmd, "trainscope env recreate demo --check && docker build recreate-3f2a1b2c");
   cmd->callback([&ctx, a] { env_recreate(ctx, *a); });
 }

@@ -1,5 +1,7 @@
-// Pinned versions apt's index no longer lists, found in the archives' pools:
-// where their .deb would be, fetched once into a cache and checked.
+// Pinned versions apt's index no longer lists, found in the archives' pools
+// (where their .deb would be, fetched once into a cache and checked), or
+// rebuilt with dpkg-repack from this machine's installed files when no pool
+// has them.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -232,6 +234,73 @@ bool fetch(PinnedPackage& p, const std::string& url, const fs::path& dir, const 
   return true;
 }
 
+// name:arch, as dpkg-query and dpkg-repack take it ("all" too).
+std::string dpkg_name(const PinnedPackage& p, const std::string& native) {
+  return p.name + ":" + (p.arch.empty() ? native : p.arch);
+}
+
+// The installed "version architecture" of each of these name:arch, by that
+// name (one dpkg-query -W); a package not installed is absent.
+std::map<std::string, std::string> installed_versions(const std::vector<std::string>& names) {
+  std::vector<std::string> args = {"dpkg-query", "-W",
+                                   "-f=${db:Status-Abbrev}|${Package}:${Architecture}|${Version} "
+                                   "${Architecture}\n"};
+  args.insert(args.end(), names.begin(), names.end());
+  int st = -1;
+  std::istringstream in(run(args, &st));
+  if (!ran(st))
+    throw core::Error("dpkg-query cannot be run here: --check needs Debian's dpkg",
+                      core::ErrorKind::kCommandNotFound);
+  std::map<std::string, std::string> out;
+  for (std::string line; std::getline(in, line);) {
+    const size_t bar = line.find('|'), bar2 = line.find('|', bar + 1);
+    if (line.rfind("ii", 0) != 0 || bar2 == std::string::npos) continue;
+    out[line.substr(bar + 1, bar2 - bar - 1)] = line.substr(bar2 + 1);
+  }
+  return out;
+}
+
+// Rebuilds p's installed files as a .deb (dpkg-repack, under fakeroot when
+// not root) in a folder of its own under `dir`, checks it and moves it to
+// dir/<pool file name>; that path, or "" with a warning.
+std::string repack(const PinnedPackage& p, const fs::path& dir, const std::string& native) {
+  const fs::path work = dir / (".repack-" + std::to_string(getpid()));
+  std::error_code ec;
+  fs::remove_all(work, ec);
+  fs::create_directories(work, ec);
+  // dpkg-repack writes into the current folder: env -C runs it in `work`.
+  std::vector<std::string> args = {"env", "-C", work.string(), "LC_ALL=C"};
+  if (geteuid() != 0) args.push_back("fakeroot");
+  args.push_back("dpkg-repack");
+  args.push_back(dpkg_name(p, native));
+  int st = -1;
+  const std::string out = process::capture(args, &st, true);
+  fs::path built;
+  for (const auto& e : fs::directory_iterator(work, ec))
+    if (e.path().extension() == ".deb") built = e.path();
+  const fs::path file = dir / pool_file_name(p, native);
+  std::string why;
+  if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || built.empty()) {
+    why = "dpkg-repack failed: " + out.substr(0, out.find('\n'));
+  } else if (why = verify(built, p, native); why.empty()) {
+    fs::rename(built, file, ec);
+    if (ec) why = "cannot move it to " + file.string() + ": " + ec.message();
+  }
+  fs::remove_all(work, ec);
+  if (why.empty()) return file.string();
+  core::log_warn("cannot repack {} from this machine: {}", p.pin, why);
+  return "";
+}
+
+// Whether dpkg-repack can be run here; else one warning saying how to get it.
+bool have_dpkg_repack() {
+  int st = -1;
+  run({"dpkg-repack", "--version"}, &st);
+  if (ran(st)) return true;
+  core::log_warn("dpkg-repack is not installed here: apt-get install dpkg-repack");
+  return false;
+}
+
 }  // namespace pool_lookup
 
 std::string pool_file_name(const PinnedPackage& p, std::string_view native_arch) {
@@ -307,6 +376,70 @@ size_t fetch_pool_files(Recipe& r, const PoolOptions& options) {
     fetched += fetch(r.packages[todo[k].first], todo[k].second, dir, r.arch,
                      fmt::format("[{}/{}]", k + 1, todo.size()));
   return fetched;
+}
+
+std::string repacked_note(const PinnedPackage& p) {
+  return "repacked from this machine's installed files (dpkg-repack): no archive serves version " +
+         p.version + " any more; its conffiles are this machine's";
+}
+
+size_t repack_installed(Recipe& r, const RepackOptions& options) {
+  using namespace pool_lookup;
+  std::vector<size_t> candidates;
+  std::vector<std::string> names, dpkg_names;
+  for (size_t i = 0; i < r.packages.size(); ++i) {
+    if (!r.packages[i].pool_file.empty()) continue;
+    candidates.push_back(i);
+    names.push_back(query_name(r.packages[i], r.arch));
+    dpkg_names.push_back(dpkg_name(r.packages[i], r.arch));
+  }
+  if (candidates.empty()) return 0;
+  const auto listed = index_versions(names);
+  std::vector<size_t> dropped;  // indexes into candidates
+  std::vector<std::string> ask;
+  for (size_t k = 0; k < candidates.size(); ++k) {
+    auto l = listed.find(r.packages[candidates[k]].name);
+    if (l != listed.end() && l->second.count(r.packages[candidates[k]].version)) continue;
+    dropped.push_back(k);
+    ask.push_back(dpkg_names[k]);
+  }
+  if (dropped.empty()) return 0;
+  const auto installed = installed_versions(ask);
+  std::vector<size_t> todo;
+  for (size_t k : dropped) {
+    const PinnedPackage& p = r.packages[candidates[k]];
+    auto v = installed.find(dpkg_names[k]);
+    if (v != installed.end() && v->second == p.version + " " + (p.arch.empty() ? r.arch : p.arch))
+      todo.push_back(candidates[k]);
+  }
+  // Looked: a failing pin can say it is not installed here either.
+  r.repack_searched = todo.empty() || have_dpkg_repack();
+  if (todo.empty() || !r.repack_searched) return 0;
+  const fs::path dir =
+      options.cache_dir.empty() ? cache_dir({}) / "repacked" : fs::absolute(options.cache_dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!options.context_dir.empty()) fs::create_directories(options.context_dir / "debs", ec);
+  core::log_info(
+      "{} pinned version(s) no archive serves any more are installed here; rebuilding them with "
+      "dpkg-repack into {}",
+      todo.size(), dir.string());
+  size_t rebuilt = 0;
+  for (size_t i : todo) {
+    PinnedPackage& p = r.packages[i];
+    const std::string file = repack(p, dir, r.arch);
+    if (file.empty()) continue;
+    if (!options.context_dir.empty()) {
+      const fs::path copy = options.context_dir / "debs" / pool_file_name(p, r.arch);
+      if (!fs::copy_file(file, copy, fs::copy_options::overwrite_existing, ec)) {
+        core::log_warn("cannot copy {} to {}: {}", file, copy.string(), ec.message());
+        continue;
+      }
+    }
+    p.repacked_file = file;
+    ++rebuilt;
+  }
+  return rebuilt;
 }
 
 }  // namespace trainscope::env

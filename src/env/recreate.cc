@@ -149,29 +149,51 @@ std::string snapshot_source(const Recipe& r) {
 }
 
 // A pin found in an archive's pool is ADDed as its .deb (Docker's ADD needs
-// no curl in the image) and given to the same apt-get install as the other
-// pins, so that apt resolves every dependency of the set at once: a .deb
-// installed alone (dpkg -i) would need its dependencies first, and a later
-// apt-get install could replace its version with the index's.
-std::string apt_install(const Recipe& r) {
-  std::string s, debs;
+// no curl in the image); a pin repacked from the machine that ran --check is
+// COPYed from debs/ in the build context. Both go to the same apt-get install
+// as the other pins, so that apt resolves every dependency of the set at
+// once: a .deb installed alone (dpkg -i) would need its dependencies first,
+// and a later apt-get install could replace its version with the index's.
+std::string deb_files(const Recipe& r, std::string& debs) {
+  std::string added, copied, names;
   for (const auto& p : r.packages) {
-    if (p.pool_url.empty()) continue;
-    const std::string file = "/tmp/trainscope-debs/" + pool_file_name(p, r.arch);
-    s += "ADD " + (p.pool_sha256.empty() ? "" : "--checksum=sha256:" + p.pool_sha256 + " ") +
-         p.pool_url + " " + file + "\n";
+    const std::string name = pool_file_name(p, r.arch), file = "/tmp/trainscope-debs/" + name;
+    if (!p.pool_url.empty()) {
+      added += "ADD " + (p.pool_sha256.empty() ? "" : "--checksum=sha256:" + p.pool_sha256 + " ") +
+               p.pool_url + " " + file + "\n";
+    } else if (!p.repacked_file.empty()) {
+      copied += "COPY debs/" + name + " " + file + "\n";
+      names += "#   debs/" + name + "\n";
+    } else {
+      continue;
+    }
     debs += "      " + file + " \\\n";
   }
-  if (!s.empty())
-    s = "# Versions apt's index no longer lists, from the archive's pool, where `trainscope env\n"
+  if (!added.empty())
+    added =
+        "# Versions apt's index no longer lists, from the archive's pool, where `trainscope env\n"
         "# recreate --check` found them; installed with the other pins below so that apt\n"
         "# resolves all their dependencies together.\n" +
-        s;
+        added;
+  if (!copied.empty())
+    copied =
+        "# Versions no archive serves any more, repacked from the installed files of the machine\n"
+        "# `trainscope env recreate --check` ran on (dpkg-repack; their conffiles are that\n"
+        "# machine's, as they were on its disk). The build context needs these files next to\n"
+        "# this Dockerfile, which `trainscope env recreate RUN --check --out DIR` writes into\n"
+        "# DIR/debs/ (or build with SNAPSHOT=yes where snapshot.debian.org is reachable):\n" +
+        names + copied;
+  return added + copied;
+}
+
+std::string apt_install(const Recipe& r) {
+  std::string debs;
+  std::string s = deb_files(r, debs);
   s += "RUN apt-get update \\\n"
        " && apt-get install -y --no-install-recommends --allow-downgrades \\\n" +
        debs;
   for (const auto& p : r.packages)
-    if (p.pool_url.empty()) s += "      " + p.pin + " \\\n";
+    if (p.pool_url.empty() && p.repacked_file.empty()) s += "      " + p.pin + " \\\n";
   s += " && rm -rf /var/lib/apt/lists/*" +
        std::string(debs.empty() ? "" : " /tmp/trainscope-debs") + "\n";
   return s;
@@ -324,20 +346,28 @@ std::vector<PinCheck> read_simulation(const Recipe& r, const std::vector<size_t>
   std::vector<PinCheck> out;
   for (size_t i : pins) {
     const PinnedPackage& p = r.packages.at(i);
-    PinCheck c{p.pin, false, "", ""};
+    PinCheck c{p.pin, false, "", "", ""};
     if (auto e = missing.find(p.name); e != missing.end()) {
       c.message =
           e->second.empty()
               ? "no archive apt knows here has this package: check apt's sources"
               : fmt::format(
-                    "version {} is in no archive apt knows here{}{}: Debian has replaced it "
+                    "version {} is in no archive apt knows here{}{}{}: Debian has replaced it "
                     "(or run `apt-get update` if apt's lists are older); build with "
                     "--build-arg SNAPSHOT=yes to take it from snapshot.debian.org",
                     e->second, r.pool_searched ? " nor in their pools" : "",
+                    r.repack_searched ? ", nor installed on this machine to repack" : "",
                     p.installed.size() >= 8 ? ", installed " + p.installed.substr(0, 8) : "");
     } else if (auto it = installs.find(p.name); it != installs.end()) {
       c.ok = it->second == p.version;
-      if (c.ok) c.source = p.pool_file.empty() ? "index" : p.pool_url;
+      if (c.ok && !p.pool_file.empty()) {
+        c.source = p.pool_url;
+      } else if (c.ok && !p.repacked_file.empty()) {
+        c.source = "repacked";
+        c.note = repacked_note(p);
+      } else if (c.ok) {
+        c.source = "index";
+      }
       if (!c.ok) c.message = "apt would install version " + it->second + " instead";
     } else {
       c.message = "apt did not resolve the set (exit code " + std::to_string(exit_code) +
@@ -361,9 +391,13 @@ std::vector<PinCheck> simulate(const Recipe& r, const std::vector<size_t>& pins)
                                    "apt-get",    "install",
                                    "--simulate", "--no-install-recommends",
                                    "-o",         "Dir::State::status=" + status.string()};
-  // A pin with a pool file is that .deb (apt takes a path with a '/').
-  for (size_t i : pins)
-    args.push_back(r.packages[i].pool_file.empty() ? r.packages[i].pin : r.packages[i].pool_file);
+  // A pin with a pool or repacked file is that .deb (apt takes a path with a '/').
+  for (size_t i : pins) {
+    const PinnedPackage& p = r.packages[i];
+    args.push_back(!p.pool_file.empty()       ? p.pool_file
+                   : !p.repacked_file.empty() ? p.repacked_file
+                                              : p.pin);
+  }
   int st = -1;
   const std::string out = process::capture(args, &st, true);
   std::error_code ec;

@@ -89,11 +89,18 @@ Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
   Json packages = Json::array();
   for (size_t i = 0; i < r.packages.size(); ++i) {
     const auto& p = r.packages[i];
-    Json j = {{"name", p.name}, {"arch", p.arch},       {"version", p.version},
-              {"pin", p.pin},   {"objects", p.objects}, {"pool_url", p.pool_url}};
+    Json j = {{"name", p.name},
+              {"arch", p.arch},
+              {"version", p.version},
+              {"pin", p.pin},
+              {"objects", p.objects},
+              {"pool_url", p.pool_url},
+              {"repacked_file", p.repacked_file}};
     if (checks.size() == r.packages.size())
-      j["check"] = {
-          {"ok", checks[i].ok}, {"message", checks[i].message}, {"source", checks[i].source}};
+      j["check"] = {{"ok", checks[i].ok},
+                    {"message", checks[i].message},
+                    {"source", checks[i].source},
+                    {"note", checks[i].note}};
     packages.push_back(std::move(j));
   }
   return {{"image", r.image},

@@ -31,6 +31,11 @@ struct PinnedPackage {
   // into the cache (checked with dpkg-deb) and its SHA-256. All "" when the
   // index has the version, no pool has it, or nobody looked.
   std::string pool_url, pool_file, pool_sha256;
+  // Set by repack_installed when no archive and no pool serves this version
+  // but this machine has exactly it installed: the .deb dpkg-repack rebuilt
+  // from the installed files (in the cache, checked with dpkg-deb). The
+  // Dockerfile COPYs it from debs/<pool_file_name> in its build context.
+  std::string repacked_file;
 };
 
 struct Recipe {
@@ -57,6 +62,9 @@ struct Recipe {
   // Whether fetch_pool_files looked in the archives' pools (false when it
   // could not: no curl, no network).
   bool pool_searched = false;
+  // Whether repack_installed could look for the missing versions among this
+  // machine's installed packages (false when dpkg-repack is missing).
+  bool repack_searched = false;
 };
 
 // The recipe in a run's manifest; `started` (20261126T055348Z) is the run's
@@ -72,8 +80,9 @@ Recipe recipe(const Manifest& manifest, std::string_view started = "");
 
 // A Dockerfile building the recipe: FROM the release (--platform from the
 // architecture), apt-get install of every pin (a pin with a pool file as the
-// .deb ADDed from its pool URL, in the same apt-get install so that apt
-// resolves its dependencies with the others), pip install of the Python
+// .deb ADDed from its pool URL, a repacked pin as the .deb COPYed from
+// debs/<file> in the build context, both in the same apt-get install so that
+// apt resolves their dependencies with the others), pip install of the Python
 // packages, and the commit of trainscope to build when the run used its own
 // build. With --build-arg SNAPSHOT=yes it adds snapshot.debian.org as of
 // recipe.snapshots, for versions Debian has replaced since. `about` names
@@ -122,19 +131,57 @@ struct PoolOptions {
 // core::Error when apt cannot be run.
 size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
 
+// Versions no archive serves any more, rebuilt from this machine.
+//
+// When a pinned version is in neither apt's index nor a pool but this
+// machine has exactly that version and architecture installed (dpkg-query),
+// dpkg-repack rebuilds its .deb from the installed files and dpkg's
+// database (under fakeroot when not root). A conffile the machine's admin
+// modified is taken as it is on disk, so such a package is this machine's
+// copy, not Debian's. Run by `env recreate --check` only, after
+// fetch_pool_files; recipe() and dockerfile() never repack.
+
+struct RepackOptions {
+  // Where rebuilt .deb files are kept; "" = the pool cache's "repacked"
+  // folder ($XDG_CACHE_HOME/trainscope/debs/repacked, else
+  // ~/.cache/trainscope/debs/repacked).
+  std::filesystem::path cache_dir;
+  // The Dockerfile's folder (its build context): each rebuilt file is
+  // copied to <context_dir>/debs/<pool_file_name>; "" = not copied.
+  std::filesystem::path context_dir;
+};
+
+// For every pin without a pool file whose version apt's index does not list
+// (apt-cache madison) and which is installed here at that version and
+// architecture: rebuilds it with dpkg-repack into the cache (a new build each
+// time: the installed files may have changed), checks it with `dpkg-deb -f`,
+// copies it into the build context and sets the pin's repacked_file and
+// recipe.repack_searched. Returns how many it rebuilt. Without dpkg-repack
+// it rebuilds none and says so in one warning ("dpkg-repack is not installed
+// here: apt-get install dpkg-repack"); throws core::Error when apt or dpkg
+// cannot be run.
+size_t repack_installed(Recipe& recipe, const RepackOptions& options = {});
+
+// What a repacked pin is, for the check's note: "repacked from this
+// machine's installed files (dpkg-repack): no archive serves version X any
+// more; its conffiles are this machine's".
+std::string repacked_note(const PinnedPackage& p);
+
 struct PinCheck {
   std::string pin;
   bool ok = false;
   std::string message;  // why not, and what to do ("" when ok)
-  // Where apt would take it from when ok: "index", or the pool URL of the
-  // file fetch_pool_files fetched ("" when not ok).
+  // Where apt would take it from when ok: "index", the pool URL of the file
+  // fetch_pool_files fetched, or "repacked" for a file repack_installed
+  // rebuilt ("" when not ok).
   std::string source;
+  std::string note;  // repacked_note() for a repacked pin, else ""
 };
 
 // Runs `apt-get install --simulate` of every pin here as on a machine with
 // nothing installed (an empty dpkg status), so each version must come from
-// an archive apt's lists know or from its pool file (a pin with pool_file is
-// given to apt as that .deb, in the same simulation), not from this machine's
+// an archive apt's lists know or from its pool or repacked file (a pin with
+// one is given to apt as that .deb, in the same simulation), not from this machine's
 // installed packages; one result per pin, in the recipe's order. When some
 // versions are in neither, a second simulation of the others tells whether
 // they install.

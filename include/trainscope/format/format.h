@@ -69,10 +69,10 @@ Json metric_points(const std::vector<store::MetricPoint>& points);
 // artifacts, and with `with_points` every metric point by key.
 Json run_export(store::Store& store, const store::RunInfo& r, bool with_points);
 Json differences(const std::vector<env::Difference>& diffs);
-// `env recreate`: the release, the pinned packages (each with its pool URL,
-// "" when none, and its check when `checks` holds one per package, as
-// check_pins returns: ok, message, source), the Python packages and
-// trainscope's commit.
+// `env recreate`: the release, the pinned packages (each with its pool URL
+// and its repacked file, "" when none, and its check when `checks` holds one
+// per package, as check_pins returns: ok, message, source, note), the Python
+// packages and trainscope's commit.
 Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks);
 Json run_diff(const repro::RunDiff& d);
 Json checklist(const std::vector<repro::ChecklistItem>& items);
