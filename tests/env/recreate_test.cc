@@ -30,6 +30,12 @@ std::string trim(std::string s) {
   return s;
 }
 
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
 std::string read(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream ss;
@@ -239,6 +245,42 @@ TEST(RecreateTest, APoolFileIsAddedAndInstalledWithTheOtherPins) {
   EXPECT_EQ(d.find("RUN ", install), std::string::npos) << d;  // one apt-get install
 }
 
+// A repacked pin is COPYed from debs/ in the build context (the comment names
+// the files and how to get them) and installed as that file in the same
+// apt-get install; the pool file is still ADDed.
+TEST(RecreateTest, ARepackedFileIsCopiedFromTheBuildContextAndInstalledWithTheOtherPins) {
+  Manifest m = {{"packages.debian.libkrb5-3:amd64", "1:1.20.1-2+deb12u3"},
+                {"packages.debian.libssl3:amd64", "3.0.19-1~deb12u2"},
+                {"packages.debian.libc6:amd64", "2.36-9+deb12u10"},
+                {"packages.architecture", "amd64"},
+                {"system.os.id", "debian"},
+                {"system.os.codename", "bookworm"}};
+  Recipe r = recipe(m, "20260101T000000Z");
+  ASSERT_EQ(r.packages.size(), 3u);
+  EXPECT_EQ(dockerfile(r, "x").find("COPY "), std::string::npos);
+  r.packages[1].repacked_file = "/cache/libkrb5-3_1.20.1-2+deb12u3_amd64.deb";
+  r.packages[2].pool_url = "http://deb.debian.org/debian/pool/main/o/openssl/x.deb";
+  const std::string d = dockerfile(r, "x");
+  const std::string name = "libkrb5-3_1.20.1-2+deb12u3_amd64.deb";
+  const std::string file = "/tmp/trainscope-debs/" + name;
+  EXPECT_NE(d.find("\nCOPY debs/" + name + " " + file + "\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("#   debs/" + name + "\n"), std::string::npos) << d;
+  EXPECT_NE(d.find("`trainscope env recreate RUN --check --out DIR` writes into\n# DIR/debs/"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("conffiles are that\n# machine's"), std::string::npos) << d;
+  EXPECT_NE(d.find("ARG SNAPSHOT=no"), std::string::npos) << d;  // still the alternative
+  const size_t install = d.find("apt-get install -y");
+  ASSERT_NE(install, std::string::npos) << d;
+  EXPECT_LT(d.find("COPY "), install) << d;
+  EXPECT_LT(d.find("ADD "), install) << d;
+  EXPECT_GT(d.find("      " + file + " \\\n"), install) << d;
+  EXPECT_GT(d.find("      libc6=2.36-9+deb12u10 \\\n"), install) << d;
+  EXPECT_EQ(d.find("libkrb5-3=1:"), std::string::npos) << d;
+  EXPECT_EQ(d.find("RUN ", install), std::string::npos) << d;  // one apt-get install
+  EXPECT_NE(d.find("rm -rf /var/lib/apt/lists/* /tmp/trainscope-debs\n"), std::string::npos) << d;
+}
+
 // The pool URLs derived for a real package's oldest version in apt's index,
 // from the URLs of its other versions, include the URL apt itself gives for
 // it, and the archive serves it.
@@ -316,6 +358,20 @@ TEST(RecreateTest, AVersionGoneFromTheArchiveFailsAndNamesSnapshotDebianOrg) {
   ASSERT_EQ(again.size(), 1u);
   EXPECT_FALSE(again[0].ok);
   EXPECT_NE(again[0].message.find("nor in their pools"), std::string::npos) << again[0].message;
+  // Nor installed here at that version: nothing to repack, and the verdict
+  // says so.
+  EXPECT_EQ(repack_installed(searched, {.cache_dir = dir / "repacked", .context_dir = dir / "ctx"}),
+            0u);
+  EXPECT_TRUE(searched.repack_searched);
+  EXPECT_EQ(searched.packages[0].repacked_file, "");
+  EXPECT_FALSE(std::filesystem::exists(dir / "ctx" / "debs"));
+  const auto third = check_pins(searched);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_FALSE(third[0].ok);
+  EXPECT_NE(third[0].message.find("version 0.0-gone is in no archive apt knows here nor in their "
+                                  "pools, nor installed on this machine to repack"),
+            std::string::npos)
+      << third[0].message;
   EXPECT_NE(dockerfile(searched, "x").find("      " + searched.packages[0].pin + " \\\n"),
             std::string::npos);
   // Without curl (a PATH with apt and dpkg only) the pools are not searched,
@@ -368,6 +424,67 @@ class RecreateCliTest : public ::testing::Test {
            " --store " + shell_quote("sqlite:" + (dir_ / "t.db").string()) + " " + args;
   }
   testing::CommandResult ts(const std::string& args) { return run_command(command(args)); }
+
+  // A repacked pin (JSON of `env recreate --check --out dir_/out`): installed
+  // here at that version and architecture (dpkg-query, asked by the test),
+  // its .deb in the cache's repacked/ folder and in out/debs/, both that
+  // package, version and architecture by dpkg-deb, COPYed by the Dockerfile.
+  void expect_repacked(const nlohmann::json& p, const std::string& file,
+                       const std::string& docker) {
+    const std::string name = p.at("name"), version = p.at("version"), arch = p.at("arch");
+    EXPECT_EQ(p.at("check").at("source"), "repacked") << p.dump();
+    EXPECT_EQ(p.at("check").at("note"),
+              "repacked from this machine's installed files (dpkg-repack): no archive serves "
+              "version " +
+                  version + " any more; its conffiles are this machine's")
+        << p.dump();
+    EXPECT_EQ(p.at("pool_url"), "") << p.dump();
+    auto installed = run_command("dpkg-query -W -f='${Version} ${Architecture}' " +
+                                 shell_quote(name + ":" + arch));
+    EXPECT_EQ(installed.out, version + " " + arch) << p.dump();
+    const auto cached = dir_ / "cache/trainscope/debs/repacked" / file;
+    EXPECT_EQ(p.at("repacked_file"), cached.string()) << p.dump();
+    for (const auto& f : {cached, dir_ / "out/debs" / file}) {
+      auto fields =
+          run_command("dpkg-deb -f " + shell_quote(f.string()) + " Package Version Architecture");
+      EXPECT_EQ(fields.out,
+                "Package: " + name + "\nVersion: " + version + "\nArchitecture: " + arch + "\n")
+          << f;
+    }
+    EXPECT_NE(docker.find("\nCOPY debs/" + file + " /tmp/trainscope-debs/" + file + "\n"),
+              std::string::npos)
+        << docker;
+  }
+
+  // Without dpkg-repack (a PATH of apt, dpkg and curl only), one line says
+  // how to get it and each pin it would have repacked fails as before, with
+  // exit code 1; with nothing to repack, no such line and exit code 0.
+  void expect_without_dpkg_repack(const std::vector<std::string>& repacked) {
+    const auto bin = dir_ / "bin";
+    std::filesystem::create_directories(bin);
+    for (const char* tool :
+         {"env", "apt-cache", "apt-get", "apt-config", "dpkg", "dpkg-deb", "dpkg-query", "curl"}) {
+      auto which = run_command(std::string("command -v ") + tool);
+      ASSERT_EQ(which.exit_code, 0) << tool;
+      std::filesystem::create_symlink(trim(which.out), bin / tool);
+    }
+    auto r = run_command("PATH=" + shell_quote(bin.string()) + " " +
+                         command("env recreate tiny --out " +
+                                 shell_quote((dir_ / "norepack").string()) + " --check"));
+    const std::string line = "dpkg-repack is not installed here: apt-get install dpkg-repack\n";
+    EXPECT_EQ(occurrences(r.out, line), repacked.empty() ? 0u : 1u) << r.out;
+    EXPECT_EQ(r.exit_code, repacked.empty() ? 0 : 1) << r.out;
+    for (const auto& pin : repacked) {
+      EXPECT_NE(r.out.find(pin + ": version " + pin.substr(pin.find('=') + 1) +
+                           " is in no archive apt knows here nor in their pools"),
+                std::string::npos)
+          << r.out;
+    }
+    EXPECT_EQ(r.out.find("nor installed on this machine"), std::string::npos) << r.out;
+    EXPECT_EQ(occurrences(r.out, "pass (repacked)"), 0u) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(dir_ / "norepack" / "debs"));
+  }
+
   TempDir dir_;
 };
 
@@ -419,31 +536,31 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
   // from apt's index; another installs from the archive's pool exactly when
   // the test finds its file there itself (in the folder of a version apt
   // lists, on that version's archive), as the file --check fetched into the
-  // cache, ADDed by the Dockerfile instead of pinned; else it fails and says
-  // where else to look.
+  // cache, ADDed by the Dockerfile instead of pinned; any other is repacked
+  // from this machine, where the run was trained, so it is installed here at
+  // that version: its .deb is in the cache and in the Dockerfile's debs/,
+  // COPYed. Every pin passes, whatever the archive still serves.
   ASSERT_FALSE(reachable_archives().empty());
-  std::vector<std::string> from_pool;
-  size_t failed = 0;
+  std::vector<std::string> from_pool, repacked;
   for (const auto& p : j.at("packages")) {
     const std::string name = p.at("name"), version = p.at("version"), pin = p.at("pin");
     const std::string url = p.at("pool_url"), source = p.at("check").at("source");
-    const bool ok = p.at("check").at("ok").get<bool>();
-    failed += !ok;
+    const std::string arch = p.at("arch"), repacked_file = p.at("repacked_file");
+    EXPECT_TRUE(p.at("check").at("ok").get<bool>()) << p.dump();
     if (archived.count(name + "=" + version)) {
-      EXPECT_TRUE(ok) << p.dump();
       EXPECT_EQ(source, "index") << p.dump();
       EXPECT_EQ(url, "") << p.dump();
+      EXPECT_EQ(repacked_file, "") << p.dump();
       continue;
     }
-    const std::string file = name + "_" + version.substr(version.find(':') + 1) + "_" +
-                             p.at("arch").get<std::string>() + ".deb";
-    const bool in_pool = in_a_pool(name, file);
-    EXPECT_EQ(ok, in_pool) << p.dump();
-    if (!ok) {
-      const std::string message = p.at("check").at("message");
-      EXPECT_NE(message.find("nor in their pools"), std::string::npos) << message;
-      EXPECT_NE(message.find("snapshot.debian.org"), std::string::npos) << message;
-      EXPECT_NE(docker.find("      " + pin + " \\\n"), std::string::npos) << docker;
+    const std::string file =
+        name + "_" + version.substr(version.find(':') + 1) + "_" + arch + ".deb";
+    EXPECT_EQ(docker.find("      " + pin + " \\\n"), std::string::npos) << docker;
+    EXPECT_NE(docker.find("      /tmp/trainscope-debs/" + file + " \\\n"), std::string::npos)
+        << docker;
+    if (!in_a_pool(name, file)) {
+      repacked.push_back(pin);
+      expect_repacked(p, file, docker);
       continue;
     }
     from_pool.push_back(pin);
@@ -452,21 +569,16 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
     EXPECT_NE(docker.find(" " + url + " /tmp/trainscope-debs/" + file + "\n"), std::string::npos)
         << p.dump() << "\n"
         << docker;
-    EXPECT_NE(docker.find("      /tmp/trainscope-debs/" + file + " \\\n"), std::string::npos)
-        << docker;
-    EXPECT_EQ(docker.find("      " + pin + " \\\n"), std::string::npos) << docker;
     auto fields =
         run_command("dpkg-deb -f " + shell_quote((dir_ / "cache/trainscope/debs" / file).string()) +
                     " Package Version");
     EXPECT_EQ(fields.out, "Package: " + name + "\nVersion: " + version + "\n") << p.dump();
     EXPECT_NE(r.out.find(url), std::string::npos) << r.out;  // the progress line
   }
-  EXPECT_EQ(r.exit_code, failed > 0 ? 1 : 0) << r.out;
-  if (failed > 0) {
-    EXPECT_NE(r.out.find(std::to_string(failed) + " of "), std::string::npos) << r.out;
-  }
+  EXPECT_EQ(r.exit_code, 0) << r.out;
   std::cout << from_pool.size() << " of " << j.at("packages").size()
-            << " pins are served from the archive's pool here, " << failed << " from nowhere\n";
+            << " pins are served from the archive's pool here, " << repacked.size()
+            << " repacked from this machine\n";
   // And apt, run by the test, installs exactly these versions on a machine
   // with nothing installed.
   std::ofstream(dir_ / "empty-status").close();
@@ -480,17 +592,21 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
       << apt.out;
   EXPECT_NE(apt.out.find("Inst " + blas.package + " (" + blas.version + " "), std::string::npos)
       << apt.out;
-  // Without --check: the table and the libtorch line; no ADD, the pool is
-  // searched only with --check.
+  // Without --check: the table and the libtorch line; no ADD, no COPY, no
+  // debs/: the pools are searched and pins repacked only with --check.
   auto text = ts("env recreate tiny --out " + shell_quote((dir_ / "offline").string()));
   ASSERT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("libtorch: " + torch.package + "=" + torch.version), std::string::npos)
       << text.out;
-  EXPECT_EQ(read(dir_ / "offline" / "Dockerfile").find("\nADD "), std::string::npos);
+  const std::string offline = read(dir_ / "offline" / "Dockerfile");
+  EXPECT_EQ(offline.find("\nADD "), std::string::npos) << offline;
+  EXPECT_EQ(offline.find("\nCOPY "), std::string::npos) << offline;
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "offline" / "debs"));
   // --check again as text: the pool files come from the cache, each pool pin
-  // says where it is from, and the summary counts them.
+  // says where it is from, each repacked pin says what it is, and the summary
+  // counts them.
   auto again = ts("env recreate tiny --out " + shell_quote(out.string()) + " --check");
-  EXPECT_EQ(again.exit_code, failed > 0 ? 1 : 0) << again.out;
+  EXPECT_EQ(again.exit_code, 0) << again.out;
   for (const auto& pin : from_pool) {
     EXPECT_NE(again.out.find(pin + ": from the pool, http"), std::string::npos) << again.out;
   }
@@ -498,13 +614,25 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
     EXPECT_NE(again.out.find(": in the cache"), std::string::npos) << again.out;
     EXPECT_EQ(again.out.find("fetching http"), std::string::npos) << again.out;
   }
+  for (const auto& pin : repacked) {
+    const std::string version = pin.substr(pin.find('=') + 1);
+    EXPECT_NE(again.out.find(pin +
+                             ": repacked from this machine's installed files (dpkg-repack): no "
+                             "archive serves version " +
+                             version + " any more; its conffiles are this machine's (debs/"),
+              std::string::npos)
+        << again.out;
+  }
   const size_t n = j.at("packages").size();
+  EXPECT_EQ(occurrences(again.out, "pass (repacked)"), repacked.size()) << again.out;
   EXPECT_NE(again.out.find(fmt::format(
                 "check: {} of {} pinned versions install on a machine with nothing installed: {} "
-                "from apt's index, {} from the archives' pools (ADDed in the Dockerfile), {} not",
-                n - failed, n, n - failed - from_pool.size(), from_pool.size(), failed)),
+                "from apt's index, {} from the archives' pools (ADDed in the Dockerfile), {} "
+                "repacked from this machine (COPYed from debs/), 0 not",
+                n, n, n - from_pool.size() - repacked.size(), from_pool.size(), repacked.size())),
             std::string::npos)
       << again.out;
+  expect_without_dpkg_repack(repacked);
 }
 
 // A run whose manifest has no package data (here a `watch` run, whose
