@@ -270,7 +270,8 @@ std::string repack(const PinnedPackage& p, const fs::path& dir, const std::strin
   fs::create_directories(work, ec);
   // dpkg-repack writes into the current folder: env -C runs it in `work`.
   std::vector<std::string> args = {"env", "-C", work.string(), "LC_ALL=C"};
-  if (geteuid() != 0) args.push_back("fakeroot");
+  // fakeroot -u keeps the files' real owners (dpkg-repack asks for it).
+  if (geteuid() != 0) args.insert(args.end(), {"fakeroot", "-u"});
   args.push_back("dpkg-repack");
   args.push_back(dpkg_name(p, native));
   int st = -1;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -485,6 +486,33 @@ class RecreateCliTest : public ::testing::Test {
     EXPECT_FALSE(std::filesystem::exists(dir_ / "norepack" / "debs"));
   }
 
+  // Run by root, the test also runs --check as nobody (setpriv): not root,
+  // dpkg-repack runs under fakeroot -u, and every pin still passes; the
+  // files it rebuilds hold the installed files with their real owners
+  // (root), as dpkg-deb lists them.
+  void expect_repacked_by_another_user(const std::vector<std::string>& repacked) {
+    ASSERT_EQ(run_command("chmod -R a+rwX " + shell_quote(dir_.path().string())).exit_code, 0);
+    const auto out = dir_ / "nobody";
+    auto r =
+        run_command("setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=" +
+                    shell_quote(dir_.path().string()) + " " +
+                    command("env recreate tiny --out " + shell_quote(out.string()) + " --check"));
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(occurrences(r.out, "pass (repacked)"), repacked.size()) << r.out;
+    for (const auto& pin : repacked) {
+      const std::string name = pin.substr(0, pin.find('='));
+      auto deb =
+          run_command("ls " + shell_quote((out / "debs").string()) + " | grep '^" + name + "_'");
+      ASSERT_EQ(deb.exit_code, 0) << pin << ": " << deb.out;
+      const auto file = out / "debs" / trim(deb.out);
+      EXPECT_EQ(run_command("stat -c %U " + shell_quote(file.string())).out, "nobody\n");
+      auto list = run_command("dpkg-deb -c " + shell_quote(file.string()));
+      EXPECT_EQ(list.exit_code, 0) << list.out;
+      EXPECT_NE(list.out.find(" root/root "), std::string::npos) << list.out;
+      EXPECT_EQ(list.out.find(" nobody/"), std::string::npos) << list.out;
+    }
+  }
+
   TempDir dir_;
 };
 
@@ -633,6 +661,7 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
             std::string::npos)
       << again.out;
   expect_without_dpkg_repack(repacked);
+  if (geteuid() == 0) expect_repacked_by_another_user(repacked);
 }
 
 // A run whose manifest has no package data (here a `watch` run, whose
