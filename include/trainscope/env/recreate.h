@@ -136,7 +136,7 @@ size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
 // When a pinned version is in neither apt's index nor a pool but this
 // machine has exactly that version and architecture installed (dpkg-query),
 // dpkg-repack rebuilds its .deb from the installed files and dpkg's
-// database (under fakeroot when not root). A conffile the machine's admin
+// database (under fakeroot -u when not root). A conffile the machine's admin
 // modified is taken as it is on disk, so such a package is this machine's
 // copy, not Debian's. Run by `env recreate --check` only, after
 // fetch_pool_files; recipe() and dockerfile() never repack.
