@@ -119,9 +119,13 @@ void add_run(CLI::App* study, Context& ctx) {
               "  trainscope --store postgresql://me@db/ts study run configs/studies/seeds.yaml "
               "--executor slurm --partition gpu --array-parallelism 8");
   cmd->callback([&ctx, a] {
-    const study::StudyOptions o = planning_options(ctx, *a);
+    // The worker starts first: it loads libtorch while this process does.
+    study::StudyOptions o = options(ctx, *a);
+    study::StudySpec loaded = study::load_study(a->file, a->quick);
+    study::start_early_worker(loaded, o);
+    o.resolver = &torch_commands().config_resolver();
     auto store = ctx.store();
-    study::StudySpec spec = study::plan_study(*store, study::load_study(a->file, a->quick), o);
+    study::StudySpec spec = study::plan_study(*store, std::move(loaded), o);
     study::check_name_free(*store, spec);  // before the plan is printed
     core::log_info("study {}: {}", spec.name,
                    study::estimate_text(study::estimate_plan(*store, spec, o)));
@@ -281,16 +285,16 @@ void add_top_level_report(CLI::App& app, Context& ctx) {
 void add_worker(CLI::App* study) {
   auto* cmd = study->add_subcommand("worker", "")->group("");  // hidden
   auto fd = std::make_shared<int>(-1);
-  auto warm = std::make_shared<std::string>();
   cmd->add_option("--fd", *fd, "The socket to read jobs from")->required();
-  cmd->add_option("--warm", *warm, "A config whose dataset to load first");
-  cmd->callback([fd, warm] {
+  cmd->callback([fd] {
     const auto run = [](const std::vector<std::string>& args) {
       std::vector<char*> argv = core::exec_argv(args);
       return run_command_line(static_cast<int>(args.size()), argv.data());
     };
-    torch_commands().warm(*warm, run);
-    study::serve_jobs(*fd, [run](const study::Job& job) { return run(job.argv); });
+    TorchCommands& torch = torch_commands();  // libtorch loads while the study plans
+    study::serve_jobs(
+        *fd, [&](const std::string& config) { torch.warm(config, run); },
+        [run](const study::Job& job) { return run(job.argv); });
   });
 }
 

@@ -317,8 +317,7 @@ class Scheduler {
     // A trainer's runs fork from a worker that has libtorch and the base
     // config's dataset in memory; a command study's runs are its command.
     if (o_.executor == "local" && o_.warm && spec_.command.empty())
-      return warm_executor(
-          workers, {o_.program.string(), "study", "worker", "--fd", "3", "--warm", base_.string()});
+      return warm_executor(workers, worker_argv(o_), base_.string(), o_.early_worker);
     if (o_.executor == "local") return local_executor(workers);
     if (o_.executor != "slurm")
       fail(ErrorKind::kUsage, "unknown executor '{}'; use local or slurm", o_.executor);
@@ -400,6 +399,15 @@ void check_name_free(store::Store& store, const StudySpec& spec) {
          spec.name, core::short_uuid(r.uuid), store::to_string(r.status), spec.name,
          spec.file.filename().string());
   }
+}
+
+std::vector<std::string> worker_argv(const StudyOptions& o) {
+  return {o.program.string(), "study", "worker", "--fd", "3"};
+}
+
+void start_early_worker(const StudySpec& study, StudyOptions& o) {
+  if (o.executor == "local" && o.warm && study.command.empty() && o.early_worker.pid < 0)
+    o.early_worker = start_worker(worker_argv(o));
 }
 
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,

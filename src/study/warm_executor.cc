@@ -214,10 +214,37 @@ class JobServer {
 
 }  // namespace
 
-void serve_jobs(int fd, const std::function<int(const Job&)>& run) {
+void serve_jobs(int fd, const std::function<void(const std::string&)>& warm,
+                const std::function<int(const Job&)>& run) {
   // Die with the study; its children then get SIGTERM from theirs.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The first frame names the config whose dataset to warm: it comes once
+  // the study is planned, while this process has been loading libtorch.
+  auto first = read_frame(fd);
+  if (!first) return;  // the study ended before it planned anything
+  if (first->size() != 2 || (*first)[0] != "warm")
+    fail(ErrorKind::kRuntime, "study worker: expected the warm frame first");
+  warm((*first)[1]);
   JobServer(fd, run).serve();
+}
+
+WorkerProcess start_worker(const std::vector<std::string>& argv) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    fail(ErrorKind::kRuntime, "cannot start a study worker: {}", std::strerror(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) fail(ErrorKind::kRuntime, "cannot start a study worker: {}", std::strerror(errno));
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    dup2(sv[1], 3);  // dup2 leaves fd 3 open across exec
+    std::vector<char*> args = core::exec_argv(argv);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(sv[1]);
+  return {sv[0], pid};
 }
 
 // ---- the study's side ----
@@ -226,12 +253,21 @@ namespace {
 
 class WarmExecutor : public Executor {
  public:
-  WarmExecutor(int slots, std::vector<std::string> worker) : slots_(slots), worker_argv_(worker) {}
+  WarmExecutor(int slots, std::vector<std::string> worker, std::string warm_config,
+               WorkerProcess early)
+      : slots_(slots),
+        worker_argv_(std::move(worker)),
+        warm_config_(std::move(warm_config)),
+        early_(early) {}
   ~WarmExecutor() override {
     stop_all();
     while (wait_any()) {
     }
     close_worker();
+    if (early_.pid > 0) {  // started early, never used: it ends at end of file
+      close(early_.fd);
+      waitpid(early_.pid, nullptr, 0);
+    }
   }
   int slots() const override { return slots_; }
   int running() const override { return static_cast<int>(jobs_.size()); }
@@ -273,24 +309,14 @@ class WarmExecutor : public Executor {
     bool lost = false;  // its worker died
   };
 
+  // The worker started before planning, else a new one; either is sent the
+  // config to warm first.
   void spawn() {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      fail(ErrorKind::kRuntime, "cannot start a study worker: {}", std::strerror(errno));
-    const pid_t parent = getpid();
-    const pid_t pid = fork();
-    if (pid < 0) fail(ErrorKind::kRuntime, "cannot start a study worker: {}", std::strerror(errno));
-    if (pid == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGTERM);
-      if (getppid() != parent) _exit(127);
-      dup2(sv[1], 3);  // dup2 leaves fd 3 open across exec
-      std::vector<char*> argv = core::exec_argv(worker_argv_);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-    close(sv[1]);
-    fd_ = sv[0];
-    worker_ = pid;
+    WorkerProcess w = early_.pid > 0 ? early_ : start_worker(worker_argv_);
+    early_ = {};
+    fd_ = w.fd;
+    worker_ = w.pid;
+    send_frame(fd_, {"warm", warm_config_});  // a dead worker shows at the next frame
   }
 
   std::optional<JobEnd> on_frame(const Frame& f) {
@@ -351,6 +377,8 @@ class WarmExecutor : public Executor {
 
   int slots_;
   std::vector<std::string> worker_argv_;
+  std::string warm_config_;
+  WorkerProcess early_;
   int fd_ = -1;
   pid_t worker_ = -1;
   bool stopping_ = false;
@@ -359,10 +387,12 @@ class WarmExecutor : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker_argv) {
+std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker_argv,
+                                        std::string warm_config, WorkerProcess early) {
   if (slots < 1) fail(ErrorKind::kUsage, "workers is {}: use at least 1", slots);
   if (worker_argv.empty()) fail(ErrorKind::kUsage, "a warm executor needs a worker command");
-  return std::make_unique<WarmExecutor>(slots, std::move(worker_argv));
+  return std::make_unique<WarmExecutor>(slots, std::move(worker_argv), std::move(warm_config),
+                                        early);
 }
 
 }  // namespace trainscope::study

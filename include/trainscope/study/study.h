@@ -64,6 +64,8 @@ struct StudyOptions {
   // local: fork each training from a warm worker (executor.h) instead of
   // starting `trainscope train` from nothing.
   bool warm = true;
+  // That worker, when start_early_worker started it before planning.
+  WorkerProcess early_worker;
   std::string command_line;
   uint64_t max_runs = kDefaultMaxRuns;  // refuse larger plans
   // study resume: plan again from the study's files as they are now
@@ -110,6 +112,14 @@ std::string estimate_text(const PlanEstimate& estimate);
 // count and the estimated time) a plan of more than options.max_runs runs
 // before anything is built or recorded.
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& options);
+
+// The command line of a study's warm worker (`PROGRAM study worker --fd 3`).
+std::vector<std::string> worker_argv(const StudyOptions& options);
+// For a local warm study of the trainer, starts its worker now, before the
+// study is planned (`study` as loaded, before planning): planning loads
+// libtorch here while the worker loads it there. Sets
+// options.early_worker; run_study adopts it. Does nothing for other studies.
+void start_early_worker(const StudySpec& study, StudyOptions& options);
 
 // Creates the study's run, recording the planned spec (its resolved base
 // among it), and runs every planned training.
