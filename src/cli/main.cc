@@ -1,7 +1,6 @@
 // trainscope: the command-line entry point. Every error thrown below is
 // caught here once and turned into one line on stderr and an exit code;
 // this is the only place where an error's kind becomes an exit code.
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -178,15 +177,11 @@ int run_command_line(int argc, char** argv) {
 int main(int argc, char** argv) {
   const int code = trainscope::cli::run_command_line(argc, argv);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_UNDEFINED__)
-  // Every store is closed and every output written and checked by now.
-  // _exit skips the static destructors, among them libtorch's, which
-  // deregister every operator one by one: 0.2 s of CPU at the end of each
-  // command that loaded the torch half (a study's own process and its
-  // worker among them). Sanitized builds exit normally, so that
-  // LeakSanitizer still checks.
-  std::cout.flush();
-  std::fflush(nullptr);
-  _exit(code);
+  // Every store is closed and every output written and checked by now; a
+  // command that loaded the torch half (a study's own process and its worker
+  // among them) saves the 0.2 s libtorch's static destructors take.
+  // Sanitized builds exit normally, so that LeakSanitizer still checks.
+  trainscope::core::exit_now(code);
 #endif
   return code;
 }

@@ -8,9 +8,11 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <iostream>
 #include <random>
 
 #include "sha256.h"
@@ -276,6 +278,13 @@ bool process_alive(int64_t pid, int64_t start_ticks) {
   const char state = line[close + 2];
   if (state == 'Z' || state == 'X' || state == 'x') return false;
   return process_start_ticks(pid) == start_ticks;
+}
+
+void exit_now(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(code);
 }
 
 std::string format_duration(double s) {

@@ -109,6 +109,13 @@ int64_t process_start_ticks(int64_t pid);
 // (SIGSTOP, Ctrl-Z) is alive.
 bool process_alive(int64_t pid, int64_t start_ticks);
 
+// Flushes std::cout, std::cerr and every stdio stream, then ends the process
+// with _exit(code): no static destructors, among them libtorch's, which
+// deregister every operator one by one (0.2 s). For a process whose stores
+// are closed and whose output is written: a forked training or rank, the
+// CLI's main.
+[[noreturn]] void exit_now(int code);
+
 // The non-empty, trimmed items of a comma-separated list ("a, b,,c" ->
 // a, b, c).
 std::vector<std::string> split_list(std::string_view text);

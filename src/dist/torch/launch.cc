@@ -15,7 +15,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <thread>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -87,10 +86,7 @@ pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int p
     code = o.in_process(o.argv[static_cast<size_t>(rank)]);
   } catch (...) {
   }
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  _exit(code);
+  core::exit_now(code);
 }
 
 // Forks the ranks of LaunchOptions::in_process; returns the pipes to send
