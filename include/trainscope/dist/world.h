@@ -4,6 +4,7 @@
 
 #include <ATen/Tensor.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,10 @@ class World {
   // Every rank's copy of `t` (same shape on all), in rank order.
   std::vector<at::Tensor> allgather(const at::Tensor& t);
   // The rendezvous store: a key set by one rank, read by the others
-  // (get waits up to the timeout).
+  // (get waits up to the timeout). Each value is stored with one byte
+  // before it (stored_value): c10d 1.13's TCPStore answers a get of an
+  // empty value with its length sent MSG_MORE and nothing after it, which
+  // the kernel holds back for 200 ms.
   void set(const std::string& key, const std::string& value);
   std::string get(const std::string& key);
 
@@ -72,5 +76,8 @@ class World {
   int rank_ = 0, size_ = 1, local_rank_ = 0;
   std::string host_, address_, source_;
 };
+
+// The value World::set stored under a key, from the bytes the store holds.
+std::string stored_value(const std::vector<uint8_t>& bytes);
 
 }  // namespace trainscope::dist

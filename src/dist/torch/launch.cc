@@ -197,8 +197,7 @@ LaunchOutcome launch(const LaunchOptions& o) {
     }
   }
   if (store->check({"run"})) {
-    auto v = store->get("run");
-    out.run_uuid.assign(v.begin(), v.end());
+    out.run_uuid = stored_value(store->get("run"));  // World::set by rank 0
   }
   return out;
 }

@@ -173,14 +173,23 @@ std::vector<at::Tensor> World::allgather(const at::Tensor& t) {
   return out[0];
 }
 
+namespace {
+constexpr char kValueTag = '=';
+}  // namespace
+
+std::string stored_value(const std::vector<uint8_t>& bytes) {
+  const size_t skip = !bytes.empty() && bytes[0] == kValueTag ? 1 : 0;
+  return {bytes.begin() + static_cast<std::ptrdiff_t>(skip), bytes.end()};
+}
+
 void World::set(const std::string& key, const std::string& value) {
-  impl_->store->set(key, std::vector<uint8_t>(value.begin(), value.end()));
+  const std::string tagged = kValueTag + value;
+  impl_->store->set(key, std::vector<uint8_t>(tagged.begin(), tagged.end()));
 }
 
 std::string World::get(const std::string& key) {
   try {
-    auto v = impl_->store->get(key);
-    return {v.begin(), v.end()};
+    return stored_value(impl_->store->get(key));
   } catch (const std::exception& e) {
     fail(ErrorKind::kRuntime, "rank {}: waiting for '{}' from rank 0 failed: {}", rank_, key,
          first_line(e));
