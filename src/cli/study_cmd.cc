@@ -293,7 +293,7 @@ void add_worker(CLI::App* study) {
     };
     TorchCommands& torch = torch_commands();  // libtorch loads while the study plans
     study::serve_jobs(
-        *fd, [&](const std::string& config) { torch.warm(config, run); },
+        *fd, [&](const study::Warm& w) { torch.warm(w.config, w.sets, run); },
         [run](const study::Job& job) { return run(job.argv); });
   });
 }

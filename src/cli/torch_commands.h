@@ -24,6 +24,7 @@ struct TrainArgs {
   std::string config;
   std::vector<std::string> sets;
   std::string name, experiment, resume, parent;
+  std::string code;   // whose git tree the run records; empty: the config's
   int64_t nproc = 0;  // > 0: --set dist.nproc=N
   bool no_progress = false;
 };
@@ -101,11 +102,12 @@ class TorchCommands {
   virtual void costmodel_predict(Context& ctx, const CostmodelArgs& args) = 0;
   virtual void tune(Context& ctx, const TuneArgs& args) = 0;
   // Before a study worker forks its trainings: loads the dataset that
-  // `config` (empty: none) trains on into this process's memory, so that
-  // each child reads it from there (train/data.h, warm_dataset), and hashes
-  // its files (env::hash_files). The ranks of a data-parallel training are
-  // then forked too and run their command line with `run`.
-  virtual void warm(const std::string& config,
+  // `config` with `sets` (empty config: none) trains on into this process's
+  // memory, so that each child reads it from there (train/data.h,
+  // warm_dataset), and hashes its files (env::hash_files). The ranks of a
+  // data-parallel training are then forked too and run their command line
+  // with `run`.
+  virtual void warm(const std::string& config, const std::vector<std::string>& sets,
                     std::function<int(const std::vector<std::string>&)> run) = 0;
   // libtorch's part of the environment manifest (env/manifest.h groups
   // libraries, threads, flags).

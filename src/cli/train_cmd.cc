@@ -18,6 +18,9 @@ void add_train(CLI::App& app, Context& ctx) {
   cmd->add_option("--experiment", a->experiment, "Experiment (overrides the config's)");
   cmd->add_option("--resume", a->resume, "Continue a stopped or killed run (UUID prefix or name)");
   cmd->add_option("--parent", a->parent, "Record the run as a child of this run (a study)");
+  cmd->add_option("--code", a->code,
+                  "Record the git state of the repository holding this file or folder as the "
+                  "run's code (default: the config file's)");
   cmd->add_flag("--no-progress", a->no_progress, "No progress bar");
   cmd->add_option("--nproc", a->nproc,
                   "Train data-parallel on N local processes (dist.nproc; each rank takes its "

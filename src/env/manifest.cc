@@ -339,6 +339,28 @@ GitState capture_git_state(const fs::path& path) {
 Manifest capture_git(const fs::path& path) { return capture_git_state(path).manifest; }
 
 namespace {
+std::optional<std::pair<fs::path, GitState>>& warmed_git() {
+  static std::optional<std::pair<fs::path, GitState>> warmed;
+  return warmed;
+}
+fs::path git_key(const fs::path& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec);
+  return (ec ? path : abs).lexically_normal();
+}
+}  // namespace
+
+void warm_git_state(const fs::path& path) {
+  warmed_git() = std::make_pair(git_key(path), capture_git_state(path));
+}
+
+GitState git_state(const fs::path& path) {
+  const auto& warmed = warmed_git();
+  if (warmed && warmed->first == git_key(path)) return warmed->second;
+  return capture_git_state(path);
+}
+
+namespace {
 
 // What identifies a file's content for hash_files' memo; nullopt when it
 // cannot be stat'ed (sha256_file then says why).

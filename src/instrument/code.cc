@@ -36,7 +36,7 @@ void add_text_artifact(store::RunRecorder& run, const std::string& bytes, const 
 }  // namespace
 
 env::Manifest record_code(store::RunRecorder& run, const fs::path& path) {
-  env::GitState g = env::capture_git_state(path);
+  env::GitState g = env::git_state(path);
   if (g.manifest.empty()) return {};
   if (!g.diff.empty() && g.diff.size() > kMaxStoredDiff) {
     run.set_tag("git.diff_stored", fmt::format("no: {} MiB is more than {} MiB",

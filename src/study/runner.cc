@@ -192,6 +192,14 @@ Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& s
   return j;
 }
 
+// What a worker warms for `spec`: `config` (the base file, or its planned
+// copy) with the first planned run's settings, and the study file's code.
+Warm warm_of(const StudySpec& spec, const std::string& config) {
+  const Plan plan(spec);
+  return {config, plan.size() > 0 ? set_lines(plan.at(0)) : std::vector<std::string>{},
+          std::filesystem::absolute(spec.file).string()};
+}
+
 Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const StudyOptions& o,
              const std::string& study, const std::filesystem::path& logs,
              const std::filesystem::path& base) {
@@ -208,6 +216,9 @@ Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const Stu
   if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
   for (const auto& line : set_lines(p)) j.argv.insert(j.argv.end(), {"--set", line});
   j.argv.insert(j.argv.end(), {"--experiment", spec.name});
+  // The code is the study file's repository, not the logs folder's where
+  // the planned base config is written.
+  j.argv.insert(j.argv.end(), {"--code", std::filesystem::absolute(spec.file).string()});
   if (!st.resume_uuid.empty())
     j.argv.insert(j.argv.end(), {"--resume", st.resume_uuid});
   else
@@ -317,7 +328,8 @@ class Scheduler {
     // A trainer's runs fork from a worker that has libtorch and the base
     // config's dataset in memory; a command study's runs are its command.
     if (o_.executor == "local" && o_.warm && spec_.command.empty())
-      return warm_executor(workers, worker_argv(o_), base_.string(), o_.early_worker);
+      return warm_executor(workers, worker_argv(o_), warm_of(spec_, base_.string()),
+                           o_.early_worker);
     if (o_.executor == "local") return local_executor(workers);
     if (o_.executor != "slurm")
       fail(ErrorKind::kUsage, "unknown executor '{}'; use local or slurm", o_.executor);
@@ -407,7 +419,7 @@ std::vector<std::string> worker_argv(const StudyOptions& o) {
 
 void start_early_worker(const StudySpec& study, StudyOptions& o) {
   if (o.executor == "local" && o.warm && study.command.empty() && o.early_worker.pid < 0)
-    o.early_worker = start_worker(worker_argv(o));
+    o.early_worker = start_worker(worker_argv(o), warm_of(study, study.base.string()));
 }
 
 Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, const StudyOptions& o,

@@ -22,6 +22,7 @@
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/env/manifest.h"
 #include "trainscope/study/executor.h"
 
 namespace trainscope::study {
@@ -106,6 +107,17 @@ std::optional<Job> decode(const Frame& f) {
   job.argv.assign(f.begin() + 3, f.begin() + 3 + static_cast<std::ptrdiff_t>(argc));
   for (size_t i = 3 + argc; i < f.size(); i += 2) job.env[f[i]] = f[i + 1];
   return job;
+}
+
+// The warm frame: "warm", config, code, then the set lines.
+Frame encode(const Warm& w) {
+  Frame f{"warm", w.config, w.code};
+  f.insert(f.end(), w.sets.begin(), w.sets.end());
+  return f;
+}
+
+Warm decode_warm(const Frame& f) {
+  return {f[1], std::vector<std::string>(f.begin() + 3, f.end()), f[2]};
 }
 
 }  // namespace
@@ -208,7 +220,7 @@ class JobServer {
 
 }  // namespace
 
-void serve_jobs(int fd, const std::function<void(const std::string&)>& warm,
+void serve_jobs(int fd, const std::function<void(const Warm&)>& warm,
                 const std::function<int(const Job&)>& run) {
   // Die with the study; its children then get SIGTERM from theirs.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -216,13 +228,15 @@ void serve_jobs(int fd, const std::function<void(const std::string&)>& warm,
   // the study is planned, while this process has been loading libtorch.
   auto first = read_frame(fd);
   if (!first) return;  // the study ended before it planned anything
-  if (first->size() != 2 || (*first)[0] != "warm")
+  if (first->size() < 3 || (*first)[0] != "warm")
     fail(ErrorKind::kRuntime, "study worker: expected the warm frame first");
-  warm((*first)[1]);
+  const Warm w = decode_warm(*first);
+  if (!w.code.empty()) env::warm_git_state(w.code);
+  warm(w);
   JobServer(fd, run).serve();
 }
 
-WorkerProcess start_worker(const std::vector<std::string>& argv) {
+WorkerProcess start_worker(const std::vector<std::string>& argv, const Warm& warm) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     fail(ErrorKind::kRuntime, "cannot start a study worker: {}", std::strerror(errno));
@@ -238,6 +252,7 @@ WorkerProcess start_worker(const std::vector<std::string>& argv) {
     _exit(127);
   }
   close(sv[1]);
+  send_frame(sv[0], encode(warm));  // a dead worker shows at the next frame
   return {sv[0], pid};
 }
 
@@ -247,12 +262,8 @@ namespace {
 
 class WarmExecutor : public Executor {
  public:
-  WarmExecutor(int slots, std::vector<std::string> worker, std::string warm_config,
-               WorkerProcess early)
-      : slots_(slots),
-        worker_argv_(std::move(worker)),
-        warm_config_(std::move(warm_config)),
-        early_(early) {}
+  WarmExecutor(int slots, std::vector<std::string> worker, Warm warm, WorkerProcess early)
+      : slots_(slots), worker_argv_(std::move(worker)), warm_(std::move(warm)), early_(early) {}
   ~WarmExecutor() override {
     stop_all();
     while (wait_any()) {
@@ -303,14 +314,13 @@ class WarmExecutor : public Executor {
     bool lost = false;  // its worker died
   };
 
-  // The worker started before planning, else a new one; either is sent the
-  // config to warm first.
+  // The worker started before planning (sent what to warm then), else a
+  // new one.
   void spawn() {
-    WorkerProcess w = early_.pid > 0 ? early_ : start_worker(worker_argv_);
+    WorkerProcess w = early_.pid > 0 ? early_ : start_worker(worker_argv_, warm_);
     early_ = {};
     fd_ = w.fd;
     worker_ = w.pid;
-    send_frame(fd_, {"warm", warm_config_});  // a dead worker shows at the next frame
   }
 
   std::optional<JobEnd> on_frame(const Frame& f) {
@@ -371,7 +381,7 @@ class WarmExecutor : public Executor {
 
   int slots_;
   std::vector<std::string> worker_argv_;
-  std::string warm_config_;
+  Warm warm_;
   WorkerProcess early_;
   int fd_ = -1;
   pid_t worker_ = -1;
@@ -381,12 +391,11 @@ class WarmExecutor : public Executor {
 
 }  // namespace
 
-std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker_argv,
-                                        std::string warm_config, WorkerProcess early) {
+std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker_argv, Warm warm,
+                                        WorkerProcess early) {
   if (slots < 1) fail(ErrorKind::kUsage, "workers is {}: use at least 1", slots);
   if (worker_argv.empty()) fail(ErrorKind::kUsage, "a warm executor needs a worker command");
-  return std::make_unique<WarmExecutor>(slots, std::move(worker_argv), std::move(warm_config),
-                                        early);
+  return std::make_unique<WarmExecutor>(slots, std::move(worker_argv), std::move(warm), early);
 }
 
 }  // namespace trainscope::study

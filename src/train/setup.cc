@@ -215,8 +215,7 @@ void Trainer::open_run(Session& s) {
     s.run->set_tag("data.file." + f.filename().string(), f.string());
   if (options_.record_environment) {
     env::Manifest m = env::capture_run_environment(s.data.files);
-    if (!options_.config_path.empty())
-      m.merge(instrument::record_code(*s.run, options_.config_path));
+    if (!options_.code_path.empty()) m.merge(instrument::record_code(*s.run, options_.code_path));
     s.run->set_environment(m);
   }
 }

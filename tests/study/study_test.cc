@@ -230,3 +230,46 @@ TEST_F(StudyTest, DataParallelRunsForkedFromTheWorkerAreTheRunsTrainedAlone) {
   }
   EXPECT_EQ(compared, 2);  // 2 and 3 ranks
 }
+
+// A study's runs record the code of the study file's repository (not the
+// repository, if any, of the folder the study runs in or logs into), dirty
+// tree and all: with warm workers, which capture it once, as with --cold,
+// where each run captures it itself.
+TEST_F(StudyTest, RunsRecordTheGitStateOfTheStudyFilesRepository) {
+  const fs::path repo = dir_ / "repo", elsewhere = dir_ / "elsewhere";
+  fs::create_directories(repo);
+  fs::create_directories(elsewhere);
+  std::ofstream(repo / "code.yaml")
+      << "study: code\nbase: " << TS_SOURCE_DIR << "/configs/demo.yaml\n"
+      << "set:\n  train.epochs: 1\n  data.train_subset: 256\n  data.test_subset: 100\n"
+      << "sources: [init]\nreplicates: 2\nworkers: 2\n";
+  std::ofstream(repo / "notes.txt") << "before\n";
+  const std::string git = "git -C " + repo.string() + " ";
+  ASSERT_EQ(tst::run_command(git + "init -q && " + git + "add -A && " + git +
+                             "-c user.name=t -c user.email=t@t commit -qm study")
+                .exit_code,
+            0);
+  std::ofstream(repo / "notes.txt") << "after\n";  // dirty: a diff to record
+  const std::string head = tst::run_command(git + "rev-parse HEAD").out.substr(0, 40);
+  for (const std::string mode : {"", " --cold"}) {
+    const fs::path db = dir_ / ("code" + mode.substr(mode.empty() ? 0 : 3) + ".db");
+    auto run = tst::run_command("cd " + elsewhere.string() + " && " + TS_CLI_BIN +
+                                " --store sqlite:" + db.string() + " study run " +
+                                (repo / "code.yaml").string() + mode);
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    auto s = store::Store::open({.uri = "sqlite:" + db.string()});
+    const auto study = s->list_runs({.experiment = "code", .name = "code"});
+    ASSERT_EQ(study.size(), 1u);
+    const auto runs = s->list_runs({.parent_uuid = study[0].uuid});
+    ASSERT_EQ(runs.size(), 2u);
+    for (const auto& r : runs) {
+      auto env = s->environment(r.uuid);
+      EXPECT_EQ(env["git.commit"], head) << r.name << mode;
+      EXPECT_EQ(fs::path(env["git.root"]), fs::canonical(repo)) << r.name << mode;
+      EXPECT_EQ(env["git.dirty"], "true") << r.name << mode;
+      bool diff = false;
+      for (const auto& a : s->artifacts(r.uuid)) diff |= a.name == "git.diff";
+      EXPECT_TRUE(diff) << r.name << mode;
+    }
+  }
+}

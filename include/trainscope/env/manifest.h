@@ -74,6 +74,14 @@ struct GitState {
   std::vector<std::string> untracked;
 };
 GitState capture_git_state(const std::filesystem::path& path);
+// Captures the git state of `path` now and keeps it for git_state(): a
+// study's warm worker calls this once when it warms, so that every training
+// it forks records the tree as it was when the study started, without four
+// git processes each (and the same state, whenever each run starts).
+void warm_git_state(const std::filesystem::path& path);
+// What warm_git_state() kept when it was called with the same path in this
+// process or one it was forked from; otherwise capture_git_state(path).
+GitState git_state(const std::filesystem::path& path);
 // Its manifest alone.
 Manifest capture_git(const std::filesystem::path& path);
 

@@ -19,7 +19,8 @@ inline constexpr size_t kMaxStoredDiff = 32u << 20;
 // The most untracked files named (a tree may hold a dataset nobody ignored).
 inline constexpr size_t kMaxUntrackedNames = 10000;
 
-// Captures the git state of the tree holding `path` (env::capture_git_state)
+// Captures the git state of the tree holding `path` (env::git_state: a
+// study's warm worker captured it once)
 // and returns its manifest for the run's environment. A dirty tree's diff
 // against HEAD is added to `run` as the artifact git.diff (byte for byte
 // what `git diff --binary HEAD` wrote: its SHA-256 is git.diff_sha256), and

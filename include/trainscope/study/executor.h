@@ -52,20 +52,32 @@ class Executor {
 // dies, so a killed study leaves stopped runs that resume, not orphans.
 std::unique_ptr<Executor> local_executor(int slots);
 
+// What a warm worker prepares once for every training it forks: the
+// dataset of `config` with `sets` applied, decoded and its files hashed,
+// and the git state of `code`, which the trainings record
+// (env::warm_git_state). Any may be empty.
+struct Warm {
+  std::string config;
+  std::vector<std::string> sets;
+  std::string code;
+};
+
 // A worker process (`trainscope study worker --fd 3`) and its end of the
 // socket pair it was given as fd 3.
 struct WorkerProcess {
   int fd = -1;
   pid_t pid = -1;
 };
-// Starts `argv` as a worker now: a study starts it before it plans, so
-// that the worker loads libtorch while the study does (two cores, half the
+// Starts `argv` as a worker now and sends it `warm`: a study starts it
+// before it plans, so that the worker loads libtorch and decodes the
+// dataset while the study loads libtorch and plans (two cores, half the
 // wait); warm_executor then adopts it.
-WorkerProcess start_worker(const std::vector<std::string>& argv);
+WorkerProcess start_worker(const std::vector<std::string>& argv, const Warm& warm);
 
 // Warm workers: `worker` (`trainscope study worker --fd 3`, started with
 // one end of a socket pair as fd 3, or adopted from start_worker) loads
-// libtorch, is sent `warm_config` and decodes its dataset once, then forks a fresh child per job
+// libtorch, is sent `warm` (unless adopted: start_worker sent it its own)
+// and prepares it once, then forks a fresh child per job
 // that runs the job's command line in-process (serve_jobs). Each run stays a process of its own (a
 // crash or kill ends only it), and is what a fresh `trainscope train` would be: nothing runs
 // threads in the worker before it forks (Debian's libtorch runs its intra-op threads on libgomp,
@@ -73,16 +85,17 @@ WorkerProcess start_worker(const std::vector<std::string>& argv);
 // files are compared by size and time before use). A worker that dies is started again; the jobs it
 // held end as killed by SIGTERM once their processes are gone (they checkpoint and stop), so the
 // study retries or resumes them.
-std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker,
-                                        std::string warm_config, WorkerProcess early = {});
+std::unique_ptr<Executor> warm_executor(int slots, std::vector<std::string> worker, Warm warm,
+                                        WorkerProcess early = {});
 
-// The worker's side: reads the warm frame from `fd` and calls warm(config)
-// (returns at once when `fd` closes first), then reads jobs and forks a
+// The worker's side: reads the warm frame from `fd`, captures its code's
+// git state and calls warm(it) (returns at once when `fd` closes first),
+// then reads jobs and forks a
 // child per job, which
 // enters the job (log, environment, death signal) and exits with run(job).
 // Reports each child's start and end on `fd`; returns when `fd` is closed
 // and every child has ended. The caller must not run threads.
-void serve_jobs(int fd, const std::function<void(const std::string&)>& warm,
+void serve_jobs(int fd, const std::function<void(const Warm&)>& warm,
                 const std::function<int(const Job&)>& run);
 
 // Slurm: the jobs started between two waits go out as one sbatch job array

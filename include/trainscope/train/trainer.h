@@ -36,7 +36,7 @@ struct TrainOptions {
   std::string command_line;  // recorded with the run
   std::string resume;        // UUID of a run to continue
   std::string parent;        // UUID of the study the run belongs to
-  std::string config_path;   // the config file, for the git state of its repository
+  std::string code_path;     // a file or folder whose git work tree the run records as its code
   // Start a new run from this checkpoint file's state (model, optimizer,
   // RNG, position) instead of from scratch; used to replay steps.
   std::string init_checkpoint;

@@ -47,6 +47,7 @@ std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int r
   if (!a.name.empty()) v.insert(v.end(), {"--name", a.name});
   if (!a.experiment.empty()) v.insert(v.end(), {"--experiment", a.experiment});
   if (!a.parent.empty()) v.insert(v.end(), {"--parent", a.parent});
+  if (!a.code.empty()) v.insert(v.end(), {"--code", a.code});
   if (!a.resume.empty() && rank == 0) v.insert(v.end(), {"--resume", a.resume});
   if (a.no_progress || rank > 0) v.push_back("--no-progress");
   return v;

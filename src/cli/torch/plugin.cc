@@ -7,6 +7,7 @@
 #include "dist.h"
 #include "torch_cli.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/study/weights.h"
 #include "trainscope/train/config.h"
@@ -77,13 +78,20 @@ class Commands final : public TorchCommands {
   void tune(Context& c, const TuneArgs& a) override {
     guarded([&] { torch_cli::tune(c, a); });
   }
-  void warm(const std::string& config,
+  void warm(const std::string& config, const std::vector<std::string>& sets,
             std::function<int(const std::vector<std::string>&)> run) override {
     torch_cli::run_ranks_in_process(std::move(run));
     if (config.empty()) return;
     // The dataset decoded and its files hashed (env::hash_files keeps the
-    // hashes), once for every training forked from this process.
-    guarded([&] { env::hash_files(train::warm_dataset(train::load_config(config, {}).data)); });
+    // hashes), once for every training forked from this process. Only
+    // speed depends on it: a config that does not load (the study refuses
+    // it when it plans) or another dataset leaves each training to read
+    // its own.
+    try {
+      env::hash_files(train::warm_dataset(train::load_config(config, sets).data));
+    } catch (const std::exception& e) {
+      core::log_debug("study worker: nothing warmed from {}: {}", config, e.what());
+    }
   }
   env::Manifest torch_environment() override {
     return guarded([] { return torch_cli::torch_environment(); });

@@ -132,7 +132,7 @@ void profile(Context& ctx, const ProfileArgs& a) {
   o.name = a.name.empty() ? fs::path(a.config).stem().string() + "-profile" : a.name;
   o.unique_name = a.name.empty();
   o.command_line = ctx.argv_line;
-  o.config_path = a.config;
+  o.code_path = a.config;
   train::Trainer trainer(cfg, ctx.store(), o);
   auto r = trainer.run();
   auto store = ctx.store();

@@ -114,7 +114,7 @@ void train(Context& ctx, const TrainArgs& a) {
     study::check_planned_child(*ctx.store(), parent, o.name);
     o.parent = parent.uuid;
   }
-  o.config_path = a.config;
+  o.code_path = a.code.empty() ? a.config : a.code;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
   const auto world = join_as_rank(ctx, cfg, o);
