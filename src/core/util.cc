@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -69,6 +70,14 @@ std::string sha256_hex(std::string_view bytes) {
   Sha256 h;
   h.update(bytes.data(), bytes.size());
   return h.hex();
+}
+
+std::filesystem::path user_cache_dir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::absolute(std::filesystem::path(x) / "trainscope");
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::filesystem::path(h) / ".cache" / "trainscope";
+  return {};
 }
 
 std::string sha256_file(const std::filesystem::path& path) {

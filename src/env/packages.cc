@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "files.h"
+#include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
 
@@ -122,17 +123,8 @@ std::string status_stamp(const fs::path& status) {
 }
 
 fs::path cache_file(const PackageOptions& o) {
-  fs::path dir = o.cache_dir;
-  if (dir.empty()) {
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
-      dir = fs::path(x) / "trainscope";
-    } else if (const char* h = std::getenv("HOME"); h && *h) {
-      dir = fs::path(h) / ".cache" / "trainscope";
-    } else {
-      return {};
-    }
-  }
-  return dir / "dpkg-owners.tsv";
+  const fs::path dir = o.cache_dir.empty() ? core::user_cache_dir() : fs::path(o.cache_dir);
+  return dir.empty() ? fs::path() : dir / "dpkg-owners.tsv";
 }
 
 constexpr std::string_view kCacheMagic = "trainscope-dpkg-owners 2";

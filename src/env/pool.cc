@@ -172,10 +172,7 @@ std::set<std::string> existing(const std::vector<std::string>& urls, bool& searc
 
 fs::path cache_dir(const PoolOptions& o) {
   if (!o.cache_dir.empty()) return fs::absolute(o.cache_dir);
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    return fs::absolute(fs::path(x) / "trainscope" / "debs");
-  if (const char* h = std::getenv("HOME"); h && *h)
-    return fs::path(h) / ".cache" / "trainscope" / "debs";
+  if (const fs::path dir = core::user_cache_dir(); !dir.empty()) return dir / "debs";
   return fs::temp_directory_path() / "trainscope-debs";
 }
 

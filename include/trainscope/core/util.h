@@ -30,6 +30,10 @@ inline std::string short_uuid(std::string_view uuid) { return std::string(uuid.s
 // Lowercase hex SHA-256 of a byte string.
 std::string sha256_hex(std::string_view bytes);
 
+// Where trainscope keeps what it can compute again: $XDG_CACHE_HOME/trainscope,
+// else $HOME/.cache/trainscope; empty when neither variable is set.
+std::filesystem::path user_cache_dir();
+
 // Lowercase hex SHA-256 of a file's content; throws Error naming the file if it
 // cannot be read.
 std::string sha256_file(const std::filesystem::path& path);

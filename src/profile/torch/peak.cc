@@ -14,11 +14,8 @@ using core::host_name;
 
 double peak_gflops() {
   const int threads = torch::get_num_threads();
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  std::filesystem::path dir =
-      xdg && *xdg ? std::filesystem::path(xdg) / "trainscope"
-                  : std::filesystem::path(home ? home : "/tmp") / ".cache/trainscope";
+  std::filesystem::path dir = core::user_cache_dir();
+  if (dir.empty()) dir = "/tmp/.cache/trainscope";
   std::filesystem::path file = dir / fmt::format("peak_gflops_t{}_{}.txt", threads, host_name());
   if (std::ifstream in(file); in) {
     double v = 0;
