@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "trainscope/core/error.h"
+#include "trainscope/train/dataset_cache.h"
 #include "trainscope/train/dataset_files.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
@@ -240,6 +241,12 @@ DatasetFiles dataset_files(const DataConfig& c) {
   return f;
 }
 
+// One split's files decoded, through the decoded-dataset cache.
+Dataset decode(const DatasetFiles& f, const std::vector<fs::path>& files) {
+  return cached_dataset(
+      files, [&] { return f.idx ? read_idx(files[0], files[1]) : read_cifar(files, f.cifar100); });
+}
+
 }  // namespace
 
 std::vector<fs::path> warm_dataset(const DataConfig& c) {
@@ -247,8 +254,7 @@ std::vector<fs::path> warm_dataset(const DataConfig& c) {
   std::vector<fs::path> read;
   for (const auto* files : {&f.train, &f.test}) {
     if (files->empty()) continue;
-    WarmDataset w{stamps_of(*files),
-                  f.idx ? read_idx((*files)[0], (*files)[1]) : read_cifar(*files, f.cifar100)};
+    WarmDataset w{stamps_of(*files), decode(f, *files)};
     warm_datasets()[*files] = std::move(w);
     read.insert(read.end(), files->begin(), files->end());
   }
@@ -260,15 +266,15 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
   Dataset train, test;
   const DatasetFiles f = dataset_files(c);
   if (f.idx) {
-    train = warm_or_read(f.train, [&] { return read_idx(f.train[0], f.train[1]); });
-    test = warm_or_read(f.test, [&] { return read_idx(f.test[0], f.test[1]); });
+    train = warm_or_read(f.train, [&] { return decode(f, f.train); });
+    test = warm_or_read(f.test, [&] { return decode(f, f.test); });
     check_labels(train, f.train[1], c.dataset);
     check_labels(test, f.test[1], c.dataset);
     s.files = {f.train[0], f.train[1], f.test[0], f.test[1]};
     if (c.dataset == "fashion-mnist") train.class_names = test.class_names = kFashionClasses;
   } else if (!f.train.empty()) {
-    train = warm_or_read(f.train, [&] { return read_cifar(f.train, f.cifar100); });
-    test = warm_or_read(f.test, [&] { return read_cifar(f.test, f.cifar100); });
+    train = warm_or_read(f.train, [&] { return decode(f, f.train); });
+    test = warm_or_read(f.test, [&] { return decode(f, f.test); });
     s.files = f.train;
     s.files.insert(s.files.end(), f.test.begin(), f.test.end());
   } else {

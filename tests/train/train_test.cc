@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -23,6 +24,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/probes/config.h"
 #include "trainscope/train/data.h"
+#include "trainscope/train/dataset_cache.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
@@ -90,6 +92,77 @@ TEST(IdxReaderTest, ReadsRawAndGzippedFiles) {
     EXPECT_EQ(d.labels[6].item<int64_t>(), 6);
     EXPECT_EQ(d.classes, 7);
   }
+}
+
+// The decoded-dataset cache gives back exactly what decoding gives, and
+// decodes again whenever its entry or the files changed.
+TEST(DatasetCacheTest, AnEntryIsUsedOnlyWhileItAndTheFilesAreUnchanged) {
+  TempDir dir;
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+  auto [img, lab] = idx_bytes(9, 6, 5);
+  write_file(dir / "i.gz", img, true);
+  write_file(dir / "l", lab, false);
+  const std::vector<std::filesystem::path> files = {dir / "i.gz", dir / "l"};
+  // Files written in the last seconds are not cached: these are older.
+  const auto settle = [&] {
+    for (const auto& f : files)
+      std::filesystem::last_write_time(
+          f, std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
+  };
+  settle();
+  int decoded = 0;
+  const auto load = [&] {
+    return cached_dataset(files, [&] {
+      ++decoded;
+      return read_idx(files[0], files[1]);
+    });
+  };
+  const Dataset fresh = read_idx(files[0], files[1]);
+  const auto same = [&](const Dataset& d) {
+    return torch::equal(d.images, fresh.images) && torch::equal(d.labels, fresh.labels) &&
+           d.classes == fresh.classes;
+  };
+  EXPECT_TRUE(same(load()));
+  const auto entry = dataset_cache_entry(files);
+  ASSERT_TRUE(std::filesystem::exists(entry)) << entry;
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 1);  // the second from the entry
+  // One pixel flipped in the entry: decoded again, and the entry rewritten.
+  {
+    std::fstream f(entry, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(std::filesystem::file_size(entry) - 9 * 8 - 3));
+    f.put('\x7f');
+  }
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 2);
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 2);
+  // A truncated entry, then a label file rewritten with other labels.
+  std::filesystem::resize_file(entry, 100);
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 3);
+  std::string relabelled = lab;
+  relabelled.back() = 3;
+  write_file(dir / "l", relabelled, false);
+  EXPECT_EQ(load().labels[8].item<int64_t>(), 3);  // just written: not cached
+  EXPECT_EQ(decoded, 4);
+  settle();  // the same times as before, but not the same change time
+  EXPECT_EQ(load().labels[8].item<int64_t>(), 3);
+  EXPECT_EQ(decoded, 5);
+  EXPECT_EQ(load().labels[8].item<int64_t>(), 3);
+  EXPECT_EQ(decoded, 5);
+  // Off: never read nor written.
+  setenv("TRAINSCOPE_DATASET_CACHE", "off", 1);
+  EXPECT_TRUE(dataset_cache_entry(files).empty());
+  load();
+  EXPECT_EQ(decoded, 6);
+  unsetenv("TRAINSCOPE_DATASET_CACHE");
+  if (saved.empty())
+    unsetenv("XDG_CACHE_HOME");
+  else
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
 }
 
 // Reliability defect 7: a label of 200 in an MNIST file built a 201-class
