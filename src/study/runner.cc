@@ -192,12 +192,21 @@ Job command_job(const PlannedRun& p, const StudySpec& spec, const std::string& s
   return j;
 }
 
+// The file whose repository a study's trainings record as their code: the
+// study file, while it exists (a study resumes with its file moved away;
+// its trainings then record their planned config's folder).
+std::string code_of(const StudySpec& spec) {
+  std::error_code ec;
+  const std::filesystem::path file = std::filesystem::absolute(spec.file, ec);
+  return !ec && std::filesystem::exists(file, ec) ? file.string() : std::string();
+}
+
 // What a worker warms for `spec`: `config` (the base file, or its planned
 // copy) with the first planned run's settings, and the study file's code.
 Warm warm_of(const StudySpec& spec, const std::string& config) {
   const Plan plan(spec);
   return {config, plan.size() > 0 ? set_lines(plan.at(0)) : std::vector<std::string>{},
-          std::filesystem::absolute(spec.file).string()};
+          code_of(spec)};
 }
 
 Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const StudyOptions& o,
@@ -218,7 +227,8 @@ Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const Stu
   j.argv.insert(j.argv.end(), {"--experiment", spec.name});
   // The code is the study file's repository, not the logs folder's where
   // the planned base config is written.
-  j.argv.insert(j.argv.end(), {"--code", std::filesystem::absolute(spec.file).string()});
+  if (const std::string code = code_of(spec); !code.empty())
+    j.argv.insert(j.argv.end(), {"--code", code});
   if (!st.resume_uuid.empty())
     j.argv.insert(j.argv.end(), {"--resume", st.resume_uuid});
   else

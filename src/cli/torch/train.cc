@@ -93,6 +93,11 @@ void train(Context& ctx, const TrainArgs& a) {
   if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
   train::Config cfg = train::load_config(a.config, overrides);
+  if (std::error_code ec; !a.code.empty() && !std::filesystem::exists(a.code, ec))
+    core::fail(core::ErrorKind::kUsage,
+               "--code {}: no such file or folder; name a file or folder in the repository "
+               "whose code the run records",
+               a.code);
   if (launch_ranks(ctx, a, cfg)) return;
   train::TrainOptions o;
   o.name = !a.name.empty()     ? a.name

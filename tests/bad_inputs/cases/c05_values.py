@@ -38,6 +38,7 @@ CASES = [
     ("an empty experiment", f"{T} --set run.experiment="),
     ("probes that select no layer", f"{T} --set probes=standard --set probes.layers=no.such.layer"),
     ("a batch multiple beyond any batch", "$TS tune $DIR/good.yaml --batch-multiples 1e30"),
+    ("--code naming nothing", f"{T} --code $DIR/no-such-code"),
 ]
 
 
