@@ -50,10 +50,10 @@ study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   return o;
 }
 
-// Planning needs the trainer's config: the torch half resolves it.
+// Planning needs the trainer's config, which is torch-free.
 study::StudyOptions planning_options(Context& ctx, const StudyArgs& a) {
   study::StudyOptions o = options(ctx, a);
-  o.resolver = &torch_commands().config_resolver();
+  o.resolver = &study::trainer_config();
   return o;
 }
 
@@ -119,11 +119,11 @@ void add_run(CLI::App* study, Context& ctx) {
               "  trainscope --store postgresql://me@db/ts study run configs/studies/seeds.yaml "
               "--executor slurm --partition gpu --array-parallelism 8");
   cmd->callback([&ctx, a] {
-    // The worker starts first: it loads libtorch while this process does.
-    study::StudyOptions o = options(ctx, *a);
+    // The worker starts first: it loads libtorch while this process plans
+    // (which needs no libtorch).
+    study::StudyOptions o = planning_options(ctx, *a);
     study::StudySpec loaded = study::load_study(a->file, a->quick);
     study::start_early_worker(loaded, o);
-    o.resolver = &torch_commands().config_resolver();
     auto store = ctx.store();
     study::StudySpec spec = study::plan_study(*store, std::move(loaded), o);
     study::check_name_free(*store, spec);  // before the plan is printed

@@ -90,9 +90,6 @@ class TorchCommands {
   // The spread of weights across each cell's runs, from their checkpoints.
   virtual std::vector<study::WeightSpread> weight_spread(Context& ctx,
                                                          const study::StudyAnalysis& a) = 0;
-  // The trainer's config as a study plans with it (resolving its base and
-  // each run's config); lives as long as the torch half.
-  virtual study::ConfigResolver& config_resolver() = 0;
   virtual void eval(Context& ctx, const EvalArgs& args) = 0;
   virtual void diff(Context& ctx, const DiffArgs& args) = 0;
   virtual void rerun(Context& ctx, const RerunArgs& args) = 0;

@@ -175,6 +175,25 @@ TEST_F(StudyPlanTest, APlanIsCountedBeforeItIsBuiltAndALargeOneNeedsAFlag) {
   EXPECT_EQ(allowed.exit_code, 0) << allowed.out;
 }
 
+// The study process plans (resolves its base config, checks every run's)
+// without the torch half of the CLI: only its trainings load libtorch.
+// With the torch half out of reach, a plan above --max-runs is still
+// refused with its size and a bad key with its name, as with it.
+TEST_F(StudyPlanTest, PlanningAStudyNeedsNoLibtorch) {
+  const std::string no_torch = "TRAINSCOPE_TORCH_COMMANDS=" + (dir_ / "missing.so").string() + " ";
+  auto limited = tst::run_command(
+      no_torch + cli("study run " + (dir_ / "study.yaml").string() + " --cold --max-runs 3"));
+  EXPECT_EQ(limited.exit_code, 2) << limited.out;
+  EXPECT_NE(limited.out.find("plans 4 runs"), std::string::npos) << limited.out;
+  std::ofstream(dir_ / "bad.yaml")
+      << "study: bad\nbase: base.yaml\ngrid:\n  optimizer.nam: [adam]\n";
+  auto bad =
+      tst::run_command(no_torch + cli("study run " + (dir_ / "bad.yaml").string() + " --cold"));
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("optimizer.nam"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.out.find("libtorch"), std::string::npos) << bad.out;
+}
+
 TEST_F(StudyPlanTest, RetriedAttemptsAreSupersededAndEachPlannedRunCountsOnce) {
   // Each training is killed before its first checkpoint, so the study
   // retries it as a new attempt; the killed attempts are set aside.

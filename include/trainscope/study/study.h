@@ -23,8 +23,8 @@
 
 namespace trainscope::study {
 
-// What the study layer needs of the trainer's config, which it cannot read
-// itself (it is torch-free): the CLI's torch half implements it.
+// What planning needs of the config a study's runs train: trainer_config()
+// for the trainer's.
 class ConfigResolver {
  public:
   virtual ~ConfigResolver() = default;
@@ -37,6 +37,10 @@ class ConfigResolver {
   virtual std::string resolve_text(const std::string& base,
                                    const std::vector<std::string>& sets) = 0;
 };
+
+// The trainer's config (config/config.h), which is torch-free: a study
+// plans without loading libtorch. Lives as long as the process.
+ConfigResolver& trainer_config();
 
 // The --set lines a training of planned run `run` gets, the experiment
 // first (`trainscope train --experiment`), as resolve_text() takes them.

@@ -53,7 +53,6 @@ class Commands final : public TorchCommands {
                                                  const study::StudyAnalysis& a) override {
     return guarded([&] { return study::weight_spread(*c.store(), a); });
   }
-  study::ConfigResolver& config_resolver() override { return torch_cli::config_resolver(); }
   void eval(Context& c, const EvalArgs& a) override {
     guarded([&] { torch_cli::eval(c, a); });
   }
