@@ -85,8 +85,6 @@ class TorchCommands {
  public:
   virtual ~TorchCommands() = default;
   virtual void train(Context& ctx, const TrainArgs& args) = 0;
-  virtual void config_show(Context& ctx, const ConfigArgs& args) = 0;
-  virtual void config_keys(Context& ctx) = 0;
   // The spread of weights across each cell's runs, from their checkpoints.
   virtual std::vector<study::WeightSpread> weight_spread(Context& ctx,
                                                          const study::StudyAnalysis& a) = 0;

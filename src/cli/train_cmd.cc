@@ -1,12 +1,45 @@
-// `trainscope train`, `trainscope config ...`, `trainscope eval`: parsed here,
-// run by the torch half.
+// `trainscope train`, `trainscope config ...`, `trainscope eval`: parsed here;
+// train and eval run by the torch half. The config component is torch-free,
+// so `config show` and `config keys` run here without loading libtorch.
+#include <filesystem>
+#include <iostream>
+
 #include "commands.h"
 #include "output.h"
 #include "torch_commands.h"
+#include "trainscope/config/config.h"
+#include "trainscope/core/error.h"
+#include "trainscope/format/format.h"
 
 namespace trainscope::cli {
 
 namespace {
+
+// Before the torch half loads: a --code path that names nothing is refused
+// at once, rather than after libtorch's start-up.
+void check_code_path(const TrainArgs& a) {
+  if (std::error_code ec; !a.code.empty() && !std::filesystem::exists(a.code, ec))
+    core::fail(core::ErrorKind::kUsage,
+               "--code {}: no such file or folder; name a file or folder in the repository "
+               "whose code the run records",
+               a.code);
+}
+
+void config_show(const Context& ctx, const ConfigArgs& a) {
+  const config::Config cfg = config::load_config(a.config, a.sets);
+  if (ctx.json) {
+    std::cout << format::Json(config::flatten(cfg)).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
+  } else {
+    std::cout << config::to_yaml(cfg);
+  }
+}
+
+void config_keys() {
+  Table t({"KEY", "DESCRIPTION"});
+  for (const auto& [k, d] : config::config_keys()) t.add_row({k, d});
+  t.print(std::cout);
+}
 
 void add_train(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("train", "Train a model from a YAML config and record the run");
@@ -27,7 +60,10 @@ void add_train(CLI::App& app, Context& ctx) {
                   "slice of every batch)")
       ->check(integer_in(1, 256));
   set_example(cmd, "trainscope train configs/demo.yaml --set optimizer.lr=0.002 --name try-2");
-  cmd->callback([&ctx, a] { torch_commands().train(ctx, *a); });
+  cmd->callback([&ctx, a] {
+    check_code_path(*a);
+    torch_commands().train(ctx, *a);
+  });
 }
 
 void add_config(CLI::App& app, Context& ctx) {
@@ -39,10 +75,10 @@ void add_config(CLI::App& app, Context& ctx) {
   show->add_option("CONFIG", a->config, "YAML config")->required();
   show->add_option("--set", a->sets, "Override a config key");
   set_example(show, "trainscope config show configs/demo.yaml --set optimizer.name=sgd");
-  show->callback([&ctx, a] { torch_commands().config_show(ctx, *a); });
+  show->callback([&ctx, a] { config_show(ctx, *a); });
   auto* keys = config->add_subcommand("keys", "List every config key with its default");
   set_example(keys, "trainscope config keys");
-  keys->callback([&ctx] { torch_commands().config_keys(ctx); });
+  keys->callback([] { config_keys(); });
 }
 
 void add_eval(CLI::App& app, Context& ctx) {

@@ -121,23 +121,42 @@ TEST_F(CliTest, BashCompletionCompletesCommandsAndOptions) {
 }
 
 // The dynamic loader names every library it maps (LD_DEBUG=files): reading
-// the store must not map libtorch; training must (or this test could not
-// tell the difference).
+// the store, reading a config and refusing a --code path that names nothing
+// must not map libtorch; training must (or this test could not tell the
+// difference).
 TEST_F(CliTest, ReadingTheStoreNeverLoadsLibtorch) {
   make_run("logged");
-  for (const char* cmd : {"--version", "runs list", "runs show logged", "runs export logged",
-                          "metrics logged lyapunov", "env", "checklist logged"}) {
+  const std::string cfg = (dir_ / "c.yaml").string();
+  std::ofstream(cfg) << "data: {dataset: synthetic, synthetic: {size: 256}}\nmodel: {name: mlp}\n"
+                        "train: {epochs: 1, max_steps: 1}\n";
+  const std::string show = "config show " + shell_quote(cfg) + " --set train.epochs=2";
+  const std::string no_code =
+      "train " + shell_quote(cfg) + " --code " + shell_quote((dir_ / "no-such-code").string());
+  for (const std::string& cmd :
+       {std::string("--version"), std::string("runs list"), std::string("runs show logged"),
+        std::string("runs export logged"), std::string("metrics logged lyapunov"),
+        std::string("env"), std::string("checklist logged"), std::string("config keys"), show,
+        no_code}) {
     auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " --store " +
                          shell_quote("sqlite:" + (dir_ / "t.db").string()) + " " + cmd);
-    EXPECT_EQ(r.exit_code, 0) << cmd << ":\n" << r.out.substr(r.out.size() - 2000);
+    EXPECT_EQ(r.exit_code, cmd == no_code ? 2 : 0) << cmd << ":\n"
+                                                   << r.out.substr(r.out.size() - 2000);
     EXPECT_NE(r.out.find("file=libsqlite3"), std::string::npos) << cmd;  // LD_DEBUG works
     EXPECT_EQ(r.out.find("file=libtorch"), std::string::npos) << cmd << " loaded libtorch";
     EXPECT_EQ(r.out.find("file=libc10"), std::string::npos) << cmd << " loaded libc10";
   }
+  auto r = ts(show);
+  EXPECT_NE(r.out.find("epochs: 2"), std::string::npos) << r.out;
+  r = ts("config keys");
+  EXPECT_NE(r.out.find("fingerprint.every_steps"), std::string::npos) << "a unit's key: " << r.out;
+  r = ts(no_code);
+  EXPECT_NE(r.out.find("no-such-code: no such file or folder"), std::string::npos) << r.out;
 #ifdef TS_WITH_TORCH
-  auto r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " config keys");
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("file=libtorch_cpu.so"), std::string::npos) << "config keys needs libtorch";
+  r = run_command("LD_DEBUG=files " + std::string(TS_CLI_BIN) + " --store " +
+                  shell_quote("sqlite:" + (dir_ / "t.db").string()) + " train " + shell_quote(cfg) +
+                  " --no-progress");
+  EXPECT_EQ(r.exit_code, 0) << r.out.substr(r.out.size() - 2000);
+  EXPECT_NE(r.out.find("file=libtorch_cpu.so"), std::string::npos) << "training needs libtorch";
 #endif
 }
 

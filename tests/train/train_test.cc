@@ -1080,7 +1080,7 @@ TEST(TrainerTest, AnUnexpectedExceptionIsOneLineAndItsTraceOnlyWithVerbose) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_EQ(r.out,
             "trainscope: internal error: Expected 0 <= beta1 < 1 (-v shows the full message)\n");
-  auto v = testing::run_command(env + TS_CLI_BIN + " -v config keys");
+  auto v = testing::run_command(env + TS_CLI_BIN + " -v eval any-run");
   EXPECT_EQ(v.exit_code, 1) << v.out;
   EXPECT_NE(v.out.find("frame #0: c10::Error::Error()"), std::string::npos) << v.out;
 }

@@ -43,12 +43,6 @@ class Commands final : public TorchCommands {
   void train(Context& c, const TrainArgs& a) override {
     guarded([&] { torch_cli::train(c, a); });
   }
-  void config_show(Context& c, const ConfigArgs& a) override {
-    guarded([&] { torch_cli::config_show(c, a); });
-  }
-  void config_keys(Context& c) override {
-    guarded([&] { torch_cli::config_keys(c); });
-  }
   std::vector<study::WeightSpread> weight_spread(Context& c,
                                                  const study::StudyAnalysis& a) override {
     return guarded([&] { return study::weight_spread(*c.store(), a); });

@@ -8,8 +8,6 @@
 namespace trainscope::cli::torch_cli {
 
 void train(Context& ctx, const TrainArgs& args);
-void config_show(Context& ctx, const ConfigArgs& args);
-void config_keys(Context& ctx);
 void eval(Context& ctx, const EvalArgs& args);
 void diff(Context& ctx, const DiffArgs& args);
 void rerun(Context& ctx, const RerunArgs& args);

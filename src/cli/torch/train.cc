@@ -1,4 +1,4 @@
-// train, config show/keys, eval.
+// train and eval.
 #include <csignal>
 #include <filesystem>
 #include <iostream>
@@ -93,11 +93,6 @@ void train(Context& ctx, const TrainArgs& a) {
   if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
   train::Config cfg = train::load_config(a.config, overrides);
-  if (std::error_code ec; !a.code.empty() && !std::filesystem::exists(a.code, ec))
-    core::fail(core::ErrorKind::kUsage,
-               "--code {}: no such file or folder; name a file or folder in the repository "
-               "whose code the run records",
-               a.code);
   if (launch_ranks(ctx, a, cfg)) return;
   train::TrainOptions o;
   o.name = !a.name.empty()     ? a.name
@@ -141,22 +136,6 @@ void train(Context& ctx, const TrainArgs& a) {
   // A local launcher says it for its ranks.
   if (r.status == RunStatus::kStopped && (!world || world->source() != "launcher"))
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
-}
-
-void config_show(Context& ctx, const ConfigArgs& a) {
-  auto cfg = train::load_config(a.config, a.sets);
-  if (ctx.json) {
-    std::cout << format::Json(train::flatten(cfg)).dump(2, ' ', false, format::kInvalidUtf8)
-              << "\n";
-  } else {
-    std::cout << train::to_yaml(cfg);
-  }
-}
-
-void config_keys(Context& ctx) {
-  Table t({"KEY", "DESCRIPTION"});
-  for (const auto& [k, d] : train::config_keys()) t.add_row({k, d});
-  t.print(std::cout);
 }
 
 void eval(Context& ctx, const EvalArgs& a) {
