@@ -50,13 +50,6 @@ study::StudyOptions options(Context& ctx, const StudyArgs& a) {
   return o;
 }
 
-// Planning needs the trainer's config, which is torch-free.
-study::StudyOptions planning_options(Context& ctx, const StudyArgs& a) {
-  study::StudyOptions o = options(ctx, a);
-  o.resolver = &study::trainer_config();
-  return o;
-}
-
 // One line per event; on a terminal the line is rewritten in place.
 study::ProgressFn progress_printer() {
   const bool tty = isatty(STDERR_FILENO);
@@ -121,7 +114,7 @@ void add_run(CLI::App* study, Context& ctx) {
   cmd->callback([&ctx, a] {
     // The worker starts first: it loads libtorch while this process plans
     // (which needs no libtorch).
-    study::StudyOptions o = planning_options(ctx, *a);
+    study::StudyOptions o = options(ctx, *a);
     study::StudySpec loaded = study::load_study(a->file, a->quick);
     study::start_early_worker(loaded, o);
     auto store = ctx.store();
@@ -146,8 +139,7 @@ void add_resume(CLI::App* study, Context& ctx) {
   add_max_runs(cmd, *a);
   set_example(cmd, "trainscope study resume seeds");
   cmd->callback([&ctx, a] {
-    finish(
-        study::resume_study(ctx.store(), a->study, planning_options(ctx, *a), progress_printer()));
+    finish(study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
   });
 }
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -22,6 +23,21 @@ namespace fs = std::filesystem;
 namespace {
 
 using Flat = std::map<std::string, std::string>;
+
+// The trainer's config (config/config.h) is torch-free, so a study plans
+// without loading libtorch. The config file at `path` with every key
+// resolved, as YAML: what a study records as its base. Throws Error naming
+// the file and the key.
+std::string resolve_file(const fs::path& path) {
+  return config::to_yaml(config::load_config(path.string(), {}));
+}
+
+// The config a training records (YAML, every key) when it trains `base`
+// (YAML text) with `sets` ("key=value", later wins). Throws Error naming
+// the key for a value the trainer refuses.
+std::string resolve_text(const std::string& base, const std::vector<std::string>& sets) {
+  return config::to_yaml(config::parse_config(base, sets, "the study's recorded base config"));
+}
 
 std::string count_text(uint64_t n) {
   if (n == std::numeric_limits<uint64_t>::max()) return "more than 18 quintillion";
@@ -131,8 +147,8 @@ bool is_file(const fs::path& p) {
 
 // A study recorded without its resolved base: its first finished training
 // says what the base resolved to then.
-void check_against_a_finished_run(store::Store& store, const RunInfo& study, const StudySpec& spec,
-                                  const StudyOptions& o) {
+void check_against_a_finished_run(store::Store& store, const RunInfo& study,
+                                  const StudySpec& spec) {
   store::RunFilter f{.status = store::RunStatus::kFinished, .parent_uuid = study.uuid, .limit = 1};
   auto runs = store.list_runs(f);
   if (runs.empty()) return;
@@ -140,8 +156,8 @@ void check_against_a_finished_run(store::Store& store, const RunInfo& study, con
   const auto index = plan.find(runs[0].name);
   if (!index) return;
   const RunInfo run = *store.find_run(runs[0].uuid);
-  const std::string now = o.resolver->resolve_text(o.resolver->resolve_file(spec.base),
-                                                   training_sets(spec, plan.at(*index)));
+  const std::string now =
+      resolve_text(resolve_file(spec.base), training_sets(spec, plan.at(*index)));
   if (core::sha256_hex(now) == run.config_hash) return;
   if (auto d = first_difference(flat_config(run.config_text), flat_config(now)))
     refuse(study.name, *d, spec.base);
@@ -193,8 +209,6 @@ std::string estimate_text(const PlanEstimate& e) {
 }
 
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
-  if (!o.resolver && spec.command.empty())
-    fail(ErrorKind::kRuntime, "planning study {} needs the trainer's config reader", spec.name);
   if (!o.log_dir.empty()) core::check_output_folder(o.log_dir);  // before anything is planned
   const PlanEstimate e = estimate_plan(store, spec, o);
   if (e.runs > o.max_runs)
@@ -206,12 +220,12 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
   // A command's settings are the script's own business (trainscope.config()
   // refuses a key the script does not have, when its run starts).
   if (!spec.command.empty()) return spec;
-  spec.resolved_base = o.resolver->resolve_file(spec.base);
+  spec.resolved_base = resolve_file(spec.base);
   const Plan plan(spec);
   for (uint64_t i = 0; i < plan.size(); ++i) {
     const PlannedRun p = plan.at(i);
     try {
-      o.resolver->resolve_text(spec.resolved_base, training_sets(spec, p));
+      resolve_text(spec.resolved_base, training_sets(spec, p));
     } catch (const core::Error& err) {
       throw core::Error("study run " + p.name + ": " + err.what(), err.kind());
     }
@@ -219,8 +233,7 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
   return spec;
 }
 
-void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec& recorded,
-                     const StudyOptions& o) {
+void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec& recorded) {
   StudySpec now = recorded;
   if (is_file(recorded.file)) {
     const bool quick = store.params(study.uuid)["study.quick"] == "true";
@@ -235,11 +248,11 @@ void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec&
     if (auto d = first_difference(describe(recorded), describe(now)))
       refuse(study.name, *d, recorded.file);
   }
-  if (!is_file(now.base) || !o.resolver) return;
-  if (recorded.resolved_base.empty()) return check_against_a_finished_run(store, study, now, o);
+  if (!is_file(now.base)) return;
+  if (recorded.resolved_base.empty()) return check_against_a_finished_run(store, study, now);
   std::string resolved;
   try {
-    resolved = o.resolver->resolve_file(now.base);
+    resolved = resolve_file(now.base);
   } catch (const core::Error& e) {
     fail(ErrorKind::kConflict,
          "the base config of study {} changed since it was planned and no longer reads ({}): "
@@ -262,16 +275,15 @@ std::map<std::string, std::string> plan_tags(const StudySpec& spec) {
 namespace {
 
 // The config hash the run the plan `spec` trains as `p` records.
-std::string planned_hash(const StudySpec& spec, const PlannedRun& p, const StudyOptions& o) {
+std::string planned_hash(const StudySpec& spec, const PlannedRun& p) {
   if (!spec.command.empty()) return core::sha256_hex(command_run_text(spec, p));
-  return core::sha256_hex(o.resolver->resolve_text(spec.resolved_base, training_sets(spec, p)));
+  return core::sha256_hex(resolve_text(spec.resolved_base, training_sets(spec, p)));
 }
 
 // Sets aside every attempt of the study that the plan `spec` does not
 // train: a name it no longer plans, or a config other than the one it
 // plans under that name. Returns how many.
-int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec,
-              const StudyOptions& o) {
+int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec) {
   const Plan plan(spec);
   std::map<std::string, uint64_t> index;
   for (uint64_t i = 0; i < plan.size(); ++i) index.emplace(plan.at(i).name, i);
@@ -286,7 +298,7 @@ int set_aside(store::Store& store, const RunInfo& study, const StudySpec& spec,
     const auto& tags = fields[r.uuid].tags;
     const auto recorded = tags.find(kPlannedTag);  // `trainscope train` run by a command
     const std::string hash = recorded != tags.end() ? recorded->second : r.config_hash;
-    const bool planned = it != index.end() && planned_hash(spec, plan.at(it->second), o) == hash;
+    const bool planned = it != index.end() && planned_hash(spec, plan.at(it->second)) == hash;
     if (planned) continue;
     store.set_tag(r.uuid, kSupersededTag, "replan");
     ++n;
@@ -311,7 +323,7 @@ StudySpec replan_study(store::Store& store, const RunInfo& study, const StudyOpt
          file.string(), spec.name, study.name, file.string());
   store.set_config(study.uuid, recorded_text(spec));
   for (const auto& [k, v] : plan_tags(spec)) store.set_tag(study.uuid, k, v);
-  const int aside = set_aside(store, study, spec, o);
+  const int aside = set_aside(store, study, spec);
   core::log_info("study {} planned again from {}: {} run(s) it no longer trains set aside",
                  study.name, file.string(), aside);
   return spec;

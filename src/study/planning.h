@@ -14,8 +14,7 @@ namespace trainscope::study {
 // do) when the study's file or its base config on disk say something else
 // than the study recorded when it was planned. A file that is gone is no
 // change: the recorded plan stands on its own.
-void check_unchanged(store::Store& store, const store::RunInfo& study, const StudySpec& recorded,
-                     const StudyOptions& options);
+void check_unchanged(store::Store& store, const store::RunInfo& study, const StudySpec& recorded);
 
 // What a plan is, as the study's tags: study.mode, study.replicates,
 // study.vary, study.retries, study.threads_per_run, study.planned_runs.

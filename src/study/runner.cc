@@ -497,7 +497,7 @@ Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref
     fail(ErrorKind::kConflict, "study {} is running (pid {} on {}): wait for it or stop it first",
          study.name, study.pid, study.host);
   StudySpec spec = o.replan ? replan_study(*store, study, o) : recorded_spec(*store, study);
-  if (!o.replan) check_unchanged(*store, study, spec, o);
+  if (!o.replan) check_unchanged(*store, study, spec);
   if (o.executor == "slurm") check_slurm(o.partition);
   return execute(store, store::RunRecorder::attach(store, study.uuid), spec, o, progress);
 }

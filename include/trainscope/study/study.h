@@ -23,27 +23,8 @@
 
 namespace trainscope::study {
 
-// What planning needs of the config a study's runs train: trainer_config()
-// for the trainer's.
-class ConfigResolver {
- public:
-  virtual ~ConfigResolver() = default;
-  // The config file at `path` with every key resolved, as YAML: what a
-  // study records as its base. Throws Error naming the file and the key.
-  virtual std::string resolve_file(const std::filesystem::path& path) = 0;
-  // The config a training records (YAML, every key) when it trains `base`
-  // (YAML text) with `sets` ("key=value", later wins). Throws Error naming
-  // the key for a value the trainer refuses.
-  virtual std::string resolve_text(const std::string& base,
-                                   const std::vector<std::string>& sets) = 0;
-};
-
-// The trainer's config (config/config.h), which is torch-free: a study
-// plans without loading libtorch. Lives as long as the process.
-ConfigResolver& trainer_config();
-
 // The --set lines a training of planned run `run` gets, the experiment
-// first (`trainscope train --experiment`), as resolve_text() takes them.
+// first (`trainscope train --experiment`), later ones winning.
 std::vector<std::string> training_sets(const StudySpec& spec, const PlannedRun& run);
 
 // What a command study hands planned run `run` (in $TRAINSCOPE_PLANNED),
@@ -75,7 +56,6 @@ struct StudyOptions {
   // study resume: plan again from the study's files as they are now
   // instead of refusing when they changed since the study was planned.
   bool replan = false;
-  ConfigResolver* resolver = nullptr;  // required to plan; not owned
 };
 
 struct Progress {
@@ -111,7 +91,8 @@ PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const Stu
 // earlier run(s))", or that there is nothing to estimate from.
 std::string estimate_text(const PlanEstimate& estimate);
 
-// Plans a study from its file: resolves the base config (options.resolver),
+// Plans a study from its file: resolves the base config (the trainer's,
+// config/config.h, which is torch-free: planning never loads libtorch),
 // checks every planned run's config, and refuses (Error kUsage, with the
 // count and the estimated time) a plan of more than options.max_runs runs
 // before anything is built or recorded.
