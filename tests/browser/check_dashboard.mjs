@@ -351,9 +351,12 @@ async function live() {
     await new Promise((r) => setTimeout(r, 50));
   }
   // Up to 3 s more for the page to show the end: the status and every point.
+  // The store's last count is re-read every tick: the final flush may land
+  // after the last tick before the exit, and a target taken before this loop
+  // would end it with that flush never compared.
   let status = '';
-  const final = Math.max(...storeSeen.keys());
-  for (let i = 0; i < 60 && (status !== 'finished' || pageSeen.at(-1)[1] < final); ++i) {
+  const final = () => Math.max(...storeSeen.keys());
+  for (let i = 0; i < 60 && (status !== 'finished' || pageSeen.at(-1)[1] < final()); ++i) {
     await tick();
     status = pageSeen.at(-1)[2];
     await new Promise((r) => setTimeout(r, 50));
@@ -371,7 +374,11 @@ async function live() {
   // Every point the store took must reach the page while it is open; how
   // fast is printed above, not judged (no timing thresholds in tests: the
   // machine is shared, and 1181 ms was seen on a loaded CI run).
-  if (!Number.isFinite(max)) fail(`live: a point the store holds never showed on the page`);
+  if (!Number.isFinite(max)) {
+    const missed = [...storeSeen.keys()].filter((c) => c > 0 && !pageSeen.some(([, n]) => n >= c));
+    fail(`live: points the store holds never showed on the page: counts ${missed.join(', ')}; ` +
+         `the page last held ${pageSeen.at(-1)[1]} of ${final()}`);
+  }
   if (status !== 'finished') fail(`live: the page shows status '${status}' after the run finished`);
   await shot(page, 'live');
   await page.close();

@@ -122,8 +122,9 @@ export async function runPage(root, uuid, alive) {
 
 // While the run trains: poll its summary every 500 ms; fetch only the new
 // points of keys that grew; a new key gets a chart, or joins its chart by
-// reloading it; stop once the run ended.
+// reloading it; stop once the run ended and its last points are drawn.
 async function follow(uuid, charts, grids, alive, addRun) {
+  let retries = 0;
   while (alive()) {
     await new Promise((r) => setTimeout(r, 500));
     if (!alive()) return;
@@ -133,13 +134,6 @@ async function follow(uuid, charts, grids, alive, addRun) {
     } catch {
       continue; // a missed poll; the next one catches up
     }
-    const status = document.getElementById('run-status');
-    if (status && status.textContent !== live.status) {
-      status.textContent = live.status;
-      status.className = `badge ${live.status}`;
-    }
-    const dur = document.getElementById('run-duration');
-    if (dur) dur.textContent = duration(live.duration_s);
     const work = [];
     if (!grids.axes.hasEpochs && live.metrics.some((m) => m.key === 'epoch')) {
       grids.axes.hasEpochs = true; // the first epoch ended: charts may switch to epochs
@@ -171,7 +165,22 @@ async function follow(uuid, charts, grids, alive, addRun) {
         }
       }
     }
-    await Promise.allSettled(work);
-    if (TERMINAL.includes(live.status)) return;
+    const done = await Promise.allSettled(work);
+    // The status shows once the points it covers are drawn: "finished" never
+    // sits beside a curve still missing its last points.
+    showStatus(live);
+    // A run that ended is followed until one poll fetched everything: a
+    // failed fetch is retried (a few times) rather than leaving a gap.
+    if (TERMINAL.includes(live.status) && (done.every((d) => d.status === 'fulfilled') || ++retries > 10)) return;
   }
+}
+
+function showStatus(live) {
+  const status = document.getElementById('run-status');
+  if (status && status.textContent !== live.status) {
+    status.textContent = live.status;
+    status.className = `badge ${live.status}`;
+  }
+  const dur = document.getElementById('run-duration');
+  if (dur) dur.textContent = duration(live.duration_s);
 }
