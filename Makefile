@@ -10,12 +10,30 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
+# Torch comes from a Python environment (docs/torch.md). By default .venv,
+# made here by `python3 -m venv` with the pins of requirements/torch.txt
+# (PyPI's wheel; pip's cache keeps a second machine from downloading it
+# twice). PYTHON=/path/to/bin/python builds against your own environment's
+# torch instead (a supported 2.x; configure says which), and leaves it as it is.
+PYTHON ?=
+VENV   ?= .venv
+ifeq ($(strip $(PYTHON)),)
+TORCH_PYTHON := $(abspath $(VENV))/bin/python
+PY_ENV       := $(VENV)/.trainscope-torch
+PY_TEST_ENV  := $(VENV)/.trainscope-test
+else
+TORCH_PYTHON := $(PYTHON)
+PY_ENV       :=
+PY_TEST_ENV  := python-test-check
+endif
+CMAKE_TORCH := -DTRAINSCOPE_TORCH_PYTHON=$(TORCH_PYTHON)
+
 # Everything (tests, benchmarks, the Python package), or only what the CLI
 # and the demo load.
 FULL_FLAGS := -DTRAINSCOPE_BUILD_TESTS=ON -DTRAINSCOPE_BUILD_BENCH=ON -DTRAINSCOPE_PYTHON=ON
 DEMO_FLAGS := -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_PYTHON=OFF
 
-.PHONY: all deps deps-build configure build demo-build demo test test-asan bench clean format tidy
+.PHONY: all deps deps-build venv configure build demo-build demo test test-asan bench clean format tidy python-test-check
 
 all: build
 
@@ -25,16 +43,38 @@ deps:
 deps-build:
 	@./scripts/install-deps.sh --build
 
-configure: deps
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(FULL_FLAGS) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+venv: $(PY_ENV)
+
+# torch and everything it pulls, exactly as pinned (--no-deps: nothing
+# unpinned comes in; pip check: the pins agree with each other).
+$(VENV)/.trainscope-torch: requirements/torch.txt
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	@echo "venv: installing requirements/torch.txt into $(VENV) (PyPI's torch wheel, several GB the first time)"
+	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/torch.txt
+	@$(VENV)/bin/python -m pip check -q > /dev/null || $(VENV)/bin/python -m pip check
+	@touch $@
+
+# The tests' Python packages, and the build backend's wheels for the
+# packaging test's offline `pip install .` (tests/package/wheel_test.sh).
+$(VENV)/.trainscope-test: requirements/test.txt $(VENV)/.trainscope-torch
+	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/test.txt
+	@$(VENV)/bin/python -m pip download -q --no-deps -d $(VENV)/wheelhouse -r requirements/build.txt
+	@touch $@
+
+# With PYTHON=, the environment is the user's: it is checked, not changed.
+python-test-check:
+	@$(TORCH_PYTHON) -c "import pytest" 2>/dev/null || { echo "make test: $(TORCH_PYTHON) has no pytest: pip install -r requirements/test.txt there" >&2; exit 2; }
+
+configure: deps $(PY_ENV) $(PY_TEST_ENV)
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(FULL_FLAGS) $(CMAKE_TORCH) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 
 # The CLI and its libtorch half (which the demo's `train` loads) only.
-demo-build: deps-build
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(DEMO_FLAGS) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+demo-build: deps-build $(PY_ENV)
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(DEMO_FLAGS) $(CMAKE_TORCH) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
 	@cmake --build $(BUILD_DIR) -j$(JOBS) --target trainscope_cli trainscope_torch_commands
 

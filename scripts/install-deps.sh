@@ -9,16 +9,16 @@ set -euo pipefail
 # What building the CLI (its libtorch half, the dashboard, PostgreSQL stores)
 # and training the demo need: `make demo` installs these only.
 BUILD_PACKAGES=(
-  build-essential cmake ccache pkg-config git python3
+  build-essential cmake ccache pkg-config git python3 python3-venv python3-dev
   libsqlite3-dev
   libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libssl-dev zlib1g-dev libxxhash-dev
   libmpfr-dev libboost-math-dev
-  libtorch-dev libopenblas0-pthread dataset-fashion-mnist
+  dataset-fashion-mnist
   libprotobuf-dev protobuf-compiler  # TensorBoard event files
   libcpp-httplib-dev     # trainscope serve (the dashboard)
   libpqxx-dev            # the PostgreSQL store backend
-  libgloo-dev            # headers c10d's ProcessGroupGloo.hpp includes (train --nproc)
+  libgloo-dev            # headers c10d's ProcessGroupGloo.hpp includes (train --nproc; docs/torch.md)
 )
 
 # What the tests, the benchmarks and the Python package add: `make test`
@@ -26,7 +26,6 @@ BUILD_PACKAGES=(
 TEST_PACKAGES=(
   clang-format sqlite3
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3-torch  # the Python package runs on it; the watch tests train with it
   python3-scipy  # the statistics are tested against SciPy
   python3-statsmodels r-cran-lme4 r-base-core  # stats_models_test: REML, ANOVA and power vs statsmodels and lme4
   chromium       # HTML reports are tested in a headless browser
@@ -35,7 +34,6 @@ TEST_PACKAGES=(
   slurm-wlm munge        # studies through Slurm; the tests start a one-node cluster
   postgresql             # the tests start their own server (initdb, pg_ctl) on a loopback port
   faketime               # a writer whose clock is off, for the cross-host reaper test
-  pybind11-dev python3-dev  # the Python package (import trainscope)
   python3-pytest            # its tests
   dpkg-repack fakeroot      # env recreate --check rebuilds versions no archive serves from the installed files
 )

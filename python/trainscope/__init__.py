@@ -24,7 +24,30 @@ import sys
 
 import torch  # first: the module shares libtorch's types with it
 
-from trainscope import _trainscope
+from trainscope import _build
+
+
+def _check_torch():
+    """The C++ module links the libtorch it was compiled against: beside
+    another torch it would fail to load with an undefined symbol, or load
+    and crash. One line instead, before it is loaded."""
+    built, found = _build.TORCH_VERSION, torch.__version__
+    git = getattr(torch.version, "git_version", "") or ""
+    if built != found or (_build.TORCH_GIT and git and git != _build.TORCH_GIT):
+        same = f" (git {_build.TORCH_GIT[:12]} against {git[:12]})" if built == found else ""
+        raise ImportError(
+            f"trainscope was built for torch {built} and this environment has torch "
+            f"{found}{same} ({os.path.dirname(torch.__file__)}): rebuild it here with "
+            "`pip install --no-cache-dir --force-reinstall .` in trainscope's source folder")
+    have = "%d.%d" % sys.version_info[:2]
+    if _build.PYTHON_VERSION != have:
+        raise ImportError(f"trainscope was built for Python {_build.PYTHON_VERSION}, not {have}: "
+                          "rebuild it with this interpreter")
+
+
+_check_torch()
+
+from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
 from trainscope.settings import STREAMS, Seeds, _flatten, _text, config, setup

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "commands.h"
 #include "output.h"
@@ -88,7 +89,11 @@ void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks
   };
   std::cout << "FROM " << r.image << " (" << r.os
             << (r.debian_version.empty() ? "" : ", " + r.debian_version) << ", " << r.arch
-            << ")\nlibtorch: " << joined(r.libtorch) << "\nBLAS:     " << joined(r.blas) << "\n";
+            << ")\nlibtorch: "
+            << (r.torch_requirement.empty() ? joined(r.libtorch)
+                                            : r.torch_requirement + " from " + r.torch_index)
+            << "\nBLAS:     " << joined(r.blas) << "\n";
+  if (!r.torch_note.empty()) std::cout << "torch:    " << r.torch_note << ", not pinned\n";
   std::vector<std::string> head = {"PACKAGE", "VERSION", "ARCH", "MAPPED"};
   if (!checks.empty()) head.push_back("CHECK");
   Table t(head);
@@ -159,18 +164,29 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
   core::write_file_atomically(dir / "Dockerfile",
                               [&](std::ostream& o) { o << env::dockerfile(r, about); });
   std::vector<env::PinCheck> checks;
-  if (a.check) checks = env::check_pins(r);
+  std::optional<env::PinCheck> torch;
+  if (a.check) {
+    checks = env::check_pins(r);
+    torch = env::check_torch(r);
+  }
   if (ctx.json) {
     format::Json j = format::recipe(r, checks);
+    if (torch) j["torch"]["check"] = {{"ok", torch->ok}, {"message", torch->message}};
     j["run"] = run.uuid;
     j["dockerfile"] = (dir / "Dockerfile").string();
     std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
     print_recipe(r, checks);
+    if (torch)
+      std::cout << torch->pin << " from " << r.torch_index << ": "
+                << (torch->ok ? "pass (the index serves it)" : torch->message) << "\n";
     std::cout << "wrote " << (dir / "Dockerfile").string() << ": " << r.packages.size()
               << " pinned packages; build it with `docker build " << dir.string() << "`\n";
   }
   const auto failed = std::count_if(checks.begin(), checks.end(), [](auto& c) { return !c.ok; });
+  if (torch && !torch->ok)
+    core::fail(core::ErrorKind::kRuntime, "run {}'s torch wheel cannot be installed again: {}", id,
+               torch->message);
   if (failed > 0)
     core::fail(core::ErrorKind::kRuntime,
                "{} of {} pinned versions of run {} cannot be installed from the archives apt "

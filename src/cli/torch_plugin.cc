@@ -3,6 +3,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
 
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
@@ -26,14 +29,50 @@ fs::path library_path() {
   return exe.parent_path().parent_path() / "lib" / "trainscope" / kLibrary;
 }
 
+#ifdef TRAINSCOPE_TORCH_BUILT_VERSION
+// The torch package the torch half will load: site-packages/torch beside an
+// installed trainscope (pip install .: site-packages/trainscope/lib/trainscope/),
+// else the one it was built against.
+fs::path torch_dir(const fs::path& library) {
+  const fs::path beside = library.parent_path().parent_path().parent_path().parent_path() / "torch";
+  std::error_code ec;
+  if (fs::exists(beside / "version.py", ec)) return beside;
+  return TRAINSCOPE_TORCH_BUILT_DIR;
+}
+
+// The torch half links the libtorch it was compiled against: beside another
+// it would fail with an undefined symbol, or load and crash. One line
+// instead, before it is loaded.
+void check_torch(const fs::path& library) {
+  const fs::path dir = torch_dir(library);
+  std::ifstream in(dir / "version.py");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  if (!in && text.empty())
+    core::fail(core::ErrorKind::kRuntime,
+               "the torch half of trainscope was built against torch {} in {}, which is gone: "
+               "rebuild trainscope against the torch you have (make PYTHON=..., or pip install .)",
+               TRAINSCOPE_TORCH_BUILT_VERSION, dir.string());
+  if (std::regex_search(text, m, std::regex("__version__ = '([^']*)'")) &&
+      m[1].str() != TRAINSCOPE_TORCH_BUILT_VERSION)
+    core::fail(core::ErrorKind::kRuntime,
+               "the torch half of trainscope was built for torch {} and {} holds torch {}: "
+               "rebuild trainscope against it (make, or pip install --force-reinstall .)",
+               TRAINSCOPE_TORCH_BUILT_VERSION, dir.string(), m[1].str());
+}
+#endif
+
 TorchCommands* load(bool required) {
   const fs::path path = library_path();
   if (!required && !fs::exists(path)) return nullptr;
-  // libtorch's c10d logs through glog to stderr (a rank that cannot reach
-  // its rendezvous, a peer that closed its socket): trainscope says what
-  // failed in its own line, so glog speaks only with -v. glog reads the
-  // variable when libtorch loads.
-  if (core::verbosity() < core::Verbosity::kVerbose) setenv("GLOG_minloglevel", "3", 0);
+#ifdef TRAINSCOPE_TORCH_BUILT_VERSION
+  if (!std::getenv("TRAINSCOPE_TORCH_COMMANDS")) check_torch(path);
+#endif
+  // libtorch's c10d logs to stderr, with C++ stack traces (a rank that
+  // cannot reach its rendezvous, a peer that closed its socket): trainscope
+  // says what failed in its own line, so c10's log speaks only with -v.
+  // libc10 reads the variable when it loads.
+  if (core::verbosity() < core::Verbosity::kVerbose) setenv("TORCH_CPP_LOG_LEVEL", "FATAL", 0);
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     core::fail(core::ErrorKind::kRuntime,

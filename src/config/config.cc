@@ -347,7 +347,9 @@ std::vector<Field> compute_fields() {
       TS_ENUM("compute.memory_format", compute.memory_format,
               "Layout of images, conv weights and activations", "contiguous", "channels_last"),
       TS_TEXT("compute.blas_threads", compute.blas_threads,
-              "Threads of the BLAS libtorch calls (auto: 1, beside libtorch's own)",
+              "Threads of the BLAS libtorch calls (auto: 1 for one with threads of its own, "
+              "OpenBLAS or "
+              "BLIS; MKL in libtorch follows compute.threads)",
               "auto or an integer in [1, 1024]", count_violation_of(v, {"auto"}, 1, kMaxThreads)),
       TS_BOOL("allocator.keep_memory", allocator.keep_memory,
               "Keep freed tensor memory in the process instead of returning it to the OS and "

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -77,6 +78,37 @@ void name_libtorch_and_blas(const Manifest& m, Recipe& r) {
   }
 }
 
+// The torch wheel the run loaded, when pip can install it again; what goes
+// into the Dockerfile is checked here (a store's bytes are not trusted).
+void add_torch(const Manifest& m, Recipe& r) {
+  const std::string installer = get(m, "libraries.torch.installer");
+  const std::string dist = get(m, "libraries.torch.distribution");
+  if (installer == "conda" || installer == "source") {
+    std::string safe = dist.substr(0, 80);  // goes into a comment line: nothing to break out with
+    for (char& ch : safe)
+      if (!std::isalnum(static_cast<unsigned char>(ch)) && !std::strchr(".+=_-", ch)) ch = '?';
+    r.torch_note = installer == "conda" ? "torch came from conda (" + safe + ")"
+                                        : "torch was built from source";
+    return;
+  }
+  if (dist.empty()) return;  // Debian's libtorch, pinned with the packages
+  static const std::regex kRequirement(R"(torch==[0-9][0-9A-Za-z.!_-]*(\+[0-9A-Za-z.]+)?)");
+  static const std::regex kIndex(R"(https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/+-]*)?)");
+  const std::string index = get(m, "libraries.torch.index");
+  if (!std::regex_match(dist, kRequirement))
+    throw core::Error(
+        "its manifest's libraries.torch.distribution is not a torch version pip "
+        "takes ('" +
+            dist.substr(0, 80) + "'); refusing to write it into a Dockerfile",
+        core::ErrorKind::kUsage);
+  if (!std::regex_match(index, kIndex))
+    throw core::Error("its manifest's libraries.torch.index is not an https URL ('" +
+                          index.substr(0, 80) + "'); refusing to write it into a Dockerfile",
+                      core::ErrorKind::kUsage);
+  r.torch_requirement = dist;
+  r.torch_index = index;
+}
+
 // The Python package records "python.packages.<dist>" (every imported
 // distribution); "python.package.<name>" is read alike.
 void add_python(const Manifest& m, Recipe& r) {
@@ -88,6 +120,8 @@ void add_python(const Manifest& m, Recipe& r) {
       const std::string name = it->first.substr(prefix.size());
       if (debian.count(debian_python_name(name))) {
         from_debian.insert(name);
+      } else if (name == "torch" && !r.torch_requirement.empty()) {
+        continue;  // installed from its own index (torch_install)
       } else {
         r.pip[name] = it->second;
       }
@@ -119,7 +153,10 @@ std::string header(const Recipe& r, std::string_view about) {
     for (const auto& x : v) out += (out.empty() ? "" : " ") + x;
     return out.empty() ? std::string("(none mapped)") : out;
   };
-  s += "#   libtorch: " + list(r.libtorch) + "\n";
+  s += "#   libtorch: " +
+       (r.torch_requirement.empty() ? list(r.libtorch)
+                                    : r.torch_requirement + " from " + r.torch_index) +
+       "\n";
   s += "#   BLAS:     " + list(r.blas) + "\n";
   s += "# The data files are not included: their SHA-256 are in the run's manifest (data.*).\n";
   return s;
@@ -199,6 +236,21 @@ std::string apt_install(const Recipe& r) {
   return s;
 }
 
+// The torch wheel, in a virtual environment that later steps use.
+std::string torch_install(const Recipe& r) {
+  if (r.torch_requirement.empty())
+    return r.torch_note.empty() ? "" : "# Not installed here: " + r.torch_note + ".\n";
+  return fmt::format(
+      "# torch: the wheel the run loaded (libraries.torch.*), from its index, into a virtual\n"
+      "# environment that every later step uses.\n"
+      "RUN apt-get update && apt-get install -y --no-install-recommends python3-venv \\\n"
+      " && rm -rf /var/lib/apt/lists/* \\\n"
+      " && python3 -m venv /opt/venv \\\n"
+      " && /opt/venv/bin/python -m pip install --no-cache-dir --index-url '{}' '{}'\n"
+      "ENV PATH=/opt/venv/bin:$PATH\n",
+      r.torch_index, r.torch_requirement);
+}
+
 std::string pip_install(const Recipe& r) {
   if (r.pip.empty() && r.python_from_debian.empty()) return "";
   std::string s = "# Python packages (python.packages.* in the run's manifest).\n";
@@ -210,9 +262,13 @@ std::string pip_install(const Recipe& r) {
   if (r.pip.empty()) return s;
   s += "# From PyPI at the recorded versions (a pure-Python package Debian installed maps no\n";
   s += "# object, so it is not pinned above and comes from PyPI here):\n";
-  s += "RUN apt-get update && apt-get install -y --no-install-recommends python3-pip \\\n";
-  s += " && rm -rf /var/lib/apt/lists/* \\\n";
-  s += " && python3 -m pip install --no-cache-dir --break-system-packages";
+  if (!r.torch_requirement.empty()) {
+    s += "RUN /opt/venv/bin/python -m pip install --no-cache-dir";
+  } else {
+    s += "RUN apt-get update && apt-get install -y --no-install-recommends python3-pip \\\n";
+    s += " && rm -rf /var/lib/apt/lists/* \\\n";
+    s += " && python3 -m pip install --no-cache-dir --break-system-packages";
+  }
   for (const auto& [name, version] : r.pip) s += " \\\n      '" + name + "==" + version + "'";
   return s + "\n";
 }
@@ -241,13 +297,14 @@ std::string trainscope_build(const Recipe& r) {
       " && git clone \"$TRAINSCOPE_REPO\" /opt/trainscope && cd /opt/trainscope \\\n"
       " && git checkout {} \\\n"
       " && ./scripts/install-deps.sh \\\n"
-      " && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release \\\n"
+      " && cmake -S . -B build -DCMAKE_BUILD_TYPE=Release{} \\\n"
       " && cmake --build build -j\"$(nproc)\" --target trainscope_cli "
       "trainscope_torch_commands\n"
       "ENV PATH=/opt/trainscope/build/bin:$PATH\n",
       r.trainscope_version, r.trainscope_commit,
       r.trainscope_dirty ? " with uncommitted changes, which this checkout lacks" : "",
-      r.trainscope_commit);
+      r.trainscope_commit,
+      r.torch_requirement.empty() ? "" : " -DTRAINSCOPE_TORCH_PYTHON=/opt/venv/bin/python");
 }
 
 // The end of each day a pinned package was installed, as snapshot.debian.org
@@ -305,6 +362,7 @@ Recipe recipe(const Manifest& m, std::string_view started) {
   add_trainscope(m, r);
   r.snapshots = snapshot_moments(r, started);
   name_libtorch_and_blas(m, r);
+  add_torch(m, r);
   add_python(m, r);
   return r;
 }
@@ -316,10 +374,37 @@ std::string dockerfile(const Recipe& r, std::string_view about) {
   s += "ENV DEBIAN_FRONTEND=noninteractive\n";
   s += snapshot_source(r);
   s += apt_install(r);
+  s += torch_install(r);
   s += pip_install(r);
   s += trainscope_build(r);
   s += unowned_note(r);
   return s;
+}
+
+std::optional<PinCheck> check_torch(const Recipe& r) {
+  if (r.torch_requirement.empty()) return std::nullopt;
+  PinCheck c{.pin = r.torch_requirement};
+  const std::string version = r.torch_requirement.substr(r.torch_requirement.find("==") + 2);
+  const std::string page = r.torch_index + (r.torch_index.ends_with("/") ? "" : "/") + "torch/";
+  int status = 0;
+  const std::string html = process::capture(
+      {"curl", "-fsSL", "--retry", "2", "--connect-timeout", "15", "--max-time", "120", page},
+      &status);
+  if (status == -1 || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
+    c.message = "curl is not installed here, so the index was not asked: apt-get install curl";
+    return c;
+  }
+  std::string plus = version;  // a local label's '+' is %2B in the index's links
+  if (const auto at = plus.find('+'); at != std::string::npos) plus.replace(at, 1, "%2B");
+  if (html.find("torch-" + version + "-") != std::string::npos ||
+      html.find("torch-" + plus + "-") != std::string::npos) {
+    c.ok = true;
+    c.source = "index";
+  } else {
+    c.message = html.empty() ? "the index " + r.torch_index + " did not answer (" + page + ")"
+                             : "the index " + r.torch_index + " lists no file of torch " + version;
+  }
+  return c;
 }
 
 std::vector<PinCheck> read_simulation(const Recipe& r, const std::vector<size_t>& pins,

@@ -103,18 +103,21 @@ Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
                     {"note", checks[i].note}};
     packages.push_back(std::move(j));
   }
-  return {{"image", r.image},
-          {"os", r.os},
-          {"debian_version", r.debian_version},
-          {"arch", r.arch},
-          {"libtorch", r.libtorch},
-          {"blas", r.blas},
-          {"packages", packages},
-          {"pip", r.pip},
-          {"python_from_debian", r.python_from_debian},
-          {"unowned", r.unowned},
-          {"snapshots", r.snapshots},
-          {"trainscope_commit", r.trainscope_commit}};
+  return {
+      {"image", r.image},
+      {"os", r.os},
+      {"debian_version", r.debian_version},
+      {"arch", r.arch},
+      {"libtorch", r.libtorch},
+      {"blas", r.blas},
+      {"torch",
+       {{"requirement", r.torch_requirement}, {"index", r.torch_index}, {"note", r.torch_note}}},
+      {"packages", packages},
+      {"pip", r.pip},
+      {"python_from_debian", r.python_from_debian},
+      {"unowned", r.unowned},
+      {"snapshots", r.snapshots},
+      {"trainscope_commit", r.trainscope_commit}};
 }
 
 Json run_diff(const repro::RunDiff& d) {

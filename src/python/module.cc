@@ -28,7 +28,10 @@ namespace {
 // core::Error kinds as Python exceptions: a bad argument is a ValueError,
 // what is missing a LookupError, the rest trainscope.Error.
 void register_errors(py::module_& m) {
-  static py::exception<ts::core::Error> error(m, "Error");
+  // Stored once, while the GIL is held (pybind11's recipe for a module's
+  // own exception type); the translator runs with the GIL held too.
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<py::object> error;
+  error.call_once_and_store_result([&]() { return py::exception<ts::core::Error>(m, "Error"); });
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -41,7 +44,7 @@ void register_errors(py::module_& m) {
           PyErr_SetString(PyExc_LookupError, e.what());
           return;
         default:
-          error(e.what());
+          py::set_error(error.get_stored(), e.what());
       }
     }
   });

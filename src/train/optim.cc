@@ -38,7 +38,7 @@ class TorchOptimizer : public Optimizer {
     auto& state = const_cast<T&>(opt_).state();
     for (const auto& group : opt_.param_groups())
       for (const auto& p : group.params()) {
-        auto it = state.find(c10::guts::to_string(p.unsafeGetTensorImpl()));
+        auto it = state.find(p.unsafeGetTensorImpl());
         if (it == state.end() || !it->second) continue;
         std::vector<torch::Tensor> ts;
         if (auto* a = dynamic_cast<o::AdamParamState*>(it->second.get()))
@@ -114,7 +114,7 @@ class FusedAdam : public TorchOptimizer<torch::optim::Adam> {
 
   torch::optim::AdamParamState& state_of(const torch::Tensor& p) {
     auto& state = opt_.state();
-    const auto key = c10::guts::to_string(p.unsafeGetTensorImpl());
+    void* const key = p.unsafeGetTensorImpl();  // how torch::optim keys its state
     auto it = state.find(key);
     if (it == state.end()) {
       auto s = std::make_unique<torch::optim::AdamParamState>();

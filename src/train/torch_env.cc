@@ -21,7 +21,7 @@ namespace {
 // work started.
 void set_interop_threads(int n) {
   static bool done = false;
-  if (done || at::get_num_interop_threads() == n) return;
+  if (done || static_cast<int>(at::get_num_interop_threads()) == n) return;
   done = true;
   try {
     at::set_num_interop_threads(n);
@@ -36,7 +36,7 @@ void set_interop_threads(int n) {
 void warn_if_oversubscribed(const Config& c, int threads) {
   static bool warned = false;
   const int cpus = env::cpu_budget().logical;
-  const int blas = c.compute.blas_threads == "auto" ? 1 : std::stoi(c.compute.blas_threads);
+  const int blas = c.compute.blas_threads == "auto" ? 0 : std::stoi(c.compute.blas_threads);
   if (warned || cpus <= 0 || (threads <= cpus && blas <= cpus)) return;
   warned = true;
   const bool torch_over = threads > cpus;
@@ -69,7 +69,10 @@ void apply_determinism(const Config& c) {
   warn_if_oversubscribed(c, threads);
   torch::set_num_threads(threads);
   set_interop_threads(threads);
-  env::set_blas_threads(c.compute.blas_threads == "auto" ? 1 : std::stoi(c.compute.blas_threads));
+  // auto: one thread for a BLAS with a pool of its own (OpenBLAS, BLIS),
+  // which would otherwise start as many beside libtorch's; MKL inside the
+  // wheels' libtorch runs on libtorch's OpenMP threads and follows them.
+  env::set_blas_threads(c.compute.blas_threads == "auto" ? 0 : std::stoi(c.compute.blas_threads));
   auto& ctx = at::globalContext();
   ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, /*warn_only=*/false);
   ctx.setUserEnabledMkldnn(c.determinism.mkldnn);

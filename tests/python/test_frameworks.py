@@ -11,6 +11,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -30,7 +31,7 @@ def cli(store, *args, check=True):
 
 
 def python_run(store, name, sets):
-    argv = ["/usr/bin/python3", str(EXAMPLES / "demo_cnn.py"), DEMO, "--name", name]
+    argv = [sys.executable, str(EXAMPLES / "demo_cnn.py"), DEMO, "--name", name]
     for s in sets:
         argv += ["--set", s]
     env = dict(os.environ, TRAINSCOPE_STORE=str(store))

@@ -9,6 +9,7 @@ import random
 import shutil
 import sqlite3
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -166,7 +167,7 @@ def test_setup_derives_the_streams_as_the_trainer_and_seeds_every_generator():
 def test_a_grid_key_the_script_does_not_have_fails_its_runs_with_that_line(tmp_path):
     shutil.copy(EXAMPLES / "train_mlp.py", tmp_path / "train_mlp.py")
     (tmp_path / "typo.yaml").write_text(
-        "study: typo\ncommand: /usr/bin/python3 train_mlp.py\ngrid: {optimizer.lr: [0.1]}\n"
+        "study: typo\ncommand: " + sys.executable + " train_mlp.py\ngrid: {optimizer.lr: [0.1]}\n"
         "replicates: 2\nretries: 0\n")
     store = tmp_path / "s.db"
     out = cli(store, "study", "run", str(tmp_path / "typo.yaml"), "--logs", str(tmp_path / "logs"),
@@ -181,7 +182,7 @@ def test_a_relative_store_is_the_studys_store_wherever_its_file_is(tmp_path):
     (tmp_path / "elsewhere").mkdir()
     shutil.copy(EXAMPLES / "train_mlp.py", tmp_path / "elsewhere" / "train_mlp.py")
     (tmp_path / "elsewhere" / "s.yaml").write_text(
-        "study: rel\ncommand: /usr/bin/python3 train_mlp.py\nsources: [init]\nreplicates: 2\n"
+        "study: rel\ncommand: " + sys.executable + " train_mlp.py\nsources: [init]\nreplicates: 2\n"
         "set: {epochs: 1}\n")
     # The default store, ./trainscope.db of the folder the CLI runs in, and
     # the package on a PYTHONPATH relative to it (as the README runs it).

@@ -132,10 +132,12 @@ TEST(DiffTest, DeterminismFlagsAreRecorded) {
   auto env = store->environment(r.uuid);
   EXPECT_EQ(env.at("flags.mkldnn"), "off");
   EXPECT_EQ(env.at("threads.torch.intra_op"), "1");
-  // One threads setting: the BLAS libtorch calls gets one thread beside
-  // libtorch's own, and which BLAS it is is recorded.
-  EXPECT_EQ(env.at("threads.blas"), "1");
-  EXPECT_EQ(env.at("libraries.blas.name"), "openblas");
+  // One threads setting: a BLAS with a pool of its own gets one thread
+  // beside libtorch's; MKL inside libtorch (the wheels') runs on libtorch's
+  // threads. Which BLAS it is, and its version, are recorded.
+  const std::string blas = env.at("libraries.blas.name");
+  EXPECT_TRUE(blas == "mkl" || blas == "openblas" || blas == "blis") << blas;
+  EXPECT_EQ(env.at("threads.blas"), blas == "mkl" ? env.at("threads.torch.intra_op") : "1");
   EXPECT_NE(env.at("libraries.blas.version"), "unknown");
   EXPECT_EQ(env.at("flags.deterministic_algorithms"), "false");
   EXPECT_FALSE(env.at("libraries.torch.version").empty());
@@ -146,7 +148,11 @@ TEST(DiffTest, DeterminismFlagsAreRecorded) {
   auto env2 = store->environment(r2.uuid);
   EXPECT_EQ(env2.at("flags.mkldnn"), "on");
   EXPECT_EQ(env2.at("threads.torch.intra_op"), std::to_string(env::cpu_budget().threads()));
-  EXPECT_EQ(env2.at("threads.blas"), "1");
+  EXPECT_EQ(env2.at("threads.blas"), blas == "mkl" ? env2.at("threads.torch.intra_op") : "1");
+  // An explicit setting holds whichever BLAS it is.
+  auto r3 = train_run(
+      store, small({"train.max_steps=1", "compute.blas_threads=1", "compute.threads=2"}), "flags3");
+  EXPECT_EQ(store->environment(r3.uuid).at("threads.blas"), "1");
 }
 
 TEST(DiffTest, WithoutFingerprintsOrWithDifferentModelsComparesWhatItCan) {

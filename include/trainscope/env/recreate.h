@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,6 +47,11 @@ struct Recipe {
   std::vector<PinnedPackage> packages;  // by name
   // Pins of the packages holding libtorch*/libc10*, and the BLAS loaded.
   std::vector<std::string> libtorch, blas;
+  // The torch wheel the run loaded (libraries.torch.*, env/torch_package.h)
+  // when pip can install it again: "torch==2.15.0" and its index; empty for
+  // a torch of Debian's, conda's (torch_note says which) or a source build.
+  // Checked when read: only a plain version and an https URL get here.
+  std::string torch_requirement, torch_index, torch_note;
   // python.package.<name> -> version to pip install, and the names left to
   // a pinned Debian package python3-<name>.
   std::map<std::string, std::string> pip;
@@ -75,18 +81,21 @@ struct Recipe {
 // Debian, the others are pip-installed. Throws core::Error (kNotFound) when
 // the manifest has no package data (a run recorded before trainscope
 // captured it, or a `watch` run, whose program trainscope does not load),
-// or no release to build from.
+// or no release to build from; core::Error (kUsage) naming the key when a
+// torch version or index it would write into the Dockerfile is not a plain
+// version or an https URL.
 Recipe recipe(const Manifest& manifest, std::string_view started = "");
 
 // A Dockerfile building the recipe: FROM the release (--platform from the
 // architecture), apt-get install of every pin (a pin with a pool file as the
 // .deb ADDed from its pool URL, a repacked pin as the .deb COPYed from
 // debs/<file> in the build context, both in the same apt-get install so that
-// apt resolves their dependencies with the others), pip install of the Python
-// packages, and the commit of trainscope to build when the run used its own
-// build. With --build-arg SNAPSHOT=yes it adds snapshot.debian.org as of
-// recipe.snapshots, for versions Debian has replaced since. `about` names
-// the run in the first comment.
+// apt resolves their dependencies with the others), the torch wheel pinned
+// from its index into the virtual environment /opt/venv (on PATH; later
+// steps use it), pip install of the Python packages, and the commit of
+// trainscope to build against that torch when the run used its own build. With --build-arg
+// SNAPSHOT=yes it adds snapshot.debian.org as of recipe.snapshots, for versions Debian has replaced
+// since. `about` names the run in the first comment.
 std::string dockerfile(const Recipe& recipe, std::string_view about);
 
 // Versions apt's index no longer lists, from the archives' pools.
@@ -177,6 +186,13 @@ struct PinCheck {
   std::string source;
   std::string note;  // repacked_note() for a repacked pin, else ""
 };
+
+// Whether the recipe's torch wheel (torch_requirement) is still served by
+// its index: the index's PEP 503 page for torch (curl) lists a file of that
+// version. ok and source "index" when it does; a message saying what is
+// missing or what failed (no curl, no answer) when not. nullopt when the
+// recipe pins no torch wheel.
+std::optional<PinCheck> check_torch(const Recipe& recipe);
 
 // Runs `apt-get install --simulate` of every pin here as on a machine with
 // nothing installed (an empty dpkg status), so each version must come from

@@ -20,6 +20,8 @@ struct BlasLibrary {
 };
 BlasLibrary blas_library();
 // Sets the BLAS's threads through its own API; false when it has none.
+// n = 0: the BLAS's default beside libtorch (MKL inside libtorch: libtorch's
+// intra-op threads; a BLAS with a pool of its own: 1).
 bool set_blas_threads(int n);
 
 // libtorch version and build configuration, the BLAS actually loaded,

@@ -1,5 +1,6 @@
 // The entry point the executable looks up in libtrainscope_torch_commands.so.
 #include <c10/util/Exception.h>
+#include <c10/util/Logging.h>
 
 #include <stdexcept>
 #include <string>
@@ -99,6 +100,9 @@ class Commands final : public TorchCommands {
 
 extern "C" __attribute__((visibility("default"))) trainscope::cli::TorchCommands*
 trainscope_torch_commands_v1() {
+  // c10's log level from TORCH_CPP_LOG_LEVEL (the executable sets it before
+  // loading this half, FATAL unless -v), as `import torch` does for Python.
+  c10::initLogging();
   static trainscope::cli::Commands commands;
   return &commands;
 }

@@ -13,6 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+// The wheel's libtorch_cpu holds c10d's Gloo backend; its header declares it
+// only under the macro torch's own build defines.
+#ifndef USE_C10D_GLOO
+#define USE_C10D_GLOO
+#endif
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -25,10 +30,18 @@ using core::fail;
 
 namespace {
 
-// The first line of a c10d or Gloo error, without its closing period.
+// The first sentence of a c10d or Gloo error, without the source location
+// Gloo starts it with ("[.../gloo/transport/tcp/pair.cc:561] "), the advice
+// it follows it with, or its closing period.
 std::string first_line(const std::exception& e) {
-  std::string line = e.what();
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  std::string line = c10 ? c10->what_without_backtrace() : e.what();
   line = line.substr(0, line.find('\n'));
+  if (line.rfind("[", 0) == 0 && line.find("] ") != std::string::npos &&
+      line.find(':') < line.find("] "))
+    line = line.substr(line.find("] ") + 2);
+  if (const auto advice = line.find(". This is typically"); advice != std::string::npos)
+    line.resize(advice);
   while (!line.empty() && (line.back() == '.' || line.back() == ' ')) line.pop_back();
   return line;
 }

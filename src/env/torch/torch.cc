@@ -8,12 +8,14 @@
 #include <torch/torch.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "trainscope/env/packages.h"
+#include "trainscope/env/torch_package.h"
 
 namespace trainscope::env {
 
@@ -22,6 +24,31 @@ namespace {
 template <typename F>
 F blas_symbol(const char* name) {
   return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+// The package folder (site-packages/torch) of the libtorch this process
+// mapped: where its libtorch_cpu.so lies, one folder up.
+std::filesystem::path torch_package_dir() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&at::show_config), &info) == 0 || !info.dli_fname) return {};
+  std::error_code ec;
+  const auto lib = std::filesystem::canonical(info.dli_fname, ec);
+  return ec ? std::filesystem::path() : lib.parent_path().parent_path();
+}
+
+// OpenMP as libtorch reports it ("OpenMP 201511 (a.k.a. OpenMP 4.5)"), the
+// runtime mapped (the wheel's own libgomp), and MKL's version when libtorch
+// holds it statically (nothing of it mapped).
+void add_runtime_libraries(const std::string& cfg, const std::string& maps, Manifest& m) {
+  std::smatch match;
+  const std::string parallel = at::get_parallel_info();
+  if (std::regex_search(parallel, match,
+                        std::regex("OpenMP [0-9]+ \\(a\\.k\\.a\\. OpenMP [0-9.]+\\)")))
+    m["libraries.openmp"] = match[0];
+  if (std::regex_search(maps, match, std::regex("(/\\S*lib(gomp|iomp5|omp)[^/\\s]*\\.so[^/\\s]*)")))
+    m["libraries.openmp.loaded"] = match[1];
+  if (std::regex_search(cfg, match, std::regex("Math Kernel Library Version ([^ ]+)")))
+    m["libraries.mkl"] = match[1];
 }
 
 }  // namespace
@@ -42,6 +69,13 @@ BlasLibrary blas_library() {
   } else if (auto mkl = blas_symbol<GetInt>("mkl_get_max_threads")) {
     b.name = "mkl";
     b.threads = mkl();
+    using GetVersion = void (*)(char*, int);
+    if (auto v = blas_symbol<GetVersion>("MKL_Get_Version_String")) {
+      char text[256] = {};
+      v(text, sizeof text - 1);  // "Intel(R) oneAPI Math Kernel Library Version 2024.2-Product ..."
+      std::cmatch m;
+      if (std::regex_search(text, m, std::regex("Version ([0-9][^ ]*)"))) b.version = m[1];
+    }
   } else {
     b.name = "reference";  // netlib's BLAS: single-threaded, no threads API
   }
@@ -53,9 +87,17 @@ bool set_blas_threads(int n) {
   for (const char* name :
        {"openblas_set_num_threads", "bli_thread_set_num_threads", "mkl_set_num_threads"}) {
     if (auto set = blas_symbol<SetInt>(name)) {
-      set(n);
+      set(std::max(n, 1));
       return true;
     }
+  }
+  // The wheels' MKL, linked into libtorch_cpu, exports only the calling
+  // thread's setting (0: back to libtorch's, which torch::set_num_threads
+  // sets), by its C name (the lower-case one is Fortran's, by pointer).
+  using SetLocal = int (*)(int);
+  if (auto set = blas_symbol<SetLocal>("MKL_Set_Num_Threads_Local")) {
+    set(n);
+    return true;
   }
   return false;
 }
@@ -79,10 +121,12 @@ Manifest capture_torch() {
     torch::NoGradGuard ng;
     (void)torch::ones({4, 4}).mm(torch::ones({4, 4}));
   }
-  std::ifstream maps("/proc/self/maps");
+  std::ifstream maps_file("/proc/self/maps");
+  std::string maps((std::istreambuf_iterator<char>(maps_file)), std::istreambuf_iterator<char>());
+  std::istringstream lines(maps);
   std::string line;
   std::set<std::string> blas;
-  while (std::getline(maps, line)) {
+  while (std::getline(lines, line)) {
     auto slash = line.find('/');
     if (slash == std::string::npos) continue;
     std::string path = line.substr(slash);
@@ -92,7 +136,11 @@ Manifest capture_torch() {
   }
   std::string loaded;
   for (const auto& p : blas) loaded += (loaded.empty() ? "" : " ") + p;
-  m["libraries.blas.loaded"] = loaded.empty() ? "none mapped" : loaded;
+  m["libraries.blas.loaded"] = !loaded.empty() ? loaded
+                               : cfg.find("BLAS_INFO=mkl") != std::string::npos
+                                   ? "static in libtorch_cpu (MKL)"
+                                   : "none mapped";
+  add_runtime_libraries(cfg, maps, m);
   using GetThreads = int (*)();
   if (auto f = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
     m["threads.openblas"] = std::to_string(f());
@@ -112,6 +160,9 @@ Manifest capture_torch() {
   m["flags.mkldnn"] = ctx.userEnabledMkldnn() ? "on" : "off";
   m["flags.cudnn_benchmark"] = ctx.benchmarkCuDNN() ? "true" : "false";
   m["flags.cudnn_deterministic"] = ctx.deterministicCuDNN() ? "true" : "false";
+  // Where libtorch came from (a wheel's version and index, conda, a source
+  // build): over the compiled-in version, which lacks the local label.
+  for (auto& [k, v] : describe_torch_package(torch_package_dir())) m[k] = v;
   // Now that libtorch and the BLAS are mapped: the Debian packages they, and
   // everything else the process mapped, come from (`env recreate` pins them).
   m.merge(capture_loaded_packages());
