@@ -19,12 +19,25 @@ PYTHON ?=
 VENV   ?= .venv
 ifeq ($(strip $(PYTHON)),)
 TORCH_PYTHON := $(abspath $(VENV))/bin/python
+PY_CORE      := $(VENV)/.trainscope-torch-core
 PY_ENV       := $(VENV)/.trainscope-torch
 PY_TEST_ENV  := $(VENV)/.trainscope-test
 else
 TORCH_PYTHON := $(PYTHON)
+PY_CORE      :=
 PY_ENV       :=
 PY_TEST_ENV  := python-test-check
+endif
+# What the C++ build and the CLI load of torch: the wheel itself and the two
+# CUDA runtime libraries libtorch_cpu links (1.3 GB, 37 s to install here);
+# the rest of requirements/torch.txt (cuDNN, cuBLAS, NCCL, triton, ...: 4 GB
+# more) only `import torch` needs. make demo installs these, make test all.
+TORCH_CORE := torch nvidia-cuda-runtime nvidia-cuda-cupti
+# The build backend's pinned wheels, for the offline `pip install .` test.
+ifeq ($(strip $(PYTHON)),)
+WHEELHOUSE := $(abspath $(VENV))/wheelhouse
+else
+WHEELHOUSE := $(abspath $(BUILD_DIR))/wheelhouse
 endif
 CMAKE_TORCH := -DTRAINSCOPE_TORCH_PYTHON=$(TORCH_PYTHON)
 
@@ -33,7 +46,7 @@ CMAKE_TORCH := -DTRAINSCOPE_TORCH_PYTHON=$(TORCH_PYTHON)
 FULL_FLAGS := -DTRAINSCOPE_BUILD_TESTS=ON -DTRAINSCOPE_BUILD_BENCH=ON -DTRAINSCOPE_PYTHON=ON
 DEMO_FLAGS := -DTRAINSCOPE_BUILD_TESTS=OFF -DTRAINSCOPE_BUILD_BENCH=OFF -DTRAINSCOPE_PYTHON=OFF
 
-.PHONY: all deps deps-build venv configure build demo-build demo test test-asan bench clean format tidy python-test-check
+.PHONY: all deps deps-build venv venv-full configure build demo-build demo test test-asan bench clean format tidy python-test-check
 
 all: build
 
@@ -43,13 +56,21 @@ deps:
 deps-build:
 	@./scripts/install-deps.sh --build
 
-venv: $(PY_ENV)
+venv: $(PY_CORE)
+venv-full: $(PY_ENV)
+
+# The pins of TORCH_CORE, as requirements/torch.txt has them.
+$(VENV)/.trainscope-torch-core: requirements/torch.txt
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	@echo "venv: installing torch's C++ libraries into $(VENV) (PyPI's wheel, 1.3 GB the first time)"
+	@$(VENV)/bin/python -m pip install -q --no-deps \
+	  $$(grep -E '^($(shell echo $(TORCH_CORE) | tr ' ' '|'))==' requirements/torch.txt)
+	@touch $@
 
 # torch and everything it pulls, exactly as pinned (--no-deps: nothing
 # unpinned comes in; pip check: the pins agree with each other).
-$(VENV)/.trainscope-torch: requirements/torch.txt
-	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	@echo "venv: installing requirements/torch.txt into $(VENV) (PyPI's torch wheel, several GB the first time)"
+$(VENV)/.trainscope-torch: requirements/torch.txt $(VENV)/.trainscope-torch-core
+	@echo "venv: installing the rest of requirements/torch.txt into $(VENV) (4 GB the first time)"
 	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/torch.txt
 	@$(VENV)/bin/python -m pip check -q > /dev/null || $(VENV)/bin/python -m pip check
 	@touch $@
@@ -58,22 +79,24 @@ $(VENV)/.trainscope-torch: requirements/torch.txt
 # packaging test's offline `pip install .` (tests/package/wheel_test.sh).
 $(VENV)/.trainscope-test: requirements/test.txt $(VENV)/.trainscope-torch
 	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/test.txt
-	@$(VENV)/bin/python -m pip download -q --no-deps -d $(VENV)/wheelhouse -r requirements/build.txt
+	@$(VENV)/bin/python -m pip download -q --no-deps -d $(WHEELHOUSE) -r requirements/build.txt
 	@touch $@
 
 # With PYTHON=, the environment is the user's: it is checked, not changed.
 python-test-check:
 	@$(TORCH_PYTHON) -c "import pytest" 2>/dev/null || { echo "make test: $(TORCH_PYTHON) has no pytest: pip install -r requirements/test.txt there" >&2; exit 2; }
+	@$(TORCH_PYTHON) -m pip download -q --no-deps -d $(WHEELHOUSE) -r requirements/build.txt
 
 configure: deps $(PY_ENV) $(PY_TEST_ENV)
-	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(FULL_FLAGS) $(CMAKE_TORCH) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(FULL_FLAGS) $(CMAKE_TORCH) \
+	  -DTRAINSCOPE_WHEELHOUSE=$(WHEELHOUSE) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
 
 build: configure
 	@cmake --build $(BUILD_DIR) -j$(JOBS)
 
 # The CLI and its libtorch half (which the demo's `train` loads) only.
-demo-build: deps-build $(PY_ENV)
+demo-build: deps-build $(PY_CORE)
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(DEMO_FLAGS) $(CMAKE_TORCH) $(CMAKE_FLAGS) > $(BUILD_DIR).configure.log 2>&1 \
 	  || (cat $(BUILD_DIR).configure.log; exit 1)
 	@cmake --build $(BUILD_DIR) -j$(JOBS) --target trainscope_cli trainscope_torch_commands

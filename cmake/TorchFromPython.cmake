@@ -17,7 +17,7 @@
 
 # The supported range, as major*100 + minor: the oldest release built and
 # tested here, and the newest (docs/torch.md has how they were checked).
-set(TRAINSCOPE_TORCH_MIN 209)
+set(TRAINSCOPE_TORCH_MIN 211)
 set(TRAINSCOPE_TORCH_MAX 215)
 
 set(TRAINSCOPE_TORCH_PYTHON "" CACHE FILEPATH
@@ -88,6 +88,14 @@ if(NOT TRAINSCOPE_TORCH_CXX11_ABI)
                       "install a wheel from PyPI (every one since 2.7 uses the C++11 ABI)")
 endif()
 set(TRAINSCOPE_TORCH_LIB_DIR "${TRAINSCOPE_TORCH_DIR}/lib")
+# make demo's .venv holds torch's C++ libraries only (the Makefile's
+# TORCH_CORE): enough for the C++ build, not for `import torch`.
+if(TRAINSCOPE_PYTHON AND NOT TRAINSCOPE_TORCH_IMPORTABLE)
+  message(FATAL_ERROR "the Python package needs `import torch` to work in ${_torch_py}, and it "
+                      "does not (${TRAINSCOPE_TORCH_IMPORT_ERROR}): install all of torch there "
+                      "(make venv-full, or pip install -r requirements/torch.txt), or configure "
+                      "with -DTRAINSCOPE_PYTHON=OFF")
+endif()
 message(STATUS "torch ${TRAINSCOPE_TORCH_VERSION} (CUDA: ${TRAINSCOPE_TORCH_CUDA}) from "
                "${TRAINSCOPE_TORCH_DIR}, for Python ${TRAINSCOPE_TORCH_PYTHON_VERSION}")
 

@@ -18,7 +18,7 @@ namespace {
 // so a new command is never hidden (cli_test checks none is).
 const std::vector<std::pair<std::string, std::vector<std::string>>>& groups() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> g = {
-      {"Train", {"train", "config", "watch", "eval", "rerun"}},
+      {"Train", {"train", "config", "watch", "eval", "weights", "rerun"}},
       {"Inspect runs", {"runs", "metrics", "plot", "resources", "probes", "card", "checklist"}},
       {"Compare and explain", {"diff", "stats", "report", "env"}},
       {"Measure speed and numerics", {"profile", "costmodel", "tune", "numerics"}},

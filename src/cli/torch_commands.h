@@ -38,6 +38,10 @@ struct EvalArgs {
   std::string run, checkpoint;
 };
 
+struct WeightsArgs {
+  std::string run, checkpoint, out;
+};
+
 struct DiffArgs {
   std::string a, b;
   bool no_replay = false;
@@ -89,6 +93,7 @@ class TorchCommands {
   virtual std::vector<study::WeightSpread> weight_spread(Context& ctx,
                                                          const study::StudyAnalysis& a) = 0;
   virtual void eval(Context& ctx, const EvalArgs& args) = 0;
+  virtual void weights(Context& ctx, const WeightsArgs& args) = 0;
   virtual void diff(Context& ctx, const DiffArgs& args) = 0;
   virtual void rerun(Context& ctx, const RerunArgs& args) = 0;
   virtual void profile(Context& ctx, const ProfileArgs& args) = 0;

@@ -90,12 +90,26 @@ void add_eval(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, a] { torch_commands().eval(ctx, *a); });
 }
 
+void add_weights(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand(
+      "weights", "Write a run's model weights as a PyTorch state dict (torch.load reads it)");
+  auto a = std::make_shared<WeightsArgs>();
+  cmd->add_option("RUN", a->run, "UUID prefix or run name")->required();
+  cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint name (default: the newest)");
+  cmd->add_option("--out,-o", a->out, "The file to write (torch.save's format)")->required();
+  set_example(cmd,
+              "trainscope weights demo -o demo.pt   # then in Python: "
+              "model.load_state_dict(torch.load('demo.pt'))");
+  cmd->callback([&ctx, a] { torch_commands().weights(ctx, *a); });
+}
+
 }  // namespace
 
 void register_train_commands(CLI::App& app, Context& ctx) {
   add_train(app, ctx);
   add_config(app, ctx);
   add_eval(app, ctx);
+  add_weights(app, ctx);
 }
 
 }  // namespace trainscope::cli

@@ -263,6 +263,10 @@ std::vector<Field> model_fields() {
       TS_INT("model.hidden", model.hidden, 1, 1 << 20, "mlp hidden units"),
       TS_INT("model.flip_bit", model.flip_bit, 0, kMaxInt,
              "Flip the lowest bit of one initial weight chosen by N (0: off)"),
+      TS_TEXT("model.init_from", model.init_from,
+              "Start from a PyTorch state dict (torch.save(model.state_dict(), PATH)) with the "
+              "model's names, instead of the init (empty: none)",
+              "a path of at most 4096 bytes", text_violation_of(v, 0, 4096)),
   };
 }
 

@@ -417,6 +417,15 @@ TrainPosition read_checkpoint(const char* data, size_t size, const std::string& 
       model, opt, dropout_gen);
 }
 
+std::optional<std::string> archive_problem(std::string_view archive) {
+  try {
+    check_zip(archive);
+    return std::nullopt;
+  } catch (const std::exception& e) {  // Unfit, or zip_entries' runtime_error
+    return std::string(e.what());
+  }
+}
+
 std::vector<ZipEntry> zip_entries(std::string_view archive) {
   const Fields f(archive);
   const Directory d = read_directory(f);
@@ -463,6 +472,17 @@ std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const st
   }
   if (best) store::verify_artifact(*best);  // never train on from a damaged file
   return best;
+}
+
+store::ArtifactInfo require_checkpoint(store::Store& store, const store::RunInfo& run,
+                                       const std::string& name) {
+  if (auto ck = find_checkpoint(store, run.uuid, name)) return *ck;
+  std::string have;
+  for (const auto& a : store.artifacts(run.uuid))
+    if (a.kind == kCheckpointKind) have += (have.empty() ? "" : ", ") + a.name;
+  fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}",
+       core::short_uuid(run.uuid), name.empty() ? "" : " '" + name + "'",
+       have.empty() ? "none" : have);
 }
 
 }  // namespace trainscope::train

@@ -46,4 +46,10 @@ std::optional<std::string> unexpected_pickle(std::string_view pickle,
                                              const std::map<std::string, uint64_t>& records,
                                              const std::string& record_dir);
 
+// nullopt when `archive` passes the checks read_checkpoint makes before
+// libtorch parses it (its zip structure, sizes and CRC-32s, its code and
+// pickles as above); otherwise what does not (one line). For the other
+// archives libtorch reads: state dicts saved by torch.save (state_dict.h).
+std::optional<std::string> archive_problem(std::string_view archive);
+
 }  // namespace trainscope::train

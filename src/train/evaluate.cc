@@ -132,15 +132,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   if (run.config_text.empty())
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no config)",
          core::short_uuid(run.uuid));
-  auto ck = find_checkpoint(store, run.uuid, checkpoint);
-  if (!ck) {
-    std::string have;
-    for (const auto& a : store.artifacts(run.uuid))
-      if (a.kind == kCheckpointKind) have += (have.empty() ? "" : ", ") + a.name;
-    fail(ErrorKind::kNotFound, "run {} has no checkpoint{}; available: {}",
-         core::short_uuid(run.uuid), checkpoint.empty() ? "" : " '" + checkpoint + "'",
-         have.empty() ? "none" : have);
-  }
+  const auto ck = require_checkpoint(store, run, checkpoint);
   Config cfg = parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
@@ -148,10 +140,10 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   at::Generator g = at::detail::createCPUGenerator(seeds.dropout);
   auto model = make_model(cfg.model, shape_of(data), g);
   model->to(dtype_of(cfg));
-  read_checkpoint(ck->path, *model, nullptr, nullptr);
+  read_checkpoint(ck.path, *model, nullptr, nullptr);
   if (channels_last(cfg)) to_channels_last(*model);
   CheckpointEval out;
-  out.checkpoint = ck->name;
+  out.checkpoint = ck.name;
   out.result =
       evaluate(*model, data.test, data, cfg.eval.batch_size, dtype_of(cfg), channels_last(cfg));
   out.class_names = data.test.class_names;

@@ -13,6 +13,7 @@
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
+#include "trainscope/train/state_dict.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
@@ -148,6 +149,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   // a value fixed by the master seed.
   torch::manual_seed(static_cast<uint64_t>(cfg.seeds.master));
   s->data = load_data(cfg.data, s->seeds.data_order);
+  if (!cfg.model.init_from.empty()) s->data.files.push_back(cfg.model.init_from);  // hashed too
   check_data(cfg, s->data);
   s->dropout_gen = at::detail::createCPUGenerator(s->seeds.dropout);
   at::Generator init_gen = at::detail::createCPUGenerator(s->seeds.init);
@@ -155,6 +157,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   build_or_refuse(cfg, [&] {
     if (!custom) model_ = make_model(cfg.model, shape_of(s->data), s->dropout_gen);
     if (!custom || !keep_init_) init_weights(*model_, cfg.model.init, init_gen);
+    if (!cfg.model.init_from.empty()) read_state_dict(cfg.model.init_from, *model_);
     model_->to(dtype_of(cfg));
     if (cfg.model.flip_bit > 0) s->flipped = flip_lowest_bit(*model_, cfg.model.flip_bit);
     if (channels_last(cfg)) to_channels_last(*model_);

@@ -10,6 +10,7 @@ import json
 import os
 import pathlib
 import shutil
+import sqlite3
 import subprocess
 import sys
 
@@ -151,3 +152,50 @@ def test_the_framework_is_a_factor_of_one_study(tmp_path):
     assert "0 run(s) it no longer trains set aside" in again.stderr, again.stderr
     report = json.loads(cli(store, "--json", "study", "report", "frameworks").stdout)
     assert [c["cell"] for c in report["cells"]] == ["framework=pytorch", "framework=libtorch"]
+
+
+def test_a_torch_saved_state_dict_starts_a_training_and_comes_back_bit_for_bit(tmp_path):
+    """PyTorch-Python's torch.save(model.state_dict()) into the C++ model of
+    the same names (model.init_from), and `trainscope weights` back out:
+    torch.load gives every tensor bit for bit; the run's manifest holds the
+    file's hash. A state dict of another model, or not a state dict, is one
+    line naming what differs."""
+    sys.path.insert(0, str(EXAMPLES))
+    from demo_cnn import DemoCNN  # the trainer's names, in PyTorch
+    torch.manual_seed(3)
+    model = DemoCNN(1, 32 * 7 * 7, 10)
+    with torch.no_grad():  # values no init of trainscope's would draw
+        for p in model.parameters():
+            p.copy_(torch.randn_like(p) * 0.05)
+    state = model.state_dict()
+    torch.save(state, tmp_path / "mine.pt")
+    store = tmp_path / "s.db"
+    out = cli(store, "train", DEMO, "--name", "from-py", "--no-progress",
+              "--set", f"model.init_from={tmp_path / 'mine.pt'}", "--set", "train.max_steps=1",
+              "--set", "data.train_subset=256", "--set", "data.test_subset=64",
+              "--set", "checkpoint.every_steps=1", check=False)
+    assert out.returncode == 0, out.stderr
+    got = cli(store, "weights", "from-py", "--checkpoint", "step-000000000.pt",
+              "-o", str(tmp_path / "back.pt"), check=False)
+    assert got.returncode == 0, got.stderr
+    back = torch.load(tmp_path / "back.pt", weights_only=True)
+    assert list(back) == list(state), (list(back), list(state))
+    for k, v in state.items():
+        assert back[k].dtype == v.dtype and torch.equal(back[k], v), k
+    with sqlite3.connect(store) as db:
+        env = dict(db.execute("SELECT key, value FROM environment WHERE run_id = "
+                              "(SELECT id FROM runs WHERE name = 'from-py')"))
+    digest = hashlib.sha256((tmp_path / "mine.pt").read_bytes()).hexdigest()
+    assert env[f"data.sha256.{tmp_path / 'mine.pt'}"] == digest
+    # Another model's state dict, and a file that is none: one line each.
+    other = {k: v for k, v in state.items() if k != "classifier.fc2.bias"}
+    other["head.weight"] = torch.zeros(3)
+    torch.save(other, tmp_path / "other.pt")
+    torch.save(model, tmp_path / "whole.pt")  # a pickled module, not a state dict
+    for name, says in (("other.pt", "has no 'classifier.fc2.bias'"),
+                       ("whole.pt", "cannot be read as a state dict"),
+                       ("missing.pt", "does not exist")):
+        bad = cli(store, "train", DEMO, "--no-progress", "--set",
+                  f"model.init_from={tmp_path / name}", "--set", "train.max_steps=1", check=False)
+        assert bad.returncode in (2, 3) and says in bad.stderr, (name, bad.returncode, bad.stderr)
+        assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr

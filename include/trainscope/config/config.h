@@ -85,6 +85,10 @@ struct ModelConfig {
   // > 0: flip the lowest bit of one initial weight, chosen by this number
   // (the smallest change to a run: studies' bitflip source).
   int64_t flip_bit = 0;
+  // A PyTorch state dict (torch.save(model.state_dict(), path)) the weights
+  // start from instead of the init ("" : none); its hash joins the run's
+  // data.* entries.
+  std::string init_from;
 };
 
 struct OptimizerConfig {

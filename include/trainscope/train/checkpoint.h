@@ -70,4 +70,9 @@ std::optional<uint32_t> zip_content_crc(std::string_view archive, const ZipEntry
 std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const std::string& uuid,
                                                    const std::string& name = {});
 
+// find_checkpoint, or Error(kNotFound) naming the run and the checkpoints
+// it has.
+store::ArtifactInfo require_checkpoint(store::Store& store, const store::RunInfo& run,
+                                       const std::string& name = {});
+
 }  // namespace trainscope::train

@@ -51,6 +51,9 @@ class Commands final : public TorchCommands {
   void eval(Context& c, const EvalArgs& a) override {
     guarded([&] { torch_cli::eval(c, a); });
   }
+  void weights(Context& c, const WeightsArgs& a) override {
+    guarded([&] { torch_cli::weights(c, a); });
+  }
   void diff(Context& c, const DiffArgs& a) override {
     guarded([&] { torch_cli::diff(c, a); });
   }

@@ -93,9 +93,12 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
          "run {} has no profile; record one with `trainscope profile CONFIG` or "
          "profile.enabled: true",
          core::short_uuid(run.uuid));
+  // The peak the run measured where it ran (this machine's only for a run
+  // that recorded none): GFLOP/s against another machine's peak would mislead.
+  const double recorded_peak = profile::mean_metric(store, run.uuid, "profile/peak_gflops");
   const format::ProfileExtras x{profile::mean_metric(store, run.uuid, "profile/step_ms_profiled"),
                                 profile::mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
-                                profile::peak_gflops()};
+                                recorded_peak > 0 ? recorded_peak : profile::peak_gflops()};
   if (json || a.format == "json") {
     std::cout << format::profile(run.uuid, s, x).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (a.format == "csv") {

@@ -9,6 +9,7 @@ namespace trainscope::cli::torch_cli {
 
 void train(Context& ctx, const TrainArgs& args);
 void eval(Context& ctx, const EvalArgs& args);
+void weights(Context& ctx, const WeightsArgs& args);
 void diff(Context& ctx, const DiffArgs& args);
 void rerun(Context& ctx, const RerunArgs& args);
 void profile(Context& ctx, const ProfileArgs& args);

@@ -16,6 +16,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/store/run_env.h"
 #include "trainscope/study/study.h"
+#include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli::torch_cli {
@@ -136,6 +137,15 @@ void train(Context& ctx, const TrainArgs& a) {
   // A local launcher says it for its ranks.
   if (r.status == RunStatus::kStopped && (!world || world->source() != "launcher"))
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
+}
+
+void weights(Context& ctx, const WeightsArgs& a) {
+  auto store = ctx.reader();
+  const store::RunInfo run = store->resolve_run(a.run);
+  core::check_output_file(a.out);
+  const std::string from = train::export_state_dict(*store, run, a.checkpoint, a.out);
+  core::log_info("wrote {}: the weights of run {} at {}, as torch.save writes a state dict", a.out,
+                 core::short_uuid(run.uuid), from);
 }
 
 void eval(Context& ctx, const EvalArgs& a) {

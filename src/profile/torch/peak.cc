@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -16,7 +17,9 @@ double peak_gflops() {
   const int threads = torch::get_num_threads();
   std::filesystem::path dir = core::user_cache_dir();
   if (dir.empty()) dir = "/tmp/.cache/trainscope";
-  std::filesystem::path file = dir / fmt::format("peak_gflops_t{}_{}.txt", threads, host_name());
+  // Per libtorch version too: its BLAS (MKL in the wheels) sets the peak.
+  std::filesystem::path file =
+      dir / fmt::format("peak_gflops_t{}_{}_torch{}.txt", threads, host_name(), TORCH_VERSION);
   if (std::ifstream in(file); in) {
     double v = 0;
     if (in >> v && v > 0) return v;

@@ -1,0 +1,172 @@
+// PyTorch state dicts in and out of trainscope's models (state_dict.h):
+// torch::pickle_load / pickle_save, the C++ ends of torch.load / torch.save.
+#include "trainscope/train/state_dict.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/serialize.h>
+#include <torch/torch.h>
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "checkpoint_code.h"
+#include "state_dict_pickle.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
+#include "trainscope/train/checkpoint.h"
+#include "trainscope/train/config.h"
+#include "trainscope/train/data.h"
+#include "trainscope/train/seeds.h"
+
+namespace fs = std::filesystem;
+
+namespace trainscope::train {
+using core::ErrorKind;
+using core::fail;
+
+namespace {
+
+// Every parameter and buffer of the model by its full name, in the model's
+// order (parameters first), as PyTorch's state_dict() names them.
+std::vector<std::pair<std::string, torch::Tensor>> named_tensors(Classifier& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> out;
+  for (const auto& p : model.named_parameters(true)) out.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers(true)) out.emplace_back(b.key(), b.value());
+  return out;
+}
+
+std::string tensor_text(const torch::Tensor& t) {
+  std::string s = std::string(c10::toString(t.scalar_type())) + " [";
+  for (int64_t i = 0; i < t.dim(); ++i) s += (i ? ", " : "") + std::to_string(t.size(i));
+  return s + "]";
+}
+
+std::vector<char> read_bytes(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    fail(ErrorKind::kNotFound, "state dict '{}' does not exist", path.string());
+  if (!fs::is_regular_file(path, ec))
+    fail(ErrorKind::kUsage, "state dict '{}' is not a regular file; give the file torch.save wrote",
+         path.string());
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof())
+    fail(ErrorKind::kUsage, "state dict '{}' cannot be read", path.string());
+  return bytes;
+}
+
+// The archive's root folder: what its data.pkl is in ("<root>/data.pkl").
+std::string archive_root(const std::vector<ZipEntry>& entries) {
+  for (const auto& e : entries) {
+    const auto slash = e.name.find('/');
+    if (slash != std::string::npos && e.name.substr(slash) == "/data.pkl")
+      return e.name.substr(0, slash);
+  }
+  return "";
+}
+
+// The file's tensors by name; one line when it is not a dict of tensors.
+std::map<std::string, torch::Tensor> load_tensors(const fs::path& path) {
+  const std::vector<char> file = read_bytes(path);
+  const std::string_view archive(file.data(), file.size());
+  const std::string name = path.string();
+  const auto refuse = [&](const std::string& why) {
+    fail(ErrorKind::kUsage,
+         "'{}' cannot be read as a state dict ({}); save one with "
+         "torch.save(model.state_dict(), path)",
+         name, why);
+  };
+  if (const auto why = archive_problem(archive)) refuse(*why);
+  const auto entries = zip_entries(archive);
+  const std::string root = archive_root(entries);
+  std::map<std::string, const ZipEntry*> by_name;
+  for (const auto& e : entries) by_name[e.name] = &e;
+  const auto content = [&](const std::string& entry) -> std::string {
+    auto it = by_name.find(root + "/" + entry);
+    const auto bytes = it == by_name.end() ? std::nullopt : zip_content(archive, *it->second);
+    if (!bytes) throw std::runtime_error("it has no entry " + root + "/" + entry);
+    return *bytes;
+  };
+  std::map<std::string, torch::Tensor> out;
+  try {
+    if (root.empty()) throw std::runtime_error("it holds no data.pkl");
+    if (by_name.count(root + "/byteorder") && content("byteorder") != "little")
+      throw std::runtime_error("its tensors are big-endian");
+    for (auto& [key, t] : unpickle_state_dict(
+             content("data.pkl"), [&](const std::string& k) { return content("data/" + k); }))
+      if (!out.emplace(key, t).second) throw std::runtime_error("it holds '" + key + "' twice");
+  } catch (const std::runtime_error& e) {
+    refuse(e.what());
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_state_dict(const fs::path& path, Classifier& model) {
+  std::vector<std::pair<std::string, torch::Tensor>> tensors;
+  for (const auto& [name, t] : named_tensors(model))
+    tensors.emplace_back(name, t.detach().cpu().contiguous());
+  const std::string pickle = pickle_state_dict(tensors);
+  core::write_file_atomically(path, [&](std::ostream& o) {
+    // The zip torch.save writes (caffe2's writer: records aligned to 64
+    // bytes, its version and serialization id added at the end).
+    caffe2::serialize::PyTorchStreamWriter zip([&](const void* data, size_t n) {
+      o.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+      return o ? n : 0;
+    });
+    zip.writeRecord("data.pkl", pickle.data(), pickle.size());
+    zip.writeRecord(".format_version", "1", 1);
+    zip.writeRecord(".storage_alignment", "64", 2);
+    zip.writeRecord("byteorder", "little", 6);
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const torch::Tensor& t = tensors[k].second;
+      zip.writeRecord("data/" + std::to_string(k), t.data_ptr(), t.nbytes());
+    }
+    zip.writeEndOfFile();
+  });
+}
+
+void read_state_dict(const fs::path& path, Classifier& model) {
+  std::map<std::string, torch::Tensor> given = load_tensors(path);
+  const std::string name = path.string();
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> staged;  // into, from
+  for (const auto& [key, t] : named_tensors(model)) {
+    auto it = given.find(key);
+    if (it == given.end())
+      fail(ErrorKind::kUsage,
+           "state dict '{}' has no '{}' ({} in this model): it is another model's", name, key,
+           tensor_text(t));
+    if (it->second.scalar_type() != t.scalar_type() || it->second.sizes() != t.sizes())
+      fail(ErrorKind::kUsage, "state dict '{}' holds '{}' as {}, this model as {}", name, key,
+           tensor_text(it->second), tensor_text(t));
+    staged.emplace_back(t, it->second);
+    given.erase(it);
+  }
+  if (!given.empty())
+    fail(ErrorKind::kUsage, "state dict '{}' holds '{}', which this model does not have", name,
+         given.begin()->first);
+  torch::NoGradGuard no_grad;
+  for (auto& [into, from] : staged) into.copy_(from);
+}
+
+std::string export_state_dict(store::Store& store, const store::RunInfo& run,
+                              const std::string& checkpoint, const fs::path& out) {
+  if (run.config_text.empty())
+    fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no model to export)",
+         core::short_uuid(run.uuid));
+  const auto ck = require_checkpoint(store, run, checkpoint);
+  const Config cfg = parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+  at::Generator g = at::detail::createCPUGenerator(derive_seeds(cfg).dropout);
+  auto model = make_model(cfg.model, shape_of(cfg.data), g);
+  model->to(dtype_of(cfg));
+  read_checkpoint(ck.path, *model, nullptr, nullptr);
+  write_state_dict(out, *model);
+  return ck.name;
+}
+
+}  // namespace trainscope::train
