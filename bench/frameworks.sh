@@ -15,4 +15,4 @@ sets="--set train.epochs=$epochs --set compute.threads=$threads"
 export PYTHONPATH="$build/python" OMP_NUM_THREADS="$threads"
 python3 "$root/bench/interleave.py" --rounds "$rounds" --trainscope "$build/bin/trainscope" \
   --case libtorch "$build/bin/trainscope --store sqlite:{store} -q train $root/configs/demo.yaml $sets --no-progress" \
-  --case pytorch "TRAINSCOPE_STORE={store} /usr/bin/python3 $root/examples/python/demo_cnn.py $root/configs/demo.yaml $sets"
+  --case pytorch "TRAINSCOPE_STORE={store} ${PYTHON:-$root/.venv/bin/python} $root/examples/python/demo_cnn.py $root/configs/demo.yaml $sets"

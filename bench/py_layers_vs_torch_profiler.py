@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Per-layer forward and backward times of the demo CNN in Python, from
 trainscope's profile and from torch.profiler, on interleaved steps of one
 training (trainscope profiles steps 6, 8, 10, ...; torch.profiler the odd

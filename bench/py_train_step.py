@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """The same training step as bench/train_step_bench.cc, in Python PyTorch.
 
 Same models (layer for layer), same Fashion-MNIST batches (normalised with

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What trainscope's Python package costs a PyTorch training loop: the demo
 CNN (bench/py_train_step.py's, batch 128, Adam) for a fixed number of steps,
 bare or watched.

@@ -11,7 +11,7 @@ steps=${3:-300}
 threads=${4:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 export PYTHONPATH="$build/python" OMP_NUM_THREADS="$threads"
-py="/usr/bin/python3 $here/py_watch.py"
+py="${PYTHON:-$here/../.venv/bin/python} $here/py_watch.py"  # the build's torch
 args="$steps $threads \$(mktemp -u /tmp/pywatch-XXXXXX.db)"
 python3 "$here/interleave.py" --rounds "$rounds" --trainscope "$build/bin/trainscope" \
   --case bare "$py bare $args" \

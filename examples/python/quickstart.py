@@ -1,5 +1,5 @@
 """A PyTorch training of one's own, recorded and watched by trainscope.
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/quickstart.py
+    PYTHONPATH=build/python .venv/bin/python examples/python/quickstart.py
     build/bin/trainscope runs show quickstart      # profile show, probes, diff, serve
 """
 import torch

@@ -1,5 +1,5 @@
 """A PyTorch training of one's own, recorded by trainscope; run alone
-    PYTHONPATH=build/python /usr/bin/python3 examples/python/train_mlp.py
+    PYTHONPATH=build/python .venv/bin/python examples/python/train_mlp.py
 or as the runs of a study, which hands each run its settings:
     build/bin/trainscope study run examples/python/sources.yaml
 """

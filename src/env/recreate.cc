@@ -91,7 +91,7 @@ void add_torch(const Manifest& m, Recipe& r) {
                                         : "torch was built from source";
     return;
   }
-  if (dist.empty()) return;  // Debian's libtorch, pinned with the packages
+  if (dist.empty()) return;  // a libtorch of Debian's (an old run), pinned with the packages
   static const std::regex kRequirement(R"(torch==[0-9][0-9A-Za-z.!_-]*(\+[0-9A-Za-z.]+)?)");
   static const std::regex kIndex(R"(https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/+-]*)?)");
   const std::string index = get(m, "libraries.torch.index");

@@ -1,6 +1,6 @@
 // trainscope's Python module, `trainscope._trainscope`: a thin binding of
 // the C++ libraries that python/trainscope/ wraps (the package users
-// import). Built against Debian's libtorch and pybind11 with torch._C's
+// import). Built against the torch package's libtorch and pybind11, with torch._C's
 // ABI, so that it shares libtorch's types with `import torch`.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

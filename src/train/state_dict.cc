@@ -96,11 +96,13 @@ std::map<std::string, torch::Tensor> load_tensors(const fs::path& path) {
     if (root.empty()) throw std::runtime_error("it holds no data.pkl");
     if (by_name.count(root + "/byteorder") && content("byteorder") != "little")
       throw std::runtime_error("its tensors are big-endian");
-    for (auto& [key, t] : unpickle_state_dict(
-             content("data.pkl"), [&](const std::string& k) { return content("data/" + k); }))
+    for (auto& [key, t] :
+         unpickle_state_dict(content("data.pkl"),
+                             [&](const std::string&k, size_t) { return content("data/" + k); }))
       if (!out.emplace(key, t).second) throw std::runtime_error("it holds '" + key + "' twice");
-  } catch (const std::runtime_error& e) {
-    refuse(e.what());
+  } catch (const std::exception& e) {  // the machine's one line, or (a defect) libtorch's first
+    const std::string what = e.what();
+    refuse(what.substr(0, what.find('\n')));
   }
   return out;
 }

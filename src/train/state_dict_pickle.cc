@@ -12,15 +12,16 @@
 #include <memory>
 #include <stdexcept>
 
-#include "trainscope/train/checkpoint.h"
-
 namespace trainscope::train {
 
 // Named, not anonymous: a unity batch shares anonymous namespaces.
 namespace unpickling {
 
 struct Value;
-using Ptr = std::shared_ptr<Value>;
+// Values point at each other without owning: the machine's arena holds them
+// all, so that a pickle whose memo makes a cycle (a dict holding itself)
+// frees like any other.
+using Ptr = Value*;
 
 // A value of the pickle machine, as much as a state dict needs.
 struct Value {
@@ -32,12 +33,6 @@ struct Value {
   torch::ScalarType dtype;  // a storage's
   torch::Tensor tensor;
 };
-
-Ptr make(Value::Kind k) {
-  auto v = std::make_shared<Value>();
-  v->kind = k;
-  return v;
-}
 
 struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -59,6 +54,13 @@ torch::ScalarType storage_dtype(const std::string& global) {
 class Machine {
  public:
   Machine(std::string_view pickle, StorageReader read) : p_(pickle), read_(std::move(read)) {}
+
+  Ptr make(Value::Kind k) {
+    if (arena_.size() > (1u << 22)) throw Bad("its pickle makes more values than a state dict");
+    arena_.push_back(std::make_unique<Value>());
+    arena_.back()->kind = k;
+    return arena_.back().get();
+  }
 
   Ptr run() {
     while (at_ < p_.size())
@@ -139,6 +141,7 @@ class Machine {
   std::string_view p_;
   StorageReader read_;
   size_t at_ = 0;
+  std::vector<std::unique_ptr<Value>> arena_;
   std::vector<Ptr> stack_;
   std::vector<size_t> marks_;
   std::map<uint64_t, Ptr> memo_;
@@ -327,9 +330,12 @@ Ptr Machine::rebuild_tensor(const std::vector<Ptr>& a) {
   }
   if (last >= s.i) throw Bad("a tensor addresses memory outside its storage");
   auto it = storages_.find(s.s);
+  if (it != storages_.end() && (it->second.scalar_type() != s.dtype || it->second.numel() != s.i))
+    throw Bad("storage '" + s.s.substr(0, 40) + "' is named with two types or sizes");
   if (it == storages_.end()) {
-    const std::string bytes = read_(s.s);
     const auto element = static_cast<int64_t>(c10::elementSize(s.dtype));
+    if (s.i > (int64_t{1} << 40) / element) throw Bad("a storage is too large");
+    const std::string bytes = read_(s.s, static_cast<size_t>(s.i * element));
     if (static_cast<int64_t>(bytes.size()) != s.i * element)
       throw Bad("storage '" + s.s.substr(0, 40) + "' does not hold the elements it claims");
     auto t = torch::empty({s.i}, torch::TensorOptions().dtype(s.dtype));
@@ -346,9 +352,10 @@ Ptr Machine::rebuild_tensor(const std::vector<Ptr>& a) {
 std::vector<std::pair<std::string, torch::Tensor>> unpickle_state_dict(std::string_view pickle,
                                                                        StorageReader read) {
   using unpickling::Bad, unpickling::Machine, unpickling::Ptr, unpickling::Value;
-  Ptr top;
+  Machine machine(pickle, std::move(read));  // owns every value until the end
+  Ptr top = nullptr;
   try {
-    top = Machine(pickle, std::move(read)).run();
+    top = machine.run();
   } catch (const Bad& e) {
     throw std::runtime_error(e.what());
   }

@@ -13,8 +13,10 @@
 
 namespace trainscope::train {
 
-// The bytes of the storage named `key` (the archive's <root>/data/<key>).
-using StorageReader = std::function<std::string(const std::string& key)>;
+// The bytes of the storage named `key` (the archive's <root>/data/<key>);
+// `claimed` is how many the pickle says it holds (checked against what comes
+// back: a reader of a file ignores it, a fuzzer gives that many).
+using StorageReader = std::function<std::string(const std::string& key, size_t claimed)>;
 
 // The tensors of a state dict's data.pkl, by name in the file's order: a
 // pickle of protocol 2 whose value is a dict (an OrderedDict, its _metadata

@@ -271,7 +271,8 @@ class WatchTest : public ::testing::Test {
 };
 
 TEST_F(WatchTest, PythonPyTorchScriptMetricLinesSamplesAndExitCode) {
-  if (access("/usr/bin/python3", X_OK) != 0) GTEST_FAIL() << "Debian's python3 is required";
+  if (access(TS_TORCH_PYTHON, X_OK) != 0)
+    GTEST_FAIL() << "a python with torch is required: configure with -DTRAINSCOPE_TEST_PYTHON";
   std::ofstream(dir_ / "train.py") << R"(import json, sys
 import torch
 torch.manual_seed(0)
@@ -287,7 +288,8 @@ print("trainscope: step=oops loss", flush=True)
 print("ordinary output", flush=True)
 print("to stderr", file=sys.stderr)
 )";
-  auto r = watch("--name py -- /usr/bin/python3 " + (dir_ / "train.py").string());
+  auto r =
+      watch(std::string("--name py -- ") + TS_TORCH_PYTHON + " " + (dir_ / "train.py").string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(
       r.out.find("skipped 1 malformed metric line(s); the first was: trainscope: step=oops loss"),

@@ -17,6 +17,9 @@ purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
 "$torch_python" -c "$purelib" > "$("$py" -c "$purelib")/project-torch.pth"
 "$py" -c 'import torch; print("torch", torch.__version__, "from", torch.__file__)'
 # The web dashboard's front end needs npm at build time: off here (offline).
+# Make's generator, as the build that ran the suite used: with the Makefile's
+# ccache settings (relative paths) this build then takes its compiled objects.
+export CMAKE_GENERATOR="Unix Makefiles"
 start=$(date +%s)
 "$py" -m pip install --no-index --find-links "$wheelhouse" --no-cache-dir -q \
   -C build-dir="$build" -C cmake.define.TRAINSCOPE_WEB=OFF "$src"

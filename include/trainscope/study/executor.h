@@ -80,8 +80,9 @@ WorkerProcess start_worker(const std::vector<std::string>& argv, const Warm& war
 // and prepares it once, then forks a fresh child per job
 // that runs the job's command line in-process (serve_jobs). Each run stays a process of its own (a
 // crash or kill ends only it), and is what a fresh `trainscope train` would be: nothing runs
-// threads in the worker before it forks (Debian's libtorch runs its intra-op threads on libgomp,
-// whose pool does not survive a fork), and nothing the worker warms changes a result (the decoded
+// threads in the worker before it forks (libtorch runs its intra-op threads on libgomp, the
+// wheels' own copy as Debian's did, and the wheels' MKL on the same threads: a pool that does not
+// survive a fork), and nothing the worker warms changes a result (the decoded
 // files are compared by size and time before use). A worker that dies is started again; the jobs it
 // held end as killed by SIGTERM once their processes are gone (they checkpoint and stop), so the
 // study retries or resumes them.

@@ -1,7 +1,7 @@
 // Optimizers and learning-rate schedules.
 //
 // Optimizer wraps libtorch's SGD (momentum, Nesterov, weight decay), Adam,
-// AdamW and RMSprop, and adds Adadelta (absent from libtorch 1.13's C++ API),
+// AdamW and RMSprop, and adds Adadelta (absent from libtorch's C++ API, 1.13 and 2.x),
 // behind one interface whose state can be checkpointed.
 //
 // Schedules are pure functions of (epoch, step), so a resumed run needs no
