@@ -48,7 +48,7 @@ function(_trainscope_torch_query python out_info)
                     ERROR_VARIABLE err2 RESULT_VARIABLE rc)
   endif()
   if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "torch: ${python} ${err}. Install torch there "
+    message(FATAL_ERROR "torch: ${python} ${err} ${err2}. Install torch there "
                         "(pip install -r requirements/torch.txt), or name a python that has it: "
                         "make PYTHON=/path/to/python (cmake -DTRAINSCOPE_TORCH_PYTHON=...)")
   endif()

