@@ -10,15 +10,16 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
 
@@ -736,14 +737,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (std::filesystem::is_directory(path, ec))
     fail(ErrorKind::kUsage, "config '{}' is a directory; give a YAML file, e.g. configs/demo.yaml",
          path);
-  std::ifstream in(path);
-  if (!in)
+  const std::optional<std::string> text = core::read_regular_file(path, "config");
+  if (!text)
     fail(ErrorKind::kNotFound, "cannot read config '{}': {}; see configs/ for examples", path,
          std::strerror(errno));
-  std::stringstream ss;
-  ss << in.rdbuf();
   std::vector<std::string> noted;
-  Config c = parse(ss.str(), overrides, path, &noted);
+  Config c = parse(*text, overrides, path, &noted);
   std::sort(noted.begin(), noted.end());
   noted.erase(std::unique(noted.begin(), noted.end()), noted.end());
   for (const auto& k : noted)

@@ -1,5 +1,6 @@
 // Files written once, hashed as they are written and synced to disk.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -10,6 +11,7 @@
 
 #include "sha256.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::core {
@@ -62,12 +64,31 @@ class HashingFileBuf final : public std::streambuf {
   int errno_ = 0;
 };
 
+// Creates or truncates the regular file `path`: a FIFO there would block
+// open() (O_NONBLOCK: ENXIO instead), a device would swallow the bytes.
+int open_new_regular_file(const std::filesystem::path& path) {
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0644);
+  const int err = errno;
+  struct stat st {};
+  // ENXIO: a FIFO that nobody reads, said below.
+  if (fd < 0 && (err != ENXIO || ::stat(path.c_str(), &st) != 0))
+    fail(ErrorKind::kStore, "cannot write '{}': {}", path.string(), std::strerror(err));
+  if (fd >= 0 && ::fstat(fd, &st) != 0) st.st_mode = 0;
+  if (fd < 0 || !S_ISREG(st.st_mode)) {
+    if (fd >= 0) ::close(fd);
+    fail(ErrorKind::kStore, "cannot write '{}': it is {}, not a regular file; remove it",
+         path.string(), file_kind(st.st_mode));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
 }  // namespace
 
 WrittenFile write_synced_file(const std::filesystem::path& path,
                               const std::function<void(std::ostream&)>& body) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(ErrorKind::kStore, "cannot write '{}': {}", path.string(), std::strerror(errno));
+  const int fd = open_new_regular_file(path);
   HashingFileBuf buf(fd);
   std::ostream out(&buf);
   try {

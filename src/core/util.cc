@@ -18,6 +18,7 @@
 
 #include "sha256.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 
 namespace trainscope::core {
 
@@ -81,16 +82,21 @@ std::filesystem::path user_cache_dir() {
 }
 
 std::string sha256_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(ErrorKind::kNotFound, "cannot read '{}': {}", path.string(), std::strerror(errno));
+  const int fd = open_regular_file(path, "file");  // a FIFO would block, /dev/zero never ends
+  if (fd < 0)
+    fail(ErrorKind::kNotFound, "cannot read '{}': {}", path.string(), std::strerror(errno));
   Sha256 h;
   std::array<char, 1 << 16> buf{};
-  while (in) {
-    in.read(buf.data(), buf.size());
-    h.update(buf.data(), static_cast<size_t>(in.gcount()));
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      if (n < 0) fail(ErrorKind::kRuntime, "error while reading '{}'", path.string());
+      return h.hex();
+    }
+    h.update(buf.data(), static_cast<size_t>(n));
   }
-  if (in.bad()) fail(ErrorKind::kRuntime, "error while reading '{}'", path.string());
-  return h.hex();
 }
 
 std::string escape_for_display(std::string_view s) {
@@ -211,8 +217,9 @@ void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body) {
   check_output_file(path);
   std::error_code ec;
+  if (std::filesystem::is_fifo(path, ec)) return write_fifo(path, body);  // never blocks forever
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
-    std::ofstream out(path, std::ios::binary);  // a FIFO or a device: no rename over it
+    std::ofstream out(path, std::ios::binary);  // a device: no rename over it
     if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
     body(out);
     out.flush();

@@ -3,19 +3,23 @@
 #pragma once
 
 #include <filesystem>
-#include <fstream>
+#include <fstream>  // for the files that include this one
 #include <sstream>
 #include <string>
 
+#include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
+
 namespace trainscope::env::files {
 
-// The whole file; "" when it cannot be read.
+// The whole file; "" when it cannot be read or is not a regular file (a
+// FIFO would block, /dev/zero never end: core::read_regular_file).
 inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  if (!in) return "";
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return core::read_regular_file(p, "file").value_or("");
+  } catch (const core::Error&) {
+    return "";
+  }
 }
 
 // The first line without surrounding blanks; "" when it cannot be read.

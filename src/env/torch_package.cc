@@ -9,6 +9,9 @@
 #include <string>
 #include <system_error>
 
+#include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
+
 namespace fs = std::filesystem;
 
 namespace trainscope::env {
@@ -20,10 +23,11 @@ constexpr const char* kPrefix = "libraries.torch.";
 std::string read_file(const fs::path& p) {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return "";
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  try {  // what replaced it since (a FIFO) is refused, not waited on
+    return core::read_regular_file(p, "file").value_or("");
+  } catch (const core::Error&) {
+    return "";
+  }
 }
 
 std::string trim(std::string s) {

@@ -110,9 +110,9 @@ void curves_csv(std::ostream& out, const std::vector<Curve>& curves) {
   out << "run,name,key,x,value,smoothed\n";
   for (const auto& c : curves)
     for (size_t i = 0; i < c.x.size(); ++i)
-      out << c.run << "," << core::csv_field(c.run_name) << "," << core::csv_field(c.key) << ","
-          << core::format_double(c.x[i]) << "," << core::format_double(c.y[i]) << ","
-          << core::format_double(c.smoothed[i]) << "\n";
+      out << core::csv_field(c.run) << "," << core::csv_field(c.run_name) << ","
+          << core::csv_field(c.key) << "," << core::format_double(c.x[i]) << ","
+          << core::format_double(c.y[i]) << "," << core::format_double(c.smoothed[i]) << "\n";
 }
 
 }  // namespace trainscope::format

@@ -88,7 +88,8 @@ void runs_metrics_csv(std::ostream& out, store::Store& store,
   out << "run,name,key,step,wall_time,value\n";
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const std::string prefix = r.uuid + "," + core::csv_field(r.name) + ",";
+    // The UUID too is a store's bytes: quoted like the rest.
+    const std::string prefix = core::csv_field(r.uuid) + "," + core::csv_field(r.name) + ",";
     for (const auto& m : store.metric_summaries(r.uuid)) {
       const std::string key = core::csv_field(m.key);
       for (const auto& p : store.metric(r.uuid, m.key))

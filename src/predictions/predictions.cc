@@ -4,8 +4,11 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <optional>
+#include <sstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 
 namespace trainscope::predictions {
 
@@ -22,7 +25,7 @@ void put(std::ostream& out, const std::vector<T>& v) {
 }
 
 template <typename T>
-void get(std::ifstream& in, std::vector<T>& v, uint64_t n) {
+void get(std::istream& in, std::vector<T>& v, uint64_t n) {
   v.resize(n);
   in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n * sizeof(T)));
 }
@@ -46,10 +49,12 @@ void write_predictions(std::ostream& out, const Predictions& p) {
 }
 
 Predictions read_predictions(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  // A FIFO or a device where the artifact belongs is refused, not waited on.
+  const std::optional<std::string> bytes = core::read_regular_file(file, "predictions file");
+  if (!bytes)
     fail(ErrorKind::kStore, "predictions file {} cannot be read: {}", file.string(),
          std::strerror(errno));
+  std::istringstream in(*bytes);
   char magic[8] = {};
   uint64_t n = 0;
   in.read(magic, 8);

@@ -7,6 +7,8 @@
 #include <map>
 #include <sstream>
 
+#include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 
@@ -34,8 +36,12 @@ std::string stored_diff(store::Store& store, const store::RunInfo& run, std::str
   for (const auto& a : store.artifacts(run.uuid)) {
     if (a.name != "git.diff") continue;
     *path = a.path;
-    std::ifstream in(a.path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    try {  // damaged, replaced, a FIFO or a device: read as none, never trusted
+      store::verify_artifact(a);
+      return core::read_regular_file(a.path, "artifact").value_or("");
+    } catch (const core::Error&) {
+      return {};
+    }
   }
   return {};
 }

@@ -1,11 +1,14 @@
 #include "trainscope/store/artifact_store.h"
 
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
@@ -16,6 +19,25 @@ using core::fail;
 
 namespace {
 
+// A run's folder is named by its UUID as the store holds it, and a store
+// may have been written elsewhere (a shared PostgreSQL server): a UUID or
+// an artifact name that would leave the artifact folder ("../..",
+// "/etc/passwd") is refused before any file is read, served or removed.
+std::string inside(std::string part, bool is_uuid) {
+  const fs::path p(part);
+  bool ok = !part.empty() && part.size() <= 4096 && !p.is_absolute();
+  for (const auto& e : p) ok = ok && e != ".." && e != ".";
+  if (is_uuid)
+    ok =
+        ok && part.size() <= 64 && part.find_first_not_of("0123456789abcdef-") == std::string::npos;
+  if (!ok)
+    fail(ErrorKind::kStore,
+         "the store names {} '{}' that would leave the artifact folder; it was not written by "
+         "trainscope and is not used",
+         is_uuid ? "a run" : "an artifact", core::escape_for_display(part.substr(0, 120)));
+  return part;
+}
+
 class FolderArtifactStore final : public ArtifactStore {
  public:
   explicit FolderArtifactStore(fs::path root) : root_(std::move(root)) {}
@@ -23,7 +45,7 @@ class FolderArtifactStore final : public ArtifactStore {
   std::string describe() const override { return root_.string(); }
 
   fs::path path(std::string_view run_uuid, std::string_view name) const override {
-    return root_ / std::string(run_uuid) / std::string(name);
+    return root_ / inside(std::string(run_uuid), true) / inside(std::string(name), false);
   }
 
   StagedFile stage(std::string_view run_uuid, std::string_view name,
@@ -78,7 +100,7 @@ class FolderArtifactStore final : public ArtifactStore {
 
   void remove_run(std::string_view run_uuid) override {
     std::error_code ec;
-    fs::remove_all(root_ / std::string(run_uuid), ec);
+    fs::remove_all(root_ / inside(std::string(run_uuid), true), ec);
     if (ec)
       fail(ErrorKind::kStore, "cannot remove '{}': {}", (root_ / std::string(run_uuid)).string(),
            ec.message());
@@ -92,18 +114,26 @@ class FolderArtifactStore final : public ArtifactStore {
 
 StoredFile ArtifactStore::put(std::string_view run_uuid, std::string_view name,
                               const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  // A FIFO or a device is refused, never waited on or copied without end.
+  const int fd = core::open_regular_file(file, "artifact");
+  if (fd < 0)
     fail(ErrorKind::kNotFound, "cannot read artifact '{}': {}", file.string(),
          std::strerror(errno));
-  StagedFile staged = stage(run_uuid, name, [&](std::ostream& out) {
-    std::array<char, 1 << 16> buf{};
-    while (in) {
-      in.read(buf.data(), buf.size());
-      out.write(buf.data(), in.gcount());
-    }
-    if (in.bad()) fail(ErrorKind::kRuntime, "error while reading '{}'", file.string());
-  });
+  StagedFile staged;
+  try {
+    staged = stage(run_uuid, name, [&](std::ostream& out) {
+      std::array<char, 1 << 16> buf{};
+      for (ssize_t n; (n = ::read(fd, buf.data(), buf.size())) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) fail(ErrorKind::kRuntime, "error while reading '{}'", file.string());
+        out.write(buf.data(), n);
+      }
+    });
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
   return commit(staged);
 }
 

@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "trainscope/core/markup.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
 
@@ -133,13 +134,13 @@ std::string html_table(const std::vector<std::string>& header, const Rows& rows)
 
 std::string md_table(const std::vector<std::string>& header, const Rows& rows) {
   std::string o = "|";
-  for (const auto& h : header) o += " " + h + " |";
+  for (const auto& h : header) o += " " + core::markdown_text(h) + " |";
   o += "\n|";
   for (size_t i = 0; i < header.size(); ++i) o += " --- |";
   o += "\n";
   for (const auto& r : rows) {
     o += "|";
-    for (const auto& c : r) o += " " + c + " |";
+    for (const auto& c : r) o += " " + core::markdown_text(c) + " |";  // names from the store
     o += "\n";
   }
   return o;
@@ -546,10 +547,10 @@ std::string html_section(const Section& s) {
 }
 
 std::string md_section(const Section& s) {
-  std::string o = "\n## " + s.title + "\n\n";
-  if (!s.intro.empty()) o += s.intro + "\n\n";
+  std::string o = "\n## " + core::markdown_text(s.title) + "\n\n";
+  if (!s.intro.empty()) o += core::markdown_text(s.intro) + "\n\n";
   if (!s.rows.empty()) o += md_table(s.header, s.rows);
-  for (const auto& n : s.notes) o += "\n- " + n + "\n";
+  for (const auto& n : s.notes) o += "\n- " + core::markdown_text(n) + "\n";
   return o;
 }
 
@@ -616,8 +617,9 @@ std::string html_report(const StudyAnalysis& a) {
 
 std::string markdown_report(const StudyAnalysis& a) {
   std::ostringstream o;
-  o << "# Study " << a.study.name << "\n\n"
-    << summary_lines(a) << "\n\n## " << a.metric << " per cell\n\n"
+  o << "# Study " << core::markdown_text(a.study.name) << "\n\n"
+    << core::markdown_text(summary_lines(a)) << "\n\n## " << core::markdown_text(a.metric)
+    << " per cell\n\n"
     << md_table(cell_header(a), cell_rows(a));
   if (!test_rows(a).empty())
     o << "\n## Do the cells differ?\n\n"
@@ -632,7 +634,7 @@ std::string markdown_report(const StudyAnalysis& a) {
                    "cosine mean", "cosine max"},
                   weight_rows(a));
   o << "\n## Speed and cost\n\n" << md_table(cost_header(), cost_rows(a));
-  for (const auto& n : a.notes) o << "\n- " << n;
+  for (const auto& n : a.notes) o << "\n- " << core::markdown_text(n);
   o << "\n";
   return o.str();
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -61,6 +62,19 @@ Output run(const std::vector<std::string>& argv,
 std::string first_line(const std::string& s) {
   std::string line = s.substr(0, s.find('\n'));
   return line.empty() ? "no output" : line;
+}
+
+// What goes into the sbatch script's #SBATCH lines and its task list is one
+// line: a newline in a log folder ("x\nrm -rf ~") would start a command of
+// its own, one in a run name would shift every task's name after it.
+void require_one_line(const char* what, const std::string& value) {
+  if (std::none_of(value.begin(), value.end(),
+                   [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+    return;
+  fail(ErrorKind::kUsage,
+       "{} '{}' holds a control character (a newline?) and cannot go into a Slurm script; "
+       "rename it",
+       what, core::escape_for_display(value));
 }
 
 std::string quoted(const std::string& s) {
@@ -129,6 +143,7 @@ class SlurmExecutor : public Executor {
     std::filesystem::create_directories(o_.dir);
     const auto stem = o_.dir / fmt::format("array-{}", arrays_.size() + 1);
     const auto list = std::filesystem::path(stem.string() + "-list.txt");
+    for (const auto& j : pending_) require_one_line("planned run", j.id);
     {
       std::ofstream out(list);
       for (const auto& j : pending_) out << j.id << "\n";
@@ -194,6 +209,14 @@ class SlurmExecutor : public Executor {
 }  // namespace
 
 std::string slurm_script(const SlurmOptions& o, const std::filesystem::path& list, size_t tasks) {
+  require_one_line("the study's log folder", o.dir.string());
+  // A partition is one word: "gpu --wrap=..." would add options.
+  if (!std::all_of(o.partition.begin(), o.partition.end(), [](unsigned char c) {
+        return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+      }))
+    fail(ErrorKind::kUsage,
+         "Slurm partition '{}' is not a partition name (letters, digits, '_', '-', '.')",
+         core::escape_for_display(o.partition));
   std::string s = "#!/bin/bash\n# Written by trainscope: one task per planned training.\n";
   s += "#SBATCH --job-name=trainscope-study\n";
   s += fmt::format("#SBATCH --array=0-{}{}\n", tasks - 1,

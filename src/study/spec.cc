@@ -5,11 +5,12 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
 
@@ -265,12 +266,10 @@ StudySpec parse_recorded(const std::string& text, const fs::path& file, bool qui
 }
 
 StudySpec load_study(const fs::path& file, bool quick) {
-  std::ifstream in(file);
-  if (!in)
+  const std::optional<std::string> text = core::read_regular_file(file, "study file");
+  if (!text)
     fail(ErrorKind::kNotFound, "study file {} cannot be read: check the path", file.string());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_study(ss.str(), file, quick);
+  return parse_study(*text, file, quick);
 }
 
 }  // namespace trainscope::study

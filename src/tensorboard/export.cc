@@ -86,9 +86,11 @@ std::vector<std::string> run_folders(const std::vector<store::RunInfo>& runs) {
   std::vector<std::string> out;
   std::set<std::string> taken;
   for (const auto& r : runs) {
+    // The UUID too is a store's bytes: "../../x" must not leave the folder.
+    const std::string id = folder_name(r.uuid);
     std::string name = folder_name(r.name);
-    if (name.empty()) name = r.uuid;
-    if (taken.count(name)) name += "-" + core::short_uuid(r.uuid);
+    if (name.empty()) name = id.empty() ? "run" : id;
+    if (taken.count(name)) name += "-" + folder_name(core::short_uuid(id));
     taken.insert(name);
     out.push_back(name);
   }

@@ -13,6 +13,7 @@
 
 #include "tensorboard_event.pb.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::tfevents {
@@ -108,13 +109,47 @@ void Writer::write_record(const std::string& bytes) {
 
 namespace {
 
+// The length of the UTF-8 sequence at s[i], 0 when it is not one (overlong
+// forms, surrogates and code points past U+10FFFF included).
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2) || (c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3) || (c == 0xF0 && b(1) < 0x90) ||
+        (c == 0xF4 && b(1) > 0x8F))
+      return 0;
+    return 4;
+  }
+  return 0;
+}
+
+// A tag as valid UTF-8: a proto3 string that is not (a store's key, bytes
+// from anywhere) makes TensorBoard refuse the whole file. A byte that
+// starts no sequence becomes U+FFFD.
+std::string utf8_tag(std::string_view tag) {
+  std::string out;
+  for (size_t i = 0; i < tag.size();) {
+    const size_t n = utf8_sequence(tag, i);
+    out += n ? tag.substr(i, n) : std::string_view("\xEF\xBF\xBD");
+    i += n ? n : 1;
+  }
+  return out;
+}
+
 // An event at (step, wall_time) holding one summary value tagged `tag`.
 pb::Summary::Value* summary_value(pb::Event& e, const std::string& tag, int64_t step,
                                   double wall_time) {
   e.set_wall_time(wall_time);
   e.set_step(step);
   auto* v = e.mutable_summary()->add_value();
-  v->set_tag(tag);
+  v->set_tag(utf8_tag(tag));
   return v;
 }
 
@@ -226,11 +261,12 @@ void add_event(const pb::Event& e, TagPlugins& plugins, FileScalars& out) {
 }  // namespace
 
 FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins) {
-  std::ifstream in(file, std::ios::binary);
-  std::string blob{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!in && !in.eof())
+  // A FIFO or a device is refused, never waited on or read without end.
+  const std::optional<std::string> read = core::read_regular_file(file, "event file");
+  if (!read)
     fail(ErrorKind::kNotFound, "cannot read event file '{}'; check that it exists and is readable",
          file.string());
+  const std::string& blob = *read;
   FileScalars out;
   for (size_t pos = 0; pos < blob.size();) {
     std::string_view data = next_record(file, blob, pos);

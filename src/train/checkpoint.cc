@@ -18,6 +18,7 @@
 
 #include "checkpoint_code.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 
 namespace fs = std::filesystem;
@@ -348,10 +349,10 @@ TrainPosition read_archive(InputArchive& a, Classifier& model, Optimizer* opt,
 class MappedFile {
  public:
   explicit MappedFile(const fs::path& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = core::open_regular_file(path, "checkpoint");  // a FIFO: refused, not waited on
     struct stat st {};
-    if (fd < 0 || ::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-      const int err = fd < 0 ? errno : EISDIR;
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      const int err = errno;
       if (fd >= 0) ::close(fd);
       fail(ErrorKind::kStore, "checkpoint '{}' cannot be read: {}", path.string(),
            std::strerror(err));

@@ -1,6 +1,8 @@
 #include "trainscope/train/data.h"
 
+#include <fmt/format.h>
 #include <torch/torch.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -9,8 +11,11 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string_view>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/train/dataset_cache.h"
 #include "trainscope/train/dataset_files.h"
 #include "trainscope/train/seeds.h"
@@ -28,12 +33,23 @@ constexpr const char* kFashionHint =
     "Fashion-MNIST comes from the Debian package dataset-fashion-mnist "
     "(apt-get install dataset-fashion-mnist)";
 
-// Whole file, transparently gunzipped (zlib reads plain files as they are).
-std::string read_maybe_gz(const fs::path& path, const char* what) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f)
+// A gzip or plain file for reading (zlib reads plain files as they are). A
+// FIFO or a device is refused, never waited on or read without end.
+gzFile open_maybe_gz(const fs::path& path, const char* what) {
+  const int fd = core::open_regular_file(path, fmt::format("{} file", what));
+  gzFile f = fd < 0 ? nullptr : gzdopen(fd, "rb");
+  if (!f) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
     fail(ErrorKind::kNotFound, "cannot open {} file '{}': {}; {}", what, path.string(),
-         std::strerror(errno), kFashionHint);
+         std::strerror(err), kFashionHint);
+  }
+  return f;
+}
+
+// Whole file, transparently gunzipped.
+std::string read_maybe_gz(const fs::path& path, const char* what) {
+  gzFile f = open_maybe_gz(path, what);
   std::string out;
   char buf[1 << 16];
   int n;
@@ -46,6 +62,21 @@ std::string read_maybe_gz(const fs::path& path, const char* what) {
     fail(ErrorKind::kUsage, "{} file '{}' is corrupt (gzip: {}); re-download or reinstall it", what,
          path.string(), emsg);
   return out;
+}
+
+// The first `size` bytes of a file, gunzipped (fewer when it is shorter).
+std::string head_maybe_gz(const fs::path& path, const char* what, unsigned size) {
+  gzFile f = open_maybe_gz(path, what);
+  std::string out(size, '\0');
+  const int n = gzread(f, out.data(), size);
+  gzclose(f);
+  out.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return out;
+}
+
+uint32_t big_endian32(std::string_view s, size_t off) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data()) + off;
+  return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
 }
 
 // Datasets warm_dataset read, by their files, with each file's size and
@@ -241,10 +272,44 @@ DatasetFiles dataset_files(const DataConfig& c) {
   return f;
 }
 
+// What a split's files say of their dataset before it is decoded (IDX
+// headers; CIFAR's shape, classes and, for plain files, count), checked
+// against a cache entry (dataset_cache.h); std::nullopt when the IDX
+// headers are not what decoding accepts (decoding then says why).
+std::optional<DatasetShape> files_shape(const DatasetFiles& f, const std::vector<fs::path>& files) {
+  DatasetShape s;
+  if (!f.idx) {
+    s.channels = 3, s.height = s.width = 32, s.classes = f.cifar100 ? 100 : 10;
+    const uintmax_t record = f.cifar100 ? 3074 : 3073;
+    s.n = 0;
+    for (const auto& p : files) {
+      std::error_code ec;
+      const uintmax_t size = fs::file_size(p, ec);
+      if (ec || p.extension() == ".gz") {
+        s.n = -1;  // not known without gunzipping
+        break;
+      }
+      s.n += static_cast<int64_t>(size / record);
+    }
+    return s;
+  }
+  const std::string img = head_maybe_gz(files[0], "IDX image", 16);
+  const std::string lab = head_maybe_gz(files[1], "IDX label", 8);
+  if (img.size() < 16 || lab.size() < 8 || big_endian32(img, 0) != 0x803 ||
+      big_endian32(lab, 0) != 0x801 || big_endian32(img, 4) != big_endian32(lab, 4))
+    return std::nullopt;
+  s.n = big_endian32(img, 4), s.channels = 1;
+  s.height = big_endian32(img, 8), s.width = big_endian32(img, 12);
+  return s;
+}
+
 // One split's files decoded, through the decoded-dataset cache.
 Dataset decode(const DatasetFiles& f, const std::vector<fs::path>& files) {
-  return cached_dataset(
-      files, [&] { return f.idx ? read_idx(files[0], files[1]) : read_cifar(files, f.cifar100); });
+  const auto read = [&] {
+    return f.idx ? read_idx(files[0], files[1]) : read_cifar(files, f.cifar100);
+  };
+  const std::optional<DatasetShape> shape = files_shape(f, files);
+  return shape ? cached_dataset(files, read, *shape) : read();
 }
 
 }  // namespace

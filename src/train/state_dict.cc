@@ -8,8 +8,10 @@
 #include <torch/serialize.h>
 #include <torch/torch.h>
 
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "state_dict_pickle.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/train/checkpoint.h"
 #include "trainscope/train/config.h"
@@ -46,18 +49,19 @@ std::string tensor_text(const torch::Tensor& t) {
   return s + "]";
 }
 
-std::vector<char> read_bytes(const fs::path& path) {
+std::string read_bytes(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     fail(ErrorKind::kNotFound, "state dict '{}' does not exist", path.string());
   if (!fs::is_regular_file(path, ec))
     fail(ErrorKind::kUsage, "state dict '{}' is not a regular file; give the file torch.save wrote",
          path.string());
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof())
-    fail(ErrorKind::kUsage, "state dict '{}' cannot be read", path.string());
-  return bytes;
+  // Opened so that what replaced the file since (a FIFO) is refused, not waited on.
+  std::optional<std::string> bytes = core::read_regular_file(path, "state dict");
+  if (!bytes)
+    fail(ErrorKind::kUsage, "state dict '{}' cannot be read: {}", path.string(),
+         std::strerror(errno));
+  return std::move(*bytes);
 }
 
 // The archive's root folder: what its data.pkl is in ("<root>/data.pkl").
@@ -72,8 +76,8 @@ std::string archive_root(const std::vector<ZipEntry>& entries) {
 
 // The file's tensors by name; one line when it is not a dict of tensors.
 std::map<std::string, torch::Tensor> load_tensors(const fs::path& path) {
-  const std::vector<char> file = read_bytes(path);
-  const std::string_view archive(file.data(), file.size());
+  const std::string file = read_bytes(path);
+  const std::string_view archive(file);
   const std::string name = path.string();
   const auto refuse = [&](const std::string& why) {
     fail(ErrorKind::kUsage,

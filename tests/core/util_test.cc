@@ -1,7 +1,21 @@
-// core::edit_distance, with and without a limit.
+// core::edit_distance, with and without a limit; files opened so that a
+// FIFO, device or folder is refused without blocking (regular_file.h).
 #include "trainscope/core/util.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/core/markup.h"
+#include "trainscope/core/regular_file.h"
 
 namespace trainscope::core {
 namespace {
@@ -14,6 +28,92 @@ TEST(EditDistanceTest, ExactBelowTheLimitAndCappedAbove) {
   EXPECT_EQ(edit_distance("kitten", "sitting", 2), 3u);  // limit + 1
   EXPECT_EQ(edit_distance("a-very-long-garbage-key", "lr", 2), 3u);
   EXPECT_EQ(edit_distance("optimizer.nam", "optimizer.name", 1), 1u);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A FIFO nobody writes to, /dev/zero and a folder are refused at once with
+// one line naming the path (a plain open() of the FIFO blocked forever); a
+// missing file is -1 with errno for the caller's own message.
+TEST(RegularFileTest, NonRegularFilesAreRefusedWithoutBlocking) {
+  testing::TempDir dir;
+  const auto fifo = dir / "entry.bin";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(error_of([&] { open_regular_file(fifo, "config"); }),
+            "cannot read config '" + fifo.string() +
+                "': it is a FIFO (named pipe), not a regular file; give the path of a file");
+  EXPECT_EQ(error_of([&] { read_regular_file(fifo, "study file"); }),
+            "cannot read study file '" + fifo.string() +
+                "': it is a FIFO (named pipe), not a regular file; give the path of a file");
+  EXPECT_NE(error_of([&] { sha256_file(fifo); }).find("is a FIFO (named pipe)"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_EQ(error_of([&] { read_regular_file("/dev/zero", "IDX image file"); }),
+            "cannot read IDX image file '/dev/zero': it is a character device, not a regular "
+            "file; give the path of a file");
+  EXPECT_EQ(error_of([&] { read_regular_file(dir.path(), "config"); }),
+            "cannot read config '" + dir.path().string() +
+                "': it is a folder, not a regular file; give the path of a file");
+  errno = 0;
+  EXPECT_EQ(open_regular_file(dir / "absent", "config"), -1);
+  EXPECT_EQ(errno, ENOENT);
+  EXPECT_FALSE(read_regular_file(dir / "absent", "config"));
+  std::ofstream(dir / "a.yaml") << "train: {epochs: 1}\n";
+  EXPECT_EQ(read_regular_file(dir / "a.yaml", "config"), "train: {epochs: 1}\n");
+  const int fd = open_regular_file(dir / "a.yaml", "config");
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);  // blocking again
+  EXPECT_NE(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+  close(fd);
+}
+
+// Output into a FIFO: written in place once a reader opens it; a FIFO
+// nobody reads is refused after the wait instead of blocking forever.
+TEST(RegularFileTest, AFifoOutputNeedsAReader) {
+  testing::TempDir dir;
+  const auto fifo = dir / "out.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(error_of([&] {
+              write_fifo(
+                  fifo, [](std::ostream& o) { o << "a,b\n"; }, 0.2);
+            }),
+            "cannot write '" + fifo.string() +
+                "': it is a FIFO (named pipe) that nobody reads; start its reader first, or give "
+                "a file");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  std::string got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // after the writer waits
+    std::ifstream in(fifo);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    got = ss.str();
+  });
+  const std::string big(300000, 'x');  // more than a pipe holds
+  write_file_atomically(fifo, [&](std::ostream& o) { o << "a,b\n" << big; });
+  reader.join();
+  EXPECT_EQ(got, "a,b\n" + big);
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));  // not replaced by a file
+}
+
+// A store's text in Markdown stays text: no section, no table column, no
+// HTML, no end of a code span (a Model Card, a study report).
+TEST(MarkupTest, StoreTextStaysTextInMarkdown) {
+  EXPECT_EQ(markdown_text("x\n## Results <img src=x onerror=alert(1)> a|b"),
+            "x\\\\n\\#\\# Results \\<img src=x onerror=alert(1)\\> a\\|b");
+  EXPECT_EQ(markdown_text("test/accuracy 0.5"), "test/accuracy 0.5");
+  EXPECT_EQ(markdown_code("lenet5"), "`lenet5`");
+  EXPECT_EQ(markdown_code("a`b"), "``a`b``");
+  EXPECT_EQ(markdown_code("`x"), "`` `x ``");
+  EXPECT_EQ(markdown_code("a\nb"), "`a\\nb`");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "trainscope/study/spec.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/study/executor.h"
 
 using namespace trainscope::study;
 using trainscope::core::Error;
@@ -176,4 +178,32 @@ TEST_F(SpecTest, ARecordedStudyReadsBackWithoutItsFiles) {
   StudySpec old = parse_recorded(s.text, dir_ / "study.yaml", false);
   EXPECT_TRUE(old.resolved_base.empty());
   EXPECT_THROW(parse(s.text), Error);  // from the file, the base must exist
+}
+
+// Issue 51: a study file that is a FIFO is refused at once (it hung `study
+// run` in open()); what goes into an sbatch script is one line each (a log
+// folder holding a newline would have started a command of its own).
+TEST_F(SpecTest, AFifoStudyFileAndAMultiLineSlurmValueAreRefused) {
+  const auto fifo = dir_ / "fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    load_study(fifo, false);
+    ADD_FAILURE() << "a FIFO was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot read study file '" + fifo.string() +
+                                         "': it is a FIFO (named pipe), not a regular file; give "
+                                         "the path of a file");
+  }
+  SlurmOptions o;
+  o.dir = "/logs/study";
+  o.partition = "gpu";
+  o.task_command = {"trainscope", "study", "task", "s"};
+  const std::string script = slurm_script(o, "/logs/study/array-1-list.txt", 3);
+  EXPECT_NE(script.find("#SBATCH --partition=gpu\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("#SBATCH --array=0-2\n"), std::string::npos) << script;
+  o.dir = "/logs/x\nrm -rf ~";
+  EXPECT_THROW(slurm_script(o, "/logs/list.txt", 3), Error);
+  o.dir = "/logs/study";
+  o.partition = "gpu --wrap=id";
+  EXPECT_THROW(slurm_script(o, "/logs/list.txt", 3), Error);
 }

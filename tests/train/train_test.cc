@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -159,6 +160,104 @@ TEST(DatasetCacheTest, AnEntryIsUsedOnlyWhileItAndTheFilesAreUnchanged) {
   load();
   EXPECT_EQ(decoded, 6);
   unsetenv("TRAINSCOPE_DATASET_CACHE");
+  if (saved.empty())
+    unsetenv("XDG_CACHE_HOME");
+  else
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+}
+
+// Replaces bytes of a decoded-dataset cache entry, then sets its Adler-32
+// to match when asked (what a crafted entry does). Header: magic 0..15,
+// sources 16..79, n, channels, height, width, classes (int64 at 80..119),
+// Adler-32 at 120, byte order at 124.
+void patch_entry(const std::filesystem::path& entry, size_t at, const std::string& bytes,
+                 bool fix_checksum) {
+  std::string e;
+  {
+    std::ifstream in(entry, std::ios::binary);
+    e.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(e.size(), 128u);
+  e.replace(at, bytes.size(), bytes);
+  if (fix_checksum) {
+    std::memset(e.data() + 120, 0, 4);
+    const auto a = static_cast<uint32_t>(
+        adler32_z(adler32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(e.data()), e.size()));
+    std::memcpy(e.data() + 120, &a, 4);
+  }
+  std::ofstream(entry, std::ios::binary | std::ios::trunc) << e;
+}
+
+// Issue 51: the entry's header is checksummed and checked against what the
+// files say. One flipped bit in `classes` (10 -> 522 trained a 522-class
+// model), a header rewritten with a checksum to match (522 classes; height
+// and width swapped: "mat1 and mat2 shapes cannot be multiplied") and an
+// entry of version 1 are all decoded again; a FIFO where the entry belongs
+// (it hung the training in open()) is neither read nor written.
+TEST(DatasetCacheTest, TheHeaderIsCheckedAndAFifoEntryIsSkipped) {
+  TempDir dir;
+  const char* old = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = old ? old : "";
+  setenv("XDG_CACHE_HOME", (dir / "cache").c_str(), 1);
+  auto [img, lab] = idx_bytes(9, 6, 5);
+  write_file(dir / "i", img, false);
+  write_file(dir / "l.gz", lab, true);
+  const std::vector<std::filesystem::path> files = {dir / "i", dir / "l.gz"};
+  for (const auto& f : files)
+    std::filesystem::last_write_time(
+        f, std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
+  int decoded = 0;
+  const DatasetShape shape{.n = 9, .channels = 1, .height = 6, .width = 5};  // the IDX headers'
+  const auto load = [&] {
+    return cached_dataset(
+        files,
+        [&] {
+          ++decoded;
+          return read_idx(files[0], files[1]);
+        },
+        shape);
+  };
+  const Dataset fresh = read_idx(files[0], files[1]);
+  const auto same = [&](const Dataset& d) {
+    return torch::equal(d.images, fresh.images) && torch::equal(d.labels, fresh.labels) &&
+           d.classes == fresh.classes;
+  };
+  EXPECT_TRUE(same(load()));
+  const auto entry = dataset_cache_entry(files);
+  EXPECT_TRUE(same(load()));
+  ASSERT_EQ(decoded, 1);
+  const auto patch = [&](size_t at, const std::string& bytes, bool fix_checksum) {
+    patch_entry(entry, at, bytes, fix_checksum);
+  };
+  const auto int64s = [](std::initializer_list<int64_t> values) {  // as the header holds them
+    std::string out;
+    for (int64_t v : values) out.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return out;
+  };
+  patch(113, std::string(1, '\x02'), false);  // classes 9 -> 521: one bit
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 2);
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 2);  // rewritten whole
+  patch(112, int64s({522}), true);
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 3);
+  patch(96, int64s({5, 6}), true);  // 6x5 images said to be 5x6
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 4);
+  patch(0, "trainscope-ds-1", true);  // version 1: never trusted
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 5);
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 5);
+  // A FIFO: refused at once, the dataset decoded, the FIFO left as it is.
+  std::filesystem::remove(entry);
+  ASSERT_EQ(mkfifo(entry.c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(same(load()));
+  EXPECT_EQ(decoded, 6);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_TRUE(std::filesystem::is_fifo(entry));
   if (saved.empty())
     unsetenv("XDG_CACHE_HOME");
   else

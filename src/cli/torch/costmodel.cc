@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/nesting.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/profiler.h"
@@ -85,16 +87,14 @@ void print_prediction(Context& ctx, const profile::CostModel& m, const train::Co
 }  // namespace
 
 void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
-  std::ifstream in(a.model_file);
-  if (!in)
+  const std::optional<std::string> text = core::read_regular_file(a.model_file, "cost model");
+  if (!text)
     fail(ErrorKind::kNotFound, "no cost model at '{}'; run `trainscope costmodel fit` first",
          a.model_file);
-  std::stringstream ss;
-  ss << in.rdbuf();
   profile::CostModel m;
-  core::check_json_nesting(ss.str(), a.model_file);
+  core::check_json_nesting(*text, a.model_file);
   try {
-    m = profile::CostModel::from_json(ss.str());
+    m = profile::CostModel::from_json(*text);
   } catch (const core::Error& e) {
     throw core::Error(
         fmt::format("{}: {} (`trainscope costmodel fit` writes a new one)", a.model_file, e.what()),

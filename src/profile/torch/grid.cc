@@ -4,9 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/yaml_checks.h"
 #include "trainscope/train/trainer.h"
 
@@ -18,13 +20,12 @@ using core::fail;
 
 GridSpec load_grid(const fs::path& file) {
   GridSpec g;
-  std::ifstream in(file);
-  if (!in) fail(ErrorKind::kNotFound, "grid file {} cannot be read: check the path", file.string());
-  std::stringstream text;
-  text << in.rdbuf();
-  core::check_yaml(text.str(), file.string());  // twice-given keys, deep nesting
+  const std::optional<std::string> text = core::read_regular_file(file, "grid file");
+  if (!text)
+    fail(ErrorKind::kNotFound, "grid file {} cannot be read: check the path", file.string());
+  core::check_yaml(*text, file.string());  // twice-given keys, deep nesting
   try {
-    YAML::Node n = YAML::Load(text.str());
+    YAML::Node n = YAML::Load(*text);
     g.base = file.parent_path() / n["base"].as<std::string>("demo.yaml");
     g.models = n["models"].as<std::vector<std::string>>();
     g.batch_sizes = n["batch_sizes"].as<std::vector<int64_t>>();

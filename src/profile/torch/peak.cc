@@ -1,12 +1,18 @@
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
+#include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/profile/profiler.h"
 
@@ -20,9 +26,17 @@ double peak_gflops() {
   // Per libtorch version too: its BLAS (MKL in the wheels) sets the peak.
   std::filesystem::path file =
       dir / fmt::format("peak_gflops_t{}_{}_torch{}.txt", threads, host_name(), TORCH_VERSION);
-  if (std::ifstream in(file); in) {
-    double v = 0;
-    if (in >> v && v > 0) return v;
+  // Another user's FIFO there (the cache may be in /tmp) would block a plain
+  // open; a value is trusted only when it is a plausible peak.
+  std::optional<std::string> cached;
+  try {
+    cached = core::read_regular_file(file, "GEMM peak cache");
+  } catch (const core::Error&) {
+  }
+  if (cached) {
+    char* end = nullptr;
+    const double v = std::strtod(cached->c_str(), &end);
+    if (end != cached->c_str() && std::isfinite(v) && v > 0 && v < 1e7) return v;
   }
   torch::NoGradGuard ng;
   auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
@@ -36,7 +50,12 @@ double peak_gflops() {
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  std::ofstream(file) << best << "\n";
+  struct stat st {};
+  if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return best;  // not ours to write
+  try {  // whole or not at all: a reader never sees half a number
+    core::write_file_atomically(file, [&](std::ostream& o) { o << best << "\n"; });
+  } catch (const core::Error&) {  // a cache that cannot be written is skipped
+  }
   return best;
 }
 
