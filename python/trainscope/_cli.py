@@ -2,6 +2,7 @@
 C++ command line installed in the package folder (trainscope/bin), the same
 program `make` builds, linked against this environment's torch."""
 import os
+import signal
 import sys
 
 
@@ -12,6 +13,12 @@ def main():
               "line; reinstall it with `pip install .` in trainscope's source folder",
               file=sys.stderr)
         return 127
+    # Python ignores SIGPIPE and SIGXFSZ; exec keeps an ignored signal
+    # ignored, and trainscope's children (watch's command, a study's
+    # trainings) would inherit it. trainscope guards its own output.
+    for name in ("SIGPIPE", "SIGXFSZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     os.execv(exe, ["trainscope"] + sys.argv[1:])
     return 127  # not reached
 

@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/tensorboard/tensorboard.h"
@@ -13,6 +14,16 @@
 namespace trainscope::cli {
 
 namespace {
+
+// What the line about a cut output says was recorded (core/output.h).
+void note_imported(const std::vector<tensorboard::ImportedRun>& runs) {
+  std::vector<const tensorboard::ImportedRun*> fresh;
+  for (const auto& r : runs)
+    if (!r.already_imported) fresh.push_back(&r);
+  if (fresh.size() == 1) return core::note_recorded_run(fresh[0]->name, fresh[0]->uuid);
+  if (fresh.size() > 1)
+    core::note_recorded(fmt::format("the {} runs imported were recorded in full", fresh.size()));
+}
 
 void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json) {
   format::Json j = format::Json::array();
@@ -66,7 +77,9 @@ void register_import_commands(CLI::App& app, Context& ctx) {
   set_example(im, "trainscope import tfevents runs/");
   cmd->callback([&ctx, o] {
     o->command_line = ctx.argv_line;
-    print_imported(tensorboard::import_tfevents(*ctx.store(), *o), ctx.json);
+    const auto runs = tensorboard::import_tfevents(*ctx.store(), *o);
+    note_imported(runs);
+    print_imported(runs, ctx.json);
   });
 }
 

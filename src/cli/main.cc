@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <new>
@@ -13,6 +14,7 @@
 #include "output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
 
@@ -83,9 +85,12 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   app.footer(
       app.get_footer() +
       "\nExit codes: 0 success; 1 the job failed (training diverged, a check found a difference);\n"
-      "  2 usage or bad input (arguments, config, data files); 3 not found (run, key, file);\n"
-      "  4 conflict (ambiguous reference, changed value, run still running); 5 store error\n"
-      "  (cannot open, read or write; damaged artifact); 127 a command to run does not exist.");
+      "  2 usage or bad input (arguments, config, data files), or output that could not be\n"
+      "  written (a closed pipe, a full disk: the command ran to its end and recorded its runs\n"
+      "  all the same); 3 not found (run, key, file); 4 conflict (ambiguous reference, changed\n"
+      "  value, run still running); 5 store error (cannot open, read or write; damaged\n"
+      "  artifact); 127 a command to run does not exist; 141 a command that records nothing\n"
+      "  stopped quietly because the program reading its output did (`| head -1`).");
 }
 
 // The first word that is not a global option must be a command: a mistyped
@@ -110,27 +115,11 @@ void check_command(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int run_command_line(int argc, char** argv) {
-  Context ctx;
-  for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
-  CLI::App app{"trainscope: measurable, reproducible neural-network training"};
-  add_global_flags(app, ctx);
-  register_runs_commands(app, ctx);
-  register_numerics_commands(app, ctx);
-  register_monitor_commands(app, ctx);
-  register_train_commands(app, ctx);
-  register_repro_commands(app, ctx);
-  register_profile_commands(app, ctx);
-  register_stats_commands(app, ctx);
-  register_study_commands(app, ctx);
-  register_probes_commands(app, ctx);
-  register_plot_commands(app, ctx);
-  register_serve_commands(app, ctx);
-  register_store_commands(app, ctx);
-  register_import_commands(app, ctx);
-  register_completion_commands(app, ctx);
-  add_global_options_to_help(app);
-  group_commands_in_help(app);
+namespace {
+
+// Parses the command line and runs its command: every error becomes one line
+// on stderr and its exit code.
+int parse_and_run(CLI::App& app, int argc, char** argv) {
   if (argc == 1) {  // a newcomer's first try: where to start, not an error
     print_start(std::cout);
     return 0;
@@ -138,10 +127,6 @@ int run_command_line(int argc, char** argv) {
   try {
     check_command(app, argc, argv);
     app.parse(argc, argv);
-    // Output that could not be written (a full disk, /dev/full) is an
-    // error, not a success with a truncated result.
-    std::cout.flush();
-    if (!std::cout) core::fail_writing("the output to stdout", errno);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every argument error is a usage error,
     // reported in one line like every other error.
@@ -172,9 +157,49 @@ int run_command_line(int argc, char** argv) {
   return 0;
 }
 
+// Output is not the run (core/output.h): a command whose stdout or stderr
+// failed (a closed pipe, a full disk) ran to its end and recorded all it
+// records; one line says which output was cut and what was recorded. A
+// command that succeeded otherwise exits 2: its output is not all there. A
+// command that failed keeps its own code (watch: the program's).
+int check_output(int code) {
+  if (code == 0 && core::only_a_reader_left()) return 128 + SIGPIPE;
+  if (!core::report_output_cut()) return code;
+  return code == 0 ? exit_code(core::ErrorKind::kUsage) : code;
+}
+
+}  // namespace
+
+int run_command_line(int argc, char** argv) {
+  Context ctx;
+  for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
+  CLI::App app{"trainscope: measurable, reproducible neural-network training"};
+  add_global_flags(app, ctx);
+  register_runs_commands(app, ctx);
+  register_numerics_commands(app, ctx);
+  register_monitor_commands(app, ctx);
+  register_train_commands(app, ctx);
+  register_repro_commands(app, ctx);
+  register_profile_commands(app, ctx);
+  register_stats_commands(app, ctx);
+  register_study_commands(app, ctx);
+  register_probes_commands(app, ctx);
+  register_plot_commands(app, ctx);
+  register_serve_commands(app, ctx);
+  register_store_commands(app, ctx);
+  register_import_commands(app, ctx);
+  register_completion_commands(app, ctx);
+  add_global_options_to_help(app);
+  group_commands_in_help(app);
+  return check_output(parse_and_run(app, argc, argv));
+}
+
 }  // namespace trainscope::cli
 
 int main(int argc, char** argv) {
+  // Before anything is printed or started: SIGPIPE, closed descriptors and
+  // std::cout/std::cerr guarded, so that no output ends a command.
+  trainscope::core::guard_standard_output();
   const int code = trainscope::cli::run_command_line(argc, argv);
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_UNDEFINED__)
   // Every store is closed and every output written and checked by now; a

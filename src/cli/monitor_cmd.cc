@@ -7,6 +7,7 @@
 #include "output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/monitor/report.h"
@@ -22,6 +23,7 @@ using core::fail;
 namespace {
 
 void report_watch(const monitor::WatchResult& r) {
+  core::note_recorded_run(r.run_name, r.run_uuid);
   if (r.malformed_lines > 0)
     core::log_warn("skipped {} malformed metric line(s); the first was: {} ({})", r.malformed_lines,
                    r.first_malformed, r.first_malformed_reason);

@@ -77,6 +77,7 @@ void logmap(Context& ctx, const LogmapArgs& a) {
                                                    .command_line = ctx.argv_line,
                                                    .out_dir = a.out_dir,
                                                    .environment = m});
+  note_recorded_run(*store, run);
   if (ctx.json) {
     std::cout << format::logmap(run, o, res).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
@@ -138,6 +139,7 @@ void add_sum(CLI::App* numerics, Context& ctx) {
     auto rep = numerics::run_sum(*n, *seed);
     std::string run = numerics::record_sum(
         ctx.store(), rep, {.name = "sum", .experiment = "numerics", .command_line = ctx.argv_line});
+    note_recorded_run(*ctx.store(), run);
     print_sum(run, rep, ctx.json);
   });
 }

@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::cli {
@@ -55,12 +56,25 @@ void Table::print(std::ostream& out) const {
 
 void write_output(const std::string& out_path, const std::function<void(std::ostream&)>& body) {
   if (out_path.empty() || out_path == "-") {
+    // A stdout that fails (a closed pipe, a full disk) drops the rest;
+    // main says so once at the end and exits 2 (core/output.h).
     body(std::cout);
     std::cout.flush();
-    if (!std::cout) core::fail_writing("the output to stdout", errno);
     return;
   }
   core::write_file_atomically(out_path, body);
+}
+
+void note_recorded_run(store::Store& store, const std::string& uuid) {
+  std::string name;
+  try {
+    if (const auto run = store.find_run(uuid)) name = run->name;
+  } catch (const std::exception&) {
+    // The UUID alone says which run.
+  }
+  if (name.empty())
+    return core::note_recorded("the run " + core::short_uuid(uuid) + " was recorded in full");
+  core::note_recorded_run(name, uuid);
 }
 
 void print_differences(std::ostream& out, const std::vector<env::Difference>& diffs,

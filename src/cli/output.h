@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "trainscope/env/manifest.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::cli {
 
@@ -29,8 +30,14 @@ class Table {
   std::vector<size_t> right_;
 };
 
-// Writes to `out_path` atomically, or to stdout when it is empty or "-".
+// Writes to `out_path` atomically, or to stdout when it is empty or "-" (a
+// stdout that fails is reported once by main: core/output.h).
 void write_output(const std::string& out_path, const std::function<void(std::ostream&)>& body);
+
+// Names the run a command recorded for the line that says its output was
+// cut (core/output.h): "the run NAME (SHORT-UUID)", the name as the store
+// has it; never throws (the run is recorded by now).
+void note_recorded_run(store::Store& store, const std::string& uuid);
 
 // "[12/40] runs exported" on stderr, rewritten in place, when stderr is a
 // terminal and not quieted; an empty function otherwise.

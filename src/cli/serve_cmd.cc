@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "trainscope/core/output.h"
 #include "trainscope/serve/server.h"
 
 namespace trainscope::cli {
@@ -50,6 +51,9 @@ void run_serve(Context& ctx, serve::ServerOptions o) {
   if (!server.token().empty() && o.token.empty())
     std::cerr << "trainscope: a token was generated for this non-loopback address; the URL "
                  "above carries it\n";
+  // The dashboard serves whatever became of that line; one that did not
+  // arrive (a closed pipe, a full disk) is said now, not at Ctrl-C.
+  core::report_output_cut();
   serve_until_signal(server);
 }
 

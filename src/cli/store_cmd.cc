@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "output.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/copy.h"
 
@@ -39,6 +40,7 @@ void run_copy(const CopyArgs& a) {
   // so, and is not copied again on the next pass).
   auto dst = store::Store::open({.uri = a.dst, .reap = false});
   const auto r = store::copy_store(*src, *dst, copy_progress());
+  core::note_recorded(fmt::format("the copy into {} was made in full", dst->describe()));
   std::cout << fmt::format(
       "copied {} runs ({} metric points, {} artifacts) from {} to {}; {} already there, {} "
       "copied again\n",

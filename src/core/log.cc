@@ -1,8 +1,9 @@
 #include "trainscope/core/log.h"
 
 #include <atomic>
-#include <cstdio>
 #include <mutex>
+
+#include "trainscope/core/output.h"
 
 namespace trainscope::core {
 namespace {
@@ -16,7 +17,9 @@ Verbosity verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 void log_line(Verbosity level, const std::string& message) {
   if (verbosity() < level) return;
   std::lock_guard lock(g_log_mu);
-  std::fprintf(stderr, "%s\n", message.c_str());
+  // Through the guard (output.h): a closed or full stderr drops the line,
+  // never the command.
+  write_standard(StdStream::kStderr, message + "\n");
 }
 
 }  // namespace trainscope::core

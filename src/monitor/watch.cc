@@ -19,6 +19,7 @@
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 
@@ -67,7 +68,8 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
 
 // Starts `exe` with stdout and stderr on fresh pipes, and with
 // TRAINSCOPE_RUN_ID and TRAINSCOPE_STORE naming its run, so that a script
-// can attach records of its own to it.
+// can attach records of its own to it. Its signals are as a shell leaves
+// them (SIGPIPE at its default, nothing blocked that trainscope blocked).
 pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
             const std::map<std::string, std::string>& extra_env) {
   if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
@@ -78,6 +80,7 @@ pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
   pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
   if (pid == 0) {
+    core::reset_signals_for_exec();
     dup2(p.out[1], 1);
     dup2(p.err[1], 2);
     execve(exe.c_str(), argv.data(), envp.data());
@@ -103,9 +106,12 @@ struct Drain {
 // Copies what arrives on `fd` to `echo` and to `file` byte for byte, and
 // hands each line to the parser (MetricLineSplitter: memory and time stay
 // linear whatever the program prints), until the end of the output or
-// kDrainSeconds after the program exited.
-void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, std::mutex& mu,
-          Drain& drain) {
+// kDrainSeconds after the program exited. An echo that fails (our stdout
+// read by `| head -1`, closed, or full) drops the rest of the echo, never
+// the reading: the program is not blocked, and the file and the parser get
+// every byte (core/output.h; main says once that the output was cut).
+void pump(int fd, core::StdStream echo, const fs::path& file, MetricLineParser& parser,
+          std::mutex& mu, Drain& drain) {
   std::ofstream out(file, std::ios::binary);
   MetricLineSplitter lines(parser, &mu);
   char buf[65536];
@@ -122,8 +128,8 @@ void pump(int fd, FILE* echo, const fs::path& file, MetricLineParser& parser, st
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    fwrite(buf, 1, static_cast<size_t>(n), echo);
-    fflush(echo);
+    if (core::write_standard(echo, std::string_view(buf, static_cast<size_t>(n))))
+      core::flush_standard(echo);
     out.write(buf, n);
     lines.feed(std::string_view(buf, static_cast<size_t>(n)));
   }
@@ -229,6 +235,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   auto run = start_run(std::move(store), o);
   WatchResult r;
   r.run_uuid = run->uuid();
+  r.run_name = run->info().name;
   Pipes pipes;
   const pid_t pid =
       spawn(exe, o.command, pipes,
@@ -243,10 +250,10 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   {
     SignalForwarding forwarding(pid);
     Drain drain;
-    std::thread t_out(pump, pipes.out[0], stdout, tmp / "stdout.txt", std::ref(parser),
-                      std::ref(mu), std::ref(drain));
-    std::thread t_err(pump, pipes.err[0], stderr, tmp / "stderr.txt", std::ref(parser),
-                      std::ref(mu), std::ref(drain));
+    std::thread t_out(pump, pipes.out[0], core::StdStream::kStdout, tmp / "stdout.txt",
+                      std::ref(parser), std::ref(mu), std::ref(drain));
+    std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
+                      std::ref(parser), std::ref(mu), std::ref(drain));
     r.exit_code = wait_exit_code(pid, r.signal);
     drain.exited_at = core::monotonic_now();
     t_out.join();

@@ -129,6 +129,7 @@ struct WatchOptions {
 
 struct WatchResult {
   std::string run_uuid;
+  std::string run_name;
   int exit_code = 0;  // the child's, or 128 + signal
   int signal = 0;     // the signal that killed it (exit_code 128 + signal); 0: it exited
   // A process the program started still held its output a second after it

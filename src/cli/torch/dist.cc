@@ -12,6 +12,7 @@
 #include "../output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/launch.h"
 #include "trainscope/env/cpus.h"
@@ -105,6 +106,15 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
     if (out.failed_rank < 0 && info && info->status == store::RunStatus::kStopped)
       throw core::Error("stopped by signal", ErrorKind::kRuntime);
     if (out.failed_rank < 0) return true;
+    // Rank 0 recorded its run in full but could not write its output (a
+    // closed pipe, a full disk): it said so itself (core/output.h), once,
+    // on the stderr we share, and main exits 2; the run is whole, and no
+    // rank failed.
+    if (out.failed_rank == 0 && out.exit_code == 2 && info &&
+        info->status == store::RunStatus::kFinished) {
+      core::note_output_cut_reported();
+      return true;
+    }
     store->set_tag(out.run_uuid, "dist.failed_rank", std::to_string(out.failed_rank));
     if (info)
       run = fmt::format("; run {} is {}", core::short_uuid(out.run_uuid),

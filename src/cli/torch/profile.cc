@@ -139,6 +139,7 @@ void profile(Context& ctx, const ProfileArgs& a) {
   train::Trainer trainer(cfg, ctx.store(), o);
   auto r = trainer.run();
   auto store = ctx.store();
+  note_recorded_run(*store, r.run_uuid);
   show(*store, *store->find_run(r.run_uuid), {}, ctx.json);
 }
 

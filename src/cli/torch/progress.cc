@@ -3,17 +3,27 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::cli {
+namespace {
+
+// The display is never the run: a stderr that is closed or full drops it
+// (core/output.h) and the training goes on.
+void progress_text(const std::string& text) {
+  core::write_standard(core::StdStream::kStderr, text);
+  core::flush_standard(core::StdStream::kStderr);
+}
+
+}  // namespace
 
 ProgressObserver::ProgressObserver(bool bar) : bar_(bar), tty_(isatty(2) != 0) {}
 
 ProgressObserver::~ProgressObserver() {
-  if (tty_ && drawn_) std::fprintf(stderr, "\n");
+  if (tty_ && drawn_) progress_text("\n");
 }
 
 void ProgressObserver::on_run_begin(const train::RunContext& ctx) {
@@ -52,12 +62,11 @@ void ProgressObserver::draw(const train::RunContext& ctx, const train::Step& ste
                   ctx.config.train.epochs, bar, step.number, total, step.loss_value, samples_per_s,
                   eta < 3600 ? fmt::format("{:.0f}s", eta) : fmt::format("{:.1f}h", eta / 3600));
   if (tty_) {
-    std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+    progress_text("\r" + line + "\x1b[K");
     drawn_ = true;
   } else {
-    std::fprintf(stderr, "%s\n", line.c_str());
+    progress_text(line + "\n");
   }
-  std::fflush(stderr);
 }
 
 void ProgressObserver::on_epoch_end(const train::RunContext& ctx, const train::EpochInfo& e) {
@@ -70,9 +79,7 @@ void ProgressObserver::on_epoch_end(const train::RunContext& ctx, const train::E
 
 void ProgressObserver::message(const std::string& line) {
   if (core::verbosity() < core::Verbosity::kNormal) return;
-  if (tty_ && drawn_) std::fprintf(stderr, "\r\x1b[K");
-  std::fprintf(stderr, "%s\n", line.c_str());
-  std::fflush(stderr);
+  progress_text((tty_ && drawn_ ? "\r\x1b[K" : "") + line + "\n");
   drawn_ = false;
 }
 

@@ -181,6 +181,7 @@ void rerun(Context& ctx, const RerunArgs& a) {
     if (e.kind() != core::ErrorKind::kConflict || a.force) throw;
     throw core::Error(std::string(e.what()) + ", use --force to run anyway", e.kind());
   }
+  note_recorded_run(*store, r.result.run_uuid);
   std::cout << fmt::format("rerun {} of {}: {}, {} steps, test accuracy {:.4f}\n",
                            core::short_uuid(r.result.run_uuid), core::short_uuid(orig.uuid),
                            to_string(r.result.status), r.result.steps, r.result.test.accuracy);

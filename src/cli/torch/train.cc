@@ -129,6 +129,7 @@ void train(Context& ctx, const TrainArgs& a) {
   trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress && recorded));
   const train::TrainResult r = trainer.run();
   if (!recorded) return;
+  note_recorded_run(*ctx.store(), r.run_uuid);
   if (r.status == RunStatus::kStopped)
     core::log_info("stopped at step {}; resume with `trainscope train {}{} --resume {}`", r.steps,
                    a.config, world ? fmt::format(" --nproc {}", world->size()) : "",
