@@ -11,16 +11,25 @@ The run goes to the store named by `store=`, else $TRAINSCOPE_STORE, else
 ./trainscope.db, where `trainscope runs show`, `plot`, `stats` and the
 dashboard read it like any other. An exception inside the `with` block
 ends the run "failed", Ctrl-C "killed"; leaving it normally, "finished".
+A run left open (no `with`, no `finish()`) ends with the interpreter the
+same way: an uncaught exception "failed" (Ctrl-C "killed"), `sys.exit()`
+with a non-zero status "failed", a normal end "finished".
 
 A thin layer: the recording is trainscope's C++ (`trainscope._trainscope`);
 this package turns Python values into its arguments and adds what only
 Python knows (the interpreter and the versions of the imported packages).
 """
+import atexit
+import builtins
+import collections.abc
 import hashlib
 import importlib.metadata
+import numbers
 import os
 import platform
 import sys
+import threading
+import weakref
 
 import torch  # first: the module shares libtorch's types with it
 
@@ -99,16 +108,158 @@ def _version(dist):
         return "unknown"
 
 
-def _number(key, value):
-    """A metric value: a Python number or a one-element tensor."""
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            raise ValueError(f"metric '{key}' is a tensor of {value.numel()} elements; log a "
-                             "scalar (a 0-d tensor, .mean(), .item())")
-        return float(value.detach().item())
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"metric '{key}' is a {type(value).__name__}, not a number")
-    return float(value)
+def _shown(value):
+    """A value for a message: its repr, cut at 64 characters."""
+    text = repr(value)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
+def _utf8(what, text):
+    """`text` if the C++ side can take it (UTF-8), else a ValueError naming it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{what} {_shown(text)} is not UTF-8 text: it holds the lone surrogate "
+                         f"{text[e.start]!r}") from None
+    return text
+
+
+def _arg(what, value):
+    """A text argument: None as "", a str as it is; anything else refused."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be text, not {type(value).__name__} {_shown(value)}")
+    return _utf8(what, value)
+
+
+def _mapping(what, value):
+    """A dict argument (None: empty); anything else refused."""
+    if value is None:
+        return {}
+    if not isinstance(value, collections.abc.Mapping):
+        raise ValueError(f"{what} must be a dict, not {type(value).__name__} {_shown(value)}")
+    return value
+
+
+def _texts(what, pairs):
+    """Keys and values of tags or params, each checked as UTF-8 text (the
+    rule of what a run accepts is the C++ side's: store/accept.h)."""
+    for key, value in pairs.items():
+        _utf8(f"{what} key", key)
+        _utf8(f"the value of {what} {_shown(key)}", value)
+    return pairs
+
+
+def _scalar(what, value):
+    """A tensor, NumPy array or NumPy scalar of one element as the Python
+    number it holds (of any dtype); anything else as it is."""
+    tensor = isinstance(value, torch.Tensor)
+    if not tensor and not (type(value).__module__ == "numpy" and hasattr(value, "item")):
+        return value
+    size = value.numel() if tensor else getattr(value, "size", 1)
+    if size != 1:
+        kind = "tensor" if tensor else "NumPy array"
+        raise ValueError(f"{what} is a {kind} of {size} elements (shape {tuple(value.shape)}); "
+                         "log a scalar (a 0-d tensor, .mean(), .item())")
+    if tensor and value.is_meta:
+        raise ValueError(f"{what} is a tensor on the meta device: it holds no value")
+    return value.detach().item() if tensor else value.item()
+
+
+def _number(what, value):
+    """A metric value as a float: a bool, int or float, any real number
+    (Fraction, Decimal, what has __float__), or a tensor, NumPy array or
+    scalar of one element of any real dtype. NaN and infinities are values
+    (the store keeps them)."""
+    value = _scalar(what, value)
+    real = isinstance(value, numbers.Real) or hasattr(type(value), "__float__")
+    if not real or isinstance(value, (complex, str, bytes)):
+        raise ValueError(f"{what} is a {type(value).__name__}, not a number")
+    try:
+        return float(value)
+    except (OverflowError, ValueError):
+        raise ValueError(f"{what} is {_shown(value)}, which no double holds") from None
+
+
+# Runs left open (no `with`): ended as the interpreter ends. The status
+# the interpreter is known to end with: None (finished, as far as is
+# known), "failed" (an uncaught exception, sys.exit with a non-zero status)
+# or "killed" (an uncaught KeyboardInterrupt: Ctrl-C, as in `with`).
+_OPEN = weakref.WeakSet()
+_ending = None
+_previous = {}
+
+
+def _status_of(kind):
+    return "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
+
+
+def _exit_code(code):
+    """The process's exit status for SystemExit(code), as Python sets it."""
+    if code is None:
+        return 0
+    return code if isinstance(code, int) else 1
+
+
+def _end_open_runs(status, thread=None):
+    """Ends the open runs of this process (of `thread` only, if given)."""
+    for run in list(_OPEN):
+        if run._pid == os.getpid() and (thread is None or run._thread is thread):
+            run._end_quietly(status)
+
+
+def _excepthook(kind, value, traceback):
+    global _ending
+    _ending = _status_of(kind)
+    try:
+        _previous["excepthook"](kind, value, traceback)
+    finally:
+        _end_open_runs(_ending)
+
+
+def _thread_excepthook(args):
+    try:
+        _previous["threading"](args)
+    finally:
+        if args.exc_type is not SystemExit:  # SystemExit ends a thread, not its run
+            _end_open_runs(_status_of(args.exc_type), args.thread)
+
+
+class _Exit:
+    """sys.exit, exit() or quit(), noting the status the interpreter will
+    exit with (the last call on the main thread wins: a SystemExit that is
+    caught and followed by another exit is not the end)."""
+
+    def __init__(self, original):
+        self._original = original
+
+    def __repr__(self):
+        return repr(self._original)
+
+    def __call__(self, code=None):
+        global _ending
+        if threading.current_thread() is threading.main_thread():
+            _ending = "failed" if _exit_code(code) != 0 else None
+        return self._original(code)
+
+
+def _at_exit():
+    _end_open_runs(_ending or "finished")
+
+
+def _install_exit_hooks():
+    """Once, at the first run: sys.excepthook and threading.excepthook
+    chained, sys.exit (and exit(), quit()) watched, an atexit handler."""
+    if _previous:
+        return
+    _previous["excepthook"], sys.excepthook = sys.excepthook, _excepthook
+    _previous["threading"], threading.excepthook = threading.excepthook, _thread_excepthook
+    sys.exit = _Exit(sys.exit)
+    for name in ("exit", "quit"):
+        if hasattr(builtins, name):
+            setattr(builtins, name, _Exit(getattr(builtins, name)))
+    atexit.register(_at_exit)
 
 
 class Run:
@@ -117,6 +268,8 @@ class Run:
     def __init__(self, native):
         self._run = native
         self._step = 0
+        self._pid, self._thread = os.getpid(), threading.current_thread()
+        _OPEN.add(self)
 
     @property
     def uuid(self):
@@ -132,16 +285,18 @@ class Run:
 
     def log(self, metrics, step=None):
         """Logs a dict of metrics at `step` (default: the step after the
-        last one logged). Values are numbers or one-element tensors; a step
-        that goes back and a value that is not finite are ValueErrors,
-        nothing of the call recorded."""
-        if step is None:
-            step = self._step
-        if isinstance(step, bool) or not isinstance(step, int):
-            raise ValueError(f"step {step!r} is not an integer")
-        values = {str(k): _number(k, v) for k, v in metrics.items()}
-        self._run.log_metrics(values, step)
-        self._step = step + 1
+        last one logged), an integer from 0 to 2^53. Values are numbers of
+        any Python or NumPy type or one-element tensors of any dtype (NaN
+        and infinities included); a key or step that no run accepts
+        (keys: 1 to 256 bytes, no control character, not only blanks), a
+        step that goes back and a value that is not a number are
+        ValueErrors, nothing of the call recorded."""
+        values = {}
+        for key, value in _mapping("metrics", metrics).items():
+            key = _utf8("metric key", str(key))
+            values[key] = _number(f"metric '{key}'", value)
+        step = self._step if step is None else _scalar("step", step)
+        self._step = self._run.log_metrics(values, step) + 1
 
     def log_metric(self, key, value, step=None):
         self.log({key: value}, step)
@@ -149,14 +304,15 @@ class Run:
     def log_params(self, params):
         """Params (a dict, nested dicts as dotted keys); a param keeps its
         first value: a different one later is an Error."""
-        self._run.set_params(_flatten(params))
+        self._run.set_params(_texts("param", _flatten(_mapping("params", params))))
 
     def set_tags(self, tags):
-        self._run.set_tags({str(k): _text(v) for k, v in tags.items()})
+        tags = _mapping("tags", tags)
+        self._run.set_tags(_texts("tag", {str(k): _text(v) for k, v in tags.items()}))
 
     def log_artifact(self, path, kind="file", name=""):
         """Copies a file into the run (hashed); returns its name there."""
-        return self._run.add_artifact(os.fspath(path), kind, name)
+        return self._run.add_artifact(os.fspath(path), _arg("kind", kind), _arg("name", name))
 
     def watch(self, model, optimizer=None, fingerprint_every=1, profile_every=None,
               profile_warmup=5, probes=None, probes_every=None, monitor_interval=1.0,
@@ -218,10 +374,29 @@ class Run:
 
     def finish(self, status="finished"):
         """Ends the run: finished, failed, killed or stopped."""
+        status = _arg("status", status)
         watch, self._watch = getattr(self, "_watch", None), None
         if watch is not None and not self._run.ended:
             watch.finish(status)
         self._run.end(status)
+        _OPEN.discard(self)
+
+    def _end_quietly(self, status):
+        """Ends a run left open as the interpreter ends: a failure to end it
+        is one line on stderr, not a second traceback."""
+        try:
+            self.finish(status)
+        except Exception as e:  # noqa: BLE001 (the interpreter is ending)
+            print(f"trainscope: ending run {self.uuid[:8]} {status}: {e}", file=sys.stderr)
+
+    def __del__(self):
+        # Dropped without finish(): ended as the interpreter is known to end
+        # (a function's run, freed by the sys.exit(3) that leaves it).
+        try:
+            if self._pid == os.getpid() and not self._run.ended:
+                self._end_quietly(_ending or "finished")
+        except Exception:  # noqa: BLE001 (late in the interpreter's end)
+            pass
 
     def __enter__(self):
         return self
@@ -229,10 +404,10 @@ class Run:
     def __exit__(self, kind, value, traceback):
         if kind is None:
             self.finish("finished")
-        elif issubclass(kind, KeyboardInterrupt):
-            self.finish("killed")
+        elif issubclass(kind, SystemExit):  # sys.exit(0) is a normal end
+            self.finish("finished" if _exit_code(value.code) == 0 else "failed")
         else:
-            self.finish("failed")
+            self.finish(_status_of(kind))
         return False
 
 
@@ -251,8 +426,10 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     it ($TRAINSCOPE_PLANNED). `environment` adds entries of one's own to
     the environment manifest (the script's git commit, the interpreter and
     the imported packages' versions are recorded anyway)."""
+    name, experiment = _arg("name", name), _arg("experiment", experiment)
+    parent, store = _arg("parent", parent), _arg("store", store)
     args = _trainscope.RunArgs()
-    args.store = store if store is not None else ""
+    args.store = store
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
     planned = os.environ.get("TRAINSCOPE_RUN_NAME", "") if not parent else ""
     if planned:  # a study's run: what the study planned wins over the script's names
@@ -264,13 +441,15 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
         args.name, args.parent, args.experiment = name or script, parent, experiment
     args.unique_name = not name and not planned
     args.command_line = " ".join([sys.executable] + sys.argv)
-    args.params = _flatten(config or {})
+    args.params = _texts("param", _flatten(_mapping("config", config)))
     # (args' maps are copies on the C++ side: build them, then assign.)
     # A model of the script's own: trainscope cannot build it (no replay).
-    args.tags = {"source": "python", "model.custom": "true",
-                 **{str(k): _text(v) for k, v in (tags or {}).items()}}
+    args.tags = _texts("tag", {"source": "python", "model.custom": "true",
+                               **{str(k): _text(v) for k, v in _mapping("tags", tags).items()}})
+    own = _mapping("environment", environment)
     args.environment = {**python_environment(),
-                        **{str(k): _text(v) for k, v in (environment or {}).items()}}
+                        **_texts("environment", {str(k): _text(v) for k, v in own.items()})}
     args.script = args.environment.get("python.script", "")  # its git commit and diff
-    args.record_environment = record_environment
+    args.record_environment = bool(record_environment)
+    _install_exit_hooks()
     return Run(_trainscope.Run(args))

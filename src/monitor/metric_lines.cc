@@ -10,6 +10,7 @@
 #include "trainscope/core/nesting.h"
 #include "trainscope/core/util.h"
 #include "trainscope/monitor/watch.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::monitor {
 
@@ -23,9 +24,6 @@ struct JsonMember {
 };
 
 namespace {
-
-constexpr double kMaxStep = 9007199254740992.0;  // 2^53: every integer up to it is a double
-constexpr size_t kMaxKey = 256;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
@@ -60,6 +58,16 @@ std::optional<double> metric_number(std::string_view s) {
 }
 
 std::string shown(std::string_view s) { return core::escape_for_display(s.substr(0, 64)); }
+
+// A key by the rule of every entry point (store/accept.h), in this
+// parser's words: "a key is empty", "key 'a\x00b' holds a control
+// character" (`noun` names an empty one: "a key", "a param's key").
+std::optional<std::string> key_refused(const std::string& key, std::string_view noun) {
+  auto why = store::key_problem(key);
+  if (!why) return std::nullopt;
+  if (key.empty() || key.size() > store::kMaxKeyBytes) return fmt::format("{} {}", noun, *why);
+  return fmt::format("key '{}' {}", shown(key), *why);
+}
 
 // One line holding one JSON object, read for its members: a key and either
 // a bare token (a number, true, false, null) or a string or a list or
@@ -257,19 +265,15 @@ void MetricLineParser::bad(const std::string& l, const std::string& why) {
 // A key and its value's token, by the one rule of both forms.
 std::optional<std::string> MetricLineParser::add(std::string key, std::string_view token,
                                                  bool json) {
-  if (key.empty()) return "a key is empty";
-  if (key.size() > kMaxKey) return fmt::format("a key is longer than {} bytes", kMaxKey);
-  for (unsigned char c : key)
-    if (c < 0x20 || c == 0x7f) return fmt::format("key '{}' holds a control character", shown(key));
+  if (auto why = key_refused(key, "a key")) return why;
   const bool twice = key == "step" ? step_.has_value()
                                    : std::any_of(values_.begin(), values_.end(),
                                                  [&](const auto& kv) { return kv.first == key; });
   if (twice) return fmt::format("key '{}' appears twice", shown(key));
   const std::optional<double> number = token.empty() ? std::nullopt : metric_number(token);
   if (key == "step") {
-    if (!number || !(*number >= 0 && *number <= kMaxStep) || *number != std::floor(*number))
-      return fmt::format("step {} is not an integer from 0 to 2^53",
-                         token.empty() ? "(not a number)" : shown(token));
+    if (!number || store::step_problem(*number))
+      return store::step_refusal(token.empty() ? "(not a number)" : shown(token));
     step_ = static_cast<int64_t>(*number);
     return std::nullopt;
   }
@@ -305,13 +309,8 @@ std::optional<std::string> MetricLineParser::parse_json(std::vector<JsonMember>&
 // --- params -----------------------------------------------------------------------
 
 std::optional<std::string> MetricLineParser::add_param(std::string key, std::string value) {
-  if (key.empty()) return "a param's key is empty";
-  if (key.size() > kMaxKey) return fmt::format("a key is longer than {} bytes", kMaxKey);
-  for (unsigned char c : key)
-    if (c < 0x20 || c == 0x7f) return fmt::format("key '{}' holds a control character", shown(key));
-  if (value.size() > kMaxParamValue)
-    return fmt::format("the value of param '{}' is longer than {} bytes", shown(key),
-                       kMaxParamValue);
+  if (auto why = key_refused(key, key.empty() ? "a param's key" : "a key")) return why;
+  if (auto why = store::param_value_problem(key, value)) return why;
   if (!line_params_.emplace(key, std::move(value)).second)
     return fmt::format("key '{}' appears twice", shown(key));
   return std::nullopt;

@@ -17,6 +17,7 @@
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
 #include "trainscope/instrument/code.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/study.h"
@@ -34,11 +35,51 @@ struct RunArgs {
   bool unique_name = false;  // a default name: "x-2" when "x" is taken
 };
 
+// What a run accepts is the rule of every entry point (store/accept.h); a
+// refusal is a ValueError naming the key or step, before anything of the
+// call is recorded.
+inline void refuse(const std::optional<std::string>& why) {
+  if (why) ts::core::fail(ts::core::ErrorKind::kUsage, "{}", *why);
+}
+
+inline void check_params(const std::map<std::string, std::string>& params) {
+  for (const auto& [k, v] : params) {
+    refuse(ts::store::param_key_problem(k));
+    refuse(ts::store::param_value_problem(k, v));
+  }
+}
+
+inline void check_tags(const std::map<std::string, std::string>& tags) {
+  for (const auto& [k, v] : tags) {
+    refuse(ts::store::tag_key_problem(k));
+    refuse(ts::store::tag_value_problem(k, v));
+  }
+}
+
+// A step as the package passes it: a Python int, or a float holding an
+// integer (a tensor or NumPy scalar already turned into one). Anything
+// else, a bool included, is refused naming its repr.
+inline int64_t step_of(const py::object& step) {
+  PyObject* p = step.ptr();
+  if (PyLong_Check(p) && !PyBool_Check(p)) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (!overflow && !PyErr_Occurred() && !ts::store::step_problem(int64_t{v})) return v;
+    PyErr_Clear();
+  } else if (PyFloat_Check(p) && !ts::store::step_problem(PyFloat_AS_DOUBLE(p))) {
+    return static_cast<int64_t>(PyFloat_AS_DOUBLE(p));
+  }
+  ts::core::fail(ts::core::ErrorKind::kUsage, "{}",
+                 ts::store::step_refusal(ts::store::shown_key(py::repr(step).cast<std::string>())));
+}
+
 // One run of a Python script: its store and recorder. Every method on the
 // script's thread; the recorder writes on its own.
 class PyRun {
  public:
   explicit PyRun(const RunArgs& a) {
+    check_params(a.params);
+    check_tags(a.tags);
     store_ = ts::store::Store::open({.uri = a.store});
     ts::store::NewRun nr;
     nr.experiment = a.experiment.empty() ? "default" : a.experiment;
@@ -70,17 +111,15 @@ class PyRun {
   const std::string& name() const { return recorder_->info().name; }
   std::string store() const { return store_->describe(); }
 
-  // Metrics of one step. A step before the last one a key was logged at,
-  // and a value that is not finite, are refused (ValueError), nothing of
-  // the call recorded.
-  void log_metrics(const std::map<std::string, double>& values, int64_t step) {
+  // Metrics of one step; returns the step. A key or step the rule refuses
+  // and a step before the last one a key was logged at are refused
+  // (ValueError), nothing of the call recorded. Any double is a value, NaN
+  // and +-Inf included (kept as they are, as every entry point keeps them).
+  int64_t log_metrics(const std::map<std::string, double>& values, const py::object& step_arg) {
     live();
+    const int64_t step = step_of(step_arg);
     for (const auto& [key, v] : values) {
-      if (!std::isfinite(v))
-        ts::core::fail(ts::core::ErrorKind::kUsage,
-                       "metric '{}' is {} at step {}: log finite values (a loss that diverged is "
-                       "worth a tag or an alert, not a point)",
-                       ts::core::escape_for_display(key), v, step);
+      refuse(ts::store::metric_key_problem(key));
       auto it = last_step_.find(key);
       if (it != last_step_.end() && step < it->second)
         ts::core::fail(ts::core::ErrorKind::kUsage,
@@ -92,14 +131,17 @@ class PyRun {
       recorder_->log_metric(key, v, step);
       last_step_[key] = step;
     }
+    return step;
   }
 
   void set_params(const std::map<std::string, std::string>& p) {
     live();
+    check_params(p);
     recorder_->set_params(p);
   }
   void set_tags(const std::map<std::string, std::string>& t) {
     live();
+    check_tags(t);
     for (const auto& [k, v] : t) recorder_->set_tag(k, v);
   }
   std::string add_artifact(const std::filesystem::path& file, const std::string& kind,

@@ -5,6 +5,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/tensorboard/tensorboard.h"
 #include "trainscope/tfevents/tfevents.h"
 
@@ -54,6 +55,16 @@ std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
   return out;
 }
 
+// A scalar whose tag or step no other entry point would take (the rule of
+// store/accept.h) refuses the import before anything is written.
+void check_scalar(const fs::path& file, const tfevents::Scalar& s) {
+  auto why = store::metric_key_problem(s.tag);
+  if (!why) why = store::step_problem(s.step);
+  if (why)
+    fail(ErrorKind::kUsage, "{}: the scalar '{}': {}; nothing was imported", file.string(),
+         store::shown_key(s.tag), *why);
+}
+
 // Reads and checks every file of one folder, its scalars gathered by tag.
 Folder read_folder(const fs::path& root, const fs::path& path, const std::vector<fs::path>& files) {
   Folder f{path, files, {}, {}, {}, 0, 0, 0, 0};
@@ -67,6 +78,7 @@ Folder read_folder(const fs::path& root, const fs::path& path, const std::vector
     const auto read = tfevents::read_scalars(file, plugins);
     hashed += file.filename().string() + "\n" + core::sha256_file(file) + "\n";
     for (const auto& s : read.scalars) {
+      check_scalar(file, s);
       auto [at, added] = index.emplace(s.tag, f.series.size());
       if (added) f.series.push_back({s.tag, {}});
       f.series[at->second].points.push_back({s.step, s.wall_time, s.value});

@@ -17,6 +17,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <tuple>
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
@@ -85,7 +86,7 @@ class TensorBoardTest : public ::testing::Test {
       for (int i = 0; i < 40; ++i)
         loss.push_back({i * 10, 1.7e9 + i * 0.123456789, std::exp(-0.07 * i) + k * 1e-9});
       for (size_t i = 0; i < odd.size(); ++i)
-        edge.push_back({static_cast<int64_t>(i) - 3, 1.7e9 + 1000.5 + i, odd[i]});
+        edge.push_back({static_cast<int64_t>(i), 1.7e9 + 1000.5 + i, odd[i]});
       s->append_metrics(r.uuid, {{"train/loss", loss}, {"edge", edge}});
       std::vector<store::Record> hist;
       for (int step : {0, 10, 20}) {
@@ -438,6 +439,37 @@ TEST_F(TensorBoardTest, ImportOfAFolderWithoutEventFilesIsNotFound) {
   r = ts("import tfevents " + shell_quote((dir_ / "absent").string()));
   EXPECT_EQ(r.exit_code, 3) << r.out;
   EXPECT_NE(r.out.find("is not a folder"), std::string::npos) << r.out;
+}
+
+// Issue 51: an event file's scalar whose tag or step no other entry point
+// takes (store/accept.h) refuses the import in one line naming the file;
+// nothing is written.
+TEST_F(TensorBoardTest, AScalarNoRunTakesRefusesTheImport) {
+  const std::string rule = "; a key is 1 to 256 bytes without control characters, not only blanks";
+  const std::vector<std::tuple<std::string, int64_t, std::string>> cases = {
+      {"loss", -1, "step -1 is not an integer from 0 to 2^53"},
+      {"loss", (int64_t{1} << 53) + 1, "step 9007199254740993 is not an integer from 0 to 2^53"},
+      {"", 1, "metric key '' is empty" + rule},
+      {"a\nb", 1, "metric key 'a\\nb' holds a control character" + rule},
+      {"  ", 1, "metric key '  ' is only blanks" + rule},
+      {std::string(300, 'k'), 1,
+       "metric key '" + std::string(64, 'k') + "...' is longer than 256 bytes" + rule}};
+  for (const auto& [tag, step, why] : cases) {
+    const auto logs = dir_ / "bad";
+    fs::remove_all(logs);
+    tfevents::Writer w(logs / "run");
+    w.scalar("good", 0, 1.7e9, 1.0f);
+    w.scalar(tag, step, 1.7e9 + 1, 0.5f);
+    w.close();
+    auto r = ts("import tfevents " + shell_quote(logs.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    const std::string shown = tag.size() > 64 ? std::string(64, 'k') + "..."
+                              : tag == "a\nb" ? "a\\nb"
+                                              : tag;
+    EXPECT_EQ(r.out, fmt::format("trainscope: {}: the scalar '{}': {}; nothing was imported\n",
+                                 w.path().string(), shown, why));
+    EXPECT_TRUE(open()->list_runs().empty());
+  }
 }
 
 }  // namespace

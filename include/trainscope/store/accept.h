@@ -1,0 +1,65 @@
+// What a run accepts, whatever the entry point: the CLI's --param, --tag
+// and TRAINSCOPE_TAGS (run_env.h), `watch`'s metric and param lines, the
+// Python package, the dashboard's API and `import tfevents` all ask these
+// functions, and each words the answer with its own argument's name. The
+// store itself keeps any bytes it is given (what a run recorded before this
+// rule, and a store copy, read back unchanged).
+//
+// - A key (of a metric, a param or a tag): 1 to 256 bytes, no control
+//   character (below 0x20, or 0x7f), not only blanks.
+// - A step: an integer from 0 to 2^53 (every one exact in a double, as a
+//   JSON reader gives it).
+// - A metric value: any double. NaN and +-Inf are kept bit for bit (a loss
+//   that diverged is a result); readers count them apart (the API's
+//   `nonfinite`, the summaries' finite min and max). What is a number is
+//   the entry point's to say: a JSON or text number in metric lines, a
+//   Python bool, int or float, NumPy scalar or tensor of one element.
+// - A param's or a tag's value: at most 4096 bytes, any bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace trainscope::store {
+
+inline constexpr size_t kMaxKeyBytes = 256;
+inline constexpr size_t kMaxValueBytes = 4096;
+inline constexpr int64_t kMaxStep = int64_t{1} << 53;
+
+// The key rule in words, for the end of a message.
+inline constexpr std::string_view kKeyRule =
+    "a key is 1 to 256 bytes without control characters, not only blanks";
+
+// What is wrong with a key, as the words that follow it: "is empty", "is
+// longer than 256 bytes", "holds a control character", "is only blanks";
+// nullopt for a key a run accepts.
+std::optional<std::string> key_problem(std::string_view key);
+
+// A key for a message: escaped for display, cut at 64 bytes.
+std::string shown_key(std::string_view key);
+
+// A refusal of `key` named as `noun` ("metric key", "tag key", "param",
+// "key"): "tag key 'a\x00b' holds a control character; a key is 1 to 256
+// bytes ...". nullopt for a key a run accepts.
+std::optional<std::string> key_refusal(std::string_view noun, std::string_view key);
+std::optional<std::string> metric_key_problem(std::string_view key);
+std::optional<std::string> tag_key_problem(std::string_view key);
+std::optional<std::string> param_key_problem(std::string_view key);
+
+// "the value of param 'lr' is longer than 4096 bytes"; nullopt when it is not.
+std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
+                                         std::string_view value);
+std::optional<std::string> param_value_problem(std::string_view key, std::string_view value);
+std::optional<std::string> tag_value_problem(std::string_view key, std::string_view value);
+
+// "step -1 is not an integer from 0 to 2^53", of a step as an integer or
+// as a number read from text (1.5, 1e30, NaN are refused; 4.0 is step 4).
+std::optional<std::string> step_problem(int64_t step);
+std::optional<std::string> step_problem(double step);
+// The same words for a step as it was written (a token, a Python repr).
+std::string step_refusal(std::string_view written);
+
+}  // namespace trainscope::store

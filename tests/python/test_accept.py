@@ -1,0 +1,196 @@
+"""Issue 51 from Python: one rule for what a run accepts (store/accept.h:
+keys, steps, values, tags, params, as every other entry point takes them),
+numbers of any Python, NumPy or torch type, errors that name the argument
+and its value; and a run left open ends as the interpreter does (failed
+after an uncaught exception or sys.exit(3), finished after a normal end).
+TS_CLI and PYTHONPATH as ctest sets them."""
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import trainscope
+
+CLI = os.environ["TS_CLI"]
+RULE = "a key is 1 to 256 bytes without control characters, not only blanks"
+
+
+def cli(store, *args):
+    return subprocess.run([CLI, "--store", "sqlite:" + store, *args], capture_output=True,
+                          text=True)
+
+
+def show(store, name):
+    done = cli(store, "--json", "runs", "show", name)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def points(store, name, key):
+    out = cli(store, "metrics", name, key, "--format", "csv").stdout
+    return [(int(line.split(",")[0]), float(line.split(",")[2])) for line in out.splitlines()[1:]]
+
+
+@pytest.fixture
+def store(tmp_path):
+    return str(tmp_path / "t.db")
+
+
+@pytest.fixture
+def run(store):
+    r = trainscope.start_run(name="r", store="sqlite:" + store, record_environment=False)
+    yield r
+    r.finish()
+
+
+def refused(call, match):
+    """`call` raises a ValueError matching `match`, in words of its own."""
+    with pytest.raises(ValueError, match=match) as e:
+        call()
+    assert "incompatible function arguments" not in str(e.value)
+    return str(e.value)
+
+
+def test_keys_every_other_entry_point_refuses_are_refused(run, store):
+    refused(lambda: run.log({"": 1.0}, step=0), f"^metric key '' is empty; {RULE}$")
+    refused(lambda: run.log({"k\0": 1.0}, step=0), r"metric key 'k\\x00' holds a control char")
+    refused(lambda: run.log({"   ": 1.0}, step=0), "metric key '   ' is only blanks")
+    refused(lambda: run.log({"k" * 257: 1.0}, step=0), "is longer than 256 bytes")
+    refused(lambda: run.set_tags({"": "x"}), f"^tag key '' is empty; {RULE}$")
+    refused(lambda: run.set_tags({"k\0": "x"}), r"tag key 'k\\x00' holds a control character")
+    refused(lambda: run.log_params({"": 1}), "^param '' is empty")
+    refused(lambda: run.log_params({"a\nb": 1}), r"param 'a\\nb' holds a control character")
+    refused(lambda: run.log_params({"note": "v" * 4097}),
+            "the value of param 'note' is longer than 4096 bytes")
+    refused(lambda: run.log({"\ud800": 1.0}, step=0), "is not UTF-8 text")
+    refused(lambda: run.set_tags({"t": "\udcff"}), "the value of tag 't'.* is not UTF-8 text")
+    # A good call after them: nothing of the refused ones was recorded.
+    run.log({"loss": 1.0, "a b": 2.0}, step=0)
+    run.set_tags({"team": "vision"})
+    run.finish()
+    j = show(store, "r")
+    assert {m["key"] for m in j["metric_summaries"]} == {"loss", "a b"}
+    assert "" not in j["tags"] and "k\0" not in j["tags"] and j["tags"]["team"] == "vision"
+    assert j["params"] == {}
+
+
+def test_a_run_with_a_tag_or_param_no_run_takes_is_not_started(store):
+    uri = "sqlite:" + store
+    refused(lambda: trainscope.start_run(name="t", store=uri, tags={"": "x"}), "tag key ''")
+    refused(lambda: trainscope.start_run(name="t", store=uri, tags={"k\0": "x"}), "tag key 'k")
+    refused(lambda: trainscope.start_run(name="t", store=uri, config={"": 1}), "param ''")
+    refused(lambda: trainscope.start_run(name=3, store=uri), "^name must be text, not int 3$")
+    refused(lambda: trainscope.start_run(name="t", store=uri, config=[1]),
+            r"^config must be a dict, not list \[1\]$")
+    assert not os.path.exists(store), "refused before the store was opened"
+
+
+def test_steps_are_integers_from_0_to_2_to_the_53(run, store):
+    for bad, shown in [(-1, "-1"), (2**53 + 1, str(2**53 + 1)), (2**64, str(2**64)),
+                       (2.5, "2.5"), (True, "True"), ("3", "'3'"), (torch.tensor(-1), "-1"),
+                       (float("nan"), "nan")]:
+        refused(lambda: run.log({"loss": 1.0}, step=bad),
+                f"^step {shown} is not an integer from 0 to 2\\^53$")
+    refused(lambda: run.log({"loss": 1.0}, step=torch.tensor([1, 2])),
+            r"^step is a tensor of 2 elements \(shape \(2,\)\)")
+    run.log({"loss": 1.0}, step=3.0)               # an integer, as JSON has them
+    run.log({"loss": 2.0}, step=torch.tensor(4))   # a 0-d tensor
+    run.log({"loss": 3.0}, step=2**53)
+    refused(lambda: run.log({"loss": 4.0}), f"^step {2**53 + 1} is not")  # the next step
+    run.finish()
+    assert [p[0] for p in points(store, "r", "loss")] == [3, 4, 2**53]
+
+
+def test_numbers_of_any_python_or_torch_type_are_numbers(run, store):
+    values = {"bool": True, "int": 7, "float": 0.25, "f16": torch.tensor(1.5, dtype=torch.float16),
+              "bf16": torch.tensor(0.5, dtype=torch.bfloat16),
+              "i32": torch.tensor(-3, dtype=torch.int32), "tbool": torch.tensor(False),
+              "one": torch.ones(1), "grad": torch.tensor(2.0, requires_grad=True) * 2,
+              "nan": float("nan"), "inf": float("inf")}
+    run.log(values, step=1)
+    run.finish()
+    want = {"bool": 1, "int": 7, "float": 0.25, "f16": 1.5, "bf16": 0.5, "i32": -3, "tbool": 0,
+            "one": 1, "grad": 4, "inf": math.inf}
+    for key, value in want.items():
+        assert points(store, "r", key) == [(1, value)], key
+    assert math.isnan(points(store, "r", "nan")[0][1])
+
+
+def test_numpy_scalars_are_numbers(run, store):
+    np = pytest.importorskip("numpy")
+    run.log({"f32": np.float32(0.5), "i64": np.int64(3), "b": np.bool_(True),
+             "arr": np.array(2.0)}, step=np.int64(2))
+    refused(lambda: run.log({"v": np.zeros(3)}, step=3),
+            r"^metric 'v' is a NumPy array of 3 elements \(shape \(3,\)\)")
+    refused(lambda: run.log({"v": np.complex64(1)}, step=3), "is a complex, not a number")
+    run.finish()
+    for key, value in {"f32": 0.5, "i64": 3, "b": 1, "arr": 2}.items():
+        assert points(store, "r", key) == [(2, value)], key
+
+
+def test_what_is_not_a_number_is_named(run):
+    refused(lambda: run.log({"loss": torch.ones(3)}, step=0),
+            r"^metric 'loss' is a tensor of 3 elements \(shape \(3,\)\); log a scalar")
+    refused(lambda: run.log({"loss": "low"}, step=0), "^metric 'loss' is a str, not a number$")
+    refused(lambda: run.log({"loss": 1j}, step=0), "^metric 'loss' is a complex, not a number$")
+    refused(lambda: run.log({"loss": torch.tensor(1j)}, step=0), "is a complex, not a number")
+    refused(lambda: run.log({"loss": None}, step=0), "is a NoneType, not a number")
+    refused(lambda: run.log({"loss": 10**400}, step=0), r"^metric 'loss' is 1000.*\.\.\., which")
+    refused(lambda: run.log([("loss", 1.0)]), "^metrics must be a dict, not list")
+
+
+# A script that starts a run without `with` and ends as `end` says.
+SCRIPT = """
+import sys, threading, trainscope
+run = trainscope.start_run(name="s", store=sys.argv[1], record_environment=False)
+run.log({"loss": 1.0}, step=0)
+"""
+ENDS = {
+    "normal": ("pass", 0, "finished"),
+    "exception": ("raise RuntimeError('diverged')", 1, "failed"),
+    "exit 3": ("sys.exit(3)", 3, "failed"),
+    "exit 0": ("sys.exit(0)", 0, "finished"),
+    "exit message": ("sys.exit('bad input')", 1, "failed"),
+    "exit()": ("exit(4)", 4, "failed"),
+    "Ctrl-C": ("raise KeyboardInterrupt", 130, "killed"),
+    "in a function": ("def main():\n    r = trainscope.start_run(name='f', store=sys.argv[1], "
+                      "record_environment=False)\n    sys.exit(3)\nrun.finish()\nmain()", 3,
+                      "failed"),
+    "with, exit 0": ("run.finish()\nwith trainscope.start_run(name='w', store=sys.argv[1], "
+                     "record_environment=False):\n    sys.exit(0)", 0, "finished"),
+}
+
+
+@pytest.mark.parametrize("end", ENDS)
+def test_a_run_left_open_ends_as_the_interpreter_does(tmp_path, end):
+    code, exit_code, status = ENDS[end]
+    store = str(tmp_path / "t.db")
+    done = subprocess.run([sys.executable, "-c", SCRIPT + textwrap.dedent(code),
+                           "sqlite:" + store], capture_output=True, text=True)
+    assert done.returncode in (exit_code, -2 if exit_code == 130 else exit_code), done.stderr
+    name = {"in a function": "f", "with, exit 0": "w"}.get(end, "s")
+    assert show(store, name)["status"] == status, done.stderr
+    if name == "s":
+        assert points(store, "s", "loss") == [(0, 1.0)]
+
+
+def test_an_exception_that_ends_a_thread_fails_the_runs_it_started(tmp_path):
+    store = str(tmp_path / "t.db")
+    code = SCRIPT + textwrap.dedent("""
+        def work():
+            r = trainscope.start_run(name="t", store=sys.argv[1], record_environment=False)
+            raise ValueError("in a thread")
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        """)
+    done = subprocess.run([sys.executable, "-c", code, "sqlite:" + store], capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert show(store, "t")["status"] == "failed"
+    assert show(store, "s")["status"] == "finished"
