@@ -10,6 +10,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/study/study.h"
 #include "trainscope/tensorboard/tensorboard.h"
 
 namespace trainscope::cli {
@@ -298,6 +299,16 @@ std::vector<RunInfo> export_runs(Store& store, const ExportArgs& a) {
     if (a.refs.empty() || std::any_of(runs.begin(), runs.end(),
                                       [&](const RunInfo& r) { return r.uuid == row.info.uuid; }))
       matched.push_back(std::move(row.info));
+  if (!a.refs.empty()) return matched;
+  // What every reader of a study counts (study::counted_runs): the attempts
+  // a study set aside only when named.
+  const size_t all = matched.size();
+  matched = study::counted_runs(store, std::move(matched));
+  if (matched.size() < all)
+    core::log_info(
+        "{} run(s) a study set aside left out (study.superseded_by, or outside its plan): name "
+        "them to export them",
+        all - matched.size());
   return matched;
 }
 

@@ -12,6 +12,7 @@
 #include "trainscope/stats/compare.h"
 #include "trainscope/stats/factors.h"
 #include "trainscope/stats/runs.h"
+#include "trainscope/study/study.h"
 
 namespace trainscope::cli {
 
@@ -176,6 +177,18 @@ void run_factors(store::Store& store, StatsArgs& a) {
   });
 }
 
+// Of the filter's finished runs, those every reader counts
+// (study::counted_runs): a study's planned runs once each, never an attempt
+// it set aside. Returns how many it left out.
+size_t count_as_readers_do(store::Store& store, stats::Selection& s) {
+  store::RunFilter f = s.filter;
+  f.status = store::RunStatus::kFinished;
+  const auto all = store.list_runs(f);
+  s.only.emplace();
+  for (const auto& r : study::counted_runs(store, all)) s.only->insert(r.uuid);
+  return all.size() - s.only->size();
+}
+
 // Which of the three modes (groups, --compare, factors) the options ask
 // for, refusing the combinations that mean nothing.
 void check_modes(const StatsArgs& a) {
@@ -207,6 +220,7 @@ void run_stats(Context& ctx, StatsArgs& a) {
   std::vector<std::string> uuids;
   for (const auto& r : store->resolve_runs(a.selection.runs)) uuids.push_back(r.uuid);
   a.selection.runs = uuids;
+  const size_t left_out = uuids.empty() ? count_as_readers_do(*store, a.selection) : 0;
   if (a.by.size() >= 2) return run_factors(*store, a);
   a.selection.by = a.by.empty() ? "" : a.by.front();
   if (!a.compare.empty()) return run_compare(a, stats::collect(*store, a.selection));
@@ -219,6 +233,10 @@ void run_stats(Context& ctx, StatsArgs& a) {
     a.options.reference = a.reference_value;
   }
   auto m = stats::analyse(a.selection.metric, stats::collect(*store, a.selection), a.options);
+  if (left_out > 0)
+    m.notes.push_back(fmt::format(
+        "{} finished run(s) left out: attempts a study set aside ({}) or ran outside its plan",
+        left_out, study::kSupersededTag));
   write_output(a.out, [&](std::ostream& o) {
     if (a.format == "json")
       return void(o << format::metric_stats(m).dump(2, ' ', false, format::kInvalidUtf8) << "\n");

@@ -13,6 +13,7 @@
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/study/report.h"
@@ -72,15 +73,37 @@ void add_max_runs(CLI::App* cmd, StudyArgs& a) {
       ->capture_default_str();
 }
 
-void finish(const study::Outcome& o) {
-  std::cerr << "\n";
+// The study's name for the line about a cut output (core/output.h); its
+// trainings print into their logs, not here.
+void note_study(store::Store& store, const std::string& uuid) {
+  std::string name;
+  try {
+    if (const auto run = store.find_run(uuid)) name = run->name;
+  } catch (const std::exception&) {
+    // The UUID alone says which study.
+  }
+  core::note_recorded(fmt::format("the study {}({}) and its runs were recorded in full",
+                                  name.empty() ? "" : core::escape_for_display(name) + " ",
+                                  core::short_uuid(uuid)));
+}
+
+void finish(Context& ctx, const study::Outcome& o) {
+  note_study(*ctx.store(), o.study);
+  // Ends the progress line; -q printed none (and a closed stderr is then
+  // not written to: core/output.h).
+  if (core::verbosity() >= core::Verbosity::kNormal) std::cerr << "\n";
   std::cout << "study " << o.study << ": " << o.progress.done << "/" << o.progress.total
             << " runs finished, " << o.progress.failed << " failed\n";
-  if (!o.complete())
-    throw core::Error(fmt::format("study {} is incomplete: `trainscope study resume {}` runs "
-                                  "what is left",
-                                  core::short_uuid(o.study), core::short_uuid(o.study)),
-                      core::ErrorKind::kRuntime);
+  if (o.complete()) return;
+  const std::string id = core::short_uuid(o.study);
+  if (o.progress.recorded_nothing > 0)
+    core::fail(core::ErrorKind::kRuntime,
+               "study {} is incomplete: {} of {} planned runs ended without recording a run "
+               "({}); fix that, then `trainscope study resume {}` runs what is left",
+               id, o.progress.recorded_nothing, o.progress.total, o.progress.recorded_nothing_first,
+               id);
+  core::fail(core::ErrorKind::kRuntime,
+             "study {} is incomplete: `trainscope study resume {}` runs what is left", id, id);
 }
 
 // Where the trainings run: here, or as a Slurm job array.
@@ -122,7 +145,7 @@ void add_run(CLI::App* study, Context& ctx) {
     study::check_name_free(*store, spec);  // before the plan is printed
     core::log_info("study {}: {}", spec.name,
                    study::estimate_text(study::estimate_plan(*store, spec, o)));
-    finish(study::run_study(store, spec, o, progress_printer()));
+    finish(ctx, study::run_study(store, spec, o, progress_printer()));
   });
 }
 
@@ -139,7 +162,7 @@ void add_resume(CLI::App* study, Context& ctx) {
   add_max_runs(cmd, *a);
   set_example(cmd, "trainscope study resume seeds");
   cmd->callback([&ctx, a] {
-    finish(study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
+    finish(ctx, study::resume_study(ctx.store(), a->study, options(ctx, *a), progress_printer()));
   });
 }
 
@@ -162,6 +185,7 @@ void add_task(CLI::App* study, Context& ctx) {
     // A command study's run learns what it is from its environment.
     for (const auto& [k, v] : job->env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> argv = core::exec_argv(job->argv);
+    core::reset_signals_for_exec();  // the training's SIGPIPE as a shell gives it
     execv(argv[0], argv.data());
     core::fail(core::ErrorKind::kCommandNotFound, "cannot run {}", job->argv[0]);
   });
@@ -189,9 +213,12 @@ void add_status(CLI::App* study, Context& ctx) {
   set_example(cmd, "trainscope study status seeds");
   cmd->callback([&ctx, a] {
     auto s = study::study_status(*ctx.reader(), a->study);
-    if (ctx.json)
-      return void(std::cout << format::study_status(s).dump(2, ' ', false, format::kInvalidUtf8)
-                            << "\n");
+    if (ctx.json) {
+      format::Json j = format::study_status(s);
+      j["recorded_nothing"] = s.recorded_nothing;
+      j["set_aside"] = s.set_aside;
+      return void(std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n");
+    }
     std::cout << "study " << s.study.name << " (" << core::short_uuid(s.study.uuid) << "), "
               << s.liveness.status << (s.liveness.stale() ? " (" + s.liveness.note + ")" : "")
               << "\n";
@@ -214,6 +241,13 @@ void add_status(CLI::App* study, Context& ctx) {
     row(s.total);
     t.print(std::cout);
     if (s.mean_run_s > 0) std::cout << "mean run " << format::duration(s.mean_run_s) << "\n";
+    if (s.recorded_nothing > 0)
+      std::cout << s.recorded_nothing
+                << " failed run(s) recorded nothing: " << s.recorded_nothing_example << "\n";
+    if (s.set_aside > 0)
+      std::cout << s.set_aside
+                << " run(s) set aside, counted by no reader (older attempts, or runs the plan no "
+                   "longer trains)\n";
     if (!s.slurm_jobs.empty()) print_slurm(s);
   });
 }

@@ -127,8 +127,11 @@ Json studies(store::Store& s) {
 }
 
 Json study(store::Store& s, const std::string& ref) {
-  return {{"analysis", format::study_analysis(study::analyse_study(s, ref))},
-          {"status", format::study_status(study::study_status(s, ref))}};
+  const study::StudyStatus st = study::study_status(s, ref);
+  Json status = format::study_status(st);
+  status["recorded_nothing"] = st.recorded_nothing;
+  status["set_aside"] = st.set_aside;
+  return {{"analysis", format::study_analysis(study::analyse_study(s, ref))}, {"status", status}};
 }
 
 std::string study_html(store::Store& s, const std::string& ref) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <set>
 #include <sstream>
 
 #include "api_internal.h"
@@ -14,6 +15,7 @@
 #include "trainscope/monitor/report.h"
 #include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/query.h"
 #include "trainscope/study/study.h"
 
@@ -110,9 +112,22 @@ Json table_rows(store::Store& s, const store::RunQueryResult& result) {
   return j;
 }
 
+// The UUIDs of a group's children that readers count (study::counted_runs):
+// a study's set-aside attempts are not its children in the table.
+std::set<std::string> counted_children_of(store::Store& s, const store::RunQueryResult& result,
+                                          const store::RunGroup& g) {
+  std::vector<store::RunInfo> kids;
+  for (size_t c : g.children) kids.push_back(result.rows[c].info);
+  std::set<std::string> out;
+  for (const auto& r : study::counted_runs(s, std::move(kids))) out.insert(r.uuid);
+  return out;
+}
+
 // The runs table with a study's runs nested under it (store::RunQuery::nest):
 // each group's top row gets "matched", "children" (the rows of its matching
-// runs) and, when any match, "children_total" (its planned runs).
+// runs that readers count) and, when any match, "children_total" (its
+// planned runs that have a run) and "children_set_aside" (matching runs
+// left out: attempts the study set aside).
 Json nested_runs(store::Store& s, store::RunQuery q) {
   q.nest = true;
   const auto result = store::query_runs(s, q);
@@ -122,9 +137,14 @@ Json nested_runs(store::Store& s, store::RunQuery q) {
     Json row = std::move(flat["runs"][g.top]);
     row["matched"] = g.top_matched;
     row["children"] = Json::array();
-    for (size_t c : g.children) row["children"].push_back(std::move(flat["runs"][c]));
-    if (!g.children.empty())
+    const auto counted = counted_children_of(s, result, g);
+    for (size_t c : g.children)
+      if (counted.count(result.rows[c].info.uuid))
+        row["children"].push_back(std::move(flat["runs"][c]));
+    if (!g.children.empty()) {
       row["children_total"] = study::counted_children(s, result.rows[g.top].info.uuid);
+      row["children_set_aside"] = g.children.size() - counted.size();
+    }
     runs.push_back(std::move(row));
   }
   flat["runs"] = std::move(runs);
@@ -332,23 +352,21 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
 
 Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
               const std::string& key) {
-  // A tag key as a metric key: 1 to 256 bytes, no control character, not
-  // only blanks (a name the tables could not show).
-  const bool blank = key.find_first_not_of(" \t") == std::string::npos;
-  const bool control = std::any_of(key.begin(), key.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
-  if (blank || control || key.size() > 256)
+  // A tag key as every entry point takes one (store/accept.h): 1 to 256
+  // bytes, no control character, not only blanks.
+  if (store::key_problem(key))
     fail(ErrorKind::kUsage,
          "tag key '{}' is not a tag key: give 1 to 256 bytes without control characters, not "
          "only blanks",
          core::escape_for_display(key.substr(0, 80)));
-  if (r.method == "PUT")
+  if (r.method == "PUT") {
+    if (auto why = store::tag_value_problem(key, r.body)) fail(ErrorKind::kUsage, "{}", *why);
     s.set_tag(run.uuid, key, r.body);
-  else if (r.method == "DELETE")
+  } else if (r.method == "DELETE") {
     s.delete_tag(run.uuid, key);
-  else
+  } else {
     fail(ErrorKind::kNotFound, "tags take PUT (set) or DELETE, not {}", r.method);
+  }
   return json({{"tags", s.tags(run.uuid)}});
 }
 

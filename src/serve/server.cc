@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "assets.h"
+#include "gate.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/serve/api.h"
@@ -131,11 +132,37 @@ struct Server::Impl {
   StorePool pool;
   std::unique_ptr<store::Store> writer;  // opened on the first write
   std::mutex writer_mu;
-  httplib::Server http;
+  detail::GatedServer http;
   int port = 0;
   std::atomic<bool> run_called = false, stop_requested = false, returned = false;
 
-  explicit Impl(ServerOptions o) : options(std::move(o)), pool(options.store_uri) {}
+  explicit Impl(ServerOptions o)
+      : options(std::move(o)), pool(options.store_uri), http(std::max(1, options.threads)) {}
+
+  // Before any route and before any body is read (httplib's pre-routing
+  // handler, and its answer to Expect: 100-continue): what HTTP says to
+  // refuse, then the token. False when `res` holds the refusal; its
+  // connection then closes (no route read the request's body).
+  bool gatekeep(const httplib::Request& req, httplib::Response& res) {
+    if (!res.has_header("X-Content-Type-Options")) {
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Referrer-Policy", "no-referrer");
+      res.set_header("Cache-Control", "no-store");
+      res.set_header("Content-Security-Policy",
+                     "default-src 'self'; img-src 'self' data:; style-src 'self' "
+                     "'unsafe-inline'; frame-src 'self'; frame-ancestors 'self'");
+    }
+    int status = 0;
+    std::string why = detail::unsupported(req, http.limits(), status);
+    if (why.empty()) {
+      why = refuse(req, res);
+      status = res.status;
+    }
+    if (why.empty()) return true;
+    res.set_header("Connection", "close");
+    send(res, error_response(status, why));
+    return false;
+  }
 
   // Empty when the request may go on; else why not (and `status`).
   std::string refuse(const httplib::Request& req, httplib::Response& res) {
@@ -154,8 +181,9 @@ struct Server::Impl {
     if (auth.starts_with("Bearer ") && same_secret(auth.substr(7), token)) return {};
     if (same_secret(cookie_token(req), token)) return {};
     if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
-      res.set_header("Set-Cookie",
-                     "trainscope_token=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+      if (!res.has_header("Set-Cookie"))  // once, when asked twice (100-continue)
+        res.set_header("Set-Cookie",
+                       "trainscope_token=" + token + "; Path=/; HttpOnly; SameSite=Strict");
       return {};
     }
     res.status = 401;
@@ -212,15 +240,9 @@ struct Server::Impl {
     send(res, error_response(404, "no page " + req.path + "; the dashboard is at /"));
   }
 
+  // A request gatekeep() let through, its body read.
   void handle(const httplib::Request& req, httplib::Response& res) {
-    res.set_header("X-Content-Type-Options", "nosniff");
-    res.set_header("Referrer-Policy", "no-referrer");
-    res.set_header("Cache-Control", "no-store");
-    res.set_header("Content-Security-Policy",
-                   "default-src 'self'; img-src 'self' data:; style-src 'self' "
-                   "'unsafe-inline'; frame-src 'self'; frame-ancestors 'self'");
-    if (std::string why = refuse(req, res); !why.empty())
-      return send(res, error_response(res.status, why));
+    detail::GatedServer::routed();
     if (req.path.starts_with("/api/")) return api(req, res);
     if (req.method != "GET" && req.method != "HEAD")
       return send(res, error_response(404, "no page " + req.path));
@@ -246,6 +268,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
     impl_->handle(req, res);
   };
   auto& http = impl_->http;
+  http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return impl_->gatekeep(req, res) ? httplib::Server::HandlerResponse::Unhandled
+                                     : httplib::Server::HandlerResponse::Handled;
+  });
+  http.set_expect_100_continue_handler([this](const httplib::Request& req, httplib::Response& res) {
+    return impl_->gatekeep(req, res) ? 100 : res.status;
+  });
   // SO_REUSEADDR only: httplib's default also sets SO_REUSEPORT, with which
   // a second server on a port in use would share it instead of failing.
   http.set_socket_options([](socket_t sock) {
@@ -285,8 +314,6 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
         }
         send(res, error_response(500, what));
       });
-  const int threads = std::max(1, o.threads);
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
 }
 
 Server::~Server() = default;
@@ -302,6 +329,7 @@ int Server::bind() {
   } else {
     impl_->port = -1;
   }
+  if (impl_->port > 0) impl_->http.widen_backlog();
   if (impl_->port <= 0)
     fail(ErrorKind::kUsage,
          "cannot listen on {}:{}: the port is in use or the address is not this machine's; "

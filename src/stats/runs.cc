@@ -39,7 +39,8 @@ std::vector<store::RunInfo> selected_runs(store::Store& store, const Selection& 
   if (s.runs.empty()) {
     std::vector<store::RunInfo> out;
     for (auto& r : store.list_runs(s.filter))
-      if (r.status == store::RunStatus::kFinished) out.push_back(r);
+      if (r.status == store::RunStatus::kFinished && (!s.only || s.only->count(r.uuid)))
+        out.push_back(r);
     return out;
   }
   std::vector<store::RunInfo> out;

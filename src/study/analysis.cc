@@ -118,24 +118,13 @@ struct CellRuns {
   std::vector<RunInfo> runs;
 };
 
-// The newest finished child of each planned run, by cell in plan order.
+// The finished counted run of each planned run (study_runs: what every
+// reader counts), by cell in plan order.
 std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
                                                                const StudyAnalysis& a) {
-  store::RunFilter f;
-  f.parent_uuid = a.study.uuid;
-  std::map<std::string, RunInfo> by_name;
-  const auto runs = s.list_runs(f);
-  std::vector<std::string> uuids;
-  for (const auto& r : runs) uuids.push_back(r.uuid);
-  auto fields = s.run_fields(uuids, false, true, false);
-  for (const auto& r : runs)  // newest first: keep the first finished
-    if (r.status == RunStatus::kFinished && !by_name.count(r.name) &&
-        !fields[r.uuid].tags.count(kSupersededTag))
-      by_name[r.name] = r;
   std::vector<std::pair<std::string, CellRuns>> cells;
-  const Plan plan(a.spec);
-  for (uint64_t i = 0; i < plan.size(); ++i) {
-    const PlannedRun p = plan.at(i);
+  for (const auto& planned : study_runs(s, a.study).planned) {
+    const PlannedRun& p = planned.planned;
     if (cells.empty() || cells.back().first != p.cell) {
       CellRuns c{p.vary, {}, {}};
       for (const auto& g : a.spec.grid)
@@ -143,8 +132,8 @@ std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
           if (kv.first == g.key) c.factors.emplace_back(kv.first, kv.second);
       cells.emplace_back(p.cell, c);
     }
-    auto it = by_name.find(p.name);
-    if (it != by_name.end()) cells.back().second.runs.push_back(it->second);
+    const RunInfo* r = planned.counted();
+    if (r && r->status == RunStatus::kFinished) cells.back().second.runs.push_back(*r);
   }
   return cells;
 }
@@ -365,13 +354,13 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
   }
   // Only a grid's exact-repeat cells run the same work as the varied ones.
   if (nd > 0 && no > 0 && a.spec.sources.empty()) a.determinism_cost = (det / nd) / (other / no);
-  store::RunFilter f;
-  f.parent_uuid = a.study.uuid;
-  f.limit = 1;
-  for (const auto& r : s.list_runs(f)) {
-    auto tags = s.tags(r.uuid);
+  // The carbon intensity one of the counted runs recorded.
+  for (const auto& c : a.cells) {
+    if (c.run_uuids.empty()) continue;
+    auto tags = s.tags(c.run_uuids.front());
     if (tags.count("energy.carbon_kg_per_kwh"))
       a.carbon_kg_per_kwh = std::strtod(tags["energy.carbon_kg_per_kwh"].c_str(), nullptr);
+    break;
   }
   a.co2_kg = a.energy_kwh * a.carbon_kg_per_kwh;
 }

@@ -111,6 +111,27 @@ void supersede_older_attempts(store::Store& s, const std::string& study, const s
     s.set_tag(runs[i].uuid, kSupersededTag, runs.back().uuid);
 }
 
+// How an attempt that recorded no run ended, and what to do about it.
+std::string nothing_recorded(const JobEnd& e, bool command) {
+  const std::string how = e.signal ? fmt::format("was killed by signal {}", e.signal)
+                                   : fmt::format("exited {}", e.exit_code);
+  const char* what = command ? "the command" : "the training";
+  if (!e.ok()) return fmt::format("{} {} before it recorded a run", what, how);
+  if (!command) return "the training exited 0 but recorded no run";
+  return "the command exited 0 but recorded no run; a study's command must record its run "
+         "through trainscope: call trainscope.start_run() of the Python package in it, or run "
+         "`trainscope train CONFIG`";
+}
+
+// The failed run that stands for planned run `name` when its last attempt
+// recorded none: readers count it failed (study_runs).
+void record_nothing(store::Store& s, const StudySpec& spec, const std::string& study,
+                    const std::string& name, const std::string& what) {
+  const RunInfo r = s.create_run({.experiment = spec.name, .name = name, .parent_uuid = study});
+  s.set_tag(r.uuid, kRecordedNothingTag, what);
+  s.set_status(r.uuid, RunStatus::kFailed);
+}
+
 std::string log_name(const std::string& run_name) {
   std::string n = run_name;
   for (char& c : n)
@@ -293,6 +314,7 @@ class Scheduler {
       queue_.pop_front();
       Job job = make_job(st, *plan_, spec_, o_, study_, logs_, base_);
       running_[job.id] = st;
+      runs_before_[job.id] = runs_named(job.id);
       exec_->start(job);
     }
     p_.running = exec_->running();
@@ -304,8 +326,11 @@ class Scheduler {
     State st = running_[end.id];
     running_.erase(end.id);
     store_->reap_stale_runs();  // a child killed by a signal is marked killed
+    // A job that continues a run has its run; a new one must have made one.
+    const bool recorded = !st.resume_uuid.empty() || runs_named(end.id) > runs_before_[end.id];
     supersede_older_attempts(*store_, study_, end.id);
     State now = state_of(*store_, st.index, attempts(*store_, study_, end.id));
+    const std::string log = (logs_ / log_name(end.id)).string();
     if (now.finished) {
       ++p_.done;
       durations_.push_back(end.seconds);
@@ -313,17 +338,37 @@ class Scheduler {
     } else if (++tries_[end.id] <= spec_.retries) {
       ++p_.retried;
       queue_.push_back(now);
-      report(fmt::format("{} ended ({}), retrying (see {})", end.id, describe(end),
-                         (logs_ / log_name(end.id)).string()));
-    } else {
+      report(fmt::format("{} ended ({}), retrying (see {})", end.id, describe(end, recorded), log));
+    } else if (recorded) {
       ++p_.failed;
       report(fmt::format("{} failed {} times, last {} (see {})", end.id, tries_[end.id],
-                         describe(end), (logs_ / log_name(end.id)).string()));
+                         describe(end, recorded), log));
+    } else {
+      failed_unrecorded(end, log);
     }
   }
 
-  static std::string describe(const JobEnd& e) {
-    return e.signal ? fmt::format("signal {}", e.signal) : fmt::format("exit {}", e.exit_code);
+  // A planned run whose last attempt recorded no run: a failed run in its
+  // place (kRecordedNothingTag) says so to every reader, and the study says
+  // what the command must do.
+  void failed_unrecorded(const JobEnd& end, const std::string& log) {
+    ++p_.failed;
+    const std::string what =
+        fmt::format("{} (see {})", nothing_recorded(end, !spec_.command.empty()), log);
+    record_nothing(*store_, spec_, study_, end.id, what);
+    supersede_older_attempts(*store_, study_, end.id);
+    if (p_.recorded_nothing++ == 0) p_.recorded_nothing_first = end.id + ": " + what;
+    report(fmt::format("{} failed {} times: {}", end.id, tries_[end.id], what));
+  }
+
+  static std::string describe(const JobEnd& e, bool recorded) {
+    return (e.signal ? fmt::format("signal {}", e.signal) : fmt::format("exit {}", e.exit_code)) +
+           (recorded ? "" : ", no run recorded");
+  }
+
+  // Runs of planned run `name` in the store, set aside or not.
+  size_t runs_named(const std::string& name) {
+    return store_->list_runs({.parent_uuid = study_, .name = name}).size();
   }
 
   void stop() {
@@ -385,7 +430,8 @@ class Scheduler {
   std::unique_ptr<Executor> exec_;
   std::deque<State> queue_;
   std::map<std::string, State> running_;
-  std::map<std::string, int> tries_;  // retries used per run in this execution
+  std::map<std::string, int> tries_;           // retries used per run in this execution
+  std::map<std::string, size_t> runs_before_;  // runs_named() when its job started
   std::vector<double> durations_;
   Progress p_;
   double start_ = 0;
@@ -453,12 +499,6 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
                    {"study.quick", o.quick ? "true" : "false"}});
   for (const auto& [k, v] : plan_tags(spec)) rec->set_tag(k, v);
   return execute(store, std::move(rec), spec, o, progress);
-}
-
-int64_t counted_children(store::Store& store, const std::string& parent_uuid) {
-  int64_t n = 0;
-  for (const auto& [name, runs] : children(store, parent_uuid)) n += std::ssize(runs);
-  return n;
 }
 
 RunInfo resolve_study(store::Store& store, const std::string& ref) {
@@ -535,6 +575,29 @@ void slurm_state(store::Store& store, StudyStatus& s) {
   }
 }
 
+// What a planned run's counted run says it is doing (CellStatus's columns).
+void count_planned(store::Store& store, const PlannedAttempts& p, double now, CellStatus& c,
+                   StudyStatus& s) {
+  ++c.planned;
+  const RunInfo* r = p.counted();
+  if (!r) {
+    ++c.pending;
+  } else if (r->status == RunStatus::kFinished) {
+    ++c.finished;
+  } else if (r->status == RunStatus::kRunning) {
+    ++(store.liveness(*r, now).stale() ? c.stale : c.running);
+  } else if (r->status == RunStatus::kFailed) {
+    ++c.failed;
+    auto tags = store.tags(r->uuid);
+    if (auto it = tags.find(kRecordedNothingTag); it != tags.end()) {
+      if (s.recorded_nothing++ == 0)
+        s.recorded_nothing_example = p.planned.name + ": " + it->second;
+    }
+  } else {
+    ++c.pending;  // stopped or killed: a resume continues or retries it
+  }
+}
+
 }  // namespace
 
 StudyStatus study_status(store::Store& store, const std::string& ref) {
@@ -542,39 +605,19 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
   s.study = resolve_study(store, ref);
   const double now = store.now();
   s.liveness = store.liveness(s.study, now);
-  StudySpec spec = recorded_spec(store, s.study);
-  auto by_name = children(store, s.study.uuid);
+  const StudyRuns runs = study_runs(store, s.study);
+  s.set_aside = static_cast<int>(runs.set_aside.size());
   std::map<std::string, size_t> cell_index;
+  for (const auto& p : runs.planned) {
+    if (!cell_index.count(p.planned.cell)) {
+      cell_index[p.planned.cell] = s.cells.size();
+      s.cells.push_back({p.planned.cell});
+    }
+    count_planned(store, p, now, s.cells[cell_index[p.planned.cell]], s);
+  }
   double sum = 0;
   int n = 0;
-  const Plan plan(spec);
-  for (uint64_t i = 0; i < plan.size(); ++i) {
-    const PlannedRun p = plan.at(i);
-    if (!cell_index.count(p.cell)) {
-      cell_index[p.cell] = s.cells.size();
-      s.cells.push_back({p.cell});
-    }
-    CellStatus& c = s.cells[cell_index[p.cell]];
-    ++c.planned;
-    const auto& runs = by_name[p.name];
-    bool finished = false;
-    for (const auto& r : runs) {
-      if (r.status == RunStatus::kFinished) {
-        finished = true;
-        sum += r.end_time - r.start_time, ++n;
-      }
-    }
-    // The newest attempt says what is happening to a planned run.
-    const RunStatus last = runs.empty() ? RunStatus::kCreated : runs.back().status;
-    if (finished)
-      ++c.finished;
-    else if (last == RunStatus::kRunning)
-      ++(store.liveness(runs.back(), now).stale() ? c.stale : c.running);
-    else if (last == RunStatus::kFailed)
-      ++c.failed;
-    else
-      ++c.pending;
-  }
+  for (const auto& r : runs.results()) sum += r.end_time - r.start_time, ++n;
   slurm_state(store, s);
   for (const auto& c : s.cells) {
     s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;

@@ -3,10 +3,16 @@
 // while a run writes.
 #include "trainscope/serve/server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -39,6 +45,57 @@ class Running {
   Server server_;
   int port_ = 0;
   std::thread thread_;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A raw TCP connection: what a client sends, byte for byte, as a browser
+// never would.
+class Raw {
+ public:
+  explicit Raw(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  }
+  ~Raw() { ::close(fd_); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+
+  bool connected() const { return connected_; }
+  bool send(const std::string& text) {
+    return ::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+  }
+  // What the server sent until it closed the connection (closed() then
+  // says so) or `within` passed.
+  std::string read(std::chrono::milliseconds within) {
+    std::string out;
+    const auto until = Clock::now() + within;
+    while (!closed_ && Clock::now() < until) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+      if (::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+      if (n <= 0) {
+        closed_ = true;
+      } else {
+        out.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return out;
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int fd_;
+  bool connected_ = false, closed_ = false;
 };
 
 class ServeHttpTest : public ::testing::Test {
@@ -213,6 +270,142 @@ TEST_F(ServeHttpTest, ReadersAreServedWhileARunWrites) {
   for (auto& r : readers) r.join();
   EXPECT_EQ(failures, 0);
   EXPECT_GT(polls, 4);
+}
+
+// Issue 51: 40 connections that never finished their headers held the 8
+// workers (each about 5 s, before the token was checked) and delayed
+// another request by 24 s. Headers are now collected without a worker.
+TEST_F(ServeHttpTest, ManySlowClientsDoNotDelayAnotherRequest) {
+  Running srv({.store_uri = uri_, .port = 0, .threads = 2});
+  std::vector<std::unique_ptr<Raw>> slow;
+  for (int i = 0; i < 40; ++i) {
+    slow.push_back(std::make_unique<Raw>(srv.port()));
+    ASSERT_TRUE(slow.back()->connected()) << i;
+    ASSERT_TRUE(slow.back()->send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "));
+  }
+  const auto t0 = Clock::now();
+  auto c = srv.client();
+  c.set_connection_timeout(60);
+  c.set_read_timeout(60);
+  auto r = c.Get("/api/info");
+  const double s = seconds_since(t0);
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  // Generous: the machine is shared. Before, the answer took minutes here.
+  EXPECT_LT(s, 5.0) << "answered after " << s << " s while 40 slow clients held connections";
+}
+
+// The request's line and headers have one deadline in all: a client that
+// trickles a byte at a time is answered 408 and closed, whatever it sends.
+TEST_F(ServeHttpTest, HeadersThatNeverEndAreAnsweredWithATimeout) {
+  Running srv({.store_uri = uri_, .port = 0});
+  Raw slow(srv.port());
+  ASSERT_TRUE(slow.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: "));
+  const auto t0 = Clock::now();
+  std::string got;
+  while (!slow.closed() && seconds_since(t0) < 40) {
+    slow.send("a");
+    got += slow.read(std::chrono::milliseconds(500));
+  }
+  const double s = seconds_since(t0);
+  EXPECT_TRUE(slow.closed()) << "still open after " << s << " s";
+  EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;
+  EXPECT_NE(got.find("did not all arrive within"), std::string::npos) << got;
+  EXPECT_GT(s, 5.0);  // the deadline is 10 s, not a read's
+}
+
+// One address may have 16 connections still sending headers: a 17th closes
+// its oldest (429), and a request on the newest is still answered.
+TEST_F(ServeHttpTest, AClientsOldestWaitingConnectionsMakeRoomForItsNewOnes) {
+  Running srv({.store_uri = uri_, .port = 0});
+  std::vector<std::unique_ptr<Raw>> conns;
+  for (int i = 0; i < 20; ++i) {
+    conns.push_back(std::make_unique<Raw>(srv.port()));
+    ASSERT_TRUE(conns.back()->send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    // In order: each one is admitted before the next.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int i = 0; i < 4; ++i) {
+    const std::string got = conns[i]->read(std::chrono::seconds(5));
+    EXPECT_TRUE(conns[i]->closed()) << i;
+    EXPECT_EQ(got.rfind("HTTP/1.1 429 ", 0), 0u) << i << ": " << got;
+  }
+  EXPECT_EQ(conns[4]->read(std::chrono::milliseconds(300)), "");
+  EXPECT_FALSE(conns[4]->closed());
+  ASSERT_TRUE(conns[19]->send("Connection: close\r\n\r\n"));
+  const std::string answer = conns[19]->read(std::chrono::seconds(10));
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200 ", 0), 0u) << answer;
+}
+
+// What a request asks that this server does not do is answered as HTTP
+// says, before any body is read, and its connection is closed.
+TEST_F(ServeHttpTest, HeadersItDoesNotImplementAreAnsweredAsHttpSays) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  const std::string put = "PUT /api/runs/writer/tags/x HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  struct Case {
+    std::string request;
+    std::string status;
+  };
+  const std::vector<Case> cases = {
+      {put + "Transfer-Encoding: gzip, chunked\r\n\r\n", "501"},
+      {put + "Transfer-Encoding: chunked, gzip\r\n\r\n", "400"},
+      {put + "Transfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n", "400"},
+      {put + "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab", "400"},
+      {put + "Content-Length: ten\r\n\r\n", "400"},
+      {put + "Content-Length: 999999999\r\n\r\n", "413"},
+      {put + "Content-Length: 1\r\nContent-Encoding: gzip\r\n\r\nx", "415"},
+      {"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: bananas\r\n\r\n", "417"},
+  };
+  for (const auto& c : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(c.request));
+    const auto t0 = Clock::now();
+    const std::string got = raw.read(std::chrono::seconds(10));
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + c.status + " ", 0), 0u) << c.request << "\n" << got;
+    EXPECT_NE(got.find("\"error\""), std::string::npos) << got;
+    EXPECT_TRUE(raw.closed()) << c.request;
+    EXPECT_LT(seconds_since(t0), 5.0) << c.request;
+  }
+  // A request without Content-Length or Transfer-Encoding has no body: it
+  // is answered at once, not when the client closes.
+  Raw bare(srv.port());
+  ASSERT_TRUE(bare.send(put + "Connection: close\r\n\r\n"));
+  const std::string got = bare.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_TRUE(bare.closed());
+}
+
+// The token is checked before a body is read: Expect: 100-continue is
+// answered 401 without one, 100 with it.
+TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
+  Running srv({.store_uri = uri_,
+               .bind = "0.0.0.0",
+               .port = 0,
+               .token = "0123456789abcdef",
+               .allow_writes = true});
+  const std::string put =
+      "PUT /api/runs/writer/tags/x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\n";
+  Raw no_token(srv.port());
+  ASSERT_TRUE(no_token.send(put + "\r\n"));  // and no body: it is never read
+  std::string got = no_token.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 401 ", 0), 0u) << got;
+  EXPECT_TRUE(no_token.closed());
+
+  Raw expect(srv.port());
+  ASSERT_TRUE(expect.send(put + "Expect: 100-continue\r\n\r\n"));
+  got = expect.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 401 ", 0), 0u) << got;
+  EXPECT_TRUE(expect.closed());
+
+  Raw with(srv.port());
+  ASSERT_TRUE(with.send(put + "Authorization: Bearer 0123456789abcdef\r\nExpect: 100-Continue\r\n"
+                              "Connection: close\r\n\r\n"));
+  got = with.read(std::chrono::seconds(2));
+  EXPECT_EQ(got.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << got;
+  ASSERT_TRUE(with.send("hello"));
+  got += with.read(std::chrono::seconds(5));
+  EXPECT_NE(got.find("HTTP/1.1 200 "), std::string::npos) << got;
+  EXPECT_EQ(store_->tags(uuid_)["x"], "hello");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/store/store.h"
+#include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
 
 namespace fs = std::filesystem;
@@ -310,4 +311,92 @@ TEST_F(StudyPlanTest, ReplanTrainsTheFilesAsTheyAreNowAndSetsAsideWhatNoLongerFi
   EXPECT_NE(again.out.find("0 run(s) it no longer trains set aside"), std::string::npos)
       << again.out;
   EXPECT_NE(again.out.find("6 done before, 0 to run"), std::string::npos) << again.out;
+}
+
+// Issue 51: after `study resume --replan`, `stats --study` counted the runs
+// the study had set aside (N=6 where status and report said 4). Every
+// reader now counts a study's runs through study::study_runs. A study made
+// by hand: no training needed.
+TEST_F(StudyPlanTest, EveryReaderCountsTheSameRunsOfAStudy) {
+  const std::string uri = "sqlite:" + (dir_ / "s.db").string();
+  auto s = store::Store::open({.uri = uri});
+  const std::string text = "study: hand\ncommand: \"true\"\nreplicates: 2\nsources: [init]\n";
+  const auto spec = trainscope::study::parse_study(text, dir_ / "hand.yaml");
+  const auto study = s->create_run({.experiment = "hand",
+                                    .name = "hand",
+                                    .config_text = trainscope::study::recorded_text(spec)});
+  s->set_tag(study.uuid, "kind", "study");
+  s->set_params(study.uuid,
+                {{"study.file", (dir_ / "hand.yaml").string()}, {"study.quick", "false"}});
+  s->set_status(study.uuid, store::RunStatus::kFinished);
+  // A run of the study: `status`, its test/accuracy, and a tag if any.
+  auto child = [&](const std::string& name, store::RunStatus status, double accuracy,
+                   const std::string& tag = "") {
+    const auto r = s->create_run({.experiment = "hand", .name = name, .parent_uuid = study.uuid});
+    s->append_metrics(r.uuid, {{"test/accuracy", {{1, 0, accuracy}}}});
+    if (!tag.empty()) s->set_tag(r.uuid, tag, "replan");
+    s->set_status(r.uuid, status);
+    return r.uuid;
+  };
+  child("init/r1", store::RunStatus::kFinished, 0.1, trainscope::study::kSupersededTag);
+  const std::string r1 = child("init/r1", store::RunStatus::kFinished, 0.5);
+  child("init/r2", store::RunStatus::kFailed, 0.2, trainscope::study::kSupersededTag);
+  const std::string r2 = child("init/r2", store::RunStatus::kFinished, 0.6);
+  child("init/r3", store::RunStatus::kFinished, 0.9, trainscope::study::kSupersededTag);
+  child("init/r4", store::RunStatus::kFinished, 0.9);  // not in the plan
+
+  const auto runs = trainscope::study::study_runs(*s, study);
+  ASSERT_EQ(runs.planned.size(), 2u);
+  std::vector<std::string> results;
+  for (const auto& r : runs.results()) results.push_back(r.uuid);
+  EXPECT_EQ(results, (std::vector<std::string>{r1, r2}));
+  EXPECT_EQ(runs.set_aside.size(), 4u);
+  EXPECT_EQ(trainscope::study::counted_children(*s, study.uuid), 2);
+  const auto status = trainscope::study::study_status(*s, "hand");
+  EXPECT_EQ(status.total.finished, 2);
+  EXPECT_EQ(status.set_aside, 4);
+  EXPECT_EQ(trainscope::study::analyse_study(*s, "hand").finished, 2);
+  for (const std::string args : {"--study hand", "-e hand"}) {
+    auto st = tst::run_command(cli("stats test/accuracy " + args + " --format json"));
+    ASSERT_EQ(st.exit_code, 0) << st.out;
+    EXPECT_NE(st.out.find("\"n\": 2,"), std::string::npos) << args << ": " << st.out;
+    EXPECT_NE(st.out.find("\"mean\": 0.55"), std::string::npos) << args << ": " << st.out;
+    EXPECT_NE(st.out.find("3 finished run(s) left out"), std::string::npos)
+        << args << ": " << st.out;
+  }
+  // A run named explicitly is counted, set aside or not.
+  auto named = tst::run_command(cli("stats test/accuracy init/r3 --format json"));
+  EXPECT_NE(named.out.find("\"n\": 1,"), std::string::npos) << named.out;
+}
+
+// Issue 51: a command study whose command never called trainscope said
+// "failed 2 times, last exit 0" and `study status` showed FAILED 0. The
+// study now says that no run was recorded and how to fix it, and status
+// counts such a planned run failed.
+TEST_F(StudyPlanTest, APlannedRunThatRecordedNothingIsAFailureThatSaysWhy) {
+  std::ofstream(dir_ / "silent.yaml")
+      << "study: silent\ncommand: \"true\"\nreplicates: 2\nsources: [init]\nretries: 1\n";
+  auto run = tst::run_command(cli("study run " + (dir_ / "silent.yaml").string()));
+  EXPECT_EQ(run.exit_code, 1) << run.out;
+  EXPECT_NE(run.out.find("init/r1 ended (exit 0, no run recorded), retrying"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("the command exited 0 but recorded no run"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("call trainscope.start_run() of the Python package"), std::string::npos)
+      << run.out;
+  EXPECT_NE(run.out.find("2 of 2 planned runs ended without recording a run"), std::string::npos)
+      << run.out;
+  auto st = tst::run_command(cli("study status silent"));
+  EXPECT_EQ(st.exit_code, 0) << st.out;
+  EXPECT_NE(st.out.find("init        2         0        0       2        0"), std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("2 failed run(s) recorded nothing: init/r1: the command exited 0"),
+            std::string::npos)
+      << st.out;
+  // A resume tries again, and the placeholder it replaces is set aside.
+  auto again = tst::run_command(cli("-q study resume silent"));
+  EXPECT_EQ(again.exit_code, 1) << again.out;
+  st = tst::run_command(cli("study status silent"));
+  EXPECT_NE(st.out.find("init        2         0        0       2        0"), std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("2 run(s) set aside"), std::string::npos) << st.out;
 }

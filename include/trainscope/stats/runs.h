@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ Reduce parse_reduce(const std::string& name);
 struct Selection {
   std::vector<std::string> runs;  // references (UUID, prefix, name); empty: use the filter
   store::RunFilter filter;        // when runs is empty (e.g. parent_uuid of a study)
+  // When set (and runs is empty): only these of the filter's runs, by
+  // UUID. `trainscope stats` passes the runs every reader counts
+  // (study::counted_runs), so that a study's set-aside attempts are left out.
+  std::optional<std::set<std::string>> only;
   std::string metric = "test/accuracy";
   Reduce reduce = Reduce::kLast;
   // What to group by, as the filter language names it: params.KEY,

@@ -63,6 +63,10 @@ struct Progress {
   double elapsed_s = 0;
   double eta_s = -1;  // < 0 until a run has finished
   std::string event;  // what just happened, e.g. "adam/r2 finished in 41.2s"
+  // Failed runs whose last attempt ended without recording a run, and the
+  // first of them: "init/r1 (exit 0)".
+  int recorded_nothing = 0;
+  std::string recorded_nothing_first;
 };
 using ProgressFn = std::function<void(const Progress&)>;
 
@@ -146,8 +150,51 @@ inline constexpr const char* kSupersededTag = "study.superseded_by";
 // trained for a command study (its config text is the training's own).
 inline constexpr const char* kPlannedTag = "study.planned_sha256";
 
-// How many children a run has, each planned run of a study once: attempts
-// a later one superseded are not counted.
+// The tag a study sets on the failed run it records for a planned run whose
+// last attempt ended without recording any run (its command never called
+// trainscope, or the training died before it started); its value says how
+// the attempt ended and where its log is.
+inline constexpr const char* kRecordedNothingTag = "study.recorded_nothing";
+
+// One planned run of a study and its runs in the store.
+struct PlannedAttempts {
+  PlannedRun planned;
+  // Its attempts, oldest first, without those set aside (kSupersededTag).
+  std::vector<store::RunInfo> attempts;
+  // The run that stands for it: its newest finished attempt, else its
+  // newest attempt; nullptr when it has none.
+  const store::RunInfo* counted() const;
+};
+
+// A study's runs as every reader counts them. `study status`, `study
+// report`, `stats --study` (and `stats` of the study's experiment), the
+// dashboard's runs table and study pages, and counted_children() all read
+// this, so that they count the same runs: each planned run once, through
+// its counted run.
+struct StudyRuns {
+  store::RunInfo study;
+  StudySpec spec;                        // the recorded plan
+  std::vector<PlannedAttempts> planned;  // in plan order
+  // Children no reader counts: attempts tagged kSupersededTag, and runs
+  // the recorded plan does not name; newest first.
+  std::vector<store::RunInfo> set_aside;
+  // The counted run of every planned run that has one, in plan order.
+  std::vector<store::RunInfo> counted() const;
+  // Those of them that finished: what a report and `stats --study` summarise.
+  std::vector<store::RunInfo> results() const;
+};
+
+// The one place that decides which of a study's children count (above).
+StudyRuns study_runs(store::Store& store, const store::RunInfo& study);
+
+// Of `runs` (any runs, in any order), those every reader counts, order
+// kept: a run tagged kSupersededTag never; a study's child only when it is
+// the counted run of one of its planned runs (study_runs); any other run.
+std::vector<store::RunInfo> counted_runs(store::Store& store, std::vector<store::RunInfo> runs);
+
+// How many children a run has as readers count them: for a study, its
+// planned runs that have a counted run (study_runs); for another run, its
+// children not tagged kSupersededTag.
 int64_t counted_children(store::Store& store, const std::string& parent_uuid);
 
 struct CellStatus {
@@ -164,6 +211,11 @@ struct StudyStatus {
   std::vector<CellStatus> cells;
   CellStatus total;
   double mean_run_s = 0;  // of finished runs
+  // Failed planned runs whose last attempt recorded no run (tagged
+  // kRecordedNothingTag), and one such tag's value: what to tell the user.
+  int recorded_nothing = 0;
+  std::string recorded_nothing_example;
+  int set_aside = 0;  // StudyRuns::set_aside: children no reader counts
   // Studies run through Slurm: their array jobs and what Slurm's queue
   // holds of them by state (empty once every task ended).
   std::vector<std::string> slurm_jobs;

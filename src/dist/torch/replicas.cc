@@ -190,7 +190,10 @@ void ReplicaObserver::start_ready_buckets() {
 }
 
 void ReplicaObserver::start(Bucket& b) {
-  std::vector<torch::Tensor> flat = {b.flat.mul_(weight_)};
+  // A rank whose slice of this batch is empty (an epoch's last batch has
+  // fewer rows than the world has ranks) adds nothing: its loss over 0 rows
+  // is NaN, and 0 * NaN would make the global batch's loss NaN on every rank.
+  std::vector<torch::Tensor> flat = {weight_ == 0 ? b.flat.zero_() : b.flat.mul_(weight_)};
   b.pending = world_->allreduce_sum_async(flat);
 }
 

@@ -1,0 +1,639 @@
+// The Gate: a poller that collects requests' headers without holding a
+// worker, workers that serve complete requests, and the limits of what a
+// client can hold (gate.h).
+#include "gate.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "trainscope/core/util.h"
+#include "trainscope/serve/api.h"
+
+namespace trainscope::serve::detail {
+
+// Not an anonymous namespace: the Gate holds these types, and its file may
+// be a unity batch's included one (-Wsubobject-linkage).
+namespace gate {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t npos = std::string::npos;
+
+thread_local bool t_routed = false;
+
+struct Conn {
+  socket_t fd = INVALID_SOCKET;
+  std::string addr;  // the client's address, numeric
+  int port = 0;
+  std::string buf;                     // bytes read and not yet served
+  size_t scanned = 0, last_nl = npos;  // header_end's place in buf
+  Clock::time_point deadline;
+  bool idle = false;       // kept alive, waiting for its next request's first byte
+  bool returning = false;  // back from a worker (counted already)
+  int served = 0;
+};
+
+// Where a request's line and headers end in `buf` (after the first line
+// that is "\r\n" alone, past the request line: where httplib stops reading
+// headers), or npos while they have not all come. Resumes where it left
+// off, so a request sent a byte at a time is scanned once.
+size_t header_end(const std::string& buf, size_t& scanned, size_t& last_nl) {
+  for (; scanned < buf.size(); ++scanned) {
+    if (buf[scanned] != '\n') continue;
+    if (last_nl != npos && scanned == last_nl + 2 && buf[last_nl + 1] == '\r') return scanned + 1;
+    last_nl = scanned;
+  }
+  return npos;
+}
+
+const char* reason(int status) {
+  switch (status) {
+    case 408:
+      return "Request Timeout";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    default:
+      return "Service Unavailable";
+  }
+}
+
+// Waits until `fd` is ready for `events` (or hung up), at most until `until`.
+bool wait_for(socket_t fd, short events, Clock::time_point until) {
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left.count(), 60000)));
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return false;
+  }
+}
+
+// The numeric address and port of a socket's peer (`local`: its own).
+std::string address_of(socket_t fd, int& port, bool local = false) {
+  sockaddr_storage sa{};
+  socklen_t len = sizeof(sa);
+  const int r = local ? ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len)
+                      : ::getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len);
+  char host[NI_MAXHOST] = "", serv[NI_MAXSERV] = "";
+  if (r != 0 || ::getnameinfo(reinterpret_cast<sockaddr*>(&sa), len, host, sizeof(host), serv,
+                              sizeof(serv), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "unknown";
+  port = std::atoi(serv);
+  return host;
+}
+
+// Answers with `status` and a JSON error, as far as the socket takes it
+// without waiting, then closes. Status 0: closes without a word.
+void close_conn(socket_t fd, int status, const std::string& why) {
+  if (status != 0) {
+    const std::string body = error_response(status, why).body;
+    const std::string head = fmt::format(
+        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
+        "close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\r\n",
+        status, reason(status), body.size());
+    const std::string all = head + body;
+    [[maybe_unused]] auto sent = ::send(fd, all.data(), all.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  ::shutdown(fd, SHUT_WR);
+  // What the client sent and nobody read would turn the close into a reset
+  // that can discard the answer before the client reads it.
+  char sink[4096];
+  for (int i = 0; i < 16 && ::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; ++i) {
+  }
+  ::close(fd);
+}
+
+// A worker's view of a connection: the bytes the poller read, then the
+// socket, within the body's deadline and size.
+class ConnStream : public httplib::Stream {
+ public:
+  ConnStream(Conn& c, const GateLimits& l)
+      : c_(c), limits_(l), read_until_(Clock::now() + l.body) {}
+
+  bool is_readable() const override {
+    return off_ < c_.buf.size() || wait_for(c_.fd, POLLIN, read_until_);
+  }
+  bool is_writable() const override {
+    return wait_for(c_.fd, POLLOUT, Clock::now() + limits_.write_stall);
+  }
+  ssize_t read(char* ptr, size_t size) override {
+    if (off_ == c_.buf.size()) {
+      const ssize_t n = fill();
+      if (n <= 0) return n;
+    }
+    const size_t k = std::min(size, c_.buf.size() - off_);
+    std::memcpy(ptr, c_.buf.data() + off_, k);
+    off_ += k;
+    return static_cast<ssize_t>(k);
+  }
+  // Collected and sent together (flush()): httplib writes an answer's
+  // head and body apart, and two small segments would wait on the
+  // client's delayed acknowledgement.
+  ssize_t write(const char* ptr, size_t size) override {
+    out_.append(ptr, size);
+    if (out_.size() >= kOutChunk && !flush()) return -1;
+    return static_cast<ssize_t>(size);
+  }
+  // Sends what write() collected; false when the client takes nothing of
+  // it for write_stall, or is gone.
+  bool flush() {
+    size_t done = 0;
+    while (done < out_.size()) {
+      const ssize_t n =
+          ::send(c_.fd, out_.data() + done, out_.size() - done, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n > 0) {
+        done += static_cast<size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+      if (!wait_for(c_.fd, POLLOUT, Clock::now() + limits_.write_stall)) return false;
+    }
+    out_.clear();
+    return true;
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.addr;
+    port = c_.port;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip = address_of(c_.fd, port, true);
+  }
+  // httplib asks only to refuse a descriptor select() could not watch;
+  // this stream polls.
+  socket_t socket() const override { return c_.fd < FD_SETSIZE ? c_.fd : INVALID_SOCKET; }
+
+  // Keeps what came after the request (a pipelined next one) in the buffer.
+  void keep_rest() {
+    c_.buf.erase(0, off_);
+    off_ = 0;
+  }
+
+ private:
+  // Reads more from the socket: bytes read, 0 at its end, -1 past the
+  // deadline or more than any request this server takes.
+  ssize_t fill() {
+    // What was written first (100 Continue) is what the client waits for.
+    if (!flush()) return -1;
+    if (from_socket_ > limits_.header_bytes + limits_.body_bytes) return -1;
+    c_.buf.clear();
+    off_ = 0;
+    char tmp[16384];
+    while (true) {
+      if (!wait_for(c_.fd, POLLIN, read_until_)) return -1;
+      const ssize_t n = ::recv(c_.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      if (n > 0) {
+        c_.buf.assign(tmp, static_cast<size_t>(n));
+        from_socket_ += static_cast<size_t>(n);
+      }
+      return n;
+    }
+  }
+
+  static constexpr size_t kOutChunk = 64 * 1024;
+
+  Conn& c_;
+  const GateLimits& limits_;
+  Clock::time_point read_until_;
+  size_t off_ = 0, from_socket_ = 0;
+  std::string out_;  // written, not yet sent
+};
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == npos) return {};
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// Every value of header `key`, split at commas, trimmed, lowercased.
+std::vector<std::string> values(const httplib::Request& req, const char* key) {
+  std::vector<std::string> out;
+  for (auto [it, end] = req.headers.equal_range(key); it != end; ++it)
+    for (const auto& v : core::split_list(it->second)) out.push_back(lower(trim(v)));
+  return out;
+}
+
+}  // namespace gate
+
+using gate::Clock;
+using gate::Conn;
+
+// The task queue httplib's listening loop hands each accepted socket to
+// (enqueue runs it at once: GatedServer::process_and_close_socket admits
+// it), a poller thread and the workers.
+class Gate : public httplib::TaskQueue {
+ public:
+  Gate(GatedServer& server, int workers) : server_(server), limits_(server.limits()) {
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::system_error(errno, std::generic_category(), "pipe2");
+    poller_ = std::thread([this] { poll_loop(); });
+    for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { work_loop(); });
+  }
+  ~Gate() override {
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+  }
+
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override;
+  void admit(socket_t fd);
+
+ private:
+  void wake() { [[maybe_unused]] auto n = ::write(wake_[1], "x", 1); }
+  void drop(Conn& c, int status, const std::string& why);
+  void hand(Conn c);
+  bool take_inbox();
+  bool make_room(Conn& c);
+  int timeout_ms() const;
+  void poll_loop();
+  std::list<Conn>::iterator on_readable(std::list<Conn>::iterator it);
+  void expire();
+  void work_loop();
+  void serve(Conn& c);
+
+  GatedServer& server_;
+  const GateLimits& limits_;
+  int wake_[2] = {-1, -1};  // a pipe whose byte interrupts the poller's wait
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Conn> inbox_;             // admitted, or back from a worker
+  std::deque<Conn> ready_;              // complete requests for the workers
+  std::set<socket_t> busy_;             // connections a worker serves
+  std::map<std::string, int> clients_;  // open connections per address
+  int total_ = 0;
+  bool stop_ = false;
+  std::list<Conn> waiting_;  // the poller's own, oldest first
+  std::thread poller_;
+  std::vector<std::thread> workers_;
+};
+
+void Gate::admit(socket_t fd) {
+  // Answers go out whole (ConnStream::flush): nothing to gain from Nagle.
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  Conn c;
+  c.fd = fd;
+  c.addr = gate::address_of(fd, c.port);
+  c.deadline = Clock::now() + limits_.header;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return gate::close_conn(fd, 0, {});
+    ++clients_[c.addr];
+    ++total_;
+    inbox_.push_back(std::move(c));
+  }
+  wake();
+}
+
+void Gate::drop(Conn& c, int status, const std::string& why) {
+  gate::close_conn(c.fd, status, why);
+  std::lock_guard lock(mu_);
+  if (--clients_[c.addr] <= 0) clients_.erase(c.addr);
+  --total_;
+}
+
+void Gate::hand(Conn c) {
+  {
+    std::lock_guard lock(mu_);
+    ready_.push_back(std::move(c));
+  }
+  cv_.notify_one();
+}
+
+// Moves what was admitted or came back into waiting_; false once stopping.
+bool Gate::take_inbox() {
+  std::vector<Conn> in;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return false;
+    in.swap(inbox_);
+  }
+  for (auto& c : in)
+    if (c.returning || make_room(c)) waiting_.push_back(std::move(c));
+  return true;
+}
+
+// A new connection over its client's limits or the server's: a connection
+// of that client (of any, over the server's) still sending its headers is
+// closed for it, an idle one first, else the oldest; with none, the new
+// one is refused. False when it was.
+bool Gate::make_room(Conn& c) {
+  const auto waiting = std::count_if(waiting_.begin(), waiting_.end(),
+                                     [&](const Conn& w) { return w.addr == c.addr; });
+  int open = 0, total = 0;
+  {
+    std::lock_guard lock(mu_);
+    open = clients_[c.addr];
+    total = total_;
+  }
+  const bool client_full = waiting >= limits_.waiting_per_client || open > limits_.per_client;
+  const bool server_full = total > limits_.connections;
+  if (!client_full && !server_full) return true;
+  auto victim = waiting_.end();
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if (!server_full && it->addr != c.addr) continue;
+    if (victim == waiting_.end() || (it->idle && !victim->idle)) victim = it;
+  }
+  if (victim == waiting_.end()) {
+    drop(c, 503,
+         server_full ? fmt::format("the server holds {} connections, its most: retry later", total)
+                     : fmt::format("{} has {} connections open, at most {}: close some and retry",
+                                   c.addr, open - 1, limits_.per_client));
+    return false;
+  }
+  drop(*victim, victim->idle ? 0 : 429,
+       fmt::format("{} opened more connections than the {} still sending their request a client "
+                   "may have: its oldest is closed",
+                   victim->addr, limits_.waiting_per_client));
+  waiting_.erase(victim);
+  return true;
+}
+
+int Gate::timeout_ms() const {
+  if (waiting_.empty()) return -1;
+  auto first = waiting_.front().deadline;
+  for (const auto& c : waiting_) first = std::min(first, c.deadline);
+  const auto ms = std::chrono::ceil<std::chrono::milliseconds>(first - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
+}
+
+void Gate::poll_loop() {
+  std::vector<pollfd> fds;
+  while (take_inbox()) {
+    fds.assign(1, pollfd{wake_[0], POLLIN, 0});
+    for (const auto& c : waiting_) fds.push_back(pollfd{c.fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), timeout_ms()) < 0 && errno != EINTR)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    char drain[64];
+    while (::read(wake_[0], drain, sizeof(drain)) > 0) {
+    }
+    size_t i = 1;
+    for (auto it = waiting_.begin(); it != waiting_.end(); ++i)
+      it = fds[i].revents != 0 ? on_readable(it) : std::next(it);
+    expire();
+  }
+  for (auto& c : waiting_) drop(c, 0, {});
+  waiting_.clear();
+}
+
+// Reads what a waiting connection sent: a complete request goes to the
+// workers; a closed connection, or headers over their size, end it.
+std::list<Conn>::iterator Gate::on_readable(std::list<Conn>::iterator it) {
+  Conn& c = *it;
+  char tmp[16384];
+  const size_t room = limits_.header_bytes + 1 - std::min(c.buf.size(), limits_.header_bytes);
+  const ssize_t n = ::recv(c.fd, tmp, std::min(sizeof(tmp), room), MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return std::next(it);
+  if (n <= 0) {
+    drop(c, 0, {});
+    return waiting_.erase(it);
+  }
+  c.buf.append(tmp, static_cast<size_t>(n));
+  if (c.idle) {
+    c.idle = false;
+    c.deadline = Clock::now() + limits_.header;
+  }
+  if (gate::header_end(c.buf, c.scanned, c.last_nl) != gate::npos) {
+    hand(std::move(c));
+    return waiting_.erase(it);
+  }
+  if (c.buf.size() > limits_.header_bytes) {
+    drop(c, 431,
+         fmt::format("the request's line and headers are over {} KiB: send a shorter request",
+                     limits_.header_bytes / 1024));
+    return waiting_.erase(it);
+  }
+  return std::next(it);
+}
+
+void Gate::expire() {
+  const auto now = Clock::now();
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (it->deadline > now) {
+      ++it;
+      continue;
+    }
+    // A kept-alive connection with no next request ends without a word.
+    drop(*it, it->idle ? 0 : 408,
+         fmt::format("the request's line and headers did not all arrive within {} s",
+                     std::chrono::duration_cast<std::chrono::seconds>(limits_.header).count()));
+    it = waiting_.erase(it);
+  }
+}
+
+void Gate::work_loop() {
+  while (true) {
+    Conn c;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+      if (stop_) return;  // shutdown() closes what is left
+      c = std::move(ready_.front());
+      ready_.pop_front();
+      busy_.insert(c.fd);
+    }
+    serve(c);
+  }
+}
+
+// Serves the request at the head of c.buf, then hands the connection on:
+// to a worker again (a pipelined request), to the poller (kept alive), or
+// closes it (asked to, refused before its route, or its last request).
+void Gate::serve(Conn& c) {
+  bool keep = false, closed = false;
+  {
+    gate::ConnStream strm(c, limits_);
+    gate::t_routed = false;
+    const bool last = ++c.served >= limits_.requests_per_connection;
+    try {
+      keep = server_.serve_one(strm, last, closed) && gate::t_routed && !closed && !last;
+      keep = strm.flush() && keep;
+    } catch (...) {
+      keep = false;  // the connection's state is unknown: end it
+    }
+    strm.keep_rest();
+  }
+  {
+    std::lock_guard lock(mu_);
+    busy_.erase(c.fd);
+    keep = keep && !stop_;
+  }
+  if (!keep) return drop(c, 0, {});
+  c.scanned = 0;
+  c.last_nl = gate::npos;
+  if (gate::header_end(c.buf, c.scanned, c.last_nl) != gate::npos) return hand(std::move(c));
+  c.idle = c.buf.empty();
+  c.deadline = Clock::now() + (c.idle ? limits_.idle : limits_.header);
+  c.returning = true;
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(std::move(c));
+  }
+  wake();
+}
+
+void Gate::shutdown() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    // A worker waiting on its client returns at once.
+    for (socket_t fd : busy_) ::shutdown(fd, SHUT_RDWR);
+  }
+  cv_.notify_all();
+  wake();
+  poller_.join();
+  for (auto& t : workers_) t.join();
+  std::vector<Conn> left;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& c : ready_) left.push_back(std::move(c));
+    for (auto& c : inbox_) left.push_back(std::move(c));
+    ready_.clear();
+    inbox_.clear();
+  }
+  for (auto& c : left) drop(c, 0, {});
+  server_.gate_ = nullptr;
+}
+
+GatedServer::GatedServer(int workers, GateLimits limits)
+    : workers_(std::max(1, workers)), limits_(limits) {
+  set_payload_max_length(limits_.body_bytes);
+  // What httplib's Keep-Alive header says: the Gate's own limits.
+  set_keep_alive_timeout(std::chrono::duration_cast<std::chrono::seconds>(limits_.idle).count());
+  set_keep_alive_max_count(static_cast<size_t>(limits_.requests_per_connection));
+  new_task_queue = [this] {
+    auto* g = new Gate(*this, workers_);
+    gate_ = g;
+    return g;
+  };
+}
+
+GatedServer::~GatedServer() = default;
+
+void GatedServer::routed() { gate::t_routed = true; }
+
+void GatedServer::widen_backlog() {
+  if (const socket_t sock = svr_sock_; sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);
+}
+
+bool GatedServer::process_and_close_socket(socket_t sock) {
+  if (gate_) {
+    gate_->admit(sock);
+  } else {
+    gate::close_conn(sock, 0, {});
+  }
+  return true;
+}
+
+namespace {
+
+// Before httplib looks at a request: an Expect of 100-continue in any case
+// is the one it answers, and a request without Content-Length or
+// Transfer-Encoding has no body (RFC 9112 §6.3), where httplib would read
+// until the connection closes.
+void normalize(httplib::Request& req) {
+  for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)
+    if (gate::lower(gate::trim(it->second)) == "100-continue") it->second = "100-continue";
+  if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
+    req.headers.emplace("Content-Length", "0");
+}
+
+}  // namespace
+
+bool GatedServer::serve_one(httplib::Stream& strm, bool last, bool& closed) {
+  return process_request(strm, last, closed, normalize);
+}
+
+namespace {
+
+// Content-Length: one value (repeated values must agree) of digits.
+std::string length_problem(const httplib::Request& req, const GateLimits& limits, int& status) {
+  std::string first;
+  for (auto [it, end] = req.headers.equal_range("Content-Length"); it != end; ++it) {
+    const std::string v = gate::trim(it->second);
+    const bool digits =
+        !v.empty() && v.size() <= 18 &&
+        std::all_of(v.begin(), v.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (!digits || (!first.empty() && v != first)) {
+      status = 400;
+      return fmt::format("Content-Length '{}' is not one length in bytes",
+                         core::escape_for_display(it->second.substr(0, 40)));
+    }
+    first = v;
+  }
+  if (!first.empty() && std::stoull(first) > limits.body_bytes) {
+    status = 413;
+    return fmt::format("a request body of {} bytes is over the {} this server takes", first,
+                       limits.body_bytes);
+  }
+  return {};
+}
+
+std::string coding_problem(const httplib::Request& req, int& status) {
+  const auto te = gate::values(req, "Transfer-Encoding");
+  if (te.empty()) return {};
+  const std::string shown = core::escape_for_display(req.get_header_value("Transfer-Encoding"));
+  status = 400;
+  if (te.back() != "chunked")
+    return fmt::format(
+        "Transfer-Encoding '{}' does not end in chunked: the body's length cannot "
+        "be known",
+        shown);
+  if (req.has_header("Content-Length"))
+    return "a request with both Transfer-Encoding and Content-Length is refused: send one";
+  status = 501;
+  if (te.size() > 1)
+    return fmt::format(
+        "Transfer-Encoding '{}' is not implemented: send the body with "
+        "Content-Length, or chunked alone",
+        shown);
+  return {};
+}
+
+}  // namespace
+
+std::string unsupported(const httplib::Request& req, const GateLimits& limits, int& status) {
+  for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)
+    if (it->second != "100-continue") {
+      status = 417;
+      return fmt::format("Expect: '{}' is not an expectation this server meets (only 100-continue)",
+                         core::escape_for_display(it->second.substr(0, 80)));
+    }
+  for (const auto& coding : gate::values(req, "Content-Encoding"))
+    if (coding != "identity") {
+      status = 415;
+      return fmt::format(
+          "a request body with Content-Encoding '{}' is not taken: send it "
+          "uncompressed",
+          core::escape_for_display(coding.substr(0, 80)));
+    }
+  if (std::string why = coding_problem(req, status); !why.empty()) return why;
+  return length_problem(req, limits, status);
+}
+
+}  // namespace trainscope::serve::detail

@@ -1,0 +1,78 @@
+// What one client can hold of the dashboard's server (server.cc).
+//
+// httplib gives each accepted connection a worker thread until it ends, so
+// a client that opens connections and never finishes their headers holds
+// the workers (40 of them delayed every other request by 24 s). Here no
+// worker waits for a client: a poller thread collects each request's line
+// and headers, within a deadline and a size, and hands only a complete one
+// to a worker, which reads the body (within its own deadline) and answers.
+// Each client address may have a few connections still sending headers
+// (its oldest is closed for a new one) and a bounded number in all.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace trainscope::serve::detail {
+
+struct GateLimits {
+  using ms = std::chrono::milliseconds;
+  // A request's line and headers: from a new connection's start, or from
+  // the first byte of a kept-alive connection's next request.
+  ms header{10000};
+  ms idle{5000};          // a kept-alive connection's next request's first byte
+  ms body{10000};         // a request's body, once its headers are in
+  ms write_stall{10000};  // a client that takes nothing of an answer
+  size_t header_bytes = 64 * 1024;
+  size_t body_bytes = 1 << 20;  // above: 413 (the API takes tag values)
+  int waiting_per_client = 16;  // connections of one address still sending headers
+  int per_client = 64;          // connections of one address, in all
+  int connections = 768;        // connections, in all
+  int requests_per_connection = 100;
+};
+
+class Gate;
+
+// httplib's server with connections collected by a Gate: each complete
+// request goes to one of `workers` threads.
+class GatedServer : public httplib::Server {
+ public:
+  explicit GatedServer(int workers, GateLimits limits = {});
+  ~GatedServer() override;
+
+  // Inside a handler: the request reached a route (its body, if any, was
+  // read), so its connection may serve the next one. A request answered
+  // before that (a refusal, a malformed request) closes its connection.
+  static void routed();
+
+  // Serves one request from `strm` (the worker's side of the Gate).
+  bool serve_one(httplib::Stream& strm, bool last, bool& closed);
+
+  const GateLimits& limits() const { return limits_; }
+
+  // After a bind: room in the kernel's queue for a burst of connections
+  // (httplib listens with a backlog of 5: a sixth connection at once waits
+  // a second for its SYN to be sent again).
+  void widen_backlog();
+
+ private:
+  friend class Gate;
+  bool process_and_close_socket(socket_t sock) override;
+
+  int workers_;
+  GateLimits limits_;
+  Gate* gate_ = nullptr;  // while listening: the task queue httplib owns
+};
+
+// Why a request's headers ask for what this server does not do, as HTTP
+// says to answer it, with `status` set: an Expect other than 100-continue
+// (417), a compressed body (415), a Transfer-Encoding other than chunked
+// (501; 400 when chunked is not the last coding, or beside Content-Length),
+// a Content-Length that is not one number (400) or over `limits` (413).
+// Empty when it asks for nothing of that.
+std::string unsupported(const httplib::Request& req, const GateLimits& limits, int& status);
+
+}  // namespace trainscope::serve::detail
