@@ -181,9 +181,23 @@ def pg_host(d):
         return "127.0.0.1:" + f.read().strip()
 
 
+def python_of(ts):
+    """$PY: the build's Python (TS_PYTHON, else the build's CMakeCache) with
+    the package it built (TS_PYTHONPATH, else BUILD/python) on its path."""
+    build = os.path.dirname(os.path.dirname(os.path.abspath(ts)))
+    exe = os.environ.get("TS_PYTHON")
+    if not exe:
+        with open(os.path.join(build, "CMakeCache.txt")) as f:
+            exe = next((line.split("=", 1)[1].strip() for line in f
+                        if line.startswith("TRAINSCOPE_PYTHON_EXECUTABLE:")), "python3")
+    path = os.environ.get("TS_PYTHONPATH", os.path.join(build, "python"))
+    return f"env PYTHONPATH={path} {exe}"
+
+
 def run(cmd, d, ts, check=True):
     full = cmd.replace("$TS", f"{ts} --store sqlite:{d}/t.db").replace("$DIR", d)
-    full = full.replace("$BARE --store", f"{ts} --store", 1).replace("$PGHOST", pg_host(d))
+    full = full.replace("$PY ", python_of(ts) + " ")
+    full = full.replace("$BARE --store", f"{ts} --store").replace("$PGHOST", pg_host(d))
     r = subprocess.run(["bash", "-c", full], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, TRAINSCOPE_STORE=f"sqlite:{d}/t.db",
                                 PGPASSWORD=pg_server.PASSWORD))
@@ -266,8 +280,19 @@ def query(path, sql):
         return db.execute(sql).fetchall()
 
 
+# Stores beside t.db whose runs a message may name (cases/c21: the studies).
+# Named, not globbed: opening some of the others (a FIFO as a -wal file)
+# would change them.
+NAMED_STORES = ["h3.db"]
+
+
 def run_ids(d):
-    return query(f"{d}/t.db", "SELECT uuid, name FROM runs")
+    """(uuid, name) of the runs in t.db, then in NAMED_STORES."""
+    ids = query(f"{d}/t.db", "SELECT uuid, name FROM runs")
+    for name in NAMED_STORES:
+        if os.path.exists(f"{d}/{name}"):
+            ids += query(f"{d}/{name}", "SELECT uuid, name FROM runs")
+    return ids
 
 
 def observe(d, ts, classes):
@@ -294,8 +319,8 @@ HEADER = """# Bad inputs and faults
 What trainscope answers to {n} bad inputs and faults: the exact message on
 stderr and the exit code (0 success; 1 the job failed; 2 usage or bad input;
 3 not found; 4 conflict; 5 store error; 127 a program to run does not
-exist). `$TS` is `trainscope --store sqlite:$DIR/t.db`, `$BARE` is
-`trainscope`; `$DIR` a folder of
+exist; 141 a reading command whose reader stopped reading). `$TS` is `trainscope --store sqlite:$DIR/t.db`, `$BARE` is
+`trainscope`, `$PY` the build's Python with its package; `$DIR` a folder of
 fixtures (a store with runs `lm`, `twin` twice, `ck` with a damaged
 checkpoint, `ck2`; configs; broken dataset files; a PostgreSQL server at
 `$PGHOST` with databases `shop` (another application's tables), `empty`

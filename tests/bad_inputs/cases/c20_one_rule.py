@@ -1,0 +1,107 @@
+"""Issue 51, class 3: one rule for what a run accepts (store/accept.h),
+called by every entry point: the CLI's --tag/--param and TRAINSCOPE_TAGS,
+watch's metric and param lines, the HTTP API, `import tfevents` and the
+Python package. A key is 1 to 256 bytes without control characters, not
+only blanks; a step an integer from 0 to 2^53; a tag's or param's value at
+most 4096 bytes; a number is a number whatever its Python type. $PY is the
+build's Python with the package on its path."""
+import os
+import struct
+
+TITLE = "20. One rule for what a run accepts (the third hunt)"
+
+
+def _crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked(data):
+    crc = _crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _varint(n):
+    n &= (1 << 64) - 1  # an int64 as protobuf writes it: a negative one in 10 bytes
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def _field(number, kind, payload):
+    return _varint(number << 3 | kind) + payload
+
+
+def _event(step, tag, value):
+    """A TensorBoard Event: wall_time, step, one simple_value scalar."""
+    tag = tag.encode()
+    v = _field(1, 2, _varint(len(tag)) + tag) + _field(2, 5, struct.pack("<f", value))
+    summary = _field(1, 2, _varint(len(v)) + v)
+    return (_field(1, 1, struct.pack("<d", 1.7e9)) + _field(2, 0, _varint(step)) +
+            _field(5, 2, _varint(len(summary)) + summary))
+
+
+def write_events(folder, scalars):
+    """An event file of (step, tag, value) scalars, framed as TFRecords, as
+    any writer could make it (ours refuses to)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "events.out.tfevents.0.fixture"), "wb") as f:
+        for step, tag, value in scalars:
+            data = _event(step, tag, value)
+            head = struct.pack("<Q", len(data))
+            f.write(head + struct.pack("<I", _masked(head)) + data +
+                    struct.pack("<I", _masked(data)))
+
+
+def fixtures(d, run):
+    write_events(f"{d}/tb-negstep/lm", [(0, "loss", 1.0), (-1, "loss", 0.5)])
+    write_events(f"{d}/tb-emptytag/lm", [(0, "loss", 1.0), (1, "", 0.5)])
+
+
+def py(store, code, shown="2>&1 | tail -1 >&2"):
+    """Runs CODE in $PY with `t` the package and `s` a fresh store."""
+    return (f"rm -f $DIR/{store}.db*; $PY -c \"import sys, trainscope as t; s = sys.argv[1]; "
+            f"{code}\" sqlite:$DIR/{store}.db {shown}", {"ok": True})
+
+
+def reason(name, printf):
+    return (f"$TS -q watch --name {name} -- printf '{printf}' > /dev/null && "
+            f"$TS runs show {name} --json | grep -o "
+            f"'\"metric_lines.first_malformed_reason\": \"[^\"]*\"' >&2", {"ok": True})
+
+
+START = "r = t.start_run(store=s, record_environment=False); "
+
+CASES = [
+    ("a --tag whose key is only blanks", "$TS watch --tag ' =1' -- true"),
+    ("a --param key holding a tab", "$TS watch --param \"$(printf 'a\\tb=1')\" -- true"),
+    ("a --tag key of 300 bytes", "$TS watch --tag \"$(printf '%0300d' 0)=1\" -- true"),
+    ("a --param value of 5000 bytes", "$TS watch --param \"lr=$(printf '%05000d' 0)\" -- true"),
+    ("TRAINSCOPE_TAGS with an escape character in a key",
+     "TRAINSCOPE_TAGS=\"$(printf 'a\\033b=1')\" $TS watch -- true"),
+    ("a JSON metric line whose key is a blank", *reason("blankkey", '{"step": 1, " ": 0.5}\\n')),
+    ("a param line whose key is a blank", *reason("blankparam", '{"params": {" ": 1}}\\n')),
+    ("importing a scalar at step -1", "$TS import tfevents $DIR/tb-negstep"),
+    ("importing a scalar with an empty tag", "$TS import tfevents $DIR/tb-emptytag"),
+    ("Python: an empty metric key", *py("py1", START + "r.log({'': 1.0}, step=0)")),
+    ("Python: a tag key holding a NUL", *py("py2", "t.start_run(store=s, tags={'k\\0': 'x'})")),
+    ("Python: an empty tag key", *py("py2", "t.start_run(store=s, tags={'': 'x'})")),
+    ("Python: step -1", *py("py3", START + "r.log({'loss': 1.0}, step=-1)")),
+    ("Python: a step that is a bool", *py("py9", START + "r.log({'loss': 1.0}, step=True)")),
+    ("Python: a step past int64", *py("py10", START + "r.log({'loss': 1.0}, step=2**64)")),
+    ("Python: a tensor of 3 elements as a value",
+     *py("py4", "import torch; " + START + "r.log({'loss': torch.ones(3)}, step=0)")),
+    ("Python: NumPy and bfloat16 numbers are numbers (the value read back)",
+     *py("py8", "import numpy, torch; r = t.start_run(name='n', store=s, record_environment="
+                "False); r.log({'a': numpy.float32(0.5), 'b': torch.tensor(1.5, dtype=torch."
+                "bfloat16), 'c': numpy.bool_(True)}, step=numpy.int64(2)); r.finish()",
+         "&& $BARE --store sqlite:$DIR/py8.db metrics n b --format csv | tail -1 | "
+         "cut -d, -f1,3 >&2")),
+]

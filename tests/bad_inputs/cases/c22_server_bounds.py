@@ -1,0 +1,41 @@
+"""Issue 51, class 5: a server bounds what a client can hold. The
+dashboard reads a request's line and headers on a poller (10 s, 64 KiB),
+so only whole requests reach its workers; it checks the token before it
+reads a body; it answers headers it does not implement as HTTP says. The
+socket-level cases (40 clients that never finish their headers, a header a
+byte at a time, more connections from one address than it keeps) are in
+tests/serve/server_test.cc (ServeHttpTest)."""
+
+TITLE = "22. A server bounds what a client can hold (the third hunt)"
+
+SERVE = ("$TS serve --port 0 {2} > $DIR/{0}.out & P=$!; for i in $(seq 100); do "
+         "grep -q http $DIR/{0}.out && break; sleep 0.1; done; "
+         "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
+
+
+def serve(name, check, flags=""):
+    return SERVE.format(name, check, flags)
+
+
+CASES = [
+    ("a body in a Transfer-Encoding the server does not implement (501, JSON)",
+     serve("s22a", "curl -s -X POST -H 'Transfer-Encoding: gzip, chunked' --data-binary x "
+                   "${U}api/runs | grep -q 'is not implemented.*\"status\":501}$'"), {"ok": True}),
+    ("an expectation other than 100-continue (417, JSON)",
+     serve("s22b", "curl -s -X POST -H 'Expect: something' --data-binary x ${U}api/runs | "
+                   "grep -q '\"status\":417}$'"), {"ok": True}),
+    ("a compressed request body (415: never inflated)",
+     serve("s22c", "curl -s -X POST -H 'Content-Encoding: gzip' --data-binary x ${U}api/runs | "
+                   "grep -q '\"status\":415}$'"), {"ok": True}),
+    ("a declared body over 1 MiB (413 before it is read)",
+     serve("s22d", "curl -s -X PUT -H 'Content-Length: 2000000' -H 'Expect:' ${U}api/runs/lm/tags/x "
+                   "--max-time 5 | grep -q '\"status\":413}$'"), {"ok": True}),
+    ("a tag PUT without the token, its body announced (401 before the body, not 100 Continue)",
+     serve("s22e", "curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'Expect: 100-continue' "
+                   "--data-binary @/dev/null ${U%%\\?*}api/runs/lm/tags/x | grep -qx 401",
+           "--allow-writes --token secret"), {"ok": True}),
+    ("a tag value over 4096 bytes through the API (400)",
+     serve("s22f", "head -c 4097 /dev/zero | tr '\\0' v | curl -s -X PUT --data-binary @- "
+                   "\"${U}api/runs/lm/tags/note\" | grep -q 'longer than 4096 bytes.*\"status\":400'",
+           "--allow-writes"), {"ok": True}),
+]
