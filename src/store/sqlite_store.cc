@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -133,21 +134,36 @@ std::string uri_escape(const std::string& path) {
   return out;
 }
 
-// Checks a store location before SQLite sees it, to give a precise message.
 // A file of zeros beside the store, written while there is room, deleted
 // when the disk fills up so that a writer can still record that its run
-// failed (Store::release_reserve). Best effort: no room, no reserve.
+// failed (Store::release_reserve). Best effort: no room, no reserve. Only a
+// regular file is padded: a FIFO is never waited on, a symbolic link never
+// followed (its target is not ours to grow).
 void keep_reserve(const fs::path& path) {
   constexpr off_t kReserveBytes = 512 * 1024;
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == ELOOP || errno == ENXIO)  // a link, or a FIFO nobody reads
+      log_warn("'{}' is not a regular file; the store keeps no disk reserve", path.string());
+    return;
+  }
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && st.st_size >= kReserveBytes) return;
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    log_warn("'{}' is not a regular file; the store keeps no disk reserve", path.string());
+    ::close(fd);
+    return;
+  }
+  if (st.st_size >= kReserveBytes) {
+    ::close(fd);
+    return;
+  }
   const bool ok = ::posix_fallocate(fd, 0, kReserveBytes) == 0;
   ::close(fd);
   if (!ok) ::unlink(path.c_str());
 }
 
+// Checks a store location before SQLite sees it, to give a precise message.
 void check_location(const fs::path& path, bool read_only) {
   std::error_code ec;
   auto st = fs::status(path, ec);
@@ -259,7 +275,9 @@ fs::path SqliteStore::reserve_path() const {
 
 bool SqliteStore::release_reserve() {
   std::error_code ec;
-  return !memory_ && fs::remove(reserve_path(), ec);
+  // Only a reserve keep_reserve wrote frees room: never a link or a FIFO.
+  return !memory_ && fs::is_regular_file(fs::symlink_status(reserve_path(), ec)) &&
+         fs::remove(reserve_path(), ec);
 }
 
 SqliteStore::~SqliteStore() {

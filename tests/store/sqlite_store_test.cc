@@ -3,6 +3,7 @@
 // locations. The contract every backend shares is in conformance_test.cc.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <cmath>
@@ -93,6 +94,33 @@ TEST(SqliteStoreTest, MemoryStoresArePrivateAndLeaveNothingBehind) {
     EXPECT_EQ(a->describe(), "sqlite::memory:");
   }
   EXPECT_FALSE(std::filesystem::exists(artifact.parent_path()));
+}
+
+// Defect A: the reserve beside the store is padded only when it is a regular
+// file: a FIFO there is not waited on, a symbolic link not followed.
+TEST(SqliteStoreTest, AReserveThatIsNoRegularFileIsLeftAlone) {
+  TempDir dir;
+  namespace fs = std::filesystem;
+  ASSERT_EQ(::mkfifo((dir / "f.db-reserve").c_str(), 0644), 0);
+  {
+    auto store = open_at(dir / "f.db");  // hung here before the fix
+    store->create_run({});
+    EXPECT_FALSE(store->release_reserve());
+  }
+  EXPECT_TRUE(fs::is_fifo(dir / "f.db-reserve"));
+  write_file(dir / "target", "mine");
+  fs::create_symlink(dir / "target", dir / "l.db-reserve");
+  {
+    auto store = open_at(dir / "l.db");
+    store->create_run({});
+    EXPECT_FALSE(store->release_reserve());
+  }
+  EXPECT_TRUE(fs::is_symlink(fs::symlink_status(dir / "l.db-reserve")));
+  EXPECT_EQ(fs::file_size(dir / "target"), 4u);
+  auto plain = open_at(dir / "p.db");
+  EXPECT_EQ(fs::file_size(dir / "p.db-reserve"), 512u * 1024);
+  EXPECT_TRUE(plain->release_reserve());
+  EXPECT_FALSE(fs::exists(dir / "p.db-reserve"));
 }
 
 TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
