@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -45,7 +46,15 @@ void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
                         torch::kInt64),
           true);
   a.write("pos.loss_sum", torch::tensor({pos.epoch_loss_sum}, torch::kFloat64), true);
-  a.save_to(out);
+  // Into memory first: libtorch's zip writer throws on a short write and
+  // throws again from its noexcept destructor (std::terminate), so it never
+  // sees `out`; a full disk is then the writer's checked error.
+  std::string bytes;
+  a.save_to([&](const void* data, size_t n) {
+    bytes.append(static_cast<const char*>(data), n);
+    return n;
+  });
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 namespace {

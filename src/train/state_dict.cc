@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "checkpoint_code.h"
@@ -121,12 +122,15 @@ void write_state_dict(const fs::path& path, Classifier& model) {
   for (const auto& [name, t] : named_tensors(model))
     tensors.emplace_back(name, t.detach().cpu().contiguous());
   const std::string pickle = pickle_state_dict(tensors);
-  core::write_file_atomically(path, [&](std::ostream& o) {
-    // The zip torch.save writes (caffe2's writer: records aligned to 64
-    // bytes, its version and serialization id added at the end).
+  // The zip torch.save writes (caffe2's writer: records aligned to 64 bytes,
+  // its version and serialization id added at the end), built in memory: the
+  // writer throws on a short write and again from its noexcept destructor
+  // (std::terminate), so only the checked writer below meets the disk.
+  std::string bytes;
+  {
     caffe2::serialize::PyTorchStreamWriter zip([&](const void* data, size_t n) {
-      o.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-      return o ? n : 0;
+      bytes.append(static_cast<const char*>(data), n);
+      return n;
     });
     zip.writeRecord("data.pkl", pickle.data(), pickle.size());
     zip.writeRecord(".format_version", "1", 1);
@@ -137,6 +141,9 @@ void write_state_dict(const fs::path& path, Classifier& model) {
       zip.writeRecord("data/" + std::to_string(k), t.data_ptr(), t.nbytes());
     }
     zip.writeEndOfFile();
+  }
+  core::write_file_atomically(path, [&](std::ostream& o) {
+    o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   });
 }
 

@@ -24,11 +24,13 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/probes/config.h"
+#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/dataset_cache.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
+#include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
@@ -458,6 +460,26 @@ bool bit_identical(const std::vector<torch::Tensor>& a, const std::vector<torch:
 // The trainer's fused Adam follows torch::optim::Adam to rounding, with and
 // without weight decay, in float32 and float64; its state is libtorch's, so
 // a checkpoint of one loads into the other.
+// Defect C: libtorch's zip writer throws on a short write and again from its
+// noexcept destructor; a full disk must be the one-line error, not SIGABRT.
+TEST(StateDictTest, AWriteThatFailsIsAnErrorNotACrash) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  ModelConfig mc;
+  mc.name = "demo_cnn";
+  at::Generator gen = at::detail::createCPUGenerator(1);
+  auto model = make_model(mc, ModelShape{1, 28, 28, 10}, gen);
+  EXPECT_THROW(write_state_dict("/dev/full", *model), core::Error);
+  OptimizerConfig oc;
+  oc.name = "adam";
+  oc.lr = 0.01;
+  auto opt = make_optimizer(oc, model->parameters());
+  std::ofstream full("/dev/full", std::ios::binary);
+  ASSERT_TRUE(full.is_open());
+  EXPECT_NO_THROW(write_checkpoint(full, *model, *opt, gen, TrainPosition{}));
+  full.flush();
+  EXPECT_FALSE(full.good());  // the caller's checked writer reports it
+}
+
 TEST(OptimizerTest, FusedAdamFollowsLibtorchAdam) {
   for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
     for (double wd : {0.0, 0.01}) {
