@@ -212,9 +212,8 @@ bool report_output_cut() {
 bool only_a_reader_left() {
   output_cut_message();  // flushes
   std::lock_guard lock(g_recorded_mu);
-  return standard_error(StdStream::kStdout) == EPIPE &&
-         standard_error(StdStream::kStderr) == 0 && g_recorded.empty() &&
-         !g_cut_elsewhere.load();
+  return standard_error(StdStream::kStdout) == EPIPE && standard_error(StdStream::kStderr) == 0 &&
+         g_recorded.empty() && !g_cut_elsewhere.load();
 }
 
 void note_output_cut_reported() {

@@ -6,10 +6,16 @@
 #include <cmath>
 #include <limits>
 
+#include "trainscope/core/util.h"
+
 namespace trainscope::core {
-std::string xml_escape(const std::string& s) {
+// Store text (a run's name, a key) as XML text: valid UTF-8, markup
+// escaped, and the control characters XML 1.0 forbids shown as \xNN, as
+// the CLI shows them; an SVG that holds them is not well-formed.
+std::string xml_escape(const std::string& text) {
   std::string out;
-  for (char c : s) {
+  for (char c : valid_utf8(text)) {
+    const auto b = static_cast<unsigned char>(c);
     switch (c) {
       case '&':
         out += "&amp;";
@@ -24,7 +30,10 @@ std::string xml_escape(const std::string& s) {
         out += "&quot;";
         break;
       default:
-        out.push_back(c);
+        if ((b < 0x20 && c != '\t' && c != '\n' && c != '\r') || b == 0x7f)
+          out += fmt::format("\\x{:02x}", b);
+        else
+          out.push_back(c);
     }
   }
   return out;

@@ -109,39 +109,9 @@ void Writer::write_record(const std::string& bytes) {
 
 namespace {
 
-// The length of the UTF-8 sequence at s[i], 0 when it is not one (overlong
-// forms, surrogates and code points past U+10FFFF included).
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2) || (c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3) || (c == 0xF0 && b(1) < 0x90) ||
-        (c == 0xF4 && b(1) > 0x8F))
-      return 0;
-    return 4;
-  }
-  return 0;
-}
-
 // A tag as valid UTF-8: a proto3 string that is not (a store's key, bytes
-// from anywhere) makes TensorBoard refuse the whole file. A byte that
-// starts no sequence becomes U+FFFD.
-std::string utf8_tag(std::string_view tag) {
-  std::string out;
-  for (size_t i = 0; i < tag.size();) {
-    const size_t n = utf8_sequence(tag, i);
-    out += n ? tag.substr(i, n) : std::string_view("\xEF\xBF\xBD");
-    i += n ? n : 1;
-  }
-  return out;
-}
+// from anywhere) makes TensorBoard refuse the whole file.
+std::string utf8_tag(std::string_view tag) { return core::valid_utf8(tag); }
 
 // An event at (step, wall_time) holding one summary value tagged `tag`.
 pb::Summary::Value* summary_value(pb::Event& e, const std::string& tag, int64_t step,

@@ -80,3 +80,12 @@ TEST(SvgChartTest, LegendsAreCutBetweenCharactersAndEscaped) {
 
 }  // namespace
 }  // namespace trainscope::core
+
+// Issue 51: a store's text (a run named with an escape character or bytes
+// that are not UTF-8) must leave the SVG well-formed.
+TEST(SvgChartTest, StoreTextIsWellFormedXml) {
+  EXPECT_EQ(trainscope::core::xml_escape("a\x1b[31m<b>\t\"&"), "a\\x1b[31m&lt;b&gt;\t&quot;&amp;");
+  EXPECT_EQ(trainscope::core::xml_escape("na\xffme"), "na\xEF\xBF\xBDme");
+  EXPECT_EQ(trainscope::core::xml_escape("\xC3\xA9t\xC3\xA9"), "\xC3\xA9t\xC3\xA9");  // été stays
+  EXPECT_EQ(trainscope::core::xml_escape("x\x7fy"), "x\\x7fy");
+}

@@ -41,6 +41,11 @@ std::string sha256_file(const std::filesystem::path& path);
 // Escapes control characters and backslashes so that any key prints on one
 // line: "a\nb" -> "a\\nb". Printable UTF-8 passes through unchanged.
 std::string escape_for_display(std::string_view s);
+// `s` as valid UTF-8: a byte that starts no sequence (overlong forms,
+// surrogates and code points past U+10FFFF included) becomes U+FFFD. For
+// text from a store or a file that goes into a format that must be UTF-8
+// (XML, SVG, proto3 strings).
+std::string valid_utf8(std::string_view s);
 
 // Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
 std::string csv_field(std::string_view s);
