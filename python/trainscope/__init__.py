@@ -13,7 +13,9 @@ dashboard read it like any other. An exception inside the `with` block
 ends the run "failed", Ctrl-C "killed"; leaving it normally, "finished".
 A run left open (no `with`, no `finish()`) ends with the interpreter the
 same way: an uncaught exception "failed" (Ctrl-C "killed"), `sys.exit()`
-with a non-zero status "failed", a normal end "finished".
+with a non-zero status "failed", a normal end "finished"; so does a run
+whose object was dropped before (a function's). A child of os.fork()
+leaves the runs it inherits to the parent.
 
 A thin layer: the recording is trainscope's C++ (`trainscope._trainscope`);
 this package turns Python values into its arguments and adds what only
@@ -29,7 +31,6 @@ import os
 import platform
 import sys
 import threading
-import weakref
 
 import torch  # first: the module shares libtorch's types with it
 
@@ -59,7 +60,7 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, _flatten, _text, config, setup
+from trainscope.settings import STREAMS, Seeds, _text, config, setup
 
 Error = _trainscope.Error
 
@@ -142,13 +143,41 @@ def _mapping(what, value):
     return value
 
 
-def _texts(what, pairs):
-    """Keys and values of tags or params, each checked as UTF-8 text (the
-    rule of what a run accepts is the C++ side's: store/accept.h)."""
+def _key(what, key):
+    """A key of metrics, tags or params: a str (UTF-8), else a ValueError
+    naming it (b'loss' or 1 is not the key 'loss' or '1')."""
+    if not isinstance(key, str):
+        raise ValueError(f"{what} key {_shown(key)} is not text (str)")
+    return _utf8(f"{what} key", key)
+
+
+def _value(what, key, value):
+    """The value of a tag or param as text: a str, a bool ("true",
+    "false"), a number (an int, a float, a NumPy scalar, a one-element
+    tensor) as its text; None, bytes and anything else refused naming the
+    key."""
+    value = _scalar(f"the value of {what} {_shown(key)}", value)
+    if isinstance(value, str):
+        return _utf8(f"the value of {what} {_shown(key)}", value)
+    number = isinstance(value, numbers.Number) and not isinstance(value, complex)
+    if not (isinstance(value, bool) or number):
+        raise ValueError(f"the value of {what} {_shown(key)} must be text or a number, not "
+                         f"{type(value).__name__} {_shown(value)}")
+    return _text(value)
+
+
+def _pairs(what, pairs, prefix=""):
+    """The dict of tags, params or environment entries as text: every key
+    a str, every value text or a number (_value); a param's nested dicts
+    as dotted keys ("optimizer.lr"), as settings._flatten has them."""
+    out = {}
     for key, value in pairs.items():
-        _utf8(f"{what} key", key)
-        _utf8(f"the value of {what} {_shown(key)}", value)
-    return pairs
+        name = prefix + _key(what, key)
+        if isinstance(value, dict) and what == "param":
+            out.update(_pairs(what, value, name + "."))
+        else:
+            out[name] = _value(what, name, value)
+    return out
 
 
 def _scalar(what, value):
@@ -182,13 +211,30 @@ def _number(what, value):
         raise ValueError(f"{what} is {_shown(value)}, which no double holds") from None
 
 
-# Runs left open (no `with`): ended as the interpreter ends. The status
-# the interpreter is known to end with: None (finished, as far as is
-# known), "failed" (an uncaught exception, sys.exit with a non-zero status)
-# or "killed" (an uncaught KeyboardInterrupt: Ctrl-C, as in `with`).
-_OPEN = weakref.WeakSet()
+# Runs left open (no `with`, no finish()): ended as the interpreter ends,
+# held here until then (a run whose object a function dropped ends with
+# the status of the interpreter, not as "finished" when it is collected).
+# The status the interpreter is known to end with: None (finished, as far
+# as is known), "failed" (an uncaught exception, sys.exit with a non-zero
+# status) or "killed" (an uncaught KeyboardInterrupt: Ctrl-C, as in `with`).
+_OPEN = set()
 _ending = None
 _previous = {}
+# In a child of os.fork(): the parent's open runs, which the child never
+# ends (they are the parent's to end), held so that none is collected in it.
+_INHERITED = []
+
+
+def _forked():
+    """In a forked child: the runs it inherits are the parent's."""
+    global _ending
+    _INHERITED.extend(_OPEN)
+    _OPEN.clear()
+    _ending = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 def _status_of(kind):
@@ -248,17 +294,26 @@ def _at_exit():
     _end_open_runs(_ending or "finished")
 
 
+def _watch_exit():
+    """At import: sys.exit (and exit(), quit()) watched. Not at the first
+    run: `sys.exit(main())` looks sys.exit up before main() starts one."""
+    if not isinstance(sys.exit, _Exit):
+        sys.exit = _Exit(sys.exit)
+    for name in ("exit", "quit"):
+        if hasattr(builtins, name) and not isinstance(getattr(builtins, name), _Exit):
+            setattr(builtins, name, _Exit(getattr(builtins, name)))
+
+
+_watch_exit()
+
+
 def _install_exit_hooks():
     """Once, at the first run: sys.excepthook and threading.excepthook
-    chained, sys.exit (and exit(), quit()) watched, an atexit handler."""
+    chained, an atexit handler (sys.exit is watched from the import on)."""
     if _previous:
         return
     _previous["excepthook"], sys.excepthook = sys.excepthook, _excepthook
     _previous["threading"], threading.excepthook = threading.excepthook, _thread_excepthook
-    sys.exit = _Exit(sys.exit)
-    for name in ("exit", "quit"):
-        if hasattr(builtins, name):
-            setattr(builtins, name, _Exit(getattr(builtins, name)))
     atexit.register(_at_exit)
 
 
@@ -293,7 +348,7 @@ class Run:
         ValueErrors, nothing of the call recorded."""
         values = {}
         for key, value in _mapping("metrics", metrics).items():
-            key = _utf8("metric key", str(key))
+            key = _key("metric", key)
             values[key] = _number(f"metric '{key}'", value)
         step = self._step if step is None else _scalar("step", step)
         self._step = self._run.log_metrics(values, step) + 1
@@ -304,11 +359,10 @@ class Run:
     def log_params(self, params):
         """Params (a dict, nested dicts as dotted keys); a param keeps its
         first value: a different one later is an Error."""
-        self._run.set_params(_texts("param", _flatten(_mapping("params", params))))
+        self._run.set_params(_pairs("param", _mapping("params", params)))
 
     def set_tags(self, tags):
-        tags = _mapping("tags", tags)
-        self._run.set_tags(_texts("tag", {str(k): _text(v) for k, v in tags.items()}))
+        self._run.set_tags(_pairs("tag", _mapping("tags", tags)))
 
     def log_artifact(self, path, kind="file", name=""):
         """Copies a file into the run (hashed); returns its name there."""
@@ -373,8 +427,12 @@ class Run:
             self._watch.end_step()
 
     def finish(self, status="finished"):
-        """Ends the run: finished, failed, killed or stopped."""
+        """Ends the run: finished, failed, killed or stopped. In a child of
+        os.fork() it does nothing: the run is the parent's to end."""
         status = _arg("status", status)
+        if self._pid != os.getpid():
+            _OPEN.discard(self)
+            return
         watch, self._watch = getattr(self, "_watch", None), None
         if watch is not None and not self._run.ended:
             watch.finish(status)
@@ -390,10 +448,14 @@ class Run:
             print(f"trainscope: ending run {self.uuid[:8]} {status}: {e}", file=sys.stderr)
 
     def __del__(self):
-        # Dropped without finish(): ended as the interpreter is known to end
-        # (a function's run, freed by the sys.exit(3) that leaves it).
+        # An open run is held by _OPEN until it ends or the interpreter does
+        # (atexit, with the status the interpreter ends with): collected
+        # while the interpreter runs, a run has ended (or is another
+        # process's). Only one still open as the interpreter finalizes (one
+        # started after atexit ran) is ended here, as the interpreter ends.
         try:
-            if self._pid == os.getpid() and not self._run.ended:
+            if (self._pid == os.getpid() and sys.is_finalizing()
+                    and not self._run.ended):
                 self._end_quietly(_ending or "finished")
         except Exception:  # noqa: BLE001 (late in the interpreter's end)
             pass
@@ -441,14 +503,13 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
         args.name, args.parent, args.experiment = name or script, parent, experiment
     args.unique_name = not name and not planned
     args.command_line = " ".join([sys.executable] + sys.argv)
-    args.params = _texts("param", _flatten(_mapping("config", config)))
+    args.params = _pairs("param", _mapping("config", config))
     # (args' maps are copies on the C++ side: build them, then assign.)
     # A model of the script's own: trainscope cannot build it (no replay).
-    args.tags = _texts("tag", {"source": "python", "model.custom": "true",
-                               **{str(k): _text(v) for k, v in _mapping("tags", tags).items()}})
-    own = _mapping("environment", environment)
-    args.environment = {**python_environment(),
-                        **_texts("environment", {str(k): _text(v) for k, v in own.items()})}
+    args.tags = {"source": "python", "model.custom": "true",
+                 **_pairs("tag", _mapping("tags", tags))}
+    own = _pairs("environment", _mapping("environment", environment))
+    args.environment = {**python_environment(), **own}
     args.script = args.environment.get("python.script", "")  # its git commit and diff
     args.record_environment = bool(record_environment)
     _install_exit_hooks()

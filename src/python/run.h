@@ -4,6 +4,7 @@
 
 #include <pybind11/pybind11.h>
 #include <torch/types.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -75,9 +76,15 @@ inline int64_t step_of(const py::object& step) {
 
 // One run of a Python script: its store and recorder. Every method on the
 // script's thread; the recorder writes on its own.
+//
+// A child of os.fork() inherits the object but not the recorder's writer
+// thread, nor the store's: there it is foreign. Nothing of it is touched in
+// the child (no end, no lease released, no thread joined: the join would
+// wait forever); its destruction leaks the recorder and the store, and the
+// parent, which still owns the run, goes on recording.
 class PyRun {
  public:
-  explicit PyRun(const RunArgs& a) {
+  explicit PyRun(const RunArgs& a) : pid_(::getpid()) {
     check_params(a.params);
     check_tags(a.tags);
     store_ = ts::store::Store::open({.uri = a.store});
@@ -106,6 +113,19 @@ class PyRun {
     for (const auto& [k, v] : a.environment) m[k] = v;
     if (!m.empty()) recorder_->set_environment(m);
   }
+
+  PyRun(const PyRun&) = delete;
+  PyRun& operator=(const PyRun&) = delete;
+  ~PyRun() {
+    if (!foreign()) return;  // the members end the run as usual
+    // In a forked child: leaked on purpose, never destroyed here.
+    (void)recorder_.release();
+    (void)new std::shared_ptr<ts::store::Store>(std::move(store_));
+  }
+
+  // Whether this process is not the one that started the run (a child of
+  // os.fork()).
+  bool foreign() const { return ::getpid() != pid_; }
 
   const std::string& uuid() const { return recorder_->uuid(); }
   const std::string& name() const { return recorder_->info().name; }
@@ -152,8 +172,9 @@ class PyRun {
 
   // Ends the run with `status` (finished, failed, killed, stopped); the
   // buffered points are written first. A second end does nothing.
+  // In a forked child it does nothing: the run is the parent's.
   void end(const std::string& status) {
-    if (ended_) return;
+    if (ended_ || foreign()) return;
     ended_ = true;
     py::gil_scoped_release release;  // the writer thread finishes
     recorder_->end(ts::store::parse_run_status(status));
@@ -167,12 +188,18 @@ class PyRun {
 
  private:
   void live() const {
+    if (foreign())
+      ts::core::fail(ts::core::ErrorKind::kUsage,
+                     "run {} was started by process {}, not this one ({}): a forked child "
+                     "cannot record into it; start a run of its own",
+                     ts::core::short_uuid(uuid()), pid_, ::getpid());
     if (ended_)
       ts::core::fail(ts::core::ErrorKind::kUsage,
                      "run {} has ended: nothing more can be recorded into it; start another run",
                      ts::core::short_uuid(uuid()));
   }
 
+  pid_t pid_;  // the process that started the run
   std::shared_ptr<ts::store::Store> store_;
   std::unique_ptr<ts::store::RunRecorder> recorder_;
   std::map<std::string, int64_t> last_step_;

@@ -157,6 +157,10 @@ class PyWatch {
     events_->run_begin();
   }
   ~PyWatch() {
+    if (run_.foreign()) {       // a forked child: the units' threads are the parent's
+      (void)events_.release();  // leaked on purpose: ending them would join threads not here
+      return;
+    }
     if (!ended_) end("failed");
   }
 
@@ -197,8 +201,9 @@ class PyWatch {
     step_ = {};  // the step's tensors are not held beyond it
   }
   // Ends the watch: finished, stopped, killed or failed.
+  // In a forked child it does nothing: the run and its units are the parent's.
   void end(const std::string& status) {
-    if (ended_) return;
+    if (ended_ || run_.foreign()) return;
     ended_ = true;
     leave_all();
     const store::RunStatus s = store::parse_run_status(status);

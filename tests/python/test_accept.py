@@ -194,3 +194,167 @@ def test_an_exception_that_ends_a_thread_fails_the_runs_it_started(tmp_path):
     assert done.returncode == 0, done.stderr
     assert show(store, "t")["status"] == "failed"
     assert show(store, "s")["status"] == "finished"
+
+
+def test_keys_and_values_that_are_not_text_are_refused_not_turned_into_their_repr(run, store):
+    refused(lambda: run.log({b"bytes": 1.0}, step=0), r"^metric key b'bytes' is not text \(str\)$")
+    refused(lambda: run.log({1: 1.0}, step=0), r"^metric key 1 is not text \(str\)$")
+    refused(lambda: run.set_tags({b"k": "x"}), r"^tag key b'k' is not text \(str\)$")
+    refused(lambda: run.set_tags({"k": b"\xff\xfe"}),
+            r"^the value of tag 'k' must be text or a number, not bytes b'\\xff\\xfe'$")
+    refused(lambda: run.set_tags({"k": None}),
+            "^the value of tag 'k' must be text or a number, not NoneType None$")
+    refused(lambda: run.log_params({"opt": {"lr": None}}), "^the value of param 'opt.lr' must be")
+    refused(lambda: run.log_params({"opt": {2: 1}}), r"^param key 2 is not text \(str\)$")
+    refused(lambda: run.log_params({"k": b"x"}), "^the value of param 'k' must be text or a")
+    # Text, bools and numbers of any type are values (as their text).
+    run.log_params({"opt": {"lr": 0.5, "nesterov": True, "steps": torch.tensor(3), "name": "sgd"}})
+    run.set_tags({"team": "vision", "gpus": 2})
+    run.log({"loss": 1.0}, step=0)
+    run.finish()
+    j = show(store, "r")
+    assert {m["key"] for m in j["metric_summaries"]} == {"loss"}
+    assert j["params"] == {"opt.lr": "0.5", "opt.nesterov": "true", "opt.steps": "3",
+                           "opt.name": "sgd"}
+    assert j["tags"]["team"] == "vision" and j["tags"]["gpus"] == "2"
+    assert not {"b'k'", "k"} & set(j["tags"])
+
+
+def test_a_run_with_a_key_or_value_that_is_not_text_is_not_started(store):
+    uri = "sqlite:" + store
+    refused(lambda: trainscope.start_run(name="t", store=uri, tags={b"k": "x"}),
+            r"^tag key b'k' is not text \(str\)$")
+    refused(lambda: trainscope.start_run(name="t", store=uri, tags={"k": None}),
+            "^the value of tag 'k' must be text or a number, not NoneType None$")
+    refused(lambda: trainscope.start_run(name="t", store=uri, config={"k": b"\xff"}),
+            "^the value of param 'k' must be text or a number, not bytes")
+    refused(lambda: trainscope.start_run(name="t", store=uri, config={1: 2}),
+            r"^param key 1 is not text \(str\)$")
+    refused(lambda: trainscope.start_run(name="t", store=uri, environment={"k": None}),
+            "^the value of environment 'k' must be text or a number")
+    assert not os.path.exists(store), "refused before the store was opened"
+
+
+def script(tmp_path, code, timeout=120):
+    """Runs `code` (the store's URI as argv[1]) in a fresh interpreter; a
+    hang is a failure, not a hung test."""
+    store = str(tmp_path / "t.db")
+    try:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(code), "sqlite:" + store],
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the script did not end in {timeout} s: {e.stdout!r} {e.stderr!r}")
+    return store, done
+
+
+# A run whose object is dropped before the script ends (a function's run,
+# a thread's) ends as the interpreter does, not "finished" when collected.
+DROPPED = {
+    "sys.exit(main())": ("""
+        import sys, trainscope
+        def main():
+            run = trainscope.start_run(name="f", store=sys.argv[1], record_environment=False)
+            run.log({"loss": 1.0}, step=0)
+            return 3
+        sys.exit(main())
+        """, 3, "failed"),
+    "main() then an exception": ("""
+        import gc, sys, trainscope
+        def main():
+            run = trainscope.start_run(name="f", store=sys.argv[1], record_environment=False)
+            run.log({"loss": 1.0}, step=0)
+        main()
+        gc.collect()
+        raise RuntimeError("diverged")
+        """, 1, "failed"),
+    "a thread's run, then sys.exit(4)": ("""
+        import gc, sys, threading, trainscope
+        def work():
+            run = trainscope.start_run(name="f", store=sys.argv[1], record_environment=False)
+            run.log({"loss": 1.0}, step=0)
+        t = threading.Thread(target=work)
+        t.start()
+        t.join()
+        del t
+        gc.collect()
+        sys.exit(4)
+        """, 4, "failed"),
+    "main() then Ctrl-C": ("""
+        import gc, sys, trainscope
+        def main():
+            run = trainscope.start_run(name="f", store=sys.argv[1], record_environment=False)
+            run.log({"loss": 1.0}, step=0)
+        main()
+        gc.collect()
+        raise KeyboardInterrupt
+        """, 130, "killed"),
+    "main() then a normal end": ("""
+        import gc, sys, trainscope
+        def main():
+            run = trainscope.start_run(name="f", store=sys.argv[1], record_environment=False)
+            run.log({"loss": 1.0}, step=0)
+        main()
+        gc.collect()
+        """, 0, "finished"),
+}
+
+
+@pytest.mark.parametrize("end", DROPPED)
+def test_a_dropped_run_ends_as_the_interpreter_does(tmp_path, end):
+    code, exit_code, status = DROPPED[end]
+    store, done = script(tmp_path, code)
+    assert done.returncode in (exit_code, -2 if exit_code == 130 else exit_code), done.stderr
+    assert show(store, "f")["status"] == status, done.stderr
+    assert points(store, "f", "loss") == [(0, 1.0)]
+
+
+# A child of os.fork() inherits an open run: it neither ends it nor hangs
+# at its exit (the recorder's threads are the parent's), and the parent
+# goes on recording into it. The parent kills a child that hangs.
+FORK = """
+import os, sys, time, trainscope
+run = trainscope.start_run(name="fk", store=sys.argv[1], record_environment=False)
+run.log({"loss": 1.0}, step=0)
+pid = os.fork()
+if pid == 0:
+%s
+deadline = time.monotonic() + 60
+while True:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        break
+    if time.monotonic() > deadline:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        print("the child hung at its exit")
+        sys.exit(9)
+    time.sleep(0.05)
+print("child", os.waitstatus_to_exitcode(status), flush=True)
+run.log({"loss": 2.0}, step=1)
+%s
+"""
+CHILDREN = {
+    "sys.exit(0)": ("sys.exit(0)", 0),
+    "finish()": ("run.finish('failed')\nsys.exit(0)", 0),
+    "an exception": ("raise RuntimeError('in the child')", 1),
+    "a refused log": ("try:\n    run.log({'loss': 5.0}, step=2)\nexcept ValueError as e:\n"
+                      "    print(e, file=sys.stderr)\n    sys.exit(0 if 'forked child' in str(e)"
+                      " else 8)\nsys.exit(7)", 0),
+    "a run of its own": ("own = trainscope.start_run(name='child', store=sys.argv[1], "
+                         "record_environment=False)\nown.log({'x': 1.0}, step=0)\nsys.exit(0)", 0),
+}
+
+
+@pytest.mark.parametrize("child", CHILDREN)
+@pytest.mark.parametrize("parent_end", ["run.finish()", "pass"])
+def test_a_forked_child_leaves_the_parents_run_alone(tmp_path, child, parent_end):
+    code, child_code = CHILDREN[child]
+    body = textwrap.indent(code, "    ")
+    store, done = script(tmp_path, FORK % (body, parent_end))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"child {child_code}" in done.stdout, done.stdout + done.stderr
+    j = show(store, "fk")
+    assert j["status"] == "finished", done.stderr
+    assert points(store, "fk", "loss") == [(0, 1.0), (1, 2.0)]
+    if child == "a run of its own":
+        assert show(store, "child")["status"] == "finished"
