@@ -73,7 +73,9 @@ def fixtures(d, run):
                        "WHERE key = 'packages.debian.libc6:amd64'"),
             ("md", "UPDATE runs SET name = 'mdrun' || char(10) || "
                    "'## Results <img src=x onerror=alert(1)>' WHERE name = 'lm'"),
-            ("crafted", "UPDATE runs SET uuid = '../victim' WHERE name = 'lm'")):
+            ("crafted", "UPDATE runs SET uuid = '../victim' WHERE name = 'lm'"),
+            ("esc", "UPDATE runs SET name = 'e' || char(27) || '[31m' || CAST(X'FF' AS TEXT) "
+                    "|| '<x>' WHERE name = 'lm'")):
         run(f"cp $DIR/t.db $DIR/{name}.db")
         with contextlib.closing(sqlite3.connect(f"{d}/{name}.db")) as db, db:
             db.execute(sql)
@@ -113,6 +115,17 @@ CASES = [
     ("a Model Card of a run whose name holds Markdown and HTML (kept as text)",
      "U=$(sqlite3 $DIR/md.db \"select uuid from runs where name like 'mdrun%'\") && "
      "$BARE --store sqlite:$DIR/md.db card $U | sed -n 1p >&2", {"ok": True}),
+    ("a chart of a run whose name holds an escape character and a byte that is not UTF-8 "
+     "(well-formed SVG)",
+     "U=$(sqlite3 $DIR/esc.db \"select uuid from runs where name like 'e%'\") && "
+     "$BARE --store sqlite:$DIR/esc.db plot $U lyapunov -o $DIR/esc.svg > /dev/null && "
+     "python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' $DIR/esc.svg",
+     {"ok": True}),
+    ("a FIFO where the store keeps its reserve (skipped, never blocked on)",
+     "cp $DIR/t.db $DIR/rsv.db && mkfifo $DIR/rsv.db-reserve && timeout 20 "
+     "$BARE --store sqlite:$DIR/rsv.db -q numerics logmap --steps 2 --name rsv > /dev/null",
+     {"ok": True}),
+    ("a state dict written into a full device", "$TS weights ck2 -o /dev/full"),
     ("deleting a run whose stored UUID would leave the artifact folder (the folder kept)",
      "$BARE --store sqlite:$DIR/crafted.db runs delete lm --yes 2>&1 | grep -v '^deleted run' >&2; "
      "test -f $DIR/victim/file.txt", {"ok": True}),
