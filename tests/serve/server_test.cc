@@ -233,7 +233,12 @@ TEST_F(ServeHttpTest, ReadersAreServedWhileARunWrites) {
   Running srv({.store_uri = uri_, .port = 0, .threads = 4});
   constexpr int kBatches = 60, kPerBatch = 500;
   std::atomic<bool> done = false;
+  std::atomic<int> failures = 0, polls = 0;
   std::thread writer([&] {
+    // Every reader polls once before the first point, so that reads and
+    // writes overlap however fast the server answers (a writer done before
+    // the readers' first poll left each with one poll).
+    while (polls < 4) std::this_thread::yield();
     for (int b = 0; b < kBatches; ++b) {
       std::vector<store::MetricPoint> pts;
       for (int i = 0; i < kPerBatch; ++i) pts.push_back({b * kPerBatch + i, 0, 1.0 * i});
@@ -241,7 +246,6 @@ TEST_F(ServeHttpTest, ReadersAreServedWhileARunWrites) {
     }
     done = true;
   });
-  std::atomic<int> failures = 0, polls = 0;
   std::vector<std::thread> readers;
   for (int t = 0; t < 4; ++t)
     readers.emplace_back([&] {
