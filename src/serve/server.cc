@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -167,6 +169,10 @@ struct Server::Impl {
   // Empty when the request may go on; else why not (and `status`).
   std::string refuse(const httplib::Request& req, httplib::Response& res) {
     const std::string& token = options.token;
+    if (req.version == "HTTP/1.1" && !req.has_header("Host")) {  // RFC 9112 §3.2
+      res.status = 400;
+      return "an HTTP/1.1 request must have a Host header";
+    }
     if (token.empty()) {
       // No token on loopback: still only answer requests addressed to this
       // machine, so that a web page cannot reach the API by DNS rebinding.
@@ -178,7 +184,12 @@ struct Server::Impl {
       return {};
     }
     const std::string auth = req.get_header_value("Authorization");
-    if (auth.starts_with("Bearer ") && same_secret(auth.substr(7), token)) return {};
+    // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+    const bool bearer = auth.size() > 7 && auth[6] == ' ' &&
+                        std::equal(auth.begin(), auth.begin() + 6, "bearer", [](char a, char b) {
+                          return std::tolower(static_cast<unsigned char>(a)) == b;
+                        });
+    if (bearer && same_secret(auth.substr(7), token)) return {};
     if (same_secret(cookie_token(req), token)) return {};
     if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
       if (!res.has_header("Set-Cookie"))  // once, when asked twice (100-continue)

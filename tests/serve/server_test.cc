@@ -381,6 +381,28 @@ TEST_F(ServeHttpTest, HeadersItDoesNotImplementAreAnsweredAsHttpSays) {
 
 // The token is checked before a body is read: Expect: 100-continue is
 // answered 401 without one, 100 with it.
+// Issue 51, second hunt: an authorization scheme is case-insensitive
+// (RFC 9110 §11.1), and an HTTP/1.1 request without Host is refused (RFC
+// 9112 §3.2); both were answered the other way round.
+TEST_F(ServeHttpTest, ALowerCaseBearerIsABearerAndAHostIsNeeded) {
+  Running srv({.store_uri = uri_, .port = 0, .token = "0123456789abcdef"});
+  const auto first_line = [&](const std::string& request) {
+    Raw c(srv.port());
+    EXPECT_TRUE(c.send(request));
+    const std::string got = c.read(std::chrono::seconds(5));
+    return got.substr(0, got.find("\r\n"));
+  };
+  EXPECT_EQ(first_line("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: bearer "
+                       "0123456789abcdef\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 200 OK");
+  EXPECT_EQ(first_line("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: bearerx "
+                       "0123456789abcdef\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 401 Unauthorized");
+  EXPECT_EQ(first_line("GET /api/runs HTTP/1.1\r\nAuthorization: Bearer "
+                       "0123456789abcdef\r\nConnection: close\r\n\r\n"),
+            "HTTP/1.1 400 Bad Request");
+}
+
 TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
   Running srv({.store_uri = uri_,
                .bind = "0.0.0.0",
