@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "fd_streambuf.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 
@@ -31,48 +32,6 @@ void close_keeping_errno(int fd) {
   ::close(fd);
   errno = err;
 }
-
-// A stream buffer writing to a file descriptor (a FIFO's write end).
-class FdOutBuf final : public std::streambuf {
- public:
-  explicit FdOutBuf(int fd) : fd_(fd), buf_(1 << 16) {
-    setp(buf_.data(), buf_.data() + buf_.size());
-  }
-  int error() const { return errno_; }
-  bool failed() const { return failed_; }
-
- protected:
-  int_type overflow(int_type c) override {
-    if (!drain()) return traits_type::eof();
-    if (!traits_type::eq_int_type(c, traits_type::eof())) {
-      *pptr() = traits_type::to_char_type(c);
-      pbump(1);
-    }
-    return traits_type::not_eof(c);
-  }
-  int sync() override { return drain() ? 0 : -1; }
-
- private:
-  bool drain() {
-    const char* p = pbase();
-    size_t n = static_cast<size_t>(pptr() - pbase());
-    while (n > 0 && !failed_) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        failed_ = true, errno_ = errno;
-      else
-        p += w, n -= static_cast<size_t>(w);
-    }
-    setp(buf_.data(), buf_.data() + buf_.size());
-    return !failed_;
-  }
-
-  int fd_;
-  std::vector<char> buf_;
-  bool failed_ = false;
-  int errno_ = 0;
-};
 
 }  // namespace
 
@@ -150,7 +109,7 @@ void write_fifo(const std::filesystem::path& path, const std::function<void(std:
   }
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  FdOutBuf buf(fd);
+  detail::FdOutBuf buf(fd);
   std::ostream out(&buf);
   try {
     body(out);

@@ -9,6 +9,7 @@
 #include <streambuf>
 #include <vector>
 
+#include "fd_streambuf.h"
 #include "sha256.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
@@ -18,50 +19,20 @@ namespace trainscope::core {
 namespace {
 
 // A stream buffer over a file descriptor that feeds every byte to SHA-256.
-class HashingFileBuf final : public std::streambuf {
+class HashingFileBuf final : public detail::FdOutBuf {
  public:
-  explicit HashingFileBuf(int fd) : fd_(fd), buf_(1 << 16) { reset(); }
-  bool failed() const { return failed_; }
-  int error() const { return errno_; }
+  using FdOutBuf::FdOutBuf;
   int64_t size() const { return size_; }
   std::string sha256() { return hash_.hex(); }
 
- protected:
-  int_type overflow(int_type c) override {
-    if (!drain()) return traits_type::eof();
-    if (!traits_type::eq_int_type(c, traits_type::eof())) {
-      *pptr() = traits_type::to_char_type(c);
-      pbump(1);
-    }
-    return traits_type::not_eof(c);
-  }
-  int sync() override { return drain() ? 0 : -1; }
-
  private:
-  void reset() { setp(buf_.data(), buf_.data() + buf_.size()); }
-  bool drain() {
-    const char* p = pbase();
-    size_t n = static_cast<size_t>(pptr() - pbase());
-    hash_.update(p, n);
+  void seen(const char* bytes, size_t n) override {
+    hash_.update(bytes, n);
     size_ += static_cast<int64_t>(n);
-    while (n > 0 && !failed_) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        failed_ = true, errno_ = errno;
-      else
-        p += w, n -= static_cast<size_t>(w);
-    }
-    reset();
-    return !failed_;
   }
 
-  int fd_;
-  std::vector<char> buf_;
   Sha256 hash_;
   int64_t size_ = 0;
-  bool failed_ = false;
-  int errno_ = 0;
 };
 
 // Creates or truncates the regular file `path`: a FIFO there would block
