@@ -25,6 +25,7 @@ BUILD_PACKAGES=(
 # (and `install-deps.sh --all`) installs these as well.
 TEST_PACKAGES=(
   clang-format sqlite3
+  clang-tidy     # Style.NamesFollowTheHouseRules (scripts/naming_check.py)
   libgtest-dev libgmock-dev libbenchmark-dev
   python3-scipy  # the statistics are tested against SciPy
   python3-statsmodels r-cran-lme4 r-base-core  # stats_models_test: REML, ANOVA and power vs statsmodels and lme4

@@ -92,7 +92,7 @@ namespace {
 
 // The plot area and the mapping from data to pixels.
 struct Frame {
-  static constexpr double left = 70, right = 200, top = 40, bottom = 50;
+  static constexpr double kLeft = 70, kRight = 200, kTop = 40, kBottom = 50;
   double pw = 0, ph = 0;
   bool log_x = false, log_y = false;
   double xmin = std::numeric_limits<double>::infinity(), xmax = -xmin, ymin = xmin, ymax = -xmin;
@@ -103,14 +103,14 @@ struct Frame {
   bool skip(double x, double y) const {
     return !std::isfinite(x) || !std::isfinite(y) || (log_y && y <= 0) || (log_x && x <= 0);
   }
-  double px(double x) const { return left + (tx(x) - xmin) / (xmax - xmin) * pw; }
-  double py(double y) const { return top + (1 - (ty(y) - ymin) / (ymax - ymin)) * ph; }
+  double px(double x) const { return kLeft + (tx(x) - xmin) / (xmax - xmin) * pw; }
+  double py(double y) const { return kTop + (1 - (ty(y) - ymin) / (ymax - ymin)) * ph; }
 };
 
 Frame frame_of(const SvgChart& c) {
   Frame f;
-  f.pw = c.width - Frame::left - Frame::right;
-  f.ph = c.height - Frame::top - Frame::bottom;
+  f.pw = c.width - Frame::kLeft - Frame::kRight;
+  f.ph = c.height - Frame::kTop - Frame::kBottom;
   f.log_x = c.log_x;
   f.log_y = c.log_y;
   for (const auto& s : c.series)
@@ -129,7 +129,7 @@ Frame frame_of(const SvgChart& c) {
 
 // Title, plot box, grid lines with tick labels, axis labels.
 std::string axes(const SvgChart& c, const Frame& f) {
-  const double left = Frame::left, top = Frame::top;
+  const double left = Frame::kLeft, top = Frame::kTop;
   std::string o = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
@@ -189,7 +189,7 @@ std::string series_svg(const SvgSeries& s, size_t si, const Frame& f) {
         "<path d=\"{}\" fill=\"none\" stroke=\"{}\" "
         "stroke-width=\"1.3\"{}><title>{}</title></path>\n",
         path, colour, s.dashed ? " stroke-dasharray=\"6 4\"" : "", xml_escape(s.name));
-  const double lx = Frame::left + f.pw, ly = Frame::top + 10 + static_cast<double>(si) * 16;
+  const double lx = Frame::kLeft + f.pw, ly = Frame::kTop + 10 + static_cast<double>(si) * 16;
   const std::string label = xml_escape(s.name.size() > 26 ? utf8_prefix(s.name, 25) + "…" : s.name);
   if (s.points)
     return o + fmt::format(

@@ -24,10 +24,10 @@ namespace {
 template <typename Int>
 __int128 ordered(Int bits) {
   using U = std::make_unsigned_t<Int>;
-  constexpr U sign = U{1} << (sizeof(Int) * 8 - 1);
+  constexpr U kSignBit = U{1} << (sizeof(Int) * 8 - 1);
   U u = static_cast<U>(bits);
   // Negative values count down from -0.
-  return (u & sign) ? -static_cast<__int128>(u & ~sign) : static_cast<__int128>(u);
+  return (u & kSignBit) ? -static_cast<__int128>(u & ~kSignBit) : static_cast<__int128>(u);
 }
 
 template <typename Int>

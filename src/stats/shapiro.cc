@@ -27,8 +27,8 @@ double poly(const std::array<double, N>& c, double x) {
 // The coefficients a_1..a_{n/2} of the W statistic (positive).
 std::vector<double> coefficients(int n) {
   if (n == 3) return {std::sqrt(0.5)};
-  constexpr std::array<double, 6> c1{0.0, 0.221157, -0.147981, -2.071190, 4.434685, -2.706056};
-  constexpr std::array<double, 6> c2{0.0, 0.042981, -0.293762, -1.752461, 5.682633, -3.582633};
+  constexpr std::array<double, 6> kC1{0.0, 0.221157, -0.147981, -2.071190, 4.434685, -2.706056};
+  constexpr std::array<double, 6> kC2{0.0, 0.042981, -0.293762, -1.752461, 5.682633, -3.582633};
   boost::math::normal normal;
   int half = n / 2;
   std::vector<double> m(half);
@@ -40,12 +40,12 @@ std::vector<double> coefficients(int n) {
   summ2 *= 2;
   double ssumm2 = std::sqrt(summ2), rsn = 1 / std::sqrt(static_cast<double>(n));
   std::vector<double> a(half);
-  a[0] = poly(c1, rsn) - m[0] / ssumm2;
+  a[0] = poly(kC1, rsn) - m[0] / ssumm2;
   int first = 1;
   double fac;
   if (n > 5) {
     first = 2;
-    a[1] = -m[1] / ssumm2 + poly(c2, rsn);
+    a[1] = -m[1] / ssumm2 + poly(kC2, rsn);
     fac = std::sqrt((summ2 - 2 * m[0] * m[0] - 2 * m[1] * m[1]) /
                     (1 - 2 * a[0] * a[0] - 2 * a[1] * a[1]));
   } else {

@@ -83,8 +83,9 @@ double alnorm_upper(double x) {
 
 std::vector<float> coefficients(int n) {
   if (n == 3) return {0.70711f};
-  constexpr std::array<float, 6> c1{0.0f, 0.221157f, -0.147981f, -2.07119f, 4.434685f, -2.706056f};
-  constexpr std::array<float, 6> c2{0.0f, 0.042981f, -0.293762f, -1.752461f, 5.682633f, -3.582633f};
+  // (std::array<float, 6>: every literal is a float)
+  constexpr std::array kC1{0.0f, 0.221157f, -0.147981f, -2.07119f, 4.434685f, -2.706056f};
+  constexpr std::array kC2{0.0f, 0.042981f, -0.293762f, -1.752461f, 5.682633f, -3.582633f};
   int half = n / 2;
   float an25 = static_cast<float>(n) + 0.25f, summ2 = 0;
   std::vector<float> a(half);
@@ -94,11 +95,11 @@ std::vector<float> coefficients(int n) {
   }
   summ2 = summ2 * 2.0f;
   float ssumm2 = std::sqrt(summ2), rsn = 1.0f / std::sqrt(static_cast<float>(n));
-  float a1 = poly(c1, rsn) - a[0] / ssumm2, fac;
+  float a1 = poly(kC1, rsn) - a[0] / ssumm2, fac;
   int first;
   if (n > 5) {
     first = 2;
-    float a2 = -a[1] / ssumm2 + poly(c2, rsn);
+    float a2 = -a[1] / ssumm2 + poly(kC2, rsn);
     fac = std::sqrt((summ2 - 2.0f * (a[0] * a[0]) - 2.0f * (a[1] * a[1])) /
                     (1.0f - 2.0f * (a1 * a1) - 2.0f * (a2 * a2)));
     a[1] = a2;
