@@ -14,6 +14,8 @@
 
 namespace trainscope::core {
 
+// What went wrong, for whoever catches an Error to map (the CLI to exit
+// codes, the dashboard to HTTP statuses).
 enum class ErrorKind {
   kRuntime,          // anything else
   kUsage,            // bad arguments or configuration
@@ -23,13 +25,19 @@ enum class ErrorKind {
   kCommandNotFound,  // a program to run does not exist
 };
 
+// What trainscope throws for a failure a user can act on (other exception
+// types are bugs or come from libraries): what() is one line naming the
+// input, kind() says what went wrong. One type across the shared libraries
+// (see ~Error).
 class Error : public std::runtime_error {
  public:
+  // Takes `message` as what(); throws only std::bad_alloc.
   explicit Error(std::string message, ErrorKind kind = ErrorKind::kRuntime)
       : std::runtime_error(std::move(message)), kind_(kind) {}
   // Out of line, so that the type has one home (libtrainscope) when errors
   // cross shared libraries.
   ~Error() override;
+  // The kind given at construction.
   ErrorKind kind() const { return kind_; }
 
  private:

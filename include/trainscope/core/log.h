@@ -8,18 +8,30 @@
 
 namespace trainscope::core {
 
+// The levels of the process-wide filter: at kQuiet only lines logged at
+// kQuiet (failures that must be seen) print, at kNormal info and warnings
+// too, at kVerbose debug lines too.
 enum class Verbosity { kQuiet = 0, kNormal = 1, kVerbose = 2 };
 
+// Sets the one process-wide level (an atomic: any thread, any time; lines
+// already being written are not affected). kNormal until set.
 void set_verbosity(Verbosity v);
+// The current level; any thread.
 Verbosity verbosity();
 
+// Writes `message` and a newline to stderr when the verbosity is at least
+// `level`; a whole line at a time under one lock, so lines of concurrent
+// threads never interleave. A closed or full stderr drops the line (never
+// throws for it; output.h).
 void log_line(Verbosity level, const std::string& message);
 
+// An info line (kNormal): formatted only when it would print.
 template <typename... Args>
 void log_info(fmt::format_string<Args...> f, Args&&... args) {
   if (verbosity() >= Verbosity::kNormal)
     log_line(Verbosity::kNormal, fmt::format(f, std::forward<Args>(args)...));
 }
+// A debug line (kVerbose, -v): formatted only when it would print.
 template <typename... Args>
 void log_debug(fmt::format_string<Args...> f, Args&&... args) {
   if (verbosity() >= Verbosity::kVerbose)

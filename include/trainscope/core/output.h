@@ -19,6 +19,7 @@
 
 namespace trainscope::core {
 
+// Which standard stream a write goes to (the values are the descriptors).
 enum class StdStream { kStdout = 1, kStderr = 2 };
 
 // Once, first thing in main(), before any thread or child starts:

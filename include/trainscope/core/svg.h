@@ -9,6 +9,7 @@ namespace trainscope::core {
 // Text for XML/SVG/HTML: & < > " escaped.
 std::string xml_escape(const std::string& s);
 
+// One line (or scatter) of an SvgChart and its legend entry.
 struct SvgSeries {
   std::string name;
   std::vector<double> x, y;  // same length; non-finite points break the line
@@ -16,6 +17,9 @@ struct SvgSeries {
   bool points = false;  // markers only (a scatter plot), no line
 };
 
+// A chart to render: the axes span every finite point of every series (a
+// log axis leaves out values <= 0; no point at all: [0, 1]); width and
+// height in pixels. A plain value: any thread.
 struct SvgChart {
   std::string title, x_label, y_label;
   bool log_x = false, log_y = false;
