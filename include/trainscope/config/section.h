@@ -31,6 +31,7 @@
 
 namespace trainscope::config {
 
+// What a Field's value is; `config keys` and the YAML writer read it.
 enum class Kind { kInt, kDouble, kBool, kString, kIntList };
 
 // One key: how to read, write and check its value in a Config.
@@ -54,6 +55,7 @@ struct Interval {
   double lo, hi;
   bool lo_open, hi_open;
 };
+// The open end of an Interval (a double key without an upper bound).
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
 inline constexpr Interval kUnit{0, 1, false, false};           // [0, 1]
 inline constexpr Interval kUnitBelowOne{0, 1, false, true};    // [0, 1)
@@ -84,18 +86,27 @@ Field string_field(std::string key, std::string help, std::vector<std::string> c
                    std::function<void(Config&, const std::string&)> set);
 }  // namespace detail
 
+// The key `key` of member `m` of S, an integer in [lo, hi]. Its set throws
+// Error(kUsage) naming the key for text that is not an integer (or is one
+// beyond int64); its check says why a value outside [lo, hi] is refused.
 template <typename S>
 Field int_key(std::string key, int64_t S::*m, int64_t lo, int64_t hi, std::string help) {
   return detail::int_field(
       std::move(key), std::move(help), lo, hi, [m](const Config& c) { return c.section<S>().*m; },
       [m](Config& c, int64_t v) { c.section<S>().*m = v; });
 }
+// The key `key` of member `m` of S, a number in `range`. Its set throws
+// Error(kUsage) naming the key for text strtod does not read whole; its
+// check refuses NaN, the infinities and numbers outside `range`.
 template <typename S>
 Field double_key(std::string key, double S::*m, Interval range, std::string help) {
   return detail::double_field(
       std::move(key), std::move(help), range, [m](const Config& c) { return c.section<S>().*m; },
       [m](Config& c, double v) { c.section<S>().*m = v; });
 }
+// The key `key` of member `m` of S, a boolean as YAML 1.1 spells it (true,
+// yes, on, y and their negatives, any case) or 1/0. Its set throws
+// Error(kUsage) naming the key otherwise.
 template <typename S>
 Field bool_key(std::string key, bool S::*m, std::string help) {
   return detail::bool_field(
@@ -138,6 +149,8 @@ struct Violation {
   std::string why;
 };
 
+// A capability's section: what register_section takes and sections()
+// returns (a copy). The fields' keys all start with `name` and a dot.
 struct Section {
   std::string name;  // the first part of its keys: "probes"
   // Where its keys come in a config's YAML among the capabilities'
