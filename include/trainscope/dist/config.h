@@ -7,6 +7,9 @@
 
 namespace trainscope::dist {
 
+// The `dist` section (config.section<DistConfig>()): a plain value, read
+// by the launcher, World and ReplicaObserver; ranges are checked when a
+// config is parsed (src/dist/config.cc).
 struct DistConfig {
   static constexpr const char* kName = "dist";
   int64_t nproc = 1;             // ranks of one training (1: not data-parallel)

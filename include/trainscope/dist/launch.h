@@ -9,6 +9,8 @@
 
 namespace trainscope::dist {
 
+// What launch() starts: nproc ranks, rank r running argv[r] (argv holds
+// nproc commands).
 struct LaunchOptions {
   int nproc = 2;
   // The command of rank r: argv_of(r), argv[0] the program.
@@ -24,11 +26,13 @@ struct LaunchOptions {
   std::function<int(const std::vector<std::string>& argv)> in_process;
 };
 
+// How the ranks ended, once every one has been reaped.
 struct LaunchOutcome {
   int exit_code = 0;     // rank 0's, else the first failed rank's (128 + signal when killed)
   int failed_rank = -1;  // the first rank that failed, -1: none
   std::string what;      // how it failed: "exited with code 3", "was killed by signal 9 (SIGKILL)"
   std::string run_uuid;  // rank 0's run, when it got that far
+  // the ranks' process IDs, in rank order (all reaped by then)
   std::vector<int> pids;
 };
 

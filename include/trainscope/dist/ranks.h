@@ -18,6 +18,9 @@ inline const std::vector<std::string> kRankFields = {"step_ms", "compute_ms",  "
 inline const std::vector<std::string> kRankGpuFields = {"gpu_util_percent", "gpu_power_w",
                                                         "gpu_mem_used_mib", "gpu_energy_j"};
 
+// One rank's host (its name and the address Gloo bound to) and, per field
+// of RankSummary::fields, the median and 95th percentile over its recorded
+// steps (NaN for a field the rank recorded no finite value of).
 struct RankFigures {
   int rank = 0;
   std::string host, address;
@@ -25,6 +28,7 @@ struct RankFigures {
   std::map<std::string, double> p95;
 };
 
+// What rank_summary returns: a plain value.
 struct RankSummary {
   int world_size = 0;  // 0: not a data-parallel run
   std::string backend, rendezvous;

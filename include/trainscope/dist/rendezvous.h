@@ -9,6 +9,8 @@
 
 namespace trainscope::dist {
 
+// Where a rank finds the others: what rendezvous_from_env returns and
+// World's constructor joins. A plain value.
 struct Rendezvous {
   int rank = 0, size = 1;
   std::string addr = "127.0.0.1";  // rank 0's host: the store's address
@@ -19,6 +21,8 @@ struct Rendezvous {
   int local_rank = 0;       // this rank's index among them (its GPU's index)
 };
 
+// The variables a rank reads (rendezvous_from_env): its rank, the number
+// of ranks, rank 0's host and the store's port.
 inline constexpr const char* kRankVar = "TRAINSCOPE_DIST_RANK";
 inline constexpr const char* kSizeVar = "TRAINSCOPE_DIST_WORLD_SIZE";
 inline constexpr const char* kAddrVar = "TRAINSCOPE_DIST_ADDR";

@@ -16,6 +16,16 @@
 
 namespace trainscope::dist {
 
+// One rank's data-parallel observer (see the file comment). Unlike every
+// other observer it changes the training: at run begin it overwrites the
+// model's parameters and buffers with rank 0's; after backward it replaces
+// each gradient, and the step's loss, with their average over the ranks
+// weighted by each rank's share of the batch; after each step it
+// broadcasts rank 0's buffers and requests a stop on every rank when any
+// rank was asked to. Its events come on the training thread; its gradient
+// hooks run inside backward. Collectives throw Error(kRuntime) as World's
+// do, which ends the run. Holds `world` shared; the hooks it puts on the
+// model's parameters are removed at run end.
 class ReplicaObserver : public instrument::TrainObserver {
  public:
   // `stop_requested`: whether this rank was asked to stop (a signal); the

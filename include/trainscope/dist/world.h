@@ -19,6 +19,8 @@ namespace trainscope::dist {
 class PendingReduce {
  public:
   PendingReduce() = default;
+  // Whether an all-reduce was started (a default-constructed one was not;
+  // wait() then returns 0 at once).
   bool started() const { return impl_ != nullptr; }
   // Waits for it and returns how long the all-reduce itself took, from
   // its start to Gloo's thread finishing it, in seconds; throws as
@@ -41,10 +43,15 @@ class World {
   // (a port in use) or reached, or the other ranks do not come, within the
   // timeout. Gloo binds to this host's address on the route to r.addr.
   World(const Rendezvous& r, const DistConfig& c);
+  // Drops the process group and the store client (and the store rank 0
+  // hosts); waits for no other rank.
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;
 
+  // This process's rank, the number of ranks and this host's name, as
+  // joined. A World is used from one thread at a time (the training
+  // thread); nothing in it is locked.
   int rank() const { return rank_; }
   int size() const { return size_; }
   const std::string& host() const { return host_; }
@@ -54,10 +61,14 @@ class World {
   // How the ranks found each other: launcher, slurm or environment.
   const std::string& source() const { return source_; }
 
+  // Sums each tensor over the ranks in place and waits; every rank must call
+  // it with tensors of the same shapes and dtypes in the same order.
   void allreduce_sum(std::vector<at::Tensor>& tensors);
   // Starts the sum and returns: the caller computes on while Gloo's thread
   // communicates, and must not touch the tensors until it has waited.
   PendingReduce allreduce_sum_async(std::vector<at::Tensor>& tensors);
+  // Overwrites each tensor in place with rank `root`'s and waits; the same
+  // order and shapes on every rank.
   void broadcast(std::vector<at::Tensor>& tensors, int root);
   // Every rank's copy of `t` (same shape on all), in rank order.
   std::vector<at::Tensor> allgather(const at::Tensor& t);
@@ -67,6 +78,9 @@ class World {
   // empty value with its length sent MSG_MORE and nothing after it, which
   // the kernel holds back for 200 ms.
   void set(const std::string& key, const std::string& value);
+  // set stores `value` under `key` and returns; get waits for the key (up to
+  // DistConfig::timeout_s) and throws Error(kRuntime) naming the rank and
+  // the key when it does not come.
   std::string get(const std::string& key);
 
  private:
