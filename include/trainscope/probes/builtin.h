@@ -23,6 +23,8 @@
 
 namespace trainscope::probes {
 
+// The thresholds of the alert rules (alert_rules); what the probes
+// section's alert_* keys set.
 struct AlertSettings {
   int patience = 3;                // K: consecutive observations before an alert
   double update_ratio_high = 0.3;  // above: learning rate too high
@@ -36,6 +38,8 @@ struct AlertSettings {
   double overfit_drop = 0.02;
 };
 
+// What probe_settings reads from a config (probes/config.h), checked
+// there; a plain value.
 struct ProbeSettings {
   std::string preset = "off";      // off | economy | standard | full
   int64_t every = 0;               // 0: the preset's (10, or 1 for full)
@@ -52,6 +56,7 @@ struct ProbeSettings {
   bool tensorboard = true;
   AlertSettings alerts;
 
+  // Whether a preset is chosen (preset != "off").
   bool enabled() const { return preset != "off"; }
   int64_t period() const;  // every, or the preset's
 };
@@ -70,13 +75,23 @@ bool layer_selected(const ProbeSettings& settings, const LayerInfo& layer);
 
 // Building blocks, for users composing their own set.
 std::shared_ptr<Subscriber> norms_subscriber(std::set<Kind> kinds, int64_t every = 0);
+// |weight update| / |weights before it| per layer, as
+// "weights/update_ratio" (also at each of the first 10 steps).
 std::shared_ptr<Subscriber> update_ratio_subscriber(int64_t every = 0);
+// The largest singular value of each layer's weights seen as [out, rest]
+// (power iteration warm-started per layer), as "weights/spectral_norm".
 std::shared_ptr<Subscriber> spectral_norm_subscriber(int64_t every = 0);
+// A histogram of `bins` bins of each of `kinds` of each layer.
 std::shared_ptr<Subscriber> histogram_subscriber(std::set<Kind> kinds, int bins, int64_t every = 0);
+// Mean, SD and zero fraction of each layer's activations; the dead-unit
+// fraction of ReLU layers, the saturated fraction of Tanh and Sigmoid.
 std::shared_ptr<Subscriber> activation_stats_subscriber(int64_t every = 0);
 // Loss and train accuracy averaged over the batches between publications,
 // published at every `every`th step; test accuracy of each evaluation.
 std::shared_ptr<Subscriber> training_subscriber(int64_t every);
+// The alert rules (a series subscriber): learning rate too high or low,
+// dead units, exploding or vanishing gradients, loss rising or flat,
+// overfitting; each raised after `patience` consecutive observations.
 std::shared_ptr<Subscriber> alert_rules(const AlertSettings& settings);
 // SVCCA similarity of a layer's reference activations (conv channels
 // averaged over space) with those at its previous call.

@@ -10,6 +10,9 @@
 
 namespace trainscope::probes {
 
+// The `probes` section (config.section<ProbesConfig>()), each key checked
+// when a config is parsed (src/probes/config.cc); probe_settings turns it
+// into ProbeSettings. alert_* are AlertSettings' thresholds.
 struct ProbesConfig {
   static constexpr const char* kName = "probes";
   std::string preset = "off";    // off | economy | standard | full

@@ -22,6 +22,8 @@
 
 namespace trainscope::probes {
 
+// How the Hub runs: its worker threads, each one's queue, and what a full
+// queue does (see the file comment).
 struct HubOptions {
   int workers = 1;
   size_t queue_capacity = 64;  // packets per worker
@@ -29,8 +31,13 @@ struct HubOptions {
   int64_t every = 10;  // default period for subscribers whose every() is 0
 };
 
+// The pool (see the file comment). Owned and driven by one thread, the
+// training thread: publish, kinds_due and close are called from it only;
+// sink() may be used from any thread (it locks); dropped() from any.
 class Hub {
  public:
+  // Starts max(1, options.workers) worker threads at once. Holds the
+  // subscribers and outputs shared until it is destroyed.
   Hub(std::vector<std::shared_ptr<Subscriber>> subscribers,
       std::vector<std::shared_ptr<Output>> outputs, HubOptions options);
   ~Hub();  // closes
@@ -39,9 +46,15 @@ class Hub {
 
   // The kinds some subscriber wants at `step` (empty: nothing is due).
   std::set<Kind> kinds_due(int64_t step) const;
+  // Whether any subscriber wants meta packets, or batch labels and outputs
+  // (fixed at construction).
   bool wants_meta() const { return wants_meta_; }
   bool wants_batch_tensors() const { return wants_batch_tensors_; }
 
+  // Queues `packet` for the worker of its layer (index modulo the workers);
+  // packet.layer must be set and outlive the Hub's processing of it. When
+  // that queue is full it waits, or drops the packet (block_when_full).
+  // Not after close().
   void publish(LayerPacket packet);
   // Meta packets in order, as one hand-over (the publisher gathers a
   // period's batches: one queue operation per period, not per step).
@@ -53,6 +66,7 @@ class Hub {
   // Processes everything queued, calls on_end of every subscriber, closes
   // the outputs. Idempotent.
   void close();
+  // Packets dropped so far because a queue was full (drop mode); any thread.
   int64_t dropped() const { return dropped_.load(); }
 
  private:

@@ -53,6 +53,11 @@ void check_probe_layers(const config::Config& config, instrument::Source& source
 class ProbeObserver : public instrument::TrainObserver, public layers::LayerSubscriber {
  public:
   ProbeObserver();  // the preset's subscribers
+  // Runs `subscribers` (held shared) with the config's probe settings and
+  // without the preset's. Each run begin starts a Hub (its worker threads);
+  // run end drains and closes it, records probe/dropped and the TensorBoard
+  // file. Events come on the training thread, layer events on the thread
+  // that runs the forward or backward.
   explicit ProbeObserver(std::vector<std::shared_ptr<probes::Subscriber>> subscribers);
   ~ProbeObserver() override;
 

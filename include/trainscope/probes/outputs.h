@@ -34,6 +34,7 @@ class TfEventsWriter : public Output {
   // Creates `dir`/events.out.tfevents.<unix seconds>.<host>.
   explicit TfEventsWriter(const std::filesystem::path& dir);
   ~TfEventsWriter() override;
+  // The event file, valid while this writer is.
   const std::filesystem::path& path() const { return writer_->path(); }
 
   void scalar(const SeriesPoint& point) override;
@@ -41,6 +42,8 @@ class TfEventsWriter : public Output {
                  const Histogram& h) override;
   void close() override;
 
+  // One scalar Event under `tag`; nothing after close(). A failed write
+  // does not throw here: close() finds it and logs a warning.
   void write_scalar(const std::string& tag, int64_t step, double wall_time, float value);
 
  private:

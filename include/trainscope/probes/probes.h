@@ -43,6 +43,9 @@ enum class Kind {
 const char* to_string(Kind k);  // "activations", "layer_gradients", "weights", ...
 // Throws Error(kUsage) listing the valid kinds.
 Kind parse_kind(const std::string& name);
+// The kinds parse_kind reads, in declaration order: every kind but
+// kReferenceActivations (internal to the SVCCA subscriber, not selectable).
+// A static list: any thread.
 const std::vector<Kind>& all_kinds();
 
 // A copy of a tensor's values as float32, row-major.
@@ -50,8 +53,11 @@ struct Buffer {
   std::vector<int64_t> shape;
   std::vector<float> values;
 };
+// Buffers are shared read-only among the subscribers of a packet.
 using BufferPtr = std::shared_ptr<const Buffer>;
 
+// A probed layer, as the training side found it; it outlives every packet
+// that points at it (until the Hub is closed).
 struct LayerInfo {
   std::string name;  // dotted module path, "features.conv1"
   std::string type;  // "Conv2d", "ReLU", ...
@@ -72,6 +78,8 @@ struct LayerPacket {
   const LayerInfo* layer = nullptr;
   Position at;
   std::map<Kind, BufferPtr> tensors;
+  // The buffer of kind `k`, or nullptr when this packet holds none; valid
+  // while the packet is.
   const Buffer* get(Kind k) const {
     auto it = tensors.find(k);
     return it == tensors.end() ? nullptr : it->second.get();
@@ -80,6 +88,8 @@ struct LayerPacket {
 
 // Meta kinds: what a step or an evaluation says about the whole network.
 struct MetaPacket {
+  // What the packet reports: a finished batch, a finished epoch, an
+  // evaluation (of `split`).
   enum class Event { kBatchFinished, kEpochFinished, kEvaluation };
   Event event = Event::kBatchFinished;
   Position at;
@@ -112,8 +122,12 @@ struct Histogram {
   int64_t neg_inf = 0;
   double sum = 0;          // of finite values
   double sum_squares = 0;  // of finite values
+  // The finite values binned: the sum of counts.
   int64_t finite() const;
 };
+// `values` binned into max(1, bins) equal bins over [min, max] of the finite
+// values (the maximum in the last bin); NaN and infinities counted apart.
+// No finite value: every count 0 and low = high = 0. Pure: any thread.
 Histogram make_histogram(const std::vector<float>& values, int bins = 64);
 
 // An alert raised by a rule; printed once and recorded as a run event.
@@ -128,9 +142,14 @@ struct Alert {
 class Sink {
  public:
   virtual ~Sink() = default;
+  // A value of a series: recorded by every output, then handed to the
+  // subscribers whose wants_series takes it (nested at most 8 deep, so a
+  // cycle of derived series ends).
   virtual void scalar(const SeriesPoint& point) = 0;
+  // A histogram of `kind` of `layer` at `at`, for every output.
   virtual void histogram(const std::string& layer, Kind kind, const Position& at,
                          const Histogram& h) = 0;
+  // An alert, for every output (the console prints it, the store records it).
   virtual void alert(const Alert& alert) = 0;
 };
 
@@ -139,6 +158,7 @@ class Sink {
 class Subscriber {
  public:
   virtual ~Subscriber() = default;
+  // A short name for logs ("norms"); any thread, often.
   virtual std::string name() const = 0;
   // The layer kinds it reads; empty: none (a meta or series subscriber).
   virtual std::set<Kind> kinds() const { return {}; }
@@ -156,8 +176,16 @@ class Subscriber {
   // Whether on_series is wanted for this series.
   virtual bool wants_series(const SeriesPoint& point) const { return false; }
 
+  // Called on a Hub worker thread, never on the training thread, with a
+  // layer's due kinds (at the steps every() and warmup_steps() make due).
+  // Calls for different layers may run at once on different workers. An
+  // exception is logged as a warning and the rest of that packet is skipped;
+  // training goes on. The packet is valid during the call only.
   virtual void on_layer(const LayerPacket& packet, Sink& sink) {}
+  // Every meta packet, in order, on worker 0, when wants_meta().
   virtual void on_meta(const MetaPacket& packet, Sink& sink) {}
+  // Each point wants_series() takes, on the publishing thread, under the
+  // sink's lock (publishing again from here is allowed).
   virtual void on_series(const SeriesPoint& point, Sink& sink) {}
   // The run is over: a last chance to publish (after every packet).
   virtual void on_end(Sink& sink) {}
@@ -168,10 +196,14 @@ class Subscriber {
 class Output {
  public:
   virtual ~Output() = default;
+  // Each published scalar; the default ignores it.
   virtual void scalar(const SeriesPoint& point) {}
+  // Each published histogram; the default ignores it.
   virtual void histogram(const std::string& layer, Kind kind, const Position& at,
                          const Histogram& h) {}
+  // Each raised alert; the default ignores it.
   virtual void alert(const Alert& alert) {}
+  // After the last publication (Hub::close, once); flush and release here.
   virtual void close() {}
 };
 

@@ -11,6 +11,8 @@
 
 namespace trainscope::probes {
 
+// Which series probe_series returns; each part "" (or "*" for the layer)
+// takes everything.
 struct ProbeFilter {
   std::string layer = "*";  // glob over layer names ("" or "*": all)
   std::string kind;         // a kind ("weights") or a whole-network series ("loss"); "": all

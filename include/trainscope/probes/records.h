@@ -18,6 +18,7 @@
 
 namespace trainscope::probes {
 
+// The record kinds the probes write (see the layouts above).
 inline constexpr const char* kHistogramsKind = "histograms";
 inline constexpr const char* kEventsKind = "events";
 
@@ -41,6 +42,8 @@ struct RunEvent {
   std::string message;   // one line for people
 };
 
+// The record of `h` (key, step, wall time, the layout above); a
+// non-finite low or high is written as 0. Pure: any thread.
 store::Record histogram_record(const StepHistogram& h);
 // An event already recorded (same step, kind, name and source) is kept as
 // it was: its key is made of the three.
