@@ -3,6 +3,9 @@
 
 namespace trainscope::monitor {
 
+// The `monitor` section (config.section<MonitorConfig>()), checked when a
+// config is parsed (src/monitor/config.cc); SamplingObserver passes it to
+// ResourceSampler's SamplerOptions.
 struct MonitorConfig {
   static constexpr const char* kName = "monitor";
   double interval_s = 1.0;  // resource sampling (0: off)

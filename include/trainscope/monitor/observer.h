@@ -10,6 +10,11 @@
 
 namespace trainscope::monitor {
 
+// The monitor unit's observer: run begin starts a ResourceSampler (its own
+// thread) on the run's recorder for the whole process tree of the training
+// (RunContext::process_root); run end stops it, which records the energy
+// totals. Events come on the training thread; the recorder must outlive
+// the run (it does: the event source owns it).
 class SamplingObserver : public instrument::TrainObserver {
  public:
   void on_run_begin(const instrument::RunContext& ctx) override;

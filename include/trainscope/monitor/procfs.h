@@ -9,6 +9,8 @@
 
 namespace trainscope::monitor {
 
+// One process (or a tree's sum, read_tree) as /proc shows it at one
+// moment. alive is false for a zombie or a process /proc no longer has.
 struct ProcessStat {
   int64_t pid = 0, ppid = 0;
   double utime_s = 0, stime_s = 0;  // CPU seconds (user, system)
@@ -19,10 +21,14 @@ struct ProcessStat {
   bool alive = false;
 };
 
+// CPU time in clock ticks since boot: busy (all but idle and iowait) and
+// total; rates come from the differences of two readings.
 struct CpuTimes {
   double busy = 0, total = 0;  // jiffies
 };
 
+// The machine as /proc shows it at one moment: every CPU (all, then each
+// core), memory and network counters since boot.
 struct SystemStat {
   CpuTimes all;
   std::vector<CpuTimes> cores;
@@ -30,6 +36,8 @@ struct SystemStat {
   int64_t net_rx_bytes = 0, net_tx_bytes = 0;  // all interfaces but lo
 };
 
+// The process `pid` from <proc>/PID/{stat,status,io}; a process that is
+// gone reads as all zeros with alive false. Reads files only: any thread.
 ProcessStat read_process(int64_t pid, const std::filesystem::path& proc = "/proc");
 // The process and all its descendants (a snapshot of /proc).
 std::vector<int64_t> process_tree(int64_t root, const std::filesystem::path& proc = "/proc");
@@ -38,6 +46,8 @@ std::vector<int64_t> process_tree(int64_t root, const std::filesystem::path& pro
 // at different moments together). The sampler's proc/peak_rss_mib is the
 // larger of that and the largest tree RSS sampled.
 ProcessStat read_tree(int64_t root, const std::filesystem::path& proc = "/proc");
+// The machine from <proc>/{stat,meminfo,net/dev}; what is missing reads as
+// 0. Reads files only: any thread.
 SystemStat read_system(const std::filesystem::path& proc = "/proc");
 
 }  // namespace trainscope::monitor

@@ -45,6 +45,7 @@ struct ThroughputRow {
   const char* label;
   const char* format;
 };
+// The rows in display order; a static list (any thread).
 const std::vector<ThroughputRow>& throughput_rows();
 
 // Process-tree CPU and RSS means (without warm-up), GPU 0 utilisation and

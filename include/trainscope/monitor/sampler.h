@@ -33,6 +33,8 @@
 
 namespace trainscope::monitor {
 
+// How a ResourceSampler samples, and what it assumes for the energy
+// estimates when no counter exists.
 struct SamplerOptions {
   double interval_s = 1.0;
   int64_t pid = 0;                   // 0: this process
@@ -42,12 +44,19 @@ struct SamplerOptions {
   std::filesystem::path powercap_root = "/sys/class/powercap";
 };
 
+// The energy of a sampled interval, by source; what stop() returns.
 struct EnergySummary {
   double cpu_j = 0, dram_j = 0, gpu_j = 0;
   std::string cpu_source, gpu_source;  // "rapl", "nvml", "estimated (...)", "none"
+  // CPU, DRAM and GPU joules together, in kWh.
   double kwh() const { return (cpu_j + dram_j + gpu_j) / 3.6e6; }
 };
 
+// Samples on its own thread into `recorder` (held by reference: it must
+// outlive the sampler, or at least stop()). The owning thread constructs,
+// stops and destroys it; samples() may be read from any thread;
+// sample_once() must not race the sampler's own thread (benchmarks call
+// it on a sampler with a long interval).
 class ResourceSampler {
  public:
   // Starts sampling at once (the first sample is taken immediately).
@@ -59,6 +68,7 @@ class ResourceSampler {
 
   // Takes a last sample, stops the thread, records totals. Idempotent.
   EnergySummary stop();
+  // Samples taken so far (the next sample's step); any thread.
   int64_t samples() const { return samples_.load(); }
 
   // One sample, for benchmarks; normally called by the thread.

@@ -51,6 +51,9 @@ class MetricLineParser {
   void line(const std::string& raw);
   // A line too long to be a metric line (MetricLineSplitter): counted only.
   void overlong_line() { ++overlong_; }
+  // Lines recorded as metric points, malformed lines (skipped), overlong
+  // lines (counted only), lines that set params, and the first malformed
+  // line as it was read ("" when none).
   int64_t parsed() const { return parsed_; }
   int64_t malformed() const { return malformed_; }
   int64_t overlong() const { return overlong_; }
@@ -60,6 +63,7 @@ class MetricLineParser {
   // from 0 to 2^53", ...).
   const std::string& first_malformed_reason() const { return first_reason_; }
 
+  // The metrics of one line, key and value, in the order written.
   using Values = std::vector<std::pair<std::string, double>>;
 
  private:
@@ -101,6 +105,8 @@ inline constexpr size_t kMaxParamValue = 4096;
 // streams may feed one parser).
 class MetricLineSplitter {
  public:
+  // Holds `parser` and `mu` by reference: both must outlive the splitter.
+  // One splitter per stream, fed from one thread.
   explicit MetricLineSplitter(MetricLineParser& parser, std::mutex* mu = nullptr)
       : parser_(parser), mu_(mu) {}
   void feed(std::string_view bytes);
@@ -116,6 +122,8 @@ class MetricLineSplitter {
   bool overlong_ = false, after_cr_ = false;
 };
 
+// What watch() runs and how the run is named and sampled (interval_s and
+// carbon_kg_per_kwh as SamplerOptions').
 struct WatchOptions {
   std::vector<std::string> command;  // program and arguments; the program is found in $PATH
   std::string name;                  // run name (default: the program's file name)
@@ -127,6 +135,9 @@ struct WatchOptions {
   double carbon_kg_per_kwh = 0.385;
 };
 
+// How a watched program ended and what its run holds: the run's UUID and
+// name, the sample count, the metric-line counts of its MetricLineParser,
+// and the energy of its ResourceSampler.
 struct WatchResult {
   std::string run_uuid;
   std::string run_name;
