@@ -21,11 +21,15 @@
 
 namespace trainscope::train {
 
+// A dataset in memory: images and labels of equal length N, decoded.
+// Tensors are shared on copy (libtorch's reference semantics); a Dataset
+// is read, never written, once loaded, so any thread may read it.
 struct Dataset {
   torch::Tensor images;  // uint8 [N, C, H, W]
   torch::Tensor labels;  // int64 [N]
   int64_t classes = 0;
   std::vector<std::string> class_names;
+  // N, the number of examples (0 when empty).
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
   // A subset by index (copies).
   Dataset select(const torch::Tensor& index) const;
@@ -44,6 +48,8 @@ Dataset read_cifar(const std::vector<std::filesystem::path>& files, bool cifar10
 // noise. Deterministic in (config, seed).
 Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed);
 
+// What load_data returns: the three splits (a split may be empty: no
+// validation by default), the normalisation statistics and the files read.
 struct DataSplits {
   Dataset train, val, test;
   std::vector<double> mean, std;             // per channel, on [0, 1] pixels; identity when off
@@ -63,6 +69,8 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 // files. Returns the files it read.
 std::vector<std::filesystem::path> warm_dataset(const DataConfig& c);
 
+// One batch from an EpochLoader: its tensors are new (the batch owns
+// them); a shard's x and y hold its rows only.
 struct Batch {
   torch::Tensor x;            // float32/float64 [B, C, H, W], normalised (and augmented)
   torch::Tensor y;            // int64 [B]
@@ -70,6 +78,7 @@ struct Batch {
   int64_t batch_samples = 0;  // the whole batch's, when x and y are this shard's slice
 };
 
+// How an EpochLoader makes batches; loader_options fills it from a config.
 struct LoaderOptions {
   int64_t batch_size = 128;
   bool shuffle = false;
@@ -97,12 +106,18 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int thre
 // prepared `prefetch` ahead on one worker thread.
 class EpochLoader {
  public:
+  // Starts the worker thread at once when options.prefetch > 0. Holds `data`
+  // by reference: it must outlive the loader. next() is called from one
+  // thread (the training thread).
   EpochLoader(const Dataset& data, const LoaderOptions& options, int64_t epoch, uint64_t order_seed,
               uint64_t augment_seed, int64_t start = 0);
+  // Stops and joins the worker; batches not taken are dropped.
   ~EpochLoader();
   EpochLoader(const EpochLoader&) = delete;
   EpochLoader& operator=(const EpochLoader&) = delete;
 
+  // Batches in the epoch (N / batch_size, rounded up unless drop_last),
+  // counting those before `start`.
   int64_t num_batches() const { return num_batches_; }
   // The next batch, or nullopt at the end of the epoch.
   std::optional<Batch> next();

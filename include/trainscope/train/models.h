@@ -29,9 +29,12 @@ namespace trainscope::train {
 // A classifier: images [B, C, H, W] -> logits [B, classes].
 class Classifier : public torch::nn::Module {
  public:
+  // Logits [B, classes] of `x` [B, C, H, W] in the model's dtype; called on
+  // the training thread (layer events, when instrumented, are raised there).
   virtual torch::Tensor forward(torch::Tensor x) = 0;
 };
 
+// What a model is built for: input channels and size, and output classes.
 struct ModelShape {
   int64_t channels = 1;
   int64_t height = 28;
@@ -71,12 +74,18 @@ void init_weights(torch::nn::Module& model, const std::string& scheme, at::Gener
 // Returns "<parameter>[<index>]".
 std::string flip_lowest_bit(torch::nn::Module& model, int64_t n);
 
+// The names make_model knows, in a fixed order (for messages and `config
+// keys`).
 std::vector<std::string> model_names();
 
 // Dropout that draws its mask from a given generator instead of the global one.
 class StreamDropoutImpl : public torch::nn::Module {
  public:
+  // Drops with probability `p`, drawing from `gen` (shared: the generator's
+  // state advances with each training forward).
   StreamDropoutImpl(double p, at::Generator gen) : p_(p), gen_(std::move(gen)) {}
+  // `x` itself in eval mode or when p <= 0; else x * mask / (1 - p), the
+  // mask a new Bernoulli(1 - p) draw from the generator.
   torch::Tensor forward(torch::Tensor x);
 
  private:

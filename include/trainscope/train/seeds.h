@@ -21,11 +21,15 @@
 
 namespace trainscope::train {
 
+// SplitMix64's output function of `x`: pure, the same on every machine
+// (a recorded seed stays reproducible).
 uint64_t splitmix64(uint64_t x);
+// The 64-bit FNV-1a hash of `s`'s bytes: pure, the same on every machine.
 uint64_t fnv1a64(std::string_view s);
 // Mixes several values into one seed (order matters).
 uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c = 0);
 
+// The seed of each named stream (see the file comment).
 struct StreamSeeds {
   uint64_t init = 0;
   uint64_t data_order = 0;
@@ -33,6 +37,8 @@ struct StreamSeeds {
   uint64_t dropout = 0;
 };
 
+// Each stream's seed for `c`: seeds.<name> when >= 0, else derived from
+// seeds.master. Pure.
 StreamSeeds derive_seeds(const Config& c);
 
 }  // namespace trainscope::train

@@ -30,6 +30,7 @@
 
 namespace trainscope::train {
 
+// How a Trainer names, starts and records its run, besides the config.
 struct TrainOptions {
   std::string name;          // run name
   bool unique_name = false;  // a default name: "NAME-2", ... when NAME is taken
@@ -55,9 +56,15 @@ struct TrainOptions {
   int64_t process_root = 0;
 };
 
+// The training loop (see the file comment): owned and used by one thread.
+// Holds the store shared; observers and the model given to it are held
+// shared until it is destroyed.
 class Trainer {
  public:
+  // Keeps `config`, `store` and `options`; checks, loads and creates nothing
+  // until run().
   Trainer(Config config, std::shared_ptr<store::Store> store, TrainOptions options = {});
+  // Releases the model, the observers and the store it holds.
   ~Trainer();
 
   // Trains a model of the user's own instead of config.model.name. Its
@@ -105,6 +112,8 @@ EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& sp
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).
 void request_stop();
+// Whether request_stop() was called in this process (a flag that is never
+// cleared); async-signal-safe.
 bool stop_requested();
 
 // Evaluates a recorded run's checkpoint (default: the newest) on its test set.
@@ -113,6 +122,11 @@ struct CheckpointEval {
   EvalResult result;
   std::vector<std::string> class_names;
 };
+// Rebuilds the run's model and data from its recorded config (applying its
+// compute and determinism settings to this process), loads the checkpoint
+// and evaluates the test set. Throws Error(kUsage) when the run has no
+// recorded config, Error(kNotFound) listing the checkpoints when it has
+// none of that name, and what reading the data or checkpoint throws.
 CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
                             const std::string& checkpoint = {});
 
