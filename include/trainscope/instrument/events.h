@@ -64,6 +64,8 @@ struct TrainPosition {
 
 // The phases of one training step, in the order the loop enters them.
 enum class StepPhase { kData, kZeroGrad, kForward, kLoss, kBackward, kUpdate, kRecording };
+// "data", "zero_grad", "forward", "loss", "backward", "update",
+// "recording": a static string (any thread).
 const char* to_string(StepPhase p);
 
 // One optimizer step. Filled as the step goes: `output` and `loss` from
@@ -92,6 +94,9 @@ struct Evaluation {
   const EvalResult& result;
 };
 
+// A finished epoch as on_epoch_end sees it: its training loss and accuracy
+// over this session's part of the epoch, the test (and validation)
+// evaluation, and what it cost. A plain value.
 struct EpochInfo {
   int64_t epoch = 0;  // 0-based
   double train_loss = 0;
@@ -104,6 +109,7 @@ struct EpochInfo {
   int64_t steps = 0;
 };
 
+// A checkpoint just written at optimizer step `step` (on_checkpoint).
 struct CheckpointInfo {
   int64_t step = 0;
   std::string name;            // artifact name, "checkpoints/step-000000469.pt"
@@ -119,6 +125,7 @@ struct CheckpointInfo {
 class Source {
  public:
   virtual ~Source() = default;
+  // The model being trained; it outlives the run.
   virtual torch::nn::Module& model() = 0;
   // The name of the model, for messages ("demo_cnn", "my_net").
   virtual std::string model_name() const = 0;
@@ -165,10 +172,14 @@ class RunContext {
 
   // Asks the loop to stop after the current step; the run ends "stopped".
   void request_stop() const { stop_requested_ = true; }
+  // Whether request_stop() was called; request_stop and stop_requested are
+  // atomic, so an observer's own thread may call them too.
   bool stop_requested() const { return stop_requested_; }
   // Tells every observer that a checkpoint was written (its writer calls it).
   void publish_checkpoint(const CheckpointInfo& info) const { publish_checkpoint_(info); }
 
+  // Made by Instrumentation: every reference is held, not copied, and must
+  // outlive the context; `publish` raises on_checkpoint.
   RunContext(const Config& c, store::RunRecorder& r, Source& s, const TrainPosition& p,
              std::function<void(const CheckpointInfo&)> publish)
       : config(c),
@@ -183,6 +194,9 @@ class RunContext {
   std::function<void(const CheckpointInfo&)> publish_checkpoint_;
 };
 
+// An observer of the events above (see the file comment for what it may
+// and must not do). Every method is called on the training thread, in the
+// order the source raises the events; the defaults do nothing.
 class TrainObserver {
  public:
   virtual ~TrainObserver() = default;
@@ -209,6 +223,7 @@ class TrainObserver {
   // A full epoch ended and was evaluated (after its on_evaluation_end);
   // ctx.position already points at the start of the next epoch.
   virtual void on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {}
+  // A checkpoint was written and stored (ctx.publish_checkpoint).
   virtual void on_checkpoint(const RunContext& ctx, const CheckpointInfo& checkpoint) {}
   // Training is over (finished or stopped, not failed) and the run is about
   // to end: the place to save final state (the final checkpoint is written

@@ -25,6 +25,8 @@
 
 namespace trainscope::instrument {
 
+// The observers of one run and their context (see the file comment):
+// owned by the event source, driven from its training thread.
 class Instrumentation {
  public:
   // `observers` come after every unit's, in the order given; `last` after
@@ -38,9 +40,15 @@ class Instrumentation {
   Instrumentation(const Instrumentation&) = delete;
   Instrumentation& operator=(const Instrumentation&) = delete;
 
+  // The context every event passes (the source sets its counters through
+  // it); valid while this object is.
   RunContext& context() { return ctx_; }
+  // Every observer, in calling order: the units', the caller's, `last`.
   const Observers& observers() const { return observers_; }
 
+  // Each raises the TrainObserver event of its name on every observer, in
+  // order. An exception from an observer propagates at once: later observers
+  // do not see that event (the source then ends the run with run_failed).
   void run_begin() { each(&TrainObserver::on_run_begin); }
   void epoch_begin() { each(&TrainObserver::on_epoch_begin); }
   void batch_begin() { each(&TrainObserver::on_batch_begin); }

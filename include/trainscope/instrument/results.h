@@ -10,6 +10,9 @@
 
 namespace trainscope::instrument {
 
+// One evaluation of a model on a split: the mean loss and the accuracy
+// over `samples` examples, the macro-averaged F1, and per-class and
+// per-example detail. A plain value.
 struct EvalResult {
   int64_t samples = 0;
   double loss = 0;
@@ -25,6 +28,9 @@ struct EvalResult {
   std::vector<float> top_logit;
 };
 
+// What a training came to (Trainer::run, Run::end): its run, final status,
+// optimizer steps and epochs done, the last test evaluation, and its wall
+// time in this process. A plain value.
 struct TrainResult {
   std::string run_uuid;
   store::RunStatus status = store::RunStatus::kFinished;

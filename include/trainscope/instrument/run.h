@@ -45,6 +45,7 @@
 
 namespace trainscope::instrument {
 
+// How a Run names and records its run (besides the config).
 struct RunOptions {
   std::string name;        // empty: the store's own choice
   std::string experiment;  // empty: the config's run.experiment
@@ -61,6 +62,9 @@ struct RunOptions {
 // join the epoch's. What Run::after_step and any other source do.
 void advance(TrainPosition& position, Step& step);
 
+// One run of a loop (see the file comment): used from the loop's thread
+// only; owns its recorder and Instrumentation, holds the store shared and
+// `source` by reference.
 class Run {
  public:
   // Creates the run (status running) and its instruments. Throws
@@ -68,31 +72,44 @@ class Run {
   // that select no layer), before anything is recorded.
   Run(std::shared_ptr<store::Store> store, const Config& config, Source& source,
       RunOptions options = {});
+  // Without end(): raises on_run_end (status failed) on every observer and
+  // ends the run failed; failures doing so are logged, never thrown.
   ~Run();
   Run(const Run&) = delete;
   Run& operator=(const Run&) = delete;
 
+  // The run's UUID, config and position; references valid while the Run is.
   const std::string& uuid() const { return recorder_->uuid(); }
+  // The run's recorder (metrics, tags, artifacts of the loop's own); valid
+  // while the Run is.
   store::RunRecorder& recorder() { return *recorder_; }
   const Config& config() const { return config_; }
   const TrainPosition& position() const { return position_; }
+  // The context every observer sees; valid while the Run is.
   const RunContext& context() { return events_->context(); }
 
   // `total_steps` and `batches_per_epoch`, when known, let units plan
   // (0: unknown).
   void begin(int64_t total_steps = 0, int64_t batches_per_epoch = 0);
+  // Raises on_epoch_begin; seconds and steps of the epoch count from here.
   void epoch_begin();
+  // Raises on_batch_begin. First throws what stopped the recording
+  // (RunRecorder::check: Error(kNotFound) for a deleted run, LeaseLost for a
+  // run taken over), so that the loop stops instead of training unrecorded.
   void batch_begin();
+  // Raises on_phase.
   void phase(StepPhase p) { events_->phase(p); }
   // The step about to run on a batch: its epoch, batch and number from the
   // position, the inputs, targets and learning rate.
   Step next_step(torch::Tensor inputs, torch::Tensor targets, double lr = 0) const;
+  // Raise on_after_forward and on_after_backward as they are.
   void after_forward(const Step& step) { events_->after_forward(step); }
   void after_backward(const Step& step) { events_->after_backward(step); }
   // Counts the step (the position moves on; its loss and, when `step.output`
   // is given, its correct predictions join the epoch's), sets
   // step.loss_value and step.samples from the step, then raises the event.
   void after_step(Step& step);
+  // Raise on_batch_end and on_evaluation_end as they are.
   void batch_end(const Step& step) { events_->batch_end(step); }
   void evaluation_end(const Evaluation& e) { events_->evaluation_end(e); }
   // Ends the epoch: what `info` leaves 0 (train loss and accuracy, samples,

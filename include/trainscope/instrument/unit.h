@@ -25,8 +25,13 @@
 
 namespace trainscope::instrument {
 
+// Observers in calling order, held shared (a unit's may keep state across
+// a run's events).
 using Observers = std::vector<std::shared_ptr<TrainObserver>>;
 
+// A capability's registration: its name, its place among the units, what
+// it attaches to a run and what it refuses. Copied into the registry by
+// register_unit; units() returns copies.
 struct Unit {
   std::string name;  // the capability: "probes"
   // Where its observers come among the units' (lower first); a run's own
