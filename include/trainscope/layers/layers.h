@@ -55,8 +55,10 @@ const std::string* current_layer();
 // outlive the scope.
 class LayerScope {
  public:
+  // Sets this thread's current layer to `name` (nullptr: none) and restores
+  // the previous one when destroyed: scopes nest, on one thread.
   explicit LayerScope(const std::string* name);
-  ~LayerScope();
+  ~LayerScope();  // restores the previous current layer
   LayerScope(const LayerScope&) = delete;
   LayerScope& operator=(const LayerScope&) = delete;
 
@@ -80,10 +82,17 @@ struct BackwardEvent {
   const torch::Tensor& grad_output;
 };
 
+// What a Subscription delivers (see the file comment's contract for
+// subscribers). An exception thrown from a hook propagates into the
+// model's forward or backward pass.
 class LayerSubscriber {
  public:
   virtual ~LayerSubscriber() = default;
+  // A layer's forward pass returned, on the subscribing thread; the event's
+  // references are valid during the call only.
   virtual void on_forward(const ForwardEvent& event) {}
+  // Backward reached the output of a layer whose forward this subscription
+  // saw (when wants_backward()), on the thread that runs backward.
   virtual void on_backward(const BackwardEvent& event) {}
   // Whether on_backward is wanted. A hook on each layer's output is only
   // installed while some subscriber of the thread wants it.
@@ -95,8 +104,10 @@ class LayerSubscriber {
 // that was observed reach it only while the subscription is alive.
 class Subscription {
  public:
+  // Adds `subscriber` (by reference) after this thread's others; the
+  // destructor removes it. Both on the same thread.
   explicit Subscription(LayerSubscriber& subscriber);
-  ~Subscription();
+  ~Subscription();  // removes the subscriber; on the subscribing thread
   Subscription(const Subscription&) = delete;
   Subscription& operator=(const Subscription&) = delete;
 
@@ -112,6 +123,9 @@ class Subscription {
 // parameters were added or replaced). `model` may be destroyed while
 // instrumented: its tensors are held weakly, so it then names nothing.
 void instrument(torch::nn::Module& model);
+// Stops `model`'s layers publishing, on every thread; a model that is not
+// instrumented is left as it is. Thread-safe (the registry is swapped
+// under a lock).
 void uninstrument(torch::nn::Module& model);
 
 // While alive, instrumented layers are the current layer of this thread
@@ -119,14 +133,19 @@ void uninstrument(torch::nn::Module& model);
 // charge operators to them. Not copyable; one thread.
 class Watch {
  public:
+  // Counts a watch on the calling thread (they nest); the destructor must
+  // run on the same thread.
   Watch();
-  ~Watch();
+  ~Watch();  // on the thread that made it
   Watch(const Watch&) = delete;
   Watch& operator=(const Watch&) = delete;
 };
 
 // Runs one named module layer: scope, forward, events.
 torch::Tensor run_layer(const std::string& name, torch::nn::AnyModule& module, torch::Tensor x);
+// The same for a module holder (Conv2d, Linear, ...): module->forward(x).
+// `name` must outlive the call (it is the current layer while it runs);
+// whatever the module's forward throws propagates.
 template <typename ModuleHolder>
 torch::Tensor run_layer(const std::string& name, ModuleHolder& module, torch::Tensor x);
 // The same, with f() computing the module's output in its place (an exact
