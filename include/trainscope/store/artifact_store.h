@@ -27,9 +27,12 @@ struct StagedFile {
   std::filesystem::path destination;
 };
 
+// Where a Store keeps artifact files; the Store owns it. Implementations
+// are safe for concurrent use (the folder store is).
 class ArtifactStore {
  public:
   virtual ~ArtifactStore() = default;
+  // Where the files live, for messages.
   virtual std::string describe() const = 0;
   // Writes (run, name) through `body` into a temporary file in its final
   // folder, hashing and syncing it in the same pass (no copy, no second
@@ -41,6 +44,7 @@ class ArtifactStore {
   // Renames a staged file into place (replacing what was there) so that a
   // reader never sees half a file, and syncs the folder.
   virtual StoredFile commit(const StagedFile& staged) = 0;
+  // Removes a staged file that will not be committed; never throws.
   virtual void discard(const StagedFile& staged) = 0;
   // Copies `file` to (run, name): stage() then commit(). Throws
   // Error(kNotFound) when `file` cannot be read.

@@ -11,11 +11,13 @@
 
 namespace trainscope::store {
 
+// What copy_store reports after each run, on the calling thread.
 struct CopyProgress {
   size_t done = 0, total = 0;  // runs
   std::string run;             // the UUID just handled
 };
 
+// What copy_store did, by run.
 struct CopyResult {
   size_t copied = 0;    // runs written into the destination
   size_t skipped = 0;   // already there and equal: an earlier copy's work

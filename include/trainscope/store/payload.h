@@ -17,6 +17,8 @@ class PayloadWriter {
   PayloadWriter& f64(double v);              // the 8 bytes of its IEEE-754 bits
   PayloadWriter& uvarint(uint64_t v);        // unsigned LEB128: 1 to 10 bytes
   PayloadWriter& bytes(std::string_view s);  // uvarint length, then the bytes
+  // The bytes so far (valid until the next append); take() moves them
+  // out (use a new writer after it).
   const std::string& str() const { return out_; }
   std::string take() { return std::move(out_); }
 
@@ -30,15 +32,19 @@ class PayloadWriter {
 // names the record ("histograms record of run 1a2b3c4d, step 10").
 class PayloadReader {
  public:
+  // Reads `payload` in place: it must outlive the reader. `what` names the
+  // record in errors.
   PayloadReader(std::string_view payload, std::string what);
-  uint64_t u64();
-  double f64();
-  uint64_t uvarint();
+  uint64_t u64();      // as PayloadWriter::u64 wrote it
+  double f64();        // bit for bit (NaN payloads included)
+  uint64_t uvarint();  // more than 10 bytes: damaged
   // A count of items that each take at least `min_item_bytes` more bytes:
   // refused when the payload cannot hold that many (a damaged count would
   // otherwise reserve memory for nothing).
   uint64_t count(size_t min_item_bytes);
+  // A length-prefixed string, copied out.
   std::string bytes();
+  // Whether every byte was read.
   bool done() const { return at_ == in_.size(); }
   // Throws unless every byte was read.
   void finish() const;

@@ -58,16 +58,23 @@ FieldValue field_value(const RunRow& row, std::string_view field);
 // status, host, start_time, ...), case-insensitively.
 bool is_run_attribute(std::string_view name);
 
+// A parsed filter (the grammar above): immutable once parsed, so any
+// thread may match with it; movable, not copyable.
 class RunFilterExpr {
  public:
   // Parses a filter; throws Error(kUsage) with one line naming the column of
   // the first error: "filter column 14: expected a value after '>'".
   static RunFilterExpr parse(std::string_view text);
+  // The empty filter: matches every run.
   RunFilterExpr();
+  // Moves leave the source empty (matching every run).
   RunFilterExpr(RunFilterExpr&&) noexcept;
-  RunFilterExpr& operator=(RunFilterExpr&&) noexcept;
+  RunFilterExpr& operator=(RunFilterExpr&&) noexcept;  // likewise
+  // Frees the parsed tree.
   ~RunFilterExpr();
 
+  // Whether `row` satisfies the filter, reading only its loaded fields (a
+  // field not loaded counts as absent); never throws.
   bool matches(const RunRow& row) const;
   // The fields the filter reads (to load only what it needs).
   const std::vector<std::string>& fields() const { return fields_; }
@@ -80,6 +87,7 @@ class RunFilterExpr {
   std::vector<std::string> fields_;
 };
 
+// One key of a sort order: a field (as in filters) and its direction.
 struct SortKey {
   std::string field;
   bool descending = false;
@@ -88,6 +96,8 @@ struct SortKey {
 // "metrics.loss", "-metrics.loss", "metrics.loss desc", comma-separated.
 std::vector<SortKey> parse_sort(std::string_view text);
 
+// What query_runs returns: which runs (a base filter and an expression),
+// in which order, which columns, and which page.
 struct RunQuery {
   RunFilter base;                    // experiment, status, ... (limit ignored)
   std::string filter;                // the expression language above; empty: all
@@ -112,6 +122,8 @@ struct RunGroup {
   std::vector<size_t> children;
 };
 
+// One page of query_runs: the columns and rows, the total before paging,
+// and with nest the groups.
 struct RunQueryResult {
   std::vector<std::string> columns;  // after expanding '*'
   std::vector<RunRow> rows;          // the requested page

@@ -36,6 +36,8 @@ struct StoreUri {
   std::string scheme;
   std::string location;
 };
+// Splits `uri` as StoreUri says; throws Error(kUsage) for an empty
+// location. Pure: any thread.
 StoreUri parse_store_uri(std::string_view uri);
 
 // The URI of the same store from any working directory: a SQLite store at a
@@ -53,6 +55,7 @@ struct UriPassword {
   std::string uri;
   std::string password;  // empty when the URI holds none
 };
+// Takes the password out of `uri` as UriPassword says. Pure: any thread.
 UriPassword split_password(std::string_view uri);
 
 }  // namespace trainscope::store

@@ -11,6 +11,8 @@
 
 namespace trainscope::store {
 
+// What the environment says of a run (run_env()): empty values when the
+// variables are unset.
 struct RunEnv {
   std::string experiment;                   // $TRAINSCOPE_EXPERIMENT; "" when unset or empty
   std::string name;                         // $TRAINSCOPE_RUN_NAME

@@ -36,11 +36,13 @@
 
 namespace trainscope::store {
 
+// How often the writer thread flushes and beats the heartbeat.
 struct RecorderOptions {
   std::chrono::milliseconds flush_interval{200};
   std::chrono::milliseconds heartbeat_interval{5000};
 };
 
+// Counters of the writer so far (stats() takes a copy under the lock).
 struct RecorderStats {
   int64_t points_logged = 0;   // accepted by log_metric
   int64_t points_flushed = 0;  // committed to the store
@@ -49,6 +51,8 @@ struct RecorderStats {
   std::string last_error;  // empty when the last flush succeeded
 };
 
+// The write side of one run (see the file comment): every method from any
+// thread. Holds the store shared (it outlives the recorder's writer).
 class RunRecorder {
  public:
   // Creates a new run in `store` (status running) and starts the writer.
@@ -66,6 +70,8 @@ class RunRecorder {
   RunRecorder(const RunRecorder&) = delete;
   RunRecorder& operator=(const RunRecorder&) = delete;
 
+  // The run as created or attached (not refreshed); valid while the recorder
+  // is.
   const RunInfo& info() const { return info_; }
   const std::string& uuid() const { return info_.uuid; }
 
@@ -78,15 +84,22 @@ class RunRecorder {
   // written with the metrics, by kind in the order logged. Never blocks on
   // I/O. Throws Error(kUsage) for a kind check_record_kind refuses.
   void log_record(std::string_view kind, Record record);
+  // Writes through to Store::set_environment now (not buffered); throws what
+  // it throws, LeaseLost noted as described above.
   void set_environment(const std::map<std::string, std::string>& entries);
 
   // Params, tags and artifacts are rare and must fail loudly, so they write
   // through to the store (same names and rules as Store's).
   void set_param(std::string_view key, std::string_view value);
+  // Sets many params in one transaction, now (Store::set_params' rule).
   void set_params(const std::map<std::string, std::string>& params);
+  // Sets (replaces) a tag, now (Store::set_tag).
   void set_tag(std::string_view key, std::string_view value);
+  // Copies `file` in now (Store::add_artifact's rules and errors).
   ArtifactInfo add_artifact(const std::filesystem::path& file, std::string_view kind,
                             std::string_view name = {});
+  // Writes an artifact through `body`, which runs on the calling thread
+  // (Store::write_artifact's rules and errors).
   ArtifactInfo write_artifact(std::string_view name, std::string_view kind,
                               const std::function<void(std::ostream&)>& body);
 
@@ -96,6 +109,7 @@ class RunRecorder {
   // Flushes, stops the writer and sets the final status. Idempotent.
   void end(RunStatus status = RunStatus::kFinished);
 
+  // A copy of the writer's counters.
   RecorderStats stats() const;
   // True once a flush found the run gone from the store (deleted while it
   // was running): from then on nothing is recorded, flush() throws
@@ -108,6 +122,7 @@ class RunRecorder {
   // for a deleted run, LeaseLost for a lost lease. A training loop calls it
   // to stop at once rather than train on without a record.
   void check() const;
+  // The store it writes to; valid while the recorder is.
   Store& store() { return *store_; }
 
  private:

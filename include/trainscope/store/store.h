@@ -27,6 +27,8 @@
 
 namespace trainscope::store {
 
+// Where a run is in its life: created (not started), running (one writer
+// holds its lease), then one terminal status it never leaves.
 enum class RunStatus { kCreated, kRunning, kFinished, kFailed, kKilled, kStopped };
 
 // "created", "running", ...
@@ -36,6 +38,8 @@ RunStatus parse_run_status(std::string_view s);
 // True for the statuses a run cannot leave (finished, failed, killed, stopped).
 bool is_terminal(RunStatus s);
 
+// A run as the store records it (list_runs, find_run, resolve_run): a
+// plain value, a snapshot of when it was read.
 struct RunInfo {
   std::string uuid;        // canonical lowercase UUID: the run's only identity
   std::string experiment;  // experiment name
@@ -85,8 +89,12 @@ inline constexpr double kStaleAfterSeconds = 30.0;
 struct Liveness {
   std::string status;  // to_string(run.status), or "stale"
   std::string note;    // why a run is stale, e.g. "no heartbeat since 2026-...Z"; else empty
+  // Whether the run was judged stale (a note says why).
   bool stale() const { return !note.empty(); }
 };
+// The Liveness of `run` at `now` (unix seconds) by `stale_after_seconds`:
+// a run not "running", or whose writer still lives, keeps its status.
+// Reads this host's process table only: any thread.
 Liveness liveness(const RunInfo& run, double now, double stale_after_seconds = kStaleAfterSeconds);
 
 // Thrown by a write into a run whose lease this store held and lost: the
@@ -174,6 +182,9 @@ inline constexpr size_t kMaxRecordPayloadBytes = size_t{64} << 20;
 // Throws Error(kUsage) naming `kind` and the rule unless it is a record kind.
 void check_record_kind(std::string_view kind);
 
+// A stored artifact: its name in the run, kind, the SHA-256 and size of
+// its content, when it was recorded (unix seconds), and where the copy
+// is.
 struct ArtifactInfo {
   std::string name;  // relative name inside the run's artifact folder
   std::string kind;  // free text: "checkpoint", "stdout", "config", ...
@@ -189,6 +200,7 @@ struct RunFields {
   std::vector<MetricSummary> metrics;
 };
 
+// How Store::open opens a store.
 struct StoreOptions {
   // Location "SCHEME:REST": "sqlite:PATH", "sqlite::memory:",
   // "postgresql://USER@HOST:PORT/DB[?artifacts=FOLDER]", or a plain path
@@ -242,12 +254,15 @@ class Store {
   // trainscope store, or has a newer schema.
   static std::unique_ptr<Store> open(const StoreOptions& options = {});
 
+  // Closes the store; runs it holds leases of stay as recorded (a
+  // RunRecorder ends its run before that).
   virtual ~Store();
 
   // Where the store lives, for messages.
   virtual std::string describe() const = 0;
   // Schema version of the open store and the newest this build knows.
   virtual int schema_version() = 0;
+  // The newest schema this build knows (a constant per backend).
   virtual int latest_schema_version() const = 0;
   // The store's clock, in unix seconds. The times the store stamps (a run's
   // start, heartbeats, end) come from it, and so does the reaper's "now", so
@@ -293,6 +308,9 @@ class Store {
   // holder ends the lease. Writes into runs this store holds no lease on (an import, a tag, records
   // added to a finished run) are not checked.
   void set_status(std::string_view uuid, RunStatus status);
+  // Stamps the run's heartbeat with the store's clock (a RunRecorder does,
+  // every 5 s). Checked like any write into a run this store holds the lease
+  // of (LeaseLost); an unknown run is not an error.
   virtual void heartbeat(std::string_view uuid) = 0;
   // Replaces a run's recorded config text, and its hash with it: what a
   // study records when it is planned again (`study resume --replan`); a
@@ -310,6 +328,7 @@ class Store {
   // it. A read-only store never writes: it marks nothing and returns 0
   // (readers show such runs as stale, see liveness()).
   int reap_stale_runs(double now);
+  // reap_stale_runs(now()): the store's own clock.
   int reap_stale_runs();
   // liveness() of `run` by this store's stale threshold at `now` (take
   // now() once for many runs).
@@ -327,6 +346,7 @@ class Store {
   // A run with child runs is refused unless `children` says what to do
   // with them.
   void delete_run(std::string_view uuid, ChildRuns children = ChildRuns::kRefuse);
+  // Every experiment's name, sorted.
   virtual std::vector<std::string> list_experiments() = 0;
 
   // --- params (immutable) and tags (mutable) ------------------------------
@@ -336,9 +356,14 @@ class Store {
   // Sets many params in one transaction, with the same rule.
   virtual void set_params(std::string_view uuid,
                           const std::map<std::string, std::string>& params) = 0;
+  // The run's params by key; empty for an unknown run.
   virtual std::map<std::string, std::string> params(std::string_view uuid) = 0;
+  // Sets (replaces) a tag; Error(kNotFound) for an unknown run, LeaseLost as
+  // set_status says.
   virtual void set_tag(std::string_view uuid, std::string_view key, std::string_view value) = 0;
+  // Removes a tag (an absent one is not an error); errors as set_tag.
   virtual void delete_tag(std::string_view uuid, std::string_view key) = 0;
+  // The run's tags by key; empty for an unknown run.
   virtual std::map<std::string, std::string> tags(std::string_view uuid) = 0;
 
   // The params, tags and/or metric summaries of many runs at once, by
@@ -357,6 +382,8 @@ class Store {
   // chunks holding them; this default reads all and drops the head.
   virtual std::vector<MetricPoint> metric_from(std::string_view uuid, std::string_view key,
                                                int64_t first);
+  // The summary of each key the run has points of, by key; empty for an
+  // unknown run.
   virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
 
   // --- environment manifest ---------------------------------------------------
@@ -364,6 +391,7 @@ class Store {
   // same keys) in one transaction.
   virtual void set_environment(std::string_view uuid,
                                const std::map<std::string, std::string>& entries) = 0;
+  // The run's environment entries; empty for an unknown run.
   virtual std::map<std::string, std::string> environment(std::string_view uuid) = 0;
 
   // --- records: one series per capability kind (append-only) -----------------
