@@ -10,6 +10,7 @@
 
 namespace trainscope::env {
 
+// What cpu_budget() found: a plain value.
 struct CpuBudget {
   int logical = 0;   // CPUs in the affinity mask
   int physical = 0;  // distinct (package, core) pairs among them

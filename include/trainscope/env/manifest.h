@@ -16,8 +16,11 @@
 
 namespace trainscope::env {
 
+// "group.key" -> value, as a run's environment records it.
 using Manifest = std::map<std::string, std::string>;
 
+// What /proc/cpuinfo says of this machine's CPUs (parse_cpuinfo); empty
+// strings and 0 where it does not say.
 struct CpuInfo {
   std::string arch;        // x86_64, aarch64, ...
   std::string vendor;      // GenuineIntel, AuthenticAMD, or the Arm implementer
@@ -73,6 +76,8 @@ struct GitState {
   std::string diff;
   std::vector<std::string> untracked;
 };
+// The GitState of `path` now: runs git (a few processes) in its folder;
+// never throws for a folder outside a repository or a missing git.
 GitState capture_git_state(const std::filesystem::path& path);
 // Captures the git state of `path` now and keeps it for git_state(): a
 // study's warm worker calls this once when it warms, so that every training
@@ -100,6 +105,7 @@ Manifest hash_files(const std::vector<std::filesystem::path>& files);
 // Everything above for this process (no git, no data).
 Manifest capture_machine();
 
+// One key whose value differs between two manifests (diff()).
 struct Difference {
   std::string group;  // first component of the key
   std::string key;

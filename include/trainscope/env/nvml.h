@@ -9,6 +9,7 @@
 
 namespace trainscope::env {
 
+// What a GPU is (gpus()): fields the driver does not give stay empty or 0.
 struct GpuStatic {
   std::string name, uuid, serial;
   int cc_major = 0, cc_minor = 0;
@@ -27,19 +28,25 @@ struct GpuSample {
   double process_mem_bytes = 0;  // used by the given processes
 };
 
+// One loaded NVML. NVML's calls are thread-safe, so a const Nvml may be
+// read from several threads; construct and destroy it on one.
 class Nvml {
  public:
   // Loads and initialises NVML; never throws. available() tells the outcome
   // and reason() why not.
   Nvml();
+  // Shuts NVML down (when it was initialised) and unloads the library.
   ~Nvml();
   Nvml(const Nvml&) = delete;
   Nvml& operator=(const Nvml&) = delete;
 
+  // Whether NVML loaded and initialised; when not, reason() says why.
   bool available() const { return ok_; }
   const std::string& reason() const { return reason_; }
+  // The driver's version, "unknown" when unavailable.
   std::string driver_version() const;
   std::string cuda_driver_version() const;  // "12.2"
+  // Every GPU the driver lists, in its order; empty when unavailable.
   std::vector<GpuStatic> gpus() const;
   // Current counters of every GPU; process_mem_bytes sums the memory of the
   // compute processes whose PID is in `pids`.

@@ -29,6 +29,7 @@ namespace trainscope::env {
 // deleted and pseudo mappings ([vdso], /memfd:...) are left out.
 std::vector<std::string> mapped_objects(std::string_view maps);
 
+// Where the package lookups read dpkg's database and keep their cache.
 struct PackageOptions {
   // dpkg's database: info/*.list (who owns which file) and status.
   std::filesystem::path dpkg_dir = "/var/lib/dpkg";

@@ -17,6 +17,8 @@
 
 namespace trainscope::env {
 
+// One Debian package a run used, pinned to its exact version, and where a
+// .deb of that version was found when the index no longer lists it.
 struct PinnedPackage {
   std::string name;     // libtorch1.13
   std::string arch;     // amd64, all, or a foreign architecture (i386)
@@ -39,6 +41,10 @@ struct PinnedPackage {
   std::string repacked_file;
 };
 
+// What recreating a run's environment takes (recipe()): the base image,
+// the pinned Debian packages, the Python packages and the torch wheel, and
+// how trainscope was built. A plain value; fetch_pool_files and
+// repack_installed fill in where the missing versions are.
 struct Recipe {
   std::string image;                    // debian:bookworm (system.os.id:system.os.codename)
   std::string os;                       // Debian GNU/Linux 12 (bookworm)
@@ -126,6 +132,7 @@ std::vector<std::string> pool_candidates(const PinnedPackage& p, std::string_vie
                                          const std::vector<std::string>& index_urls,
                                          const std::vector<std::string>& archives);
 
+// Where fetch_pool_files keeps the .deb files it fetches.
 struct PoolOptions {
   // Where fetched .deb files are kept and reused; "" =
   // $XDG_CACHE_HOME/trainscope/debs, else ~/.cache/trainscope/debs.
@@ -153,6 +160,8 @@ size_t fetch_pool_files(Recipe& recipe, const PoolOptions& options = {});
 // copy, not Debian's. Run by `env recreate --check` only, after
 // fetch_pool_files; recipe() and dockerfile() never repack.
 
+// Where repack_installed keeps the .deb files it rebuilds, and the build
+// context it copies them into.
 struct RepackOptions {
   // Where rebuilt .deb files are kept; "" = the pool cache's "repacked"
   // folder ($XDG_CACHE_HOME/trainscope/debs/repacked, else
@@ -179,6 +188,8 @@ size_t repack_installed(Recipe& recipe, const RepackOptions& options = {});
 // more; its conffiles are this machine's".
 std::string repacked_note(const PinnedPackage& p);
 
+// Whether apt (or the recreated build) can install one pin, and from
+// where; check_pins returns one per pin.
 struct PinCheck {
   std::string pin;
   bool ok = false;

@@ -18,6 +18,8 @@ struct BlasLibrary {
   std::string version;  // as the library reports it ("" when it does not)
   int threads = 1;      // threads it will use for one call
 };
+// The BLAS loaded in this process (looked up by symbol with dlsym; never
+// throws: "reference" when none of the known APIs is there).
 BlasLibrary blas_library();
 // Sets the BLAS's threads through its own API; false when it has none.
 // n = 0: the BLAS's default beside libtorch (MKL inside libtorch: libtorch's
