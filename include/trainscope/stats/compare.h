@@ -46,6 +46,8 @@ double welch_power(double delta, double sd_a, double sd_b, int64_t n, double alp
 int64_t runs_needed(double delta, double sd_a, double sd_b, double alpha = 0.05,
                     double power = 0.8);
 
+// How compare() compares two groups: interval levels, bootstrap size
+// and seed, and the power analysis' target.
 struct CompareOptions {
   double confidence = 0.95;  // of every interval
   int resamples = 10000;     // bootstrap resamples (>= 100)
@@ -58,6 +60,7 @@ struct CompareOptions {
   std::string name_a = "A", name_b = "B";  // what the errors call the sides
 };
 
+// What compare() returns for groups A and B: a plain value.
 struct PairComparison {
   Summary a, b;                // ddof 1
   double p_improvement = 0.5;  // P(A > B)

@@ -58,18 +58,22 @@ struct FactorRow {
   double value = 0;
 };
 
+// What analyse_factors takes: factor names, which are fixed, and one row
+// per run.
 struct FactorData {
   std::vector<std::string> factors;  // names, two or more
   std::vector<bool> fixed;           // per factor; empty: every factor random
   std::vector<FactorRow> rows;
 };
 
+// Which interaction terms the model has.
 enum class Interactions {
   kAuto,   // the two-factor interactions when a cell holds replicates
   kNone,   // main effects only
   kPairs,  // every two-factor interaction (needs replicates, or 3+ factors)
 };
 
+// How analyse_factors fits.
 struct FactorOptions {
   Interactions interactions = Interactions::kAuto;
   double confidence = 0.95;
@@ -78,6 +82,7 @@ struct FactorOptions {
   // data (a note says so) and unbalanced data throw.
   bool reml = true;
 };
+// The most runs REML is fitted to (see FactorOptions::reml).
 inline constexpr int kMaxRemlRuns = 2000;
 
 // A term's line of the ANOVA table (balanced data).
@@ -87,6 +92,8 @@ struct AnovaLine {
   std::string f_denominator;         // a term's name, or "residual"
 };
 
+// One term of the model: its ANOVA line and variance component, by both
+// methods where they apply.
 struct FactorTerm {
   std::string name;          // "optimizer", "optimizer:seed", "residual"
   std::vector<int> factors;  // indices into the factors; empty: residual
@@ -102,6 +109,7 @@ struct FactorTerm {
   double share = 0;                 // variance / sum of the random variances
 };
 
+// What analyse_factors returns: a plain value.
 struct FactorAnalysis {
   std::vector<std::string> factors;
   std::vector<bool> fixed;

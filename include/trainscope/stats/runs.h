@@ -14,6 +14,7 @@
 
 namespace trainscope::stats {
 
+// Which value of a run's metric series stands for the run.
 enum class Reduce { kLast, kMin, kMax };
 // "last", "min", "max"; throws otherwise.
 Reduce parse_reduce(const std::string& name);
@@ -34,6 +35,7 @@ struct Selection {
   std::string by;
 };
 
+// One run's value of the metric, and its group.
 struct RunValue {
   std::string run;  // UUID
   std::string name;
@@ -44,6 +46,7 @@ struct RunValue {
 // One value per finished run that has the metric; throws when none has it.
 std::vector<RunValue> collect(store::Store& store, const Selection& selection);
 
+// How analyse summarises and compares the groups.
 struct AnalysisOptions {
   int ddof = 1;
   double confidence = 0.95;
@@ -53,6 +56,7 @@ struct AnalysisOptions {
   bool shapiro_as_scipy = false;    // single precision, SciPy's exact numbers
 };
 
+// One group's summary, SD interval and normality test.
 struct GroupStats {
   std::string group;
   Summary summary;
@@ -61,6 +65,7 @@ struct GroupStats {
   std::optional<double> diff_percent;  // against AnalysisOptions::reference
 };
 
+// Welch's t-test of groups a and b, its Holm-adjusted p, Hedges' g.
 struct PairTest {
   std::string a, b;
   TestResult welch;
@@ -68,6 +73,8 @@ struct PairTest {
   std::optional<double> hedges_g;
 };
 
+// The tests across every group (ANOVA, Kruskal-Wallis, Levene), the
+// effect size and variance components, and every pair's test.
 struct Comparison {
   std::optional<TestResult> anova, kruskal, levene;
   std::optional<double> eta_squared;
@@ -75,6 +82,7 @@ struct Comparison {
   std::vector<PairTest> pairs;  // Welch t per pair, Holm-adjusted
 };
 
+// What analyse returns: a plain value.
 struct MetricStats {
   std::string metric;
   AnalysisOptions options;
@@ -84,6 +92,11 @@ struct MetricStats {
   std::vector<std::string> notes;
 };
 
+// Groups `values` by RunValue::group (in order of first appearance),
+// summarises each and, with two groups or more, compares them. A run whose
+// value is not finite is left out with a note; what cannot be computed
+// (a constant group, ...) is left unset with a note. Throws Error(kUsage)
+// when no value is finite. Pure: any thread.
 MetricStats analyse(const std::string& metric, const std::vector<RunValue>& values,
                     const AnalysisOptions& options = {});
 

@@ -16,6 +16,9 @@
 
 namespace trainscope::stats {
 
+// A sample: a view of values the caller owns for the call. Every function
+// here is pure (any thread) and throws Error(kUsage), naming the problem,
+// for input it cannot take.
 using Sample = std::span<const double>;
 
 // Mean, spread and range of one sample.
@@ -38,14 +41,18 @@ struct Summary {
 Summary summarize(Sample x, int ddof = 1, double confidence = 0.95,
                   const std::string& what = "sample");
 
+// The mean (two passes, so rounding is corrected). Throws Error(kUsage)
+// when `x` is empty or holds NaN/Inf.
 double mean(Sample x);
 // Throws when x.size() <= ddof.
 double variance(Sample x, int ddof = 1);
+// sqrt(variance(x, ddof)), with variance's errors.
 double sd(Sample x, int ddof = 1);
 
 // (mean(x) - reference) / |reference| * 100. Throws when reference is 0.
 double diff_percent(Sample x, double reference);
 
+// A confidence interval [low, high].
 struct Interval {
   double low = 0;
   double high = 0;
@@ -89,14 +96,20 @@ TestResult shapiro_wilk_as_scipy(Sample x);
 
 // Adjusted p-values, in the input's order, each capped at 1.
 std::vector<double> bonferroni(std::span<const double> p);
+// Holm's step-down adjustment (monotone in the sorted p-values).
 std::vector<double> holm(std::span<const double> p);
 
 // Effect sizes. Cohen's d with the pooled SD (ddof 1); Hedges' g is d with
 // the small-sample correction J = 1 - 3 / (4 (na + nb) - 9).
 double cohens_d(Sample a, Sample b);
+// Hedges' g; like cohens_d it throws Error(kUsage) for a sample with fewer
+// than 2 values, one holding NaN/Inf, or two constant samples.
 double hedges_g(Sample a, Sample b);
 // ANOVA's eta squared SS_between / SS_total, and omega squared.
 double eta_squared(const std::vector<std::vector<double>>& groups);
+// Omega squared; like eta_squared it throws Error(kUsage) for fewer than
+// two groups, a value that is not finite or all values equal, and also
+// when there are no more values than groups.
 double omega_squared(const std::vector<std::vector<double>>& groups);
 // Kruskal-Wallis epsilon squared H / (n - 1).
 double epsilon_squared(const std::vector<std::vector<double>>& groups);

@@ -13,6 +13,8 @@
 
 namespace trainscope::stats {
 
+// What variance_components returns: the one-way ANOVA, the estimates and
+// their intervals. A plain value.
 struct VarianceComponents {
   int k = 0;        // cells
   int n_total = 0;  // runs
