@@ -16,6 +16,8 @@
 
 namespace trainscope::study {
 
+// One training for an executor to run: a command, where its output goes,
+// and what is added to its environment.
 struct Job {
   std::string id;                 // the planned run's name
   std::vector<std::string> argv;  // argv[0]: the program
@@ -25,14 +27,18 @@ struct Job {
   std::map<std::string, std::string> env;
 };
 
+// How a job ended (wait_any).
 struct JobEnd {
   std::string id;
   int exit_code = 0;  // -1 when killed by a signal
   int signal = 0;     // the signal that ended it, 0 if it exited
   double seconds = 0;
+  // Whether it exited with 0.
   bool ok() const { return exit_code == 0 && signal == 0; }
 };
 
+// Runs a study's jobs: used from the study's thread only (start, wait_any
+// and stop_all are not synchronised).
 class Executor {
  public:
   virtual ~Executor() = default;
@@ -42,6 +48,7 @@ class Executor {
   virtual void start(const Job& job) = 0;
   // Blocks until a running job ends; nullopt when none is running.
   virtual std::optional<JobEnd> wait_any() = 0;
+  // Jobs started and not yet returned by wait_any.
   virtual int running() const = 0;
   // Asks every running job to stop (SIGTERM: the trainer checkpoints and
   // marks its run stopped).
@@ -117,6 +124,10 @@ struct SlurmOptions {
   // Called with the id of every array submitted (the study records them).
   std::function<void(const std::string& job_id)> on_submit;
 };
+// An Executor that submits to Slurm (see above); constructing it runs
+// nothing. wait_any submits the jobs started since the last wait as one
+// array and throws Error (kUsage for a missing partition, kRuntime when
+// sbatch refuses or squeue fails).
 std::unique_ptr<Executor> slurm_executor(SlurmOptions options);
 
 // What Slurm's queue holds of these jobs' tasks, by state ("PENDING": 3,

@@ -36,6 +36,8 @@ struct CrossRun {
 // Pairwise measures over runs' predictions; nullopt for fewer than 2 runs.
 std::optional<CrossRun> cross_run(const std::vector<predictions::Predictions>& runs);
 
+// Whether a cell that varies nothing reproduced bit for bit: how many
+// replicates were compared with the first, and the first that differed.
 struct Audit {
   bool identical = true;  // every replicate bit-identical to the first
   int compared = 0;
@@ -56,6 +58,9 @@ struct EpochSpread {
   std::optional<double> sd_ratio;        // SD / SD of the "all" source there (sources mode)
 };
 
+// One cell of a study: its finished runs' results, cost and, where they
+// apply, cross-run measures, audit and comparison with a deterministic
+// twin. Part of StudyAnalysis, a plain value.
 struct CellAnalysis {
   std::string cell, vary;
   int runs = 0;
@@ -104,11 +109,14 @@ struct CellPair {
 // reference) instead of every pair with every other.
 inline constexpr size_t kMaxAllPairsCells = 12;
 
+// One run's series (a loss curve) for the report's plots.
 struct Curve {
   std::string cell, run;
   std::vector<double> x, y;
 };
 
+// What analyse_study returns: a plain value for the reports and the JSON
+// output.
 struct StudyAnalysis {
   store::RunInfo study;
   StudySpec spec;
@@ -136,11 +144,15 @@ struct StudyAnalysis {
   std::vector<std::string> notes;
 };
 
+// The analysis of the study `ref` names (resolve_study: a reference that is
+// not a study throws Error(kUsage)), over its finished runs; missing runs
+// are noted, not errors. Reads the store only; `weights` is left empty.
 StudyAnalysis analyse_study(store::Store& store, const std::string& ref,
                             const std::string& metric = "test/accuracy");
 
 // One self-contained HTML file (no network): tables and inline SVG plots.
 std::string html_report(const StudyAnalysis& a);
+// The same as Markdown. Both are pure functions of `a`.
 std::string markdown_report(const StudyAnalysis& a);
 
 }  // namespace trainscope::study

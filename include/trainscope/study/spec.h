@@ -52,11 +52,14 @@ namespace trainscope::study {
 //   a config key    set to 1, 2, 3, ... per replicate
 const std::vector<std::string>& source_names();
 
+// One factor of a grid: a config key and the values it takes, in order.
 struct Factor {
   std::string key;
   std::vector<std::string> values;
 };
 
+// A study as its file says it (load_study, parse_recorded): a plain
+// value.
 struct StudySpec {
   std::string name;
   std::filesystem::path file;  // the study file
@@ -95,6 +98,10 @@ struct PlannedRun {
 // empty grid or factor, replicates < 2, an unknown source, a base config
 // that does not exist.
 StudySpec load_study(const std::filesystem::path& file, bool quick = false);
+// The same from `text` already read (`file` names it in errors and is
+// where a relative base config is found); the same errors, and Error
+// (kUsage) with the line for YAML that does not parse. Pure but for
+// checking that the base config exists.
 StudySpec parse_study(const std::string& text, const std::filesystem::path& file,
                       bool quick = false);
 
@@ -104,6 +111,8 @@ StudySpec parse_study(const std::string& text, const std::filesystem::path& file
 // live on another host); a text without the marker (a study recorded by an
 // earlier trainscope) gives an empty resolved_base.
 std::string recorded_text(const StudySpec& spec);
+// Reads recorded_text() back; errors as parse_study, except that no file
+// is checked.
 StudySpec parse_recorded(const std::string& text, const std::filesystem::path& file, bool quick);
 
 // The runs of a study, computed on demand: run i is the i-th of the plan
@@ -113,6 +122,7 @@ StudySpec parse_recorded(const std::string& text, const std::filesystem::path& f
 // `spec`, which must outlive it.
 class Plan {
  public:
+  // Sizes the plan (no run is made yet); never throws.
   explicit Plan(const StudySpec& spec);
   explicit Plan(StudySpec&&) = delete;  // it would outlive the spec
   // Runs in the plan; saturates at UINT64_MAX for a grid beyond counting.

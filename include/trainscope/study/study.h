@@ -37,6 +37,7 @@ std::string command_run_text(const StudySpec& spec, const PlannedRun& run);
 // runs `study run` refuses, with the count and the estimated time.
 constexpr uint64_t kDefaultMaxRuns = 10000;
 
+// How run_study and resume_study run a study's trainings.
 struct StudyOptions {
   std::string store_uri;           // the store the children write to
   std::filesystem::path program;   // the trainscope executable
@@ -58,6 +59,7 @@ struct StudyOptions {
   bool replan = false;
 };
 
+// Counts of a study's planned runs so far, and what just happened.
 struct Progress {
   int total = 0, done = 0, failed = 0, running = 0, retried = 0, skipped = 0;
   double elapsed_s = 0;
@@ -68,11 +70,14 @@ struct Progress {
   int recorded_nothing = 0;
   std::string recorded_nothing_first;
 };
+// Called by the study's thread (never concurrently) after every change.
 using ProgressFn = std::function<void(const Progress&)>;
 
+// What a study came to: its run and the last progress.
 struct Outcome {
   std::string study;  // UUID
   Progress progress;
+  // Whether every planned run finished.
   bool complete() const { return progress.done == progress.total; }
 };
 
@@ -88,8 +93,11 @@ struct PlanEstimate {
   // run_s < 0 when there is none.
   double run_s = -1;
   int from_runs = 0;
+  // Estimated seconds for the whole plan on `workers`; -1 when unknown.
   double total_s() const { return run_s < 0 ? -1 : run_s * static_cast<double>(runs) / workers; }
 };
+// The plan's size and, from up to 200 finished trainings of the study's
+// experiment in the store, its expected time. Reads only.
 PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const StudyOptions& options);
 // "320,000 runs on 2 worker(s): about 44h at 1.0s a run (the mean of 31
 // earlier run(s))", or that there is nothing to estimate from.
@@ -197,6 +205,7 @@ std::vector<store::RunInfo> counted_runs(store::Store& store, std::vector<store:
 // children not tagged kSupersededTag.
 int64_t counted_children(store::Store& store, const std::string& parent_uuid);
 
+// One cell's planned runs by state (study_status).
 struct CellStatus {
   std::string cell;
   int planned = 0, finished = 0, running = 0, failed = 0, pending = 0;
@@ -205,6 +214,7 @@ struct CellStatus {
   int stale = 0;
 };
 
+// What study_status returns: a plain value.
 struct StudyStatus {
   store::RunInfo study;
   store::Liveness liveness;  // of the study's own run
