@@ -5,6 +5,8 @@
 
 namespace trainscope::profile {
 
+// The `profile` section (config.section<ProfileConfig>()), checked when a
+// config is parsed; the profile unit attaches its observer when enabled.
 struct ProfileConfig {
   static constexpr const char* kName = "profile";
   bool enabled = false;      // per-layer profiling (`trainscope profile` sets it)

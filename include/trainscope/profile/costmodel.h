@@ -73,6 +73,8 @@ std::vector<double> update_features(const LayerInfo& l);  // {Mparams, parameter
 std::vector<double> overhead_features(
     const std::vector<LayerInfo>& layers);  // {layers, activation MB}
 
+// A fitted linear cost model (fit, from_json): a plain value whose
+// predictions are pure (any thread).
 struct CostModel {
   std::map<std::string, std::vector<double>> coef;  // type -> coefficients of compute_features
   std::vector<double> generic;                      // compute of all types together (unseen types)
@@ -84,8 +86,11 @@ struct CostModel {
 
   // Predicted microseconds for one layer; `estimated` says if the type was unseen.
   double layer_us(const LayerInfo& l, bool* estimated = nullptr) const;
+  // Predicted per-iteration overhead outside the layers (never negative).
   double overhead_us(const std::vector<LayerInfo>& layers) const;
+  // Predicted microseconds of one iteration: the overhead plus every layer.
   double iteration_us(const std::vector<LayerInfo>& layers) const;
+  // The model as JSON (format trainscope-costmodel/4), what from_json reads.
   std::string to_json() const;
   // Throws a usage error naming what is wrong for a file that is not a model.
   static CostModel from_json(const std::string& text);
@@ -97,16 +102,19 @@ std::vector<ProfiledArch> load_profiled(store::Store& store, const std::vector<s
 // `lanes`: the SIMD width of the machine the profiles come from.
 CostModel fit(const std::vector<ProfiledArch>& data, int lanes);
 
+// One model's measured and predicted iteration time (microseconds).
 struct EvalRow {
   std::string model;
   int64_t batch = 0;
   double measured_us = 0, predicted_us = 0;
 };
+// One layer's measured and predicted time (microseconds).
 struct LayerEvalRow {
   std::string model, layer, type;
   int64_t batch = 0;
   double measured_us = 0, predicted_us = 0;
 };
+// What leave_one_architecture_out returns: a plain value.
 struct CostModelEval {
   std::vector<EvalRow> rows;
   std::vector<LayerEvalRow> layer_rows;  // layers taking >= 1% of their iteration

@@ -29,6 +29,7 @@ struct GridSpec {
 // Reads a grid file. Throws Error(kUsage) naming the file and what is wrong.
 GridSpec load_grid(const std::filesystem::path& file);
 
+// One run of a grid (grid_cells).
 struct GridCell {
   std::string model;
   int64_t batch = 0;
@@ -53,6 +54,10 @@ struct GridProgress {
   std::function<void(size_t, size_t, const GridCell&)> before;
   std::function<void(size_t, size_t, const GridCell&, const ProfileSummary&)> after;
 };
+// Trains each cell in turn on the calling thread (a Trainer each, holding
+// `store` shared), calling `progress` around each. Throws what loading a
+// cell's config or training it throws, leaving the cells before it
+// recorded.
 void run_grid(std::shared_ptr<store::Store> store, const GridSpec& spec,
               const std::string& command_line, const GridProgress& progress = {});
 

@@ -16,8 +16,11 @@
 
 namespace trainscope::profile {
 
+// The profile unit's observer (see the file comment); its events come on
+// the training thread, where it profiles.
 class ProfilingObserver : public instrument::TrainObserver {
  public:
+  // Holds nothing until run begin; the destructor frees what it kept.
   ProfilingObserver();
   ~ProfilingObserver() override;
   void on_run_begin(const instrument::RunContext& ctx) override;

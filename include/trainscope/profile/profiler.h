@@ -45,12 +45,14 @@ namespace trainscope::profile {
 // structure the FLOP formulas and the layer facts take from here.
 class DescribedModule : public torch::nn::Module {
  public:
+  // What the layer is, for the FLOP formulas and the layer facts.
   struct Structure {
     std::string type;                           // "Conv2d", "Linear", ...
     int64_t in_channels = 0, out_channels = 0;  // or a Linear's features
     int64_t kernel = 0, kernel_elems = 0;       // first side, product of the sides
     int64_t stride = 1, groups = 1;
   };
+  // A module named by s.type that describes itself as `s`.
   explicit DescribedModule(Structure s) : torch::nn::Module(s.type), structure_(std::move(s)) {}
   const Structure& structure() const { return structure_; }
 
@@ -69,6 +71,7 @@ class IterationProfiler {
   // `state`, when given, adds the optimizer's per-parameter state tensors.
   explicit IterationProfiler(torch::nn::Module& model, bool keep_events = true,
                              StateFn state = nullptr);
+  // Ends an iteration still in progress (removing the callbacks).
   ~IterationProfiler();
 
   // Starts an iteration: installs the callbacks. Operator events for a trace
@@ -78,6 +81,7 @@ class IterationProfiler {
   void phase(Phase p);
   // Ends the iteration, removes the callbacks and returns its profile.
   IterationProfile end();
+  // Whether an iteration is in progress (between begin and end).
   bool active() const { return active_; }
 
   struct State;  // shared with the callbacks

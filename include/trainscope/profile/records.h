@@ -19,6 +19,8 @@
 
 namespace trainscope::profile {
 
+// The record kinds a profile writes (docs/store_format.md): its cells by
+// step, and its layers' facts.
 inline constexpr const char* kStepsKind = "profile_steps";
 inline constexpr const char* kLayersKind = "profile_layers";
 

@@ -13,8 +13,14 @@
 
 namespace trainscope::profile {
 
+// Each layer as (name, JSON of its facts): the rows the profile records.
+// Pure.
 std::vector<std::pair<std::string, std::string>> layers_to_json(
     const std::vector<LayerInfo>& layers);
+// Reads layers_to_json's rows back (absent fields default). Throws
+// Error(kUsage) for JSON nested too deep (core::check_json_nesting), and
+// nlohmann's parse_error or type_error for a row that is not such JSON (a
+// damaged store).
 std::vector<LayerInfo> layers_from_json(
     const std::vector<std::pair<std::string, std::string>>& rows);
 
@@ -40,6 +46,7 @@ struct OperatorStat {
   double self_us = 0;   // total self time
   double total_us = 0;  // total time including the operators it called
 };
+// What operator_table returns: a plain value.
 struct OperatorTable {
   int64_t steps = 0;              // profiled iterations in the trace
   double self_us = 0;             // sum of every operator's self time
@@ -52,14 +59,18 @@ OperatorTable operator_table(std::string_view trace_json, const std::string& wha
 // first. Throws Error(kNotFound) when the run has no trace.
 OperatorTable operator_table(store::Store& store, const std::string& uuid);
 
+// One layer's mean times per profiled iteration (ProfileSummary::layers).
 struct LayerTime {
   std::string layer;
   std::string type;
   double forward_us = 0, backward_us = 0, update_us = 0;  // mean per profiled iteration
   double flops = 0;
+  // The layer's mean microseconds per iteration over the three phases.
   double total() const { return forward_us + backward_us + update_us; }
 };
 
+// A run's profile per layer and category, averaged over its profiled
+// iterations (summarize): a plain value.
 struct ProfileSummary {
   int64_t iterations = 0;
   double wall_us = 0;                        // mean iteration wall time

@@ -15,8 +15,10 @@ namespace trainscope::profile {
 // The phases a profiled iteration is split into (a training loop marks
 // them with IterationProfiler::phase).
 enum class Phase { kNone, kData, kForward, kLoss, kBackward, kZeroGrad, kUpdate, kRecording };
+// "none", "data", "forward", ...: a static string (any thread).
 const char* to_string(Phase p);
 
+// One operator call of a profiled iteration, for the Chrome trace.
 struct TraceEvent {
   std::string name;
   std::string layer;  // empty when unattributed
@@ -27,6 +29,8 @@ struct TraceEvent {
   int depth = 0;
 };
 
+// One profiled iteration: self times by (layer, phase), phase spans and
+// overheads, and the operator events. A plain value.
 struct IterationProfile {
   int64_t step = 0;
   double wall_us = 0;
@@ -41,6 +45,8 @@ struct IterationProfile {
 
 // --- per-layer facts -------------------------------------------------------------
 
+// The facts of one layer (its shapes, parameters, FLOPs and bytes) as the
+// profiler describes it from one forward pass; recorded with the profile.
 struct LayerInfo {
   std::string name;
   std::string type;  // Conv2d, Linear, BatchNorm2d, ReLU, MaxPool2d, ...
