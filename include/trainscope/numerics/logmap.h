@@ -11,6 +11,8 @@
 
 namespace trainscope::numerics {
 
+// The storage format of a variant's values: IEEE binary32, binary64, x87
+// 80-bit long double, and binary128 (__float128).
 enum class Format { kFloat32, kFloat64, kLongDouble, kBinary128 };
 
 // The expression evaluated at each step.
@@ -20,6 +22,8 @@ enum class Order {
   kRxMinusRxx,        // r*x - r*x*x, i.e. t = r*x; t - t*x
 };
 
+// One way of computing the map: format, order of operations, FMA, and
+// whether libtorch does it (on `device`).
 struct Variant {
   std::string name;  // e.g. "float32 (r*x)*(1-x)"
   std::string id;    // e.g. "f32.rx_1mx", used on the command line and in metric keys
@@ -31,6 +35,7 @@ struct Variant {
   std::string device = "cpu";
 };
 
+// What run_logmap computes (checked by validate).
 struct LogmapOptions {
   std::string x0 = "0.4";  // decimal text: the reference starts from it exactly
   std::string r = "3.7";
@@ -44,6 +49,7 @@ struct LogmapOptions {
       extra_iterate;
 };
 
+// One variant's trajectory and how far it kept to the reference.
 struct VariantResult {
   Variant variant;
   std::vector<double> x;               // x[0..steps], widened to double
@@ -60,6 +66,7 @@ struct VariantResult {
   int64_t window_from = -1, window_to = -1;
 };
 
+// What run_logmap returns: a plain value.
 struct LogmapResult {
   LogmapOptions options;
   int reference_precision = 0;           // bits
@@ -75,6 +82,7 @@ std::vector<Variant> available_variants();
 // Checks the options: r in (0, 4], x0 in [0, 1], 0 < steps <= kMaxSteps,
 // known variant ids. Throws Error explaining what is allowed.
 void validate(const LogmapOptions& options);
+// The most steps validate accepts.
 constexpr int64_t kMaxSteps = 100'000;
 
 // MPFR precision (bits) that keeps the reference exact to double over N
@@ -105,6 +113,8 @@ int64_t first_divergence(const std::vector<double>& a, const std::vector<double>
 
 // --- summation ------------------------------------------------------------------
 
+// One summation method's float32 result and its error against the exact
+// sum.
 struct SumResult {
   std::string method;  // "sequential", "pairwise", "blocked-4", "kahan", ...
   float value = 0;
@@ -112,6 +122,7 @@ struct SumResult {
   double ulp_error = 0;  // in float32 ULPs of the exact sum
 };
 
+// What run_sum returns: a plain value.
 struct SumReport {
   int64_t n = 0;
   uint64_t seed = 0;

@@ -12,6 +12,7 @@
 
 namespace trainscope::numerics {
 
+// How record_logmap and record_sum name and record their run.
 struct RecordOptions {
   std::string name;
   std::string experiment = "numerics";
