@@ -22,6 +22,7 @@ struct EpochEnds {
   std::map<int64_t, int64_t> step_of;  // epoch (1-based) -> global step at its end
   int64_t last_step = 0;               // the run's last step of any step series
 
+  // Whether the run recorded no epoch end.
   bool empty() const { return step_of.empty(); }
   // The step at which epoch e ended; past the last recorded end (a live
   // run, or a run stopped inside an epoch that was evaluated there), the
@@ -33,7 +34,9 @@ struct EpochEnds {
   double epoch_at(double step) const;
 };
 
+// What a series' recorded "step" counts: global steps, or 1-based epochs.
 enum class XKind { kStep, kEpoch };
+// Whether a series is about what the model learnt or how the run ran.
 enum class SeriesGroup { kLearning, kBookkeeping };
 
 // One series' place on a run's charts.
@@ -48,6 +51,7 @@ struct SeriesAxis {
   std::string chart;
 };
 
+// "step" / "epoch", and "learning" / "bookkeeping": static strings.
 const char* to_string(XKind x);
 const char* to_string(SeriesGroup g);
 
@@ -70,9 +74,14 @@ struct RunAxes {
   EpochEnds epochs;
   std::map<std::string, SeriesAxis> series;  // by key
 
+  // The axis of `key`; a key the run lacks gets a default axis (steps,
+  // learning, no chart), valid for the program's life.
   const SeriesAxis& of(const std::string& key) const;
 };
 // SUMMARIES: the run's metric summaries, when the caller has read them.
+// Reads the run's "epoch" series (and, in the first form, its metric
+// summaries) from `store`; a run without them has no epoch ends and every
+// series on steps. Throws what the store throws.
 RunAxes run_axes(store::Store& store, const std::string& uuid);
 RunAxes run_axes(store::Store& store, const std::string& uuid,
                  const std::vector<store::MetricSummary>& summaries);
@@ -82,6 +91,7 @@ struct PointX {
   double step = 0;   // the global step (an epoch series: the step its epoch ended)
   double epoch = 0;  // the fractional epoch (an epoch series: the epoch itself)
 };
+// Where `recorded_step` of `series` sits on each axis. Pure: any thread.
 PointX point_x(const RunAxes& axes, const SeriesAxis& series, int64_t recorded_step);
 
 }  // namespace trainscope::format

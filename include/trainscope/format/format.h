@@ -32,6 +32,9 @@
 
 namespace trainscope::format {
 
+// Every function below is pure: it builds its value from its arguments
+// (those given a Store read it, and throw what it throws), holds nothing,
+// and may run on any thread.
 using Json = nlohmann::json;
 
 // How every JSON text trainscope writes treats bytes that are not UTF-8 (a
@@ -55,6 +58,7 @@ std::string run_cell(const store::RunRow& row, const std::string& column);
 std::string run_column_title(const std::string& column);
 
 // --- JSON --------------------------------------------------------------------
+// `v` as a JSON number, or "nan", "inf", "-inf" when it is not finite.
 Json number(double v);
 // A run; `full` adds the command line and config.
 Json run(const store::RunInfo& r, bool full);
@@ -62,20 +66,28 @@ Json run(const store::RunInfo& r, bool full);
 // "runs": [one object per run: column -> value]}. Absent values are null,
 // times ISO-8601 UTC, the duration in seconds, metrics numbers.
 Json run_rows(const store::RunQueryResult& result);
+// {key, count, last_step, last, min, max}, numbers through number().
 Json metric_summary(const store::MetricSummary& m);
+// {name, kind, sha256, size, path, created_time (ISO-8601 UTC)}.
 Json artifact(const store::ArtifactInfo& a);
+// [{step, wall_time, value}] in the given order.
 Json metric_points(const std::vector<store::MetricPoint>& points);
 // Everything recorded for a run: the run, params, tags, metric summaries,
 // artifacts, and with `with_points` every metric point by key.
 Json run_export(store::Store& store, const store::RunInfo& r, bool with_points);
+// [{group, key, a, b}] in the given order.
 Json differences(const std::vector<env::Difference>& diffs);
 // `env recreate`: the release, the pinned packages (each with its pool URL
 // and its repacked file, "" when none, and its check when `checks` holds one
 // per package, as check_pins returns: ok, message, source, note), the Python
 // packages and trainscope's commit.
 Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks);
+// The RunDiff's fields, its tensor deltas as [{tensor, elements,
+// differing, max_abs, max_rel, max_ulp}].
 Json run_diff(const repro::RunDiff& d);
+// [{item, answer, answered}].
 Json checklist(const std::vector<repro::ChecklistItem>& items);
+// [{key, n, mean, p50, p95, max}].
 Json resource_stats(const std::vector<monitor::SeriesStats>& stats);
 // One object per run: its UUID and every throughput row as a display string.
 Json throughput(const std::vector<monitor::ThroughputColumn>& columns);
@@ -83,14 +95,20 @@ Json throughput(const std::vector<monitor::ThroughputColumn>& columns);
 struct ProfileExtras {
   double step_ms_profiled = 0, step_ms_unprofiled = 0, peak_gflops = 0;
 };
+// {run, profiled_iterations, ...} with one object per layer (times in us,
+// forward FLOPs and GFLOP/s) and the categories.
 Json profile(const std::string& run_uuid, const profile::ProfileSummary& s,
              const ProfileExtras& extras);
+// The iteration rows (ms) and layer rows (us), with the MAPEs.
 Json costmodel_eval(const profile::CostModelEval& e);
 // The first `top` operators (0: all) with self/total time, their shares and
 // calls, per profiled step.
 Json operator_table(const std::string& run_uuid, const profile::OperatorTable& t, size_t top);
+// The result's reference and each variant by id; `r` must hold
+// trajectories (as run_logmap's do).
 Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
             const numerics::LogmapResult& r);
+// {run, n, exact, results: [{method, value, abs_error, ulp_error}]}.
 Json sum(const std::string& run_uuid, const numerics::SumReport& r);
 // What `trainscope train` reached: its test accuracy null when it was not
 // evaluated (a run stopped before an epoch ended).
@@ -109,12 +127,19 @@ Json pair_comparison(const stats::PairComparison& c);
 // Variance components by factor (stats/factors.h): `trainscope stats --by
 // K1 --by K2` and a study report's grid.
 Json factor_analysis(const stats::FactorAnalysis& f);
+// The study, its liveness, each cell's counts and the total; Slurm's jobs
+// and queue when it ran there.
 Json study_status(const study::StudyStatus& s);
+// Every part of the analysis (cells, comparisons, factor components,
+// weights, cost, notes).
 Json study_analysis(const study::StudyAnalysis& a);
 
 // --- CSV ---------------------------------------------------------------------
 // "key,step,wall_time,value" (or without key) and one row per point.
 void metric_csv_header(std::ostream& out, bool with_key);
+// The rows of `points` (with `key` first when given; nullptr: none).
+// Like every writer below it writes to `out` and leaves failures in its
+// state (nothing throws for them).
 void metric_csv(std::ostream& out, const std::string* key,
                 const std::vector<store::MetricPoint>& points);
 // Every metric point of a run, with its key.
@@ -127,9 +152,14 @@ void runs_metrics_csv(std::ostream& out, store::Store& store,
 // One row per run, one column per query column (absent: empty; times
 // ISO-8601 UTC; full UUIDs; numbers round-trip exactly).
 void run_rows_csv(std::ostream& out, const store::RunQueryResult& result);
+// A header "key,n,mean,p50,p95,max" and one row per series.
 void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
+// One row per layer (times in us, FLOPs, GFLOP/s), then one per category.
 void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
+// "level,model,batch,layer,type,measured_us,predicted_us,error_percent":
+// the iteration rows, then the layer rows.
 void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
+// The first `top` operators (0: all) as operator_table's JSON has them.
 void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top);
 // One row per group: n, mean, SD and its intervals, CV, range, Diff%.
 void metric_stats_csv(std::ostream& out, const stats::MetricStats& m);

@@ -11,6 +11,8 @@
 
 namespace trainscope::format {
 
+// How metric_curves places and smooths the points, and how curves_svg
+// draws them.
 struct PlotOptions {
   std::string x = "step";  // step | epoch | time (seconds since the run started)
   // Exponential moving average with TensorBoard's weight and debiasing:
@@ -19,6 +21,8 @@ struct PlotOptions {
   bool log_y = false;
 };
 
+// One (run, key) series on the chosen x axis: its raw values and, with
+// smoothing, the smoothed ones (else empty).
 struct Curve {
   std::string run, run_name, key;
   std::vector<double> x, y, smoothed;
@@ -34,6 +38,8 @@ struct Curve {
 // unknown x or a smoothing weight outside [0, 1).
 std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::RunInfo>& runs,
                                  const std::vector<std::string>& keys, const PlotOptions& options);
+// One SVG chart of every curve (with smoothing, the raw curve dashed
+// beside the smoothed one), titled by the keys. Pure.
 std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& options);
 // Long format: run,name,key,x,value,smoothed.
 void curves_csv(std::ostream& out, const std::vector<Curve>& curves);
