@@ -10,6 +10,7 @@
 
 namespace trainscope::repro {
 
+// What check_code found: a plain value.
 struct CodeCheck {
   bool recorded = false;           // the run recorded a git state
   bool same = true;                // the tree holds the code that ran

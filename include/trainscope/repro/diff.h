@@ -12,6 +12,8 @@
 
 namespace trainscope::repro {
 
+// How one tensor differs between the two runs at the first differing step
+// (compare_tensors): a plain value.
 struct TensorDelta {
   std::string name;
   int64_t elements = 0;
@@ -21,6 +23,7 @@ struct TensorDelta {
   double max_ulp = 0;  // distance in units in the last place
 };
 
+// What diff_runs (and replay_divergence) found: a plain value.
 struct RunDiff {
   std::string a, b;  // UUIDs
   bool same_model = true;

@@ -14,6 +14,7 @@ namespace trainscope::repro {
 // A Model Card in Markdown. Sections a person must write say TODO.
 std::string model_card(store::Store& store, const store::RunInfo& run);
 
+// One question of a reproducibility checklist and what the records answer.
 struct ChecklistItem {
   std::string question;
   std::string answer;  // "OPEN: ..." when the records cannot answer it

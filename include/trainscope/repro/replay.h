@@ -23,6 +23,8 @@ namespace trainscope::repro {
 void replay_divergence(store::Store& store, const store::RunInfo& a, const store::RunInfo& b,
                        RunDiff& d);
 
+// How rerun() runs the copy: the observers are held shared and called on
+// the training thread; before_training is called on the calling thread.
 struct RerunOptions {
   bool force = false;        // run even when a dataset file changed
   std::string command_line;  // recorded with the new run
@@ -32,6 +34,7 @@ struct RerunOptions {
   std::function<void(const std::vector<env::Difference>&)> before_training;
 };
 
+// What rerun() returns.
 struct Rerun {
   train::TrainResult result;             // of the new run (tagged rerun_of)
   std::vector<env::Difference> machine;  // machine facts that differ from the original's
