@@ -12,6 +12,7 @@
 
 namespace trainscope::serve {
 
+// One API request as the HTTP layer hands it over: a plain value.
 struct Request {
   std::string method = "GET";
   // As sent, percent-encoding kept: "/api/runs/init%2Fr1/metric". The API
@@ -22,6 +23,7 @@ struct Request {
   std::string body;
 };
 
+// What handle_api answers: status, content type, body and extra headers.
 struct Response {
   int status = 200;
   std::string content_type = "application/json";
@@ -29,6 +31,7 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// What the API allows beyond reading.
 struct ApiOptions {
   bool allow_writes = false;  // PUT/DELETE of tags; 403 otherwise
 };

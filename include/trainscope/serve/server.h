@@ -11,6 +11,7 @@
 
 namespace trainscope::serve {
 
+// How `trainscope serve` opens its store and listens.
 struct ServerOptions {
   std::string store_uri;  // empty: $TRAINSCOPE_STORE or the default
   std::string bind = "127.0.0.1";
@@ -26,12 +27,15 @@ bool is_loopback(const std::string& host);
 // 32 hex digits from the system's random source.
 std::string random_token();
 
+// The dashboard's HTTP server: one thread calls bind() and run(); stop()
+// may come from any other.
 class Server {
  public:
   // Opens the store read-only (a store that does not exist is an Error of
   // kind kNotFound naming it) and, for a non-loopback bind without a token,
   // generates one.
   explicit Server(ServerOptions options);
+  // Closes the store connections; call it after run() returned (stop()).
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -42,11 +46,15 @@ class Server {
   int bind();
   // Serves until stop() (from another thread). Call bind() first.
   void run();
+  // Makes run() return and, when run() was called, waits until it has; any
+  // thread, more than once.
   void stop();
 
   // http://HOST:PORT/ and, with a token, ?token=... to open in a browser.
   std::string url() const;
+  // The token a client must give (empty: none), valid while the Server is.
   const std::string& token() const;
+  // The store's description (Store::describe), for the banner.
   std::string store_name() const;
 
   struct Impl;
