@@ -7,6 +7,8 @@
 
 namespace trainscope::fingerprint {
 
+// The `fingerprint` section (config.section<FingerprintConfig>()):
+// fingerprints are taken at the steps that are multiples of every_steps.
 struct FingerprintConfig {
   static constexpr const char* kName = "fingerprint";
   int64_t every_steps = 1;  // 0: off

@@ -17,6 +17,7 @@
 
 namespace trainscope::fingerprint {
 
+// The record kinds (layouts above).
 inline constexpr const char* kNamesKind = "fingerprint_tensors";
 inline constexpr const char* kStepsKind = "fingerprints";
 
@@ -26,12 +27,15 @@ struct Fingerprint {
   std::vector<uint64_t> hashes;  // one per name in FingerprintSet::names
 };
 
+// What read() returns: the names and every recorded step.
 struct FingerprintSet {
   std::vector<std::string> names;  // tensor names, in forward order
   std::vector<Fingerprint> steps;  // increasing step
 };
 
+// The record of the tensor names (kind kNamesKind, step 0). Pure.
 store::Record names_record(const std::vector<std::string>& names);
+// The record of one step's hashes (kind kStepsKind, at f.step). Pure.
 store::Record step_record(const Fingerprint& f, double wall_time = 0);
 
 // The tensor names a run's fingerprints hash; empty when it has none.

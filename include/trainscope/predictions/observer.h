@@ -9,6 +9,9 @@
 
 namespace trainscope::predictions {
 
+// The predictions unit's observer (see the file comment): keeps the last
+// "test" evaluation's predictions (a copy) and writes them at train end
+// when the run finished; nothing for a stopped run. Training thread.
 class PredictionsObserver : public instrument::TrainObserver {
  public:
   void on_evaluation_end(const instrument::RunContext& ctx,

@@ -38,6 +38,9 @@ struct Baseline {
 // other memory format, oneDNN switched, each allowed batch multiple.
 std::vector<Setting> candidate_settings(const Baseline& b);
 
+// What run_tune() tries: each setting as trials of `steps` steps run as child
+// processes of `executable`, `rounds` times; `progress` is called on the
+// calling thread.
 struct TuneOptions {
   std::string executable;              // a trainscope executable for the trials
   std::string config;                  // the config file
@@ -51,6 +54,7 @@ struct TuneOptions {
   std::function<void(int trial, int trials, const std::string& label)> progress;
 };
 
+// One setting's measured trials and how it compares with the baseline.
 struct SettingResult {
   Setting setting;
   std::vector<double> step_ms;  // one median per trial
@@ -72,6 +76,7 @@ struct LayerChange {
   double baseline_us = 0, best_us = 0;
 };
 
+// What run_tune() returns: a plain value.
 struct TuneReport {
   std::vector<SettingResult> results;  // in the order of the settings
   size_t best = 0;                     // index of the most samples/s
