@@ -29,12 +29,14 @@ enum class ScalarType {
 // "double" or "float32"; throws Error(kUsage) naming the choices.
 ScalarType parse_scalar_type(const std::string& name);
 
+// Where and how export_runs writes.
 struct ExportOptions {
   std::filesystem::path dir;  // one log folder per run is made inside
   ScalarType scalars = ScalarType::kDouble;
   bool histograms = true;  // the probes' histograms, where a run has them
 };
 
+// One run export_runs wrote.
 struct ExportedRun {
   std::string uuid;
   std::filesystem::path file;  // the event file written
@@ -59,6 +61,7 @@ std::vector<ExportedRun> export_runs(store::Store& store, const std::vector<stor
                                      const ExportOptions& options,
                                      const std::function<void(size_t)>& progress = {});
 
+// Where import_tfevents looks and how it names what it records.
 struct ImportOptions {
   std::filesystem::path dir;           // searched recursively for event files
   std::string experiment = "default";  // the imported runs' experiment

@@ -23,6 +23,8 @@ namespace trainscope::tfevents {
 
 // CRC-32C (Castagnoli) and TFRecord's masked form of it.
 uint32_t crc32c(const void* data, size_t n);
+// TFRecord's mask of crc32c(data, n): rotated right by 15 plus 0xa282ead8.
+// Both pure.
 uint32_t masked_crc32c(const void* data, size_t n);
 
 // TensorBoard's HistogramProto: buckets given by their right edges.
@@ -40,10 +42,13 @@ class Writer {
   // seconds>.<host>, and writes the file_version Event. Throws Error(kUsage)
   // naming the file when it cannot be created.
   explicit Writer(const std::filesystem::path& dir);
+  // Closes the file if close() was not called; a failed write is then lost
+  // without an error.
   ~Writer();
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // The event file; valid while the writer is.
   const std::filesystem::path& path() const { return path_; }
 
   // A scalar as TensorBoard's simple_value: float32, as every TensorBoard
@@ -54,6 +59,7 @@ class Writer {
   // writes, in double): TensorBoard shows it as any scalar, and the value
   // reads back bit for bit.
   void scalar_double(const std::string& tag, int64_t step, double wall_time, double value);
+  // A histogram as TensorBoard's HistogramProto.
   void histogram(const std::string& tag, int64_t step, double wall_time, const Histogram& h);
 
   // Flushes and closes the file; throws Error(kUsage) naming it when a write
