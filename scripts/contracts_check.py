@@ -15,6 +15,7 @@ What needs no comment of its own:
   - a one-line inline member function (a getter `T name() const { return
     x_; }`, a call forwarded `void f(A a) { impl_->f(a); }`) directly below
     a documented one: such one-liners may be grouped under one comment;
+  - an overload directly below a documented overload of the same name;
   - a declaration that is `= delete` or `= default`, or that overrides a
     base's (`override`, `final`): the base's contract is the promise;
   - forward declarations, friends, using-declarations and using-directives,
@@ -46,8 +47,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Being edited in issue 47/51; remove.
 ALLOWLIST = {
     "store/accept.h",
-    "train/config.h",
-    "train/events.h",
     "config/config.h",  # declares flatten() (YAML flattening)
     "core/flat_yaml.h",  # the one YAML flattener, new
 }
@@ -199,6 +198,9 @@ class Checker:
         self.group_end, self.group_kind = -2, None
         # The functions declared so far, by qualified name.
         self.declared = set()
+        # The last function: its last line, qualified name, and whether it
+        # is documented.
+        self.last_function = (-2, None, False)
 
     # --- the scan -------------------------------------------------------
 
@@ -375,6 +377,11 @@ class Checker:
             one_liner = scope.kind == "class" and start == end and \
                 ONE_LINER.match(self.lines.code[start]) is not None
             covered = self.grouped(start, end, "one-liner" if one_liner else None)
+            # An overload directly below a documented one shares its comment.
+            last_end, last_name, last_covered = self.last_function
+            if not covered and start == last_end + 1 and last_name == qualified and last_covered:
+                covered = True
+            self.last_function = (end, qualified, covered)
             kind = "function" if scope.kind != "class" else (
                 "constructor" if fn == scope.name else
                 "destructor" if fn.startswith("~") else "member function")
@@ -515,6 +522,13 @@ class Forwarder {
   void impl(int x) override;
 };
 
+// Overloads, documented together.
+int overloaded(int x);
+int overloaded(double x);
+
+int overloaded_alone(int x);
+int overloaded_alone(double x);
+
 }  // namespace trainscope::selftest
 """
 
@@ -531,6 +545,8 @@ SELF_TEST_EXPECTED = [
     (63, "function selftest::under_a_banner"),
     (65, "class selftest::Forwarder"),
     (71, "member function selftest::Forwarder::c"),
+    (79, "function selftest::overloaded_alone"),
+    (80, "function selftest::overloaded_alone"),
 ]
 
 
