@@ -158,7 +158,7 @@ class Sink {
 class Subscriber {
  public:
   virtual ~Subscriber() = default;
-  // A short name for logs ("norms"); any thread, often.
+  // A short name ("norms") that identifies the subscriber to people.
   virtual std::string name() const = 0;
   // The layer kinds it reads; empty: none (a meta or series subscriber).
   virtual std::set<Kind> kinds() const { return {}; }
