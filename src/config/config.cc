@@ -18,6 +18,7 @@
 
 #include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
@@ -505,61 +506,18 @@ void set_value(Config& c, const std::string& given, const std::string& value,
   }
 }
 
-// A value from the config file and the line that holds it.
-struct FileValue {
-  std::string key, value;
-  int line;
-  bool list = false;    // given as a YAML list
-  bool nested = false;  // ... holding something other than numbers
-};
-
 // "c.yaml: line 3", as messages about the file name a place in it.
 std::string at_line(const std::string& source, int line) {
   return fmt::format("{}: line {}", source, line);
 }
 
-int line_of(const YAML::Node& n) { return n.Mark().line >= 0 ? n.Mark().line + 1 : 1; }
-
-FileValue list_value(const YAML::Node& node, const std::string& key) {
-  FileValue v{key, "[", line_of(node), true};
-  for (size_t i = 0; i < node.size(); ++i) {
-    if (!node[i].IsScalar()) {
-      v.nested = true;
-      continue;
-    }
-    v.value += (i ? ", " : "") + node[i].as<std::string>();
-  }
-  v.value += "]";
-  return v;
-}
-
 // Only a list key takes a list, and only of numbers. An unknown key is
 // named as unknown, whatever it holds.
-void check_list(const FileValue& v, const std::string& where) {
+void check_list(const core::FlatValue& v, const std::string& where) {
   const Field& f = find_field(current_key(v.key, nullptr), where);
   if (f.kind != Kind::kIntList)
     fail(ErrorKind::kUsage, "{}: {} takes one value, not a list", where, f.key);
   if (v.nested) fail(ErrorKind::kUsage, "{}: {} must be a list of numbers", where, f.key);
-}
-
-// The file's values by dotted key, in file order. (check_yaml has bounded
-// the nesting, so the recursion is shallow.)
-void flatten_yaml(const YAML::Node& node, const std::string& prefix, std::vector<FileValue>& out,
-                  const std::string& source) {
-  if (node.IsMap()) {
-    for (const auto& kv : node) {
-      std::string k = kv.first.as<std::string>();
-      const std::string key = prefix.empty() ? k : prefix + "." + k;
-      if (kv.second.IsNull())  // `key:` alone: a line of its own
-        out.push_back({key, "", line_of(kv.first)});
-      else
-        flatten_yaml(kv.second, key, out, source);
-    }
-  } else if (node.IsSequence()) {
-    out.push_back(list_value(node, prefix));
-  } else if (node.IsScalar()) {
-    out.push_back({prefix, node.as<std::string>(), line_of(node)});
-  }
 }
 
 // Names where the values of `keys` came from: the --set options that
@@ -644,20 +602,13 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
                   const std::string& source, std::vector<std::string>* noted, bool check) {
   Config c;
   core::check_yaml(yaml_text, source);
-  std::vector<FileValue> file;
-  try {
-    YAML::Node root = YAML::Load(yaml_text);
-    if (!root.IsNull() && !root.IsMap())
-      fail(ErrorKind::kUsage, "{}: expected a mapping of keys to values at the top level", source);
-    flatten_yaml(root, "", file, source);
-  } catch (const YAML::Exception& e) {
-    fail(ErrorKind::kUsage, "{}: invalid YAML at line {}: {}", source, e.mark.line + 1,
-         core::escape_for_display(e.msg));
-  }
+  // The file's values by dotted key, in file order (a list's items that are
+  // not numbers left out, and marked nested for check_list).
+  const std::vector<core::FlatValue> file = core::flatten_yaml(yaml_text, source);
   std::map<std::string, int> lines;  // key -> the file's line that gave its value
   for (const auto& v : file) {
-    if (v.list) check_list(v, at_line(source, v.line));
-    set_value(c, v.key, v.value, at_line(source, v.line), noted);
+    if (v.kind == core::FlatValue::Kind::kList) check_list(v, at_line(source, v.line));
+    set_value(c, v.key, v.text, at_line(source, v.line), noted);
     lines[current_key(v.key, nullptr)] = v.line;
   }
   // (key, the --set that gave its value), in the order given.

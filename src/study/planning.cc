@@ -6,10 +6,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include <limits>
-#include <set>
 
 #include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 
@@ -69,26 +69,15 @@ std::string shape_text(const StudySpec& s) {
                      count_text(cells));
 }
 
-void flatten_yaml(const YAML::Node& n, const std::string& prefix, Flat& out) {
-  if (n.IsMap()) {
-    for (const auto& kv : n) {
-      const std::string key = kv.first.Scalar();
-      flatten_yaml(kv.second, prefix.empty() ? key : prefix + "." + key, out);
-    }
-  } else if (n.IsSequence()) {
-    std::string v = "[";
-    for (size_t i = 0; i < n.size(); ++i)
-      v += (i ? ", " : "") + (n[i].IsScalar() ? n[i].Scalar() : YAML::Dump(n[i]));
-    out[prefix] = v + "]";
-  } else {
-    out[prefix] = n.IsScalar() ? n.Scalar() : "";
-  }
-}
-
-// A resolved config (the trainer's to_yaml) as dotted keys.
-Flat flat_config(const std::string& yaml) {
+// A resolved config (the trainer's to_yaml, or a run's recorded config
+// text) as dotted keys: a list as "[a, b]" with every item shown, a null
+// as "", a later key over an earlier one. `source` names it in an error.
+Flat flat_config(const std::string& yaml, const std::string& source) {
   Flat out;
-  flatten_yaml(YAML::Load(yaml), "", out);
+  for (auto& v : core::flatten_yaml(
+           yaml, source,
+           {.list_items = core::ListItems::kAsYaml, .not_a_map = core::NotAMap::kOneValue}))
+    out[v.key] = std::move(v.text);
   return out;
 }
 
@@ -114,30 +103,16 @@ Flat describe(const StudySpec& s) {
   return m;
 }
 
-struct Difference {
-  std::string key, was, now;
-};
-
-std::optional<Difference> first_difference(const Flat& was, const Flat& now) {
-  auto value = [](const Flat& m, const std::string& k) {
-    auto it = m.find(k);
-    return it == m.end() ? std::string("(not set)") : it->second;
-  };
-  std::set<std::string> keys;
-  for (const auto& kv : was) keys.insert(kv.first);
-  for (const auto& kv : now) keys.insert(kv.first);
-  for (const auto& k : keys)
-    if (value(was, k) != value(now, k)) return Difference{k, value(was, k), value(now, k)};
-  return std::nullopt;
-}
-
-[[noreturn]] void refuse(const std::string& study, const Difference& d, const fs::path& file) {
+// A key a side does not hold reads "(not set)".
+[[noreturn]] void refuse(const std::string& study, const core::KeyDifference& d,
+                         const fs::path& file) {
   fail(ErrorKind::kConflict,
        "{} was {} when study {} was planned and is {} in {} now: `study resume` trains the "
        "recorded plan only; restore the file, or pass --replan to plan the study again from its "
        "files (finished runs the new plan does not train are set aside)",
-       core::escape_for_display(d.key), core::escape_for_display(d.was),
-       core::escape_for_display(study), core::escape_for_display(d.now), file.string());
+       core::escape_for_display(d.key), core::escape_for_display(d.was.value_or("(not set)")),
+       core::escape_for_display(study), core::escape_for_display(d.now.value_or("(not set)")),
+       file.string());
 }
 
 bool is_file(const fs::path& p) {
@@ -159,7 +134,9 @@ void check_against_a_finished_run(store::Store& store, const RunInfo& study,
   const std::string now =
       resolve_text(resolve_file(spec.base), training_sets(spec, plan.at(*index)));
   if (core::sha256_hex(now) == run.config_hash) return;
-  if (auto d = first_difference(flat_config(run.config_text), flat_config(now)))
+  if (auto d = core::first_difference(
+          flat_config(run.config_text, "the recorded config of run " + core::short_uuid(run.uuid)),
+          flat_config(now, "the base config as resolved now")))
     refuse(study.name, *d, spec.base);
 }
 
@@ -245,7 +222,7 @@ void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec&
            "it, or move it away to resume the recorded plan",
            study.name, e.what());
     }
-    if (auto d = first_difference(describe(recorded), describe(now)))
+    if (auto d = core::first_difference(describe(recorded), describe(now)))
       refuse(study.name, *d, recorded.file);
   }
   if (!is_file(now.base)) return;
@@ -259,7 +236,9 @@ void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec&
          "restore it, or move it away to resume the recorded plan",
          study.name, e.what());
   }
-  if (auto d = first_difference(flat_config(recorded.resolved_base), flat_config(resolved)))
+  if (auto d = core::first_difference(
+          flat_config(recorded.resolved_base, "the recorded base config of study " + study.name),
+          flat_config(resolved, "the base config as resolved now")))
     refuse(study.name, *d, now.base);
 }
 

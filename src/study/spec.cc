@@ -8,8 +8,10 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
@@ -47,25 +49,23 @@ const std::set<std::string> kKeys = {"study",         "base",    "command",     
 
 struct Ctx {
   std::string file;
+  std::string_view text;  // the study file's text
   [[noreturn]] void bad(const std::string& key, const std::string& what) const {
     fail(ErrorKind::kUsage, "{}: {} {}", file, core::escape_for_display(key),
          core::escape_for_display(what));
   }
 };
 
-// Flattens nested maps into dotted keys; scalars are kept as written.
-void flatten(const YAML::Node& n, const std::string& prefix,
-             std::vector<std::pair<std::string, std::string>>& out, const Ctx& c) {
-  if (n.IsMap()) {
-    for (const auto& kv : n)
-      flatten(
-          kv.second,
-          prefix.empty() ? kv.first.as<std::string>() : prefix + "." + kv.first.as<std::string>(),
-          out, c);
-  } else if (n.IsScalar()) {
-    out.emplace_back(prefix, n.as<std::string>());
-  } else {
-    c.bad(prefix, "must be a value (lists belong under grid:)");
+// The values under `set:` (`at`: the keys that lead to the map holding
+// it, {} or {"quick"}) as dotted keys, in file order; scalars are kept as
+// written. (`set:` holding one scalar gives it under the empty key.)
+void read_set(std::vector<std::string> at, StudySpec& s, const Ctx& c) {
+  at.push_back("set");
+  for (auto& v : core::flatten_yaml(
+           c.text, c.file, {.under = std::move(at), .not_a_map = core::NotAMap::kOneValue})) {
+    if (v.kind != core::FlatValue::Kind::kScalar)
+      c.bad(v.key, "must be a value (lists belong under grid:)");
+    s.set.emplace_back(std::move(v.key), std::move(v.text));
   }
 }
 
@@ -133,8 +133,10 @@ int read_int(const YAML::Node& n, const std::string& key, int min, int max, cons
   return v;
 }
 
-void read_fields(const YAML::Node& root, StudySpec& s, const Ctx& c) {
-  if (root["set"]) flatten(root["set"], "", s.set, c);
+// `at`: the keys that lead from the file's top to `root` ({} or {"quick"}).
+void read_fields(const YAML::Node& root, const std::vector<std::string>& at, StudySpec& s,
+                 const Ctx& c) {
+  if (root["set"]) read_set(at, s, c);
   if (root["grid"]) read_grid(root["grid"], s, c);
   if (root["sources"]) read_sources(root["sources"], s, c);
   if (root["replicates"])
@@ -214,7 +216,7 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
 // Parses a study's text; `check_files`: whether its base config must exist
 // now (a recorded study is read without its files).
 StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool check_files) {
-  Ctx c{file.string()};
+  Ctx c{file.string(), text};
   // Duplicate keys, later documents, deep nesting: refused with their line
   // before yaml-cpp (which would keep the last, drop them, or recurse).
   core::check_yaml(text, c.file);
@@ -233,8 +235,9 @@ StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool 
     if (root["study"]) s.name = root["study"].as<std::string>();
     if (root["base"]) s.base = base_path(file, root["base"].as<std::string>(), c);
     if (root["command"]) s.command = root["command"].as<std::string>();
-    read_fields(root, s, c);
-    if (quick && root["quick"]) read_fields(root["quick"], s, Ctx{c.file + " (quick)"});
+    read_fields(root, {}, s, c);
+    if (quick && root["quick"])
+      read_fields(root["quick"], {"quick"}, s, Ctx{c.file + " (quick)", c.text});
     check(root, s, c, check_files);
   } catch (const YAML::Exception& e) {
     // A list or map where a value belongs (or the reverse), found by yaml-cpp.
