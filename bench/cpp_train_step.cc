@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   torch::set_num_threads(argc > 3 ? std::atoi(argv[3]) : 1);
   const bool mlp = name == "mlp_b64";
   const int64_t batch = mlp ? 64 : 128;
-  Config c;
+  trainscope::config::Config c;
   c.model.name = mlp ? "mlp" : "demo_cnn";
   c.data.train_subset = batch * 64;
   DataSplits data = load_data(c.data, 1);

@@ -28,7 +28,7 @@ void BM_TrainStep(benchmark::State& state, const char* model_name, int64_t batch
   const char* env = std::getenv("TRAINSCOPE_BENCH_THREADS");
   torch::set_num_threads(env ? std::atoi(env)
                              : static_cast<int>(std::thread::hardware_concurrency()));
-  Config c;
+  trainscope::config::Config c;
   c.model.name = model_name;
   c.data.train_subset = batch * 64;
   DataSplits data = load_data(c.data, 1);
@@ -68,7 +68,7 @@ BENCHMARK_CAPTURE(BM_TrainStep, demo_cnn_b128, "demo_cnn", 128)
 // Hashing every parameter, buffer and the loss once: the per-step cost of
 // fingerprint.every_steps: 1. Compare with BM_TrainStep of the same model.
 void BM_Fingerprint(benchmark::State& state, const char* model_name) {
-  ModelConfig mc;
+  trainscope::config::ModelConfig mc;
   mc.name = model_name;
   auto model = make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   auto tensors = trainscope::fingerprint::tensors(*model);
@@ -97,7 +97,7 @@ BENCHMARK_CAPTURE(BM_TrainStep, vgg11_seed_b64, "vgg11_seed", 64)
 void BM_ProfiledStep(benchmark::State& state, const char* model_name, int64_t batch, int every) {
   const char* env = std::getenv("TRAINSCOPE_BENCH_THREADS");
   torch::set_num_threads(env ? std::atoi(env) : 1);
-  Config c;
+  trainscope::config::Config c;
   c.model.name = model_name;
   c.data.train_subset = batch * 16;
   DataSplits data = load_data(c.data, 1);

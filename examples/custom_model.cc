@@ -31,8 +31,9 @@ class TinyNet : public ts::train::Classifier {
 };
 
 // Anything around the loop is an observer of its events (events.h).
-struct PrintEpochs : ts::train::TrainObserver {
-  void on_epoch_end(const ts::train::RunContext&, const ts::train::EpochInfo& e) override {
+struct PrintEpochs : ts::instrument::TrainObserver {
+  void on_epoch_end(const ts::instrument::RunContext&,
+                    const ts::instrument::EpochInfo& e) override {
     std::printf("epoch %lld: test accuracy %.4f\n", static_cast<long long>(e.epoch + 1),
                 e.test.accuracy);
   }
@@ -45,7 +46,7 @@ int main(int argc, char** argv) {
     std::shared_ptr<ts::store::Store> store = ts::store::Store::open(so);
 
     // Start from defaults and change what you need, as `--set` would.
-    ts::train::Config config = ts::train::parse_config(
+    ts::config::Config config = ts::config::parse_config(
         "run: {experiment: examples}\n"
         "data: {dataset: fashion-mnist, train_subset: 10000, test_subset: 2000}\n"
         "optimizer: {name: adam, lr: 0.002}\n"

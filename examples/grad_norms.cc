@@ -14,8 +14,9 @@ struct TinyNet : ts::train::Classifier {
   torch::Tensor forward(torch::Tensor x) override { return fc2(torch::relu(fc1(x.flatten(1)))); }
 };
 
-struct GradNorms : ts::train::TrainObserver {
-  void on_after_backward(const ts::train::RunContext& ctx, const ts::train::Step& step) override {
+struct GradNorms : ts::instrument::TrainObserver {
+  void on_after_backward(const ts::instrument::RunContext& ctx,
+                         const ts::instrument::Step& step) override {
     if (step.number % 10 != 0) return;
     for (const auto& p : ctx.model.named_parameters())
       ctx.run.log_metric("grad_norm/" + p.key(), p.value().grad().norm().item<double>(),
@@ -26,7 +27,7 @@ struct GradNorms : ts::train::TrainObserver {
 int main(int argc, char** argv) {
   std::shared_ptr<ts::store::Store> store =
       ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
-  auto config = ts::train::parse_config(
+  auto config = ts::config::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
   ts::train::Trainer trainer(config, store, {.name = "grad-norms"});
   trainer.set_model(std::make_shared<TinyNet>());

@@ -29,7 +29,7 @@ struct NearZero : ts::probes::Subscriber {
 int main(int argc, char** argv) {
   std::shared_ptr<ts::store::Store> store =
       ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
-  auto config = ts::train::parse_config(
+  auto config = ts::config::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
   ts::train::Trainer trainer(config, store, {.name = "probe-subscriber"});
   // A probe subscriber of one's own attaches like any observer.

@@ -116,7 +116,7 @@ class TrainerInputs {
   int64_t train_size() const { return data_->train.size(); }
 
  private:
-  train::Config cfg_;
+  config::Config cfg_;
   train::StreamSeeds seeds_;
   std::shared_ptr<train::DataSplits> data_;
   train::LoaderOptions loader_;

@@ -55,7 +55,7 @@ void register_errors(py::module_& m) {
 // them (threads of libtorch and its BLAS, determinism); returns the named
 // streams' seeds as the trainer derives them, and the master seed.
 std::map<std::string, uint64_t> apply_settings(const std::vector<std::string>& sets, bool apply) {
-  const ts::train::Config c = ts::config::parse_config("", sets, "the script's settings");
+  const ts::config::Config c = ts::config::parse_config("", sets, "the script's settings");
   if (apply) ts::train::apply_determinism(c);
   const ts::train::StreamSeeds s = ts::train::derive_seeds(c);
   return {{"master", static_cast<uint64_t>(c.seeds.master)},

@@ -33,7 +33,7 @@ std::string checkpoint_name(int64_t step) {
 }
 
 void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
-                      const at::Generator& dropout_gen, const TrainPosition& pos) {
+                      const at::Generator& dropout_gen, const instrument::TrainPosition& pos) {
   torch::serialize::OutputArchive a;
   torch::serialize::OutputArchive model_a, opt_a;
   model.save(model_a);
@@ -317,19 +317,19 @@ torch::Tensor read_rng_state(InputArchive& a) {
   return state;
 }
 
-TrainPosition read_position(InputArchive& a) {
+instrument::TrainPosition read_position(InputArchive& a) {
   torch::Tensor p, loss;
   a.read("pos", p, true);
   a.read("pos.loss_sum", loss, true);
   check_like(p, torch::empty({5}, torch::kInt64), "pos");
   check_like(loss, torch::empty({1}, torch::kFloat64), "pos.loss_sum");
   const auto pa = p.accessor<int64_t, 1>();
-  TrainPosition pos{.epoch = pa[0],
-                    .batch = pa[1],
-                    .step = pa[2],
-                    .epoch_loss_sum = loss.item<double>(),
-                    .epoch_correct = pa[3],
-                    .epoch_seen = pa[4]};
+  instrument::TrainPosition pos{.epoch = pa[0],
+                                .batch = pa[1],
+                                .step = pa[2],
+                                .epoch_loss_sum = loss.item<double>(),
+                                .epoch_correct = pa[3],
+                                .epoch_seen = pa[4]};
   if (pos.epoch < 0 || pos.batch < 0 || pos.step < 0 || pos.epoch_correct < 0 ||
       pos.epoch_seen < pos.epoch_correct)
     throw Unfit("pos holds impossible counts");
@@ -337,8 +337,8 @@ TrainPosition read_position(InputArchive& a) {
 }
 
 // Everything is read and checked before the model and the generator change.
-TrainPosition read_archive(InputArchive& a, Classifier& model, Optimizer* opt,
-                           at::Generator* dropout_gen) {
+instrument::TrainPosition read_archive(InputArchive& a, Classifier& model, Optimizer* opt,
+                                       at::Generator* dropout_gen) {
   std::vector<Staged> weights;
   InputArchive model_a;
   a.read("model", model_a);
@@ -346,7 +346,7 @@ TrainPosition read_archive(InputArchive& a, Classifier& model, Optimizer* opt,
   if (opt) read_optimizer(a, *opt);
   torch::Tensor rng_state;
   if (dropout_gen) rng_state = read_rng_state(a);
-  const TrainPosition pos = read_position(a);
+  const instrument::TrainPosition pos = read_position(a);
   if (dropout_gen) dropout_gen->set_state(rng_state);
   torch::NoGradGuard no_grad;
   for (auto& w : weights) w.into.copy_(w.from);
@@ -390,8 +390,10 @@ class MappedFile {
 
 // Whatever libtorch throws while opening or reading the archive (c10::Error,
 // a missing key, a value of the wrong type) is one message naming the file.
-TrainPosition read_guarded(const std::string& name, const std::function<void(InputArchive&)>& open,
-                           Classifier& model, Optimizer* opt, at::Generator* dropout_gen) {
+instrument::TrainPosition read_guarded(const std::string& name,
+                                       const std::function<void(InputArchive&)>& open,
+                                       Classifier& model, Optimizer* opt,
+                                       at::Generator* dropout_gen) {
   std::string why;
   try {
     InputArchive a;
@@ -407,8 +409,8 @@ TrainPosition read_guarded(const std::string& name, const std::function<void(Inp
 
 }  // namespace
 
-TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer* opt,
-                              at::Generator* dropout_gen) {
+instrument::TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer* opt,
+                                          at::Generator* dropout_gen) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     fail(ErrorKind::kNotFound, "checkpoint '{}' does not exist (moved or deleted?)", path.string());
@@ -416,8 +418,9 @@ TrainPosition read_checkpoint(const fs::path& path, Classifier& model, Optimizer
   return read_checkpoint(file.data(), file.size(), path.string(), model, opt, dropout_gen);
 }
 
-TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
-                              Classifier& model, Optimizer* opt, at::Generator* dropout_gen) {
+instrument::TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
+                                          Classifier& model, Optimizer* opt,
+                                          at::Generator* dropout_gen) {
   return read_guarded(
       name,
       [&](InputArchive& a) {

@@ -180,7 +180,7 @@ Dataset read_cifar(const std::vector<fs::path>& files, bool cifar100) {
   return d;
 }
 
-Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed) {
+Dataset make_synthetic(const config::DataConfig& c, int64_t n, uint64_t seed) {
   auto gen = at::detail::createCPUGenerator(seed);
   const int64_t k = c.synthetic.classes;
   auto shape = std::vector<int64_t>{c.synthetic.channels, c.synthetic.height, c.synthetic.width};
@@ -243,7 +243,7 @@ struct DatasetFiles {
   bool idx = false, cifar100 = false;
 };
 
-DatasetFiles dataset_files(const DataConfig& c) {
+DatasetFiles dataset_files(const config::DataConfig& c) {
   DatasetFiles f;
   if (c.dataset == "fashion-mnist" || c.dataset == "mnist") {
     fs::path dir = c.path.empty() ? fs::path(kFashionMnistDir) : fs::path(c.path);
@@ -314,7 +314,7 @@ Dataset decode(const DatasetFiles& f, const std::vector<fs::path>& files) {
 
 }  // namespace
 
-std::vector<fs::path> warm_dataset(const DataConfig& c) {
+std::vector<fs::path> warm_dataset(const config::DataConfig& c) {
   const DatasetFiles f = dataset_files(c);
   std::vector<fs::path> read;
   for (const auto* files : {&f.train, &f.test}) {
@@ -326,7 +326,7 @@ std::vector<fs::path> warm_dataset(const DataConfig& c) {
   return read;
 }
 
-DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
+DataSplits load_data(const config::DataConfig& c, uint64_t data_order_seed) {
   DataSplits s;
   Dataset train, test;
   const DatasetFiles f = dataset_files(c);
@@ -372,7 +372,7 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed) {
   return s;
 }
 
-LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int threads) {
+LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, int threads) {
   LoaderOptions lo;
   lo.batch_size = cfg.train.batch_size;
   lo.shuffle = cfg.data.shuffle;
@@ -386,9 +386,9 @@ LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int thre
   return lo;
 }
 
-bool channels_last(const Config& c) { return c.compute.memory_format == "channels_last"; }
+bool channels_last(const config::Config& c) { return c.compute.memory_format == "channels_last"; }
 
-torch::ScalarType dtype_of(const Config& c) {
+torch::ScalarType dtype_of(const config::Config& c) {
   return c.compute.dtype == "float64" ? torch::kFloat64 : torch::kFloat32;
 }
 

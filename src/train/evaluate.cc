@@ -26,7 +26,8 @@ struct Tally {
   std::vector<int64_t> truth;
 };
 
-void tally_batch(const torch::Tensor& out, const torch::Tensor& y, EvalResult& r, Tally& t) {
+void tally_batch(const torch::Tensor& out, const torch::Tensor& y, instrument::EvalResult& r,
+                 Tally& t) {
   namespace F = torch::nn::functional;
   t.loss_sum +=
       F::cross_entropy(out, y, F::CrossEntropyFuncOptions().reduction(torch::kSum)).item<double>();
@@ -79,7 +80,7 @@ double roc_auc(const std::vector<double>& scores, const std::vector<int64_t>& tr
 }
 
 // Accuracy, per-class accuracy and macro-F1 from the confusion matrix.
-void summarize_confusion(EvalResult& r) {
+void summarize_confusion(instrument::EvalResult& r) {
   const size_t k = r.confusion.size();
   int64_t correct = 0, f1_classes = 0;
   double f1_sum = 0;
@@ -102,13 +103,13 @@ void summarize_confusion(EvalResult& r) {
 
 }  // namespace
 
-EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
-                    int64_t batch_size, torch::ScalarType dtype, bool channels_last) {
+instrument::EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
+                                int64_t batch_size, torch::ScalarType dtype, bool channels_last) {
   torch::NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
   const auto k = static_cast<size_t>(data.classes);
-  EvalResult r;
+  instrument::EvalResult r;
   r.confusion.assign(k, std::vector<int64_t>(k, 0));
   Tally t;
   for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
@@ -133,7 +134,8 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no config)",
          core::short_uuid(run.uuid));
   const auto ck = require_checkpoint(store, run, checkpoint);
-  Config cfg = parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+  config::Config cfg =
+      config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);

@@ -103,7 +103,8 @@ void add_dropout(nn::Sequential& seq, const std::string& name, double p, at::Gen
   if (p > 0) seq->push_back(std::string(name), StreamDropout(p, gen));
 }
 
-std::shared_ptr<Classifier> make_mlp(const ModelConfig& c, const ModelShape& s, at::Generator g) {
+std::shared_ptr<Classifier> make_mlp(const config::ModelConfig& c, const ModelShape& s,
+                                     at::Generator g) {
   auto net = std::make_shared<SequentialNet>();
   int64_t h = std::max<int64_t>(1, std::llround(static_cast<double>(c.hidden) * c.width));
   net->features->push_back("flatten", nn::Flatten());
@@ -117,7 +118,7 @@ std::shared_ptr<Classifier> make_mlp(const ModelConfig& c, const ModelShape& s, 
   return net;
 }
 
-std::shared_ptr<Classifier> make_demo_cnn(const ModelConfig& c, const ModelShape& s,
+std::shared_ptr<Classifier> make_demo_cnn(const config::ModelConfig& c, const ModelShape& s,
                                           at::Generator g) {
   auto net = std::make_shared<SequentialNet>();
   auto& f = net->features;
@@ -135,7 +136,7 @@ std::shared_ptr<Classifier> make_demo_cnn(const ModelConfig& c, const ModelShape
   return net;
 }
 
-std::shared_ptr<Classifier> make_lenet5(const ModelConfig& c, const ModelShape& s,
+std::shared_ptr<Classifier> make_lenet5(const config::ModelConfig& c, const ModelShape& s,
                                         at::Generator g) {
   auto net = std::make_shared<SequentialNet>();
   auto& f = net->features;
@@ -156,7 +157,7 @@ std::shared_ptr<Classifier> make_lenet5(const ModelConfig& c, const ModelShape& 
   return net;
 }
 
-std::shared_ptr<Classifier> make_alexnet_mini(const ModelConfig& c, const ModelShape& s,
+std::shared_ptr<Classifier> make_alexnet_mini(const config::ModelConfig& c, const ModelShape& s,
                                               at::Generator g) {
   auto net = std::make_shared<SequentialNet>();
   auto& f = net->features;
@@ -184,7 +185,8 @@ std::shared_ptr<Classifier> make_alexnet_mini(const ModelConfig& c, const ModelS
 
 // cfg: channel counts, 0 = max-pool.
 std::shared_ptr<Classifier> make_vgg(const std::vector<int64_t>& cfg, bool big_classifier,
-                                     const ModelConfig& c, const ModelShape& s, at::Generator g) {
+                                     const config::ModelConfig& c, const ModelShape& s,
+                                     at::Generator g) {
   auto net = std::make_shared<SequentialNet>();
   auto& f = net->features;
   f->push_back("input_pad", PadTo32());
@@ -277,7 +279,7 @@ TORCH_MODULE(BasicBlock);
 
 class ResNet18 : public Classifier {
  public:
-  ResNet18(bool preact, const ModelConfig& c, const ModelShape& s, at::Generator g)
+  ResNet18(bool preact, const config::ModelConfig& c, const ModelShape& s, at::Generator g)
       : preact_(preact) {
     input_pad = register_module("input_pad", PadTo32());
     conv1 = register_module("conv1", conv(s.channels, 64, 3, 1, 1, 1, false));
@@ -329,7 +331,7 @@ class ResNet18 : public Classifier {
 
 class MobileNetV1 : public Classifier {
  public:
-  MobileNetV1(const ModelConfig& c, const ModelShape& s, at::Generator g) {
+  MobileNetV1(const config::ModelConfig& c, const ModelShape& s, at::Generator g) {
     auto w = [&](int64_t ch) {
       return std::max<int64_t>(8, std::llround(static_cast<double>(ch) * c.width));
     };
@@ -396,7 +398,7 @@ ModelShape shape_of(const DataSplits& d) {
   return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3), d.train.classes};
 }
 
-ModelShape shape_of(const DataConfig& c) {
+ModelShape shape_of(const config::DataConfig& c) {
   if (c.dataset == "cifar10") return {3, 32, 32, 10};
   if (c.dataset == "cifar100") return {3, 32, 32, 100};
   if (c.dataset == "synthetic")
@@ -416,7 +418,8 @@ torch::Tensor max_pool_no_grad(const torch::Tensor& x, int64_t k) {
   return k == 1 ? out.clone() : out;
 }
 
-std::shared_ptr<Classifier> make_model(const ModelConfig& c, const ModelShape& s, at::Generator g) {
+std::shared_ptr<Classifier> make_model(const config::ModelConfig& c, const ModelShape& s,
+                                       at::Generator g) {
   if (s.height < 8 || s.width < 8)
     fail(ErrorKind::kUsage, "model {}: inputs of {}x{} are too small (need at least 8x8)", c.name,
          s.height, s.width);

@@ -174,7 +174,7 @@ class FusedAdam : public TorchOptimizer<torch::optim::Adam> {
 //   u = rho u + (1-rho) d^2;  p -= lr d   (g += wd p first)
 class Adadelta : public Optimizer {
  public:
-  Adadelta(std::vector<torch::Tensor> params, const OptimizerConfig& c)
+  Adadelta(std::vector<torch::Tensor> params, const config::OptimizerConfig& c)
       : params_(std::move(params)), c_(c), lr_(c.lr) {
     for (auto& p : params_) {
       square_avg_.push_back(torch::zeros_like(p));
@@ -223,13 +223,13 @@ class Adadelta : public Optimizer {
 
  private:
   std::vector<torch::Tensor> params_, square_avg_, acc_delta_;
-  OptimizerConfig c_;
+  config::OptimizerConfig c_;
   double lr_;
 };
 
 }  // namespace
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& c,
                                           std::vector<torch::Tensor> params) {
   namespace o = torch::optim;
   if (c.name == "sgd")
@@ -256,7 +256,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
        c.name);
 }
 
-double scheduled_lr(const Config& c, int64_t epoch, int64_t step) {
+double scheduled_lr(const config::Config& c, int64_t epoch, int64_t step) {
   const auto& s = c.schedule;
   double lr = c.optimizer.lr;
   if (s.name == "step") {

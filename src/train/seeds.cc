@@ -22,7 +22,7 @@ uint64_t mix_seed(uint64_t a, uint64_t b, uint64_t c) {
   return splitmix64(splitmix64(splitmix64(a) ^ b) ^ c);
 }
 
-StreamSeeds derive_seeds(const Config& c) {
+StreamSeeds derive_seeds(const config::Config& c) {
   auto pick = [&](int64_t explicit_seed, std::string_view name) {
     if (explicit_seed >= 0) return static_cast<uint64_t>(explicit_seed);
     return splitmix64(static_cast<uint64_t>(c.seeds.master) ^ fnv1a64(name));

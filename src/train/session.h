@@ -5,9 +5,9 @@
 #include <memory>
 
 #include "trainscope/core/util.h"
+#include "trainscope/instrument/events.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/train/data.h"
-#include "trainscope/train/events.h"
 #include "trainscope/train/optim.h"
 #include "trainscope/train/seeds.h"
 #include "trainscope/train/trainer.h"
@@ -16,20 +16,20 @@ namespace trainscope::train {
 
 // Everything one call of run() works on.
 struct Trainer::Session {
-  explicit Session(const Config& c) : cfg(c) {}
-  const Config& cfg;
+  explicit Session(const config::Config& c) : cfg(c) {}
+  const config::Config& cfg;
   double t_start = core::monotonic_now();
   StreamSeeds seeds;
   DataSplits data;
   at::Generator dropout_gen;
   std::unique_ptr<Optimizer> opt;
   std::unique_ptr<store::RunRecorder> run;
-  TrainPosition pos;
+  instrument::TrainPosition pos;
   LoaderOptions loader;
   int64_t batches_per_epoch = 0, total_steps = 0;
   bool resumed = false, max_steps_reached = false, stopped = false;
   std::string flipped;  // the weight model.flip_bit changed, if any
-  TrainResult result;
+  instrument::TrainResult result;
   // What the units ask of the loop beyond its events (source.cc).
   std::unique_ptr<instrument::Source> source;
 };

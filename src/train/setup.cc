@@ -6,6 +6,7 @@
 
 #include "session.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
@@ -25,7 +26,7 @@ using store::RunStatus;
 namespace {
 
 // Shapes that do not fit fail here with a clear message, before a run exists.
-void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& data) {
+void check_model_fits(Classifier& model, const config::Config& cfg, const DataSplits& data) {
   const ModelShape shape = shape_of(data);
   try {
     torch::NoGradGuard ng;
@@ -52,15 +53,15 @@ void check_model_fits(Classifier& model, const Config& cfg, const DataSplits& da
 bool same_config(const store::RunInfo& prev, const std::string& config_text) {
   if (prev.config_hash == core::sha256_hex(config_text)) return true;
   try {
-    return to_yaml(parse_recorded_config(prev.config_text, "run " + core::short_uuid(prev.uuid))) ==
-           config_text;
+    return config::to_yaml(config::parse_recorded_config(
+               prev.config_text, "run " + core::short_uuid(prev.uuid))) == config_text;
   } catch (const core::Error&) {
     return false;
   }
 }
 
 // Refuses to resume a run that cannot be continued with this config.
-void check_resumable(store::Store& store, const store::RunInfo& prev, const Config& cfg,
+void check_resumable(store::Store& store, const store::RunInfo& prev, const config::Config& cfg,
                      const std::string& config_text) {
   const std::string id = core::short_uuid(prev.uuid);
   if (prev.status == RunStatus::kRunning)
@@ -74,7 +75,10 @@ void check_resumable(store::Store& store, const store::RunInfo& prev, const Conf
   if (!same_config(prev, config_text)) {
     std::string which;
     try {
-      which = first_difference(parse_recorded_config(prev.config_text, "run " + id), cfg, id);
+      const config::Config recorded = config::parse_recorded_config(prev.config_text, "run " + id);
+      if (auto d = core::first_difference(config::flatten(recorded), config::flatten(cfg)))
+        which = fmt::format("{} was {} when run {} started and is {} now", d->key,
+                            d->was.value_or("unset"), id, d->now.value_or("unset"));
     } catch (const core::Error&) {
     }
     fail(ErrorKind::kConflict,
@@ -85,7 +89,7 @@ void check_resumable(store::Store& store, const store::RunInfo& prev, const Conf
 }
 
 // The training set's size and what made it so, for messages.
-std::string training_set(const Config& cfg, int64_t n) {
+std::string training_set(const config::Config& cfg, int64_t n) {
   std::string from = cfg.data.dataset == "synthetic"
                          ? fmt::format("data.synthetic.size {}", cfg.data.synthetic.size)
                          : "data.dataset " + cfg.data.dataset;
@@ -98,7 +102,7 @@ std::string training_set(const Config& cfg, int64_t n) {
 
 // The checks that need the data loaded (a dataset file's images may have
 // any size): made before the model is built and before a run exists.
-void check_data(const Config& cfg, const DataSplits& data) {
+void check_data(const config::Config& cfg, const DataSplits& data) {
   const int64_t h = data.train.images.size(2), w = data.train.images.size(3);
   if (cfg.data.crop_padding > std::min(h, w))
     fail(ErrorKind::kUsage, "data.crop_padding must be at most the images' side ({}x{}) (got {})",
@@ -114,7 +118,7 @@ void check_data(const Config& cfg, const DataSplits& data) {
 // allocation of weights larger than memory, a shape it refuses) become a
 // one-line usage error: nothing has been recorded yet.
 template <typename F>
-void build_or_refuse(const Config& cfg, F&& build) {
+void build_or_refuse(const config::Config& cfg, F&& build) {
   try {
     build();
   } catch (const c10::Error& e) {
@@ -133,8 +137,8 @@ void build_or_refuse(const Config& cfg, F&& build) {
 
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
   auto s = std::make_unique<Session>(config_);
-  const Config& cfg = config_;
-  check_config(cfg);
+  const config::Config& cfg = config_;
+  config::check_config(cfg);
   if (const int64_t n = cfg.section<dist::DistConfig>().nproc; n != options_.shards)
     fail(ErrorKind::kUsage,
          "dist.nproc is {} but this process trains {} of them: a data-parallel config is "
@@ -184,7 +188,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
 // Attaches to the run to resume, or creates a new one with its params, tags
 // and environment.
 void Trainer::open_run(Session& s) {
-  const std::string config_text = to_yaml(s.cfg);
+  const std::string config_text = config::to_yaml(s.cfg);
   if (!options_.resume.empty()) {
     store::RunInfo prev = store_->resolve_run(options_.resume);
     check_resumable(*store_, prev, s.cfg, config_text);
@@ -212,7 +216,7 @@ void Trainer::open_run(Session& s) {
   s.run = store::RunRecorder::start(store_, nr);
   if (!s.flipped.empty()) s.run->set_tag("model.flipped_weight", s.flipped);
   for (const auto& [k, v] : options_.tags) s.run->set_tag(k, v);
-  s.run->set_params(flatten(s.cfg));
+  s.run->set_params(config::flatten(s.cfg));
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& f : s.data.files)
     s.run->set_tag("data.file." + f.filename().string(), f.string());
@@ -229,21 +233,10 @@ std::string not_a_training(store::Store& store, const store::RunInfo& run) {
   if (tags.count("watch.command")) return "a `watch` run";
   if (run.config_text.empty()) return "a run without a recorded training config";
   try {
-    parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+    config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
   } catch (const core::Error&) {
     return run.experiment == "numerics" ? "a `numerics` run"
                                         : "a run whose recorded config is not a training config";
-  }
-  return {};
-}
-
-std::string first_difference(const Config& recorded, const Config& now, const std::string& run) {
-  const auto a = flatten(recorded), b = flatten(now);
-  for (const auto& [key, was] : a) {
-    auto it = b.find(key);
-    const std::string is = it == b.end() ? "unset" : it->second;
-    if (is != was)
-      return fmt::format("{} was {} when run {} started and is {} now", key, was, run, is);
   }
   return {};
 }

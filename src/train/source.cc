@@ -18,7 +18,7 @@ class SessionSource final : public instrument::Source {
   torch::Tensor forward(const torch::Tensor& x) override { return model_.forward(x); }
   torch::Tensor train_inputs(int64_t n) override { return inputs(s_.data.train, n); }
   torch::Tensor test_inputs(int64_t n) override { return inputs(s_.data.test, n); }
-  std::optional<EvalResult> evaluate_test(int64_t n) override {
+  std::optional<instrument::EvalResult> evaluate_test(int64_t n) override {
     const Dataset& test = s_.data.test;
     if (test.size() == 0) return std::nullopt;
     Dataset part = test.select(torch::arange(std::min<int64_t>(n, test.size())));

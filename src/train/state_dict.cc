@@ -18,12 +18,12 @@
 
 #include "checkpoint_code.h"
 #include "state_dict_pickle.h"
+#include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/train/checkpoint.h"
-#include "trainscope/train/config.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/seeds.h"
 
@@ -176,7 +176,8 @@ std::string export_state_dict(store::Store& store, const store::RunInfo& run,
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no model to export)",
          core::short_uuid(run.uuid));
   const auto ck = require_checkpoint(store, run, checkpoint);
-  const Config cfg = parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+  const config::Config cfg =
+      config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
   at::Generator g = at::detail::createCPUGenerator(derive_seeds(cfg).dropout);
   auto model = make_model(cfg.model, shape_of(cfg.data), g);
   model->to(dtype_of(cfg));

@@ -33,7 +33,7 @@ void set_interop_threads(int n) {
 // every parallel region: a step at 64 threads on 2 CPUs took 100x as long
 // (docs/benchmarks.md). Allowed (a shared machine may give more CPUs
 // later), but said once per process.
-void warn_if_oversubscribed(const Config& c, int threads) {
+void warn_if_oversubscribed(const config::Config& c, int threads) {
   static bool warned = false;
   const int cpus = env::cpu_budget().logical;
   const int blas = c.compute.blas_threads == "auto" ? 0 : std::stoi(c.compute.blas_threads);
@@ -49,7 +49,7 @@ void warn_if_oversubscribed(const Config& c, int threads) {
 
 }  // namespace
 
-int resolved_threads(const Config& c) {
+int resolved_threads(const config::Config& c) {
   // libtorch's default, even after an earlier run in this process (a
   // replay, a test) changed it.
   static const int default_threads = at::get_num_threads();
@@ -59,12 +59,12 @@ int resolved_threads(const Config& c) {
   return std::stoi(t);
 }
 
-int64_t resolved_prefetch(const Config& c, int threads) {
+int64_t resolved_prefetch(const config::Config& c, int threads) {
   if (c.data.prefetch != "auto") return std::stoll(c.data.prefetch);
   return threads < env::cpu_budget().threads() ? 2 : 0;
 }
 
-void apply_determinism(const Config& c) {
+void apply_determinism(const config::Config& c) {
   const int threads = resolved_threads(c);
   warn_if_oversubscribed(c, threads);
   torch::set_num_threads(threads);

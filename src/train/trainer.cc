@@ -31,7 +31,7 @@ volatile std::sig_atomic_t g_stop = 0;
 void request_stop() { g_stop = 1; }
 bool stop_requested() { return g_stop != 0; }
 
-Trainer::Trainer(Config config, std::shared_ptr<store::Store> store, TrainOptions options)
+Trainer::Trainer(config::Config config, std::shared_ptr<store::Store> store, TrainOptions options)
     : config_(std::move(config)), store_(std::move(store)), options_(std::move(options)) {}
 Trainer::~Trainer() = default;
 
@@ -40,19 +40,19 @@ void Trainer::set_model(std::shared_ptr<Classifier> model, bool keep_init) {
   keep_init_ = keep_init;
 }
 
-void Trainer::add_observer(std::shared_ptr<TrainObserver> observer) {
+void Trainer::add_observer(std::shared_ptr<instrument::TrainObserver> observer) {
   user_observers_.push_back(std::move(observer));
 }
 
-TrainResult Trainer::run() {
+instrument::TrainResult Trainer::run() {
   std::unique_ptr<Session> s = open_session();
   Session& ss = *s;
   // The registered units' observers, the user's, then the checkpoint writer.
-  std::vector<std::shared_ptr<TrainObserver>> writers;
+  std::vector<std::shared_ptr<instrument::TrainObserver>> writers;
   if (options_.write_checkpoints)
     writers.push_back(std::make_shared<CheckpointObserver>(*model_, *ss.opt, ss.dropout_gen));
   Events events(ss.cfg, *ss.run, *ss.source, ss.pos, user_observers_, writers);
-  RunContext& ctx = events.context();
+  instrument::RunContext& ctx = events.context();
   ctx.start_time = ss.t_start;
   ctx.total_steps = ss.total_steps;
   ctx.batches_per_epoch = ss.batches_per_epoch;
@@ -86,11 +86,11 @@ bool Trainer::train_epoch(Session& s, Events& events) {
   EpochLoader loader(s.data.train, s.loader, s.pos.epoch, s.seeds.data_order, s.seeds.augment,
                      s.pos.batch);
   events.epoch_begin();
-  Step totals;  // samples and steps of this epoch
+  instrument::Step totals;  // samples and steps of this epoch
   while (s.pos.batch < loader.num_batches()) {
-    Step step{.epoch = s.pos.epoch, .batch = s.pos.batch, .number = s.pos.step + 1};
+    instrument::Step step{.epoch = s.pos.epoch, .batch = s.pos.batch, .number = s.pos.step + 1};
     events.batch_begin();
-    events.phase(StepPhase::kData);
+    events.phase(instrument::StepPhase::kData);
     std::optional<Batch> batch = loader.next();
     step.inputs = batch->x;
     step.targets = batch->y;
@@ -108,25 +108,25 @@ bool Trainer::train_epoch(Session& s, Events& events) {
 }
 
 // One optimizer step on step.inputs, raising the step's events.
-void Trainer::train_step(Session& s, Events& events, Step& step, int64_t batch_index) {
-  events.phase(StepPhase::kZeroGrad);
+void Trainer::train_step(Session& s, Events& events, instrument::Step& step, int64_t batch_index) {
+  events.phase(instrument::StepPhase::kZeroGrad);
   step.lr = scheduled_lr(s.cfg, s.pos.epoch, s.pos.step);
   s.opt->set_lr(step.lr);
   s.opt->zero_grad();
-  events.phase(StepPhase::kForward);
+  events.phase(instrument::StepPhase::kForward);
   step.output = model_->forward(step.inputs);
-  events.phase(StepPhase::kLoss);
+  events.phase(instrument::StepPhase::kLoss);
   step.loss = torch::nn::functional::cross_entropy(step.output, step.targets);
   events.after_forward(step);
-  events.phase(StepPhase::kBackward);
+  events.phase(instrument::StepPhase::kBackward);
   step.loss.backward();
   events.after_backward(step);
-  events.phase(StepPhase::kUpdate);
+  events.phase(instrument::StepPhase::kUpdate);
   s.opt->step();
-  events.phase(StepPhase::kRecording);
+  events.phase(instrument::StepPhase::kRecording);
   step.loss_value = step.loss.item<double>();
   step.samples = step.targets.size(0);
-  TrainPosition& pos = s.pos;
+  instrument::TrainPosition& pos = s.pos;
   const bool fatal = !std::isfinite(step.loss_value) && s.cfg.train.on_nan == "fail";
   const std::string last_finite =
       pos.epoch_seen > 0
@@ -148,9 +148,10 @@ void Trainer::train_step(Session& s, Events& events, Step& step, int64_t batch_i
 }
 
 // Evaluates the finished epoch and moves the position to the next one.
-void Trainer::end_epoch(Session& s, Events& events, double started, const Step& totals) {
-  TrainPosition& pos = s.pos;
-  EpochInfo info;
+void Trainer::end_epoch(Session& s, Events& events, double started,
+                        const instrument::Step& totals) {
+  instrument::TrainPosition& pos = s.pos;
+  instrument::EpochInfo info;
   info.epoch = pos.epoch;
   info.seconds = core::monotonic_now() - started;
   info.samples = totals.samples;
@@ -164,17 +165,17 @@ void Trainer::end_epoch(Session& s, Events& events, double started, const Step& 
   const double eval_started = core::monotonic_now();
   if (options_.evaluate) {
     info.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype, nhwc);
-    events.evaluation_end(Evaluation{"test", e1, info.test});
+    events.evaluation_end(instrument::Evaluation{"test", e1, info.test});
   }
   if (options_.evaluate && s.data.val.size() > 0) {
     info.val = evaluate(*model_, s.data.val, s.data, s.cfg.eval.batch_size, dtype, nhwc);
-    events.evaluation_end(Evaluation{"val", e1, *info.val});
+    events.evaluation_end(instrument::Evaluation{"val", e1, *info.val});
   }
   info.eval_seconds = core::monotonic_now() - eval_started;
   s.result.test = info.test;
   s.result.tested = options_.evaluate;
   s.result.epochs_completed = e1;
-  pos = TrainPosition{.epoch = e1, .step = pos.step};
+  pos = instrument::TrainPosition{.epoch = e1, .step = pos.step};
   events.epoch_end(info);
 }
 
@@ -185,7 +186,7 @@ void Trainer::finish(Session& s, Events& events, bool stopped) {
     s.result.test = evaluate(*model_, s.data.test, s.data, s.cfg.eval.batch_size, dtype_of(s.cfg),
                              channels_last(s.cfg));
     s.result.tested = true;
-    events.evaluation_end(Evaluation{"test", s.pos.epoch + 1, s.result.test});
+    events.evaluation_end(instrument::Evaluation{"test", s.pos.epoch + 1, s.result.test});
   }
   s.result.steps = s.pos.step;
   s.result.status = stopped ? RunStatus::kStopped : RunStatus::kFinished;

@@ -1,7 +1,7 @@
 // The YAML config reader and --set overrides: YAML before the first NUL,
 // then one "key=value" override per line.
 #include "fuzz_common.h"
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace trainscope;
@@ -15,6 +15,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     overrides.emplace_back(sets.substr(start, end - start));
     start = end + 1;
   }
-  fuzz::expect_clean([&] { (void)train::parse_config(yaml, overrides, "fuzz.yaml"); });
+  fuzz::expect_clean([&] { (void)config::parse_config(yaml, overrides, "fuzz.yaml"); });
   return 0;
 }

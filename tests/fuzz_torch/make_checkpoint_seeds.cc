@@ -30,20 +30,21 @@ struct Seed {
   std::string refusal;  // empty: it loads; else the end of its message
 };
 
-const train::TrainPosition kPos{.epoch = 1,
-                                .batch = 3,
-                                .step = 7,
-                                .epoch_loss_sum = 26.5,
-                                .epoch_correct = 9,
-                                .epoch_seen = 24};
+const instrument::TrainPosition kPos{.epoch = 1,
+                                     .batch = 3,
+                                     .step = 7,
+                                     .epoch_loss_sum = 26.5,
+                                     .epoch_correct = 9,
+                                     .epoch_seen = 24};
 
-std::string written(const fuzz::Tiny& t, train::Optimizer& opt, const train::TrainPosition& pos) {
+std::string written(const fuzz::Tiny& t, train::Optimizer& opt,
+                    const instrument::TrainPosition& pos) {
   std::ostringstream out;
   train::write_checkpoint(out, *t.model, opt, t.dropout_gen, pos);
   return out.str();
 }
 
-Entries position(const fuzz::Tiny& t, const train::TrainPosition& p) {
+Entries position(const fuzz::Tiny& t, const instrument::TrainPosition& p) {
   return {{"rng.dropout", t.dropout_gen.get_state()},
           {"pos",
            torch::tensor({p.epoch, p.batch, p.step, p.epoch_correct, p.epoch_seen}, torch::kInt64)},

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 
@@ -27,7 +27,7 @@ optimizer: {name: adam, lr: 0.01}
 )";
 
 struct Tiny {
-  train::Config config;
+  config::Config config;
   at::Generator dropout_gen;
   std::shared_ptr<train::Classifier> model;
 
@@ -53,7 +53,7 @@ struct Tiny {
 // `sets` are --set overrides of kTinyConfig ("model.hidden=5").
 inline Tiny make_tiny(const std::vector<std::string>& sets = {}) {
   Tiny t;
-  t.config = train::parse_config(kTinyConfig, sets, "tiny.yaml");
+  t.config = config::parse_config(kTinyConfig, sets, "tiny.yaml");
   const auto& s = t.config.data.synthetic;
   t.dropout_gen = at::detail::createCPUGenerator(1);
   torch::manual_seed(static_cast<uint64_t>(t.config.seeds.master));

@@ -84,7 +84,7 @@ TEST(LayerEventsTest, EndingASubscriptionStopsItsBackwardEventsAlreadyArmed) {
 }
 
 TEST(LayerEventsTest, BuiltInModelsNameEveryLayer) {
-  train::ModelConfig mc;
+  config::ModelConfig mc;
   mc.name = "demo_cnn";
   auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   std::vector<std::string> log;

@@ -54,7 +54,7 @@ TEST(FlopsTest, EachLayerTypeAgainstHandComputedValues) {
 }
 
 TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
-  train::ModelConfig mc;
+  config::ModelConfig mc;
   mc.name = "resnet18";
   mc.width = 0.25;
   auto model = train::make_model(mc, {3, 32, 32, 10}, at::detail::createCPUGenerator(1));
@@ -79,7 +79,7 @@ TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
 }
 
 TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
-  train::ModelConfig mc;
+  config::ModelConfig mc;
   mc.name = "demo_cnn";
   auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   auto layers = describe_layers(
@@ -153,7 +153,7 @@ class ProfiledRun : public ::testing::Test {
     o.uri = "sqlite:" + (dir_ / "t.db").string();
     store_ = Store::open(o);
     // An MLP whose layers cost 784x2048, 2048x2048 and 2048x10 multiply-adds.
-    train::Config c = train::parse_config(
+    config::Config c = config::parse_config(
         "",
         {"data.dataset=synthetic", "data.synthetic.size=512", "model.name=mlp", "model.hidden=2048",
          "train.batch_size=64", "compute.threads=1", "train.max_steps=12", "optimizer.name=adam",
@@ -431,7 +431,7 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
   o.uri = "sqlite:" + (dir / "t.db").string();
   std::shared_ptr<Store> store = Store::open(o);
   auto train_one = [&](int64_t batch) {
-    train::Config c = train::parse_config(
+    config::Config c = config::parse_config(
         "", {"data.dataset=synthetic", "data.synthetic.size=256", "model.name=mlp",
              "compute.threads=1", "train.batch_size=" + std::to_string(batch), "train.max_steps=6",
              "profile.enabled=true", "profile.warmup_steps=1", "profile.every=1"});

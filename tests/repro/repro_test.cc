@@ -30,15 +30,15 @@ std::shared_ptr<Store> temp_store(const TempDir& dir) {
   return Store::open(o);
 }
 
-train::Config small(const std::vector<std::string>& overrides = {}) {
+config::Config small(const std::vector<std::string>& overrides = {}) {
   std::vector<std::string> o = {"data.dataset=synthetic", "data.synthetic.size=512",
                                 "train.batch_size=32",    "train.epochs=2",
                                 "compute.threads=1",      "checkpoint.every_steps=4"};
   o.insert(o.end(), overrides.begin(), overrides.end());
-  return train::parse_config("", o);
+  return config::parse_config("", o);
 }
 
-RunInfo train_run(const std::shared_ptr<Store>& store, const train::Config& c,
+RunInfo train_run(const std::shared_ptr<Store>& store, const config::Config& c,
                   const std::string& name) {
   train::TrainOptions o;
   o.name = name;

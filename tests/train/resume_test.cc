@@ -66,7 +66,7 @@ std::map<std::string, torch::Tensor> final_state(Store& store, const std::string
   torch::serialize::InputArchive a, m;
   a.load_from(last->path.string());
   a.read("model", m);
-  Config c = parse_config(kConfig, {});
+  config::Config c = config::parse_config(kConfig, {});
   auto model = make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(0));
   model->load(m);
   std::map<std::string, torch::Tensor> out;

@@ -276,7 +276,7 @@ TEST(IdxReaderTest, LabelsOutsideTheDatasetsClassesAreRefused) {
   write_file(dir / "t10k-labels-idx1-ubyte", lab, false);
   lab[8 + 4] = static_cast<char>(200);  // the label of example 4
   write_file(dir / "train-labels-idx1-ubyte", lab, false);
-  DataConfig c;
+  config::DataConfig c;
   c.dataset = "mnist";
   c.path = dir.path().string();
   auto msg = error_of([&] { load_data(c, 1); });
@@ -331,7 +331,7 @@ TEST(DataTest, NormalisedBatchesAndStatisticsMatchTheDirectComputation) {
     auto direct = ((images.to(torch::kFloat64) / 255.0 - m) / s).to(dtype);
     EXPECT_TRUE(torch::equal(to_input(images, mean, sd, dtype), direct)) << dtype;
   }
-  Config c;
+  config::Config c;
   c.data.dataset = "synthetic";
   c.data.synthetic.channels = 3;
   DataSplits d = load_data(c.data, 1);
@@ -362,7 +362,7 @@ TEST(CifarReaderTest, ReadsRecordsAndRejectsWrongSizes) {
 TEST(ModelsTest, EveryModelRunsForwardAndBackwardOnBothShapes) {
   for (const auto& name : model_names()) {
     for (auto shape : {ModelShape{1, 28, 28, 10}, ModelShape{3, 32, 32, 10}}) {
-      ModelConfig mc;
+      config::ModelConfig mc;
       mc.name = name;
       mc.dropout = 0.1;
       mc.width = name == "mobilenet_v1" ? 0.25 : 1.0;
@@ -408,7 +408,7 @@ TEST(ModelsTest, PoolingWithoutGradientsIsLibtorchsMaxPoolBitForBit) {
             << "k " << k << " " << hw.first << "x" << hw.second << " " << dtype;
       }
   for (const std::string name : {"demo_cnn", "lenet5", "vgg11", "alexnet_mini"}) {
-    ModelConfig mc;
+    config::ModelConfig mc;
     mc.name = name;
     auto model = make_model(mc, ModelShape{1, 28, 28, 10}, at::detail::createCPUGenerator(1));
     model->eval();
@@ -419,8 +419,8 @@ TEST(ModelsTest, PoolingWithoutGradientsIsLibtorchsMaxPoolBitForBit) {
   }
 }
 
-Config small_config() {
-  Config c;
+config::Config small_config() {
+  config::Config c;
   c.data.dataset = "synthetic";
   c.data.synthetic.size = 512;
   c.model.name = "demo_cnn";
@@ -441,7 +441,8 @@ std::shared_ptr<Store> temp_store(const TempDir& dir) {
   return Store::open(o);
 }
 
-std::vector<torch::Tensor> train_weights(const Config& c, const std::shared_ptr<Store>& store) {
+std::vector<torch::Tensor> train_weights(const config::Config& c,
+                                         const std::shared_ptr<Store>& store) {
   TrainOptions o;
   Trainer t(c, store, o);
   t.run();
@@ -464,18 +465,18 @@ bool bit_identical(const std::vector<torch::Tensor>& a, const std::vector<torch:
 // noexcept destructor; a full disk must be the one-line error, not SIGABRT.
 TEST(StateDictTest, AWriteThatFailsIsAnErrorNotACrash) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
-  ModelConfig mc;
+  config::ModelConfig mc;
   mc.name = "demo_cnn";
   at::Generator gen = at::detail::createCPUGenerator(1);
   auto model = make_model(mc, ModelShape{1, 28, 28, 10}, gen);
   EXPECT_THROW(write_state_dict("/dev/full", *model), core::Error);
-  OptimizerConfig oc;
+  config::OptimizerConfig oc;
   oc.name = "adam";
   oc.lr = 0.01;
   auto opt = make_optimizer(oc, model->parameters());
   std::ofstream full("/dev/full", std::ios::binary);
   ASSERT_TRUE(full.is_open());
-  EXPECT_NO_THROW(write_checkpoint(full, *model, *opt, gen, TrainPosition{}));
+  EXPECT_NO_THROW(write_checkpoint(full, *model, *opt, gen, instrument::TrainPosition{}));
   full.flush();
   EXPECT_FALSE(full.good());  // the caller's checked writer reports it
 }
@@ -486,7 +487,7 @@ TEST(OptimizerTest, FusedAdamFollowsLibtorchAdam) {
       torch::manual_seed(3);
       auto w0 = torch::randn({300, 70}, dtype);
       auto a = w0.clone().requires_grad_(), b = w0.clone().requires_grad_();
-      OptimizerConfig c;
+      config::OptimizerConfig c;
       c.name = "adam";
       c.lr = 0.01;
       c.weight_decay = wd;
@@ -516,7 +517,7 @@ TEST(OptimizerTest, FusedAdamFollowsLibtorchAdam) {
 TEST(TrainerTest, SameConfigAndSeedOnOneThreadIsBitIdentical) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   auto a = train_weights(c, store);
   auto b = train_weights(c, store);
   EXPECT_TRUE(bit_identical(a, b));
@@ -549,7 +550,7 @@ LoaderOptions augmenting_loader(const DataSplits& data, int64_t batch) {
 // size that does not divide the batch (3 shards of 29 rows and of the last
 // batch's remainder).
 TEST(TrainerTest, AShardMakesExactlyItsRowsOfTheWholeBatch) {
-  Config c = small_config();
+  config::Config c = small_config();
   DataSplits data = load_data(c.data, derive_seeds(c).data_order);
   LoaderOptions lo = augmenting_loader(data, 29);
   const StreamSeeds s = derive_seeds(c);
@@ -580,11 +581,11 @@ TEST(TrainerTest, AShardMakesExactlyItsRowsOfTheWholeBatch) {
 }
 
 TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
-  Config base = small_config();
+  config::Config base = small_config();
   base.seeds.master = 5;
   DataSplits data = load_data(base.data, derive_seeds(base).data_order);
   LoaderOptions lo = augmenting_loader(data, 32);
-  auto state_of = [&](const Config& c) {
+  auto state_of = [&](const config::Config& c) {
     StreamSeeds s = derive_seeds(c);
     ModelShape shape{1, 28, 28, 10};
     auto model = make_model(c.model, shape, at::detail::createCPUGenerator(s.dropout));
@@ -600,15 +601,15 @@ TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
   auto [w0, order0, x0, out0] = state_of(base);
   struct Case {
     const char* stream;
-    int64_t SeedConfig::*field;
+    int64_t config::SeedConfig::*field;
     bool init, order, augment, dropout;
   };
   for (auto [stream, field, init, order, augment, dropout] :
-       {Case{"init", &SeedConfig::init, true, false, false, false},
-        Case{"data_order", &SeedConfig::data_order, false, true, false, false},
-        Case{"augment", &SeedConfig::augment, false, false, true, false},
-        Case{"dropout", &SeedConfig::dropout, false, false, false, true}}) {
-    Config c = base;
+       {Case{"init", &config::SeedConfig::init, true, false, false, false},
+        Case{"data_order", &config::SeedConfig::data_order, false, true, false, false},
+        Case{"augment", &config::SeedConfig::augment, false, false, true, false},
+        Case{"dropout", &config::SeedConfig::dropout, false, false, false, true}}) {
+    config::Config c = base;
     c.seeds.*field = 12345;
     auto [w, ord, x, out] = state_of(c);
     EXPECT_EQ(!bit_identical(w, w0), init) << stream << " vs init weights";
@@ -626,12 +627,12 @@ TEST(TrainerTest, EachStreamChangesOnlyWhatItDrives) {
 TEST(TrainerTest, Float64TrainsInDouble) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.compute.dtype = "float64";
   TrainOptions o;
   Trainer t(c, store, o);
-  struct LossType : TrainObserver {
-    void on_after_step(const RunContext&, const Step& s) override {
+  struct LossType : instrument::TrainObserver {
+    void on_after_step(const instrument::RunContext&, const instrument::Step& s) override {
       saw_double_loss |= s.loss.scalar_type() == torch::kFloat64 && std::isfinite(s.loss_value);
     }
     bool saw_double_loss = false;
@@ -651,13 +652,15 @@ TEST(TrainerTest, Float64TrainsInDouble) {
 
 // Records the events of a run and checks, as they arrive, what each one
 // promises (events.h).
-class EventLog : public TrainObserver {
+class EventLog : public instrument::TrainObserver {
  public:
-  void on_run_begin(const RunContext& ctx) override { log_.push_back("run_begin"); }
-  void on_epoch_begin(const RunContext& ctx) override { log_.push_back("epoch_begin"); }
-  void on_batch_begin(const RunContext& ctx) override { log_.push_back("batch_begin"); }
-  void on_phase(const RunContext& ctx, StepPhase p) override { log_.push_back(to_string(p)); }
-  void on_after_forward(const RunContext& ctx, const Step& s) override {
+  void on_run_begin(const instrument::RunContext& ctx) override { log_.push_back("run_begin"); }
+  void on_epoch_begin(const instrument::RunContext& ctx) override { log_.push_back("epoch_begin"); }
+  void on_batch_begin(const instrument::RunContext& ctx) override { log_.push_back("batch_begin"); }
+  void on_phase(const instrument::RunContext& ctx, instrument::StepPhase p) override {
+    log_.push_back(to_string(p));
+  }
+  void on_after_forward(const instrument::RunContext& ctx, const instrument::Step& s) override {
     log_.push_back("after_forward");
     EXPECT_TRUE(s.loss.defined() && s.loss.requires_grad());
     EXPECT_EQ(s.output.size(0), s.targets.size(0));
@@ -665,35 +668,39 @@ class EventLog : public TrainObserver {
     for (const auto& p : ctx.model.parameters())
       EXPECT_FALSE(p.grad().defined() && p.grad().abs().sum().item<double>() != 0);
   }
-  void on_after_backward(const RunContext& ctx, const Step& s) override {
+  void on_after_backward(const instrument::RunContext& ctx, const instrument::Step& s) override {
     log_.push_back("after_backward");
     weights_ = ctx.model.parameters().front().detach().clone();
     EXPECT_TRUE(ctx.model.parameters().front().grad().defined());
   }
-  void on_after_step(const RunContext& ctx, const Step& s) override {
+  void on_after_step(const instrument::RunContext& ctx, const instrument::Step& s) override {
     log_.push_back("after_step");
     EXPECT_EQ(s.number, ctx.position.step);
     EXPECT_FALSE(torch::equal(weights_, ctx.model.parameters().front()));  // new weights
     EXPECT_TRUE(std::isfinite(s.loss_value));
     if (s.number == stop_at_) ctx.request_stop();
   }
-  void on_batch_end(const RunContext& ctx, const Step& s) override { log_.push_back("batch_end"); }
-  void on_evaluation_end(const RunContext& ctx, const Evaluation& e) override {
+  void on_batch_end(const instrument::RunContext& ctx, const instrument::Step& s) override {
+    log_.push_back("batch_end");
+  }
+  void on_evaluation_end(const instrument::RunContext& ctx,
+                         const instrument::Evaluation& e) override {
     log_.push_back("evaluation_end:" + e.split);
   }
-  void on_epoch_end(const RunContext& ctx, const EpochInfo& e) override {
+  void on_epoch_end(const instrument::RunContext& ctx, const instrument::EpochInfo& e) override {
     log_.push_back("epoch_end");
     EXPECT_EQ(ctx.position.epoch, e.epoch + 1);  // already at the next epoch
     EXPECT_EQ(ctx.position.batch, 0);
   }
-  void on_checkpoint(const RunContext& ctx, const CheckpointInfo& c) override {
+  void on_checkpoint(const instrument::RunContext& ctx,
+                     const instrument::CheckpointInfo& c) override {
     log_.push_back("checkpoint:" + std::to_string(c.step));
     EXPECT_TRUE(std::filesystem::exists(c.path));
   }
-  void on_train_end(const RunContext& ctx, const TrainResult& r) override {
+  void on_train_end(const instrument::RunContext& ctx, const instrument::TrainResult& r) override {
     log_.push_back("train_end");
   }
-  void on_run_end(const RunContext& ctx, const TrainResult& r) override {
+  void on_run_end(const instrument::RunContext& ctx, const instrument::TrainResult& r) override {
     log_.push_back(std::string("run_end:") + store::to_string(r.status));
   }
   std::vector<std::string> log_;
@@ -704,7 +711,7 @@ class EventLog : public TrainObserver {
 TEST(TrainerTest, ObserversSeeEveryEventInOrderWithWhatItPromises) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.data.synthetic.size = 96;  // 3 batches of 32 per epoch
   c.train.max_steps = 0;
   c.train.epochs = 2;
@@ -732,13 +739,13 @@ TEST(TrainerTest, ObserversSeeEveryEventInOrderWithWhatItPromises) {
 TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.train.max_steps = 0;
   Trainer t(c, store);
   auto log = std::make_shared<EventLog>();
   log->stop_at_ = 5;
   t.add_observer(log);
-  TrainResult r = t.run();
+  instrument::TrainResult r = t.run();
   EXPECT_EQ(r.status, RunStatus::kStopped);
   EXPECT_EQ(r.steps, 5);
   EXPECT_EQ(store->find_run(r.run_uuid)->status, RunStatus::kStopped);
@@ -754,7 +761,7 @@ TEST(TrainerTest, AnObserverCanStopTheRunAfterAStep) {
 TEST(ConfigTest, ADirectoryIsNotAConfig) {
   TempDir dir;
   try {
-    load_config(dir.path().string(), {});
+    config::load_config(dir.path().string(), {});
     FAIL() << "a directory was accepted as a config";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
@@ -767,7 +774,7 @@ TEST(ConfigTest, ADirectoryIsNotAConfig) {
 TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
   auto msg = [](const std::string& yaml, std::vector<std::string> sets) {
     try {
-      parse_config(yaml, sets, "c.yaml");
+      config::parse_config(yaml, sets, "c.yaml");
     } catch (const Error& e) {
       return std::string(e.what());
     }
@@ -791,37 +798,38 @@ TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
 // 1.1 accept it.
 TEST(ConfigTest, BooleansAreReadAsYamlReadsThem) {
   for (const char* yes : {"True", "TRUE", "true", "yes", "Yes", "on", "y", "1"})
-    EXPECT_TRUE(parse_config(std::string("data:\n  hflip: ") + yes + "\n", {}).data.hflip) << yes;
+    EXPECT_TRUE(config::parse_config(std::string("data:\n  hflip: ") + yes + "\n", {}).data.hflip)
+        << yes;
   for (const char* no : {"False", "NO", "off", "n", "0"})
-    EXPECT_FALSE(
-        parse_config("data:\n  hflip: true\n", {std::string("data.hflip=") + no}).data.hflip)
+    EXPECT_FALSE(config::parse_config("data:\n  hflip: true\n", {std::string("data.hflip=") + no})
+                     .data.hflip)
         << no;
-  EXPECT_THROW(parse_config("data:\n  hflip: maybe\n", {}), Error);
+  EXPECT_THROW(config::parse_config("data:\n  hflip: maybe\n", {}), Error);
 }
 
 TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
-  const Config old = parse_config(
+  const config::Config old = config::parse_config(
       "experiment: x\nseed: 7\nepochs: 2\nbatch_size: 16\nmax_steps: 5\non_nan: continue\n"
       "log_every_steps: 3\neval_batch_size: 50\ntarget_accuracy: 0.5\ndtype: float64\n"
       "threads: 1\n",
       {"seed=8"});
-  const Config now = parse_config(
+  const config::Config now = config::parse_config(
       "run: {experiment: x}\nseeds: {master: 7}\n"
       "train: {epochs: 2, batch_size: 16, max_steps: 5, on_nan: continue, log_every_steps: 3}\n"
       "eval: {batch_size: 50, target_accuracy: 0.5}\ncompute: {dtype: float64, threads: 1}\n",
       {"seeds.master=8"});
-  EXPECT_EQ(to_yaml(old), to_yaml(now));
+  EXPECT_EQ(config::to_yaml(old), config::to_yaml(now));
   EXPECT_EQ(now.seeds.master, 8);
   EXPECT_EQ(now.train.batch_size, 16);
   EXPECT_EQ(now.compute.dtype, "float64");
-  for (const auto& [old_key, key] : renamed_config_keys()) {
-    EXPECT_TRUE(flatten(now).count(key)) << old_key << " -> " << key;
+  for (const auto& [old_key, key] : config::renamed_config_keys()) {
+    EXPECT_TRUE(config::flatten(now).count(key)) << old_key << " -> " << key;
   }
   // No key is outside a section, in params or in the recorded YAML.
-  for (const auto& [k, v] : flatten(now)) {
+  for (const auto& [k, v] : config::flatten(now)) {
     EXPECT_NE(k.find('.'), std::string::npos) << k;
   }
-  std::istringstream yaml(to_yaml(now));
+  std::istringstream yaml(config::to_yaml(now));
   for (std::string line; std::getline(yaml, line);) {
     if (!line.empty() && line[0] != ' ') {
       EXPECT_EQ(line.back(), ':') << line;
@@ -830,27 +838,30 @@ TEST(ConfigTest, EverythingIsSectionedAndOldSpellingsStillWork) {
 }
 
 TEST(TrainerTest, BadConfigValuesAreRejected) {
-  EXPECT_NE(error_of([] { parse_config("optimizer:\n  lr: 0\n", {}); }).find("optimizer.lr"),
+  EXPECT_NE(
+      error_of([] { config::parse_config("optimizer:\n  lr: 0\n", {}); }).find("optimizer.lr"),
+      std::string::npos);
+  EXPECT_NE(error_of([] { config::parse_config("batch_size: 0\n", {}); }).find("batch_size"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_config("batch_size: 0\n", {}); }).find("batch_size"),
+  EXPECT_NE(error_of([] { config::parse_config("epochs: three\n", {}); }).find("integer"),
             std::string::npos);
-  EXPECT_NE(error_of([] { parse_config("epochs: three\n", {}); }).find("integer"),
+  EXPECT_NE(error_of([] {
+              config::parse_config("modle:\n  name: mlp\n", {});
+            }).find("did you mean 'model.name'"),
             std::string::npos);
   EXPECT_NE(
-      error_of([] { parse_config("modle:\n  name: mlp\n", {}); }).find("did you mean 'model.name'"),
+      error_of([] { config::parse_config("model:\n  name: nope\n", {}); }).find("must be one of"),
       std::string::npos);
-  EXPECT_NE(error_of([] { parse_config("model:\n  name: nope\n", {}); }).find("must be one of"),
-            std::string::npos);
   // Round trip: the resolved YAML parses back to the same params.
-  Config c =
-      parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n", {"seeds.master=9"});
-  EXPECT_EQ(flatten(parse_config(to_yaml(c), {})), flatten(c));
+  config::Config c = config::parse_config("schedule:\n  name: multistep\n  milestones: [2, 4]\n",
+                                          {"seeds.master=9"});
+  EXPECT_EQ(config::flatten(config::parse_config(config::to_yaml(c), {})), config::flatten(c));
 }
 
 TEST(TrainerTest, NanLossFailsTheRunNamingTheStep) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.optimizer.name = "sgd";
   c.optimizer.lr = 1e30;  // overflows within a few steps
   c.train.max_steps = 200;
@@ -871,7 +882,7 @@ TEST(TrainerTest, NanLossFailsTheRunNamingTheStep) {
 TEST(TrainerTest, ModelThatDoesNotFitTheDataIsRejected) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.model.name = "vgg11_seed";
   c.data.synthetic.height = 40;
   c.data.synthetic.width = 40;
@@ -981,7 +992,7 @@ namespace {
 
 std::string config_error(const std::string& yaml, const std::vector<std::string>& sets) {
   try {
-    parse_config(yaml, sets, "c.yaml");
+    config::parse_config(yaml, sets, "c.yaml");
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage) << e.what();
     return e.what();
@@ -1015,7 +1026,7 @@ std::optional<Bounds> bounds_of(const std::string& help) {
 
 TEST(ConfigTest, EveryKeyStatesTheValuesItAccepts) {
   size_t ranged = 0;
-  for (const auto& [key, help] : config_keys()) {
+  for (const auto& [key, help] : config::config_keys()) {
     const bool is_enum =
         help.find(" (") != std::string::npos && help.find('|') != std::string::npos;
     if (is_enum) continue;  // its choices are listed instead
@@ -1029,7 +1040,7 @@ TEST(ConfigTest, EveryKeyStatesTheValuesItAccepts) {
 // the key, the value and the interval.
 TEST(ConfigTest, EveryNumericKeyRefusesValuesOutsideItsRange) {
   size_t checked = 0;
-  for (const auto& [key, help] : config_keys()) {
+  for (const auto& [key, help] : config::config_keys()) {
     auto b = bounds_of(help);
     if (!b) continue;
     const bool integer = help.find('.', help.find("; must be in ")) == std::string::npos &&
@@ -1094,9 +1105,9 @@ TEST(ConfigTest, ValuesLibtorchRefusedAreRefusedFirst) {
 // A config recorded with a run by an earlier version, under looser ranges,
 // stays readable (eval, comparisons); training with it checks it.
 TEST(ConfigTest, RecordedConfigsAreReadWithoutTodaysRanges) {
-  EXPECT_EQ(parse_recorded_config("optimizer: {beta1: 1}\n", "run x").optimizer.beta1, 1);
-  EXPECT_THROW(parse_config("optimizer: {beta1: 1}\n", {}), Error);
-  EXPECT_THROW(parse_recorded_config("optimizer: {beta1: one}\n", "run x"), Error);
+  EXPECT_EQ(config::parse_recorded_config("optimizer: {beta1: 1}\n", "run x").optimizer.beta1, 1);
+  EXPECT_THROW(config::parse_config("optimizer: {beta1: 1}\n", {}), Error);
+  EXPECT_THROW(config::parse_recorded_config("optimizer: {beta1: one}\n", "run x"), Error);
 }
 
 // `--set data.test_subset=256 --set data.train_subset=-3` blamed the first.
@@ -1124,7 +1135,7 @@ TEST(ConfigTest, ChecksBlameTheKeyThatIsWrong) {
 TEST(TrainerTest, AConfigThatCannotTrainLeavesNoRun) {
   TempDir dir;
   auto store = temp_store(dir);
-  Config c = small_config();
+  config::Config c = small_config();
   c.optimizer.beta1 = 1;
   EXPECT_EQ(error_of([&] { train_weights(c, store); }),
             "config: optimizer.beta1 must be in [0, 1) (got 1)");
@@ -1140,7 +1151,7 @@ TEST(TrainerTest, AConfigThatCannotTrainLeavesNoRun) {
   EXPECT_EQ(error_of([&] { train_weights(c, store); }),
             "train.batch_size must be at most the 256 training samples (data.dataset "
             "fashion-mnist, data.train_subset 256) (got 300); lower it or train on more data");
-  Config s = small_config();
+  config::Config s = small_config();
   s.data.val_fraction = 0.999;
   EXPECT_EQ(error_of([&] { train_weights(s, store); }),
             "train.batch_size must be at most the 1 training samples (data.synthetic.size 512, "

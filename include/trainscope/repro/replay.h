@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "trainscope/env/manifest.h"
+#include "trainscope/instrument/events.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/events.h"
 
 namespace trainscope::repro {
 
@@ -28,7 +28,7 @@ void replay_divergence(store::Store& store, const store::RunInfo& a, const store
 struct RerunOptions {
   bool force = false;        // run even when a dataset file changed
   std::string command_line;  // recorded with the new run
-  std::vector<std::shared_ptr<train::TrainObserver>> observers;  // e.g. a progress display
+  std::vector<std::shared_ptr<instrument::TrainObserver>> observers;  // e.g. a progress display
   // Called with the machine facts that differ from the original's, before
   // training starts.
   std::function<void(const std::vector<env::Difference>&)> before_training;
@@ -36,7 +36,7 @@ struct RerunOptions {
 
 // What rerun() returns.
 struct Rerun {
-  train::TrainResult result;             // of the new run (tagged rerun_of)
+  instrument::TrainResult result;        // of the new run (tagged rerun_of)
   std::vector<env::Difference> machine;  // machine facts that differ from the original's
 };
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "trainscope/instrument/events.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/events.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 
@@ -25,7 +25,7 @@ std::string checkpoint_name(int64_t step);
 // Writes a checkpoint into `out` (the store's artifact writer: one pass,
 // hashed and synced as it goes).
 void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
-                      const at::Generator& dropout_gen, const TrainPosition& pos);
+                      const at::Generator& dropout_gen, const instrument::TrainPosition& pos);
 
 // Loads `path` into the model and, when given, the optimizer and the
 // generator; returns the position it was written at. Throws Error(kStore)
@@ -34,13 +34,14 @@ void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
 // from the model's (or that addresses memory outside its storage). The model
 // and the generator change only when everything was read; on an error the
 // optimizer's state is unspecified (callers stop).
-TrainPosition read_checkpoint(const std::filesystem::path& path, Classifier& model, Optimizer* opt,
-                              at::Generator* dropout_gen);
+instrument::TrainPosition read_checkpoint(const std::filesystem::path& path, Classifier& model,
+                                          Optimizer* opt, at::Generator* dropout_gen);
 
 // The same from a checkpoint's bytes in memory (a fuzzer's input); `name`
 // stands for the file in messages.
-TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
-                              Classifier& model, Optimizer* opt, at::Generator* dropout_gen);
+instrument::TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
+                                          Classifier& model, Optimizer* opt,
+                                          at::Generator* dropout_gen);
 
 // One entry of a checkpoint's zip archive, located as libtorch's zip reader
 // (miniz) locates it.

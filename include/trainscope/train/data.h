@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 
 namespace trainscope::train {
 
@@ -46,7 +46,7 @@ Dataset read_idx(const std::filesystem::path& images, const std::filesystem::pat
 Dataset read_cifar(const std::vector<std::filesystem::path>& files, bool cifar100);
 // A learnable synthetic dataset: each class is a random prototype image plus
 // noise. Deterministic in (config, seed).
-Dataset make_synthetic(const DataConfig& c, int64_t n, uint64_t seed);
+Dataset make_synthetic(const config::DataConfig& c, int64_t n, uint64_t seed);
 
 // What load_data returns: the three splits (a split may be empty: no
 // validation by default), the normalisation statistics and the files read.
@@ -58,7 +58,7 @@ struct DataSplits {
 
 // Loads the configured dataset, splits off validation and takes subsets with
 // the data_order stream.
-DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
+DataSplits load_data(const config::DataConfig& c, uint64_t data_order_seed);
 
 // Reads the dataset `c` names (its images and labels, decoded) into this
 // process's memory: later load_data calls in this process, and in children
@@ -67,7 +67,7 @@ DataSplits load_data(const DataConfig& c, uint64_t data_order_seed);
 // Allocates tensors but runs no tensor operation and starts no thread, so
 // it is safe before a fork (a study's warm worker). Synthetic data has no
 // files. Returns the files it read.
-std::vector<std::filesystem::path> warm_dataset(const DataConfig& c);
+std::vector<std::filesystem::path> warm_dataset(const config::DataConfig& c);
 
 // One batch from an EpochLoader: its tensors are new (the batch owns
 // them); a shard's x and y hold its rows only.
@@ -98,7 +98,7 @@ struct LoaderOptions {
 
 // The trainer's loader options for a config and its data (prefetch from
 // data.prefetch, resolved for `threads` libtorch threads).
-LoaderOptions loader_options(const Config& cfg, const DataSplits& data, int threads);
+LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, int threads);
 
 // Produces the batches of one epoch, starting at batch `start`, in a fixed
 // order: the permutation of epoch e is drawn from mix_seed(order_seed, e),
@@ -145,9 +145,9 @@ class EpochLoader {
 };
 
 // The tensor type of a config's model and data (float32 or float64).
-torch::ScalarType dtype_of(const Config& c);
+torch::ScalarType dtype_of(const config::Config& c);
 // Whether a config lays 4-D tensors out channels-last (compute.memory_format).
-bool channels_last(const Config& c);
+bool channels_last(const config::Config& c);
 
 // Converts and normalises images (no augmentation); for evaluation.
 // With `channels_last` the result lies in NHWC memory order.

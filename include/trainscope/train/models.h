@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 #include "trainscope/train/data.h"
 
 namespace trainscope::train {
@@ -46,12 +46,12 @@ struct ModelShape {
 ModelShape shape_of(const DataSplits& data);
 // The same from the config alone, without reading the data (the cost
 // model's predictions): each dataset's known shape, a synthetic one's keys.
-ModelShape shape_of(const DataConfig& data);
+ModelShape shape_of(const config::DataConfig& data);
 
 // Builds a model. `dropout_gen` supplies dropout masks (the dropout stream);
 // it must outlive the model. Throws Error for an unknown name or a shape
 // the model cannot take.
-std::shared_ptr<Classifier> make_model(const ModelConfig& config, const ModelShape& shape,
+std::shared_ptr<Classifier> make_model(const config::ModelConfig& config, const ModelShape& shape,
                                        at::Generator dropout_gen);
 
 // torch::max_pool2d(x, k) (window k x k, stride k, floor mode) of an NCHW

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trainscope/train/events.h"
+#include "trainscope/instrument/events.h"
 #include "trainscope/train/models.h"
 #include "trainscope/train/optim.h"
 
@@ -22,19 +22,20 @@ namespace trainscope::train {
 // steps inside an epoch, every checkpoint.every_epochs epochs, and the final
 // state of a run that finishes or stops. Metrics are flushed first, so what
 // a checkpoint holds is never ahead of the store.
-class CheckpointObserver : public TrainObserver {
+class CheckpointObserver : public instrument::TrainObserver {
  public:
   // What a checkpoint holds besides the position: the Trainer's model,
   // optimizer and dropout stream (they must outlive the observer).
   CheckpointObserver(Classifier& model, Optimizer& optimizer, const at::Generator& dropout)
       : model_(model), optimizer_(optimizer), dropout_(dropout) {}
-  void on_run_begin(const RunContext& ctx) override;
-  void on_batch_end(const RunContext& ctx, const Step& step) override;
-  void on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) override;
-  void on_train_end(const RunContext& ctx, const TrainResult& result) override;
+  void on_run_begin(const instrument::RunContext& ctx) override;
+  void on_batch_end(const instrument::RunContext& ctx, const instrument::Step& step) override;
+  void on_epoch_end(const instrument::RunContext& ctx, const instrument::EpochInfo& epoch) override;
+  void on_train_end(const instrument::RunContext& ctx,
+                    const instrument::TrainResult& result) override;
 
  private:
-  void write(const RunContext& ctx);
+  void write(const instrument::RunContext& ctx);
   Classifier& model_;
   Optimizer& optimizer_;
   const at::Generator& dropout_;

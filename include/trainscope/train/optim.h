@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 
 namespace trainscope::train {
 
@@ -45,11 +45,11 @@ class Optimizer {
 // The optimizer `c` names (sgd, adam, adamw, rmsprop, adadelta) over
 // `params` with c's hyperparameters. Throws Error(kUsage) listing the
 // valid names for any other.
-std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& c,
+std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& c,
                                           std::vector<torch::Tensor> params);
 
 // Learning rate for the given epoch (0-based) and global step (0-based),
 // including linear warm-up.
-double scheduled_lr(const Config& c, int64_t epoch, int64_t step);
+double scheduled_lr(const config::Config& c, int64_t epoch, int64_t step);
 
 }  // namespace trainscope::train

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "trainscope/train/config.h"
+#include "trainscope/config/config.h"
 
 namespace trainscope::train {
 
@@ -39,6 +39,6 @@ struct StreamSeeds {
 
 // Each stream's seed for `c`: seeds.<name> when >= 0, else derived from
 // seeds.master. Pure.
-StreamSeeds derive_seeds(const Config& c);
+StreamSeeds derive_seeds(const config::Config& c);
 
 }  // namespace trainscope::train

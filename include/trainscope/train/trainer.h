@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/config/config.h"
+#include "trainscope/instrument/events.h"
 #include "trainscope/instrument/instrumentation.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/config.h"
-#include "trainscope/train/events.h"
 #include "trainscope/train/models.h"
 
 namespace trainscope::train {
@@ -63,7 +63,7 @@ class Trainer {
  public:
   // Keeps `config`, `store` and `options`; checks, loads and creates nothing
   // until run().
-  Trainer(Config config, std::shared_ptr<store::Store> store, TrainOptions options = {});
+  Trainer(config::Config config, std::shared_ptr<store::Store> store, TrainOptions options = {});
   // Releases the model, the observers and the store it holds.
   ~Trainer();
 
@@ -73,11 +73,11 @@ class Trainer {
   void set_model(std::shared_ptr<Classifier> model, bool keep_init = false);
   // Adds an observer, called after the built-in recorders and before the
   // checkpoint writer, in the order added (see observers.h).
-  void add_observer(std::shared_ptr<TrainObserver> observer);
+  void add_observer(std::shared_ptr<instrument::TrainObserver> observer);
 
   // Runs training to the end (or until stopped) and returns the outcome.
   // Throws Error on bad input; the run is then marked failed.
-  TrainResult run();
+  instrument::TrainResult run();
 
   // The model after run() (for tests and examples).
   std::shared_ptr<Classifier> model() const { return model_; }
@@ -92,22 +92,23 @@ class Trainer {
   // The trainer as a source of events for its units (source.cc).
   std::unique_ptr<instrument::Source> make_source(Session& s);
   bool train_epoch(Session& s, Events& events);
-  void train_step(Session& s, Events& events, Step& step, int64_t batch_index);
-  void end_epoch(Session& s, Events& events, double started, const Step& totals);
+  void train_step(Session& s, Events& events, instrument::Step& step, int64_t batch_index);
+  void end_epoch(Session& s, Events& events, double started, const instrument::Step& totals);
   void finish(Session& s, Events& events, bool stopped);
 
-  Config config_;
+  config::Config config_;
   std::shared_ptr<store::Store> store_;
   TrainOptions options_;
-  std::vector<std::shared_ptr<TrainObserver>> user_observers_;
+  std::vector<std::shared_ptr<instrument::TrainObserver>> user_observers_;
   std::shared_ptr<Classifier> model_;
   bool keep_init_ = false;
 };
 
 // Evaluates `model` on `data` in batches of `batch_size` (eval mode, no
 // gradients; the training mode is restored).
-EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
-                    int64_t batch_size, torch::ScalarType dtype, bool channels_last = false);
+instrument::EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
+                                int64_t batch_size, torch::ScalarType dtype,
+                                bool channels_last = false);
 
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).
@@ -119,7 +120,7 @@ bool stop_requested();
 // Evaluates a recorded run's checkpoint (default: the newest) on its test set.
 struct CheckpointEval {
   std::string checkpoint;
-  EvalResult result;
+  instrument::EvalResult result;
   std::vector<std::string> class_names;
 };
 // Rebuilds the run's model and data from its recorded config (applying its
@@ -135,8 +136,5 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
 // run", "a study", "a `numerics` run", "a run without a recorded training
 // config".
 std::string not_a_training(store::Store& store, const store::RunInfo& run);
-// The first key whose value differs between two configs, as "KEY was A
-// when run X started and is B now"; empty when none does.
-std::string first_difference(const Config& recorded, const Config& now, const std::string& run);
 
 }  // namespace trainscope::train

@@ -47,7 +47,7 @@ void warn_mismatches(const profile::CostModel& m, const std::set<std::string>& u
         m.threads, threads, threads);
 }
 
-void print_prediction(Context& ctx, const profile::CostModel& m, const train::Config& cfg,
+void print_prediction(Context& ctx, const profile::CostModel& m, const config::Config& cfg,
                       int64_t b, const std::vector<profile::LayerInfo>& layers) {
   Table t({"LAYER", "TYPE", "FWD MFLOP", "PREDICTED us", "NOTE"});
   t.align_right(2);
@@ -100,7 +100,7 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
         fmt::format("{}: {} (`trainscope costmodel fit` writes a new one)", a.model_file, e.what()),
         e.kind());
   }
-  train::Config cfg = train::load_config(a.config, a.sets);
+  config::Config cfg = config::load_config(a.config, a.sets);
   if (a.batch < 0 || a.batch > (1 << 24))
     fail(ErrorKind::kUsage, "--batch must be in [1, 16777216], or 0 for the config's (got {})",
          a.batch);

@@ -82,7 +82,7 @@ std::string resume_checkpoint(Context& ctx, const std::string& run) {
 
 }  // namespace
 
-bool launch_ranks(Context& ctx, const TrainArgs& a, const train::Config& cfg) {
+bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
   const auto& dc = cfg.section<dist::DistConfig>();
   if (dc.nproc <= 1 || dist::rendezvous_from_env(dc.nproc)) return false;
   if (dc.backend != "gloo")
@@ -132,7 +132,7 @@ void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> ru
   rank_runner() = std::move(run);
 }
 
-std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg,
+std::shared_ptr<dist::World> join_as_rank(Context& ctx, config::Config& cfg,
                                           train::TrainOptions& o) {
   const auto& dc = cfg.section<dist::DistConfig>();
   const auto rv = dist::rendezvous_from_env(dc.nproc);

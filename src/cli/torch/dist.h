@@ -16,7 +16,7 @@ namespace trainscope::cli::torch_cli {
 // not one of them, waits for them and reports how they ended (an Error
 // naming the first rank that failed). False when this process is a rank
 // or the training is not data-parallel.
-bool launch_ranks(Context& ctx, const TrainArgs& args, const train::Config& cfg);
+bool launch_ranks(Context& ctx, const TrainArgs& args, const config::Config& cfg);
 
 // From now on, the ranks launch_ranks starts are forks of this process that
 // run their command line with `run` (dist::LaunchOptions::in_process): set
@@ -30,7 +30,8 @@ void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> ru
 // host; rank > 0 is quiet. A rank > 0 of a resumed run starts from the
 // checkpoint rank 0 resumes from, whose path rank 0 puts in the
 // rendezvous store (the ranks of several hosts share a filesystem).
-std::shared_ptr<dist::World> join_as_rank(Context& ctx, train::Config& cfg, train::TrainOptions& o);
+std::shared_ptr<dist::World> join_as_rank(Context& ctx, config::Config& cfg,
+                                          train::TrainOptions& o);
 
 // Whether this rank was asked to stop (its handlers, set by join_as_rank).
 bool rank_stop_requested();

@@ -123,7 +123,7 @@ void profile(Context& ctx, const ProfileArgs& a) {
   overrides.push_back("profile.enabled=true");
   overrides.push_back("train.max_steps=" + std::to_string(a.steps));
   if (a.every > 0) overrides.push_back("profile.every=" + std::to_string(a.every));
-  train::Config cfg = train::load_config(a.config, overrides);
+  config::Config cfg = config::load_config(a.config, overrides);
   const int64_t warmup = cfg.section<profile::ProfileConfig>().warmup_steps;
   if (a.steps <= warmup)
     fail(ErrorKind::kUsage,

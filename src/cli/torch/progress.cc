@@ -26,16 +26,17 @@ ProgressObserver::~ProgressObserver() {
   if (tty_ && drawn_) progress_text("\n");
 }
 
-void ProgressObserver::on_run_begin(const train::RunContext& ctx) {
+void ProgressObserver::on_run_begin(const instrument::RunContext& ctx) {
   start_ = core::monotonic_now();
 }
 
-void ProgressObserver::on_epoch_begin(const train::RunContext& ctx) {
+void ProgressObserver::on_epoch_begin(const instrument::RunContext& ctx) {
   epoch_start_ = core::monotonic_now();
   epoch_samples_ = 0;
 }
 
-void ProgressObserver::on_after_step(const train::RunContext& ctx, const train::Step& step) {
+void ProgressObserver::on_after_step(const instrument::RunContext& ctx,
+                                     const instrument::Step& step) {
   epoch_samples_ += step.samples;
   if (!bar_ || core::verbosity() < core::Verbosity::kNormal) return;
   const double now = core::monotonic_now();
@@ -45,7 +46,8 @@ void ProgressObserver::on_after_step(const train::RunContext& ctx, const train::
   draw(ctx, step, now);
 }
 
-void ProgressObserver::draw(const train::RunContext& ctx, const train::Step& step, double now) {
+void ProgressObserver::draw(const instrument::RunContext& ctx, const instrument::Step& step,
+                            double now) {
   const int64_t done = step.number - ctx.first_step, total = ctx.total_steps;
   const double elapsed = now - start_;
   const double eta = done > 0 ? elapsed / static_cast<double>(done) *
@@ -69,7 +71,8 @@ void ProgressObserver::draw(const train::RunContext& ctx, const train::Step& ste
   }
 }
 
-void ProgressObserver::on_epoch_end(const train::RunContext& ctx, const train::EpochInfo& e) {
+void ProgressObserver::on_epoch_end(const instrument::RunContext& ctx,
+                                    const instrument::EpochInfo& e) {
   message(fmt::format(
       "epoch {}/{}: train loss {:.4f} acc {:.4f} | test loss {:.4f} acc {:.4f} macro-F1 {:.4f} | "
       "{:.1f}s",

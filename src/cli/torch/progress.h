@@ -6,22 +6,22 @@
 #include <cstdint>
 #include <string>
 
-#include "trainscope/train/events.h"
+#include "trainscope/instrument/events.h"
 
 namespace trainscope::cli {
 
-class ProgressObserver : public train::TrainObserver {
+class ProgressObserver : public instrument::TrainObserver {
  public:
   // `bar`: draw the bar; epoch lines print either way (unless --quiet).
   explicit ProgressObserver(bool bar = true);
   ~ProgressObserver() override;
-  void on_run_begin(const train::RunContext& ctx) override;
-  void on_epoch_begin(const train::RunContext& ctx) override;
-  void on_after_step(const train::RunContext& ctx, const train::Step& step) override;
-  void on_epoch_end(const train::RunContext& ctx, const train::EpochInfo& epoch) override;
+  void on_run_begin(const instrument::RunContext& ctx) override;
+  void on_epoch_begin(const instrument::RunContext& ctx) override;
+  void on_after_step(const instrument::RunContext& ctx, const instrument::Step& step) override;
+  void on_epoch_end(const instrument::RunContext& ctx, const instrument::EpochInfo& epoch) override;
 
  private:
-  void draw(const train::RunContext& ctx, const train::Step& step, double now);
+  void draw(const instrument::RunContext& ctx, const instrument::Step& step, double now);
   // Prints a whole line, clearing the bar first.
   void message(const std::string& line);
 

@@ -34,7 +34,7 @@ void on_sigint(int) {
 // What the run reached, and its test accuracy only when it was evaluated
 // (a run stopped by a signal before an epoch ended was not: it printed
 // "test accuracy 0.0000").
-void print_result(const train::TrainResult& r, bool json) {
+void print_result(const instrument::TrainResult& r, bool json) {
   if (json) {
     std::cout << format::train_result(r).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
@@ -93,7 +93,7 @@ void train(Context& ctx, const TrainArgs& a) {
   const std::string experiment = a.experiment.empty() ? env.experiment : a.experiment;
   if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
-  train::Config cfg = train::load_config(a.config, overrides);
+  config::Config cfg = config::load_config(a.config, overrides);
   if (launch_ranks(ctx, a, cfg)) return;
   train::TrainOptions o;
   o.name = !a.name.empty()     ? a.name
@@ -127,7 +127,7 @@ void train(Context& ctx, const TrainArgs& a) {
   if (world)
     trainer.add_observer(std::make_shared<dist::ReplicaObserver>(world, rank_stop_requested));
   trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress && recorded));
-  const train::TrainResult r = trainer.run();
+  const instrument::TrainResult r = trainer.run();
   if (!recorded) return;
   note_recorded_run(*ctx.store(), r.run_uuid);
   if (r.status == RunStatus::kStopped)

@@ -18,7 +18,7 @@ namespace trainscope::cli::torch_cli {
 
 namespace {
 
-tune::Baseline baseline_of(const train::Config& cfg, const TuneArgs& a) {
+tune::Baseline baseline_of(const config::Config& cfg, const TuneArgs& a) {
   tune::Baseline b;
   b.threads = train::resolved_threads(cfg);
   b.max_threads = env::cpu_budget().threads();
@@ -76,7 +76,7 @@ void print_verdict(const tune::TuneReport& rep) {
 
 // Each batch multiple gives a batch the config must accept: checked here,
 // before the first trial, rather than by a trial that fails.
-void check_batch_multiples(const TuneArgs& a, const train::Config& cfg) {
+void check_batch_multiples(const TuneArgs& a, const config::Config& cfg) {
   for (double m : a.batch_multiples) {
     const double batch = static_cast<double>(cfg.train.batch_size) * m;
     if (!(m > 0) || !(batch <= (1 << 24)))
@@ -88,7 +88,7 @@ void check_batch_multiples(const TuneArgs& a, const train::Config& cfg) {
     sets.push_back(
         fmt::format("train.batch_size={}", std::max<int64_t>(1, static_cast<int64_t>(batch))));
     try {
-      train::load_config(a.config, sets);
+      config::load_config(a.config, sets);
     } catch (const core::Error& e) {
       throw core::Error("--batch-multiples " + core::format_double(m) + ": " + e.what(), e.kind());
     }
@@ -98,7 +98,7 @@ void check_batch_multiples(const TuneArgs& a, const train::Config& cfg) {
 }  // namespace
 
 void tune(Context& ctx, const TuneArgs& a) {
-  const train::Config cfg = train::load_config(a.config, a.sets);
+  const config::Config cfg = config::load_config(a.config, a.sets);
   check_batch_multiples(a, cfg);
   tune::TuneOptions o;
   std::error_code ec;

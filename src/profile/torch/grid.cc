@@ -69,12 +69,12 @@ void run_grid(std::shared_ptr<store::Store> store, const GridSpec& g,
   for (size_t i = 0; i < cells.size(); ++i) {
     const GridCell& c = cells[i];
     if (progress.before) progress.before(i + 1, cells.size(), c);
-    train::Config cfg = train::load_config(g.base.string(), cell_overrides(g, c));
+    config::Config cfg = config::load_config(g.base.string(), cell_overrides(g, c));
     train::TrainOptions to;
     to.name = c.name;
     to.command_line = command_line;
     train::Trainer t(cfg, store, to);
-    const train::TrainResult r = t.run();
+    const instrument::TrainResult r = t.run();
     if (progress.after) progress.after(i + 1, cells.size(), c, summarize(*store, r.run_uuid));
   }
 }

@@ -36,7 +36,7 @@ int64_t checkpoint_step(const std::string& name) {
 // Replays `config_text` from `checkpoint` up to `to_step` in a scratch
 // in-memory store; returns the tensors a fingerprint hashes.
 Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64_t to_step) {
-  train::Config cfg = train::parse_config(config_text, {}, "recorded config");
+  config::Config cfg = config::parse_config(config_text, {}, "recorded config");
   cfg.train.max_steps = to_step;
   cfg.checkpoint.every_epochs = 0;
   cfg.checkpoint.every_steps = 0;

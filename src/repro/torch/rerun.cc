@@ -45,8 +45,8 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
          "run {} trained a model of its own, which trainscope cannot build again; rerun it with "
          "the program that trained it",
          core::short_uuid(orig.uuid));
-  train::Config cfg =
-      train::parse_config(orig.config_text, {}, "run " + core::short_uuid(orig.uuid));
+  config::Config cfg =
+      config::parse_config(orig.config_text, {}, "run " + core::short_uuid(orig.uuid));
   if (const int64_t n = cfg.section<dist::DistConfig>().nproc; n > 1)
     fail(ErrorKind::kUsage,
          "run {} trained on {} ranks (dist.nproc), which a rerun in one process cannot repeat; "

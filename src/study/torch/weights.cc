@@ -7,10 +7,10 @@
 #include <cmath>
 #include <map>
 
+#include "trainscope/config/config.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/report.h"
 #include "trainscope/train/checkpoint.h"
-#include "trainscope/train/config.h"
 #include "trainscope/train/data.h"
 #include "trainscope/train/models.h"
 
@@ -91,9 +91,9 @@ std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a)
     for (const auto& r : c.run_uuids) files.push_back(checkpoints(s, r));
     if (files[0].empty()) continue;  // nothing to compare (or to build a model for)
     auto run = s.find_run(c.run_uuids[0]);
-    train::Config cfg =
-        train::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
-    auto& model = models[architecture(train::flatten(cfg))];
+    config::Config cfg =
+        config::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
+    auto& model = models[architecture(config::flatten(cfg))];
     if (!model) {
       model = train::make_model(cfg.model, train::shape_of(cfg.data),
                                 at::detail::createCPUGenerator(0));

@@ -9,8 +9,8 @@ namespace fs = std::filesystem;
 
 namespace trainscope::train {
 
-void CheckpointObserver::write(const RunContext& ctx) {
-  const TrainPosition& pos = ctx.position;
+void CheckpointObserver::write(const instrument::RunContext& ctx) {
+  const instrument::TrainPosition& pos = ctx.position;
   if (pos.step == last_step_) return;  // e.g. an epoch end that is also the run's end
   last_step_ = pos.step;
   // Metrics first: everything up to a checkpoint is durable when the
@@ -26,10 +26,10 @@ void CheckpointObserver::write(const RunContext& ctx) {
   ctx.publish_checkpoint({pos.step, a.name, a.path});
 }
 
-void CheckpointObserver::on_run_begin(const RunContext& ctx) {
+void CheckpointObserver::on_run_begin(const instrument::RunContext& ctx) {
   // The initial state, so that `diff` can replay from step 0 when two runs
   // differ from their first step.
-  const Config& c = ctx.config;
+  const config::Config& c = ctx.config;
   // A resumed session starts at a checkpoint the store already holds: a
   // run killed right after its last checkpoint must not write that step
   // again at its end (with this session's position, other bytes: a conflict).
@@ -38,20 +38,23 @@ void CheckpointObserver::on_run_begin(const RunContext& ctx) {
   if (!ctx.resumed && !ctx.from_checkpoint && ctx.position.step == 0 && checkpointing) write(ctx);
 }
 
-void CheckpointObserver::on_batch_end(const RunContext& ctx, const Step& step) {
+void CheckpointObserver::on_batch_end(const instrument::RunContext& ctx,
+                                      const instrument::Step& step) {
   const int64_t every = ctx.config.checkpoint.every_steps;
   // A step that ends an epoch is left to on_epoch_end.
   const bool inside_epoch = ctx.position.batch < ctx.batches_per_epoch;
   if (every > 0 && step.number % every == 0 && inside_epoch) write(ctx);
 }
 
-void CheckpointObserver::on_epoch_end(const RunContext& ctx, const EpochInfo& epoch) {
+void CheckpointObserver::on_epoch_end(const instrument::RunContext& ctx,
+                                      const instrument::EpochInfo& epoch) {
   const int64_t every = ctx.config.checkpoint.every_epochs, e1 = epoch.epoch + 1;
   // The last epoch's checkpoint is the final one, written at the run's end.
   if (every > 0 && e1 % every == 0 && e1 < ctx.config.train.epochs) write(ctx);
 }
 
-void CheckpointObserver::on_train_end(const RunContext& ctx, const TrainResult& result) {
+void CheckpointObserver::on_train_end(const instrument::RunContext& ctx,
+                                      const instrument::TrainResult& result) {
   write(ctx);
 }
 
