@@ -88,14 +88,6 @@ def _typed(key, text, default):
                             "a setting cannot replace: give the study scalar keys")
 
 
-def _keys(tree, prefix=""):
-    for k, v in tree.items():
-        if isinstance(v, dict):
-            yield from _keys(v, f"{prefix}{k}.")
-        else:
-            yield f"{prefix}{k}"
-
-
 def _apply(tree, line):
     key, sep, text = line.partition("=")
     if not sep or not key:
@@ -116,7 +108,7 @@ def _apply(tree, line):
         if path and path[0] in _OWN:
             node[leaf] = _parse(text)
             return
-    known = ", ".join(sorted(_keys(tree))) or "none"
+    known = ", ".join(sorted(_flatten(tree))) or "none"
     raise _trainscope.Error(
         f"the study sets '{key}', which this script's config does not have (its keys: {known}): "
         "add it to the defaults given to trainscope.config(), or fix the study's key")
