@@ -268,8 +268,10 @@ void anova(const Design& d, FactorAnalysis& out) {
   size_t res = d.terms.size();
   std::vector<std::vector<double>> a(res + 1, std::vector<double>(res + 1, 0));
   a[res][res] = 1;
-  std::vector<size_t> order(res);
-  std::iota(order.begin(), order.end(), 0);
+  // (Grown, not sized: GCC 12 inlining this into a unity batch takes
+  // `res` for SIZE_MAX and stops the build with -Walloc-size-larger-than.)
+  std::vector<size_t> order;
+  for (size_t t = 0; t < res; ++t) order.push_back(t);
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     return d.terms[x].factors.size() > d.terms[y].factors.size();
   });
