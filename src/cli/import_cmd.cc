@@ -70,7 +70,8 @@ void register_import_commands(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<tensorboard::ImportOptions>();
   cmd->add_option("DIR", o->dir, "The log folder (TensorBoard's --logdir); searched recursively")
       ->required();
-  cmd->add_option("--experiment,-e", o->experiment, "The runs' experiment");
+  cmd->add_option("--experiment,-e", o->experiment, "The runs' experiment")
+      ->check(experiment_rule());
   set_example(cmd,
               "trainscope import tfevents runs/ --experiment keras\n"
               "  (again later: folders already imported are skipped)");

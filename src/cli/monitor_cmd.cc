@@ -65,9 +65,11 @@ void add_watch(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<monitor::WatchOptions>();
   auto pairs = std::make_shared<std::pair<std::vector<std::string>, std::vector<std::string>>>();
   cmd->add_option("--name", o->name,
-                  "Run name (default: $TRAINSCOPE_RUN_NAME, else the command's name)");
+                  "Run name (default: $TRAINSCOPE_RUN_NAME, else the command's name)")
+      ->check(run_name_rule());
   cmd->add_option("--experiment", o->experiment,
-                  "Experiment (default: $TRAINSCOPE_EXPERIMENT, else watch)");
+                  "Experiment (default: $TRAINSCOPE_EXPERIMENT, else watch)")
+      ->check(experiment_rule());
   // One value per --param / --tag, so that `--param a=1 -- sh -c ...` leaves
   // the command whole.
   cmd->add_option("--param", pairs->first,

@@ -99,8 +99,9 @@ void add_logmap(CLI::App* numerics, Context& ctx) {
   cmd->add_option("--steps", o.steps, "Number of iterations (at most 100000)");
   cmd->add_option("--variants", o.variants, "Only these variant ids (see --list)");
   cmd->add_option("--thresholds", o.thresholds, "Report the first step each |x - ref| exceeds");
-  cmd->add_option("--name", a->name, "Run name");
-  cmd->add_option("--experiment", a->experiment, "Experiment to record into");
+  cmd->add_option("--name", a->name, "Run name")->check(run_name_rule());
+  cmd->add_option("--experiment", a->experiment, "Experiment to record into")
+      ->check(experiment_rule());
   cmd->add_option("--out", a->out_dir, "Also write trajectories.csv and the SVG plots here");
   cmd->add_flag("--list", a->list, "List the variants and exit");
   set_example(cmd, "trainscope numerics logmap --x0 0.4 --r 3.7 --steps 2000 --out logmap/");

@@ -12,6 +12,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::cli {
 namespace {
@@ -135,6 +136,22 @@ CLI::Validator integer_in(int64_t lo, int64_t hi) {
         return fmt::format("{} is not {}", core::escape_for_display(in), range);
       },
       fmt::format("in [{}, {}]", lo, hi));
+}
+
+CLI::Validator run_name_rule() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        return store::run_name_problem("name", in).value_or(std::string());
+      },
+      "");
+}
+
+CLI::Validator experiment_rule() {
+  return CLI::Validator(
+      [](std::string& in) -> std::string {
+        return store::experiment_problem("experiment", in).value_or(std::string());
+      },
+      "");
 }
 
 }  // namespace trainscope::cli

@@ -55,6 +55,11 @@ void print_differences(std::ostream& out, const std::vector<env::Difference>& di
 CLI::Validator number_in(double lo, double hi);
 CLI::Validator integer_in(int64_t lo, int64_t hi);
 
+// Checks of a run's --name and --experiment by the store's one rule
+// (store/accept.h): "--name: name 'a\nb' holds a control character; ...".
+CLI::Validator run_name_rule();
+CLI::Validator experiment_rule();
+
 // Appends "Example:\n  <example>" to a command's help.
 inline void set_example(CLI::App* cmd, const std::string& example) {
   cmd->footer("\nExample:\n  " + example + "\n");

@@ -89,7 +89,7 @@ void add_profile(CLI::App& app, Context& ctx) {
   cmd->add_option("--every", a->every,
                   "Profile every Nth step after the warm-up (default: profile.every)")
       ->check(CLI::Range(1, 1000000000).description("an integer >= 1"));
-  cmd->add_option("--name", a->name, "Run name");
+  cmd->add_option("--name", a->name, "Run name")->check(run_name_rule());
   set_example(cmd,
               "trainscope profile configs/alexnet_mini.yaml --steps 60 && trainscope profile show "
               "alexnet_mini");

@@ -47,8 +47,9 @@ void add_train(CLI::App& app, Context& ctx) {
   cmd->add_option("CONFIG", a->config, "YAML config (see configs/)")->required();
   cmd->add_option("--set", a->sets, "Override a config key, e.g. --set optimizer.lr=0.05")
       ->allow_extra_args(false);
-  cmd->add_option("--name", a->name, "Run name");
-  cmd->add_option("--experiment", a->experiment, "Experiment (overrides the config's)");
+  cmd->add_option("--name", a->name, "Run name")->check(run_name_rule());
+  cmd->add_option("--experiment", a->experiment, "Experiment (overrides the config's)")
+      ->check(experiment_rule());
   cmd->add_option("--resume", a->resume, "Continue a stopped or killed run (UUID prefix or name)");
   cmd->add_option("--parent", a->parent, "Record the run as a child of this run (a study)");
   cmd->add_option("--code", a->code,

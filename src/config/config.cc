@@ -163,6 +163,7 @@ std::string text_violation_of(const std::string& v, size_t min, size_t max) {
     if (ch < 0x20 || ch == 0x7f)
       return fmt::format("must not hold control characters (got '{}')",
                          core::escape_for_display(v));
+  if (min > 0 && v.find_first_not_of(' ') == std::string::npos) return "must not be only blanks";
   return {};
 }
 

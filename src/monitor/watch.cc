@@ -22,6 +22,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
+#include "trainscope/store/accept.h"
 
 namespace fs = std::filesystem;
 
@@ -163,7 +164,9 @@ std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> stor
     for (const auto& a : o.command) cmdline += (cmdline.empty() ? "" : " ") + a;
   store::NewRun nr;
   nr.experiment = o.experiment;
-  nr.name = o.name.empty() ? fs::path(o.command.front()).filename().string() : o.name;
+  nr.name = o.name.empty()
+                ? store::derived_name(fs::path(o.command.front()).filename().string(), "watch")
+                : o.name;
   nr.command_line = cmdline;
   auto run = store::RunRecorder::start(std::move(store), nr);
   run->set_environment(env::capture_machine());

@@ -57,6 +57,41 @@ std::optional<std::string> tag_value_problem(std::string_view key, std::string_v
   return value_refusal("tag", key, value);
 }
 
+namespace {
+
+std::optional<std::string> name_refusal(std::string_view noun, std::string_view name) {
+  auto why = key_problem(name);
+  if (!why) return std::nullopt;
+  return fmt::format("{} '{}' {}; {}", noun, shown_key(name), *why, kNameRule);
+}
+
+}  // namespace
+
+std::optional<std::string> run_name_problem(std::string_view noun, std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  return name_refusal(noun, name);
+}
+
+std::optional<std::string> experiment_problem(std::string_view noun, std::string_view experiment) {
+  return name_refusal(noun, experiment);
+}
+
+std::string derived_name(std::string_view from, std::string_view fallback) {
+  constexpr size_t kMax = kMaxKeyBytes - 16;
+  std::string out(from.substr(0, kMax));
+  // A cut inside a character drops its first bytes too (UTF-8's
+  // continuation bytes are 10xxxxxx).
+  if (from.size() > kMax) {
+    size_t end = out.size();
+    while (end > 0 && (static_cast<unsigned char>(from[end]) & 0xc0) == 0x80) --end;
+    out.resize(end);
+  }
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
+  if (out.find_first_not_of(' ') == std::string::npos) return std::string(fallback);
+  return out;
+}
+
 std::string step_refusal(std::string_view written) {
   return fmt::format("step {} is not an integer from 0 to 2^53", written);
 }

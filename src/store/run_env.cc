@@ -35,6 +35,11 @@ RunEnv run_env() {
   RunEnv e;
   e.experiment = variable("TRAINSCOPE_EXPERIMENT");
   e.name = variable("TRAINSCOPE_RUN_NAME");
+  // Empty means unset, as for every TRAINSCOPE_ variable.
+  auto why = e.experiment.empty() ? std::nullopt
+                                  : experiment_problem("TRAINSCOPE_EXPERIMENT", e.experiment);
+  if (!why) why = run_name_problem("TRAINSCOPE_RUN_NAME", e.name);
+  if (why) core::fail(core::ErrorKind::kUsage, "{}", *why);
   for (const std::string& item : core::split_list(variable("TRAINSCOPE_TAGS"))) {
     auto [k, v] =
         parse_key_value(item, "TRAINSCOPE_TAGS", "TRAINSCOPE_TAGS=team=vision,ablation=1");

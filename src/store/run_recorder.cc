@@ -5,6 +5,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::store {
 using core::ErrorKind;
@@ -18,6 +19,11 @@ using core::Verbosity;
 
 std::unique_ptr<RunRecorder> RunRecorder::start(std::shared_ptr<Store> store, const NewRun& run,
                                                 RecorderOptions options) {
+  // Whatever the entry point, a run's name and experiment follow one rule
+  // (accept.h); entry points that know the argument's name check it first.
+  auto why = experiment_problem("experiment", run.experiment);
+  if (!why) why = run_name_problem("run name", run.name);
+  if (why) fail(ErrorKind::kUsage, "{}", *why);
   NewRun r = run;
   r.status = RunStatus::kRunning;
   RunInfo info = store->create_run(r);

@@ -15,6 +15,7 @@
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::study {
 
@@ -190,6 +191,9 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
           "deterministic, workers, threads_per_run, retries, quick");
   }
   if (s.name.empty()) c.bad("study", "is missing: name the study, e.g. study: seeds");
+  // The study's name is its runs' experiment: the store's one name rule.
+  if (auto why = store::experiment_problem("study name", s.name))
+    fail(ErrorKind::kUsage, "{}: {}", c.file, *why);
   if (!root["base"] && !root["command"])
     c.bad("base", "is missing: give the base config, e.g. base: ../demo.yaml (or a command)");
   if (root["base"] && root["command"])

@@ -69,7 +69,8 @@ void check_scalar(const fs::path& file, const tfevents::Scalar& s) {
 Folder read_folder(const fs::path& root, const fs::path& path, const std::vector<fs::path>& files) {
   Folder f{path, files, {}, {}, {}, 0, 0, 0, 0};
   const fs::path rel = path.lexically_relative(root);
-  f.base_name = rel.empty() || rel == "." ? root.filename().string() : rel.generic_string();
+  f.base_name = store::derived_name(
+      rel.empty() || rel == "." ? root.filename().string() : rel.generic_string(), "run");
   std::string hashed;
   std::map<std::string, size_t> index;  // tag -> series
   bool any_time = false;
@@ -188,8 +189,8 @@ bool check_earlier(store::Store& store, const Folder& f, Earlier& e, ImportedRun
 }  // namespace
 
 std::vector<ImportedRun> import_tfevents(store::Store& store, const ImportOptions& options) {
-  if (options.experiment.empty())
-    fail(ErrorKind::kUsage, "--experiment '' names no experiment; give a name or leave it out");
+  if (auto why = store::experiment_problem("--experiment", options.experiment))
+    fail(ErrorKind::kUsage, "{}", *why);
   const fs::path root = fs::weakly_canonical(fs::absolute(options.dir));
   std::vector<Folder> folders;
   for (const auto& [path, files] : event_folders(root))

@@ -15,6 +15,9 @@
 //   the entry point's to say: a JSON or text number in metric lines, a
 //   Python bool, int or float, NumPy scalar or tensor of one element.
 // - A param's or a tag's value: at most 4096 bytes, any bytes.
+// - A run's name and its experiment: at most 256 bytes, no control
+//   character, not only blanks; an experiment is never empty, a name may be
+//   (a run without one). They are printed on one line of every listing.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +57,23 @@ std::optional<std::string> value_refusal(std::string_view noun, std::string_view
                                          std::string_view value);
 std::optional<std::string> param_value_problem(std::string_view key, std::string_view value);
 std::optional<std::string> tag_value_problem(std::string_view key, std::string_view value);
+
+// The name rule in words, for the end of a message.
+inline constexpr std::string_view kNameRule =
+    "a name is at most 256 bytes without control characters, not only blanks";
+
+// A refusal of a run's name, or of its experiment's, named as `noun` ("run
+// name", "--experiment", "TRAINSCOPE_RUN_NAME"): "--name 'a\nb' holds a
+// control character; a name is at most ...". nullopt for one a run accepts.
+std::optional<std::string> run_name_problem(std::string_view noun, std::string_view name);
+std::optional<std::string> experiment_problem(std::string_view noun, std::string_view experiment);
+
+// A name a run takes from something else (a folder, a command's file name)
+// made one the name rule accepts: each control character becomes '_', it is
+// cut to 240 bytes at a UTF-8 character's start (room for the "-2" that
+// keeps a name to one run), and one of blanks only (or nothing) becomes
+// `fallback`.
+std::string derived_name(std::string_view from, std::string_view fallback);
 
 // "step -1 is not an integer from 0 to 2^53", of a step as an integer or
 // as a number read from text (1.5, 1e30, NaN are refused; 4.0 is step 4).

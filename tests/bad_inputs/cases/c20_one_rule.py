@@ -104,4 +104,24 @@ CASES = [
                 "bfloat16), 'c': numpy.bool_(True)}, step=numpy.int64(2)); r.finish()",
          "&& $BARE --store sqlite:$DIR/py8.db metrics n b --format csv | tail -1 | "
          "cut -d, -f1,3 >&2")),
+    # A run's name and experiment (the second hunt): one line in every
+    # listing, so at most 256 bytes, no control character, not only blanks.
+    ("a run name holding a newline", "$TS watch --name \"$(printf 'a\\nb')\" -- true"),
+    ("an experiment of blanks only", "$TS watch --experiment '   ' -- true"),
+    ("a run name of 300 bytes", "$TS watch --name \"$(printf '%0300d' 0)\" -- true"),
+    ("TRAINSCOPE_RUN_NAME with an escape character",
+     "TRAINSCOPE_RUN_NAME=\"$(printf 'a\\033b')\" $TS watch -- true"),
+    ("TRAINSCOPE_EXPERIMENT of blanks only", "TRAINSCOPE_EXPERIMENT=' ' $TS watch -- true"),
+    ("train --name holding a tab", "$TS train $DIR/good.yaml --name \"$(printf 'x\\ty')\""),
+    ("a config's run.experiment of blanks only",
+     "$TS train $DIR/good.yaml --set 'run.experiment=  '"),
+    ("import tfevents into an experiment of blanks only",
+     "$TS import tfevents $DIR/tb-negstep --experiment ' '"),
+    ("Python: a run name holding a newline",
+     *py("py11", "t.start_run(store=s, name='a\\nb', record_environment=False)")),
+    ("Python: an experiment holding a NUL",
+     *py("py11", "t.start_run(store=s, experiment='e\\0', record_environment=False)")),
+    ("watch of a program whose file name holds a newline (the run is named with '_')",
+     "ln -sf /bin/true \"$DIR/$(printf 'x\\ny')\" && $TS -q watch -- \"$DIR/$(printf 'x\\ny')\" "
+     "&& $TS runs list --columns name --format csv | grep -qx 'x_y'", {"ok": True}),
 ]
