@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -37,6 +38,7 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t npos = std::string::npos;
 
 thread_local bool t_routed = false;
+thread_local bool t_body_late = false;  // this request's body ran out of time
 
 struct Conn {
   socket_t fd = INVALID_SOCKET;
@@ -63,8 +65,28 @@ size_t header_end(const std::string& buf, size_t& scanned, size_t& last_nl) {
   return npos;
 }
 
+// Why a request's line and headers (`head`, up to their blank line) are not
+// HTTP/1.1's (RFC 9112 §5): a control byte other than CR, LF and HT (a NUL
+// a parser may cut a value at), or a line that starts with a blank (obs-fold,
+// which §5.2 tells a server to refuse; before the first header, whitespace
+// that §2.2 lets it refuse); empty when they are.
+std::string head_problem(std::string_view head) {
+  for (size_t i = 0; i < head.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(head[i]);
+    if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') || ch == 0x7f)
+      return fmt::format(
+          "the request's line and headers hold the control byte 0x{:02x}: send them as text", ch);
+    if (ch == '\n' && i + 1 < head.size() && (head[i + 1] == ' ' || head[i + 1] == '\t'))
+      return "a header line that starts with a blank (obs-fold) is refused: send each header on "
+             "one line";
+  }
+  return {};
+}
+
 const char* reason(int status) {
   switch (status) {
+    case 400:
+      return "Bad Request";
     case 408:
       return "Request Timeout";
     case 429:
@@ -131,7 +153,9 @@ class ConnStream : public httplib::Stream {
       : c_(c), limits_(l), read_until_(Clock::now() + l.body) {}
 
   bool is_readable() const override {
-    return off_ < c_.buf.size() || wait_for(c_.fd, POLLIN, read_until_);
+    if (off_ < c_.buf.size() || wait_for(c_.fd, POLLIN, read_until_)) return true;
+    t_body_late = Clock::now() >= read_until_;
+    return false;
   }
   bool is_writable() const override {
     return wait_for(c_.fd, POLLOUT, Clock::now() + limits_.write_stall);
@@ -199,7 +223,10 @@ class ConnStream : public httplib::Stream {
     off_ = 0;
     char tmp[16384];
     while (true) {
-      if (!wait_for(c_.fd, POLLIN, read_until_)) return -1;
+      if (!wait_for(c_.fd, POLLIN, read_until_)) {
+        t_body_late = Clock::now() >= read_until_;
+        return -1;
+      }
       const ssize_t n = ::recv(c_.fd, tmp, sizeof(tmp), MSG_DONTWAIT);
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
       if (n > 0) {
@@ -267,6 +294,8 @@ class Gate : public httplib::TaskQueue {
   void wake() { [[maybe_unused]] auto n = ::write(wake_[1], "x", 1); }
   void drop(Conn& c, int status, const std::string& why);
   void hand(Conn c);
+  // Hands a request whose head ends at `head_end` on, or refuses it (400).
+  void pass(Conn c, size_t head_end);
   bool take_inbox();
   bool make_room(Conn& c);
   int timeout_ms() const;
@@ -315,6 +344,12 @@ void Gate::drop(Conn& c, int status, const std::string& why) {
   std::lock_guard lock(mu_);
   if (--clients_[c.addr] <= 0) clients_.erase(c.addr);
   --total_;
+}
+
+void Gate::pass(Conn c, size_t head_end) {
+  const std::string why = gate::head_problem(std::string_view(c.buf).substr(0, head_end));
+  if (why.empty()) return hand(std::move(c));
+  drop(c, 400, why);
 }
 
 void Gate::hand(Conn c) {
@@ -418,8 +453,8 @@ std::list<Conn>::iterator Gate::on_readable(std::list<Conn>::iterator it) {
     c.idle = false;
     c.deadline = Clock::now() + limits_.header;
   }
-  if (gate::header_end(c.buf, c.scanned, c.last_nl) != gate::npos) {
-    hand(std::move(c));
+  if (const size_t end = gate::header_end(c.buf, c.scanned, c.last_nl); end != gate::npos) {
+    pass(std::move(c), end);
     return waiting_.erase(it);
   }
   if (c.buf.size() > limits_.header_bytes) {
@@ -469,6 +504,7 @@ void Gate::serve(Conn& c) {
   {
     gate::ConnStream strm(c, limits_);
     gate::t_routed = false;
+    gate::t_body_late = false;
     const bool last = ++c.served >= limits_.requests_per_connection;
     try {
       keep = server_.serve_one(strm, last, closed) && gate::t_routed && !closed && !last;
@@ -486,7 +522,8 @@ void Gate::serve(Conn& c) {
   if (!keep) return drop(c, 0, {});
   c.scanned = 0;
   c.last_nl = gate::npos;
-  if (gate::header_end(c.buf, c.scanned, c.last_nl) != gate::npos) return hand(std::move(c));
+  if (const size_t end = gate::header_end(c.buf, c.scanned, c.last_nl); end != gate::npos)
+    return pass(std::move(c), end);
   c.idle = c.buf.empty();
   c.deadline = Clock::now() + (c.idle ? limits_.idle : limits_.header);
   c.returning = true;
@@ -536,6 +573,8 @@ GatedServer::GatedServer(int workers, GateLimits limits)
 GatedServer::~GatedServer() = default;
 
 void GatedServer::routed() { gate::t_routed = true; }
+
+bool GatedServer::body_timed_out() { return gate::t_body_late; }
 
 void GatedServer::widen_backlog() {
   if (const socket_t sock = svr_sock_; sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);

@@ -48,6 +48,10 @@ class GatedServer : public httplib::Server {
   // before that (a refusal, a malformed request) closes its connection.
   static void routed();
 
+  // Inside the error handler: the request's body stopped arriving before
+  // it was whole, and limits().body ran out (408, not httplib's 400).
+  static bool body_timed_out();
+
   // Serves one request from `strm` (the worker's side of the Gate).
   bool serve_one(httplib::Stream& strm, bool last, bool& closed);
 

@@ -301,19 +301,29 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   http.Options("[\\s\\S]*", handler);
   // What httplib answers itself (a malformed request, ...) is a JSON error
   // too, and so is anything a handler let escape.
-  http.set_error_handler(
-      httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        // A request httplib could not read (a URL too long) has no method
-        // or path: the message is then the reason alone.
-        const std::string what = what_went_wrong(res.status);
-        send(res, error_response(res.status,
-                                 req.method.empty()
-                                     ? what
-                                     : fmt::format("{} {}: {}", req.method,
-                                                   core::escape_for_display(req.path), what)));
-        return httplib::Server::HandlerResponse::Handled;
-      }));
+  const auto body_s = std::chrono::duration_cast<std::chrono::seconds>(http.limits().body).count();
+  http.set_error_handler(httplib::Server::HandlerWithResponse([body_s](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    // A body that stopped arriving is the client's lateness, not a
+    // malformed request.
+    if (res.status == 400 && detail::GatedServer::body_timed_out()) {
+      send(res, error_response(
+                    408, fmt::format("{} {}: the request's body did not all "
+                                     "arrive within {} s",
+                                     req.method, core::escape_for_display(req.path), body_s)));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A request httplib could not read (a URL too long) has no method
+    // or path: the message is then the reason alone.
+    const std::string what = what_went_wrong(res.status);
+    send(res,
+         error_response(res.status, req.method.empty()
+                                        ? what
+                                        : fmt::format("{} {}: {}", req.method,
+                                                      core::escape_for_display(req.path), what)));
+    return httplib::Server::HandlerResponse::Handled;
+  }));
   http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "internal error";

@@ -403,6 +403,53 @@ TEST_F(ServeHttpTest, ALowerCaseBearerIsABearerAndAHostIsNeeded) {
             "HTTP/1.1 400 Bad Request");
 }
 
+// Issue 51, second hunt: a NUL (or any control byte but HT) in a header,
+// and a header folded onto the next line (obs-fold, RFC 9112 §5.2), were
+// taken; both are refused (400) before any worker sees the request.
+TEST_F(ServeHttpTest, ControlBytesAndFoldedHeadersAreRefused) {
+  Running srv({.store_uri = uri_, .port = 0});
+  const std::string get = "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {get + std::string("X-A: a\0b\r\n\r\n", 12), "control byte 0x00"},
+      {get + "X-A: a\x01b\r\n\r\n", "control byte 0x01"},
+      {get + "X-A: a\r\n b\r\n\r\n", "obs-fold"},
+      {get + "X-A: a\r\n\tb\r\n\r\n", "obs-fold"},
+      {"GET /api/info HTTP/1.1\r\n Host: 127.0.0.1\r\n\r\n", "obs-fold"},
+  };
+  for (const auto& [request, words] : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(request));
+    const std::string got = raw.read(std::chrono::seconds(5));
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << request << "\n" << got;
+    EXPECT_NE(got.find(words), std::string::npos) << got;
+    EXPECT_TRUE(raw.closed());
+  }
+  // A tab inside a value is a value's, and a pipelined second request with
+  // a NUL is refused after the first one is answered.
+  Raw tab(srv.port());
+  ASSERT_TRUE(tab.send(get + "X-A: a\tb\r\n\r\n" + get + std::string("X-B: \0\r\n\r\n", 10)));
+  std::string got;
+  for (int i = 0; i < 50 && !tab.closed(); ++i) got += tab.read(std::chrono::milliseconds(100));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_NE(got.find("HTTP/1.1 400 "), std::string::npos) << got;
+}
+
+// Issue 51, second hunt: a body that stops arriving was answered 400 (a
+// malformed request); it is the client's lateness: 408, saying so.
+TEST_F(ServeHttpTest, ABodyThatStopsArrivingIsATimeout) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  Raw slow(srv.port());
+  ASSERT_TRUE(
+      slow.send("PUT /api/runs/writer/tags/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                "Content-Length: 10\r\n\r\nabc"));
+  const auto t0 = Clock::now();
+  std::string got;
+  while (!slow.closed() && seconds_since(t0) < 40) got += slow.read(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;
+  EXPECT_NE(got.find("body did not all arrive within 10 s"), std::string::npos) << got;
+  EXPECT_GT(seconds_since(t0), 5.0);
+}
+
 TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
   Running srv({.store_uri = uri_,
                .bind = "0.0.0.0",

@@ -38,4 +38,20 @@ CASES = [
      serve("s22f", "head -c 4097 /dev/zero | tr '\\0' v | curl -s -X PUT --data-binary @- "
                    "\"${U}api/runs/lm/tags/note\" | grep -q 'longer than 4096 bytes.*\"status\":400'",
            "--allow-writes"), {"ok": True}),
+    # The second hunt: a control byte in a header and a folded header line
+    # were taken; a body that stopped arriving was called malformed.
+    ("a NUL byte in a header's value (400, before any worker)",
+     serve("s22g", "printf 'GET /api/info HTTP/1.1\\r\\nHost: x\\r\\nX-A: a\\0b\\r\\n\\r\\n' | "
+                   "curl -s --max-time 5 telnet://$(echo $U | cut -d/ -f3) 2>/dev/null | "
+                   "grep -q 'control byte 0x00.*\"status\":400}$'"), {"ok": True}),
+    ("a header folded onto a second line (obs-fold: 400)",
+     serve("s22h", "printf 'GET /api/info HTTP/1.1\\r\\nHost: x\\r\\nX-A: a\\r\\n b\\r\\n\\r\\n' | "
+                   "curl -s --max-time 5 telnet://$(echo $U | cut -d/ -f3) 2>/dev/null | "
+                   "grep -q 'obs-fold.*\"status\":400}$'"), {"ok": True}),
+    ("a body that stops arriving (408 after 10 s, not 400)",
+     serve("s22i", "(printf 'PUT /api/runs/lm/tags/x HTTP/1.1\\r\\nHost: x\\r\\n"
+                   "Content-Length: 10\\r\\n\\r\\nabc'; sleep 14) | "
+                   "curl -s --max-time 20 telnet://$(echo $U | cut -d/ -f3) 2>/dev/null | "
+                   "grep -q 'body did not all arrive within 10 s.*\"status\":408}$'",
+           "--allow-writes"), {"ok": True}),
 ]
