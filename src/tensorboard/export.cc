@@ -110,7 +110,7 @@ std::vector<ExportedRun> export_runs(store::Store& store, const std::vector<stor
            (options.dir / f).string());
   std::vector<ExportedRun> out;
   for (size_t i = 0; i < runs.size(); ++i) {
-    tfevents::Writer w(options.dir / folders[i]);
+    tfevents::Writer w(options.dir / folders[i], runs[i].start_time);
     out.push_back(write_run(store, runs[i], w, options));
     w.close();
     if (progress) progress(i + 1);

@@ -78,10 +78,10 @@ bool is_event_file(const std::filesystem::path& file) {
 
 // --- writing ------------------------------------------------------------------
 
-Writer::Writer(const std::filesystem::path& dir) {
+Writer::Writer(const std::filesystem::path& dir, double file_time) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const double now = core::unix_now();
+  const double now = file_time > 0 ? file_time : core::unix_now();
   path_ = dir / fmt::format("events.out.tfevents.{}.{}", static_cast<int64_t>(now), host_name());
   out_.open(path_, std::ios::binary | std::ios::trunc);
   if (!out_) core::fail_writing(fmt::format("TensorBoard events to '{}'", path_.string()), errno);

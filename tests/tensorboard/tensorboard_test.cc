@@ -368,6 +368,16 @@ TEST_F(TensorBoardTest, ATrainedRunGoesOutAndComesBackBitForBit) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto back = open("back.db");
   const auto copy = back->resolve_run("tiny");
+  // Issue 51, second hunt: the copy ended when it was exported. The file's
+  // first event is the run's start; its end is its last point's time.
+  EXPECT_EQ(bits_of(copy.start_time), bits_of(run.start_time));
+  EXPECT_LE(copy.end_time, run.end_time);
+  double last = 0;
+  for (const auto& k : s->metric_summaries(run.uuid))
+    for (const auto& p : s->metric(run.uuid, k.key)) last = std::max(last, p.wall_time);
+  for (const auto& h : s->records(run.uuid, probes::kHistogramsKind))
+    last = std::max(last, h.wall_time);
+  EXPECT_EQ(bits_of(copy.end_time), bits_of(std::max(last, run.start_time)));
   const auto keys = s->metric_summaries(run.uuid);
   EXPECT_GT(keys.size(), 10u);
   EXPECT_EQ(back->metric_summaries(copy.uuid).size(), keys.size());

@@ -39,9 +39,12 @@ struct Histogram {
 class Writer {
  public:
   // Creates `dir` (with its parents) and `dir`/events.out.tfevents.<unix
-  // seconds>.<host>, and writes the file_version Event. Throws Error(kUsage)
-  // naming the file when it cannot be created.
-  explicit Writer(const std::filesystem::path& dir);
+  // seconds>.<host>, and writes the file_version Event, both at `file_time`
+  // (Unix seconds; 0: now). An export passes its run's start, so that a
+  // reader takes the file's first event for when the run began, not for
+  // when it was exported. Throws Error(kUsage) naming the file when it
+  // cannot be created.
+  explicit Writer(const std::filesystem::path& dir, double file_time = 0);
   // Closes the file if close() was not called; a failed write is then lost
   // without an error.
   ~Writer();
