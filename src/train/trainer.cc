@@ -47,12 +47,25 @@ void Trainer::add_observer(std::shared_ptr<instrument::TrainObserver> observer) 
 instrument::TrainResult Trainer::run() {
   std::unique_ptr<Session> s = open_session();
   Session& ss = *s;
-  // The registered units' observers, the user's, then the checkpoint writer.
+  // The registered units' observers, the gradient sync's, the user's, then
+  // the checkpoint writer.
+  instrument::GradientSync* sync = options_.gradient_sync.get();
+  instrument::Observers observers;
+  if (sync) observers = sync->observers();
+  observers.insert(observers.end(), user_observers_.begin(), user_observers_.end());
   std::vector<std::shared_ptr<instrument::TrainObserver>> writers;
   if (options_.write_checkpoints)
     writers.push_back(std::make_shared<CheckpointObserver>(*model_, *ss.opt, ss.dropout_gen));
-  Events events(ss.cfg, *ss.run, *ss.source, ss.pos, user_observers_, writers);
+  Events events(ss.cfg, *ss.run, *ss.source, ss.pos, observers, writers);
   instrument::RunContext& ctx = events.context();
+  // The sync's end, once, however run() leaves from here.
+  struct EndSync {
+    instrument::GradientSync* sync;
+    const instrument::RunContext& ctx;
+    ~EndSync() {
+      if (sync) sync->end(ctx);
+    }
+  } end_sync{sync, ctx};
   ctx.start_time = ss.t_start;
   ctx.total_steps = ss.total_steps;
   ctx.batches_per_epoch = ss.batches_per_epoch;
@@ -61,6 +74,7 @@ instrument::TrainResult Trainer::run() {
   ctx.from_checkpoint = !options_.init_checkpoint.empty();
   ctx.process_root = options_.process_root;
   try {
+    if (sync) sync->begin(ctx);  // may write the model: before any observer sees it
     events.run_begin();
     while (ss.pos.epoch < ss.cfg.train.epochs && train_epoch(ss, events)) {
     }
@@ -118,8 +132,13 @@ void Trainer::train_step(Session& s, Events& events, instrument::Step& step, int
   events.phase(instrument::StepPhase::kLoss);
   step.loss = torch::nn::functional::cross_entropy(step.output, step.targets);
   events.after_forward(step);
+  // Data-parallel: the gradients and the loss become the global batch's
+  // here, so that every observer sees what the update applies.
+  instrument::GradientSync* sync = options_.gradient_sync.get();
+  if (sync) sync->before_backward(events.context(), step);
   events.phase(instrument::StepPhase::kBackward);
   step.loss.backward();
+  if (sync) sync->synchronize(events.context(), step);
   events.after_backward(step);
   events.phase(instrument::StepPhase::kUpdate);
   s.opt->step();
@@ -139,6 +158,7 @@ void Trainer::train_step(Session& s, Events& events, instrument::Step& step, int
     pos.epoch_correct += step.output.argmax(1).eq(step.targets).sum().item<int64_t>();
     pos.epoch_seen += step.samples;
   }
+  if (sync) sync->after_update(events.context(), step);
   events.after_step(step);
   if (fatal)
     fail(ErrorKind::kRuntime,

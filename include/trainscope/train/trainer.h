@@ -23,6 +23,7 @@
 
 #include "trainscope/config/config.h"
 #include "trainscope/instrument/events.h"
+#include "trainscope/instrument/gradient_sync.h"
 #include "trainscope/instrument/instrumentation.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
@@ -54,6 +55,11 @@ struct TrainOptions {
   // The process tree that is this training on this host, for the
   // resource monitor (RunContext::process_root); 0: this process.
   int64_t process_root = 0;
+  // The step between backward and the observers' on_after_backward that
+  // makes the gradients and the step's loss the ones the update applies
+  // (instrument/gradient_sync.h): a data-parallel rank's all-reduce, set
+  // by train::join_data_parallel. None: this process's own. Held shared.
+  std::shared_ptr<instrument::GradientSync> gradient_sync;
 };
 
 // The training loop (see the file comment): owned and used by one thread.
@@ -71,8 +77,9 @@ class Trainer {
   // parameters are still initialised by config.model.init from the init
   // stream unless `keep_init` is true.
   void set_model(std::shared_ptr<Classifier> model, bool keep_init = false);
-  // Adds an observer, called after the built-in recorders and before the
-  // checkpoint writer, in the order added (see observers.h).
+  // Adds an observer, called after the built-in recorders (and the
+  // gradient sync's observers) and before the checkpoint writer, in the
+  // order added (see observers.h).
   void add_observer(std::shared_ptr<instrument::TrainObserver> observer);
 
   // Runs training to the end (or until stopped) and returns the outcome.
