@@ -8,7 +8,7 @@
 namespace trainscope::dist {
 
 // The `dist` section (config.section<DistConfig>()): a plain value, read
-// by the launcher, World and ReplicaObserver; ranges are checked when a
+// by the launcher, World and ReplicaSync; ranges are checked when a
 // config is parsed (src/dist/config.cc).
 struct DistConfig {
   static constexpr const char* kName = "dist";

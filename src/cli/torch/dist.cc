@@ -1,11 +1,9 @@
 // `trainscope train CONFIG --nproc N` (dist/README.md): this process
-// launches N ranks of itself, each joins the world, trains its shard of
-// every batch with a dist::ReplicaObserver, and rank 0 records the run.
+// launches N ranks of itself; each joins the world and trains its shard of
+// every batch (train::join_data_parallel, train.cc), and rank 0 records
+// the run.
 #include "dist.h"
 
-#include <unistd.h>
-
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 
@@ -15,20 +13,13 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/launch.h"
-#include "trainscope/env/cpus.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/checkpoint.h"
+#include "trainscope/train/data_parallel.h"
 
 namespace trainscope::cli::torch_cli {
 using core::ErrorKind;
 
 namespace {
-
-// A rank asked to stop (Ctrl-C, SIGTERM passed on by the launcher) stops
-// only when every rank agrees on the step (dist::ReplicaObserver); the
-// launcher kills the ranks on a second signal.
-volatile std::sig_atomic_t g_stop = 0;
-void on_rank_signal(int) { g_stop = 1; }
 
 std::function<int(const std::vector<std::string>&)>& rank_runner() {
   static std::function<int(const std::vector<std::string>&)> run;
@@ -69,17 +60,6 @@ ErrorKind kind_of(int code) {
   }
 }
 
-// The checkpoint a resumed run continues from, which every rank loads.
-std::string resume_checkpoint(Context& ctx, const std::string& run) {
-  auto store = ctx.store();
-  const store::RunInfo prev = store->resolve_run(run);
-  const auto ck = train::find_checkpoint(*store, prev.uuid);
-  if (!ck)
-    core::fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
-               core::short_uuid(prev.uuid));
-  return ck->path;
-}
-
 }  // namespace
 
 bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
@@ -90,7 +70,8 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
                "dist.backend {} needs GPUs and a libtorch built with it; this trainscope trains "
                "data-parallel on CPUs with gloo",
                dc.backend);
-  if (!a.resume.empty()) resume_checkpoint(ctx, a.resume);  // before any rank starts
+  if (!a.resume.empty())
+    train::resume_checkpoint(*ctx.store(), a.resume);  // before any rank starts
   dist::LaunchOptions lo;
   lo.nproc = static_cast<int>(dc.nproc);
   lo.timeout_s = dc.timeout_s;
@@ -131,45 +112,5 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
 void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> run) {
   rank_runner() = std::move(run);
 }
-
-std::shared_ptr<dist::World> join_as_rank(Context& ctx, config::Config& cfg,
-                                          train::TrainOptions& o) {
-  const auto& dc = cfg.section<dist::DistConfig>();
-  const auto rv = dist::rendezvous_from_env(dc.nproc);
-  if (!rv) return nullptr;
-  if (rv->size != dc.nproc)
-    core::fail(ErrorKind::kUsage,
-               "{}={} but the config's dist.nproc is {}: start the ranks with "
-               "`train --nproc N`",
-               dist::kSizeVar, rv->size, dc.nproc);
-  // compute.threads auto: the cores this process may use, shared by the
-  // ranks of this host (recorded as the number each rank used).
-  if (cfg.compute.threads == "auto")
-    cfg.compute.threads = std::to_string(std::max(1, env::cpu_budget().threads() / rv->local_size));
-  auto world = std::make_shared<dist::World>(*rv, dc);
-  o.shard = world->rank();
-  o.shards = world->size();
-  // Rank 0 resumes the run; the others start from the checkpoint it
-  // resumes from (the same weights, optimizer state and position).
-  if (world->rank() == 0)
-    world->set("checkpoint", o.resume.empty() ? "" : resume_checkpoint(ctx, o.resume));
-  // Rank 0's resource monitor samples the launcher's tree: every local
-  // rank's CPU, memory and (estimated) energy, not rank 0's alone.
-  if (world->rank() == 0 && rv->source == "launcher") o.process_root = getppid();
-  if (world->rank() > 0) {
-    if (core::verbosity() == core::Verbosity::kNormal) core::set_verbosity(core::Verbosity::kQuiet);
-    o.write_checkpoints = false;
-    o.record_environment = false;
-    o.evaluate = false;
-    o.parent.clear();
-    o.resume.clear();
-    o.init_checkpoint = world->get("checkpoint");
-  }
-  std::signal(SIGINT, on_rank_signal);
-  std::signal(SIGTERM, on_rank_signal);
-  return world;
-}
-
-bool rank_stop_requested() { return g_stop != 0; }
 
 }  // namespace trainscope::cli::torch_cli

@@ -12,10 +12,10 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
-#include "trainscope/dist/replicas.h"
 #include "trainscope/format/format.h"
 #include "trainscope/store/run_env.h"
 #include "trainscope/study/study.h"
+#include "trainscope/train/data_parallel.h"
 #include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
 
@@ -118,25 +118,22 @@ void train(Context& ctx, const TrainArgs& a) {
   o.code_path = a.code.empty() ? a.config : a.code;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
-  const auto world = join_as_rank(ctx, cfg, o);
-  // A rank other than 0 records into a store of its own that it drops:
-  // rank 0's run gets its figures (dist::ReplicaObserver).
-  const bool recorded = !world || world->rank() == 0;
-  train::Trainer trainer(
-      cfg, recorded ? ctx.store() : store::Store::open({.uri = "sqlite::memory:"}), o);
-  if (world)
-    trainer.add_observer(std::make_shared<dist::ReplicaObserver>(world, rank_stop_requested));
+  // A data-parallel rank (dist/README.md): rank 0 records into this
+  // store; the others record nothing and show no progress.
+  const auto rank = train::join_data_parallel(cfg, o, [&] { return ctx.store(); });
+  const bool recorded = !rank || rank->records;
+  train::Trainer trainer(cfg, rank ? rank->store : ctx.store(), o);
   trainer.add_observer(std::make_shared<ProgressObserver>(!a.no_progress && recorded));
   const instrument::TrainResult r = trainer.run();
   if (!recorded) return;
   note_recorded_run(*ctx.store(), r.run_uuid);
   if (r.status == RunStatus::kStopped)
     core::log_info("stopped at step {}; resume with `trainscope train {}{} --resume {}`", r.steps,
-                   a.config, world ? fmt::format(" --nproc {}", world->size()) : "",
+                   a.config, rank ? fmt::format(" --nproc {}", rank->world->size()) : "",
                    core::short_uuid(r.run_uuid));
   print_result(r, ctx.json);
   // A local launcher says it for its ranks.
-  if (r.status == RunStatus::kStopped && (!world || world->source() != "launcher"))
+  if (r.status == RunStatus::kStopped && (!rank || rank->world->source() != "launcher"))
     throw core::Error("stopped by signal", core::ErrorKind::kRuntime);
 }
 
