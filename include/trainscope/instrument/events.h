@@ -14,9 +14,17 @@
 //   - record into the run (ctx.run: metrics, tags, artifacts) and log;
 //   - ask the loop to stop after the current step (ctx.request_stop());
 // and must not
-//   - modify the model's parameters or buffers, the optimizer, the data or
-//     the position (the loop, checkpoints and fingerprints rely on them);
+//   - modify the model's parameters, gradients or buffers, the optimizer,
+//     the data or the position (the loop, checkpoints and fingerprints rely
+//     on them);
 //   - keep a tensor reference beyond the call without copying it.
+// No observer changes the training, data-parallel training included: what
+// must write (the replicas' common start, the global batch's gradients and
+// loss) is a GradientSync the loop calls between its events
+// (gradient_sync.h), so observers see what the optimizer applies. Where
+// instrument::observer_check_enabled() (builds without NDEBUG, or
+// TRAINSCOPE_CHECK_OBSERVERS=1), an observer that writes a parameter or a
+// gradient fails the run, named (instrumentation.h).
 // Observers that need to do heavy work should copy what they need and hand
 // it to a thread of their own: every event is on the training step's path.
 //
@@ -70,7 +78,9 @@ const char* to_string(StepPhase p);
 
 // One optimizer step. Filled as the step goes: `output` and `loss` from
 // on_after_forward, gradients exist from on_after_backward, the new weights
-// and `loss_value` from on_after_step.
+// and `loss_value` from on_after_step. On a data-parallel rank `loss` is
+// its slice's at on_after_forward, and from on_after_backward on it and
+// the gradients are the global batch's (the gradient sync ran).
 struct Step {
   int64_t epoch = 0;    // 0-based
   int64_t batch = 0;    // index within the epoch
@@ -211,7 +221,8 @@ class TrainObserver {
   virtual void on_phase(const RunContext& ctx, StepPhase phase) {}
   // The forward pass and the loss are computed; backward has not run.
   virtual void on_after_forward(const RunContext& ctx, const Step& step) {}
-  // Gradients are in the parameters' .grad(); the optimizer has not stepped.
+  // Gradients are in the parameters' .grad() (synchronised, when the loop
+  // has a gradient sync); the optimizer has not stepped.
   virtual void on_after_backward(const RunContext& ctx, const Step& step) {}
   // The optimizer stepped: new weights, ctx.position counts this step.
   virtual void on_after_step(const RunContext& ctx, const Step& step) {}
