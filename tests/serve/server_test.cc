@@ -411,7 +411,9 @@ TEST_F(ServeHttpTest, ControlBytesAndFoldedHeadersAreRefused) {
   const std::string get = "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {get + std::string("X-A: a\0b\r\n\r\n", 12), "control byte 0x00"},
-      {get + "X-A: a\x01b\r\n\r\n", "control byte 0x01"},
+      {get + "X-A: a\x01"
+             "b\r\n\r\n",
+       "control byte 0x01"},
       {get + "X-A: a\r\n b\r\n\r\n", "obs-fold"},
       {get + "X-A: a\r\n\tb\r\n\r\n", "obs-fold"},
       {"GET /api/info HTTP/1.1\r\n Host: 127.0.0.1\r\n\r\n", "obs-fold"},

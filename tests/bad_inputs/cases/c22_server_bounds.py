@@ -49,7 +49,7 @@ CASES = [
                    "curl -s --max-time 5 telnet://$(echo $U | cut -d/ -f3) 2>/dev/null | "
                    "grep -q 'obs-fold.*\"status\":400}$'"), {"ok": True}),
     ("a body that stops arriving (408 after 10 s, not 400)",
-     serve("s22i", "(printf 'PUT /api/runs/lm/tags/x HTTP/1.1\\r\\nHost: x\\r\\n"
+     serve("s22i", "(printf 'PUT /api/runs/lm/tags/x HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n"
                    "Content-Length: 10\\r\\n\\r\\nabc'; sleep 14) | "
                    "curl -s --max-time 20 telnet://$(echo $U | cut -d/ -f3) 2>/dev/null | "
                    "grep -q 'body did not all arrive within 10 s.*\"status\":408}$'",
