@@ -484,12 +484,12 @@ Outcome run_study(std::shared_ptr<store::Store> store, const StudySpec& spec, co
     fail(ErrorKind::kUsage, "study {} has not been planned: plan it with plan_study()", spec.name);
   if (o.executor == "slurm") check_slurm(o.partition);
   check_name_free(*store, spec);
-  store::NewRun nr;
-  nr.experiment = spec.name;
-  nr.name = spec.name;
-  nr.command_line = o.command_line;
-  nr.config_text = recorded_text(spec);
-  auto rec = store::RunRecorder::start(store, nr);
+  instrument::RunIdentity id;  // as given: a study is never another's child
+  id.experiment = spec.name;
+  id.name = spec.name;
+  id.command_line = o.command_line;
+  id.config_text = recorded_text(spec);
+  auto rec = instrument::start_run(store, id);
   rec->set_tag("kind", "study");
   // Where the plan came from (params: fixed), and what it is (tags: a
   // re-plan changes them).
@@ -528,6 +528,10 @@ void check_planned_child(store::Store& store, const RunInfo& parent, const std::
        "another parent",
        core::escape_for_display(name), parent.name, parent.name);
 }
+
+// A run that names a study as its parent is admitted by the study's plan.
+static const bool trainscope_parent_kind_study [[maybe_unused]] =
+    instrument::register_parent_kind("study", &check_planned_child);
 
 Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref,
                      const StudyOptions& o, const ProgressFn& progress) {

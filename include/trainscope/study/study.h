@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/executor.h"
 #include "trainscope/study/spec.h"
@@ -146,7 +147,9 @@ StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);
 void check_name_free(store::Store& store, const StudySpec& spec);
 // A training that names `parent` as its parent: when the parent is a study,
 // `name` must be one of its planned runs (a run outside the plan would be
-// counted with its replicates). Throws Error(kConflict) saying so.
+// counted with its replicates). Throws Error(kConflict) saying so. The
+// check of the kind "study" (instrument::register_parent_kind): every run
+// that names a parent is admitted through it (instrument::start_run).
 void check_planned_child(store::Store& store, const store::RunInfo& parent,
                          const std::string& name);
 
@@ -154,9 +157,10 @@ void check_planned_child(store::Store& store, const store::RunInfo& parent,
 // (or a new plan) replaced; its value names what replaced it. Readers count
 // each planned run once by leaving such runs out.
 inline constexpr const char* kSupersededTag = "study.superseded_by";
-// The SHA-256 of $TRAINSCOPE_PLANNED, tagged on a run `trainscope train`
-// trained for a command study (its config text is the training's own).
-inline constexpr const char* kPlannedTag = "study.planned_sha256";
+// The SHA-256 of $TRAINSCOPE_PLANNED, tagged on a planned child of a command
+// study (instrument/run_identity.h): `trainscope train`'s config text is
+// the training's own.
+inline constexpr const char* kPlannedTag = instrument::kPlannedTag;
 
 // The tag a study sets on the failed run it records for a planned run whose
 // last attempt ended without recording any run (its command never called

@@ -1,0 +1,112 @@
+// Who a run is, and the one place an event source's run is created
+// (instrument/run_identity.h).
+#include "trainscope/instrument/run_identity.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/instrument/code.h"
+#include "trainscope/store/accept.h"
+#include "trainscope/store/run_env.h"
+
+namespace trainscope::instrument {
+
+namespace {
+
+std::string variable(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::map<std::string, ChildCheck>& parent_kinds() {
+  static std::map<std::string, ChildCheck> kinds;
+  return kinds;
+}
+
+const std::string& name_of(const RunIdentity& id) {
+  return id.name.empty() ? id.default_name : id.name;
+}
+
+}  // namespace
+
+RunEnvironment read_run_environment() {
+  RunEnvironment e;
+  e.experiment = variable("TRAINSCOPE_EXPERIMENT");
+  e.name = variable("TRAINSCOPE_RUN_NAME");
+  // Empty means unset, as for every TRAINSCOPE_ variable.
+  auto why = e.experiment.empty()
+                 ? std::nullopt
+                 : store::experiment_problem("TRAINSCOPE_EXPERIMENT", e.experiment);
+  if (!why) why = store::run_name_problem("TRAINSCOPE_RUN_NAME", e.name);
+  if (why) core::fail(core::ErrorKind::kUsage, "{}", *why);
+  for (const std::string& item : core::split_list(variable("TRAINSCOPE_TAGS"))) {
+    auto [k, v] =
+        store::parse_key_value(item, "TRAINSCOPE_TAGS", "TRAINSCOPE_TAGS=team=vision,ablation=1");
+    e.tags[k] = v;
+  }
+  e.parent = variable("TRAINSCOPE_PARENT");
+  e.planned = variable("TRAINSCOPE_PLANNED");
+  return e;
+}
+
+RunIdentity resolve_identity(RunIdentity given, const RunEnvironment& env, bool resuming) {
+  RunIdentity id = std::move(given);
+  const bool planned = id.may_be_planned && !resuming && id.parent.empty() && !env.parent.empty() &&
+                       !env.name.empty();
+  if (planned) {  // the study's run: what it planned wins
+    id.name = env.name;
+    id.parent = env.parent;
+    if (!env.experiment.empty()) id.experiment = env.experiment;
+    id.store.clear();  // the study's, $TRAINSCOPE_STORE
+    id.planned = env.planned;
+  } else {
+    if (id.name.empty()) id.name = env.name;
+    if (id.experiment.empty()) id.experiment = env.experiment;
+  }
+  for (const auto& [k, v] : env.tags) id.tags.emplace(k, v);  // a given tag wins
+  return id;
+}
+
+std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIdentity& id) {
+  if (id.parent.empty()) return std::nullopt;
+  store::RunInfo parent = store.resolve_run(id.parent);
+  const auto tags = store.tags(parent.uuid);
+  if (const auto kind = tags.find("kind"); kind != tags.end()) {
+    const auto& kinds = parent_kinds();
+    if (const auto check = kinds.find(kind->second); check != kinds.end())
+      check->second(store, parent, name_of(id));
+  }
+  return parent;
+}
+
+std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
+                                              const RunIdentity& id,
+                                              std::optional<env::Manifest> environment) {
+  const std::optional<store::RunInfo> parent = admitted_parent(*store, id);
+  store::NewRun nr;
+  nr.experiment = !id.experiment.empty()           ? id.experiment
+                  : !id.default_experiment.empty() ? id.default_experiment
+                                                   : "default";
+  nr.name = name_of(id);
+  nr.unique_name = id.name.empty() && id.unique_default;
+  if (parent) nr.parent_uuid = parent->uuid;
+  nr.command_line = id.command_line;
+  nr.config_text = id.config_text.empty() && id.planned ? *id.planned : id.config_text;
+  auto run = store::RunRecorder::start(std::move(store), nr);
+  for (const auto& [k, v] : id.tags) run->set_tag(k, v);
+  if (id.planned && parent) run->set_tag(kPlannedTag, core::sha256_hex(*id.planned));
+  if (environment) {
+    if (!id.code_path.empty()) environment->merge(record_code(*run, id.code_path));
+    if (!environment->empty()) run->set_environment(*environment);
+  }
+  return run;
+}
+
+bool register_parent_kind(const std::string& kind, ChildCheck check) {
+  parent_kinds()[kind] = check;
+  return true;
+}
+
+}  // namespace trainscope::instrument
