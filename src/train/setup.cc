@@ -10,7 +10,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
-#include "trainscope/instrument/code.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/checkpoint.h"
 #include "trainscope/train/seeds.h"
@@ -136,6 +136,11 @@ void build_or_refuse(const config::Config& cfg, F&& build) {
 }  // namespace
 
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
+  // A parent that refuses the run (a study: a run it does not plan) does
+  // before the data loads.
+  if (options_.resume.empty()) instrument::admitted_parent(*store_, options_);
+  // The run's experiment (given, or the environment's) is its config's.
+  if (!options_.experiment.empty()) config_.run.experiment = options_.experiment;
   auto s = std::make_unique<Session>(config_);
   const config::Config& cfg = config_;
   config::check_config(cfg);
@@ -185,8 +190,8 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   return s;
 }
 
-// Attaches to the run to resume, or creates a new one with its params, tags
-// and environment.
+// Attaches to the run to resume, or creates a new one (instrument::start_run)
+// with its params, tags and environment.
 void Trainer::open_run(Session& s) {
   const std::string config_text = config::to_yaml(s.cfg);
   if (!options_.resume.empty()) {
@@ -206,25 +211,17 @@ void Trainer::open_run(Session& s) {
   }
   if (!options_.init_checkpoint.empty())
     s.pos = read_checkpoint(options_.init_checkpoint, *model_, s.opt.get(), &s.dropout_gen);
-  store::NewRun nr;
-  nr.experiment = s.cfg.run.experiment;
-  nr.name = options_.name;
-  nr.unique_name = options_.unique_name;
-  nr.command_line = options_.command_line;
-  nr.config_text = config_text;
-  nr.parent_uuid = options_.parent;
-  s.run = store::RunRecorder::start(store_, nr);
+  instrument::RunIdentity id = options_;
+  id.experiment = s.cfg.run.experiment;
+  id.config_text = config_text;
+  std::optional<env::Manifest> environment;
+  if (options_.record_environment) environment = env::capture_run_environment(s.data.files);
+  s.run = instrument::start_run(store_, id, std::move(environment));
   if (!s.flipped.empty()) s.run->set_tag("model.flipped_weight", s.flipped);
-  for (const auto& [k, v] : options_.tags) s.run->set_tag(k, v);
   s.run->set_params(config::flatten(s.cfg));
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
   for (const auto& f : s.data.files)
     s.run->set_tag("data.file." + f.filename().string(), f.string());
-  if (options_.record_environment) {
-    env::Manifest m = env::capture_run_environment(s.data.files);
-    if (!options_.code_path.empty()) m.merge(instrument::record_code(*s.run, options_.code_path));
-    s.run->set_environment(m);
-  }
 }
 
 std::string not_a_training(store::Store& store, const store::RunInfo& run) {

@@ -7,9 +7,10 @@
 // (instrument/unit.h) that the config turns on, the checkpoints are the
 // trainer's own observer (observers.h), and a user adds observers with
 // add_observer() (a probe subscriber of the user's as a
-// probes::ProbeObserver, probes/observer.h). The trainer itself records the
-// run's identity when it creates it: params (the flattened config), tags
-// (torch.threads, data files, model.custom) and the environment manifest.
+// probes::ProbeObserver, probes/observer.h). Its run is created by
+// instrument::start_run (run_identity.h) from TrainOptions; the trainer adds
+// what only it knows: params (the flattened config), tags (torch.threads,
+// data files, model.custom) and the environment manifest.
 //
 // A Trainer is used from one thread and prints nothing: progress displays
 // are observers too (the CLI adds one). Ctrl-C (request_stop()) finishes the
@@ -25,25 +26,27 @@
 #include "trainscope/instrument/events.h"
 #include "trainscope/instrument/gradient_sync.h"
 #include "trainscope/instrument/instrumentation.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 #include "trainscope/train/models.h"
 
 namespace trainscope::train {
 
-// How a Trainer names, starts and records its run, besides the config.
-struct TrainOptions {
-  std::string name;          // run name
-  bool unique_name = false;  // a default name: "NAME-2", ... when NAME is taken
-  std::string command_line;  // recorded with the run
-  std::string resume;        // UUID of a run to continue
-  std::string parent;        // UUID of the study the run belongs to
-  std::string code_path;     // a file or folder whose git work tree the run records as its code
+// How a Trainer names, starts and records its run, besides the config. Who
+// a new run is (name, experiment, parent, tags, command line, code) is the
+// RunIdentity it is, as given: a caller that reads the environment
+// resolves it first (instrument::resolve_identity, as `trainscope train`
+// does); instrument::start_run creates the run. Its experiment, when set,
+// becomes the config's run.experiment (recorded in the config text and
+// params); store and config_text are the trainer's own (its store, the
+// resolved config).
+struct TrainOptions : instrument::RunIdentity {
+  std::string resume;  // UUID of a run to continue
   // Start a new run from this checkpoint file's state (model, optimizer,
   // RNG, position) instead of from scratch; used to replay steps.
   std::string init_checkpoint;
-  bool record_environment = true;           // capture the environment manifest
-  std::map<std::string, std::string> tags;  // set on a new run when it is created
+  bool record_environment = true;  // capture the environment manifest (and the code)
   // Data-parallel (dist/): this process trains shard `shard` of `shards`
   // of every batch; only one rank writes checkpoints.
   int64_t shard = 0, shards = 1;

@@ -132,8 +132,8 @@ void profile(Context& ctx, const ProfileArgs& a) {
          a.steps, warmup);
   cfg.train.epochs = std::max<int64_t>(cfg.train.epochs, 1);
   train::TrainOptions o;
-  o.name = a.name.empty() ? fs::path(a.config).stem().string() + "-profile" : a.name;
-  o.unique_name = a.name.empty();
+  o.name = a.name;
+  o.default_name = fs::path(a.config).stem().string() + "-profile";
   o.command_line = ctx.argv_line;
   o.code_path = a.config;
   train::Trainer trainer(cfg, ctx.store(), o);

@@ -13,8 +13,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
-#include "trainscope/store/run_env.h"
-#include "trainscope/study/study.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/train/data_parallel.h"
 #include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
@@ -78,44 +77,25 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   t.print(std::cout);
 }
 
-std::string env_or(const char* var, const std::string& fallback) {
-  const char* v = std::getenv(var);
-  return v && *v ? v : fallback;
-}
-
 }  // namespace
 
-// Explicit options win over the environment (TRAINSCOPE_EXPERIMENT,
-// TRAINSCOPE_RUN_NAME, TRAINSCOPE_TAGS), which wins over the config.
+// Who the run is: the options given, then the environment's
+// (instrument::resolve_identity: TRAINSCOPE_* and a study's planned child).
 void train(Context& ctx, const TrainArgs& a) {
+  train::TrainOptions o;
+  o.name = a.name;
+  o.default_name = std::filesystem::path(a.config).stem().string();
+  o.experiment = a.experiment;
+  o.parent = a.parent;
+  o.command_line = ctx.argv_line;
+  o.code_path = a.code.empty() ? a.config : a.code;
+  static_cast<instrument::RunIdentity&>(o) =
+      instrument::resolve_identity(o, instrument::read_run_environment(), !a.resume.empty());
+  o.resume = a.resume;
   auto overrides = a.sets;
-  const store::RunEnv env = store::run_env();
-  const std::string experiment = a.experiment.empty() ? env.experiment : a.experiment;
-  if (!experiment.empty()) overrides.insert(overrides.begin(), "run.experiment=" + experiment);
   if (a.nproc > 0) overrides.push_back("dist.nproc=" + std::to_string(a.nproc));
   config::Config cfg = config::load_config(a.config, overrides);
   if (launch_ranks(ctx, a, cfg)) return;
-  train::TrainOptions o;
-  o.name = !a.name.empty()     ? a.name
-           : !env.name.empty() ? env.name
-                               : std::filesystem::path(a.config).stem().string();
-  o.unique_name = a.name.empty() && env.name.empty();
-  o.tags = env.tags;
-  o.command_line = ctx.argv_line;
-  o.resume = a.resume;
-  // Started by a command study (`command:` that runs `trainscope train`):
-  // the run joins the study as the run it planned, as a Python script's
-  // does, and records the plan's hash, which `study resume --replan` reads.
-  const bool planned = a.parent.empty() && a.name.empty() && a.resume.empty() && !env.name.empty();
-  const std::string parent_ref = planned ? env_or("TRAINSCOPE_PARENT", "") : a.parent;
-  if (planned && !parent_ref.empty())
-    o.tags[study::kPlannedTag] = core::sha256_hex(env_or("TRAINSCOPE_PLANNED", ""));
-  if (!parent_ref.empty()) {
-    const store::RunInfo parent = ctx.store()->resolve_run(parent_ref);
-    study::check_planned_child(*ctx.store(), parent, o.name);
-    o.parent = parent.uuid;
-  }
-  o.code_path = a.code.empty() ? a.config : a.code;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
   // A data-parallel rank (dist/README.md): rank 0 records into this
