@@ -110,7 +110,9 @@ int main(int argc, char** argv) {
         "profile: {enabled: true, warmup_steps: 2, every: 4}\n"
         "probes: {preset: standard, every: 8}\n",
         {"seeds.master=" + std::to_string(seed)});
-    ts::instrument::Run run(store, config, source, {.name = name});
+    ts::instrument::RunOptions options;
+    options.name = name;
+    ts::instrument::Run run(store, config, source, options);
     const int64_t batches = n / batch;
     run.begin(batches * epochs, batches);
     for (int64_t epoch = 0; epoch < epochs; ++epoch) {

@@ -16,21 +16,22 @@ Run::Run(std::shared_ptr<store::Store> store, const Config& config, Source& sour
          RunOptions options)
     : config_(config), store_(std::move(store)), uncaught_(std::uncaught_exceptions()) {
   check_units(config_, source);  // before the run exists
-  store::NewRun nr;
-  nr.experiment = options.experiment.empty() ? config_.run.experiment : options.experiment;
-  nr.name = options.name;
-  nr.parent_uuid = options.parent_uuid;
-  nr.command_line = options.command_line;
-  nr.config_text = config::to_yaml(config_);
-  recorder_ = store::RunRecorder::start(store_, nr);
+  RunIdentity given = options;
+  // What only the loop knows, under the tags given.
+  given.tags.emplace("model.custom", "true");
+  given.tags.emplace("torch.threads", std::to_string(torch::get_num_threads()));
+  RunIdentity id = resolve_identity(std::move(given), read_run_environment());
+  // The run's experiment (given, or the environment's) is its config's.
+  if (!id.experiment.empty()) config_.run.experiment = id.experiment;
+  id.experiment = config_.run.experiment;
+  id.config_text = config::to_yaml(config_);
+  std::optional<env::Manifest> environment;
+  if (options.record_environment) environment = env::capture_run_environment({});
+  recorder_ = start_run(store_, id, std::move(environment));
   // The model is the source's, whatever the config's model section says.
   auto params = config::flatten(config_);
   params["model.name"] = source.model_name();
   recorder_->set_params(params);
-  recorder_->set_tag("model.custom", "true");
-  recorder_->set_tag("torch.threads", std::to_string(torch::get_num_threads()));
-  for (const auto& [k, v] : options.tags) recorder_->set_tag(k, v);
-  if (options.record_environment) recorder_->set_environment(env::capture_run_environment({}));
   events_ = std::make_unique<Instrumentation>(config_, *recorder_, source, position_,
                                               std::move(options.observers));
 }

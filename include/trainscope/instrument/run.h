@@ -1,12 +1,15 @@
-// A run of a training loop of the user's own (or of any event source that
-// is not train::Trainer: the Python package, a data-parallel rank). It
-// creates the run in a store and records what makes it reproducible (the
-// resolved config as its text and params, the environment manifest with
-// libtorch's part, tags), owns its recorder and its Instrumentation (every
-// unit the config turns on, then the caller's observers), keeps the loop's
-// position, and is driven by the loop:
+// A run of a training loop of the user's own. It creates the run in a store
+// (instrument::start_run, who it is from its options and the environment:
+// run_identity.h; a study's command that runs the loop makes it the
+// planned run) and records what makes it reproducible (the resolved config
+// as its text and params, the environment manifest with libtorch's part,
+// tags), owns its recorder and its Instrumentation (every unit the config
+// turns on, then the caller's observers), keeps the loop's position, and
+// is driven by the loop:
 //
-//   instrument::Run run(store, config, source, {.name = "my-net"});
+//   instrument::RunOptions options;
+//   options.name = "my-net";
+//   instrument::Run run(store, config, source, options);
 //   run.begin(total_steps, batches_per_epoch);
 //   for each epoch:  run.epoch_begin();
 //     for each batch:
@@ -40,20 +43,21 @@
 #include <string>
 
 #include "trainscope/instrument/instrumentation.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::instrument {
 
-// How a Run names and records its run (besides the config).
-struct RunOptions {
-  std::string name;        // empty: the store's own choice
-  std::string experiment;  // empty: the config's run.experiment
-  std::string parent_uuid;
-  std::string command_line;
-  std::map<std::string, std::string> tags;
-  bool record_environment = true;  // the machine, libtorch, the BLAS, threads
-  Observers observers;             // the caller's own, after every unit's
+// How a Run names and records its run (besides the config): who the run is,
+// as given (the Run adds the environment's: resolve_identity; an
+// experiment, given or the environment's, becomes the config's
+// run.experiment, else the config's is the run's; config_text is the
+// Run's own, the resolved config), and what else it records.
+struct RunOptions : RunIdentity {
+  // The machine, libtorch, the BLAS, threads (and the code at code_path).
+  bool record_environment = true;
+  Observers observers;  // the caller's own, after every unit's
 };
 
 // Counts `step` into `position` as a loop that just stepped: the position
