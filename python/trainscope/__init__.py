@@ -480,28 +480,24 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     (nested dicts as dotted keys) and tags. Without a name the run is named
     after the script ("train", then "train-2", ...).
 
+    A name, experiment or tag not given comes from $TRAINSCOPE_RUN_NAME,
+    $TRAINSCOPE_EXPERIMENT and $TRAINSCOPE_TAGS, as for `trainscope train`.
     Started by a study (`command:` in a study file), the run is the planned
-    run the study started the script for: its name, experiment and parent
-    come from the environment the study set ($TRAINSCOPE_RUN_NAME,
+    run the study started the script for: its name, experiment, parent and
+    store are the ones the study set ($TRAINSCOPE_RUN_NAME,
     $TRAINSCOPE_EXPERIMENT, $TRAINSCOPE_PARENT, $TRAINSCOPE_STORE) and win
-    over the arguments, and its config text is what the study planned for
-    it ($TRAINSCOPE_PLANNED). `environment` adds entries of one's own to
-    the environment manifest (the script's git commit, the interpreter and
-    the imported packages' versions are recorded anyway)."""
+    over the arguments, its config text is what the study planned for it
+    ($TRAINSCOPE_PLANNED) and its tag study.planned_sha256 that text's
+    hash. (Decided by trainscope's C++, instrument/run_identity.h, as for
+    every run.) `environment` adds entries of one's own to the environment
+    manifest (the script's git commit, the interpreter and the imported
+    packages' versions are recorded anyway)."""
     name, experiment = _arg("name", name), _arg("experiment", experiment)
     parent, store = _arg("parent", parent), _arg("store", store)
     args = _trainscope.RunArgs()
-    args.store = store
+    args.store, args.name, args.experiment, args.parent = store, name, experiment, parent
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
-    planned = os.environ.get("TRAINSCOPE_RUN_NAME", "") if not parent else ""
-    if planned:  # a study's run: what the study planned wins over the script's names
-        args.name, args.parent = planned, os.environ.get("TRAINSCOPE_PARENT", "")
-        args.experiment = os.environ.get("TRAINSCOPE_EXPERIMENT", "") or experiment
-        args.config_text = os.environ.get("TRAINSCOPE_PLANNED", "")
-        args.store = ""  # the study's ($TRAINSCOPE_STORE)
-    else:
-        args.name, args.parent, args.experiment = name or script, parent, experiment
-    args.unique_name = not name and not planned
+    args.default_name = script or "python"
     args.command_line = " ".join([sys.executable] + sys.argv)
     args.params = _pairs("param", _mapping("config", config))
     # (args' maps are copies on the C++ side: build them, then assign.)

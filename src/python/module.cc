@@ -77,13 +77,12 @@ PYBIND11_MODULE(_trainscope, m) {
       .def_readwrite("name", &RunArgs::name)
       .def_readwrite("parent", &RunArgs::parent)
       .def_readwrite("command_line", &RunArgs::command_line)
-      .def_readwrite("config_text", &RunArgs::config_text)
+      .def_readwrite("default_name", &RunArgs::default_name)
       .def_readwrite("script", &RunArgs::script)
       .def_readwrite("params", &RunArgs::params)
       .def_readwrite("tags", &RunArgs::tags)
       .def_readwrite("environment", &RunArgs::environment)
-      .def_readwrite("record_environment", &RunArgs::record_environment)
-      .def_readwrite("unique_name", &RunArgs::unique_name);
+      .def_readwrite("record_environment", &RunArgs::record_environment);
   py::class_<PyRun>(m, "Run")
       .def(py::init<const RunArgs&>())
       .def_property_readonly("uuid", &PyRun::uuid)

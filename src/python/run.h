@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,23 +18,26 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
-#include "trainscope/instrument/code.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
-#include "trainscope/study/study.h"
 
 namespace trainscope::python {
 
 namespace py = pybind11;
 namespace ts = trainscope;
 
+// What the package passes for a run, as the script gave it (empty: not
+// given): who the run is with the environment's added is decided here by
+// instrument::resolve_identity, as for every run (a study's planned child
+// included).
 struct RunArgs {
-  std::string store, experiment, name, parent, command_line, config_text;
-  std::string script;  // the script's path: its git repository is recorded
+  std::string store, experiment, name, parent, command_line;
+  std::string default_name;  // the script's name: "x-2" when "x" is taken
+  std::string script;        // the script's path: its git repository is recorded
   std::map<std::string, std::string> params, tags, environment;
   bool record_environment = true;
-  bool unique_name = false;  // a default name: "x-2" when "x" is taken
 };
 
 // What a run accepts is the rule of every entry point (store/accept.h); a
@@ -87,31 +91,27 @@ class PyRun {
   explicit PyRun(const RunArgs& a) : pid_(::getpid()) {
     check_params(a.params);
     check_tags(a.tags);
-    store_ = ts::store::Store::open({.uri = a.store});
-    ts::store::NewRun nr;
-    nr.experiment = a.experiment.empty() ? "default" : a.experiment;
-    nr.name = a.name;
-    if (!a.parent.empty()) {
-      const ts::store::RunInfo parent = store_->resolve_run(a.parent);
-      // Under a study, only a run it plans (what `train --parent` checks).
-      ts::study::check_planned_child(*store_, parent, a.name);
-      nr.parent_uuid = parent.uuid;
-    }
-    nr.command_line = a.command_line;
-    nr.config_text = a.config_text;
-    nr.unique_name = a.unique_name || a.name.empty();
-    if (nr.name.empty()) nr.name = "python";
-    recorder_ = ts::store::RunRecorder::start(store_, nr);
-    if (!a.params.empty()) recorder_->set_params(a.params);
-    for (const auto& [k, v] : a.tags) recorder_->set_tag(k, v);
-    ts::env::Manifest m;
+    ts::instrument::RunIdentity given;
+    given.store = a.store;
+    given.experiment = a.experiment;
+    given.name = a.name;
+    given.default_name = a.default_name;
+    given.parent = a.parent;
+    given.command_line = a.command_line;
+    given.tags = a.tags;
+    if (a.record_environment) given.code_path = a.script;
+    const ts::instrument::RunIdentity id =
+        ts::instrument::resolve_identity(std::move(given), ts::instrument::read_run_environment());
+    store_ = ts::store::Store::open({.uri = id.store});
+    std::optional<ts::env::Manifest> m;
     if (a.record_environment) {
       m = ts::env::capture_machine();
-      m.merge(ts::env::capture_torch());
-      if (!a.script.empty()) m.merge(ts::instrument::record_code(*recorder_, a.script));
+      m->merge(ts::env::capture_torch());
     }
-    for (const auto& [k, v] : a.environment) m[k] = v;
-    if (!m.empty()) recorder_->set_environment(m);
+    if (!a.environment.empty() && !m) m.emplace();
+    for (const auto& [k, v] : a.environment) (*m)[k] = v;  // the script's own win
+    recorder_ = ts::instrument::start_run(store_, id, std::move(m));
+    if (!a.params.empty()) recorder_->set_params(a.params);
   }
 
   PyRun(const PyRun&) = delete;
