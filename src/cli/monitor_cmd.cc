@@ -50,15 +50,6 @@ void report_watch(const monitor::WatchResult& r) {
                             : fmt::format("the command exited with code {}", r.exit_code));
 }
 
-// $TRAINSCOPE_EXPERIMENT, _RUN_NAME and _TAGS, as for `train`: an
-// option given wins.
-void apply_run_env(monitor::WatchOptions& o, const CLI::App& cmd) {
-  const store::RunEnv env = store::run_env();
-  if (cmd.count("--experiment") == 0 && !env.experiment.empty()) o.experiment = env.experiment;
-  if (cmd.count("--name") == 0 && !env.name.empty()) o.name = env.name;
-  o.tags = env.tags;
-}
-
 void add_watch(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand(
       "watch", "Run any command, sample its process tree, record its output and metric lines");
@@ -95,8 +86,8 @@ void add_watch(CLI::App& app, Context& ctx) {
       "  {\"params\": {\"lr\": 0.1, \"optimizer\": {\"name\": \"adam\"}}}\n"
       "\nExample:\n  trainscope watch --name torch-mlp --param framework=pytorch -- python3 "
       "train.py --epochs 2\n");
-  cmd->callback([&ctx, o, pairs, cmd] {
-    apply_run_env(*o, *cmd);
+  // $TRAINSCOPE_EXPERIMENT, _RUN_NAME and _TAGS: monitor::watch adds them.
+  cmd->callback([&ctx, o, pairs] {
     for (const auto& p : pairs->first) {
       auto [k, v] = store::parse_key_value(p, "--param", "--param lr=0.1");
       o->params[k] = v;

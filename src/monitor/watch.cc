@@ -22,6 +22,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/accept.h"
 
 namespace fs = std::filesystem;
@@ -157,22 +158,31 @@ int wait_exit_code(pid_t pid, int& signal) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Who the run is (instrument/run_identity.h): the options given, then the
+// environment's, then the program's file name (as it is, not made unique)
+// and "watch". Never a study's planned child: the program it runs may be
+// that child itself.
+instrument::RunIdentity identity_of(const WatchOptions& o) {
+  instrument::RunIdentity id;
+  id.name = o.name;
+  id.default_name = store::derived_name(fs::path(o.command.front()).filename().string(), "watch");
+  id.unique_default = false;
+  id.experiment = o.experiment;
+  id.default_experiment = "watch";
+  id.tags = o.tags;
+  id.command_line = o.command_line;
+  if (id.command_line.empty())
+    for (const auto& a : o.command) id.command_line += (id.command_line.empty() ? "" : " ") + a;
+  id.may_be_planned = false;
+  return instrument::resolve_identity(std::move(id), instrument::read_run_environment());
+}
+
 std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
-                                              const WatchOptions& o) {
-  std::string cmdline = o.command_line;
-  if (cmdline.empty())
-    for (const auto& a : o.command) cmdline += (cmdline.empty() ? "" : " ") + a;
-  store::NewRun nr;
-  nr.experiment = o.experiment;
-  nr.name = o.name.empty()
-                ? store::derived_name(fs::path(o.command.front()).filename().string(), "watch")
-                : o.name;
-  nr.command_line = cmdline;
-  auto run = store::RunRecorder::start(std::move(store), nr);
-  run->set_environment(env::capture_machine());
+                                              const WatchOptions& o,
+                                              const instrument::RunIdentity& id) {
+  auto run = instrument::start_run(std::move(store), id, env::capture_machine());
   if (!o.params.empty()) run->set_params(o.params);
-  for (const auto& [k, v] : o.tags) run->set_tag(k, v);
-  run->set_tag("watch.command", cmdline);
+  run->set_tag("watch.command", id.command_line);
   return run;
 }
 
@@ -219,6 +229,7 @@ std::string find_program(const std::string& name) {
 
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   if (o.command.empty()) fail(ErrorKind::kUsage, "watch: no command given");
+  const instrument::RunIdentity id = identity_of(o);  // a bad $TRAINSCOPE_TAGS: before anything
   const std::string exe = find_program(o.command.front());
   std::error_code ec;
   if (exe.empty() && fs::is_directory(o.command.front(), ec))
@@ -235,7 +246,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
          "watch: cannot create '{}' for the output: {}; set TMPDIR to a "
          "writable folder",
          core::escape_for_display(tmp.string()), ec ? ec.message() : "it exists");
-  auto run = start_run(std::move(store), o);
+  auto run = start_run(std::move(store), o, id);
   WatchResult r;
   r.run_uuid = run->uuid();
   r.run_name = run->info().name;

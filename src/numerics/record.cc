@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "trainscope/core/util.h"
+#include "trainscope/instrument/run_identity.h"
 #include "trainscope/store/run_recorder.h"
 
 namespace fs = std::filesystem;
@@ -19,12 +20,12 @@ namespace {
 
 std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
                                               const RecordOptions& r, std::string config_text) {
-  store::NewRun nr;
-  nr.experiment = r.experiment;
-  nr.name = r.name;
-  nr.command_line = r.command_line;
-  nr.config_text = std::move(config_text);
-  return store::RunRecorder::start(std::move(store), nr);
+  instrument::RunIdentity id;  // as given: the environment names no numerics run
+  id.experiment = r.experiment;
+  id.name = r.name;
+  id.command_line = r.command_line;
+  id.config_text = std::move(config_text);
+  return instrument::start_run(std::move(store), id);
 }
 
 // Records `content` as an artifact and, when out_dir is set, copies it there.

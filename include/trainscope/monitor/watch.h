@@ -123,14 +123,18 @@ class MetricLineSplitter {
 };
 
 // What watch() runs and how the run is named and sampled (interval_s and
-// carbon_kg_per_kwh as SamplerOptions').
+// carbon_kg_per_kwh as SamplerOptions'). Name, experiment and tags are the
+// ones given; watch() adds the environment's (instrument/run_identity.h:
+// $TRAINSCOPE_RUN_NAME, _EXPERIMENT and _TAGS; never a study's planned
+// child).
 struct WatchOptions {
   std::vector<std::string> command;  // program and arguments; the program is found in $PATH
-  std::string name;                  // run name (default: the program's file name)
-  std::string experiment = "watch";
+  // Run name; empty: $TRAINSCOPE_RUN_NAME, else the program's file name.
+  std::string name;
+  std::string experiment;                     // empty: $TRAINSCOPE_EXPERIMENT, else "watch"
   std::string command_line;                   // recorded with the run (default: the command joined)
   std::map<std::string, std::string> params;  // the run's params (`--param k=v`)
-  std::map<std::string, std::string> tags;    // the run's tags (`--tag`, $TRAINSCOPE_TAGS)
+  std::map<std::string, std::string> tags;    // the run's tags (`--tag`; over $TRAINSCOPE_TAGS)
   double interval_s = 1.0;                    // sampling interval
   double carbon_kg_per_kwh = 0.385;
 };
@@ -160,7 +164,8 @@ struct WatchResult {
 // stderr.txt, metric lines, exit code (tag and metric), status finished
 // (exit 0) or failed. Throws Error(kCommandNotFound) before recording
 // anything when the program does not exist or is not a file that can run
-// (a folder, a file without execute permission).
+// (a folder, a file without execute permission), and Error(kUsage) for a
+// TRAINSCOPE_ variable the run cannot take (read_run_environment).
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& options);
 
 // "11 (SIGSEGV)".
