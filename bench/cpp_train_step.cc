@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <string>
 
-#include "trainscope/train/data.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
+#include "trainscope/data/data.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 
-using namespace trainscope::train;
+using namespace trainscope::data;
+using namespace trainscope::models;
+using namespace trainscope::optim;
 
 int main(int argc, char** argv) {
   const std::string name = argc > 1 ? argv[1] : "mlp_b64";

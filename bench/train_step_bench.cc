@@ -7,16 +7,18 @@
 #include <cstdlib>
 #include <thread>
 
+#include "trainscope/config/seeds.h"
+#include "trainscope/data/data.h"
 #include "trainscope/fingerprint/fingerprint.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 #include "trainscope/profile/profiler.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
-#include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
-using namespace trainscope::train;
+using namespace trainscope::data;
+using namespace trainscope::models;
+using namespace trainscope::optim;
 
 namespace {
 

@@ -14,7 +14,7 @@
 namespace ts = trainscope;
 
 // Any libtorch model: subclass Classifier and implement forward().
-class TinyNet : public ts::train::Classifier {
+class TinyNet : public ts::models::Classifier {
  public:
   TinyNet() {
     conv = register_module("conv", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 8, 3).padding(1)));

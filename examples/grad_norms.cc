@@ -8,7 +8,7 @@
 
 namespace ts = trainscope;
 
-struct TinyNet : ts::train::Classifier {
+struct TinyNet : ts::models::Classifier {
   torch::nn::Linear fc1{register_module("fc1", torch::nn::Linear(784, 64))};
   torch::nn::Linear fc2{register_module("fc2", torch::nn::Linear(64, 10))};
   torch::Tensor forward(torch::Tensor x) override { return fc2(torch::relu(fc1(x.flatten(1)))); }

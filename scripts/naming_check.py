@@ -19,8 +19,9 @@ Why not the libtorch half: one of its translation units costs clang-tidy
 60 s), the GCC precompiled header CMake gives it is unreadable to clang,
 and clang 14 (Debian 12's) cannot compile parts of it against GCC 12's
 C++20 library (aggregates built with parentheses). Headers that only the
-torch half includes (layers, train, instrument, the units' observers) are
-therefore not checked here; `make tidy` is the whole-tree run.
+torch half includes (layers, data's loader, models, optim, checkpoint,
+train, instrument, the units' observers) are therefore not checked here;
+`make tidy` is the whole-tree run.
 """
 import argparse
 import json

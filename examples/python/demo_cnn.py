@@ -31,7 +31,7 @@ FRAMEWORKS = ("pytorch", "libtorch")
 
 
 class DemoCNN(nn.Module):
-    """src/train/models.cc, make_demo_cnn: the same layers, the same names."""
+    """src/models/models.cc, make_demo_cnn: the same layers, the same names."""
 
     def __init__(self, channels, flat, classes):
         super().__init__()

@@ -103,7 +103,7 @@ class TorchCommands {
   virtual void tune(Context& ctx, const TuneArgs& args) = 0;
   // Before a study worker forks its trainings: loads the dataset that
   // `config` with `sets` (empty config: none) trains on into this process's
-  // memory, so that each child reads it from there (train/data.h,
+  // memory, so that each child reads it from there (data/data.h,
   // warm_dataset), and hashes its files (env::hash_files). The ranks of a
   // data-parallel training are then forked too and run their command line
   // with `run`.

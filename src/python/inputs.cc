@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
+#include "trainscope/data/data.h"
 #include "trainscope/env/manifest.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/seeds.h"
+#include "trainscope/models/models.h"
 
 namespace trainscope::python {
 namespace {
@@ -35,14 +35,14 @@ using core::fail;
 // One epoch's batches as a Python iterator of (inputs, targets).
 class PyEpoch {
  public:
-  PyEpoch(std::shared_ptr<const train::DataSplits> data, const train::LoaderOptions& o,
-          int64_t epoch, const train::StreamSeeds& seeds)
+  PyEpoch(std::shared_ptr<const data::DataSplits> data, const data::LoaderOptions& o, int64_t epoch,
+          const config::StreamSeeds& seeds)
       : data_(std::move(data)),
-        loader_(std::make_unique<train::EpochLoader>(data_->train, o, epoch, seeds.data_order,
-                                                     seeds.augment)) {}
+        loader_(std::make_unique<data::EpochLoader>(data_->train, o, epoch, seeds.data_order,
+                                                    seeds.augment)) {}
   int64_t size() const { return loader_->num_batches(); }
   std::pair<at::Tensor, at::Tensor> next() {
-    std::optional<train::Batch> b;
+    std::optional<data::Batch> b;
     {
       py::gil_scoped_release unlocked;
       b = loader_->next();
@@ -52,8 +52,8 @@ class PyEpoch {
   }
 
  private:
-  std::shared_ptr<const train::DataSplits> data_;  // the loader reads it
-  std::unique_ptr<train::EpochLoader> loader_;
+  std::shared_ptr<const data::DataSplits> data_;  // the loader reads it
+  std::unique_ptr<data::EpochLoader> loader_;
 };
 
 class TrainerInputs {
@@ -61,12 +61,12 @@ class TrainerInputs {
   TrainerInputs(const std::string& path, const std::vector<std::string>& sets)
       : cfg_(config::load_config(path, sets)) {
     config::check_config(cfg_);
-    seeds_ = train::derive_seeds(cfg_);
-    data_ = std::make_shared<train::DataSplits>(train::load_data(cfg_.data, seeds_.data_order));
+    seeds_ = config::derive_seeds(cfg_);
+    data_ = std::make_shared<data::DataSplits>(data::load_data(cfg_.data, seeds_.data_order));
     if (cfg_.train.batch_size > data_->train.size())
       fail(ErrorKind::kUsage, "train.batch_size must be at most the {} training samples (got {})",
            data_->train.size(), cfg_.train.batch_size);
-    loader_ = train::loader_options(cfg_, *data_, 1);
+    loader_ = data::loader_options(cfg_, *data_, 1);
     loader_.prefetch = 0;  // the batch is made when Python asks for it
   }
 
@@ -77,9 +77,9 @@ class TrainerInputs {
       fail(ErrorKind::kUsage, "model.flip_bit needs the trainer: it is not applied here");
     at::Generator dropout = at::detail::createCPUGenerator(seeds_.dropout);
     at::Generator init = at::detail::createCPUGenerator(seeds_.init);
-    auto model = train::make_model(cfg_.model, train::shape_of(*data_), dropout);
-    train::init_weights(*model, cfg_.model.init, init);
-    model->to(train::dtype_of(cfg_));
+    auto model = models::make_model(cfg_.model, models::shape_of(*data_), dropout);
+    models::init_weights(*model, cfg_.model.init, init);
+    model->to(data::dtype_of(cfg_));
     std::vector<std::pair<std::string, at::Tensor>> out;
     for (const auto& p : model->named_parameters()) out.emplace_back(p.key(), p.value().clone());
     for (const auto& b : model->named_buffers()) out.emplace_back(b.key(), b.value().clone());
@@ -93,8 +93,8 @@ class TrainerInputs {
 
   // The test set as the trainer's evaluation feeds it (normalised).
   std::pair<at::Tensor, at::Tensor> test() const {
-    return {train::to_input(data_->test.images, data_->mean, data_->std, loader_.dtype,
-                            loader_.channels_last),
+    return {data::to_input(data_->test.images, data_->mean, data_->std, loader_.dtype,
+                           loader_.channels_last),
             data_->test.labels};
   }
 
@@ -117,9 +117,9 @@ class TrainerInputs {
 
  private:
   config::Config cfg_;
-  train::StreamSeeds seeds_;
-  std::shared_ptr<train::DataSplits> data_;
-  train::LoaderOptions loader_;
+  config::StreamSeeds seeds_;
+  std::shared_ptr<data::DataSplits> data_;
+  data::LoaderOptions loader_;
 };
 
 }  // namespace

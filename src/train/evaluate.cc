@@ -5,16 +5,30 @@
 #include <algorithm>
 #include <numeric>
 
+#include "trainscope/checkpoint/checkpoint.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/checkpoint.h"
-#include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
+using checkpoint::read_checkpoint;
+using checkpoint::require_checkpoint;
+using config::derive_seeds;
+using config::StreamSeeds;
 using core::ErrorKind;
 using core::fail;
+using data::channels_last;
+using data::Dataset;
+using data::DataSplits;
+using data::dtype_of;
+using data::load_data;
+using data::to_input;
+using models::Classifier;
+using models::make_model;
+using models::shape_of;
+using models::to_channels_last;
 
 namespace {
 

@@ -4,12 +4,12 @@
 
 #include <memory>
 
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/util.h"
+#include "trainscope/data/data.h"
 #include "trainscope/instrument/events.h"
+#include "trainscope/optim/optim.h"
 #include "trainscope/store/run_recorder.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/optim.h"
-#include "trainscope/train/seeds.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
@@ -19,13 +19,13 @@ struct Trainer::Session {
   explicit Session(const config::Config& c) : cfg(c) {}
   const config::Config& cfg;
   double t_start = core::monotonic_now();
-  StreamSeeds seeds;
-  DataSplits data;
+  config::StreamSeeds seeds;
+  data::DataSplits data;
   at::Generator dropout_gen;
-  std::unique_ptr<Optimizer> opt;
+  std::unique_ptr<optim::Optimizer> opt;
   std::unique_ptr<store::RunRecorder> run;
   instrument::TrainPosition pos;
-  LoaderOptions loader;
+  data::LoaderOptions loader;
   int64_t batches_per_epoch = 0, total_steps = 0;
   bool resumed = false, max_steps_reached = false, stopped = false;
   std::string flipped;  // the weight model.flip_bit changed, if any

@@ -6,6 +6,11 @@
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::train {
+using data::channels_last;
+using data::Dataset;
+using data::dtype_of;
+using data::to_input;
+using models::Classifier;
 
 namespace {
 

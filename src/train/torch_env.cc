@@ -59,11 +59,6 @@ int resolved_threads(const config::Config& c) {
   return std::stoi(t);
 }
 
-int64_t resolved_prefetch(const config::Config& c, int threads) {
-  if (c.data.prefetch != "auto") return std::stoll(c.data.prefetch);
-  return threads < env::cpu_budget().threads() ? 2 : 0;
-}
-
 void apply_determinism(const config::Config& c) {
   const int threads = resolved_threads(c);
   warn_if_oversubscribed(c, threads);

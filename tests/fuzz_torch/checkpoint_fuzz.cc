@@ -17,7 +17,7 @@
 
 #include "../fuzz/fuzz_common.h"
 #include "tiny_model.h"
-#include "trainscope/train/checkpoint.h"
+#include "trainscope/checkpoint/checkpoint.h"
 
 namespace {
 
@@ -27,8 +27,8 @@ bool crafted = false;
 void fix_crcs(uint8_t* data, size_t size) {
   const std::string_view archive(reinterpret_cast<const char*>(data), size);
   try {
-    for (const auto& e : trainscope::train::zip_entries(archive)) {
-      const auto crc = trainscope::train::zip_content_crc(archive, e);
+    for (const auto& e : trainscope::checkpoint::zip_entries(archive)) {
+      const auto crc = trainscope::checkpoint::zip_content_crc(archive, e);
       if (!crc || e.header + 20 > size) continue;
       for (int i = 0; i < 4; ++i) data[e.header + 16 + i] = static_cast<uint8_t>(*crc >> (8 * i));
     }
@@ -63,8 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   at::Generator gen = tiny.dropout_gen;  // the model's own, as in a resumed run
   bool loaded = false;
   fuzz::expect_clean([&] {
-    (void)train::read_checkpoint(reinterpret_cast<const char*>(data), size, "fuzz.pt", *tiny.model,
-                                 opt.get(), &gen);
+    (void)checkpoint::read_checkpoint(reinterpret_cast<const char*>(data), size, "fuzz.pt",
+                                      *tiny.model, opt.get(), &gen);
     loaded = true;
   });
   if (loaded) tiny.step(*opt);  // what was accepted must train: any exception here is a finding

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "tiny_model.h"
+#include "trainscope/checkpoint/checkpoint.h"
 #include "trainscope/core/error.h"
-#include "trainscope/train/checkpoint.h"
 
 namespace {
 
@@ -37,10 +37,10 @@ const instrument::TrainPosition kPos{.epoch = 1,
                                      .epoch_correct = 9,
                                      .epoch_seen = 24};
 
-std::string written(const fuzz::Tiny& t, train::Optimizer& opt,
+std::string written(const fuzz::Tiny& t, optim::Optimizer& opt,
                     const instrument::TrainPosition& pos) {
   std::ostringstream out;
-  train::write_checkpoint(out, *t.model, opt, t.dropout_gen, pos);
+  checkpoint::write_checkpoint(out, *t.model, opt, t.dropout_gen, pos);
   return out.str();
 }
 
@@ -53,7 +53,7 @@ Entries position(const fuzz::Tiny& t, const instrument::TrainPosition& p) {
 
 // write_checkpoint's layout with `entries` after the model and the optimizer
 // (none when `opt` is null).
-std::string custom(const fuzz::Tiny& t, train::Optimizer* opt, const Entries& entries) {
+std::string custom(const fuzz::Tiny& t, optim::Optimizer* opt, const Entries& entries) {
   torch::serialize::OutputArchive a, model_a, opt_a;
   t.model->save(model_a);
   a.write("model", model_a);
@@ -190,8 +190,8 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
   const std::string no_end = "(it has no zip end record)";
   std::string bad_magic = good, bad_method = good, bad_pickle = good, bad_code = good;
   bad_magic[0] = 'X';
-  bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;              // the last entry's method
-  const std::string last = train::zip_entries(good).back().name;  // .data/serialization_id
+  bad_method[good.rfind("PK\x01\x02") + 10] ^= 0x5a;                   // the last entry's method
+  const std::string last = checkpoint::zip_entries(good).back().name;  // .data/serialization_id
   bad_pickle[good.find("optimizer", good.find("archive/data.pklFB"))] ^= 0x20;
   // The one-byte change that crashed libtorch's TorchScript importer (see
   // tests/fuzz/corpus/checkpoint-crashes/README.md); crafted_seeds() has it
@@ -211,8 +211,8 @@ std::vector<Seed> damaged_seeds(const std::string& good) {
 // `bytes` with every entry's recorded CRC-32 made to match its content, as a
 // deliberately crafted file would be: trainscope's CRC check lets it through.
 std::string with_fixed_crcs(std::string bytes) {
-  for (const auto& e : train::zip_entries(bytes))
-    if (const auto crc = train::zip_content_crc(bytes, e))
+  for (const auto& e : checkpoint::zip_entries(bytes))
+    if (const auto crc = checkpoint::zip_content_crc(bytes, e))
       for (int i = 0; i < 4; ++i) bytes[e.header + 16 + i] = static_cast<char>(*crc >> (8 * i));
   return bytes;
 }
@@ -253,8 +253,8 @@ std::string check(const Seed& s) {
   auto t = fuzz::make_tiny();
   auto opt = t.optimizer();
   try {
-    const auto pos = train::read_checkpoint(s.bytes.data(), s.bytes.size(), s.name, *t.model,
-                                            opt.get(), &t.dropout_gen);
+    const auto pos = checkpoint::read_checkpoint(s.bytes.data(), s.bytes.size(), s.name, *t.model,
+                                                 opt.get(), &t.dropout_gen);
     if (!s.refusal.empty()) return "loaded, but should be refused";
     const bool fresh = s.name == "adam-step-0.pt";
     if (pos.step != (fresh ? 0 : kPos.step) || pos.epoch_seen != (fresh ? 0 : kPos.epoch_seen) ||

@@ -1,5 +1,5 @@
 // unpickle_state_dict(): the pickle of a state dict saved by torch.save, read
-// by trainscope's own machine (src/train/state_dict_pickle.cc) from outside
+// by trainscope's own machine (src/checkpoint/state_dict_pickle.cc) from outside
 // bytes. Each input is a would-be data.pkl; a storage it names holds the
 // bytes it claims (up to 1 MiB; more, and the sizes differ), so that views
 // and offsets are checked against real storages. It returns tensors, or
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return std::string(std::min<size_t>(claimed, size_t{1} << 20), '\x3f');
   };
   try {
-    for (const auto& [name, t] : trainscope::train::unpickle_state_dict(pickle, storage))
+    for (const auto& [name, t] : trainscope::checkpoint::unpickle_state_dict(pickle, storage))
       (void)t.sum().item<double>();  // every element it addresses is readable
   } catch (const std::runtime_error& e) {
     if (std::strchr(e.what(), '\n') != nullptr) {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 
 namespace trainscope::fuzz {
 
@@ -29,10 +29,10 @@ optimizer: {name: adam, lr: 0.01}
 struct Tiny {
   config::Config config;
   at::Generator dropout_gen;
-  std::shared_ptr<train::Classifier> model;
+  std::shared_ptr<models::Classifier> model;
 
-  std::unique_ptr<train::Optimizer> optimizer() const {
-    return train::make_optimizer(config.optimizer, model->parameters());
+  std::unique_ptr<optim::Optimizer> optimizer() const {
+    return optim::make_optimizer(config.optimizer, model->parameters());
   }
   // A fixed batch of 8 images and their labels.
   std::pair<torch::Tensor, torch::Tensor> batch() const {
@@ -42,7 +42,7 @@ struct Tiny {
             torch::randint(0, s.classes, {8}, g, torch::kInt64)};
   }
   // One training step on batch(), as the trainer's loop takes it.
-  void step(train::Optimizer& opt) const {
+  void step(optim::Optimizer& opt) const {
     auto [x, y] = batch();
     opt.zero_grad();
     torch::nn::functional::cross_entropy(model->forward(x), y).backward();
@@ -58,7 +58,7 @@ inline Tiny make_tiny(const std::vector<std::string>& sets = {}) {
   t.dropout_gen = at::detail::createCPUGenerator(1);
   torch::manual_seed(static_cast<uint64_t>(t.config.seeds.master));
   t.model =
-      train::make_model(t.config.model, {s.channels, s.height, s.width, s.classes}, t.dropout_gen);
+      models::make_model(t.config.model, {s.channels, s.height, s.width, s.classes}, t.dropout_gen);
   return t;
 }
 

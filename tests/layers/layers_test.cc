@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "trainscope/train/models.h"
+#include "trainscope/models/models.h"
 
 namespace trainscope::layers {
 namespace {
@@ -86,7 +86,7 @@ TEST(LayerEventsTest, EndingASubscriptionStopsItsBackwardEventsAlreadyArmed) {
 TEST(LayerEventsTest, BuiltInModelsNameEveryLayer) {
   config::ModelConfig mc;
   mc.name = "demo_cnn";
-  auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+  auto model = models::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   std::vector<std::string> log;
   Recorder r("R", log, false);
   Subscription s(r);

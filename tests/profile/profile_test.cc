@@ -10,11 +10,11 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/models/models.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/profile/records.h"
 #include "trainscope/profile/report.h"
-#include "trainscope/train/models.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::profile {
@@ -57,7 +57,7 @@ TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
   config::ModelConfig mc;
   mc.name = "resnet18";
   mc.width = 0.25;
-  auto model = train::make_model(mc, {3, 32, 32, 10}, at::detail::createCPUGenerator(1));
+  auto model = models::make_model(mc, {3, 32, 32, 10}, at::detail::createCPUGenerator(1));
   auto layers = describe_layers(
       *model, [&](torch::Tensor x) { return model->forward(x); }, torch::zeros({2, 3, 32, 32}));
   std::map<std::string, LayerInfo> by_name;
@@ -81,7 +81,7 @@ TEST(DescribeLayersTest, ResidualAddsAndFunctionalReluAreLayersOfTheirOwn) {
 TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
   config::ModelConfig mc;
   mc.name = "demo_cnn";
-  auto model = train::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
+  auto model = models::make_model(mc, {1, 28, 28, 10}, at::detail::createCPUGenerator(1));
   auto layers = describe_layers(
       *model, [&](torch::Tensor x) { return model->forward(x); }, torch::zeros({8, 1, 28, 28}));
   std::vector<std::string> names;

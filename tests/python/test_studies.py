@@ -147,7 +147,7 @@ def test_config_applies_the_settings_typed_as_the_defaults():
 
 def test_setup_derives_the_streams_as_the_trainer_and_seeds_every_generator():
     seeds = trainscope.setup({"seeds": {"master": 42}}, apply=False)
-    # Derived as train/seeds.cc derives them: the C++ trainer's streams.
+    # Derived as config/seeds.cc derives them: the C++ trainer's streams.
     assert seeds.master == 42
     assert len({seeds.init, seeds.data_order, seeds.augment, seeds.dropout}) == 4
     pinned = trainscope.setup({"seeds": {"master": 42, "data_order": 5}}, apply=False)

@@ -14,7 +14,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/models.h"
+#include "trainscope/models/models.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
@@ -67,7 +67,7 @@ std::map<std::string, torch::Tensor> final_state(Store& store, const std::string
   a.load_from(last->path.string());
   a.read("model", m);
   config::Config c = config::parse_config(kConfig, {});
-  auto model = make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(0));
+  auto model = models::make_model(c.model, {1, 28, 28, 10}, at::detail::createCPUGenerator(0));
   model->load(m);
   std::map<std::string, torch::Tensor> out;
   for (const auto& p : model->named_parameters()) out[p.key()] = p.value().detach().clone();

@@ -19,18 +19,18 @@
 #include <sstream>
 #include <thread>
 
-#include "../src/train/checkpoint_code.h"  // the pickle and code walks, private to train
+#include "../src/checkpoint/checkpoint_code.h"  // the pickle and code walks, private to checkpoint
 #include "support/test_util.h"
+#include "trainscope/checkpoint/checkpoint.h"
+#include "trainscope/checkpoint/state_dict.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/data/data.h"
+#include "trainscope/data/dataset_cache.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 #include "trainscope/probes/config.h"
-#include "trainscope/train/checkpoint.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/dataset_cache.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
-#include "trainscope/train/seeds.h"
-#include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
@@ -39,6 +39,31 @@ using core::ErrorKind;
 using store::RunStatus;
 using store::Store;
 using store::StoreOptions;
+// The building blocks the trainer is made of, tested here with it.
+using checkpoint::CodeFile;
+using checkpoint::unexpected_code;
+using checkpoint::unexpected_pickle;
+using checkpoint::write_checkpoint;
+using checkpoint::write_state_dict;
+using config::derive_seeds;
+using config::StreamSeeds;
+using data::cached_dataset;
+using data::Dataset;
+using data::dataset_cache_entry;
+using data::DatasetShape;
+using data::DataSplits;
+using data::EpochLoader;
+using data::load_data;
+using data::LoaderOptions;
+using data::read_cifar;
+using data::read_idx;
+using data::to_input;
+using models::init_weights;
+using models::make_model;
+using models::max_pool_no_grad;
+using models::model_names;
+using models::ModelShape;
+using optim::make_optimizer;
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "trainscope/instrument/events.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 
 namespace trainscope::train {
 
@@ -26,7 +26,8 @@ class CheckpointObserver : public instrument::TrainObserver {
  public:
   // What a checkpoint holds besides the position: the Trainer's model,
   // optimizer and dropout stream (they must outlive the observer).
-  CheckpointObserver(Classifier& model, Optimizer& optimizer, const at::Generator& dropout)
+  CheckpointObserver(models::Classifier& model, optim::Optimizer& optimizer,
+                     const at::Generator& dropout)
       : model_(model), optimizer_(optimizer), dropout_(dropout) {}
   void on_run_begin(const instrument::RunContext& ctx) override;
   void on_batch_end(const instrument::RunContext& ctx, const instrument::Step& step) override;
@@ -36,8 +37,8 @@ class CheckpointObserver : public instrument::TrainObserver {
 
  private:
   void write(const instrument::RunContext& ctx);
-  Classifier& model_;
-  Optimizer& optimizer_;
+  models::Classifier& model_;
+  optim::Optimizer& optimizer_;
   const at::Generator& dropout_;
   int64_t last_step_ = -1;
 };

@@ -20,9 +20,6 @@ void apply_determinism(const config::Config& c);
 // The intra-op thread count compute.threads stands for here: "auto" is
 // env::cpu_budget().threads(), "default" libtorch's own choice.
 int resolved_threads(const config::Config& c);
-// The batches to prepare ahead that data.prefetch stands for with
-// `threads` compute threads: "auto" is 2 when a core is left over, else 0.
-int64_t resolved_prefetch(const config::Config& c, int threads);
 
 // For libtorch's message of an allocation that failed ("DefaultCPUAllocator:
 // can't allocate memory: you tried to allocate 210453397504 bytes"): "210 GB

@@ -105,11 +105,11 @@ void costmodel_predict(Context& ctx, const CostmodelArgs& a) {
     fail(ErrorKind::kUsage, "--batch must be in [1, 16777216], or 0 for the config's (got {})",
          a.batch);
   const int64_t b = a.batch > 0 ? a.batch : cfg.train.batch_size;
-  const train::ModelShape shape = train::shape_of(cfg.data);
+  const models::ModelShape shape = models::shape_of(cfg.data);
   torch::set_num_threads(train::resolved_threads(cfg));
   std::vector<profile::LayerInfo> layers;
   try {
-    auto net = train::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
+    auto net = models::make_model(cfg.model, shape, at::detail::createCPUGenerator(0));
     layers = profile::describe_layers(
         *net, [&](torch::Tensor x) { return net->forward(x); },
         torch::zeros({b, shape.channels, shape.height, shape.width}));

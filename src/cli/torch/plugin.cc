@@ -10,9 +10,9 @@
 #include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/data/data.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/study/weights.h"
-#include "trainscope/train/data.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli {
@@ -85,7 +85,7 @@ class Commands final : public TorchCommands {
     // it when it plans) or another dataset leaves each training to read
     // its own.
     try {
-      env::hash_files(train::warm_dataset(config::load_config(config, sets).data));
+      env::hash_files(data::warm_dataset(config::load_config(config, sets).data));
     } catch (const std::exception& e) {
       core::log_debug("study worker: nothing warmed from {}: {}", config, e.what());
     }

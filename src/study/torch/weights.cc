@@ -7,12 +7,12 @@
 #include <cmath>
 #include <map>
 
+#include "trainscope/checkpoint/checkpoint.h"
 #include "trainscope/config/config.h"
 #include "trainscope/core/util.h"
+#include "trainscope/data/data.h"
+#include "trainscope/models/models.h"
 #include "trainscope/study/report.h"
-#include "trainscope/train/checkpoint.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/models.h"
 
 namespace trainscope::study {
 
@@ -22,7 +22,7 @@ namespace {
 std::map<int64_t, std::filesystem::path> checkpoints(store::Store& s, const std::string& run) {
   std::map<int64_t, std::filesystem::path> out;
   for (const auto& a : s.artifacts(run))
-    if (a.kind == train::kCheckpointKind) {
+    if (a.kind == checkpoint::kCheckpointKind) {
       auto dash = a.name.rfind('-'), dot = a.name.rfind('.');
       out[std::stoll(a.name.substr(dash + 1, dot - dash - 1))] = a.path;
     }
@@ -32,8 +32,8 @@ std::map<int64_t, std::filesystem::path> checkpoints(store::Store& s, const std:
 // Parameters of one checkpoint, flattened per layer (module path), in order.
 using Layers = std::vector<std::pair<std::string, torch::Tensor>>;
 
-Layers read_layers(train::Classifier& model, const std::filesystem::path& file) {
-  train::read_checkpoint(file, model, nullptr, nullptr);
+Layers read_layers(models::Classifier& model, const std::filesystem::path& file) {
+  checkpoint::read_checkpoint(file, model, nullptr, nullptr);
   std::vector<std::pair<std::string, std::vector<torch::Tensor>>> groups;
   for (const auto& p : model.named_parameters()) {
     std::string layer = p.key().substr(0, p.key().rfind('.'));
@@ -84,7 +84,7 @@ std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a)
   // A command study's runs are a script's: no trainer config, no checkpoints.
   if (!a.spec.command.empty()) return out;
   // One model per architecture (cells of a grid over model.hidden differ).
-  std::map<std::string, std::shared_ptr<train::Classifier>> models;
+  std::map<std::string, std::shared_ptr<models::Classifier>> models;
   for (const auto& c : a.cells) {
     if (c.run_uuids.size() < 2) continue;
     std::vector<std::map<int64_t, std::filesystem::path>> files;
@@ -95,9 +95,9 @@ std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a)
         config::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
     auto& model = models[architecture(config::flatten(cfg))];
     if (!model) {
-      model = train::make_model(cfg.model, train::shape_of(cfg.data),
-                                at::detail::createCPUGenerator(0));
-      model->to(train::dtype_of(cfg));
+      model = models::make_model(cfg.model, models::shape_of(cfg.data),
+                                 at::detail::createCPUGenerator(0));
+      model->to(data::dtype_of(cfg));
     }
     for (const auto& [step, _] : files[0]) {
       if (!std::all_of(files.begin(), files.end(), [&](auto& f) { return f.count(step); }))

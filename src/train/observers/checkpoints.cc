@@ -1,13 +1,16 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "trainscope/checkpoint/checkpoint.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/observers.h"
 
 namespace fs = std::filesystem;
 
 namespace trainscope::train {
+using checkpoint::checkpoint_name;
+using checkpoint::kCheckpointKind;
+using checkpoint::write_checkpoint;
 
 void CheckpointObserver::write(const instrument::RunContext& ctx) {
   const instrument::TrainPosition& pos = ctx.position;

@@ -19,7 +19,7 @@
 
 #include "trainscope/config/config.h"
 
-namespace trainscope::train {
+namespace trainscope::data {
 
 // A dataset in memory: images and labels of equal length N, decoded.
 // Tensors are shared on copy (libtorch's reference semantics); a Dataset
@@ -100,6 +100,10 @@ struct LoaderOptions {
 // data.prefetch, resolved for `threads` libtorch threads).
 LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, int threads);
 
+// The batches to prepare ahead that data.prefetch stands for with
+// `threads` compute threads: "auto" is 2 when a core is left over, else 0.
+int64_t resolved_prefetch(const config::Config& c, int threads);
+
 // Produces the batches of one epoch, starting at batch `start`, in a fixed
 // order: the permutation of epoch e is drawn from mix_seed(order_seed, e),
 // the augmentation of batch b from mix_seed(augment_seed, e, b). Batches are
@@ -155,4 +159,4 @@ torch::Tensor to_input(const torch::Tensor& images_u8, const std::vector<double>
                        const std::vector<double>& std, torch::ScalarType dtype,
                        bool channels_last = false);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

@@ -17,7 +17,7 @@
 
 #include "trainscope/config/config.h"
 
-namespace trainscope::train {
+namespace trainscope::optim {
 
 // One optimizer over the parameters make_optimizer was given (held as
 // tensors sharing their storage). Used from the training thread only.
@@ -52,4 +52,4 @@ std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& c,
 // including linear warm-up.
 double scheduled_lr(const config::Config& c, int64_t epoch, int64_t step);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::optim

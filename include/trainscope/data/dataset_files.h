@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace trainscope::train {
+namespace trainscope::data {
 
 // Images as uint8 [n, channels, height, width] in `pixels`, one label each.
 struct RawImages {
@@ -30,4 +30,4 @@ RawImages parse_idx(std::string_view images, std::string_view labels,
 // size is not a whole number of records or a label is out of range.
 void parse_cifar(std::string_view bytes, bool cifar100, const std::string& name, RawImages& into);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

@@ -1,4 +1,4 @@
-#include "trainscope/train/models.h"
+#include "trainscope/models/models.h"
 
 #include <torch/torch.h>
 
@@ -10,7 +10,7 @@
 
 namespace nn = torch::nn;
 
-namespace trainscope::train {
+namespace trainscope::models {
 using core::ErrorKind;
 using core::fail;
 
@@ -394,7 +394,7 @@ void to_channels_last(nn::Module& model) {
     if (b.dim() == 4) b.set_data(b.contiguous(torch::MemoryFormat::ChannelsLast));
 }
 
-ModelShape shape_of(const DataSplits& d) {
+ModelShape shape_of(const data::DataSplits& d) {
   return {d.train.images.size(1), d.train.images.size(2), d.train.images.size(3), d.train.classes};
 }
 
@@ -518,4 +518,4 @@ void init_weights(torch::nn::Module& model, const std::string& scheme, at::Gener
   }
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::models

@@ -1,7 +1,7 @@
 // PyTorch state dicts in and out of trainscope's models (state_dict.h): the
 // archive torch.save writes, its pickle read and written by our own machine
 // (state_dict_pickle.h), its zip by caffe2's writer and our zip checks.
-#include "trainscope/train/state_dict.h"
+#include "trainscope/checkpoint/state_dict.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <caffe2/serialize/inline_container.h>
@@ -18,20 +18,21 @@
 
 #include "checkpoint_code.h"
 #include "state_dict_pickle.h"
+#include "trainscope/checkpoint/checkpoint.h"
 #include "trainscope/config/config.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
-#include "trainscope/train/checkpoint.h"
-#include "trainscope/train/data.h"
-#include "trainscope/train/seeds.h"
+#include "trainscope/data/data.h"
 
 namespace fs = std::filesystem;
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 using core::ErrorKind;
 using core::fail;
+using models::Classifier;
 
 namespace {
 
@@ -178,12 +179,12 @@ std::string export_state_dict(store::Store& store, const store::RunInfo& run,
   const auto ck = require_checkpoint(store, run, checkpoint);
   const config::Config cfg =
       config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
-  at::Generator g = at::detail::createCPUGenerator(derive_seeds(cfg).dropout);
-  auto model = make_model(cfg.model, shape_of(cfg.data), g);
-  model->to(dtype_of(cfg));
+  at::Generator g = at::detail::createCPUGenerator(config::derive_seeds(cfg).dropout);
+  auto model = models::make_model(cfg.model, models::shape_of(cfg.data), g);
+  model->to(data::dtype_of(cfg));
   read_checkpoint(ck.path, *model, nullptr, nullptr);
   write_state_dict(out, *model);
   return ck.name;
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

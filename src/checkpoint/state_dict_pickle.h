@@ -1,6 +1,6 @@
 // The pickle of a state dict saved by torch.save, read without libtorch's
 // unpickler (which refuses what Python writes for an OrderedDict). Private
-// to the train component (state_dict.cc).
+// to the checkpoint component (state_dict.cc).
 #pragma once
 
 #include <torch/types.h>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 
 // The bytes of the storage named `key` (the archive's <root>/data/<key>);
 // `claimed` is how many the pickle says it holds (checked against what comes
@@ -32,4 +32,4 @@ std::vector<std::pair<std::string, torch::Tensor>> unpickle_state_dict(std::stri
 // k-th tensor, which torch.load reads with weights_only (its default).
 std::string pickle_state_dict(const std::vector<std::pair<std::string, torch::Tensor>>& tensors);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

@@ -1,4 +1,4 @@
-#include "trainscope/train/dataset_cache.h"
+#include "trainscope/data/dataset_cache.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -19,7 +19,7 @@
 
 namespace fs = std::filesystem;
 
-namespace trainscope::train {
+namespace trainscope::data {
 
 namespace {
 
@@ -211,4 +211,4 @@ Dataset cached_dataset(const std::vector<fs::path>& files, const std::function<D
   return d;
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

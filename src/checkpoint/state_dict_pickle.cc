@@ -15,7 +15,7 @@
 
 #include "trainscope/core/util.h"
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 
 // Named, not anonymous: a unity batch shares anonymous namespaces.
 namespace unpickling {
@@ -489,4 +489,4 @@ std::string pickle_state_dict(const std::vector<std::pair<std::string, torch::Te
   return w.done();
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

@@ -8,16 +8,16 @@
 
 #include <filesystem>
 
+#include "trainscope/models/models.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/models.h"
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 
 // Writes the model's parameters and buffers, by name and in the model's
 // order, as torch.save writes a state dict (a zip archive whose pickle is a
 // dict of tensors, read by torch.load in Python and by read_state_dict).
 // Throws Error(kStore) naming the file when it cannot be written.
-void write_state_dict(const std::filesystem::path& path, Classifier& model);
+void write_state_dict(const std::filesystem::path& path, models::Classifier& model);
 
 // Copies a state dict saved by torch.save (or write_state_dict) into the
 // model: it must hold every parameter and buffer of the model, each with the
@@ -28,7 +28,7 @@ void write_state_dict(const std::filesystem::path& path, Classifier& model);
 // Reads untrusted bytes: the zip is checked as a checkpoint's is, and its
 // pickle is read by trainscope's own machine (libtorch's unpickler never
 // sees it), which calls nothing but what a state dict needs.
-void read_state_dict(const std::filesystem::path& path, Classifier& model);
+void read_state_dict(const std::filesystem::path& path, models::Classifier& model);
 
 // A run's checkpoint (`checkpoint`: its name, "" the newest) as a state
 // dict at `out`, loaded into the model the run's recorded config builds;
@@ -37,4 +37,4 @@ void read_state_dict(const std::filesystem::path& path, Classifier& model);
 std::string export_state_dict(store::Store& store, const store::RunInfo& run,
                               const std::string& checkpoint, const std::filesystem::path& out);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

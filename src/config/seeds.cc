@@ -1,6 +1,6 @@
-#include "trainscope/train/seeds.h"
+#include "trainscope/config/seeds.h"
 
-namespace trainscope::train {
+namespace trainscope::config {
 
 uint64_t splitmix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -31,4 +31,4 @@ StreamSeeds derive_seeds(const config::Config& c) {
           pick(c.seeds.augment, "augment"), pick(c.seeds.dropout, "dropout")};
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::config

@@ -1,6 +1,6 @@
 // The parts of a checkpoint that libtorch parses as a language, checked
 // before it does: the TorchScript class definitions (its code/*.py entries)
-// and the pickles. Private to the train component.
+// and the pickles. Private to the checkpoint component.
 //
 // A checkpoint written by write_checkpoint() holds one class per module as
 // plain attribute declarations ("weight : Tensor", "fc1 :
@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 
 // One entry of the archive's code/ folder: its name in the zip (whatever the
 // archive's first folder is called) and its content.
@@ -52,4 +52,4 @@ std::optional<std::string> unexpected_pickle(std::string_view pickle,
 // archives libtorch reads: state dicts saved by torch.save (state_dict.h).
 std::optional<std::string> archive_problem(std::string_view archive);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

@@ -8,7 +8,7 @@
 
 #include "trainscope/core/util.h"
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 namespace {
 
 constexpr std::string_view kMangle = "__torch__.___torch_mangle_";
@@ -167,4 +167,4 @@ std::optional<std::string> unexpected_code(const std::vector<CodeFile>& files) {
   return std::nullopt;
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

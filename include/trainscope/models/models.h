@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
-#include "trainscope/train/data.h"
+#include "trainscope/data/data.h"
 
-namespace trainscope::train {
+namespace trainscope::models {
 
 // A classifier: images [B, C, H, W] -> logits [B, classes].
 class Classifier : public torch::nn::Module {
@@ -43,7 +43,7 @@ struct ModelShape {
 };
 
 // The input shape and class count of a dataset's training split.
-ModelShape shape_of(const DataSplits& data);
+ModelShape shape_of(const data::DataSplits& data);
 // The same from the config alone, without reading the data (the cost
 // model's predictions): each dataset's known shape, a synthetic one's keys.
 ModelShape shape_of(const config::DataConfig& data);
@@ -94,4 +94,4 @@ class StreamDropoutImpl : public torch::nn::Module {
 };
 TORCH_MODULE(StreamDropout);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::models

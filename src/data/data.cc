@@ -1,4 +1,4 @@
-#include "trainscope/train/data.h"
+#include "trainscope/data/data.h"
 
 #include <fmt/format.h>
 #include <torch/torch.h>
@@ -14,16 +14,16 @@
 #include <optional>
 #include <string_view>
 
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
-#include "trainscope/train/dataset_cache.h"
-#include "trainscope/train/dataset_files.h"
-#include "trainscope/train/seeds.h"
-#include "trainscope/train/torch_env.h"
+#include "trainscope/data/dataset_cache.h"
+#include "trainscope/data/dataset_files.h"
+#include "trainscope/env/cpus.h"
 
 namespace fs = std::filesystem;
 
-namespace trainscope::train {
+namespace trainscope::data {
 using core::ErrorKind;
 using core::fail;
 
@@ -350,7 +350,7 @@ DataSplits load_data(const config::DataConfig& c, uint64_t data_order_seed) {
 
   // One permutation of the training set, from the data_order stream, decides
   // both the validation split and the subset.
-  auto gen = at::detail::createCPUGenerator(mix_seed(data_order_seed, 0x5b117));
+  auto gen = at::detail::createCPUGenerator(config::mix_seed(data_order_seed, 0x5b117));
   auto perm = torch::randperm(train.size(), gen, torch::kInt64);
   int64_t n_val = static_cast<int64_t>(static_cast<double>(train.size()) * c.val_fraction);
   if (n_val > 0) s.val = train.select(std::get<0>(perm.narrow(0, 0, n_val).sort()));
@@ -384,6 +384,11 @@ LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, 
   lo.mean = data.mean;
   lo.std = data.std;
   return lo;
+}
+
+int64_t resolved_prefetch(const config::Config& c, int threads) {
+  if (c.data.prefetch != "auto") return std::stoll(c.data.prefetch);
+  return threads < env::cpu_budget().threads() ? 2 : 0;
 }
 
 bool channels_last(const config::Config& c) { return c.compute.memory_format == "channels_last"; }
@@ -435,7 +440,8 @@ EpochLoader::EpochLoader(const Dataset& data, const LoaderOptions& options, int6
     : data_(data), options_(options), epoch_(epoch), augment_seed_(augment_seed) {
   int64_t n = data.size();
   if (options.shuffle) {
-    auto gen = at::detail::createCPUGenerator(mix_seed(order_seed, static_cast<uint64_t>(epoch)));
+    auto gen =
+        at::detail::createCPUGenerator(config::mix_seed(order_seed, static_cast<uint64_t>(epoch)));
     order_ = torch::randperm(n, gen, torch::kInt64);
   } else {
     order_ = torch::arange(n, torch::kInt64);
@@ -473,7 +479,7 @@ Batch EpochLoader::make_batch(int64_t b) const {
   if (options_.shards > 1) batch.batch_samples = len;
   if (options_.crop_padding > 0 || options_.hflip) {
     auto gen = at::detail::createCPUGenerator(
-        mix_seed(augment_seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(b)));
+        config::mix_seed(augment_seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(b)));
     int64_t p = options_.crop_padding, h = imgs.size(2), w = imgs.size(3);
     auto offsets = torch::randint(0, 2 * p + 1, {len, 2}, gen, torch::kInt64);
     auto flips = torch::empty({len}).uniform_(0, 1, gen);
@@ -533,4 +539,4 @@ std::optional<Batch> EpochLoader::next() {
   return b;
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

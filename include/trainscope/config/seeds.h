@@ -19,7 +19,7 @@
 
 #include "trainscope/config/config.h"
 
-namespace trainscope::train {
+namespace trainscope::config {
 
 // SplitMix64's output function of `x`: pure, the same on every machine
 // (a recorded seed stays reproducible).
@@ -41,4 +41,4 @@ struct StreamSeeds {
 // seeds.master. Pure.
 StreamSeeds derive_seeds(const config::Config& c);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::config

@@ -12,7 +12,7 @@
 #include "checkpoint_code.h"
 #include "trainscope/core/nesting.h"
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 namespace {
 
 // What the walk keeps of a value: enough to read a storage's persistent id.
@@ -304,4 +304,4 @@ std::optional<std::string> unexpected_pickle(std::string_view pickle,
   return Walk(pickle, records, record_dir).run();
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

@@ -1,9 +1,9 @@
 // Torch-free checks and unpacking of IDX and CIFAR bytes (dataset_files.h).
-#include "trainscope/train/dataset_files.h"
+#include "trainscope/data/dataset_files.h"
 
 #include "trainscope/core/error.h"
 
-namespace trainscope::train {
+namespace trainscope::data {
 using core::ErrorKind;
 using core::fail;
 
@@ -66,4 +66,4 @@ void parse_cifar(std::string_view c, bool cifar100, const std::string& name, Raw
   }
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

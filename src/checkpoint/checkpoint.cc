@@ -1,4 +1,4 @@
-#include "trainscope/train/checkpoint.h"
+#include "trainscope/checkpoint/checkpoint.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -24,9 +24,11 @@
 
 namespace fs = std::filesystem;
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 using core::ErrorKind;
 using core::fail;
+using models::Classifier;
+using optim::Optimizer;
 
 std::string checkpoint_name(int64_t step) {
   return fmt::format("checkpoints/step-{:09d}.pt", step);
@@ -498,4 +500,4 @@ store::ArtifactInfo require_checkpoint(store::Store& store, const store::RunInfo
        have.empty() ? "none" : have);
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

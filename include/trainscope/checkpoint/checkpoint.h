@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "trainscope/instrument/events.h"
+#include "trainscope/models/models.h"
+#include "trainscope/optim/optim.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/models.h"
-#include "trainscope/train/optim.h"
 
-namespace trainscope::train {
+namespace trainscope::checkpoint {
 
 // Artifact kind of checkpoints.
 constexpr const char* kCheckpointKind = "checkpoint";
@@ -24,7 +24,7 @@ std::string checkpoint_name(int64_t step);
 
 // Writes a checkpoint into `out` (the store's artifact writer: one pass,
 // hashed and synced as it goes).
-void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
+void write_checkpoint(std::ostream& out, models::Classifier& model, optim::Optimizer& opt,
                       const at::Generator& dropout_gen, const instrument::TrainPosition& pos);
 
 // Loads `path` into the model and, when given, the optimizer and the
@@ -34,13 +34,14 @@ void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
 // from the model's (or that addresses memory outside its storage). The model
 // and the generator change only when everything was read; on an error the
 // optimizer's state is unspecified (callers stop).
-instrument::TrainPosition read_checkpoint(const std::filesystem::path& path, Classifier& model,
-                                          Optimizer* opt, at::Generator* dropout_gen);
+instrument::TrainPosition read_checkpoint(const std::filesystem::path& path,
+                                          models::Classifier& model, optim::Optimizer* opt,
+                                          at::Generator* dropout_gen);
 
 // The same from a checkpoint's bytes in memory (a fuzzer's input); `name`
 // stands for the file in messages.
 instrument::TrainPosition read_checkpoint(const char* data, size_t size, const std::string& name,
-                                          Classifier& model, Optimizer* opt,
+                                          models::Classifier& model, optim::Optimizer* opt,
                                           at::Generator* dropout_gen);
 
 // One entry of a checkpoint's zip archive, located as libtorch's zip reader
@@ -76,4 +77,4 @@ std::optional<store::ArtifactInfo> find_checkpoint(store::Store& store, const st
 store::ArtifactInfo require_checkpoint(store::Store& store, const store::RunInfo& run,
                                        const std::string& name = {});
 
-}  // namespace trainscope::train
+}  // namespace trainscope::checkpoint

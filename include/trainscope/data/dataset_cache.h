@@ -8,9 +8,9 @@
 #include <functional>
 #include <vector>
 
-#include "trainscope/train/data.h"
+#include "trainscope/data/data.h"
 
-namespace trainscope::train {
+namespace trainscope::data {
 
 // What a dataset's files say of it without being decoded (IDX headers,
 // CIFAR's fixed shape and classes): an entry that disagrees is not used.
@@ -39,4 +39,4 @@ Dataset cached_dataset(const std::vector<std::filesystem::path>& files,
 // cache is off).
 std::filesystem::path dataset_cache_entry(const std::vector<std::filesystem::path>& files);
 
-}  // namespace trainscope::train
+}  // namespace trainscope::data

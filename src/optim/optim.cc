@@ -1,4 +1,4 @@
-#include "trainscope/train/optim.h"
+#include "trainscope/optim/optim.h"
 
 #include <torch/torch.h>
 
@@ -6,7 +6,7 @@
 
 #include "trainscope/core/error.h"
 
-namespace trainscope::train {
+namespace trainscope::optim {
 using core::ErrorKind;
 using core::fail;
 
@@ -276,4 +276,4 @@ double scheduled_lr(const config::Config& c, int64_t epoch, int64_t step) {
   return lr;
 }
 
-}  // namespace trainscope::train
+}  // namespace trainscope::optim
