@@ -12,9 +12,9 @@
 #include <torch/torch.h>
 #include <trainscope/config/config.h>
 #include <trainscope/core/error.h>
+#include <trainscope/data/data.h>
 #include <trainscope/instrument/run.h>
 #include <trainscope/layers/layers.h>
-#include <trainscope/train/data.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -90,11 +90,11 @@ int main(int argc, char** argv) {
     torch::manual_seed(seed);
     torch::set_num_threads(1);
 
-    const std::string dir = ts::train::kFashionMnistDir;
-    auto train = ts::train::read_idx(dir + "/train-images-idx3-ubyte.gz",
-                                     dir + "/train-labels-idx1-ubyte.gz");
+    const std::string dir = ts::data::kFashionMnistDir;
+    auto train = ts::data::read_idx(dir + "/train-images-idx3-ubyte.gz",
+                                    dir + "/train-labels-idx1-ubyte.gz");
     auto test =
-        ts::train::read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
+        ts::data::read_idx(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz");
     const int64_t n = 2048, batch = 64, epochs = 2;
     torch::Tensor x = pixels(train.images.narrow(0, 0, n)), y = train.labels.narrow(0, 0, n);
     torch::Tensor tx = pixels(test.images.narrow(0, 0, 500)), ty = test.labels.narrow(0, 0, 500);

@@ -14,7 +14,7 @@
 #include "inputs.h"
 #include "run.h"
 #include "trainscope/config/config.h"
-#include "trainscope/train/seeds.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/train/torch_env.h"
 #include "watch.h"
 
@@ -57,7 +57,7 @@ void register_errors(py::module_& m) {
 std::map<std::string, uint64_t> apply_settings(const std::vector<std::string>& sets, bool apply) {
   const ts::config::Config c = ts::config::parse_config("", sets, "the script's settings");
   if (apply) ts::train::apply_determinism(c);
-  const ts::train::StreamSeeds s = ts::train::derive_seeds(c);
+  const ts::config::StreamSeeds s = ts::config::derive_seeds(c);
   return {{"master", static_cast<uint64_t>(c.seeds.master)},
           {"init", s.init},
           {"data_order", s.data_order},

@@ -5,6 +5,9 @@
 #include <torch/torch.h>
 
 #include "session.h"
+#include "trainscope/checkpoint/checkpoint.h"
+#include "trainscope/checkpoint/state_dict.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/log.h"
@@ -12,15 +15,30 @@
 #include "trainscope/dist/config.h"
 #include "trainscope/instrument/run_identity.h"
 #include "trainscope/instrument/unit.h"
-#include "trainscope/train/checkpoint.h"
-#include "trainscope/train/seeds.h"
-#include "trainscope/train/state_dict.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::train {
+using checkpoint::find_checkpoint;
+using checkpoint::read_checkpoint;
+using checkpoint::read_state_dict;
+using config::derive_seeds;
 using core::ErrorKind;
 using core::fail;
+using data::channels_last;
+using data::DataSplits;
+using data::dtype_of;
+using data::load_data;
+using data::loader_options;
+using data::to_input;
+using models::Classifier;
+using models::flip_lowest_bit;
+using models::init_weights;
+using models::make_model;
+using models::ModelShape;
+using models::shape_of;
+using models::to_channels_last;
+using optim::make_optimizer;
 using store::RunStatus;
 
 namespace {

@@ -10,18 +10,24 @@
 #include <csignal>
 
 #include "session.h"
+#include "trainscope/checkpoint/checkpoint.h"
+#include "trainscope/config/seeds.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/instrument/instrumentation.h"
-#include "trainscope/train/checkpoint.h"
 #include "trainscope/train/observers.h"
-#include "trainscope/train/seeds.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::train {
 using core::ErrorKind;
 using core::fail;
+using data::Batch;
+using data::channels_last;
+using data::dtype_of;
+using data::EpochLoader;
+using models::Classifier;
+using optim::scheduled_lr;
 using store::RunStatus;
 
 namespace {

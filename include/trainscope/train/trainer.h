@@ -27,9 +27,9 @@
 #include "trainscope/instrument/gradient_sync.h"
 #include "trainscope/instrument/instrumentation.h"
 #include "trainscope/instrument/run_identity.h"
+#include "trainscope/models/models.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
-#include "trainscope/train/models.h"
 
 namespace trainscope::train {
 
@@ -79,7 +79,7 @@ class Trainer {
   // Trains a model of the user's own instead of config.model.name. Its
   // parameters are still initialised by config.model.init from the init
   // stream unless `keep_init` is true.
-  void set_model(std::shared_ptr<Classifier> model, bool keep_init = false);
+  void set_model(std::shared_ptr<models::Classifier> model, bool keep_init = false);
   // Adds an observer, called after the built-in recorders (and the
   // gradient sync's observers) and before the checkpoint writer, in the
   // order added (see observers.h).
@@ -90,7 +90,7 @@ class Trainer {
   instrument::TrainResult run();
 
   // The model after run() (for tests and examples).
-  std::shared_ptr<Classifier> model() const { return model_; }
+  std::shared_ptr<models::Classifier> model() const { return model_; }
 
   // The state of one run(), private to the train component (session.h).
   struct Session;
@@ -110,15 +110,15 @@ class Trainer {
   std::shared_ptr<store::Store> store_;
   TrainOptions options_;
   std::vector<std::shared_ptr<instrument::TrainObserver>> user_observers_;
-  std::shared_ptr<Classifier> model_;
+  std::shared_ptr<models::Classifier> model_;
   bool keep_init_ = false;
 };
 
 // Evaluates `model` on `data` in batches of `batch_size` (eval mode, no
 // gradients; the training mode is restored).
-instrument::EvalResult evaluate(Classifier& model, const Dataset& data, const DataSplits& splits,
-                                int64_t batch_size, torch::ScalarType dtype,
-                                bool channels_last = false);
+instrument::EvalResult evaluate(models::Classifier& model, const data::Dataset& data,
+                                const data::DataSplits& splits, int64_t batch_size,
+                                torch::ScalarType dtype, bool channels_last = false);
 
 // Asks every running Trainer in this process to stop after its current step
 // (async-signal-safe).

@@ -9,13 +9,13 @@
 #include "dist.h"
 #include "progress.h"
 #include "torch_cli.h"
+#include "trainscope/checkpoint/state_dict.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/instrument/run_identity.h"
 #include "trainscope/train/data_parallel.h"
-#include "trainscope/train/state_dict.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::cli::torch_cli {
@@ -121,7 +121,7 @@ void weights(Context& ctx, const WeightsArgs& a) {
   auto store = ctx.reader();
   const store::RunInfo run = store->resolve_run(a.run);
   core::check_output_file(a.out);
-  const std::string from = train::export_state_dict(*store, run, a.checkpoint, a.out);
+  const std::string from = checkpoint::export_state_dict(*store, run, a.checkpoint, a.out);
   core::log_info("wrote {}: the weights of run {} at {}, as torch.save writes a state dict", a.out,
                  core::short_uuid(run.uuid), from);
 }
