@@ -11,8 +11,8 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
 #include "trainscope/fingerprint/records.h"
+#include "trainscope/replay/replay.h"
 #include "trainscope/repro/diff.h"
-#include "trainscope/repro/replay.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::repro {
@@ -103,7 +103,7 @@ TEST(DiffTest, FindsTheFirstDifferingStepAndMeasuresItByReplay) {
       "b");
   RunDiff d = diff_runs(*store, a, b);
   EXPECT_FALSE(d.replay_from.has_value());  // the records alone: no replay yet
-  replay_divergence(*store, a, b, d);
+  replay::replay_divergence(*store, a, b, d);
   EXPECT_FALSE(d.identical);
   EXPECT_EQ(d.first_diff_step, 17);
   ASSERT_FALSE(d.differing_tensors.empty());

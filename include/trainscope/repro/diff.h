@@ -1,6 +1,6 @@
 // Comparing two recorded runs: where their training first differs, which
 // tensors differ there, and how far their metric curves and environments
-// are apart. Torch-free: it reads the store only (replay.h re-executes).
+// are apart. Torch-free: it reads the store only (replay/replay.h re-executes).
 #pragma once
 
 #include <optional>
@@ -53,7 +53,8 @@ struct RunDiff {
 
 // Compares the records of runs a and b: config, environment, loss curves,
 // and fingerprints up to the first step where they differ. The numeric
-// differences at that step come from replay_divergence (replay.h, libtorch).
+// differences at that step come from replay::replay_divergence
+// (replay/replay.h, libtorch).
 RunDiff diff_runs(store::Store& store, const store::RunInfo& a, const store::RunInfo& b);
 
 // Element-wise comparison of two tensors of the same shape and dtype.

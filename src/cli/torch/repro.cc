@@ -8,8 +8,8 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/replay/replay.h"
 #include "trainscope/repro/code.h"
-#include "trainscope/repro/replay.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli::torch_cli {
@@ -133,7 +133,7 @@ void diff(Context& ctx, const DiffArgs& a) {
   auto store = ctx.reader();  // a replay trains in a store of its own
   store::RunInfo ra = store->resolve_run(a.a), rb = store->resolve_run(a.b);
   repro::RunDiff d = repro::diff_runs(*store, ra, rb);
-  if (!a.no_replay && d.same_model && d.same_tensors) repro::replay_divergence(*store, ra, rb, d);
+  if (!a.no_replay && d.same_model && d.same_tensors) replay::replay_divergence(*store, ra, rb, d);
   if (ctx.json) {
     std::cout << format::run_diff(d).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
@@ -169,13 +169,13 @@ void rerun(Context& ctx, const RerunArgs& a) {
     if (diffs.empty()) core::log_info("environment matches the original run");
   };
   report_code(repro::check_code(*store, orig), orig);
-  repro::Rerun r;
+  replay::Rerun r;
   try {
-    r = repro::rerun(store, orig,
-                     {.force = a.force,
-                      .command_line = ctx.argv_line,
-                      .observers = {std::make_shared<ProgressObserver>()},
-                      .before_training = warn});
+    r = replay::rerun(store, orig,
+                      {.force = a.force,
+                       .command_line = ctx.argv_line,
+                       .observers = {std::make_shared<ProgressObserver>()},
+                       .before_training = warn});
   } catch (const core::Error& e) {
     // A changed dataset file: the flag that overrides it is this CLI's.
     if (e.kind() != core::ErrorKind::kConflict || a.force) throw;

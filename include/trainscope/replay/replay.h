@@ -1,7 +1,7 @@
-// The libtorch half of repro: re-executing recorded steps. Replays measure
-// by how much two runs' tensors differ where their fingerprints first part;
-// a rerun re-executes a whole run from its records and can verify it bit for
-// bit against the original.
+// Re-executing what runs recorded, through the trainer: replays measure by
+// how much two runs' tensors differ where their fingerprints first part
+// (repro's diff); a rerun re-executes a whole run from its records and can
+// verify it bit for bit against the original.
 #pragma once
 
 #include <functional>
@@ -13,7 +13,7 @@
 #include "trainscope/repro/diff.h"
 #include "trainscope/store/store.h"
 
-namespace trainscope::repro {
+namespace trainscope::replay {
 
 // Fills d.replay_* and d.deltas: replays both runs, each under its own
 // config, from the last checkpoint of `a` before d.first_diff_step up to
@@ -21,7 +21,7 @@ namespace trainscope::repro {
 // element. Leaves a note in d.replay_note when there is no checkpoint to
 // start from or the replay does not reproduce the recorded hashes.
 void replay_divergence(store::Store& store, const store::RunInfo& a, const store::RunInfo& b,
-                       RunDiff& d);
+                       repro::RunDiff& d);
 
 // How rerun() runs the copy: the observers are held shared and called on
 // the training thread; before_training is called on the calling thread.
@@ -46,4 +46,4 @@ struct Rerun {
 Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& original,
             const RerunOptions& options);
 
-}  // namespace trainscope::repro
+}  // namespace trainscope::replay

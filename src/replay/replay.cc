@@ -1,4 +1,4 @@
-#include "trainscope/repro/replay.h"
+#include "trainscope/replay/replay.h"
 
 #include <torch/torch.h>
 
@@ -13,9 +13,10 @@
 
 namespace fs = std::filesystem;
 
-namespace trainscope::repro {
+namespace trainscope::replay {
 using core::ErrorKind;
 using core::fail;
+using repro::RunDiff;
 using store::RunInfo;
 using store::Store;
 
@@ -35,7 +36,7 @@ int64_t checkpoint_step(const std::string& name) {
 
 // Replays `config_text` from `checkpoint` up to `to_step` in a scratch
 // in-memory store; returns the tensors a fingerprint hashes.
-Tensors replay(const std::string& config_text, const fs::path& checkpoint, int64_t to_step) {
+Tensors replay_steps(const std::string& config_text, const fs::path& checkpoint, int64_t to_step) {
   config::Config cfg = config::parse_config(config_text, {}, "recorded config");
   cfg.train.max_steps = to_step;
   cfg.checkpoint.every_epochs = 0;
@@ -85,8 +86,8 @@ bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uin
     if (x.scalar_type() != y.scalar_type() || x.sizes() != y.sizes()) continue;
     auto xc = x.contiguous(), yc = y.contiguous();
     if (fingerprint::tensor_hash(xc) == fingerprint::tensor_hash(yc)) continue;
-    d.deltas.push_back(compare_tensors(name, xc.data_ptr(), yc.data_ptr(), xc.numel(),
-                                       xc.scalar_type() == torch::kFloat64));
+    d.deltas.push_back(repro::compare_tensors(name, xc.data_ptr(), yc.data_ptr(), xc.numel(),
+                                              xc.scalar_type() == torch::kFloat64));
   }
   return reproduced;
 }
@@ -125,8 +126,8 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
   d.replay_from = checkpoint_step(ck->name);
   core::log_info("replaying steps {}..{} of both runs from {}", *d.replay_from + 1,
                  d.first_diff_step, ck->name);
-  Tensors ta = replay(a.config_text, ck->path, d.first_diff_step);
-  Tensors tb = replay(b.config_text, ck->path, d.first_diff_step);
+  Tensors ta = replay_steps(a.config_text, ck->path, d.first_diff_step);
+  Tensors tb = replay_steps(b.config_text, ck->path, d.first_diff_step);
   d.replay_reproduced = compare_replays(ta, tb, hashes_at(store, a.uuid, d.first_diff_step),
                                         hashes_at(store, b.uuid, d.first_diff_step), d);
   if (!d.replay_reproduced)
@@ -135,4 +136,4 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
         "differ from the recording); differences shown are the replay's";
 }
 
-}  // namespace trainscope::repro
+}  // namespace trainscope::replay

@@ -2,11 +2,11 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
-#include "trainscope/repro/replay.h"
+#include "trainscope/replay/replay.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
-namespace trainscope::repro {
+namespace trainscope::replay {
 using core::ErrorKind;
 using core::fail;
 
@@ -57,7 +57,7 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
   env::Manifest here = env::capture_machine();
   here.merge(env::capture_torch());
   Rerun out;
-  out.machine = machine_differences(recorded, here);
+  out.machine = repro::machine_differences(recorded, here);
   if (options.before_training) options.before_training(out.machine);
   train::TrainOptions o;
   o.name = (orig.name.empty() ? core::short_uuid(orig.uuid) : orig.name) + "-rerun";
@@ -69,4 +69,4 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
   return out;
 }
 
-}  // namespace trainscope::repro
+}  // namespace trainscope::replay
