@@ -344,6 +344,8 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
     std::string file = a.path.filename().string();
     std::replace(file.begin(), file.end(), '"', '_');
     out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + file + "\"");
+    // One range of it is served (a download resumed): server.cc's serve_range.
+    out.headers.emplace_back("Accept-Ranges", "bytes");
     return out;
   }
   fail(ErrorKind::kNotFound, "run {} has no artifact '{}'", core::short_uuid(run.uuid),

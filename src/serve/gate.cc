@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -39,12 +40,18 @@ constexpr size_t npos = std::string::npos;
 
 thread_local bool t_routed = false;
 thread_local bool t_body_late = false;  // this request's body ran out of time
+thread_local std::string t_range;       // its Range, taken out of its head
+// Bytes of its body that no route reads (a GET's, a HEAD's): read and
+// dropped after the answer; -1: a length not known (chunked), so the
+// connection closes instead.
+thread_local int64_t t_unread = 0;
 
 struct Conn {
   socket_t fd = INVALID_SOCKET;
   std::string addr;  // the client's address, numeric
   int port = 0;
   std::string buf;                     // bytes read and not yet served
+  std::string range;                   // the next request's Range (take_ranges)
   size_t scanned = 0, last_nl = npos;  // header_end's place in buf
   Clock::time_point deadline;
   bool idle = false;       // kept alive, waiting for its next request's first byte
@@ -54,12 +61,16 @@ struct Conn {
 
 // Where a request's line and headers end in `buf` (after the first line
 // that is "\r\n" alone, past the request line: where httplib stops reading
-// headers), or npos while they have not all come. Resumes where it left
-// off, so a request sent a byte at a time is scanned once.
+// headers; or "\n" alone, which head_problem refuses at once rather than
+// wait for a CR LF that never comes), or npos while they have not all
+// come. Resumes where it left off, so a request sent a byte at a time is
+// scanned once.
 size_t header_end(const std::string& buf, size_t& scanned, size_t& last_nl) {
   for (; scanned < buf.size(); ++scanned) {
     if (buf[scanned] != '\n') continue;
-    if (last_nl != npos && scanned == last_nl + 2 && buf[last_nl + 1] == '\r') return scanned + 1;
+    if (last_nl != npos &&
+        (scanned == last_nl + 1 || (scanned == last_nl + 2 && buf[last_nl + 1] == '\r')))
+      return scanned + 1;
     last_nl = scanned;
   }
   return npos;
@@ -67,20 +78,62 @@ size_t header_end(const std::string& buf, size_t& scanned, size_t& last_nl) {
 
 // Why a request's line and headers (`head`, up to their blank line) are not
 // HTTP/1.1's (RFC 9112 §5): a control byte other than CR, LF and HT (a NUL
-// a parser may cut a value at), or a line that starts with a blank (obs-fold,
-// which §5.2 tells a server to refuse; before the first header, whitespace
-// that §2.2 lets it refuse); empty when they are.
+// a parser may cut a value at), a CR or an LF that is not part of a line's
+// CR LF (§2.2: a bare CR is invalid; httplib would skip a line that ends in
+// LF alone, where a proxy may read it), or a line that starts with a blank
+// (obs-fold, which §5.2 tells a server to refuse; before the first header,
+// whitespace that §2.2 lets it refuse); empty when they are.
 std::string head_problem(std::string_view head) {
   for (size_t i = 0; i < head.size(); ++i) {
     const auto ch = static_cast<unsigned char>(head[i]);
     if ((ch < 0x20 && ch != '\r' && ch != '\n' && ch != '\t') || ch == 0x7f)
       return fmt::format(
           "the request's line and headers hold the control byte 0x{:02x}: send them as text", ch);
+    if (ch == '\r' && (i + 1 == head.size() || head[i + 1] != '\n'))
+      return "the request's line and headers hold a CR that does not end a line (a bare CR): "
+             "end each line with CR LF";
+    if (ch == '\n' && (i == 0 || head[i - 1] != '\r'))
+      return "the request's line and headers hold a line that ends in LF alone: end each line "
+             "with CR LF";
     if (ch == '\n' && i + 1 < head.size() && (head[i + 1] == ' ' || head[i + 1] == '\t'))
       return "a header line that starts with a blank (obs-fold) is refused: send each header on "
              "one line";
   }
   return {};
+}
+
+// Why a request line (RFC 9112 §3) asks for what this server does not
+// speak, with `status` set: an HTTP version other than 1.1 and 1.0 (505;
+// a word that is not a version at all, 400), or a method it does not
+// route (501: CONNECT, TRACE, a made-up one), each named. Empty when it
+// asks for neither, or is not three words (httplib answers that: 400).
+std::string line_problem(std::string_view head, int& status) {
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  std::vector<std::string_view> words;  // as httplib splits it
+  for (size_t at = 0; at < line.size();) {
+    const size_t end = std::min(line.find(' ', at), line.size());
+    if (end > at) words.push_back(line.substr(at, end - at));
+    at = end + 1;
+  }
+  if (words.size() != 3) return {};
+  const auto shown = [](std::string_view s) { return core::escape_for_display(s.substr(0, 200)); };
+  const std::string what = shown(words[0]) + " " + shown(words[1]);
+  if (const std::string_view version = words[2]; version != "HTTP/1.1" && version != "HTTP/1.0") {
+    status = version.starts_with("HTTP/") ? 505 : 400;
+    if (status == 505)
+      return fmt::format("{}: {} is not a version this server speaks: send HTTP/1.1", what,
+                         shown(version));
+    return fmt::format("{}: '{}' is not an HTTP version: send HTTP/1.1", what, shown(version));
+  }
+  static constexpr std::string_view kMethods[] = {"GET",    "HEAD",  "POST",   "PUT",
+                                                  "DELETE", "PATCH", "OPTIONS"};
+  if (std::find(std::begin(kMethods), std::end(kMethods), words[0]) != std::end(kMethods))
+    return {};
+  status = 501;
+  return fmt::format(
+      "{}: the method {} is not implemented here (GET, HEAD, POST, PUT, DELETE, PATCH and "
+      "OPTIONS are)",
+      what, shown(words[0]));
 }
 
 const char* reason(int status) {
@@ -93,6 +146,10 @@ const char* reason(int status) {
       return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
+    case 501:
+      return "Not Implemented";
+    case 505:
+      return "HTTP Version Not Supported";
     default:
       return "Service Unavailable";
   }
@@ -265,6 +322,47 @@ std::vector<std::string> values(const httplib::Request& req, const char* key) {
   return out;
 }
 
+// Takes the Range headers out of the request whose line and headers end at
+// `head_end` in `buf` (head_problem passed them: each line ends in CR LF),
+// moving `head_end` to the end of what is left, and gives their values,
+// trimmed and joined with ", " (empty: none). A header is Range when its
+// name up to the colon is, in any case: what httplib reads as one.
+std::string take_ranges(std::string& buf, size_t& head_end) {
+  std::string kept, ranges;
+  size_t at = buf.find("\r\n") + 2;  // past the request line
+  kept.append(buf, 0, at);
+  while (at < head_end) {
+    const size_t next = buf.find("\r\n", at) + 2;
+    const std::string line = buf.substr(at, next - at);
+    const size_t colon = line.find(':');
+    if (colon != npos && lower(line.substr(0, colon)) == "range") {
+      const std::string value = trim(line.substr(colon + 1, line.size() - colon - 3));
+      ranges += ranges.empty() || value.empty() ? value : ", " + value;
+    } else {
+      kept += line;
+    }
+    at = next;
+  }
+  if (kept.size() != head_end) {
+    buf.replace(0, head_end, kept);
+    head_end = kept.size();
+  }
+  return ranges;
+}
+
+// Reads and drops `n` bytes of a body no route read (within the body's
+// deadline and size, as ConnStream reads); false when they do not all
+// come, or their number is not known (n < 0).
+bool discard(httplib::Stream& strm, int64_t n) {
+  char sink[16384];
+  while (n > 0) {
+    const ssize_t k = strm.read(sink, static_cast<size_t>(std::min<int64_t>(n, sizeof(sink))));
+    if (k <= 0) return false;
+    n -= k;
+  }
+  return n == 0;
+}
+
 }  // namespace gate
 
 using gate::Clock;
@@ -347,9 +445,13 @@ void Gate::drop(Conn& c, int status, const std::string& why) {
 }
 
 void Gate::pass(Conn c, size_t head_end) {
-  const std::string why = gate::head_problem(std::string_view(c.buf).substr(0, head_end));
-  if (why.empty()) return hand(std::move(c));
-  drop(c, 400, why);
+  const std::string_view head = std::string_view(c.buf).substr(0, head_end);
+  int status = 400;
+  std::string why = gate::head_problem(head);
+  if (why.empty()) why = gate::line_problem(head, status);
+  if (!why.empty()) return drop(c, status, why);
+  c.range = gate::take_ranges(c.buf, head_end);
+  hand(std::move(c));
 }
 
 void Gate::hand(Conn c) {
@@ -505,6 +607,8 @@ void Gate::serve(Conn& c) {
     gate::ConnStream strm(c, limits_);
     gate::t_routed = false;
     gate::t_body_late = false;
+    gate::t_range = std::move(c.range);
+    c.range.clear();
     const bool last = ++c.served >= limits_.requests_per_connection;
     try {
       keep = server_.serve_one(strm, last, closed) && gate::t_routed && !closed && !last;
@@ -576,6 +680,8 @@ void GatedServer::routed() { gate::t_routed = true; }
 
 bool GatedServer::body_timed_out() { return gate::t_body_late; }
 
+const std::string& GatedServer::range() { return gate::t_range; }
+
 void GatedServer::widen_backlog() {
   if (const socket_t sock = svr_sock_; sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);
 }
@@ -594,18 +700,38 @@ namespace {
 // Before httplib looks at a request: an Expect of 100-continue in any case
 // is the one it answers, and a request without Content-Length or
 // Transfer-Encoding has no body (RFC 9112 §6.3), where httplib would read
-// until the connection closes.
+// until the connection closes. httplib reads the body of a POST, PUT,
+// PATCH or DELETE only: another's (a GET's, a HEAD's, an OPTIONS') would
+// be read as the next request on the connection. Its length is noted
+// (t_unread) for serve_one to read it after the answer; a chunked one's is
+// not known, and the answer says the connection closes.
 void normalize(httplib::Request& req) {
   for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)
     if (gate::lower(gate::trim(it->second)) == "100-continue") it->second = "100-continue";
   if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
     req.headers.emplace("Content-Length", "0");
+  const std::string& m = req.method;
+  if (m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE") return;
+  const std::string length = gate::trim(req.get_header_value("Content-Length"));
+  uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+  const bool known = !req.has_header("Transfer-Encoding") && ec == std::errc() &&
+                     end == length.data() + length.size() && n <= (uint64_t{1} << 62);
+  gate::t_unread = known ? static_cast<int64_t>(n) : -1;
+  if (known) return;
+  req.headers.erase("Connection");
+  req.headers.emplace("Connection", "close");
 }
 
 }  // namespace
 
 bool GatedServer::serve_one(httplib::Stream& strm, bool last, bool& closed) {
-  return process_request(strm, last, closed, normalize);
+  gate::t_unread = 0;
+  const bool ok = process_request(strm, last, closed, normalize);
+  // A body no route read, read before the next request is looked for
+  // (a refused request's connection closes: Gate::serve).
+  if (!ok || !gate::t_routed || closed || last) return ok;
+  return gate::discard(strm, gate::t_unread);
 }
 
 namespace {

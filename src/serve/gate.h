@@ -52,6 +52,15 @@ class GatedServer : public httplib::Server {
   // it was whole, and limits().body ran out (408, not httplib's 400).
   static bool body_timed_out();
 
+  // Inside a handler: the request's Range (repeated ones joined with ", "),
+  // as sent; empty when it has none. The Gate takes it out of the request
+  // before httplib reads it: httplib would answer it itself, after any
+  // route (a JSON answer cut with 200, a part of the answer per range
+  // built in memory). A route that serves parts (an artifact) reads it
+  // here; to every other one a Range is not there, as RFC 9110 §14.2
+  // lets a server ignore it.
+  static const std::string& range();
+
   // Serves one request from `strm` (the worker's side of the Gate).
   bool serve_one(httplib::Stream& strm, bool last, bool& closed);
 

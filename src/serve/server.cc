@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -122,8 +123,94 @@ std::string what_went_wrong(int status) {
 
 void send(httplib::Response& res, const Response& r) {
   res.status = r.status;
-  for (const auto& [k, v] : r.headers) res.set_header(k, v);
+  for (const auto& [k, v] : r.headers) {
+    if (k == "Accept-Ranges") res.headers.erase(k);  // over gatekeep's "none"
+    res.set_header(k, v);
+  }
   res.set_content(r.body, r.content_type);
+}
+
+// The token of an Authorization header's Bearer credentials (RFC 9110
+// §11.4: the scheme, in any case, then 1*SP), or empty.
+std::string bearer_token(const std::string& auth) {
+  const bool bearer = auth.size() > 7 && auth[6] == ' ' &&
+                      std::equal(auth.begin(), auth.begin() + 6, "bearer", [](char a, char b) {
+                        return std::tolower(static_cast<unsigned char>(a)) == b;
+                      });
+  const size_t from = bearer ? auth.find_first_not_of(' ', 6) : std::string::npos;
+  return from == std::string::npos ? std::string() : auth.substr(from);
+}
+
+// What a Range asks of an answer `size` bytes long: one range of bytes
+// (RFC 9110 §14.1.2: "bytes=A-B", "bytes=A-", "bytes=-N"), which holds some
+// of them (kPart) or none (kNone); or anything else (kWhole, the Range
+// ignored): another unit, several ranges, a syntax it does not have.
+struct ByteRange {
+  enum Kind { kWhole, kPart, kNone } kind = kWhole;
+  uint64_t first = 0, count = 0;
+};
+
+// A number of digits (one past 2^64 - 1 is taken as that).
+bool digits(std::string_view s, uint64_t& v) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  if (std::from_chars(s.data(), s.data() + s.size(), v).ec != std::errc()) v = UINT64_MAX;
+  return true;
+}
+
+ByteRange byte_range(const std::string& range, uint64_t size) {
+  const size_t eq = range.find('=');
+  std::string unit = range.substr(0, std::min(eq, range.size()));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (eq == std::string::npos || unit != "bytes") return {};
+  const auto specs = core::split_list(std::string_view(range).substr(eq + 1));
+  const size_t dash = specs.size() == 1 ? specs[0].find('-') : std::string::npos;
+  if (dash == std::string::npos) return {};
+  const std::string_view a = std::string_view(specs[0]).substr(0, dash),
+                         b = std::string_view(specs[0]).substr(dash + 1);
+  uint64_t first = 0, last = UINT64_MAX;
+  if (a.empty()) {  // the last `last` bytes
+    if (!digits(b, last)) return {};
+    if (last == 0 || size == 0) return {ByteRange::kNone};
+    return {ByteRange::kPart, size - std::min(last, size), std::min(last, size)};
+  }
+  if (!digits(a, first) || (!b.empty() && (!digits(b, last) || last < first))) return {};
+  if (first >= size) return {ByteRange::kNone};
+  return {ByteRange::kPart, first, std::min(last, size - 1) - first + 1};
+}
+
+// An answer that says it takes ranges (Accept-Ranges: bytes: an artifact),
+// asked by a GET for one range of its bytes (GatedServer::range()), is
+// that part: 206 with Content-Range; 416 (JSON) when the range holds none
+// of them. Any other Range is ignored, as RFC 9110 §14.2 lets a server:
+// several ranges (one request could ask for the file a thousand times
+// over), another unit, bad syntax, one beside an If-Range (this server
+// gives no validator to match), or one of an answer httplib would
+// compress (its range would count the compressed bytes).
+void serve_range(const httplib::Request& req, Response& r) {
+  const std::string& range = detail::GatedServer::range();
+  const auto takes = std::find(r.headers.begin(), r.headers.end(),
+                               std::pair<std::string, std::string>("Accept-Ranges", "bytes"));
+  const std::string coding = req.get_header_value("Accept-Encoding");
+  const bool compressed =
+      r.content_type != "application/octet-stream" &&
+      (coding.find("gzip") != std::string::npos || coding.find("br") != std::string::npos);
+  if (range.empty() || req.method != "GET" || r.status != 200 || takes == r.headers.end() ||
+      req.has_header("If-Range") || compressed)
+    return;
+  const ByteRange part = byte_range(range, r.body.size());
+  if (part.kind == ByteRange::kWhole) return;
+  const std::string size = std::to_string(r.body.size());
+  if (part.kind == ByteRange::kNone) {
+    r = error_response(416, fmt::format("Range '{}' asks for none of the {} bytes there are",
+                                        core::escape_for_display(range.substr(0, 80)), size));
+    r.headers = {{"Accept-Ranges", "bytes"}, {"Content-Range", "bytes */" + size}};
+    return;
+  }
+  r.status = 206;
+  r.body = r.body.substr(part.first, part.count);
+  r.headers.emplace_back("Content-Range", fmt::format("bytes {}-{}/{}", part.first,
+                                                      part.first + part.count - 1, size));
 }
 
 }  // namespace
@@ -150,6 +237,8 @@ struct Server::Impl {
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("Referrer-Policy", "no-referrer");
       res.set_header("Cache-Control", "no-store");
+      // Only an artifact serves a part of itself (serve_range).
+      res.set_header("Accept-Ranges", "none");
       res.set_header("Content-Security-Policy",
                      "default-src 'self'; img-src 'self' data:; style-src 'self' "
                      "'unsafe-inline'; frame-src 'self'; frame-ancestors 'self'");
@@ -183,13 +272,8 @@ struct Server::Impl {
       }
       return {};
     }
-    const std::string auth = req.get_header_value("Authorization");
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
-    const bool bearer = auth.size() > 7 && auth[6] == ' ' &&
-                        std::equal(auth.begin(), auth.begin() + 6, "bearer", [](char a, char b) {
-                          return std::tolower(static_cast<unsigned char>(a)) == b;
-                        });
-    if (bearer && same_secret(auth.substr(7), token)) return {};
+    if (same_secret(bearer_token(req.get_header_value("Authorization")), token)) return {};
     if (same_secret(cookie_token(req), token)) return {};
     if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
       if (!res.has_header("Set-Cookie"))  // once, when asked twice (100-continue)
@@ -212,7 +296,9 @@ struct Server::Impl {
     // own reason (403 for tags, 405 for what it never changes).
     if (r.method == "GET" || !options.allow_writes) {
       auto lease = pool.take();
-      return send(res, handle_api(*lease.store, r, o));
+      Response out = handle_api(*lease.store, r, o);
+      serve_range(req, out);
+      return send(res, out);
     }
     std::lock_guard lock(writer_mu);
     // It writes tags only: it judges no run (readers show stale ones).

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -481,6 +482,189 @@ TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
   got += with.read(std::chrono::seconds(5));
   EXPECT_NE(got.find("HTTP/1.1 200 "), std::string::npos) << got;
   EXPECT_EQ(store_->tags(uuid_)["x"], "hello");
+}
+
+// How many times `what` is in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Issue 51, third hunt: the body of a GET, a HEAD or an OPTIONS, which no
+// route reads, was left on the connection and served as its next request
+// (a request smuggled in a body). It is read and dropped after the answer;
+// a chunked one, whose length is not known, closes the connection.
+TEST_F(ServeHttpTest, ABodyNoRouteReadsIsNeverTakenForARequest) {
+  Running srv({.store_uri = uri_, .port = 0});
+  const std::string inner = "GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  ASSERT_EQ(inner.size(), 43u);
+  const std::string next = "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  for (const std::string method : {"GET", "HEAD", "OPTIONS"}) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(method +
+                         " /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 43\r\n\r\n" +
+                         inner + next));
+    const std::string got = raw.read(std::chrono::seconds(5));
+    EXPECT_TRUE(raw.closed()) << method;
+    // Its own answer and the next request's: never the runs table's.
+    EXPECT_EQ(count_of(got, "HTTP/1.1 "), 2u) << method << "\n" << got;
+    EXPECT_EQ(got.find("\"columns\""), std::string::npos) << method << "\n" << got;
+  }
+  // A body that comes after the answer is read from the socket as well.
+  Raw late(srv.port());
+  ASSERT_TRUE(late.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 43\r\n\r\n"));
+  std::string got = late.read(std::chrono::milliseconds(500));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  ASSERT_TRUE(late.send(inner));
+  ASSERT_TRUE(late.send(next));
+  got += late.read(std::chrono::seconds(5));
+  EXPECT_EQ(count_of(got, "HTTP/1.1 200 "), 2u) << got;
+  EXPECT_EQ(got.find("\"columns\""), std::string::npos) << got;
+  // A chunked one: answered, and the connection closed, as the answer says.
+  Raw chunked(srv.port());
+  ASSERT_TRUE(
+      chunked.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: "
+                   "chunked\r\n\r\n2b\r\n" +
+                   inner + "\r\n0\r\n\r\n"));
+  got = chunked.read(std::chrono::seconds(5));
+  EXPECT_TRUE(chunked.closed());
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << got;
+  EXPECT_EQ(count_of(got, "HTTP/1.1 "), 1u) << got;
+}
+
+// Issue 51, third hunt: httplib answered a Range itself after any route: a
+// JSON answer cut with 200, an unsatisfiable range 416 with no body, and
+// 1000 ranges of a 3 MB artifact built in memory as 3 GB. A Range now
+// reaches the routes only: an artifact serves one range of its bytes (206)
+// or says none are there (416, JSON); any other Range is ignored (200,
+// whole), as RFC 9110 §14.2 allows.
+TEST_F(ServeHttpTest, ARangeIsOnePartOfAnArtifactOrIgnored) {
+  std::string blob;
+  for (int i = 0; i < 1000; ++i) blob += static_cast<char>('a' + i % 26);
+  std::ofstream(dir_ / "blob.bin", std::ios::binary) << blob;
+  store_->add_artifact(uuid_, dir_ / "blob.bin", "data", "blob");
+  std::ofstream(dir_ / "m.json") << R"({"a": 1})";
+  store_->add_artifact(uuid_, dir_ / "m.json", "data", "m.json");
+  Running srv({.store_uri = uri_, .port = 0});
+  auto c = srv.client();
+  for (const std::string range : {"bytes=0-9", "bytes=99999-", "bytes=0-1,5-3", "items=0-1"}) {
+    auto r = c.Get("/api/info", {{"Range", range}});
+    ASSERT_TRUE(r) << range;
+    EXPECT_EQ(r->status, 200) << range;
+    EXPECT_TRUE(json::accept(r->body)) << range << ": " << r->body;
+    EXPECT_FALSE(r->has_header("Content-Range")) << range;
+    EXPECT_EQ(r->get_header_value("Accept-Ranges"), "none");
+  }
+  const std::string art = "/api/runs/" + uuid_ + "/artifacts/blob";
+  struct Part {
+    std::string range, content_range, body;
+  };
+  for (const auto& [range, content_range, body] :
+       std::vector<Part>{{"bytes=0-9", "bytes 0-9/1000", blob.substr(0, 10)},
+                         {"bytes=-5", "bytes 995-999/1000", blob.substr(995)},
+                         {"bytes=990-", "bytes 990-999/1000", blob.substr(990)},
+                         {"BYTES=998-99999", "bytes 998-999/1000", blob.substr(998)}}) {
+    auto r = c.Get(art, {{"Range", range}});
+    ASSERT_TRUE(r) << range;
+    EXPECT_EQ(r->status, 206) << range;
+    EXPECT_EQ(r->get_header_value("Content-Range"), content_range);
+    EXPECT_EQ(r->get_header_value("Accept-Ranges"), "bytes");
+    EXPECT_EQ(r->body, body);
+  }
+  auto none = c.Get(art, {{"Range", "bytes=1000-"}});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 416);
+  EXPECT_EQ(none->get_header_value("Content-Range"), "bytes */1000");
+  EXPECT_EQ(json::parse(none->body)["status"], 416) << none->body;
+  // Several ranges (here 1000 of the whole), a bad one, two headers, an
+  // If-Range, a HEAD, a JSON artifact to a client that takes gzip: whole.
+  std::string many = "bytes=0-";
+  for (int i = 0; i < 999; ++i) many += ",0-";
+  const std::vector<std::pair<std::string, httplib::Headers>> whole = {
+      {art, {{"Range", many}}},
+      {art, {{"Range", "bytes=5-3"}}},
+      {art, {{"Range", "bytes=0-1"}, {"Range", "bytes=2-3"}}},
+      {art, {{"Range", "bytes=0-9"}, {"If-Range", "\"x\""}}},
+      {"/api/runs/" + uuid_ + "/artifacts/m.json",
+       {{"Range", "bytes=0-2"}, {"Accept-Encoding", "gzip"}}},
+  };
+  for (const auto& [path, headers] : whole) {
+    auto r = c.Get(path, headers);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 200) << path << " " << headers.begin()->second.substr(0, 40);
+    EXPECT_FALSE(r->has_header("Content-Range"));
+  }
+  EXPECT_EQ(c.Get(art, {{"Range", many}})->body, blob);
+  EXPECT_EQ(c.Head(art, {{"Range", "bytes=0-9"}})->status, 200);
+  EXPECT_EQ(c.Get("/api/runs/" + uuid_ + "/artifacts/m.json", {{"Range", "bytes=0-3"}})->body,
+            R"({"a")");
+}
+
+// Issue 51, third hunt: a method httplib does not know (BREW) and a
+// version other than HTTP/1.x were answered 400 "BREW : a malformed
+// request". They are 501 and 505, each named, before any worker.
+TEST_F(ServeHttpTest, AMethodOrVersionItDoesNotSpeakIsNamed) {
+  Running srv({.store_uri = uri_, .port = 0});
+  const std::string host = "Host: 127.0.0.1\r\n\r\n";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"BREW /api/info HTTP/1.1\r\n" + host,
+       {"501 Not Implemented", "BREW /api/info: the method BREW"}},
+      {"TRACE /api/info HTTP/1.1\r\n" + host, {"501 ", "method TRACE", "\"status\":501}"}},
+      {"CONNECT 127.0.0.1:1 HTTP/1.1\r\n" + host, {"501 ", "method CONNECT"}},
+      {"GET /api/info HTTP/2.0\r\n" + host,
+       {"505 HTTP Version Not Supported", "GET /api/info: HTTP/2.0 is not a version",
+        "\"status\":505}"}},
+      {"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", {"505 ", "HTTP/2.0"}},
+      {"GET /api/info FOO/1.1\r\n" + host, {"400 ", "'FOO/1.1' is not an HTTP version"}},
+  };
+  for (const auto& [request, words] : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(request));
+    const std::string got = raw.read(std::chrono::seconds(5));
+    EXPECT_EQ(got.rfind("HTTP/1.1 " + words[0], 0), 0u) << request << "\n" << got;
+    for (const auto& w : words) EXPECT_NE(got.find(w), std::string::npos) << w << "\n" << got;
+    EXPECT_TRUE(raw.closed()) << request;
+  }
+  EXPECT_EQ(srv.client().Get("/api/info")->status, 200);
+}
+
+// Issue 51, third hunt: a bare CR in a header's value was taken (RFC 9112
+// §2.2: invalid; a proxy may end the line there), and a request whose lines
+// end in LF alone waited 10 s for a 408. Both are refused (400) at once,
+// as a line that ends in LF alone among CR LF ones (httplib skipped it).
+TEST_F(ServeHttpTest, ACrOrAnLfThatIsNotALineEndIsRefused) {
+  Running srv({.store_uri = uri_, .port = 0});
+  const std::string get = "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {get + "X-A: a\rb\r\n\r\n", "a bare CR"},
+      {"GET /api/info\r HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "a bare CR"},
+      {get + "X-A: a\nContent-Length: 5\r\n\r\n", "ends in LF alone"},
+      {"GET /api/info HTTP/1.1\nHost: 127.0.0.1\n\n", "ends in LF alone"},
+  };
+  for (const auto& [request, words] : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(request));
+    const auto t0 = Clock::now();
+    const std::string got = raw.read(std::chrono::seconds(5));
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << request << "\n" << got;
+    EXPECT_NE(got.find(words), std::string::npos) << got;
+    EXPECT_TRUE(raw.closed());
+    EXPECT_LT(seconds_since(t0), 3.0) << request;
+  }
+}
+
+// Issue 51, third hunt: "Bearer" and its token may be apart by more than
+// one space (RFC 9110 §11.4: 1*SP); two spaces were answered 401.
+TEST_F(ServeHttpTest, ABearerTokenMayFollowSeveralSpaces) {
+  Running srv({.store_uri = uri_, .port = 0, .token = "0123456789abcdef"});
+  auto c = srv.client();
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", "Bearer  0123456789abcdef"}})->status, 200);
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", "bearer    0123456789abcdef"}})->status, 200);
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", "Bearer  0123456789abcdeX"}})->status, 401);
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", "Bearer"}})->status, 401);
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", "Bearer0123456789abcdef"}})->status, 401);
 }
 
 }  // namespace
