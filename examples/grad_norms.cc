@@ -29,7 +29,9 @@ int main(int argc, char** argv) {
       ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
   auto config = ts::config::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
-  ts::train::Trainer trainer(config, store, {.name = "grad-norms"});
+  ts::train::TrainOptions options;
+  options.name = "grad-norms";
+  ts::train::Trainer trainer(config, store, options);
   trainer.set_model(std::make_shared<TinyNet>());
   trainer.add_observer(std::make_shared<GradNorms>());
   auto result = trainer.run();

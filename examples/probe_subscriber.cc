@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
       ts::store::Store::open({.uri = argc > 1 ? argv[1] : ""});
   auto config = ts::config::parse_config(
       "data: {dataset: fashion-mnist, train_subset: 2560, test_subset: 500}\n", {"train.epochs=1"});
-  ts::train::Trainer trainer(config, store, {.name = "probe-subscriber"});
+  ts::train::TrainOptions options;
+  options.name = "probe-subscriber";
+  ts::train::Trainer trainer(config, store, options);
   // A probe subscriber of one's own attaches like any observer.
   trainer.add_observer(std::make_shared<ts::probes::ProbeObserver>(
       std::vector<std::shared_ptr<ts::probes::Subscriber>>{std::make_shared<NearZero>()}));

@@ -33,7 +33,10 @@ TEST(CapabilityTest, AUnitOfTheTestSuiteGetsConfigObserverRecordsAndRunsShow) {
       {"monitor.interval_s=0"});
   EXPECT_NE(ts::config::to_yaml(config).find("sign_flips:\n  every: 2"), std::string::npos)
       << ts::config::to_yaml(config);
-  ts::train::Trainer trainer(config, store, {.name = "flips", .record_environment = false});
+  ts::train::TrainOptions options;
+  options.name = "flips";
+  options.record_environment = false;
+  ts::train::Trainer trainer(config, store, options);
   const auto result = trainer.run();
   ASSERT_EQ(result.steps, 8);
 
