@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -143,9 +144,12 @@ void write_state_dict(const fs::path& path, Classifier& model) {
     }
     zip.writeEndOfFile();
   }
-  core::write_file_atomically(path, [&](std::ostream& o) {
+  const auto body = [&](std::ostream& o) {
     o.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  });
+  };
+  if (path != "-") return core::write_file_atomically(path, body);
+  body(std::cout);  // `-o -`; a stdout that fails is said at the end (core/output.h)
+  std::cout.flush();
 }
 
 void read_state_dict(const fs::path& path, Classifier& model) {
@@ -176,6 +180,7 @@ std::string export_state_dict(store::Store& store, const store::RunInfo& run,
   if (run.config_text.empty())
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no model to export)",
          core::short_uuid(run.uuid));
+  store::verify_config(run);  // the model is built from it
   const auto ck = require_checkpoint(store, run, checkpoint);
   const config::Config cfg =
       config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));

@@ -97,7 +97,8 @@ void add_weights(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<WeightsArgs>();
   cmd->add_option("RUN", a->run, "UUID prefix or run name")->required();
   cmd->add_option("--checkpoint", a->checkpoint, "Checkpoint name (default: the newest)");
-  cmd->add_option("--out,-o", a->out, "The file to write (torch.save's format)")->required();
+  cmd->add_option("--out,-o", a->out, "The file to write (torch.save's format); - for stdout")
+      ->required();
   set_example(cmd,
               "trainscope weights demo -o demo.pt   # then in Python: "
               "model.load_state_dict(torch.load('demo.pt'))");

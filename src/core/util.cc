@@ -99,34 +99,6 @@ std::string sha256_file(const std::filesystem::path& path) {
   }
 }
 
-std::string escape_for_display(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          out += fmt::format("\\x{:02x}", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out;
-}
-
 namespace {
 
 // The length of the UTF-8 sequence at s[i], 0 when it is not one (overlong
@@ -150,7 +122,56 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   return 0;
 }
 
+// An ASCII character as escape_for_display shows it, appended to `out`.
+void append_ascii(std::string& out, unsigned char c) {
+  switch (c) {
+    case '\n':
+      out += "\\n";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    default:
+      if (c < 0x20 || c == 0x7f) {
+        out += fmt::format("\\x{:02x}", c);
+      } else {
+        out.push_back(static_cast<char>(c));
+      }
+  }
+}
+
 }  // namespace
+
+std::string escape_for_display(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t n = utf8_sequence(s, i);
+    if (n == 0) {  // a byte that is not UTF-8: a terminal would guess
+      out += fmt::format("\\x{:02x}", c);
+      ++i;
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+      // A C1 control (U+0080..U+009F): NEL breaks a line, CSI starts an
+      // escape sequence in terminals that take 8-bit controls.
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));
+      i += 2;
+    } else if (n > 1) {
+      out.append(s.substr(i, n));
+      i += n;
+    } else {
+      append_ascii(out, c);
+      ++i;
+    }
+  }
+  return out;
+}
 
 std::string valid_utf8(std::string_view s) {
   std::string out;
@@ -224,6 +245,11 @@ void check_output_file(const std::filesystem::path& path) {
 void check_output_folder(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   if (path.empty()) return;
+  // `-` is stdout wherever a file is written; a folder of files cannot go
+  // there, and a folder named '-' is not what was meant.
+  if (path == "-")
+    fail(ErrorKind::kUsage,
+         "cannot write a folder of files to stdout ('-'); give a folder (./- for one named '-')");
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (fs::exists(st) && !fs::is_directory(st))

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
@@ -55,6 +56,40 @@ std::optional<double> metric_number(std::string_view s) {
   const double d = std::strtod(std::string(s).c_str(), nullptr);
   if (std::isinf(d)) return std::nullopt;
   return d;
+}
+
+// A step as written, a number of metric_number's grammar: its value when
+// that is an integer from 0 to 2^53, read exactly from its digits (a
+// double rounds 9007199254740993 to 2^53, another step); 1e3 and 3.0 are
+// steps 1000 and 3.
+std::optional<int64_t> exact_step(std::string_view s) {
+  size_t i = s.starts_with('-') ? 1 : 0;
+  std::string digits;    // the mantissa's, its point dropped
+  int64_t exponent = 0;  // of ten, that scales `digits`
+  for (; i < s.size() && is_digit(s[i]); ++i) digits += s[i];
+  if (i < s.size() && s[i] == '.')
+    for (++i; i < s.size() && is_digit(s[i]); ++i, --exponent) digits += s[i];
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    const bool down = ++i < s.size() && s[i] == '-';
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    int64_t e = 0;  // held below 10^15: far beyond any line's length of digits
+    for (; i < s.size() && is_digit(s[i]); ++i)
+      e = std::min<int64_t>(e * 10 + (s[i] - '0'), 1'000'000'000'000'000);
+    exponent += down ? -e : e;
+  }
+  if (i != s.size() || digits.empty()) return std::nullopt;  // NaN, inf
+  const size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return 0;  // 0, -0, 0.0e5
+  digits.erase(0, first);
+  for (; digits.back() == '0'; ++exponent) digits.pop_back();
+  // Below zero, a fraction, or more digits than 2^53's 16.
+  if (s.starts_with('-') || exponent < 0 || static_cast<int64_t>(digits.size()) + exponent > 16)
+    return std::nullopt;
+  digits.append(static_cast<size_t>(exponent), '0');
+  int64_t step = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), step);
+  if (store::step_problem(step)) return std::nullopt;
+  return step;
 }
 
 std::string shown(std::string_view s) { return core::escape_for_display(s.substr(0, 64)); }
@@ -272,9 +307,9 @@ std::optional<std::string> MetricLineParser::add(std::string key, std::string_vi
   if (twice) return fmt::format("key '{}' appears twice", shown(key));
   const std::optional<double> number = token.empty() ? std::nullopt : metric_number(token);
   if (key == "step") {
-    if (!number || store::step_problem(*number))
-      return store::step_refusal(token.empty() ? "(not a number)" : shown(token));
-    step_ = static_cast<int64_t>(*number);
+    const std::optional<int64_t> step = number ? exact_step(token) : std::nullopt;
+    if (!step) return store::step_refusal(token.empty() ? "(not a number)" : shown(token));
+    step_ = *step;
     return std::nullopt;
   }
   if (number) {

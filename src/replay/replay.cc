@@ -123,6 +123,10 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
         core::short_uuid(a.uuid), d.first_diff_step);
     return;
   }
+  // Each replays under its recorded config: one changed in the store since
+  // would replay another training (store::verify_config).
+  store::verify_config(a);
+  store::verify_config(b);
   d.replay_from = checkpoint_step(ck->name);
   core::log_info("replaying steps {}..{} of both runs from {}", *d.replay_from + 1,
                  d.first_diff_step, ck->name);

@@ -36,6 +36,8 @@ void check_data_files(const env::Manifest& recorded, const store::RunInfo& orig,
 
 Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
             const RerunOptions& options) {
+  // The config trained again is the one the run recorded, or none.
+  store::verify_config(orig);
   if (auto what = train::not_a_training(*store, orig); !what.empty())
     fail(ErrorKind::kUsage, "run {} is {}, not a training: only trained runs can be rerun",
          core::short_uuid(orig.uuid), what);

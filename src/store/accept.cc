@@ -9,19 +9,47 @@
 
 namespace trainscope::store {
 
+namespace {
+
+// The length of the UTF-8 sequence that `lead` starts, in text that is
+// valid UTF-8.
+size_t sequence_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+// Whether the character at text[i] (valid UTF-8, `n` bytes) is a control
+// character: C0 (below 0x20), DEL, or C1 (U+0080..U+009F, C2 80..C2 9F).
+bool is_control(std::string_view text, size_t i, size_t n) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (n == 1) return c < 0x20 || c == 0x7f;
+  return n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+}
+
+bool holds_control(std::string_view text) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    n = sequence_length(static_cast<unsigned char>(text[i]));
+    if (is_control(text, i, n)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<std::string> key_problem(std::string_view key) {
   if (key.empty()) return "is empty";
   if (key.size() > kMaxKeyBytes) return fmt::format("is longer than {} bytes", kMaxKeyBytes);
-  const bool control = std::any_of(key.begin(), key.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
-  if (control) return "holds a control character";
+  if (core::valid_utf8(key) != key) return "is not UTF-8 text";
+  if (holds_control(key)) return "holds a control character";
   if (key.find_first_not_of(' ') == std::string_view::npos) return "is only blanks";
   return std::nullopt;
 }
 
 std::string shown_key(std::string_view key) {
-  return core::escape_for_display(key.substr(0, 64)) + (key.size() > 64 ? "..." : "");
+  if (key.size() <= 64) return core::escape_for_display(key);
+  // Cut at a character's start (UTF-8's continuation bytes are 10xxxxxx).
+  size_t cut = 64;
+  while (cut > 60 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80) --cut;
+  return core::escape_for_display(key.substr(0, cut)) + "...";
 }
 
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key) {
@@ -78,16 +106,16 @@ std::optional<std::string> experiment_problem(std::string_view noun, std::string
 
 std::string derived_name(std::string_view from, std::string_view fallback) {
   constexpr size_t kMax = kMaxKeyBytes - 16;
-  std::string out(from.substr(0, kMax));
-  // A cut inside a character drops its first bytes too (UTF-8's
-  // continuation bytes are 10xxxxxx).
-  if (from.size() > kMax) {
-    size_t end = out.size();
-    while (end > 0 && (static_cast<unsigned char>(from[end]) & 0xc0) == 0x80) --end;
-    out.resize(end);
+  // A byte that is not UTF-8 becomes U+FFFD, a control character '_'; the
+  // name ends before the character that would pass kMax bytes.
+  const std::string text = core::valid_utf8(from);
+  std::string out;
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    n = sequence_length(static_cast<unsigned char>(text[i]));
+    const std::string_view piece = is_control(text, i, n) ? "_" : text.substr(i, n);
+    if (out.size() + piece.size() > kMax) break;
+    out += piece;
   }
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
   if (out.find_first_not_of(' ') == std::string::npos) return std::string(fallback);
   return out;
 }

@@ -454,4 +454,13 @@ void verify_artifact(const ArtifactInfo& a) {
                a.name, a.path.string());
 }
 
+void verify_config(const RunInfo& run) {
+  if (run.config_text.empty() || run.config_hash.empty()) return;
+  if (core::sha256_hex(run.config_text) == run.config_hash) return;
+  core::fail(core::ErrorKind::kStore,
+             "the config recorded with run {} does not match its recorded SHA-256: it was "
+             "changed in the store after the run recorded it; it cannot be used",
+             core::short_uuid(run.uuid));
+}
+
 }  // namespace trainscope::store

@@ -517,6 +517,7 @@ StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
   return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
 }
 
+  store::verify_config(study);  // its runs are planned from it
 void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name) {
   auto tags = store.tags(parent.uuid);
   if (tags.count("kind") == 0 || tags["kind"] != "study") return;

@@ -1,9 +1,12 @@
 // Event files others wrote into the store as runs (`import tfevents`).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/tensorboard/tensorboard.h"
@@ -31,6 +34,22 @@ struct Folder {
   double start = 0, end = 0;
 };
 
+// Whether an entry named as an event file is one to read: a regular file
+// (or a link to one), or a link that leads nowhere (its reader says it
+// cannot be read); not a folder so named. Anything else (a FIFO, a device
+// or a link to one, a socket) refuses the import, never opened, where a
+// FIFO would block and /dev/zero never end, and never skipped in silence.
+bool to_read(const fs::path& dir, const fs::path& file) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return true;
+  if (S_ISDIR(st.st_mode)) return false;
+  fail(ErrorKind::kUsage,
+       "cannot read event file '{}': it is {}, not a regular file; move it out of '{}' to import "
+       "the rest; nothing was imported",
+       core::escape_for_display(file.string()), core::file_kind(st.st_mode),
+       core::escape_for_display(dir.string()));
+}
+
 // Every folder under `dir` (itself included) holding event files, each
 // with its files sorted by name.
 std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
@@ -40,9 +59,10 @@ std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
          dir.string());
   std::map<fs::path, std::vector<fs::path>> out;
   fs::recursive_directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec))
-    if (it->is_regular_file() && tfevents::is_event_file(it->path()))
+  for (; !ec && it != end; it.increment(ec)) {
+    if (tfevents::is_event_file(it->path()) && to_read(dir, it->path()))
       out[it->path().parent_path()].push_back(it->path());
+  }
   if (ec)
     fail(ErrorKind::kUsage, "cannot read the folder '{}': {}; check its permissions", dir.string(),
          ec.message());

@@ -147,6 +147,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   if (run.config_text.empty())
     fail(ErrorKind::kUsage, "run {} was not recorded by the trainer (it has no config)",
          core::short_uuid(run.uuid));
+  store::verify_config(run);  // the model is built from it
   const auto ck = require_checkpoint(store, run, checkpoint);
   config::Config cfg =
       config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));

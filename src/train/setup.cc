@@ -82,6 +82,9 @@ bool same_config(const store::RunInfo& prev, const std::string& config_text) {
 void check_resumable(store::Store& store, const store::RunInfo& prev, const config::Config& cfg,
                      const std::string& config_text) {
   const std::string id = core::short_uuid(prev.uuid);
+  // Its recorded config is the one compared below (a key's old spelling),
+  // never one changed in the store since.
+  store::verify_config(prev);
   if (prev.status == RunStatus::kRunning)
     fail(ErrorKind::kConflict, "run {} is still running (pid {} on {}); stop it first", id,
          prev.pid, prev.host);

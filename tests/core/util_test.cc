@@ -116,5 +116,36 @@ TEST(MarkupTest, StoreTextStaysTextInMarkdown) {
   EXPECT_EQ(markdown_code("a\nb"), "`a\\nb`");
 }
 
+// Text escaped for a terminal prints on one line and moves nothing: C0
+// controls, DEL, the C1 controls (NEL, CSI in UTF-8) and bytes that are
+// not UTF-8 are escaped; printable UTF-8 (U+00A0 and U+2028 included)
+// passes through (issue 51, third hunt, D8 and D9).
+TEST(EscapeForDisplayTest, ControlsAndBytesThatAreNotUtf8AreEscaped) {
+  EXPECT_EQ(escape_for_display("a\nb\t\\"), "a\\nb\\t\\\\");
+  EXPECT_EQ(escape_for_display("e\x1b]0;x\x07\x7f"), "e\\x1b]0;x\\x07\\x7f");
+  EXPECT_EQ(escape_for_display("a\xc2\205b\xc2\2332J"), "a\\u0085b\\u009b2J");
+  EXPECT_EQ(escape_for_display("caf\xe9-\xff"), "caf\\xe9-\\xff");
+  EXPECT_EQ(escape_for_display("\xc3("), "\\xc3(");
+  EXPECT_EQ(escape_for_display("\xc3\xa9t\xc3\xa9 \xc2\xa0 \xe2\x80\xa8 \xf0\x9f\x98\x80"),
+            "\xc3\xa9t\xc3\xa9 \xc2\xa0 \xe2\x80\xa8 \xf0\x9f\x98\x80");
+}
+
+// `-` is stdout wherever a file is written; where a folder of files is
+// written it is refused, never a folder named '-' (issue 51, third hunt,
+// D6's class).
+TEST(OutputFolderTest, DashIsRefusedWhereAFolderIsWritten) {
+  try {
+    check_output_folder("-");
+    ADD_FAILURE() << "'-' was taken as a folder";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+    EXPECT_EQ(std::string(e.what()),
+              "cannot write a folder of files to stdout ('-'); give a folder (./- for one named "
+              "'-')");
+  }
+  EXPECT_NO_THROW(check_output_folder("./-"));
+  EXPECT_NO_THROW(check_output_file("-"));
+}
+
 }  // namespace
 }  // namespace trainscope::core

@@ -404,6 +404,77 @@ TEST(MetricLineTest, OneRuleForKeysNumbersAndStepsInBothForms) {
   EXPECT_TRUE(store->metric(rec->uuid(), "cfg").empty());
 }
 
+// Issue 51 (third hunt, D7): a step is read exactly from its digits, in
+// both forms: 2^53 + 1 is refused, never stored as 2^53 (a double rounds
+// it); 1e3, 3.0, 0.01e2 and 90071992547409.92e2 are the integers they write.
+TEST(MetricLineTest, AStepIsReadExactlyFromItsDigits) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  MetricLineParser parser(*rec);
+  const std::vector<std::pair<std::string, int64_t>> good = {
+      {"trainscope: step=9007199254740992 a=1", int64_t{1} << 53},
+      {R"({"step": 9007199254740992, "b": 1})", int64_t{1} << 53},
+      {"trainscope: step=90071992547409.92e2 c=1", int64_t{1} << 53},
+      {R"({"step": 1e3, "d": 1})", 1000},
+      {"trainscope: step=3.0 e=1", 3},
+      {R"({"step": 0.01e2, "f": 1})", 1},
+      {"trainscope: step=-0 g=1", 0},
+      {R"({"step": 0e99999999999999999999, "h": 1})", 0},
+      {"trainscope: step=9007199254740991 i=1", (int64_t{1} << 53) - 1},
+  };
+  for (const auto& [l, step] : good) parser.line(l);
+  EXPECT_EQ(parser.malformed(), 0) << parser.first_malformed_reason();
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"trainscope: step=9007199254740993 a=1", "9007199254740993"},
+      {R"({"step": 9007199254740993, "a": 1})", "9007199254740993"},
+      {"trainscope: step=9007199254740992.5 a=1", "9007199254740992.5"},
+      {R"({"step": 9.007199254740993e15, "a": 1})", "9.007199254740993e15"},
+      {"trainscope: step=99999999999999999999 a=1", "99999999999999999999"},
+      {"trainscope: step=1e16 a=1", "1e16"},
+      {R"({"step": 1e99999999999999999999, "a": 1})", "1e99999999999999999999"},
+      {"trainscope: step=1.0000000000000000001 a=1", "1.0000000000000000001"},
+      {"trainscope: step=1e-99999999999999999999 a=1", "1e-99999999999999999999"},
+      {"trainscope: step=-1 a=1", "-1"},
+      {"trainscope: step=NaN a=1", "NaN"},
+  };
+  for (const auto& [l, token] : bad) {
+    MetricLineParser one(*rec);
+    one.line(l);
+    EXPECT_EQ(one.malformed(), 1) << l;
+    EXPECT_EQ(one.first_malformed_reason(), "step " + token + " is not an integer from 0 to 2^53")
+        << l;
+  }
+  rec->end();
+  for (const auto& [l, step] : good) {
+    const std::string key = l.substr(l.rfind(l.front() == '{' ? '"' : '=') - 1, 1);
+    ASSERT_EQ(store->metric(rec->uuid(), key).size(), 1u) << l;
+    EXPECT_EQ(store->metric(rec->uuid(), key)[0].step, step) << l;
+  }
+}
+
+// Issue 51 (third hunt, D8, D9): a key holding a C1 control (NEL, CSI; in
+// JSON also as an escape) or bytes that are not UTF-8 is refused, by the
+// rule of every entry point.
+TEST(MetricLineTest, KeysWithC1ControlsOrBytesThatAreNotUtf8AreRefused) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"trainscope: step=1 a\xc2\205b=1", "key 'a\\u0085b' holds a control character"},
+      {R"({"step": 1, "a\u009bb": 1})", "key 'a\\u009bb' holds a control character"},
+      {"trainscope: step=1 a\377b=1", "key 'a\\xffb' is not UTF-8 text"},
+      {"{\"step\": 1, \"a\xc3(\": 1}", "key 'a\\xc3(' is not UTF-8 text"},
+  };
+  for (const auto& [l, why] : bad) {
+    MetricLineParser one(*rec);
+    one.line(l);
+    EXPECT_EQ(one.malformed(), 1) << l;
+    EXPECT_EQ(one.first_malformed_reason(), why) << l;
+  }
+  rec->end();
+}
+
 // Issue 34: a watched script's params, in either form, set once.
 TEST(MetricLineTest, ParamsInBothFormsAreSetOnceAndFlattenLikeAConfig) {
   TempDir dir;

@@ -17,7 +17,7 @@ import torch
 import trainscope
 
 CLI = os.environ["TS_CLI"]
-RULE = "a key is 1 to 256 bytes without control characters, not only blanks"
+RULE = "a key is 1 to 256 bytes of UTF-8 text without control characters, not only blanks"
 
 
 def cli(store, *args):

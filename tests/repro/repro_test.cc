@@ -326,5 +326,75 @@ TEST(RerunTest, ADirtyTreesDiffIsStoredAndRerunNamesTheDifference) {
   EXPECT_NE(back.out.find("code: the git tree holds the code run"), std::string::npos) << back.out;
 }
 
+// Issue 51 (third hunt, D4): a run's config changed in the store after
+// the run recorded it (its config_hash not) is never trained again nor
+// built into a model: rerun, a resume, eval and weights refuse it in one
+// line (exit 5, a store error, as an artifact that fails its SHA-256), and
+// nothing is recorded or written.
+TEST(RerunTest, AConfigChangedInTheStoreIsRefusedByEveryReaderThatTrainsOrBuildsIt) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 256}}\n"
+                                   "model: {name: mlp}\ntrain: {epochs: 1, batch_size: 64}\n";
+  const std::string db = (dir / "t.db").string();
+  const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + db + " ";
+  auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() +
+                                    " --name orig --no-progress --set train.max_steps=2 "
+                                    "--set checkpoint.every_steps=1");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  std::ofstream(dir / "tamper.py")
+      << "import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\n"
+         "db.execute(\"UPDATE runs SET config_text = replace(config_text, 'lr: 0.001', "
+         "'lr: 0.5') WHERE name = 'orig'\")\nprint(db.total_changes)\ndb.commit()\n";
+  auto tamper = testing::run_command("/usr/bin/python3 " + (dir / "tamper.py").string() + " " + db);
+  ASSERT_EQ(tamper.out, "1\n");
+  StoreOptions so;
+  so.uri = "sqlite:" + db;
+  const RunInfo orig = Store::open(so)->resolve_run("orig");
+  ASSERT_NE(orig.config_text.find("lr: 0.5"), std::string::npos) << orig.config_text;
+  const std::string refused = "trainscope: the config recorded with run " +
+                              core::short_uuid(orig.uuid) +
+                              " does not match its recorded SHA-256: it was changed in the store "
+                              "after the run recorded it; it cannot be used\n";
+  for (const std::string& command : std::vector<std::string>{
+           "rerun orig", "train " + (dir / "c.yaml").string() + " --resume orig --no-progress",
+           "eval orig", "weights orig -o " + (dir / "w.pt").string()}) {
+    auto r = testing::run_command(ts + "-q " + command);
+    EXPECT_EQ(r.exit_code, 5) << command << ": " << r.out;
+    EXPECT_EQ(r.out, refused) << command;
+  }
+  EXPECT_EQ(Store::open(so)->list_runs().size(), 1u);  // no rerun was recorded
+  EXPECT_FALSE(std::filesystem::exists(dir / "w.pt"));
+}
+
+// Issue 51 (third hunt, D6): `weights -o -` writes the state dict to
+// stdout, as every other `-o -` does: the zip `-o FILE` writes, and no
+// file named '-'.
+TEST(WeightsTest, DashOWritesTheStateDictToStdout) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 256}}\n"
+                                   "model: {name: mlp}\ntrain: {epochs: 1, batch_size: 64}\n";
+  const std::string ts =
+      std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string() + " ";
+  auto first = testing::run_command(ts + "-q train " + (dir / "c.yaml").string() +
+                                    " --name w --no-progress --set train.max_steps=2 "
+                                    "--set checkpoint.every_steps=1");
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  auto file = testing::run_command(ts + "-q weights w -o " + (dir / "file.pt").string());
+  ASSERT_EQ(file.exit_code, 0) << file.out;
+  auto out = testing::run_command("cd " + dir.path().string() + " && " + ts +
+                                  "weights w -o - > stdout.pt");
+  ASSERT_EQ(out.exit_code, 0) << out.out;
+  EXPECT_NE(out.out.find("wrote stdout: the weights of run "), std::string::npos) << out.out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "-"));
+  auto bytes = [](const std::filesystem::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string want = bytes(dir / "file.pt"), got = bytes(dir / "stdout.pt");
+  EXPECT_GT(want.size(), 1000u);
+  EXPECT_EQ(got.size(), want.size());  // the same zip (its times aside)
+  EXPECT_EQ(got.substr(0, 4), std::string("PK\x03\x04"));
+}
+
 }  // namespace
 }  // namespace trainscope::repro

@@ -13,12 +13,14 @@
 namespace trainscope::store {
 namespace {
 
-const std::string kRule = "; a key is 1 to 256 bytes without control characters, not only blanks";
+const std::string kRule =
+    "; a key is 1 to 256 bytes of UTF-8 text without control characters, not only blanks";
 
 TEST(AcceptTest, AKeyIsOneTo256BytesWithoutControlCharactersNotOnlyBlanks) {
   for (const std::string& good :
        {std::string("loss"), std::string("train/loss"), std::string(" a "), std::string(256, 'k'),
-        std::string("\xc3\xa9t\xc3\xa9"), std::string("\xff\xfe")})  // bytes, as the store keeps
+        std::string("\xc3\xa9t\xc3\xa9"), std::string("a\xc2\240b"),  // U+00A0 is no control
+        std::string("a\xe2\x80\250b"), std::string("\xf0\x9f\x98\x80")})
     EXPECT_EQ(key_problem(good), std::nullopt) << good;
   EXPECT_EQ(key_problem(""), "is empty");
   EXPECT_EQ(key_problem(std::string(257, 'k')), "is longer than 256 bytes");
@@ -27,6 +29,59 @@ TEST(AcceptTest, AKeyIsOneTo256BytesWithoutControlCharactersNotOnlyBlanks) {
   EXPECT_EQ(key_problem("a\x7f"), "holds a control character");
   EXPECT_EQ(key_problem("\t"), "holds a control character");
   EXPECT_EQ(key_problem("   "), "is only blanks");
+}
+
+// Issue 51 (third hunt, D8): the C1 controls U+0080..U+009F (C2 80..C2 9F
+// in UTF-8) are control characters as C0's are: NEL breaks a line, CSI
+// starts a terminal's escape sequence.
+TEST(AcceptTest, C1ControlsAreControlCharacters) {
+  for (const std::string& c1 : {std::string("a\xc2\205b"), std::string("a\xc2\233b"),
+                                std::string("\xc2\x80"), std::string("x\xc2\x9f")})
+    EXPECT_EQ(key_problem(c1), "holds a control character") << c1;
+  EXPECT_EQ(tag_key_problem("a\xc2\233b"), "tag key 'a\\u009bb' holds a control character" + kRule);
+  EXPECT_EQ(run_name_problem("--name", "a\xc2\205b"),
+            "--name 'a\\u0085b' holds a control character; " + std::string(kNameRule));
+  EXPECT_EQ(experiment_problem("experiment", "\xc2\x90"),
+            "experiment '\\u0090' holds a control character; " + std::string(kNameRule));
+}
+
+// Issue 51 (third hunt, D9): a key or a name that is not UTF-8 could only
+// come back as U+FFFD (JSON, the API, Python), a name no reference
+// matches; refused, and shown with its bytes escaped.
+TEST(AcceptTest, BytesThatAreNotUtf8AreRefused) {
+  for (const std::string& bad :
+       {std::string("a\377b"), std::string("\xff\xfe"), std::string("caf\xe9"),
+        std::string("\xc3("), std::string("\xc0\x80"),  // a broken pair, an overlong NUL
+        std::string("\xed\xa0\x80"), std::string("\xf4\x90\x80\x80"),  // a surrogate, > U+10FFFF
+        std::string("ok\xe2\x82")})                                    // cut short
+    EXPECT_EQ(key_problem(bad), "is not UTF-8 text") << bad;
+  EXPECT_EQ(metric_key_problem("a\377b"), "metric key 'a\\xffb' is not UTF-8 text" + kRule);
+  EXPECT_EQ(run_name_problem("--name", "a\377b"),
+            "--name 'a\\xffb' is not UTF-8 text; " + std::string(kNameRule));
+  EXPECT_EQ(run_name_problem("run name", ""), std::nullopt);  // a run without a name
+}
+
+// The key shown in a message is cut at a character's start, never inside.
+TEST(AcceptTest, AShownKeyIsCutAtACharactersStart) {
+  std::string e_acute;
+  for (int i = 0; i < 129; ++i) e_acute += "\xc3\xa9";
+  std::string first32;
+  for (int i = 0; i < 32; ++i) first32 += "\xc3\xa9";
+  EXPECT_EQ(shown_key(e_acute), first32 + "...");
+  EXPECT_EQ(shown_key("x" + e_acute), "x" + first32.substr(0, 62) + "...");
+}
+
+// A name derived from a folder or a command is one the rule accepts.
+TEST(AcceptTest, ADerivedNameIsOneTheRuleAccepts) {
+  EXPECT_EQ(derived_name("a\nb\xc2\205c\xff", "run"), "a_b_c\xef\xbf\xbd");
+  EXPECT_EQ(derived_name("  ", "run"), "run");
+  EXPECT_EQ(derived_name("\xc2\x9b", "run"), "_");
+  std::string long_name;
+  for (int i = 0; i < 200; ++i) long_name += "\xc3\xa9";
+  const std::string d = derived_name(long_name, "run");
+  EXPECT_EQ(d.size(), 240u);
+  EXPECT_EQ(run_name_problem("name", d), std::nullopt);
+  EXPECT_EQ(run_name_problem("name", derived_name(std::string(300, '\xff'), "run")), std::nullopt);
 }
 
 TEST(AcceptTest, EachKindNamesItselfAndTheKey) {

@@ -149,6 +149,43 @@ TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
   EXPECT_GT(r->end_time, 0);
 }
 
+// Issue 51 (third hunt, D4): a run's config changed in the store (its
+// SHA-256 not) is never trained again or built into a model: every reader
+// that does so asks verify_config, which refuses it with kStore.
+TEST(SqliteStoreTest, AConfigChangedInTheStoreFailsItsRecordedSha256) {
+  TempDir dir;
+  std::string uuid, bare;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({.config_text = "optimizer: {lr: 0.001}\n"}).uuid;
+    bare = store->create_run({}).uuid;
+    EXPECT_NO_THROW(verify_config(*store->find_run(uuid)));
+    EXPECT_NO_THROW(verify_config(*store->find_run(bare)));  // no config: nothing to check
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE runs SET config_text = 'optimizer: {lr: 0.5}\n'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = open_at(dir / "t.db");
+  try {
+    verify_config(*store->find_run(uuid));
+    ADD_FAILURE() << "a changed config was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kStore);
+    EXPECT_EQ(std::string(e.what()),
+              "the config recorded with run " + core::short_uuid(uuid) +
+                  " does not match its recorded SHA-256: it was changed in the store after the "
+                  "run recorded it; it cannot be used");
+  }
+  RunInfo listed = store->list_runs({.uuid_prefix = uuid}).at(0);  // without its config
+  EXPECT_NO_THROW(verify_config(listed));
+  RunInfo old = *store->find_run(uuid);
+  old.config_hash.clear();  // a run recorded before hashes were kept
+  EXPECT_NO_THROW(verify_config(old));
+}
+
 TEST(StoreBadInputTest, NotADatabase) {
   TempDir dir;
   write_file(dir / "junk.db", std::string(4096, 'x'));

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <bit>
 #include <cmath>
@@ -451,11 +452,49 @@ TEST_F(TensorBoardTest, ImportOfAFolderWithoutEventFilesIsNotFound) {
   EXPECT_NE(r.out.find("is not a folder"), std::string::npos) << r.out;
 }
 
+// Issue 51 (third hunt, D3): an entry named as an event file that is not a
+// regular file (a FIFO, a link to /dev/zero) refuses the import in one line
+// naming it, whether it is alone or beside good files: never opened (a FIFO
+// would block), never skipped in silence; nothing is written. A folder
+// whose name holds "tfevents" is still a folder.
+TEST_F(TensorBoardTest, AFifoOrDeviceNamedAsAnEventFileRefusesTheImport) {
+  const auto logs = dir_ / "special";
+  fs::create_directories(logs / "a");
+  const fs::path fifo = logs / "a" / "events.out.tfevents.1.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto r = ts("import tfevents " + shell_quote(logs.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(r.out, fmt::format("trainscope: cannot read event file '{}': it is a FIFO (named "
+                               "pipe), not a regular file; move it out of '{}' to import the "
+                               "rest; nothing was imported\n",
+                               fifo.string(), logs.string()));
+  tfevents::Writer w(logs / "b");  // a good file beside it
+  w.scalar("loss", 0, 1.7e9, 1.0f);
+  w.close();
+  r = ts("import tfevents " + shell_quote(logs.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("a FIFO (named pipe)"), std::string::npos) << r.out;
+  fs::remove(fifo);
+  fs::create_symlink("/dev/zero", logs / "a" / "events.out.tfevents.2.zero");
+  r = ts("import tfevents " + shell_quote(logs.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("events.out.tfevents.2.zero': it is a character device, not a regular file"),
+            std::string::npos)
+      << r.out;
+  EXPECT_TRUE(open()->list_runs().empty());
+  fs::remove(logs / "a" / "events.out.tfevents.2.zero");
+  fs::create_directories(logs / "a" / "tfevents.d");  // a folder so named: looked into
+  r = ts("import tfevents " + shell_quote(logs.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(open()->list_runs().size(), 1u);
+}
+
 // Issue 51: an event file's scalar whose tag or step no other entry point
 // takes (store/accept.h) refuses the import in one line naming the file;
 // nothing is written.
 TEST_F(TensorBoardTest, AScalarNoRunTakesRefusesTheImport) {
-  const std::string rule = "; a key is 1 to 256 bytes without control characters, not only blanks";
+  const std::string rule =
+      "; a key is 1 to 256 bytes of UTF-8 text without control characters, not only blanks";
   const std::vector<std::tuple<std::string, int64_t, std::string>> cases = {
       {"loss", -1, "step -1 is not an integer from 0 to 2^53"},
       {"loss", (int64_t{1} << 53) + 1, "step 9007199254740993 is not an integer from 0 to 2^53"},

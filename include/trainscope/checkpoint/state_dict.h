@@ -16,7 +16,9 @@ namespace trainscope::checkpoint {
 // Writes the model's parameters and buffers, by name and in the model's
 // order, as torch.save writes a state dict (a zip archive whose pickle is a
 // dict of tensors, read by torch.load in Python and by read_state_dict).
-// Throws Error(kStore) naming the file when it cannot be written.
+// `path` "-" writes it to stdout, as every `-o -` does (a stdout that
+// fails is said once at the end, core/output.h). Throws Error(kStore)
+// naming the file when it cannot be written.
 void write_state_dict(const std::filesystem::path& path, models::Classifier& model);
 
 // Copies a state dict saved by torch.save (or write_state_dict) into the
@@ -32,8 +34,10 @@ void read_state_dict(const std::filesystem::path& path, models::Classifier& mode
 
 // A run's checkpoint (`checkpoint`: its name, "" the newest) as a state
 // dict at `out`, loaded into the model the run's recorded config builds;
-// returns the checkpoint's name. Error(kNotFound) when the run has no such
-// checkpoint, Error(kUsage) when it was not recorded by the trainer.
+// returns the checkpoint's name (`out` "-": stdout). Error(kNotFound) when
+// the run has no such checkpoint, Error(kUsage) when it was not recorded by
+// the trainer, Error(kStore) when its config does not match the SHA-256
+// recorded with it (store::verify_config).
 std::string export_state_dict(store::Store& store, const store::RunInfo& run,
                               const std::string& checkpoint, const std::filesystem::path& out);
 

@@ -39,7 +39,9 @@ std::filesystem::path user_cache_dir();
 std::string sha256_file(const std::filesystem::path& path);
 
 // Escapes control characters and backslashes so that any key prints on one
-// line: "a\nb" -> "a\\nb". Printable UTF-8 passes through unchanged.
+// line and moves no terminal: "a\nb" -> "a\\nb", ESC -> "\\x1b", a C1
+// control (U+0080..U+009F: NEL, CSI) -> "\\u0085", a byte that is not
+// UTF-8 -> "\\xff". Printable UTF-8 passes through unchanged.
 std::string escape_for_display(std::string_view s);
 // `s` as valid UTF-8: a byte that starts no sequence (overlong forms,
 // surrogates and code points past U+10FFFF included) becomes U+FFFD. For
@@ -74,8 +76,9 @@ double percentile(std::vector<double> v, double p);
 // a read-only file system). "" and "-" (stdout) pass.
 void check_output_file(const std::filesystem::path& path);
 // The same for a folder that is created (with its parents) when missing:
-// refused when it is not a folder, or when the nearest folder that exists
-// may not be written in.
+// refused when it is not a folder, when the nearest folder that exists
+// may not be written in, or when it is "-" (stdout, which cannot hold a
+// folder's files; "./-" names a folder '-').
 void check_output_folder(const std::filesystem::path& path);
 
 // Throws Error(kUsage): "cannot write WHAT: <strerror(err)>; free space or

@@ -30,13 +30,14 @@ struct JsonMember;
 // A param is set once: the same value again is nothing new, another value
 // makes the line malformed. Anything else is ordinary output. One rule for
 // the metric forms (docs/monitor.md):
-//   - a key is 1 to 256 bytes without control characters (NUL included),
-//     and appears once in a line;
+//   - a key is 1 to 256 bytes of UTF-8 text without control characters
+//     (NUL, DEL and C1 included), and appears once in a line;
 //   - a number is written as JSON writes one (-1, 0.5, 1e-3), or NaN,
 //     Infinity, -Infinity (Python's json) or nan, inf, -inf (Python's
 //     str); both forms accept exactly these. A JSON value that is not a
 //     number (a string, true, null, a list or object) is not a metric;
-//   - a step is an integer from 0 to 2^53 (as a number: 100, 1e3);
+//   - a step is an integer from 0 to 2^53 (as a number: 100, 1e3), read
+//     exactly from its digits (2^53 + 1 is refused, not rounded);
 //   - a line needs at least one metric besides its step.
 // A line that starts like a metric line and breaks a rule is skipped and
 // counted as malformed; the first such line is kept with the reason. A key

@@ -19,7 +19,9 @@ namespace trainscope::replay {
 // config, from the last checkpoint of `a` before d.first_diff_step up to
 // that step in a scratch store, and compares the tensors element by
 // element. Leaves a note in d.replay_note when there is no checkpoint to
-// start from or the replay does not reproduce the recorded hashes.
+// start from or the replay does not reproduce the recorded hashes; throws
+// Error(kStore) when a run's config does not match the SHA-256 recorded
+// with it (store::verify_config), never replaying a changed config.
 void replay_divergence(store::Store& store, const store::RunInfo& a, const store::RunInfo& b,
                        repro::RunDiff& d);
 
@@ -41,8 +43,10 @@ struct Rerun {
 };
 
 // Re-executes a recorded run from its stored config, seeds and settings.
-// Throws Error(kUsage) for a run without a config and Error(kConflict) when
-// a dataset file's SHA-256 changed (unless options.force).
+// Throws Error(kUsage) for a run without a config, Error(kStore) when its
+// config does not match the SHA-256 recorded with it (store::verify_config)
+// and Error(kConflict) when a dataset file's SHA-256 changed (unless
+// options.force).
 Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& original,
             const RerunOptions& options);
 

@@ -5,19 +5,24 @@
 // store itself keeps any bytes it is given (what a run recorded before this
 // rule, and a store copy, read back unchanged).
 //
-// - A key (of a metric, a param or a tag): 1 to 256 bytes, no control
-//   character (below 0x20, or 0x7f), not only blanks.
+// - A key (of a metric, a param or a tag): 1 to 256 bytes of UTF-8 text
+//   (bytes that are not UTF-8 could only come back as U+FFFD, in JSON, the
+//   API and Python), no control character (C0 below 0x20, DEL 0x7f, or C1
+//   U+0080..U+009F: NEL breaks a line, CSI starts a terminal's escape
+//   sequence), not only blanks.
 // - A step: an integer from 0 to 2^53 (every one exact in a double, as a
-//   JSON reader gives it).
+//   JSON reader gives it). A step written as text is read exactly from its
+//   digits, never through a double, which rounds 2^53 + 1 to 2^53.
 // - A metric value: any double. NaN and +-Inf are kept bit for bit (a loss
 //   that diverged is a result); readers count them apart (the API's
 //   `nonfinite`, the summaries' finite min and max). What is a number is
 //   the entry point's to say: a JSON or text number in metric lines, a
 //   Python bool, int or float, NumPy scalar or tensor of one element.
 // - A param's or a tag's value: at most 4096 bytes, any bytes.
-// - A run's name and its experiment: at most 256 bytes, no control
-//   character, not only blanks; an experiment is never empty, a name may be
-//   (a run without one). They are printed on one line of every listing.
+// - A run's name and its experiment: at most 256 bytes of UTF-8 text, no
+//   control character (C0, DEL or C1, as a key), not only blanks; an
+//   experiment is never empty, a name may be (a run without one). They are
+//   printed on one line of every listing.
 #pragma once
 
 #include <cstddef>
@@ -28,51 +33,57 @@
 
 namespace trainscope::store {
 
-inline constexpr size_t kMaxKeyBytes = 256;
-inline constexpr size_t kMaxValueBytes = 4096;
-inline constexpr int64_t kMaxStep = int64_t{1} << 53;
+inline constexpr size_t kMaxKeyBytes = 256;            // a key's, a name's most bytes
+inline constexpr size_t kMaxValueBytes = 4096;         // a param's or tag's value's most bytes
+inline constexpr int64_t kMaxStep = int64_t{1} << 53;  // the largest step
 
 // The key rule in words, for the end of a message.
 inline constexpr std::string_view kKeyRule =
-    "a key is 1 to 256 bytes without control characters, not only blanks";
+    "a key is 1 to 256 bytes of UTF-8 text without control characters, not only blanks";
 
 // What is wrong with a key, as the words that follow it: "is empty", "is
-// longer than 256 bytes", "holds a control character", "is only blanks";
-// nullopt for a key a run accepts.
+// longer than 256 bytes", "is not UTF-8 text", "holds a control
+// character", "is only blanks"; nullopt for a key a run accepts.
 std::optional<std::string> key_problem(std::string_view key);
 
-// A key for a message: escaped for display, cut at 64 bytes.
+// A key for a message: escaped for display (core::escape_for_display: no
+// control character or byte that is not UTF-8 is written raw), cut at 64
+// bytes (at a character's start) with "..." after a cut.
 std::string shown_key(std::string_view key);
 
 // A refusal of `key` named as `noun` ("metric key", "tag key", "param",
 // "key"): "tag key 'a\x00b' holds a control character; a key is 1 to 256
 // bytes ...". nullopt for a key a run accepts.
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key);
-std::optional<std::string> metric_key_problem(std::string_view key);
-std::optional<std::string> tag_key_problem(std::string_view key);
-std::optional<std::string> param_key_problem(std::string_view key);
+std::optional<std::string> metric_key_problem(std::string_view key);  // "metric key ..."
+std::optional<std::string> tag_key_problem(std::string_view key);     // "tag key ..."
+std::optional<std::string> param_key_problem(std::string_view key);   // "param ..."
 
 // "the value of param 'lr' is longer than 4096 bytes"; nullopt when it is not.
 std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
                                          std::string_view value);
+// The same, named "param".
 std::optional<std::string> param_value_problem(std::string_view key, std::string_view value);
+// The same, named "tag".
 std::optional<std::string> tag_value_problem(std::string_view key, std::string_view value);
 
 // The name rule in words, for the end of a message.
 inline constexpr std::string_view kNameRule =
-    "a name is at most 256 bytes without control characters, not only blanks";
+    "a name is at most 256 bytes of UTF-8 text without control characters, not only blanks";
 
 // A refusal of a run's name, or of its experiment's, named as `noun` ("run
 // name", "--experiment", "TRAINSCOPE_RUN_NAME"): "--name 'a\nb' holds a
 // control character; a name is at most ...". nullopt for one a run accepts.
+// An empty name passes (a run without one).
 std::optional<std::string> run_name_problem(std::string_view noun, std::string_view name);
+// The same for an experiment, which is never empty.
 std::optional<std::string> experiment_problem(std::string_view noun, std::string_view experiment);
 
 // A name a run takes from something else (a folder, a command's file name)
-// made one the name rule accepts: each control character becomes '_', it is
-// cut to 240 bytes at a UTF-8 character's start (room for the "-2" that
-// keeps a name to one run), and one of blanks only (or nothing) becomes
-// `fallback`.
+// made one the name rule accepts: each byte that is not UTF-8 becomes
+// U+FFFD, each control character (C0, DEL, C1) '_', it is cut to 240 bytes
+// at a UTF-8 character's start (room for the "-2" that keeps a name to one
+// run), and one of blanks only (or nothing) becomes `fallback`.
 std::string derived_name(std::string_view from, std::string_view fallback);
 
 // "step -1 is not an integer from 0 to 2^53", of a step as an integer or

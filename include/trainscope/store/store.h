@@ -229,6 +229,16 @@ struct StoreOptions {
 // and what differs, otherwise.
 void verify_artifact(const ArtifactInfo& artifact);
 
+// Checks a run's recorded config against the SHA-256 recorded with it
+// (config_hash), as verify_artifact checks a file: a config changed in the
+// store after its run recorded it is never trained again (rerun, a
+// replay, a resume), built into a model (eval, weights) or planned from
+// (a study). Throws Error(kStore), one line naming the run and saying its
+// config was changed, when they differ. A run without a config, or
+// without a hash (a RunInfo of list_runs, a run recorded before hashes
+// were kept), passes: there is nothing to check it by.
+void verify_config(const RunInfo& run);
+
 // The default store URI after consulting $TRAINSCOPE_STORE.
 std::string default_store_uri();
 

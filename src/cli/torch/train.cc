@@ -122,8 +122,8 @@ void weights(Context& ctx, const WeightsArgs& a) {
   const store::RunInfo run = store->resolve_run(a.run);
   core::check_output_file(a.out);
   const std::string from = checkpoint::export_state_dict(*store, run, a.checkpoint, a.out);
-  core::log_info("wrote {}: the weights of run {} at {}, as torch.save writes a state dict", a.out,
-                 core::short_uuid(run.uuid), from);
+  core::log_info("wrote {}: the weights of run {} at {}, as torch.save writes a state dict",
+                 a.out == "-" ? "stdout" : a.out, core::short_uuid(run.uuid), from);
 }
 
 void eval(Context& ctx, const EvalArgs& a) {

@@ -91,6 +91,7 @@ std::vector<WeightSpread> weight_spread(store::Store& s, const StudyAnalysis& a)
     for (const auto& r : c.run_uuids) files.push_back(checkpoints(s, r));
     if (files[0].empty()) continue;  // nothing to compare (or to build a model for)
     auto run = s.find_run(c.run_uuids[0]);
+    store::verify_config(*run);  // the model is built from it
     config::Config cfg =
         config::parse_config(run->config_text, {}, "run " + core::short_uuid(run->uuid));
     auto& model = models[architecture(config::flatten(cfg))];
