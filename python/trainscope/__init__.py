@@ -13,9 +13,10 @@ dashboard read it like any other. An exception inside the `with` block
 ends the run "failed", Ctrl-C "killed"; leaving it normally, "finished".
 A run left open (no `with`, no `finish()`) ends with the interpreter the
 same way: an uncaught exception "failed" (Ctrl-C "killed"), `sys.exit()`
-with a non-zero status "failed", a normal end "finished"; so does a run
-whose object was dropped before (a function's). A child of os.fork()
-leaves the runs it inherits to the parent.
+with a non-zero status "failed" (not one whose SystemExit the script
+catches), a normal end "finished"; so does a run whose object was dropped
+before (a function's). A child of os.fork() leaves the runs it inherits
+to the parent.
 
 A thin layer: the recording is trainscope's C++ (`trainscope._trainscope`);
 this package turns Python values into its arguments and adds what only
@@ -26,6 +27,7 @@ import builtins
 import collections.abc
 import hashlib
 import importlib.metadata
+import itertools
 import numbers
 import os
 import platform
@@ -214,23 +216,29 @@ def _number(what, value):
 # Runs left open (no `with`, no finish()): ended as the interpreter ends,
 # held here until then (a run whose object a function dropped ends with
 # the status of the interpreter, not as "finished" when it is collected).
-# The status the interpreter is known to end with: None (finished, as far
-# as is known), "failed" (an uncaught exception, sys.exit with a non-zero
-# status) or "killed" (an uncaught KeyboardInterrupt: Ctrl-C, as in `with`).
+# The status the interpreter is known to end with, the last word on the
+# main thread: None (finished, as far as is known), "failed" (an uncaught
+# exception, sys.exit with a non-zero status) or "killed" (an uncaught
+# KeyboardInterrupt: Ctrl-C, as in `with`). While the SystemExit of the
+# last sys.exit may still be on its way out, _exit_note holds its token
+# and the status before it (restored if the script catches it).
 _OPEN = set()
 _ending = None
-_previous = {}
+_exit_note = None
+_installed = []
 # In a child of os.fork(): the parent's open runs, which the child never
 # ends (they are the parent's to end), held so that none is collected in it.
 _INHERITED = []
+# The statuses a run ends with (finish()).
+_ENDS = ("finished", "failed", "killed", "stopped")
 
 
 def _forked():
     """In a forked child: the runs it inherits are the parent's."""
-    global _ending
+    global _ending, _exit_note
     _INHERITED.extend(_OPEN)
     _OPEN.clear()
-    _ending = None
+    _ending = _exit_note = None
 
 
 if hasattr(os, "register_at_fork"):
@@ -255,27 +263,90 @@ def _end_open_runs(status, thread=None):
             run._end_quietly(status)
 
 
-def _excepthook(kind, value, traceback):
-    global _ending
-    _ending = _status_of(kind)
+def _audit(event, args):
+    """An audit hook (sys.addaudithook): CPython raises "sys.excepthook"
+    with the exception before it calls whatever sys.excepthook is, so an
+    uncaught exception is seen even when the script's own hook replaced
+    ours and does not chain. Not in the interactive interpreter, where an
+    exception ends one command, not the session."""
+    if event != "sys.excepthook":
+        return
+    global _ending, _exit_note
     try:
-        _previous["excepthook"](kind, value, traceback)
-    finally:
-        _end_open_runs(_ending)
+        if (threading.current_thread() is threading.main_thread()
+                and not hasattr(sys, "ps1")):
+            _ending, _exit_note = _status_of(args[1]), None
+    except Exception:  # noqa: BLE001 (an audit hook must not raise)
+        pass
 
 
-def _thread_excepthook(args):
+class _ThreadHook:
+    """threading.excepthook, chained to the one before it: an exception
+    that ends a thread fails the runs that thread started."""
+
+    def __init__(self, previous):
+        self.previous = previous if previous is not None else threading.__excepthook__
+
+    def __call__(self, args):
+        try:
+            self.previous(args)
+        finally:
+            if args.exc_type is not SystemExit:  # SystemExit ends a thread, not its run
+                _end_open_runs(_status_of(args.exc_type), args.thread)
+
+
+class _ExitNote:
+    """Rides on the SystemExit of a sys.exit call (an attribute of it) and
+    is freed with it, which tells whether the exit ended the interpreter.
+    CPython frees a SystemExit that ends it in C, after the last Python
+    frame has returned (pythonrun.c, _Py_HandleSystemExit); one the script
+    catches is freed while the script runs, as its except block ends. Freed
+    under a Python frame with the main thread alive, the exit was caught:
+    it no longer counts. One kept alive to the end (stored beyond its
+    except block) still counts."""
+
+    __slots__ = ("token",)
+    _tokens = itertools.count(1)
+
+    def __init__(self):
+        self.token = next(self._tokens)
+
+    def __reduce__(self):  # a pickled or deep-copied SystemExit carries nothing of it
+        return (object, ())
+
+    def __del__(self):
+        global _ending, _exit_note
+        try:
+            note = _exit_note
+            if note is None or note[0] != self.token:
+                return
+            if sys._getframe().f_back is not None and threading.main_thread().is_alive():
+                _ending, _exit_note = note[1], None
+        except Exception:  # noqa: BLE001 (freed late in the interpreter's end)
+            pass
+
+
+def _note_exit(raised):
+    """The status a sys.exit on the main thread asks for, until its
+    SystemExit is caught (_ExitNote). A sys.exit in another thread ends
+    that thread; one in an atexit handler (the main thread has ended)
+    changes no exit status: neither is noted."""
+    global _ending, _exit_note
+    main = threading.main_thread()
+    if threading.current_thread() is not main or not main.is_alive():
+        return
+    note = _ExitNote()
     try:
-        _previous["threading"](args)
-    finally:
-        if args.exc_type is not SystemExit:  # SystemExit ends a thread, not its run
-            _end_open_runs(_status_of(args.exc_type), args.thread)
+        raised._trainscope_exit = note
+        _exit_note = (note.token, _ending)
+    except (AttributeError, TypeError):  # one of its own that takes no note: it counts
+        _exit_note = None
+    _ending = "failed" if _exit_code(raised.code) != 0 else None
 
 
 class _Exit:
     """sys.exit, exit() or quit(), noting the status the interpreter will
-    exit with (the last call on the main thread wins: a SystemExit that is
-    caught and followed by another exit is not the end)."""
+    exit with, unless the script catches the SystemExit (_ExitNote)."""
 
     def __init__(self, original):
         self._original = original
@@ -284,10 +355,11 @@ class _Exit:
         return repr(self._original)
 
     def __call__(self, code=None):
-        global _ending
-        if threading.current_thread() is threading.main_thread():
-            _ending = "failed" if _exit_code(code) != 0 else None
-        return self._original(code)
+        try:
+            return self._original(code)
+        except SystemExit as raised:
+            _note_exit(raised)
+            raise
 
 
 def _at_exit():
@@ -308,13 +380,15 @@ _watch_exit()
 
 
 def _install_exit_hooks():
-    """Once, at the first run: sys.excepthook and threading.excepthook
-    chained, an atexit handler (sys.exit is watched from the import on)."""
-    if _previous:
-        return
-    _previous["excepthook"], sys.excepthook = sys.excepthook, _excepthook
-    _previous["threading"], threading.excepthook = threading.excepthook, _thread_excepthook
-    atexit.register(_at_exit)
+    """At the first run: an audit hook that sees uncaught exceptions and an
+    atexit handler. At every run: threading.excepthook chained again if
+    the script replaced it since (sys.exit is watched from the import on)."""
+    if not _installed:
+        _installed.append(True)
+        sys.addaudithook(_audit)
+        atexit.register(_at_exit)
+    if not isinstance(threading.excepthook, _ThreadHook):
+        threading.excepthook = _ThreadHook(threading.excepthook)
 
 
 class Run:
@@ -427,9 +501,13 @@ class Run:
             self._watch.end_step()
 
     def finish(self, status="finished"):
-        """Ends the run: finished, failed, killed or stopped. In a child of
-        os.fork() it does nothing: the run is the parent's to end."""
+        """Ends the run: finished, failed, killed or stopped (another status,
+        "running" included, is a ValueError and the run goes on). In a
+        child of os.fork() it does nothing: the run is the parent's to end."""
         status = _arg("status", status)
+        if status not in _ENDS:
+            raise ValueError(f"status {_shown(status)} ends no run: finish() takes "
+                             "'finished', 'failed', 'killed' or 'stopped'")
         if self._pid != os.getpid():
             _OPEN.discard(self)
             return

@@ -172,12 +172,19 @@ class PyRun {
 
   // Ends the run with `status` (finished, failed, killed, stopped); the
   // buffered points are written first. A second end does nothing.
-  // In a forked child it does nothing: the run is the parent's.
+  // In a forked child it does nothing: the run is the parent's. A status
+  // that ends nothing (created, running) is refused (ValueError) before
+  // the run is touched: it goes on, and a later end ends it.
   void end(const std::string& status) {
+    const ts::store::RunStatus s = ts::store::parse_run_status(status);
+    if (!ts::store::is_terminal(s))
+      ts::core::fail(ts::core::ErrorKind::kUsage,
+                     "run status '{}' ends no run: a run ends finished, failed, killed or stopped",
+                     ts::store::to_string(s));
     if (ended_ || foreign()) return;
     ended_ = true;
     py::gil_scoped_release release;  // the writer thread finishes
-    recorder_->end(ts::store::parse_run_status(status));
+    recorder_->end(s);
   }
   bool ended() const { return ended_; }
   // What the other bindings record into (profile.cc); an Error once ended.
