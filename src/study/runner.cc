@@ -513,11 +513,11 @@ RunInfo resolve_study(store::Store& store, const std::string& ref) {
 }
 
 StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
+  store::verify_config(study);  // its runs are planned from it
   auto params = store.params(study.uuid);
   return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
 }
 
-  store::verify_config(study);  // its runs are planned from it
 void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name) {
   auto tags = store.tags(parent.uuid);
   if (tags.count("kind") == 0 || tags["kind"] != "study") return;
