@@ -2,8 +2,11 @@
 // caught here once and turned into one line on stderr and an exit code;
 // this is the only place where an error's kind becomes an exit code.
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -17,6 +20,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
+#include "trainscope/dist/rendezvous.h"
 
 namespace trainscope::cli {
 namespace {
@@ -39,16 +43,34 @@ int exit_code(core::ErrorKind kind) {
   return 1;
 }
 
+// Writes an error's line where it is said: on stderr, or, in a rank of a
+// local `train --nproc N`, into the pipe its launcher reads
+// (dist::kErrorFdVar), which says one line for all its ranks. Its control
+// characters escaped (core::terminal_text): a stored name inside sets no
+// terminal's title.
+void emit_error(const std::string& line) {
+  const std::string text = core::terminal_text(line);
+  if (const char* var = std::getenv(dist::kErrorFdVar)) {
+    int fd = -1;
+    const std::string_view v(var);
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), fd);
+    const size_t n = std::min<size_t>(text.size(), dist::kMaxErrorLine);
+    if (ec == std::errc() && end == v.data() + v.size() && fd > 2 &&
+        write(fd, text.data(), n) == static_cast<ssize_t>(n))
+      return;
+  }
+  std::cerr << text;
+}
+
 // An error's message as the user sees it: its first line, and the rest
 // (a library's backtrace, say) only with -v.
 void print_error(std::string_view prefix, std::string_view what) {
   std::cout.flush();
   const size_t nl = what.find_first_of("\r\n");
-  if (nl == std::string_view::npos || core::verbosity() >= core::Verbosity::kVerbose) {
-    std::cerr << "trainscope: " << prefix << what << "\n";
-    return;
-  }
-  std::cerr << "trainscope: " << prefix << what.substr(0, nl) << " (-v shows the full message)\n";
+  if (nl == std::string_view::npos || core::verbosity() >= core::Verbosity::kVerbose)
+    return emit_error(fmt::format("trainscope: {}{}\n", prefix, what));
+  emit_error(
+      fmt::format("trainscope: {}{} (-v shows the full message)\n", prefix, what.substr(0, nl)));
 }
 
 void add_global_flags(CLI::App& app, Context& ctx) {
@@ -131,7 +153,7 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
     // --help and --version exit 0; every argument error is a usage error,
     // reported in one line like every other error.
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "trainscope: " << e.what() << "; `--help` lists the options\n";
+    emit_error(fmt::format("trainscope: {}; `--help` lists the options\n", e.what()));
     return exit_code(core::ErrorKind::kUsage);
   } catch (const Exit& e) {
     std::cout.flush();

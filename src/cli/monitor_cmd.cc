@@ -7,6 +7,7 @@
 #include "output.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/markup.h"
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
@@ -151,7 +152,31 @@ void add_resources(CLI::App& app, Context& ctx) {
   });
 }
 
-void print_throughput(const std::vector<monitor::ThroughputColumn>& cols, double warmup) {
+// The table as Markdown: a column per run, named by it (core/markup.h: a
+// run's name stays text, whatever it holds).
+void print_throughput_md(std::ostream& o, const std::vector<monitor::ThroughputColumn>& cols,
+                         double warmup) {
+  o << "| metric |";
+  for (const auto& c : cols) o << " " << core::markdown_text(c.label) << " |";
+  o << "\n| --- |";
+  for (size_t i = 0; i < cols.size(); ++i) o << " ---: |";
+  o << "\n| batch size |";
+  for (const auto& c : cols) o << " " << core::markdown_text(c.batch_size) << " |";
+  const auto& rows = monitor::throughput_rows();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    o << "\n| " << core::markdown_text(rows[i].label) << " |";
+    for (const auto& c : cols)
+      o << " " << core::markdown_text(format::throughput_cell(c, i)) << " |";
+  }
+  o << fmt::format(
+      "\n\nProcess-tree CPU and RSS means without the first {:g} s; GPU columns for gpu0.\n",
+      warmup);
+}
+
+// The table for a terminal: every cell, the header's runs included,
+// escaped (Table).
+void print_throughput(std::ostream& o, const std::vector<monitor::ThroughputColumn>& cols,
+                      double warmup) {
   std::vector<std::string> header = {"METRIC"};
   for (const auto& c : cols) header.push_back(c.label);
   Table t(header);
@@ -165,10 +190,17 @@ void print_throughput(const std::vector<monitor::ThroughputColumn>& cols, double
     for (const auto& c : cols) row.push_back(format::throughput_cell(c, i));
     t.add_row(row);
   }
-  t.print(std::cout);
-  std::cout << fmt::format(
+  t.print(o);
+  o << fmt::format(
       "(process-tree CPU and RSS means without the first {:g} s; GPU columns for gpu0)\n", warmup);
 }
+
+// What `report throughput` takes.
+struct ThroughputArgs {
+  std::vector<std::string> refs;
+  double warmup = 5.0;
+  std::string format = "text", out;
+};
 
 void add_report(CLI::App& app, Context& ctx) {
   auto* report = app.add_subcommand("report", "A study's report, or tables across runs");
@@ -176,22 +208,30 @@ void add_report(CLI::App& app, Context& ctx) {
   auto* cmd = report->add_subcommand(
       "throughput",
       "BRIEF §4 table: one column per run — CPU, memory, GPU, steps/s, accuracy, time to target");
-  auto refs = std::make_shared<std::vector<std::string>>();
-  auto warmup = std::make_shared<double>(5.0);
-  cmd->add_option("RUNS", *refs, "Runs to compare")->required()->expected(-1);
-  cmd->add_option("--warmup", *warmup, "Exclude the first S seconds of resource samples")
+  auto a = std::make_shared<ThroughputArgs>();
+  cmd->add_option("RUNS", a->refs, "Runs to compare")->required()->expected(-1);
+  cmd->add_option("--warmup", a->warmup, "Exclude the first S seconds of resource samples")
       ->check(number_in(0, 1e9));
-  set_example(cmd, "trainscope report throughput bs64 bs128 bs256 --json");
-  cmd->callback([&ctx, refs, warmup] {
+  // Its own --format and --out: the report's (html, md, json of a study)
+  // would be taken, and ignored, after `throughput`.
+  cmd->add_option("--format,-f", a->format, "text, md (Markdown) or json")
+      ->check(CLI::IsMember({"text", "md", "json"}));
+  cmd->add_option("--out,-o", a->out, "Write to this file (default: stdout)");
+  set_example(cmd, "trainscope report throughput bs64 bs128 bs256 --format md");
+  cmd->callback([&ctx, a] {
+    core::check_output_file(a->out);  // before any work
     auto store = ctx.reader();
     std::vector<monitor::ThroughputColumn> cols;
-    for (const auto& run : store->resolve_runs(*refs))  // a run named twice counts once
-      cols.push_back(monitor::throughput_column(*store, run, *warmup));
-    if (ctx.json) {
-      std::cout << format::throughput(cols).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
-    } else {
-      print_throughput(cols, *warmup);
-    }
+    for (const auto& run : store->resolve_runs(a->refs))  // a run named twice counts once
+      cols.push_back(monitor::throughput_column(*store, run, a->warmup));
+    const std::string f = ctx.json ? "json" : a->format;
+    write_output(a->out, [&](std::ostream& o) {
+      if (f == "json")
+        return void(o << format::throughput(cols).dump(2, ' ', false, format::kInvalidUtf8)
+                      << "\n");
+      if (f == "md") return print_throughput_md(o, cols, a->warmup);
+      print_throughput(o, cols, a->warmup);
+    });
   });
 }
 

@@ -26,6 +26,10 @@ size_t display_width(const std::string& s) {
 }
 }  // namespace
 
+Table::Table(std::vector<std::string> header) : header_(std::move(header)) {
+  for (auto& cell : header_) cell = core::escape_for_display(cell);
+}
+
 void Table::add_row(std::vector<std::string> row) {
   for (auto& cell : row) cell = core::escape_for_display(cell);
   row.resize(header_.size());

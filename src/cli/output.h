@@ -16,7 +16,9 @@ namespace trainscope::cli {
 
 class Table {
  public:
-  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  // The header's cells are escaped for display as rows' are (a column may
+  // be named by a run: `report throughput`).
+  explicit Table(std::vector<std::string> header);
   // Cells are escaped for display; numbers should be preformatted.
   void add_row(std::vector<std::string> row);
   // Right-aligns the given column (for numbers).

@@ -37,7 +37,8 @@ void print_table(std::ostream& o, const std::vector<probes::SeriesRef>& series) 
 void print_alerts(std::ostream& o, const std::vector<probes::RunEvent>& alerts) {
   if (alerts.empty()) return void(o << "no alerts\n");
   for (const auto& a : alerts)
-    o << fmt::format("alert at step {} [{}] {}: {}\n", a.step, a.name, a.source, a.message);
+    o << fmt::format("alert at step {} [{}] {}: {}\n", a.step, core::escape_for_display(a.name),
+                     core::escape_for_display(a.source), core::escape_for_display(a.message));
 }
 
 // Every point of the selected series, long format.

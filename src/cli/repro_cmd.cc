@@ -15,6 +15,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
+#include "trainscope/study/study.h"
 
 namespace trainscope::cli {
 
@@ -278,13 +279,17 @@ void add_checklist(CLI::App& app, Context& ctx) {
   set_example(cmd, "trainscope checklist demo");
   cmd->callback([&ctx, ref] {
     auto store = ctx.reader();
-    auto items = repro::checklist(*store, store->resolve_run(*ref));
+    const store::RunInfo run = store->resolve_run(*ref);
+    // Its repeats as every reader counts runs: never an attempt a study set aside.
+    auto items = repro::checklist(*store, run, study::repeats_of(*store, run));
     if (ctx.json) {
       std::cout << format::checklist(items).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
+    // An answer quotes the store (a CPU's name, a tag): escaped for the terminal.
     for (const auto& i : items)
-      std::cout << (i.answered ? "[x] " : "[ ] ") << i.question << ": " << i.answer << "\n";
+      std::cout << (i.answered ? "[x] " : "[ ] ") << i.question << ": "
+                << core::escape_for_display(i.answer) << "\n";
   });
 }
 

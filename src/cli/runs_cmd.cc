@@ -154,13 +154,14 @@ void print_header(std::ostream& o, const RunInfo& r, const store::Liveness& live
   o << "name        " << escape_for_display(r.name.empty() ? "-" : r.name) << "\n";
   o << "experiment  " << escape_for_display(r.experiment) << "\n";
   o << "status      " << live.status;
-  if (live.stale()) o << " (recorded as " << to_string(r.status) << "; " << live.note << ")";
+  if (live.stale())
+    o << " (recorded as " << to_string(r.status) << "; " << core::terminal_text(live.note) << ")";
   o << "\n";
   o << "started     " << core::format_utc(r.start_time) << "\n";
   o << "ended       " << (r.end_time > 0 ? core::format_utc(r.end_time) : "-") << "\n";
   o << "duration    " << format::duration(store::run_seconds(r, core::unix_now())) << "\n";
   o << "heartbeat   " << core::format_utc(r.heartbeat) << "\n";
-  o << "host/pid    " << r.host << " / " << r.pid << "\n";
+  o << "host/pid    " << escape_for_display(r.host) << " / " << r.pid << "\n";
   if (!r.parent_uuid.empty()) o << "parent      " << r.parent_uuid << "\n";
   o << "command     " << escape_for_display(r.command_line.empty() ? "-" : r.command_line) << "\n";
   o << "config      " << (r.config_hash.empty() ? "-" : "sha256:" + r.config_hash.substr(0, 16))

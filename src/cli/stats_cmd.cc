@@ -109,7 +109,7 @@ void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComp
         "runs needed per side {} to detect a difference of {} with power {} at alpha {} "
         "(two-sided Welch t-test, SDs {} and {})\n",
         *c.runs_needed, format::value(c.delta), opt.power, opt.alpha, num(c.a.sd), num(c.b.sd));
-  for (const auto& n : c.notes) o << "note: " << n << "\n";
+  for (const auto& n : c.notes) o << "note: " << core::escape_for_display(n) << "\n";
 }
 
 void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& values) {
@@ -153,7 +153,7 @@ void print_factors(std::ostream& o, const std::string& metric, const stats::Fact
                interval(term.reml_ci)});
   }
   t.print(o);
-  for (const auto& n : f.notes) o << "note: " << n << "\n";
+  for (const auto& n : f.notes) o << "note: " << core::escape_for_display(n) << "\n";
 }
 
 stats::Interactions parse_interactions(const std::string& name) {
@@ -243,7 +243,7 @@ void run_stats(Context& ctx, StatsArgs& a) {
     if (a.format == "csv") return format::metric_stats_csv(o, m);
     print_groups(o, m);
     if (m.comparison) print_comparison(o, *m.comparison);
-    for (const auto& n : m.notes) o << "note: " << n << "\n";
+    for (const auto& n : m.notes) o << "note: " << core::escape_for_display(n) << "\n";
   });
 }
 

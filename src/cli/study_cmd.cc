@@ -56,9 +56,10 @@ study::ProgressFn progress_printer() {
   const bool tty = isatty(STDERR_FILENO);
   return [tty](const study::Progress& p) {
     std::string eta = p.eta_s >= 0 ? format::duration(p.eta_s) : "?";
-    std::string line = fmt::format(
-        "[{:>3}/{}] {} running, {} failed, {} retried, {} elapsed, ETA {}  {}", p.done, p.total,
-        p.running, p.failed, p.retried, format::duration(p.elapsed_s), eta, p.event);
+    std::string line =
+        fmt::format("[{:>3}/{}] {} running, {} failed, {} retried, {} elapsed, ETA {}  {}", p.done,
+                    p.total, p.running, p.failed, p.retried, format::duration(p.elapsed_s), eta,
+                    core::terminal_text(p.event));
     if (core::verbosity() < core::Verbosity::kNormal) return;
     std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
     if (tty && p.running == 0 && p.done + p.failed == p.total) std::cerr << "\n";
@@ -179,7 +180,7 @@ void add_task(CLI::App* study, Context& ctx) {
     study::StudyOptions o = options(ctx, *a);
     auto job = study::planned_task(*ctx.store(), a->study, a->name, o);
     if (!job) {
-      std::cout << a->name << " has finished already\n";
+      std::cout << core::escape_for_display(a->name) << " has finished already\n";
       return;
     }
     // A command study's run learns what it is from its environment.
@@ -195,7 +196,7 @@ void add_task(CLI::App* study, Context& ctx) {
 void print_slurm(const study::StudyStatus& s) {
   std::cout << "Slurm (array jobs " << fmt::format("{}", fmt::join(s.slurm_jobs, ", ")) << "): ";
   if (!s.slurm_error.empty()) {
-    std::cout << "cannot ask: " << s.slurm_error << "\n";
+    std::cout << "cannot ask: " << core::terminal_text(s.slurm_error) << "\n";
   } else if (s.slurm_queue.empty()) {
     std::cout << "no task queued or running\n";
   } else {
@@ -219,8 +220,9 @@ void add_status(CLI::App* study, Context& ctx) {
       j["set_aside"] = s.set_aside;
       return void(std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n");
     }
-    std::cout << "study " << s.study.name << " (" << core::short_uuid(s.study.uuid) << "), "
-              << s.liveness.status << (s.liveness.stale() ? " (" + s.liveness.note + ")" : "")
+    std::cout << "study " << core::escape_for_display(s.study.name) << " ("
+              << core::short_uuid(s.study.uuid) << "), " << s.liveness.status
+              << (s.liveness.stale() ? " (" + core::terminal_text(s.liveness.note) + ")" : "")
               << "\n";
     const bool stale = s.total.stale > 0;  // the column only when some run is
     std::vector<std::string> head = {"CELL", "PLANNED", "FINISHED", "RUNNING", "FAILED", "PENDING"};
@@ -242,8 +244,8 @@ void add_status(CLI::App* study, Context& ctx) {
     t.print(std::cout);
     if (s.mean_run_s > 0) std::cout << "mean run " << format::duration(s.mean_run_s) << "\n";
     if (s.recorded_nothing > 0)
-      std::cout << s.recorded_nothing
-                << " failed run(s) recorded nothing: " << s.recorded_nothing_example << "\n";
+      std::cout << s.recorded_nothing << " failed run(s) recorded nothing: "
+                << core::escape_for_display(s.recorded_nothing_example) << "\n";
     if (s.set_aside > 0)
       std::cout << s.set_aside
                 << " run(s) set aside, counted by no reader (older attempts, or runs the plan no "

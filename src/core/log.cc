@@ -14,12 +14,33 @@ std::mutex g_log_mu;
 void set_verbosity(Verbosity v) { g_verbosity.store(v); }
 Verbosity verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 
+std::string terminal_text(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (size_t i = 0; i < message.size(); ++i) {
+    const auto c = static_cast<unsigned char>(message[i]);
+    const auto next = i + 1 < message.size() ? static_cast<unsigned char>(message[i + 1]) : 0;
+    if (c == '\r') {
+      out += "\\r";
+    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xC2 && next >= 0x80 && next < 0xA0) {
+      out += fmt::format("\\u{:04x}", next);
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 void log_line(Verbosity level, const std::string& message) {
   if (verbosity() < level) return;
+  const std::string line = terminal_text(message) + "\n";
   std::lock_guard lock(g_log_mu);
   // Through the guard (output.h): a closed or full stderr drops the line,
   // never the command.
-  write_standard(StdStream::kStderr, message + "\n");
+  write_standard(StdStream::kStderr, line);
 }
 
 }  // namespace trainscope::core

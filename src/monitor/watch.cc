@@ -38,18 +38,18 @@ void forward_signal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-// Forwards SIGINT and SIGTERM to the child while alive.
+// Forwards SIGINT, SIGTERM and SIGHUP (the terminal closed) to the child
+// while alive: the program ends as it chooses and its run is recorded,
+// never left running with its program orphaned.
 class SignalForwarding {
  public:
   explicit SignalForwarding(pid_t child) {
     g_child = child;
-    std::signal(SIGINT, forward_signal);
-    std::signal(SIGTERM, forward_signal);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, forward_signal);
   }
   ~SignalForwarding() {
     g_child = 0;
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
   }
 };
 

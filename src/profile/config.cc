@@ -1,7 +1,9 @@
 // The profile section of a config (config/section.h).
 #include "trainscope/profile/config.h"
 
+#include "trainscope/config/config.h"
 #include "trainscope/config/section.h"
+#include "trainscope/core/error.h"
 
 namespace trainscope::profile {
 
@@ -17,5 +19,20 @@ TRAINSCOPE_CONFIG_SECTION(
                      config::int_key("profile.every", &ProfileConfig::every, 1, config::kMaxSteps,
                                      "Profile every Nth step after the warm-up"),
                  }});
+
+void check_profiled_steps(const config::Config& config, int64_t steps, int64_t batches_per_epoch) {
+  const int64_t warmup = config.section<ProfileConfig>().warmup_steps;
+  if (steps > warmup) return;
+  const int64_t epochs = config.train.epochs;
+  core::fail(core::ErrorKind::kUsage,
+             "this config trains {} step(s) ({} epoch(s) of {} batch(es){}), not more than "
+             "profile.warmup_steps = {}: nothing would be profiled; train longer (--set "
+             "train.epochs=N) or --set profile.warmup_steps=N",
+             steps, epochs, batches_per_epoch,
+             config.train.max_steps > 0 && config.train.max_steps < epochs * batches_per_epoch
+                 ? ", at most train.max_steps"
+                 : "",
+             warmup);
+}
 
 }  // namespace trainscope::profile

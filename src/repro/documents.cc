@@ -140,21 +140,41 @@ std::string model_card(store::Store& store, const store::RunInfo& r) {
 
 namespace {
 
-// Final test accuracy of every finished run with this run's config.
-std::vector<double> repeat_accuracies(store::Store& store, const store::RunInfo& r) {
+constexpr const char* kRunsQuestion = "Number of training runs (same config)";
+constexpr const char* kVariationQuestion = "Mean and variation of test accuracy";
+
+// The final test accuracy of each of `runs` that recorded one.
+std::vector<double> accuracies(store::Store& store, const std::vector<store::RunInfo>& runs) {
   std::vector<double> acc;
-  for (const auto& other : store.list_runs({.status = store::RunStatus::kFinished})) {
-    if (other.config_hash != r.config_hash) continue;
-    auto pts = store.metric(other.uuid, "test/accuracy");
+  for (const auto& r : runs) {
+    auto pts = store.metric(r.uuid, "test/accuracy");
     if (!pts.empty()) acc.push_back(pts.back().value);
   }
   return acc;
 }
 
-ChecklistItem variation(const std::vector<double>& acc) {
-  const std::string q = "Mean and variation of test accuracy";
+// How many finished runs share the config: an answer only when one did.
+ChecklistItem run_count(size_t runs) {
+  if (runs == 0)
+    return {kRunsQuestion, "OPEN: no finished run with this config; finish one, then repeat it",
+            false};
+  return {kRunsQuestion, std::to_string(runs), true};
+}
+
+// Mean and SD of `acc`, the accuracies of `runs` finished runs (some may
+// have recorded none): the two items never disagree on the count.
+ChecklistItem variation(const std::vector<double>& acc, size_t runs) {
+  const std::string q = kVariationQuestion;
+  if (acc.size() < 2 && runs < 2)
+    return {q,
+            fmt::format("OPEN: {} finished run with this config; repeat it with other seeds",
+                        runs == 0 ? "no" : "only one"),
+            false};
   if (acc.size() < 2)
-    return {q, "OPEN: only one finished run with this config; repeat it with other seeds", false};
+    return {q,
+            fmt::format("OPEN: {} of the {} finished runs with this config recorded test/accuracy",
+                        acc.size(), runs),
+            false};
   double mean = 0;
   for (double v : acc) mean += v;
   mean /= static_cast<double>(acc.size());
@@ -217,15 +237,19 @@ ChecklistItem energy(store::Store& store, const store::RunInfo& r) {
 
 }  // namespace
 
-std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& r) {
+std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& r,
+                                     const std::optional<std::vector<store::RunInfo>>& repeats) {
   const Map p = store.params(r.uuid), e = store.environment(r.uuid);
-  const std::vector<double> acc = repeat_accuracies(store, r);
   const auto hashes = std::count_if(
       e.begin(), e.end(), [](const auto& kv) { return kv.first.rfind("data.sha256.", 0) == 0; });
+  const std::string none =
+      "OPEN: not a training with a config to repeat (a study's own run, a watched program or "
+      "an import); for a study, ask `trainscope checklist` of one of its runs";
   return {compute(e),
           software(e),
-          {"Number of training runs (same config)", std::to_string(acc.size()), true},
-          variation(acc),
+          repeats ? run_count(repeats->size()) : ChecklistItem{kRunsQuestion, none, false},
+          repeats ? variation(accuracies(store, *repeats), repeats->size())
+                  : ChecklistItem{kVariationQuestion, none, false},
           {"Average runtime", duration(r), true},
           energy(store, r),
           {"Hyperparameters and seeds",

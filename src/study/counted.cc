@@ -110,4 +110,11 @@ int64_t counted_children(store::Store& store, const std::string& parent_uuid) {
   return std::ssize(counted_runs(store, store.list_runs({.parent_uuid = parent_uuid})));
 }
 
+std::optional<std::vector<RunInfo>> repeats_of(store::Store& store, const RunInfo& run) {
+  if (run.config_hash.empty() || is_study(store, run.uuid)) return std::nullopt;
+  auto runs = store.list_runs({.status = RunStatus::kFinished});
+  std::erase_if(runs, [&](const RunInfo& r) { return r.config_hash != run.config_hash; });
+  return counted_runs(store, std::move(runs));
+}
+
 }  // namespace trainscope::study

@@ -28,8 +28,9 @@ namespace {
 std::atomic<int> g_signal{0};
 void on_signal(int sig) { g_signal = sig; }
 
-// Installs SIGINT/SIGTERM handlers for the scheduling loop (no SA_RESTART,
-// so waiting for a child returns on the signal) and restores the old ones.
+// Installs SIGINT/SIGTERM/SIGHUP (a closed terminal) handlers for the
+// scheduling loop (no SA_RESTART, so waiting for a child returns on the
+// signal) and restores the old ones.
 class SignalGuard {
  public:
   SignalGuard() {
@@ -39,15 +40,18 @@ class SignalGuard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int_);
     sigaction(SIGTERM, &sa, &old_term_);
+    sigaction(SIGHUP, &sa, &old_hup_);
   }
   ~SignalGuard() {
     sigaction(SIGINT, &old_int_, nullptr);
     sigaction(SIGTERM, &old_term_, nullptr);
+    sigaction(SIGHUP, &old_hup_, nullptr);
   }
 
  private:
   struct sigaction old_int_ {};
   struct sigaction old_term_ {};
+  struct sigaction old_hup_ {};
 };
 
 // What the store says about one planned run.

@@ -14,6 +14,7 @@
 
 #include "support/sqlite_check.h"
 #include "support/test_util.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
 
@@ -644,6 +645,85 @@ TEST_F(CliTest, BadInputGivesOneLineAndNonZeroExit) {
   EXPECT_EQ(nlohmann::json::parse(env.out).size(), 2u);
 }
 
+// The third hunt's second tester (D1, D2): a name written into a shared
+// store past the rules, holding a title-setting OSC and a clear-screen CSI,
+// reached the terminal raw in the notes of `stats --by name` and as a
+// column of `report throughput` (text and Markdown). Every command that
+// prints a stored string shows it escaped; a log line or an error escapes
+// what it holds too (core::terminal_text).
+TEST_F(CliTest, AStoredNameWithTerminalEscapesIsShownEscapedEverywhere) {
+  const std::string evil = "e\x1b]0;pwned\x07\x1b[2J";
+  const std::string a = make_run("plain"), b = make_run("other");
+  {
+    auto s = store();
+    s->set_tag(a, "energy.cpu.source", evil);
+    s->append_metrics(a, {{"energy/total_kwh", {{1, 0, 1e-6}}}});
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ / "t.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "UPDATE runs SET name = ?1, host = ?1 WHERE uuid = ?2", -1, &st,
+                               nullptr),
+            SQLITE_OK);
+  sqlite3_bind_text(st, 1, evil.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(st, 2, a.c_str(), -1, SQLITE_TRANSIENT);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  const std::string shown = "e\\x1b]0;pwned\\x07\\x1b[2J";
+  const std::vector<std::string> commands = {"stats lyapunov --by name",
+                                             "report throughput " + a + " " + b,
+                                             "report throughput " + a + " " + b + " -f md",
+                                             "runs show " + a,
+                                             "runs list",
+                                             "checklist " + a};
+  for (const auto& args : commands) {
+    auto r = ts(args);
+    EXPECT_EQ(r.exit_code, 0) << args << ": " << r.out;
+    EXPECT_EQ(r.out.find_first_of("\x1b\x07"), std::string::npos) << args << ": " << r.out;
+    if (args.find("-f md") == std::string::npos) {
+      EXPECT_NE(r.out.find(shown), std::string::npos) << args << ": " << r.out;
+    }
+  }
+  auto stats = ts("stats lyapunov --by name");
+  EXPECT_NE(stats.out.find("note: " + shown + ": one run, no spread"), std::string::npos)
+      << stats.out;
+  auto md = ts("report throughput " + a + " " + b + " -f md");
+  EXPECT_NE(md.out.find("| metric | e\\\\x1b\\]0;pwned"), std::string::npos) << md.out;
+  EXPECT_EQ(core::terminal_text("run " + evil + " a\\b\n\tc\r\xc2\x9b"),
+            "run " + shown + " a\\b\n\tc\\r\\u009b");
+}
+
+// The third hunt (D13): a closed terminal (SIGHUP) killed `watch` and left
+// its program running and its run "running" (stale). The hang-up is
+// passed on to the program, as Ctrl-C and SIGTERM are, and the run ends
+// with the program.
+TEST_F(CliTest, AHungUpWatchStopsItsProgramAndEndsItsRun) {
+  const std::string db = (dir_ / "t.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", ("sqlite:" + db).c_str(), "watch", "--name",
+          "hup", "--", "sleep", "37.25", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool recorded = false;
+  for (int i = 0; i < 1000 && !recorded; ++i) {
+    usleep(10 * 1000);
+    recorded = !store()->list_runs({.name = "hup"}).empty();
+  }
+  ASSERT_TRUE(recorded) << "watch recorded no run in 10 s";
+  for (int i = 0; i < 500 && run_command("pgrep -xf 'sleep 37.25'").exit_code != 0; ++i)
+    usleep(10 * 1000);  // until the program runs
+  ASSERT_EQ(kill(pid, SIGHUP), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status)) << "watch died of the hang-up itself";
+  const auto run = store()->resolve_run("hup");
+  EXPECT_EQ(run.status, RunStatus::kFailed);
+  EXPECT_NE(run.end_time, 0);
+  EXPECT_NE(run_command("pgrep -xf 'sleep 37.25'").exit_code, 0) << "the program was orphaned";
+}
+
 #ifdef TS_WITH_TORCH
 // Issue 29, item 3: a training paused with Ctrl-Z for 35 s was marked
 // killed, `--resume` was accepted, and when the original went on two
@@ -697,6 +777,47 @@ TEST_F(CliTest, APausedTrainingIsNeverReapedAndItsResumeIsRefused) {
   for (const auto& p : loss) steps.insert(p.step);
   EXPECT_EQ(loss.size(), 256u);  // 2 epochs of 128 steps, one point each
   EXPECT_EQ(steps.size(), loss.size());
+}
+
+// The third hunt (D13): a closed terminal (SIGHUP) killed `train` at once:
+// its run was left running (stale) with no final checkpoint. A hang-up
+// stops it at a step, as Ctrl-C and SIGTERM do: checkpointed, "stopped".
+TEST_F(CliTest, AHungUpTrainingStopsAtAStepWithItsCheckpoint) {
+  std::ofstream(dir_ / "c.yaml") << "compute: {threads: 1}\n"
+                                    "data: {dataset: synthetic, synthetic: {size: 2048}}\n"
+                                    "model: {name: mlp}\n"
+                                    "train: {epochs: 50, batch_size: 16}\n";
+  const std::string store_uri = "sqlite:" + (dir_ / "t.db").string();
+  const std::string config = (dir_ / "c.yaml").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", store_uri.c_str(), "train", config.c_str(),
+          "--name", "hup", "--no-progress", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto loss_points = [&] {
+    try {
+      auto s = Store::open({.uri = store_uri, .read_only = true});
+      auto runs = s->list_runs({.name = "hup"});
+      return runs.empty() ? size_t{0} : s->metric(runs[0].uuid, "train/loss").size();
+    } catch (const std::exception&) {
+      return size_t{0};  // not created yet
+    }
+  };
+  for (int i = 0; i < 6000 && loss_points() < 10; ++i) usleep(10 * 1000);
+  ASSERT_GE(loss_points(), 10u) << "the training recorded nothing in 60 s";
+  ASSERT_EQ(kill(pid, SIGHUP), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << "train died of the hang-up itself";
+  EXPECT_EQ(WEXITSTATUS(status), 1);  // "stopped by signal"
+  auto s = store();
+  const auto run = s->resolve_run("hup");
+  EXPECT_EQ(run.status, RunStatus::kStopped);
+  bool checkpoint = false;  // besides step 0's: the step it stopped at
+  for (const auto& a : s->artifacts(run.uuid))
+    checkpoint |= a.name.ends_with(".pt") && a.name != "checkpoints/step-000000000.pt";
+  EXPECT_TRUE(checkpoint) << "no checkpoint of the step it stopped at";
 }
 #endif
 

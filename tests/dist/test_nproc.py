@@ -235,6 +235,46 @@ def test_a_stopped_run_resumes_bit_identically(tmp_path):
     assert show(store, "stopped")["status"] == "finished"
 
 
+SYNTHETIC = ("data: {dataset: synthetic, synthetic: {size: 256}}\nmodel: {name: mlp}\n"
+             "train: {epochs: 1, batch_size: 64}\n")
+
+
+def test_quiet_reaches_every_rank_and_a_config_error_is_one_line(tmp_path):
+    """The third hunt (D5, D16): -q did not reach rank 0 (two progress bars
+    and the epoch line on stderr), and a config every rank refuses was said
+    once per rank and once more by the launcher. Each rank sends its error
+    to the launcher, which says one line: the one `train` alone says."""
+    config = tmp_path / "c.yaml"
+    config.write_text(SYNTHETIC)
+    store = tmp_path / "s.db"
+    quiet = cli(store, "-q", "train", str(config), "--nproc", "2", "--name", "q", check=False)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert show(store, "q")["status"] == "finished"
+    small = ["--set", "data.synthetic.size=3"]
+    alone = cli(store, "train", str(config), *small, check=False)
+    ranks = cli(store, "train", str(config), "--nproc", "2", *small, check=False)
+    assert alone.returncode == 2 and alone.stderr.count("\n") == 1, alone.stderr
+    assert ranks.returncode == 2 and ranks.stderr == alone.stderr, ranks.stderr
+
+
+def test_a_hung_up_launcher_stops_its_ranks_at_a_step(tmp_path):
+    """The third hunt (D13): SIGHUP (the terminal closed) is a stop, as
+    SIGTERM is: the ranks agree on a step, rank 0 checkpoints, the run is
+    stopped and says how to resume."""
+    config = tmp_path / "c.yaml"
+    config.write_text(SYNTHETIC.replace("size: 256", "size: 4096").replace("epochs: 1",
+                                                                           "epochs: 50"))
+    store = tmp_path / "s.db"
+    argv = [CLI, "--store", "sqlite:" + str(store), "train", str(config), "--name", "hup",
+            "--nproc", "2", "--no-progress"]
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_steps(store, "hup", 5)
+    launcher.send_signal(signal.SIGHUP)
+    _, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 1 and err.count("stopped by signal") == 1, err
+    assert "--nproc 2 --resume" in err and show(store, "hup")["status"] == "stopped"
+
+
 def test_bad_worlds_get_one_line(tmp_path):
     store = tmp_path / "s.db"
     done = train(store, "x", 0, ["dist.nproc=200"], check=False)

@@ -310,6 +310,37 @@ TEST(ProfileCliTest, FewerStepsThanTheWarmupIsExplained) {
   EXPECT_NE(r.out.find("not more than profile.warmup_steps = 5"), std::string::npos) << r.out;
 }
 
+// The third hunt (D17): `profile --steps 40` of a config that trains 4
+// steps trained, then exited 3 with "has no profile; record one with
+// `trainscope profile CONFIG`", the command just run. A config that leaves
+// no step past the warm-up is refused before its run exists (exit 2, one
+// line, saying why); one that trains fewer steps than --steps but past the
+// warm-up is profiled as it is, and says so.
+TEST(ProfileCliTest, AConfigThatTrainsTooFewStepsIsRefusedBeforeItTrains) {
+  testing::TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 256}}\n"
+                                   "model: {name: mlp}\ntrain: {epochs: 1, batch_size: 64}\n";
+  const std::string cli = std::string(TS_CLI_BIN) + " --store sqlite:" + (dir / "t.db").string();
+  auto refused =
+      testing::run_command(cli + " profile " + (dir / "c.yaml").string() + " --steps 40");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("this config trains 4 step(s) (1 epoch(s) of 4 batch(es)), not more "
+                             "than profile.warmup_steps = 5: nothing would be profiled"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(std::count(refused.out.begin(), refused.out.end(), '\n'), 1) << refused.out;
+  auto runs = testing::run_command(cli + " --json runs list --all");
+  EXPECT_EQ(nlohmann::json::parse(runs.out).size(), 0u) << runs.out;  // no run was created
+  auto shorter = testing::run_command(cli + " profile " + (dir / "c.yaml").string() +
+                                      " --steps 40 --set train.epochs=3");
+  EXPECT_EQ(shorter.exit_code, 0) << shorter.out;
+  EXPECT_NE(shorter.out.find("this config trains 12 step(s) (3 epoch(s) of 4 batch(es)), fewer "
+                             "than --steps 40: profiling those"),
+            std::string::npos)
+      << shorter.out;
+  EXPECT_NE(shorter.out.find("profiled iterations"), std::string::npos) << shorter.out;
+}
+
 // tune end to end: every candidate trains in a process of its own, the
 // config as given comes first and repeats itself bit for bit, a batch
 // multiple is a different training, and the fastest is one of them. (No

@@ -369,6 +369,63 @@ TEST_F(StudyPlanTest, EveryReaderCountsTheSameRunsOfAStudy) {
   EXPECT_NE(named.out.find("\"n\": 1,"), std::string::npos) << named.out;
 }
 
+// The third hunt (D14, D15): `checklist` of a study's run counted an
+// attempt the study had set aside (3 where `study status` said 2), and of
+// the study's own run it ticked "0 runs" beside "only one run". A run's
+// repeats are counted as every reader counts runs (study::repeats_of); a
+// study's own run has none, and both items say so, open.
+TEST_F(StudyPlanTest, ChecklistCountsTheRunsEveryReaderCounts) {
+  auto s = store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string()});
+  const std::string text = "study: hand\ncommand: \"true\"\nreplicates: 2\nsources: [init]\n";
+  const auto spec = trainscope::study::parse_study(text, dir_ / "hand.yaml");
+  const auto study = s->create_run({.experiment = "hand",
+                                    .name = "hand",
+                                    .config_text = trainscope::study::recorded_text(spec)});
+  s->set_tag(study.uuid, "kind", "study");
+  s->set_params(study.uuid,
+                {{"study.file", (dir_ / "hand.yaml").string()}, {"study.quick", "false"}});
+  s->set_status(study.uuid, store::RunStatus::kFinished);
+  auto run = [&](const std::string& name, const std::string& parent, const std::string& config,
+                 double accuracy, bool aside) {
+    const auto r = s->create_run(
+        {.experiment = "hand", .name = name, .parent_uuid = parent, .config_text = config});
+    if (accuracy >= 0) s->append_metrics(r.uuid, {{"test/accuracy", {{1, 0, accuracy}}}});
+    if (aside) s->set_tag(r.uuid, trainscope::study::kSupersededTag, "replan");
+    s->set_status(r.uuid, store::RunStatus::kFinished);
+    return *s->find_run(r.uuid);
+  };
+  const std::string same = "train: {epochs: 1}\n";
+  run("init/r1", study.uuid, same, 0.1, true);  // set aside by a replan
+  const auto r1 = run("init/r1", study.uuid, same, 0.5, false);
+  run("init/r2", study.uuid, same, 0.6, false);
+  run("init/r3", study.uuid, same, 0.9, false);  // the plan no longer names it
+  const auto lone = run("lone", "", "train: {epochs: 2}\n", -1, false);
+  ASSERT_EQ(trainscope::study::repeats_of(*s, r1)->size(), 2u);
+  EXPECT_FALSE(trainscope::study::repeats_of(*s, study).has_value());
+
+  auto child = tst::run_command(cli("checklist " + r1.uuid));
+  ASSERT_EQ(child.exit_code, 0) << child.out;
+  EXPECT_NE(child.out.find("[x] Number of training runs (same config): 2\n"), std::string::npos)
+      << child.out;
+  EXPECT_NE(child.out.find("[x] Mean and variation of test accuracy: mean 0.5500"),
+            std::string::npos)
+      << child.out;
+  auto parent = tst::run_command(cli("checklist hand"));
+  ASSERT_EQ(parent.exit_code, 0) << parent.out;
+  EXPECT_NE(parent.out.find("[ ] Number of training runs (same config): OPEN: not a training"),
+            std::string::npos)
+      << parent.out;
+  EXPECT_NE(parent.out.find("[ ] Mean and variation of test accuracy: OPEN: not a training"),
+            std::string::npos)
+      << parent.out;
+  // One finished run, which recorded no accuracy: one run, and the spread open.
+  auto alone = tst::run_command(cli("checklist " + lone.uuid));
+  EXPECT_NE(alone.out.find("[x] Number of training runs (same config): 1\n"), std::string::npos)
+      << alone.out;
+  EXPECT_NE(alone.out.find("OPEN: only one finished run with this config"), std::string::npos)
+      << alone.out;
+}
+
 // Issue 51: a command study whose command never called trainscope said
 // "failed 2 times, last exit 0" and `study status` showed FAILED 0. The
 // study now says that no run was recorded and how to fix it, and status

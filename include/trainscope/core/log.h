@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 
 namespace trainscope::core {
 
@@ -19,10 +20,18 @@ void set_verbosity(Verbosity v);
 // The current level; any thread.
 Verbosity verbosity();
 
-// Writes `message` and a newline to stderr when the verbosity is at least
-// `level`; a whole line at a time under one lock, so lines of concurrent
-// threads never interleave. A closed or full stderr drops the line (never
-// throws for it; output.h).
+// `message` as a terminal may be given it: every control character but
+// the line feed and the tab escaped ("\x1b", "\r"), and a C1 control
+// (U+0080..U+009F) as "\u009b", so that no name inside a message (a run's,
+// a key, a tag) can set the terminal's title, move its cursor or clear its
+// screen. Backslashes are kept: a part escaped already
+// (core::escape_for_display) reads the same.
+std::string terminal_text(std::string_view message);
+
+// Writes `message` (as terminal_text gives it) and a newline to stderr
+// when the verbosity is at least `level`; a whole line at a time under one
+// lock, so lines of concurrent threads never interleave. A closed or full
+// stderr drops the line (never throws for it; output.h).
 void log_line(Verbosity level, const std::string& message);
 
 // An info line (kNormal): formatted only when it would print.

@@ -34,6 +34,9 @@ struct LaunchOutcome {
   std::string run_uuid;  // rank 0's run, when it got that far
   // the ranks' process IDs, in rank order (all reaped by then)
   std::vector<int> pids;
+  // Each rank's error line, as it would have printed it ("trainscope:
+  // ...\n"; kErrorFdVar), in rank order; "" for a rank that printed none.
+  std::vector<std::string> errors;
 };
 
 // Starts the ranks and waits for them. Each rank gets SIGTERM when this

@@ -3,6 +3,7 @@
 // ranks, or from variables a user sets on each host.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -31,6 +32,12 @@ inline constexpr const char* kPortVar = "TRAINSCOPE_DIST_PORT";
 inline constexpr const char* kLocalSizeVar = "TRAINSCOPE_DIST_LOCAL_SIZE";
 inline constexpr const char* kLocalRankVar = "TRAINSCOPE_DIST_LOCAL_RANK";
 inline constexpr const char* kLauncherVar = "TRAINSCOPE_DIST_LAUNCHER";
+// Set by the local launcher: the descriptor a rank writes its error's line
+// into instead of stderr (at most kMaxErrorLine bytes of it), so that the
+// launcher says one line for all its ranks (a config every rank refuses is
+// one line, not one per rank and the launcher's).
+inline constexpr const char* kErrorFdVar = "TRAINSCOPE_DIST_ERROR_FD";
+inline constexpr size_t kMaxErrorLine = 4096;
 
 // This process's place in a training of `nproc` ranks; nullopt when it is
 // not a rank (it then launches them, or trains alone). In order:

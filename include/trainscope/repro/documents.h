@@ -4,6 +4,7 @@
 // marked. Torch-free: they only read the store.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,12 @@ struct ChecklistItem {
 };
 
 // The checklist items the records can answer. "Number of runs" and "mean
-// and variation" count the finished runs with the same config hash.
-std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& run);
+// and variation" are of `repeats`: the finished runs trained with the
+// run's config as the caller counts them (study::repeats_of: each of a
+// study's planned runs once, never an attempt it set aside); nullopt for a
+// run that is no training with a config to repeat (a study's own run, a
+// watched program, an import), whose two items then say so, open.
+std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& run,
+                                     const std::optional<std::vector<store::RunInfo>>& repeats);
 
 }  // namespace trainscope::repro

@@ -209,6 +209,14 @@ std::vector<store::RunInfo> counted_runs(store::Store& store, std::vector<store:
 // children not tagged kSupersededTag.
 int64_t counted_children(store::Store& store, const std::string& parent_uuid);
 
+// The finished runs trained with `run`'s config (the same config hash) as
+// every reader counts them (counted_runs), newest first: what `checklist`
+// counts as the run's repeats. nullopt for a run that is no training with
+// a config to repeat: a study's own run (its config is its plan), or a run
+// that recorded no config (a watched program, an import).
+std::optional<std::vector<store::RunInfo>> repeats_of(store::Store& store,
+                                                      const store::RunInfo& run);
+
 // One cell's planned runs by state (study_status).
 struct CellStatus {
   std::string cell;

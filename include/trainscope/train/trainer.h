@@ -17,6 +17,7 @@
 // current step, checkpoints and marks the run "stopped".
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -63,6 +64,12 @@ struct TrainOptions : instrument::RunIdentity {
   // (instrument/gradient_sync.h): a data-parallel rank's all-reduce, set
   // by train::join_data_parallel. None: this process's own. Held shared.
   std::shared_ptr<instrument::GradientSync> gradient_sync;
+  // Optional: called once the data is loaded and before the run is
+  // created, with the steps this run will train (the config's epochs of
+  // `batches_per_epoch` batches, at most train.max_steps); it may refuse
+  // (throw Error) a training too short for the caller's purpose
+  // (`trainscope profile`: none past the warm-up).
+  std::function<void(int64_t steps, int64_t batches_per_epoch)> check_steps;
 };
 
 // The training loop (see the file comment): owned and used by one thread.

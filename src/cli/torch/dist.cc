@@ -31,7 +31,8 @@ std::vector<std::string> rank_argv(const Context& ctx, const TrainArgs& a, int r
   std::error_code ec;
   std::vector<std::string> v = {std::filesystem::read_symlink("/proc/self/exe", ec).string()};
   if (!ctx.store_uri.empty()) v.insert(v.end(), {"--store", ctx.store_uri});
-  if (rank > 0) v.push_back("-q");
+  // -q reaches rank 0 too: its progress and epoch lines are this command's.
+  if (rank > 0 || core::verbosity() == core::Verbosity::kQuiet) v.push_back("-q");
   if (core::verbosity() == core::Verbosity::kVerbose) v.push_back("-v");
   if (ctx.json && rank == 0) v.push_back("--json");
   v.insert(v.end(), {"train", a.config, "--set", "dist.nproc=" + std::to_string(nproc)});
@@ -58,6 +59,31 @@ ErrorKind kind_of(int code) {
     default:
       return ErrorKind::kRuntime;
   }
+}
+
+// A rank's error line (LaunchOutcome::errors) without its "trainscope: "
+// and newline: "" when it printed none.
+std::string message_of(const dist::LaunchOutcome& out, int rank) {
+  std::string m = out.errors.size() > static_cast<size_t>(rank) ? out.errors[rank] : "";
+  if (m.rfind("trainscope: ", 0) == 0) m.erase(0, 12);
+  while (!m.empty() && (m.back() == '\n' || m.back() == '\r')) m.pop_back();
+  return m;
+}
+
+// The one line a failed launch says. The ranks printed nothing: each sent
+// its error to the launcher (dist::kErrorFdVar). Rank 0's own error, alone,
+// when it failed first or met the same one (a config every rank refuses);
+// another rank's with its number; how a rank that said nothing ended.
+[[noreturn]] void fail_launch(const dist::LaunchOutcome& out, int nproc, const std::string& run) {
+  const std::string first = message_of(out, out.failed_rank);
+  if (!first.empty() && (out.failed_rank == 0 || first == message_of(out, 0)))
+    throw core::Error(first, kind_of(out.exit_code));
+  const std::string what = first.empty() ? out.what : first;
+  throw core::Error(
+      fmt::format("rank {} of {} (pid {} on {}){} {}; the other ranks were stopped{}",
+                  out.failed_rank, nproc, out.pids[static_cast<size_t>(out.failed_rank)],
+                  core::host_name(), first.empty() ? "" : ":", what, run),
+      kind_of(out.exit_code));
 }
 
 }  // namespace
@@ -102,11 +128,7 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
                         store::to_string(info->status));
   }
   if (out.failed_rank < 0) return true;
-  throw core::Error(
-      fmt::format("rank {} of {} (pid {} on {}) {}; the other ranks were stopped{}",
-                  out.failed_rank, lo.nproc, out.pids[static_cast<size_t>(out.failed_rank)],
-                  core::host_name(), out.what, run),
-      kind_of(out.exit_code));
+  fail_launch(out, lo.nproc, run);
 }
 
 void run_ranks_in_process(std::function<int(const std::vector<std::string>&)> run) {

@@ -136,6 +136,16 @@ void profile(Context& ctx, const ProfileArgs& a) {
   o.default_name = fs::path(a.config).stem().string() + "-profile";
   o.command_line = ctx.argv_line;
   o.code_path = a.config;
+  // Before the run exists: a config that trains fewer steps than --steps
+  // is refused when that leaves none to profile, else profiled as it is.
+  o.check_steps = [&cfg, &a](int64_t steps, int64_t batches) {
+    profile::check_profiled_steps(cfg, steps, batches);
+    if (steps < a.steps)
+      core::log_info(
+          "this config trains {} step(s) ({} epoch(s) of {} batch(es)), fewer than --steps {}: "
+          "profiling those",
+          steps, cfg.train.epochs, batches, a.steps);
+  };
   train::Trainer trainer(cfg, ctx.store(), o);
   auto r = trainer.run();
   auto store = ctx.store();

@@ -33,7 +33,7 @@ void print_replay(std::ostream& o, const repro::RunDiff& d) {
                  fmt::format("{:.0f}", x.max_ulp)});
     t.print(o);
   }
-  if (!d.replay_note.empty()) o << "note: " << d.replay_note << "\n";
+  if (!d.replay_note.empty()) o << "note: " << core::terminal_text(d.replay_note) << "\n";
 }
 
 void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
@@ -58,7 +58,7 @@ void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
         o << "    ... and " << d.differing_tensors.size() - 12 << " more\n";
         break;
       }
-      o << "    " << d.differing_tensors[i] << "\n";
+      o << "    " << core::escape_for_display(d.differing_tensors[i]) << "\n";
     }
     print_replay(o, d);
   }
@@ -84,7 +84,7 @@ void print_curves_and_environment(std::ostream& o, const repro::RunDiff& d) {
     auto cut = [](const std::string& v) {
       return core::escape_for_display(v.size() > 60 ? v.substr(0, 57) + "..." : v);
     };
-    o << "\n  " << e.key << ": " << cut(e.a) << " -> " << cut(e.b);
+    o << "\n  " << core::escape_for_display(e.key) << ": " << cut(e.a) << " -> " << cut(e.b);
   }
   o << "\n";
 }
@@ -92,7 +92,8 @@ void print_curves_and_environment(std::ostream& o, const repro::RunDiff& d) {
 void print_run_diff(std::ostream& o, const repro::RunDiff& d) {
   o << "A " << d.a << "\nB " << d.b << "\n";
   if (!d.same_model)
-    o << "\nThe runs train different models (" << d.model_a << " vs " << d.model_b
+    o << "\nThe runs train different models (" << core::escape_for_display(d.model_a) << " vs "
+      << core::escape_for_display(d.model_b)
       << "): only configs, environments and metric curves are compared.\n";
   if (!d.config.empty()) {
     o << "\nconfig and seeds that differ:";
@@ -117,7 +118,7 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
     std::cout << "verify: DIVERGED at step " << d.first_diff_step << " (identical up to step "
               << d.first_diff_step - 1 << "); first tensors: ";
     for (size_t i = 0; i < d.differing_tensors.size() && i < 5; ++i)
-      std::cout << (i ? ", " : "") << d.differing_tensors[i];
+      std::cout << (i ? ", " : "") << core::escape_for_display(d.differing_tensors[i]);
     std::cout << "\n  see `trainscope diff " << core::short_uuid(orig.uuid) << " "
               << core::short_uuid(rerun_uuid) << "`\n";
   } else {

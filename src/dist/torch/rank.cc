@@ -19,15 +19,16 @@ using core::ErrorKind;
 
 namespace {
 
-// A rank asked to stop (Ctrl-C, SIGTERM passed on by the launcher) stops
-// only when every rank agrees on the step (ReplicaObserver); the launcher
-// kills the ranks on a second signal.
+// A rank asked to stop (Ctrl-C, SIGTERM passed on by the launcher, SIGHUP
+// of a closed terminal) stops only when every rank agrees on the step
+// (ReplicaObserver); the launcher kills the ranks on a second signal.
 volatile std::sig_atomic_t g_rank_stop = 0;
 void note_rank_stop(int) { g_rank_stop = 1; }
 
 std::function<bool()> stop_on_signals() {
   std::signal(SIGINT, note_rank_stop);
   std::signal(SIGTERM, note_rank_stop);
+  std::signal(SIGHUP, note_rank_stop);
   return [] { return g_rank_stop != 0; };
 }
 

@@ -10,6 +10,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/yaml_checks.h"
+#include "trainscope/profile/config.h"
 #include "trainscope/train/trainer.h"
 
 namespace fs = std::filesystem;
@@ -73,6 +74,9 @@ void run_grid(std::shared_ptr<store::Store> store, const GridSpec& g,
     train::TrainOptions to;
     to.name = c.name;
     to.command_line = command_line;
+    to.check_steps = [&cfg](int64_t steps, int64_t batches) {
+      check_profiled_steps(cfg, steps, batches);  // a cell that would profile nothing
+    };
     train::Trainer t(cfg, store, to);
     const instrument::TrainResult r = t.run();
     if (progress.after) progress.after(i + 1, cells.size(), c, summarize(*store, r.run_uuid));
