@@ -202,6 +202,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   if (s->total_steps < 1)
     fail(ErrorKind::kUsage, "this config would train 0 steps ({} samples, batch {}, {} epochs)",
          s->data.train.size(), cfg.train.batch_size, cfg.train.epochs);
+  if (options_.check_steps) options_.check_steps(s->total_steps, s->batches_per_epoch);
   open_run(*s);
   if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
   s->loader = loader_options(cfg, s->data, torch::get_num_threads());

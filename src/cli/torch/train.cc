@@ -23,11 +23,13 @@ using store::RunStatus;
 
 namespace {
 
+// Ctrl-C, SIGTERM and SIGHUP (the terminal closed) stop the training at a
+// step, with its checkpoint; a second one ends the process at once.
 void on_sigint(int) {
   train::request_stop();
-  // A second Ctrl-C ends the process at once.
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
+  std::signal(SIGHUP, SIG_DFL);
 }
 
 // What the run reached, and its test accuracy only when it was evaluated
@@ -61,7 +63,7 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   if (r.top5 >= 0) std::cout << fmt::format("  top-5 {:.4f}", r.top5);
   if (r.roc_auc >= 0) std::cout << fmt::format("  ROC-AUC {:.4f}", r.roc_auc);
   std::cout << "\n\n";
-  std::vector<std::string> header = {"TRUE \\ PRED"};
+  std::vector<std::string> header = {"TRUE / PRED"};
   for (size_t c = 0; c < r.confusion.size(); ++c) header.push_back(std::to_string(c));
   header.push_back("ACC");
   header.push_back("CLASS");
@@ -98,6 +100,7 @@ void train(Context& ctx, const TrainArgs& a) {
   if (launch_ranks(ctx, a, cfg)) return;
   std::signal(SIGINT, on_sigint);
   std::signal(SIGTERM, on_sigint);
+  std::signal(SIGHUP, on_sigint);
   // A data-parallel rank (dist/README.md): rank 0 records into this
   // store; the others record nothing and show no progress.
   const auto rank = train::join_data_parallel(cfg, o, [&] { return ctx.store(); });
