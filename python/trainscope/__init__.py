@@ -417,7 +417,7 @@ class Run:
         last one logged), an integer from 0 to 2^53. Values are numbers of
         any Python or NumPy type or one-element tensors of any dtype (NaN
         and infinities included); a key or step that no run accepts
-        (keys: 1 to 256 bytes, no control character, not only blanks), a
+        (keys: 1 to 256 bytes of UTF-8 text, no control character, not only blanks), a
         step that goes back and a value that is not a number are
         ValueErrors, nothing of the call recorded."""
         values = {}

@@ -358,8 +358,8 @@ Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
   // bytes, no control character, not only blanks.
   if (store::key_problem(key))
     fail(ErrorKind::kUsage,
-         "tag key '{}' is not a tag key: give 1 to 256 bytes without control characters, not "
-         "only blanks",
+         "tag key '{}' is not a tag key: give 1 to 256 bytes of UTF-8 text without control "
+         "characters, not only blanks",
          core::escape_for_display(key.substr(0, 80)));
   if (r.method == "PUT") {
     if (auto why = store::tag_value_problem(key, r.body)) fail(ErrorKind::kUsage, "{}", *why);

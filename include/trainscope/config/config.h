@@ -38,10 +38,15 @@
 
 namespace trainscope::config {
 
+// `run:` — the experiment the run is recorded under. Like every section, a
+// plain value: the schema (config.cc) checks each field when a config is
+// parsed.
 struct RunConfig {
   std::string experiment = "default";  // experiment the run is recorded under
 };
 
+// `seeds:` — the master seed and the named streams derived from it (-1:
+// derived; config/seeds.h resolves them).
 struct SeedConfig {
   int64_t master = 0;  // every stream below derives from it (see seeds.h)
   // -1: derived from the master seed. Set one to vary only that source.
@@ -51,6 +56,8 @@ struct SeedConfig {
   int64_t dropout = -1;
 };
 
+// `data.synthetic:` — the shape of the generated dataset (dataset:
+// synthetic), the same images for the same seeds.
 struct SyntheticDataConfig {
   int64_t size = 2048;  // samples
   int64_t classes = 10;
@@ -59,6 +66,8 @@ struct SyntheticDataConfig {
   int64_t width = 28;
 };
 
+// `data:` — which dataset, how much of it, and its augmentation; read by
+// data::load_dataset and the loaders.
 struct DataConfig {
   std::string dataset = "fashion-mnist";  // fashion-mnist | mnist | cifar10 | cifar100 | synthetic
   std::string path;                       // empty: the dataset's default location
@@ -76,6 +85,8 @@ struct DataConfig {
   SyntheticDataConfig synthetic;  // the synthetic dataset's shape
 };
 
+// `model:` — which network of the model zoo (models.h) and how its weights
+// start.
 struct ModelConfig {
   std::string name = "demo_cnn";  // see models.h for the list
   std::string init = "default";   // default | kaiming | xavier
@@ -91,6 +102,7 @@ struct ModelConfig {
   std::string init_from;
 };
 
+// `optimizer:` — the update rule and its hyperparameters (optim.h builds it).
 struct OptimizerConfig {
   std::string name = "adam";  // sgd | adam | adamw | adadelta | rmsprop
   double lr = 1e-3;
@@ -104,6 +116,7 @@ struct OptimizerConfig {
   double alpha = 0.99;  // rmsprop
 };
 
+// `schedule:` — the learning rate over steps (optim::scheduled_lr).
 struct ScheduleConfig {
   std::string name = "constant";    // constant | step | multistep | exponential | cosine
   int64_t step_size = 30;           // step: epochs between decays
@@ -114,6 +127,8 @@ struct ScheduleConfig {
   int64_t warmup_steps = 0;         // linear warm-up from 0 over this many steps
 };
 
+// `train:` — the loop: epochs, batch size, a step limit, what a non-finite
+// loss does, how often step metrics are recorded.
 struct TrainLoopConfig {
   int64_t epochs = 3;
   int64_t batch_size = 128;
@@ -122,6 +137,8 @@ struct TrainLoopConfig {
   int64_t log_every_steps = 1;  // step metrics every N steps
 };
 
+// `eval:` — the evaluation batch, and an accuracy whose time to reach is
+// recorded.
 struct EvalConfig {
   // 64: a batch's activations stay in cache. On the demo CNN, evaluation is
   // 18% faster than with 256 on one thread and 12% on two, with less peak
@@ -147,10 +164,13 @@ struct ComputeConfig {
   std::string memory_format = "contiguous";
 };
 
+// `allocator:` — whether the allocator keeps freed memory (torch_env.h).
 struct AllocatorConfig {
   bool keep_memory = true;  // see torch_env.h
 };
 
+// `checkpoint:` — how often checkpoints are written: every N epochs, every
+// N steps (0: not by that measure).
 struct CheckpointConfig {
   int64_t every_epochs = 1;
   int64_t every_steps = 0;
@@ -165,6 +185,10 @@ struct DeterminismConfig {
   bool cudnn_deterministic = false;       // CUDA builds only
 };
 
+// A whole training config: the loop's sections as values, plus every
+// registered capability's section (sections()). A plain value, copied freely;
+// parse_config and apply_overrides check every field against the schema and
+// throw Error(kUsage) naming the key, so a Config in hand is always valid.
 struct Config {
   RunConfig run;
   SeedConfig seeds;

@@ -1,7 +1,7 @@
 """Issue 51, class 3: one rule for what a run accepts (store/accept.h),
 called by every entry point: the CLI's --tag/--param and TRAINSCOPE_TAGS,
 watch's metric and param lines, the HTTP API, `import tfevents` and the
-Python package. A key is 1 to 256 bytes without control characters, not
+Python package. A key is 1 to 256 bytes of UTF-8 text without control characters, not
 only blanks; a step an integer from 0 to 2^53; a tag's or param's value at
 most 4096 bytes; a number is a number whatever its Python type. $PY is the
 build's Python with the package on its path."""
