@@ -17,19 +17,19 @@ Verbosity verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 std::string terminal_text(std::string_view message) {
   std::string out;
   out.reserve(message.size());
-  for (size_t i = 0; i < message.size(); ++i) {
+  for (size_t i = 0; i < message.size();) {
     const auto c = static_cast<unsigned char>(message[i]);
-    const auto next = i + 1 < message.size() ? static_cast<unsigned char>(message[i + 1]) : 0;
+    const size_t n = c < 0x80 ? 1 : utf8_sequence(message, i);
     if (c == '\r') {
       out += "\\r";
-    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c == 0xC2 && next >= 0x80 && next < 0xA0) {
-      out += fmt::format("\\u{:04x}", next);
-      ++i;
+    } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || n == 0) {
+      out += fmt::format("\\x{:02x}", c);  // a control, or a byte that is not UTF-8
+    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(message[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(message[i + 1]));
     } else {
-      out.push_back(static_cast<char>(c));
+      out.append(message.substr(i, n));
     }
+    i += n == 0 ? 1 : n;
   }
   return out;
 }

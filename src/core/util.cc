@@ -101,27 +101,6 @@ std::string sha256_file(const std::filesystem::path& path) {
 
 namespace {
 
-// The length of the UTF-8 sequence at s[i], 0 when it is not one (overlong
-// forms, surrogates and code points past U+10FFFF included).
-size_t utf8_sequence(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
-  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
-  const unsigned char c = b(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c >= 0xE0 && c <= 0xEF) {
-    if (!cont(1) || !cont(2) || (c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;
-    return 3;
-  }
-  if (c >= 0xF0 && c <= 0xF4) {
-    if (!cont(1) || !cont(2) || !cont(3) || (c == 0xF0 && b(1) < 0x90) ||
-        (c == 0xF4 && b(1) > 0x8F))
-      return 0;
-    return 4;
-  }
-  return 0;
-}
-
 // An ASCII character as escape_for_display shows it, appended to `out`.
 void append_ascii(std::string& out, unsigned char c) {
   switch (c) {
@@ -147,6 +126,25 @@ void append_ascii(std::string& out, unsigned char c) {
 }
 
 }  // namespace
+
+size_t utf8_sequence(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  const auto cont = [&](size_t k) { return i + k < s.size() && (b(k) & 0xC0) == 0x80; };
+  const unsigned char c = b(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c >= 0xE0 && c <= 0xEF) {
+    if (!cont(1) || !cont(2) || (c == 0xE0 && b(1) < 0xA0) || (c == 0xED && b(1) > 0x9F)) return 0;
+    return 3;
+  }
+  if (c >= 0xF0 && c <= 0xF4) {
+    if (!cont(1) || !cont(2) || !cont(3) || (c == 0xF0 && b(1) < 0x90) ||
+        (c == 0xF4 && b(1) > 0x8F))
+      return 0;
+    return 4;
+  }
+  return 0;
+}
 
 std::string escape_for_display(std::string_view s) {
   std::string out;

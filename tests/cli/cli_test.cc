@@ -692,6 +692,9 @@ TEST_F(CliTest, AStoredNameWithTerminalEscapesIsShownEscapedEverywhere) {
   EXPECT_NE(md.out.find("| metric | e\\\\x1b\\]0;pwned"), std::string::npos) << md.out;
   EXPECT_EQ(core::terminal_text("run " + evil + " a\\b\n\tc\r\xc2\x9b"),
             "run " + shown + " a\\b\n\tc\\r\\u009b");
+  // A byte that is not UTF-8 is shown, never written raw (a reader that
+  // decodes stderr as UTF-8 failed on it); UTF-8 text passes unchanged.
+  EXPECT_EQ(core::terminal_text("e\xff caf\xc3\xa9 \xc3"), "e\\xff caf\xc3\xa9 \\xc3");
 }
 
 // The third hunt (D13): a closed terminal (SIGHUP) killed `watch` and left

@@ -24,7 +24,7 @@ Verbosity verbosity();
 // the line feed and the tab escaped ("\x1b", "\r"), and a C1 control
 // (U+0080..U+009F) as "\u009b", so that no name inside a message (a run's,
 // a key, a tag) can set the terminal's title, move its cursor or clear its
-// screen. Backslashes are kept: a part escaped already
+// screen; a byte that is not UTF-8 as "\\xff". Backslashes are kept: a part escaped already
 // (core::escape_for_display) reads the same.
 std::string terminal_text(std::string_view message);
 

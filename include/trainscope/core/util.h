@@ -48,6 +48,10 @@ std::string escape_for_display(std::string_view s);
 // text from a store or a file that goes into a format that must be UTF-8
 // (XML, SVG, proto3 strings).
 std::string valid_utf8(std::string_view s);
+// The length of the UTF-8 sequence at s[i] (1 to 4), 0 when the bytes there
+// start none (overlong forms, surrogates and code points past U+10FFFF
+// included). Pure; `i` must be inside `s`.
+size_t utf8_sequence(std::string_view s, size_t i);
 
 // Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
 std::string csv_field(std::string_view s);
