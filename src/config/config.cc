@@ -167,6 +167,21 @@ std::string text_violation_of(const std::string& v, size_t min, size_t max) {
   return {};
 }
 
+// A name a run is recorded under, by the store's rule for names
+// (store/accept.h): also UTF-8 text without a C1 control character
+// (U+0080..U+009F, 0xC2 0x80..0x9F), which a path may hold.
+std::string name_violation_of(const std::string& v) {
+  if (std::string why = text_violation_of(v, 1, 256); !why.empty()) return why;
+  if (core::valid_utf8(v) != v)
+    return fmt::format("must be UTF-8 text (got '{}')", core::escape_for_display(v));
+  for (size_t i = 0; i + 1 < v.size(); ++i)
+    if (static_cast<unsigned char>(v[i]) == 0xc2 && static_cast<unsigned char>(v[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(v[i + 1]) <= 0x9f)
+      return fmt::format("must not hold control characters (got '{}')",
+                         core::escape_for_display(v));
+  return {};
+}
+
 #define TS_INT(KEY, MEMBER, LO, HI, HELP)                                                         \
   Field {                                                                                         \
     KEY, HELP, Kind::kInt, {}, [](const Config& c) { return std::to_string(c.MEMBER); },          \
@@ -211,7 +226,7 @@ std::string text_violation_of(const std::string& v, size_t min, size_t max) {
 std::vector<Field> run_and_seed_fields() {
   return {
       TS_TEXT("run.experiment", run.experiment, "Experiment the run is recorded under",
-              "1 to 256 bytes of text", text_violation_of(v, 1, 256)),
+              "1 to 256 bytes of UTF-8 text", name_violation_of(v)),
       TS_INT("seeds.master", seeds.master, 0, kMaxInt,
              "Master seed; every named stream derives from it"),
       TS_INT("seeds.init", seeds.init, -1, kMaxInt,

@@ -3,6 +3,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
 #include "trainscope/replay/replay.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
@@ -62,7 +63,9 @@ Rerun rerun(std::shared_ptr<store::Store> store, const store::RunInfo& orig,
   out.machine = repro::machine_differences(recorded, here);
   if (options.before_training) options.before_training(out.machine);
   train::TrainOptions o;
-  o.name = (orig.name.empty() ? core::short_uuid(orig.uuid) : orig.name) + "-rerun";
+  // A name of up to 256 bytes stays one with "-rerun" (derived_name cuts at
+  // 240), and one stored before the name rule becomes one it accepts.
+  o.name = store::derived_name(orig.name, core::short_uuid(orig.uuid)) + "-rerun";
   o.command_line = options.command_line;
   train::Trainer trainer(cfg, store, o);
   for (const auto& obs : options.observers) trainer.add_observer(obs);

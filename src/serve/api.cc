@@ -129,11 +129,14 @@ int status_of(ErrorKind kind) {
 // A method an endpoint does not take: the API reads everything and writes
 // only tags.
 Response not_allowed(const Request& r) {
-  return error_response(405, fmt::format("{} {}: this endpoint only reads (GET); the API changes "
-                                         "nothing but tags: PUT or DELETE "
-                                         "/api/runs/{{ref}}/tags/{{key}} on a server started with "
-                                         "--allow-writes",
-                                         r.method, core::escape_for_display(r.path)));
+  Response res =
+      error_response(405, fmt::format("{} {}: this endpoint only reads (GET); the API changes "
+                                      "nothing but tags: PUT or DELETE "
+                                      "/api/runs/{{ref}}/tags/{{key}} on a server started with "
+                                      "--allow-writes",
+                                      r.method, core::escape_for_display(r.path)));
+  res.headers.emplace_back("Allow", "GET, HEAD");  // RFC 9110 §15.5.6
+  return res;
 }
 
 [[noreturn]] void no_such_path(const Request& r) {

@@ -367,7 +367,11 @@ Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
   } else if (r.method == "DELETE") {
     s.delete_tag(run.uuid, key);
   } else {
-    fail(ErrorKind::kNotFound, "tags take PUT (set) or DELETE, not {}", r.method);
+    // A method the route has not (RFC 9110 §15.5.6: 405 with Allow).
+    Response res = error_response(405, fmt::format("{} {}: tags take PUT (set) or DELETE", r.method,
+                                                   core::escape_for_display(r.path)));
+    res.headers.emplace_back("Allow", "PUT, DELETE");
+    return res;
   }
   return json({{"tags", s.tags(run.uuid)}});
 }
