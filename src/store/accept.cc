@@ -112,7 +112,8 @@ std::string derived_name(std::string_view from, std::string_view fallback) {
   std::string out;
   for (size_t i = 0, n = 0; i < text.size(); i += n) {
     n = sequence_length(static_cast<unsigned char>(text[i]));
-    const std::string_view piece = is_control(text, i, n) ? "_" : text.substr(i, n);
+    const std::string_view piece =
+        is_control(text, i, n) ? "_" : std::string_view(text).substr(i, n);
     if (out.size() + piece.size() > kMax) break;
     out += piece;
   }

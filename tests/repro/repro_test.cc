@@ -381,15 +381,18 @@ TEST(WeightsTest, DashOWritesTheStateDictToStdout) {
   ASSERT_EQ(first.exit_code, 0) << first.out;
   auto file = testing::run_command(ts + "-q weights w -o " + (dir / "file.pt").string());
   ASSERT_EQ(file.exit_code, 0) << file.out;
-  auto out = testing::run_command("cd " + dir.path().string() + " && " + ts +
-                                  "weights w -o - > stdout.pt");
+  // In a subshell: run_command sends the whole line's stderr to its stdout.
+  auto out = testing::run_command("(cd " + dir.path().string() + " && " + ts +
+                                  "weights w -o - > stdout.pt 2> stderr.txt)");
   ASSERT_EQ(out.exit_code, 0) << out.out;
-  EXPECT_NE(out.out.find("wrote stdout: the weights of run "), std::string::npos) << out.out;
-  EXPECT_FALSE(std::filesystem::exists(dir / "-"));
   auto bytes = [](const std::filesystem::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
+  // The note goes to stderr, never into the weights on stdout.
+  const std::string note = bytes(dir / "stderr.txt");
+  EXPECT_NE(note.find("wrote stdout: the weights of run "), std::string::npos) << note;
+  EXPECT_FALSE(std::filesystem::exists(dir / "-"));
   const std::string want = bytes(dir / "file.pt"), got = bytes(dir / "stdout.pt");
   EXPECT_GT(want.size(), 1000u);
   EXPECT_EQ(got.size(), want.size());  // the same zip (its times aside)
