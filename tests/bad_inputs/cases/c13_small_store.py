@@ -11,7 +11,7 @@ TITLE = "13. Smaller ones (the store and the dashboard)"
 # Starts `trainscope serve` on a free port, runs CHECK with $U its URL,
 # stops the server; the case's exit is CHECK's.
 SERVE = ("$TS serve --port 0 > $DIR/{0}.out & P=$!; "
-         "for i in $(seq 100); do grep -q http $DIR/{0}.out && break; sleep 0.1; done; "
+         "for i in $(seq 100); do grep -qs http $DIR/{0}.out && break; sleep 0.1; done; "
          "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
 
 CASES = [

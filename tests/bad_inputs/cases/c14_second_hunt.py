@@ -12,7 +12,7 @@ TITLE = "14. The second hunt"
 
 T = "$TS train $DIR/good.yaml --no-progress"
 SERVE = ("$TS serve --port 0 --allow-writes > $DIR/{0}.out & P=$!; "
-         "for i in $(seq 100); do grep -q http $DIR/{0}.out && break; sleep 0.1; done; "
+         "for i in $(seq 100); do grep -qs http $DIR/{0}.out && break; sleep 0.1; done; "
          "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
 STALE = "cp $DIR/stale14.db $DIR/{0}.db && $BARE --store sqlite:$DIR/{0}.db"
 

@@ -28,7 +28,7 @@ C23 = "$BARE --store sqlite:$DIR/c23.db"
 REHASH = "$BARE --store sqlite:$DIR/rehash.db"
 
 SERVE = ("$TS serve --port 0 {2} > $DIR/{0}.out & P=$!; for i in $(seq 100); do "
-         "grep -q http $DIR/{0}.out && break; sleep 0.1; done; "
+         "grep -qs http $DIR/{0}.out && break; sleep 0.1; done; "
          "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
 
 

@@ -10,7 +10,7 @@ socket-level cases are in tests/serve/server_test.cc (ServeHttpTest)."""
 TITLE = "26. A server speaks HTTP as it says (the third hunt's second tester)"
 
 SERVE = ("$TS serve --port 0 {2} > $DIR/{0}.out & P=$!; for i in $(seq 100); do "
-         "grep -q http $DIR/{0}.out && break; sleep 0.1; done; "
+         "grep -qs http $DIR/{0}.out && break; sleep 0.1; done; "
          "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
 
 
