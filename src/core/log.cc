@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "trainscope/core/output.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::core {
 namespace {
