@@ -226,6 +226,7 @@ def load_classes():
     in the order of their file names."""
     classes = [(title, cases, None) for title, cases in EARLIER]
     folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cases")
+    sys.path.insert(0, folder)  # their shared helpers (cases/_*.py)
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".py") or name.startswith("_"):
             continue

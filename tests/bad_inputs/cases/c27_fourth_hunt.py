@@ -5,13 +5,7 @@ store's rule, a wrong method on a tag answered 404, a 405 without Allow."""
 
 TITLE = "27. A fourth tester's four (issue 51)"
 
-SERVE = ("$TS serve --port 0 {2} > $DIR/{0}.out & P=$!; for i in $(seq 100); do "
-         "grep -qs http $DIR/{0}.out && break; sleep 0.1; done; "
-         "U=$(grep -o 'http://[^ ]*' $DIR/{0}.out); {1}; R=$?; kill $P; wait $P; exit $R")
-
-
-def serve(name, check, flags=""):
-    return SERVE.format(name, check, flags)
+from _serve import serve  # cases/_serve.py (bad_inputs.py puts cases/ on the path)
 
 
 LONG = "$(printf 'n%.0s' $(seq 256))"
