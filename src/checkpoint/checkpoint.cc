@@ -1,5 +1,6 @@
 #include "trainscope/checkpoint/checkpoint.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 
 #include "checkpoint_code.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 
@@ -310,19 +312,30 @@ void read_optimizer(InputArchive& a, Optimizer& opt) {
   }
 }
 
+// Whether `bytes` is the size of a CPU generator's state or a CUDA one's
+// (a seed and an offset).
+bool generator_state_size(int64_t bytes) {
+  static const int64_t cpu = at::detail::createCPUGenerator(0).get_state().numel();
+  return bytes == cpu || bytes == 16;
+}
+
+// The archive is read onto the model's device: small tensors come back to
+// the CPU, where they are read.
 torch::Tensor read_rng_state(InputArchive& a) {
   torch::Tensor state;
   a.read("rng.dropout", state, true);
-  if (state.scalar_type() != torch::kByte || state.dim() != 1 || !state.is_cpu() ||
-      !within_storage(state) || !state.is_contiguous())
+  if (state.scalar_type() != torch::kByte || state.dim() != 1 || !within_storage(state) ||
+      !state.is_contiguous())
     throw Unfit(fmt::format("rng.dropout is {}, not a generator state", describe(state)));
-  return state;
+  return state.to(torch::kCPU);
 }
 
 instrument::TrainPosition read_position(InputArchive& a) {
   torch::Tensor p, loss;
   a.read("pos", p, true);
   a.read("pos.loss_sum", loss, true);
+  p = p.to(torch::kCPU);
+  loss = loss.to(torch::kCPU);
   check_like(p, torch::empty({5}, torch::kInt64), "pos");
   check_like(loss, torch::empty({1}, torch::kFloat64), "pos.loss_sum");
   const auto pa = p.accessor<int64_t, 1>();
@@ -349,7 +362,19 @@ instrument::TrainPosition read_archive(InputArchive& a, Classifier& model, Optim
   torch::Tensor rng_state;
   if (dropout_gen) rng_state = read_rng_state(a);
   const instrument::TrainPosition pos = read_position(a);
-  if (dropout_gen) dropout_gen->set_state(rng_state);
+  // A generator of another device (a checkpoint of a CPU run resumed on a
+  // GPU) has a state of another kind: the dropout stream then goes on from
+  // its seed on the new device (docs/gpu.md), the weights and the
+  // optimizer's state as they were.
+  const bool same_kind = dropout_gen && dropout_gen->get_state().numel() == rng_state.numel();
+  if (dropout_gen && !same_kind && !generator_state_size(rng_state.numel()))
+    throw Unfit(fmt::format("rng.dropout is {}, not a generator state", describe(rng_state)));
+  if (same_kind)
+    dropout_gen->set_state(rng_state);
+  else if (dropout_gen)
+    core::log_warn(
+        "the checkpoint's dropout generator is of another device; its stream starts "
+        "again from the run's dropout seed here");
   torch::NoGradGuard no_grad;
   for (auto& w : weights) w.into.copy_(w.from);
   return pos;
@@ -427,7 +452,9 @@ instrument::TrainPosition read_checkpoint(const char* data, size_t size, const s
       name,
       [&](InputArchive& a) {
         check_zip({data, size});
-        a.load_from(data, size);
+        // Onto the model's device, wherever the checkpoint was written.
+        const auto params = model.parameters();
+        a.load_from(data, size, params.empty() ? torch::kCPU : params.front().device());
       },
       model, opt, dropout_gen);
 }

@@ -154,6 +154,16 @@ std::string count_violation_of(const std::string& v, const std::vector<std::stri
   return fmt::format("must be {}or an integer {} (got '{}')", allowed, int_range(lo, hi), v);
 }
 
+// A device: cpu, cuda or cuda:N (whether it exists here is train's check).
+std::string device_violation_of(const std::string& v) {
+  if (v == "cpu" || v == "cuda") return {};
+  if (v.rfind("cuda:", 0) == 0 && count_violation_of(v.substr(5), {}, 0, 1023).empty() &&
+      v.size() > 5 && (v[5] != '0' || v.size() == 6))
+    return {};
+  return fmt::format("must be cpu, cuda or cuda:N with N in [0, 1023] (got '{}')",
+                     core::escape_for_display(v));
+}
+
 // Free text: at most `max` bytes, no control characters (a message or a
 // table that shows it stays one line).
 std::string text_violation_of(const std::string& v, size_t min, size_t max) {
@@ -368,6 +378,13 @@ std::vector<Field> compute_fields() {
               count_violation_of(v, {"auto", "default", "0"}, 1, kMaxThreads)),
       TS_ENUM("compute.memory_format", compute.memory_format,
               "Layout of images, conv weights and activations", "contiguous", "channels_last"),
+      TS_TEXT("compute.device", compute.device,
+              "Where the model, its optimizer state and the batches live (cuda: the current GPU)",
+              "cpu, cuda or cuda:N with N in [0, 1023]", device_violation_of(v)),
+      TS_ENUM("compute.tf32", compute.tf32,
+              "TensorFloat-32 on CUDA: off, cudnn (convolutions: PyTorch's default) or on "
+              "(convolutions and float32 matmuls)",
+              "cudnn", "off", "on"),
       TS_TEXT("compute.blas_threads", compute.blas_threads,
               "Threads of the BLAS libtorch calls (auto: 1 for one with threads of its own, "
               "OpenBLAS or "
@@ -397,6 +414,12 @@ std::vector<Field> determinism_fields() {
               "cuDNN autotuning (CUDA builds)"),
       TS_BOOL("determinism.cudnn_deterministic", determinism.cudnn_deterministic,
               "cuDNN deterministic kernels (CUDA builds)"),
+      TS_BOOL("determinism.warn_only", determinism.warn_only,
+              "With deterministic_algorithms: an op without a deterministic kernel warns "
+              "instead of failing the run"),
+      TS_BOOL("determinism.fill_uninitialized_memory", determinism.fill_uninitialized_memory,
+              "With deterministic_algorithms: fill new, uninitialised memory (NaN, or an "
+              "integer's largest value) so that reading it is reproducible"),
   };
 }
 

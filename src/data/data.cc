@@ -381,6 +381,7 @@ LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, 
   lo.prefetch = resolved_prefetch(cfg, threads);
   lo.dtype = dtype_of(cfg);
   lo.channels_last = channels_last(cfg);
+  lo.pin_memory = cfg.compute.device != "cpu";
   lo.mean = data.mean;
   lo.std = data.std;
   return lo;
@@ -388,6 +389,8 @@ LoaderOptions loader_options(const config::Config& cfg, const DataSplits& data, 
 
 int64_t resolved_prefetch(const config::Config& c, int threads) {
   if (c.data.prefetch != "auto") return std::stoll(c.data.prefetch);
+  // On a GPU the CPU's threads are free while it computes.
+  if (c.compute.device != "cpu") return 2;
   return threads < env::cpu_budget().threads() ? 2 : 0;
 }
 
@@ -495,6 +498,10 @@ Batch EpochLoader::make_batch(int64_t b) const {
     imgs = out;
   }
   batch.x = to_input(imgs, options_.mean, options_.std, options_.dtype, options_.channels_last);
+  if (options_.pin_memory) {
+    batch.x = batch.x.pin_memory();
+    batch.y = batch.y.pin_memory();
+  }
   return batch;
 }
 

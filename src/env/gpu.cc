@@ -202,7 +202,8 @@ Manifest capture_gpus() {
     }
   }
   // CUDA runtime and cuDNN, when their libraries load.
-  for (const char* lib : {"libcudart.so", "libcudart.so.12", "libcudart.so.11.0"}) {
+  for (const char* lib :
+       {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
     if (void* h = dlopen(lib, RTLD_NOW | RTLD_LOCAL)) {
       using Fn = int (*)(int*);
       if (auto f = reinterpret_cast<Fn>(dlsym(h, "cudaRuntimeGetVersion"))) {

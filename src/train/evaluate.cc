@@ -126,11 +126,15 @@ instrument::EvalResult evaluate(Classifier& model, const Dataset& data, const Da
   instrument::EvalResult r;
   r.confusion.assign(k, std::vector<int64_t>(k, 0));
   Tally t;
+  // The model's device (compute.device); the tally is the CPU's.
+  const auto params = model.parameters();
+  const torch::Device device = params.empty() ? torch::kCPU : params.front().device();
   for (int64_t begin = 0; begin < data.size(); begin += batch_size) {
     const int64_t len = std::min(batch_size, data.size() - begin);
     auto x =
         to_input(data.images.narrow(0, begin, len), splits.mean, splits.std, dtype, channels_last);
-    tally_batch(model.forward(x), data.labels.narrow(0, begin, len), r, t);
+    tally_batch(model.forward(x.to(device)).to(torch::kCPU), data.labels.narrow(0, begin, len), r,
+                t);
   }
   model.train(was_training);
   r.samples = data.size();

@@ -20,6 +20,7 @@ struct Trainer::Session {
   const config::Config& cfg;
   double t_start = core::monotonic_now();
   config::StreamSeeds seeds;
+  torch::Device device = torch::kCPU;  // compute.device, checked
   data::DataSplits data;
   at::Generator dropout_gen;
   std::unique_ptr<optim::Optimizer> opt;

@@ -44,13 +44,15 @@ using store::RunStatus;
 namespace {
 
 // Shapes that do not fit fail here with a clear message, before a run exists.
-void check_model_fits(Classifier& model, const config::Config& cfg, const DataSplits& data) {
+void check_model_fits(Classifier& model, const config::Config& cfg, const DataSplits& data,
+                      const torch::Device& device) {
   const ModelShape shape = shape_of(data);
   try {
     torch::NoGradGuard ng;
     model.eval();
     model.forward(to_input(data.train.images.narrow(0, 0, 1), data.mean, data.std, dtype_of(cfg),
-                           channels_last(cfg)));
+                           channels_last(cfg))
+                      .to(device));
     model.train();
   } catch (const c10::Error& e) {
     std::string what = e.what_without_backtrace();
@@ -66,13 +68,18 @@ void check_model_fits(Classifier& model, const config::Config& cfg, const DataSp
   }
 }
 
-// Whether `prev` was recorded with this config. Runs recorded before a key
-// was renamed hold the old spelling: their config is compared as parsed.
-bool same_config(const store::RunInfo& prev, const std::string& config_text) {
+// Whether `prev` was recorded with this config, but for the device: a run
+// may go on on another device (a GPU run resumed on a CPU). Runs recorded
+// before a key was renamed hold the old spelling: their config is compared
+// as parsed.
+bool same_config(const store::RunInfo& prev, const config::Config& cfg,
+                 const std::string& config_text) {
   if (prev.config_hash == core::sha256_hex(config_text)) return true;
   try {
-    return config::to_yaml(config::parse_recorded_config(
-               prev.config_text, "run " + core::short_uuid(prev.uuid))) == config_text;
+    config::Config recorded =
+        config::parse_recorded_config(prev.config_text, "run " + core::short_uuid(prev.uuid));
+    recorded.compute.device = cfg.compute.device;
+    return config::to_yaml(recorded) == config_text;
   } catch (const core::Error&) {
     return false;
   }
@@ -93,7 +100,7 @@ void check_resumable(store::Store& store, const store::RunInfo& prev, const conf
          what);
   if (prev.status == RunStatus::kFinished)
     fail(ErrorKind::kUsage, "run {} already finished; nothing to resume", id);
-  if (!same_config(prev, config_text)) {
+  if (!same_config(prev, cfg, config_text)) {
     std::string which;
     try {
       const config::Config recorded = config::parse_recorded_config(prev.config_text, "run " + id);
@@ -173,15 +180,20 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
          options_.shards == 1 ? std::string("alone")
                               : fmt::format("one shard of {}", options_.shards),
          n);
+  // First: before the data loads (a GPU that is not there fails at once)
+  // and before anything asks libtorch about CUDA.
+  s->device = device_of(cfg);
   apply_determinism(cfg);
   s->seeds = derive_seeds(cfg);
-  // A safety net: anything that still reaches for the global generator gets
-  // a value fixed by the master seed.
+  // A safety net: anything that still reaches for the global generators
+  // (the CPU's and every GPU's) gets a value fixed by the master seed.
   torch::manual_seed(static_cast<uint64_t>(cfg.seeds.master));
   s->data = load_data(cfg.data, s->seeds.data_order);
   if (!cfg.model.init_from.empty()) s->data.files.push_back(cfg.model.init_from);  // hashed too
   check_data(cfg, s->data);
-  s->dropout_gen = at::detail::createCPUGenerator(s->seeds.dropout);
+  s->dropout_gen = make_generator(s->device, s->seeds.dropout);
+  // Weights are drawn on the CPU and then moved: the same initial model on
+  // every device.
   at::Generator init_gen = at::detail::createCPUGenerator(s->seeds.init);
   const bool custom = model_ != nullptr;
   build_or_refuse(cfg, [&] {
@@ -191,8 +203,9 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
     model_->to(dtype_of(cfg));
     if (cfg.model.flip_bit > 0) s->flipped = flip_lowest_bit(*model_, cfg.model.flip_bit);
     if (channels_last(cfg)) to_channels_last(*model_);
+    model_->to(s->device);
   });
-  check_model_fits(*model_, cfg, s->data);
+  check_model_fits(*model_, cfg, s->data, s->device);
   s->source = make_source(*s);
   instrument::check_units(cfg, *s->source);  // before the run exists (probes' layers)
   build_or_refuse(cfg, [&] { s->opt = make_optimizer(cfg.optimizer, model_->parameters()); });
@@ -226,6 +239,11 @@ void Trainer::open_run(Session& s) {
     s.pos = read_checkpoint(ck->path, *model_, s.opt.get(), &s.dropout_gen);
     s.run = store::RunRecorder::attach(store_, prev.uuid);
     s.run->set_tag("resumed_from", ck->name);
+    // The device it goes on on, when not the one it started on.
+    const auto params = store_->params(prev.uuid);
+    const auto started = params.find("compute.device");
+    if ((started == params.end() ? "cpu" : started->second) != s.cfg.compute.device)
+      s.run->set_tag("compute.device.resumed_on", s.cfg.compute.device);
     s.resumed = true;
     core::log_info("resuming run {} from {} (epoch {}, step {})", core::short_uuid(prev.uuid),
                    ck->name, s.pos.epoch + 1, s.pos.step);

@@ -1,10 +1,13 @@
 #include "trainscope/train/torch_env.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 #include <fmt/format.h>
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <cstdlib>
@@ -12,6 +15,7 @@
 
 #include "trainscope/core/log.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/env/torch.h"
 
 namespace trainscope::train {
 
@@ -47,7 +51,55 @@ void warn_if_oversubscribed(const config::Config& c, int threads) {
       torch_over ? "compute.threads" : "compute.blas_threads");
 }
 
+// Why compute.device cannot be a GPU here; empty when one is usable.
+std::string cuda_here() {
+  if (auto why = env::load_torch_cuda(); !why.empty()) return why;
+  if (torch::cuda::is_available()) return {};
+  return "no CUDA GPU is usable here (none found, or its driver did not start)";
+}
+
+// The TF32 switches compute.tf32 stands for, set only where they differ
+// from the process's (libtorch warns about its older setters).
+void apply_tf32(const std::string& tf32) {
+  auto& ctx = at::globalContext();
+  const bool cudnn = tf32 != "off", cublas = tf32 == "on";
+  if (ctx.allowTF32CuDNN() != cudnn) ctx.setAllowTF32CuDNN(cudnn);
+  if (ctx.allowTF32CuBLAS() != cublas) ctx.setAllowTF32CuBLAS(cublas);
+}
+
 }  // namespace
+
+torch::Device device_of(const config::Config& c) {
+  const std::string& d = c.compute.device;
+  if (d == "cpu") {
+    // Where a GPU is, torch's CUDA half is mapped for every run: libtorch
+    // fixes its CUDA hooks at the first question (at::manual_seed asks),
+    // and a worker's CPU run must not fix them before a later GPU run.
+    if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
+    return torch::kCPU;
+  }
+  if (auto why = cuda_here(); !why.empty())
+    core::fail(core::ErrorKind::kUsage,
+               "compute.device is {} but {}; train on the CPU (compute.device: cpu) or on a "
+               "machine with an NVIDIA GPU and a torch built with CUDA",
+               d, why);
+  const auto gpus = static_cast<int64_t>(torch::cuda::device_count());
+  if (d == "cuda") return {torch::kCUDA};
+  const int64_t n = std::stoll(d.substr(5));
+  if (n >= gpus)
+    core::fail(core::ErrorKind::kUsage,
+               "compute.device is {} but this machine has {} GPU{} (cuda:0{}); name one of them", d,
+               gpus, gpus == 1 ? "" : "s", gpus == 1 ? "" : fmt::format(" to cuda:{}", gpus - 1));
+  return {torch::kCUDA, static_cast<c10::DeviceIndex>(n)};
+}
+
+at::Generator make_generator(const torch::Device& device, uint64_t seed) {
+  if (device.is_cpu()) return at::detail::createCPUGenerator(seed);
+  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::DeviceIndex(-1);
+  at::Generator g = at::detail::getCUDAHooks().getNewGenerator(index);
+  g.set_current_seed(seed);
+  return g;
+}
 
 int resolved_threads(const config::Config& c) {
   // libtorch's default, even after an earlier run in this process (a
@@ -69,7 +121,14 @@ void apply_determinism(const config::Config& c) {
   // wheels' libtorch runs on libtorch's OpenMP threads and follows them.
   env::set_blas_threads(c.compute.blas_threads == "auto" ? 0 : std::stoi(c.compute.blas_threads));
   auto& ctx = at::globalContext();
-  ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, /*warn_only=*/false);
+  ctx.setDeterministicAlgorithms(c.determinism.deterministic_algorithms, c.determinism.warn_only);
+  ctx.setDeterministicFillUninitializedMemory(c.determinism.fill_uninitialized_memory);
+  apply_tf32(c.compute.tf32);
+  // cuBLAS picks its reduction order by workspace; deterministic algorithms
+  // on CUDA need one of its fixed configurations, read when a handle is
+  // made. A value the user set is kept.
+  if (c.determinism.deterministic_algorithms && c.compute.device != "cpu")
+    setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
   ctx.setUserEnabledMkldnn(c.determinism.mkldnn);
   ctx.setBenchmarkCuDNN(c.determinism.cudnn_benchmark);
   ctx.setDeterministicCuDNN(c.determinism.cudnn_deterministic);

@@ -112,8 +112,11 @@ bool Trainer::train_epoch(Session& s, Events& events) {
     events.batch_begin();
     events.phase(instrument::StepPhase::kData);
     std::optional<Batch> batch = loader.next();
-    step.inputs = batch->x;
-    step.targets = batch->y;
+    // On a GPU: pinned by the loader, copied while the GPU still works on
+    // the previous step (the stream orders the copy before the forward).
+    const bool async = s.device.is_cuda();
+    step.inputs = batch->x.to(s.device, /*non_blocking=*/async);
+    step.targets = batch->y.to(s.device, /*non_blocking=*/async);
     step.batch_samples = batch->batch_samples;
     train_step(s, events, step, batch->index);
     events.batch_end(step);

@@ -162,6 +162,12 @@ struct ComputeConfig {
   // contiguous (NCHW) or channels_last (NHWC, what oneDNN's pooling and
   // convolutions prefer on CPUs).
   std::string memory_format = "contiguous";
+  // Where the model, its optimizer state and the batches live: cpu, cuda
+  // (the current GPU) or cuda:N (train/device.h).
+  std::string device = "cpu";
+  // TensorFloat-32 on CUDA: off, cudnn (convolutions only: PyTorch's
+  // default) or on (convolutions and float32 matmuls).
+  std::string tf32 = "cudnn";
 };
 
 // `allocator:` — whether the allocator keeps freed memory (torch_env.h).
@@ -183,6 +189,11 @@ struct DeterminismConfig {
   bool mkldnn = true;                     // oneDNN kernels (the CPU's algorithm choice)
   bool cudnn_benchmark = false;           // CUDA builds only
   bool cudnn_deterministic = false;       // CUDA builds only
+  // With deterministic_algorithms: an op without a deterministic kernel
+  // warns instead of failing, and whether uninitialised memory is filled
+  // (NaN or the largest integer) so that reading it is reproducible.
+  bool warn_only = false;
+  bool fill_uninitialized_memory = true;
 };
 
 // A whole training config: the loop's sections as values, plus every

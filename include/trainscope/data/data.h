@@ -88,6 +88,9 @@ struct LoaderOptions {
   int64_t prefetch = 2;
   torch::ScalarType dtype = torch::kFloat32;
   bool channels_last = false;  // batches in NHWC memory order
+  // Batches in page-locked memory, which a GPU copies from without
+  // blocking the host (training on CUDA).
+  bool pin_memory = false;
   std::vector<double> mean, std;
   // Data-parallel: this shard makes rows [n*shard/shards,
   // n*(shard+1)/shards) of each batch, exactly as they are in the whole

@@ -26,6 +26,26 @@ BlasLibrary blas_library();
 // intra-op threads; a BLAS with a pool of its own: 1).
 bool set_blas_threads(int n);
 
+// The CUDA half of the loaded torch (libtorch_cuda.so beside
+// libtorch_cpu.so). trainscope links the CPU half only, so that a CPU run
+// does not map hundreds of MB of GPU code; a run on a GPU loads the CUDA
+// half first. libtorch picks its CUDA hooks once per process, at the first
+// question about CUDA: load_torch_cuda must come before it (and nothing
+// asks before a run's device is known; torch_cuda_loaded() guards the
+// manifest).
+//   torch_cuda_loaded: mapped in this process (by this call or by
+//                      `import torch` in Python)
+//   load_torch_cuda:   maps it (RTLD_GLOBAL) when it is not; empty on
+//                      success, else why not (a CPU-only torch, a library
+//                      of the CUDA half that is missing, hooks chosen
+//                      before) in a few words
+//   nvidia_driver_present: this machine has an NVIDIA driver (its device
+//                      node /dev/nvidiactl), where the CUDA half is worth
+//                      loading for every run, as PyTorch does
+bool torch_cuda_loaded();
+std::string load_torch_cuda();
+bool nvidia_driver_present();
+
 // libtorch version and build configuration, the BLAS actually loaded,
 // oneDNN, OpenMP/intra-/inter-op threads, determinism flags in force.
 Manifest capture_torch();

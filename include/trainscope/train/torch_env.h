@@ -2,6 +2,7 @@
 // before training (the libtorch part of the manifest is env/torch.h).
 #pragma once
 
+#include <ATen/core/Generator.h>
 #include <torch/types.h>
 
 #include <vector>
@@ -16,6 +17,17 @@ namespace trainscope::train {
 // per process on stderr when compute.threads or compute.blas_threads is
 // more than the CPUs this process may use.
 void apply_determinism(const config::Config& c);
+
+// The device compute.device names, checked against this process: `cuda`
+// with a torch built without CUDA, or on a machine where no GPU is usable,
+// and `cuda:N` past the GPUs there throw core::Error(kUsage) naming the
+// key, what this machine has and what to do. `cuda` is the current GPU
+// (cuda:0 unless CUDA_VISIBLE_DEVICES or the process chose another).
+torch::Device device_of(const config::Config& c);
+
+// A new random generator on `device` (a CPU one for the CPU; the GPU's
+// Philox generator for CUDA), seeded with `seed`.
+at::Generator make_generator(const torch::Device& device, uint64_t seed);
 
 // The intra-op thread count compute.threads stands for here: "auto" is
 // env::cpu_budget().threads(), "default" libtorch's own choice.

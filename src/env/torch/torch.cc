@@ -4,11 +4,14 @@
 
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -36,6 +39,12 @@ std::filesystem::path torch_package_dir() {
   return ec ? std::filesystem::path() : lib.parent_path().parent_path();
 }
 
+// libtorch_cuda.so beside the mapped libtorch_cpu.so.
+std::filesystem::path torch_cuda_library() {
+  const auto dir = torch_package_dir();
+  return dir.empty() ? std::filesystem::path() : dir / "lib" / "libtorch_cuda.so";
+}
+
 // OpenMP as libtorch reports it ("OpenMP 201511 (a.k.a. OpenMP 4.5)"), the
 // runtime mapped (the wheel's own libgomp), and MKL's version when libtorch
 // holds it statically (nothing of it mapped).
@@ -51,7 +60,94 @@ void add_runtime_libraries(const std::string& cfg, const std::string& maps, Mani
     m["libraries.mkl"] = match[1];
 }
 
+// A function of a library this process has mapped (by the file in `maps`
+// whose name starts with `stem`), without loading anything new.
+template <typename Fn>
+Fn mapped_symbol(const std::string& maps, const std::string& stem, const char* name) {
+  std::smatch match;
+  if (!std::regex_search(maps, match, std::regex("(/\\S*/" + stem + "\\.so[^/\\s]*)")))
+    return nullptr;
+  void* h = dlopen(match[1].str().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return nullptr;
+  auto f = reinterpret_cast<Fn>(dlsym(h, name));
+  dlclose(h);  // still mapped: RTLD_NOLOAD took one more reference
+  return f;
+}
+
+// "9.19.0" from cuDNN's or NCCL's one-number versions.
+std::string dotted(long v, long major_unit, long minor_unit) {
+  return fmt::format("{}.{}.{}", v / major_unit, (v % major_unit) / minor_unit, v % minor_unit);
+}
+
+// What the CUDA build of the loaded torch was built with and loaded: CUDA
+// runtime, cuDNN, cuBLAS and NCCL. A CPU-only torch records none.
+void add_cuda_libraries(const std::string& maps, Manifest& m) {
+  // Asking the hooks before the CUDA half is loaded would fix them for
+  // the process (a later run on a GPU could not load it).
+  if (!torch_cuda_loaded()) {
+    m["libraries.cuda.built_with"] = "not loaded (a run on the CPU)";
+    return;
+  }
+  const auto& hooks = at::detail::getCUDAHooks();
+  long cudart = 0;
+  try {
+    cudart = hooks.versionCUDART();
+  } catch (const c10::Error&) {
+    m["libraries.cuda.built_with"] = "none (a CPU-only torch)";
+    return;
+  }
+  m["libraries.cuda.built_with"] = fmt::format("{}.{}", cudart / 1000, (cudart % 1000) / 10);
+  try {
+    m["libraries.cudnn.built_with"] = dotted(hooks.versionCuDNN(), 10000, 100);
+    m["libraries.cudnn.loaded"] = dotted(hooks.versionRuntimeCuDNN(), 10000, 100);
+  } catch (const c10::Error&) {
+  }
+  using CublasProperty = int (*)(int, int*);  // cublasGetProperty(MAJOR=0, MINOR=1, PATCH=2)
+  if (auto f = mapped_symbol<CublasProperty>(maps, "libcublas", "cublasGetProperty")) {
+    int v[3] = {0, 0, 0};
+    for (int i = 0; i < 3; ++i) f(i, &v[i]);
+    m["libraries.cublas.loaded"] = fmt::format("{}.{}.{}", v[0], v[1], v[2]);
+  }
+  using NcclVersion = int (*)(int*);
+  if (auto f = mapped_symbol<NcclVersion>(maps, "libnccl", "ncclGetVersion")) {
+    int v = 0;
+    if (f(&v) == 0) m["libraries.nccl.loaded"] = dotted(v, 10000, 100);
+  }
+}
+
 }  // namespace
+
+bool torch_cuda_loaded() {
+  const auto lib = torch_cuda_library();
+  if (lib.empty()) return false;
+  void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+bool nvidia_driver_present() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/nvidiactl", ec);
+}
+
+std::string load_torch_cuda() {
+  const auto lib = torch_cuda_library();
+  std::error_code ec;
+  if (lib.empty() || !std::filesystem::exists(lib, ec))
+    return fmt::format("torch {} was built without CUDA (no libtorch_cuda.so in {})", TORCH_VERSION,
+                       lib.parent_path().string());
+  if (!torch_cuda_loaded() && !dlopen(lib.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    const char* why = dlerror();
+    return fmt::format("torch's CUDA half ({}) does not load: {}", lib.string(),
+                       why ? why : "unknown");
+  }
+  try {
+    (void)at::detail::getCUDAHooks().versionCUDART();
+  } catch (const c10::Error&) {
+    return "torch's CUDA half was loaded after this process had asked about CUDA without it";
+  }
+  return {};
+}
 
 BlasLibrary blas_library() {
   BlasLibrary b;
@@ -114,7 +210,8 @@ Manifest capture_torch() {
   if (std::regex_search(cfg, match, std::regex("MKL-DNN v([0-9.]+)")))
     m["libraries.onednn"] = match[1];
   m["libraries.torch.has_mkldnn"] = at::hasMKLDNN() ? "true" : "false";
-  m["libraries.torch.has_cuda"] = torch::cuda::is_available() ? "true" : "false";
+  m["libraries.torch.has_cuda"] =
+      torch_cuda_loaded() && torch::cuda::is_available() ? "true" : "false";
   // The BLAS libtorch really calls: whichever libblas/openblas is mapped
   // once a matmul has run.
   {
@@ -141,6 +238,7 @@ Manifest capture_torch() {
                                    ? "static in libtorch_cpu (MKL)"
                                    : "none mapped";
   add_runtime_libraries(cfg, maps, m);
+  add_cuda_libraries(maps, m);
   using GetThreads = int (*)();
   if (auto f = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads")))
     m["threads.openblas"] = std::to_string(f());
@@ -160,6 +258,13 @@ Manifest capture_torch() {
   m["flags.mkldnn"] = ctx.userEnabledMkldnn() ? "on" : "off";
   m["flags.cudnn_benchmark"] = ctx.benchmarkCuDNN() ? "true" : "false";
   m["flags.cudnn_deterministic"] = ctx.deterministicCuDNN() ? "true" : "false";
+  m["flags.deterministic_warn_only"] = ctx.deterministicAlgorithmsWarnOnly() ? "true" : "false";
+  m["flags.fill_uninitialized_memory"] =
+      ctx.deterministicFillUninitializedMemory() ? "true" : "false";
+  m["flags.tf32_cudnn"] = ctx.allowTF32CuDNN() ? "true" : "false";
+  m["flags.tf32_cublas"] = ctx.allowTF32CuBLAS() ? "true" : "false";
+  const char* workspace = std::getenv("CUBLAS_WORKSPACE_CONFIG");
+  m["flags.cublas_workspace_config"] = workspace ? workspace : "unset";
   // Where libtorch came from (a wheel's version and index, conda, a source
   // build): over the compiled-in version, which lacks the local label.
   for (auto& [k, v] : describe_torch_package(torch_package_dir())) m[k] = v;

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "trainscope/env/torch.h"
 #include "trainscope/numerics/logmap_torch.h"
 
 namespace trainscope::numerics {
@@ -9,7 +10,10 @@ namespace trainscope::numerics {
 std::vector<Variant> torch_variants() {
   std::vector<Variant> out;
   std::vector<std::string> devices = {"cpu"};
-  if (torch::cuda::is_available()) devices.push_back("cuda");
+  // torch's CUDA half is loaded only where an NVIDIA driver is (its device
+  // node), not on every CPU machine that has a CUDA build of torch.
+  if (env::nvidia_driver_present() && env::load_torch_cuda().empty() && torch::cuda::is_available())
+    devices.push_back("cuda");
   for (const auto& dev : devices)
     for (auto [id, name, format] : {std::tuple{"f32", "float32", Format::kFloat32},
                                     std::tuple{"f64", "float64", Format::kFloat64}}) {
