@@ -6,6 +6,10 @@
 // evaluates on the test set after every epoch in batches of 1000.
 //
 //   build/bench/bare_loop [--epochs N] [--steps N] [--threads N] [--blas-threads N]
+//                         [--device cpu|cuda|cuda:N] [--data FASHION_MNIST_DIR]
+//
+// On a GPU it does what a hand-written loop does: model and optimizer on
+// the device, each batch made on the CPU and copied with .to(device).
 //
 // Prints one line "bench: step_ms=<median> epoch_s=<first epoch> accuracy=<last>".
 #include <dlfcn.h>
@@ -24,7 +28,7 @@ namespace nn = torch::nn;
 
 namespace {
 
-constexpr const char* kDir = "/usr/share/datasets/fashion-mnist/";
+std::string g_dir = "/usr/share/datasets/fashion-mnist/";
 
 std::vector<uint8_t> gunzip(const std::string& path) {
   gzFile f = gzopen(path.c_str(), "rb");
@@ -39,8 +43,8 @@ std::vector<uint8_t> gunzip(const std::string& path) {
 
 // IDX images [N, 1, H, W] uint8, labels [N] int64.
 std::pair<torch::Tensor, torch::Tensor> read_split(const std::string& prefix) {
-  auto img = gunzip(std::string(kDir) + prefix + "-images-idx3-ubyte.gz");
-  auto lab = gunzip(std::string(kDir) + prefix + "-labels-idx1-ubyte.gz");
+  auto img = gunzip(g_dir + prefix + "-images-idx3-ubyte.gz");
+  auto lab = gunzip(g_dir + prefix + "-labels-idx1-ubyte.gz");
   auto be32 = [](const uint8_t* p) { return (p[0] << 24) | (p[1] << 16) | (p[2] << 8) | p[3]; };
   const int64_t n = be32(&img[4]), h = be32(&img[8]), w = be32(&img[12]);
   auto x = torch::from_blob(img.data() + 16, {n, 1, h, w}, torch::kUInt8).clone();
@@ -63,12 +67,15 @@ struct Net : nn::Module {
 struct Options {
   int64_t epochs = 1, steps = 0, batch = 128;
   int threads = 0, blas_threads = -1;
+  std::string device = "cpu";
 };
 
 Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
+    if (a == "--device") o.device = argv[i + 1];
+    if (a == "--data") g_dir = std::string(argv[i + 1]) + "/";
     const long v = std::atol(argv[i + 1]);
     if (a == "--epochs") o.epochs = v;
     if (a == "--steps") o.steps = v;
@@ -76,6 +83,18 @@ Options parse(int argc, char** argv) {
     if (a == "--blas-threads") o.blas_threads = static_cast<int>(v);
   }
   return o;
+}
+
+// A libtorch program linked the usual way (libtorch.so) maps torch's CUDA
+// half at start; this one links the CPU half, as trainscope does, and maps
+// the CUDA half beside it before the first CUDA call.
+void load_cuda_half() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&at::show_config), &info) == 0 || !info.dli_fname) return;
+  std::string dir = info.dli_fname;
+  dir = dir.substr(0, dir.rfind('/') + 1);
+  if (!dlopen((dir + "libtorch_cuda.so").c_str(), RTLD_NOW | RTLD_GLOBAL))
+    throw std::runtime_error(std::string("cannot load libtorch_cuda.so: ") + dlerror());
 }
 
 void set_threads(const Options& o) {
@@ -86,15 +105,19 @@ void set_threads(const Options& o) {
     f(o.blas_threads);
 }
 
-double evaluate(Net& net, const torch::Tensor& x8, const torch::Tensor& y, double mean,
-                double std) {
+double evaluate(Net& net, const torch::Tensor& x8, const torch::Tensor& y, double mean, double std,
+                const torch::Device& device) {
   torch::NoGradGuard ng;
   net.eval();
   int64_t correct = 0;
   for (int64_t b = 0; b < x8.size(0); b += 1000) {
     const int64_t len = std::min<int64_t>(1000, x8.size(0) - b);
     auto x = (x8.narrow(0, b, len).to(torch::kFloat32).div_(255) - mean) / std;
-    correct += net.forward(x).argmax(1).eq(y.narrow(0, b, len)).sum().item<int64_t>();
+    correct += net.forward(x.to(device))
+                   .argmax(1)
+                   .eq(y.narrow(0, b, len).to(device))
+                   .sum()
+                   .item<int64_t>();
   }
   net.train();
   return static_cast<double>(correct) / static_cast<double>(x8.size(0));
@@ -104,6 +127,7 @@ double evaluate(Net& net, const torch::Tensor& x8, const torch::Tensor& y, doubl
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (o.device != "cpu") load_cuda_half();  // before anything asks libtorch about CUDA
   set_threads(o);
   torch::manual_seed(42);
   auto [train_x, train_y] = read_split("train");
@@ -120,7 +144,9 @@ int main(int argc, char** argv) {
   }
   const double count = static_cast<double>(train_x.numel());
   const double mean = sum / count, std = std::sqrt((sum2 - sum * sum / count) / (count - 1));
+  const torch::Device device(o.device);
   Net net;
+  net.to(device);
   torch::optim::Adam opt(net.parameters(), torch::optim::AdamOptions(0.002));
   std::vector<double> step_ms;
   double first_epoch_s = 0, accuracy = 0;
@@ -132,8 +158,9 @@ int main(int argc, char** argv) {
     for (int64_t b = 0; b < train_x.size(0) && (o.steps == 0 || step < o.steps); b += o.batch) {
       const auto t0 = Clock::now();
       auto idx = order.narrow(0, b, std::min(o.batch, train_x.size(0) - b));
-      auto x = (train_x.index_select(0, idx).to(torch::kFloat32).div_(255) - mean) / std;
-      auto y = train_y.index_select(0, idx);
+      auto x =
+          ((train_x.index_select(0, idx).to(torch::kFloat32).div_(255) - mean) / std).to(device);
+      auto y = train_y.index_select(0, idx).to(device);
       opt.zero_grad();
       auto loss = torch::nn::functional::cross_entropy(net.forward(x), y);
       loss.backward();
@@ -145,7 +172,7 @@ int main(int argc, char** argv) {
         step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
     if (e == 0) first_epoch_s = std::chrono::duration<double>(Clock::now() - t_epoch).count();
-    accuracy = evaluate(net, test_x, test_y, mean, std);
+    accuracy = evaluate(net, test_x, test_y, mean, std, device);
   }
   std::nth_element(step_ms.begin(), step_ms.begin() + step_ms.size() / 2, step_ms.end());
   std::printf("bench: step_ms=%.4f epoch_s=%.3f accuracy=%.4f steps=%lld\n",

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with one NVIDIA GPU, PyTorch 2.x with CUDA,
+# CMake, ninja and a C++ compiler, and no network, builds trainscope against
+# that machine's torch from what the tree carries (.gpu/root.tar.gz, made by
+# scripts/gpu-pack.sh from Debian's packages and unpacked into .gpu/root,
+# never into /), runs the GPU tests and benchmarks, and prints their
+# results. Its output goes into docs/gpu.md with the date and the machine.
+#
+#   scripts/gpu-pack.sh                       # here, once (network)
+#   scripts/gpu-check.sh [--quick]            # there (device tool: carry .gpu)
+#
+# --quick: the build and the tests only (no benchmarks). Each stage says
+# PASS or FAIL and the script goes on; it exits 1 if any failed. Under
+# 8 minutes on an H100 with 16 cores.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+here=$(pwd)
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+out=${OUT:-$here/.gpu/out}
+mkdir -p "$out"
+t0=$(date +%s)
+failed=()
+stage() { echo; echo "== [$(($(date +%s) - t0)) s] $*"; }
+check() {  # check NAME COMMAND...: runs it, says PASS or FAIL
+  local name=$1
+  shift
+  if "$@"; then echo "PASS $name"; else echo "FAIL $name"; failed+=("$name"); fi
+}
+
+stage "the machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,power.limit,clocks.max.sm \
+  --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
+  "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.get_device_name(0))' 2>&1
+echo "cpu: $(nproc) x $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+echo "os: $(. /etc/os-release && echo "$PRETTY_NAME"); $(c++ --version | head -1); $(cmake --version | head -1)"
+
+stage "unpacking Debian's packages into .gpu/root"
+root=$here/.gpu/root
+if [ ! -d "$root/usr" ]; then
+  mkdir -p "$root" && tar -C "$root" -xzf .gpu/root.tar.gz || { echo "FAIL unpack"; exit 1; }
+fi
+lib=$root/usr/lib/x86_64-linux-gnu
+# protoc runs during the build: Debian's, with its own libraries.
+cat >"$root/protoc" <<WRAP
+#!/bin/sh
+LD_LIBRARY_PATH="$lib" exec "$root/usr/bin/protoc" "\$@"
+WRAP
+chmod +x "$root/protoc"
+export PATH="$root/usr/bin:$PATH"
+export PKG_CONFIG_SYSROOT_DIR=$root
+export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$root/usr/share/pkgconfig
+
+stage "configuring and building against this machine's torch"
+build=$here/build-gpu
+# Debian's libraries are found through the binaries' RPATH, for their own
+# dependencies too (DT_RPATH, not RUNPATH: brotli for cpp-httplib, say).
+linkflags="-Wl,--disable-new-dtags -Wl,-rpath-link,$lib"
+gen=()
+command -v ninja >/dev/null && gen=(-G Ninja)
+cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DTRAINSCOPE_TORCH_PYTHON="$(command -v "${PYTHON:-python3}")" -DTRAINSCOPE_PYTHON=OFF \
+  -DTRAINSCOPE_WEB=OFF -DTRAINSCOPE_POSTGRES=OFF -DTRAINSCOPE_WERROR=OFF \
+  -DCMAKE_PREFIX_PATH="$root/usr" -DProtobuf_PROTOC_EXECUTABLE="$root/protoc" \
+  -DCMAKE_CXX_FLAGS="-isystem $root/usr/include" -DCMAKE_BUILD_RPATH="$lib" \
+  -DCMAKE_EXE_LINKER_FLAGS="$linkflags" -DCMAKE_SHARED_LINKER_FLAGS="$linkflags" \
+  -DCMAKE_MODULE_LINKER_FLAGS="$linkflags" >"$out/configure.log" 2>&1
+rc=$?
+grep -E "torch [0-9]|CMake Error" "$out/configure.log"
+[ $rc -eq 0 ] || { tail -30 "$out/configure.log"; echo "FAIL configure"; exit 1; }
+[ "${GPU_CHECK_STOP:-}" = configure ] && exit 0
+cmake --build "$build" -j "$(nproc)" --target trainscope_cli trainscope_torch_commands \
+  device_test bare_loop >"$out/build.log" 2>&1
+rc=$?
+grep -cE "warning:" "$out/build.log" | sed 's/^/build warnings (the machine'"'"'s compiler, not -Werror): /'
+[ $rc -eq 0 ] || { grep -E "error|Error" -A3 "$out/build.log" | head -40; echo "FAIL build"; exit 1; }
+echo "PASS build"
+TS=$build/bin/trainscope
+data=$root/usr/share/datasets/fashion-mnist
+
+stage "the GPU tests (tests/train/device_test.cc)"
+check device_test "$build/tests/device_test" --gtest_brief=1
+
+stage "the manifest of a run on the GPU"
+db=$out/gpu.db
+rm -f "$db"
+check demo_cuda "$TS" --store "sqlite:$db" train configs/demo.yaml --no-progress --name demo-cuda \
+  --set compute.device=cuda --set data.path="$data"
+"$TS" --store "sqlite:$db" runs show demo-cuda --json >"$out/demo-cuda.json" 2>&1
+"$TS" --store "sqlite:$db" env | grep -E "^(gpu|driver|libraries\.(cuda|cudnn|cublas|nccl|torch\.(version|cuda|has_cuda)))" | head -30
+python3 - "$db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for k, v in db.execute("select key, value from environment where key like 'libraries.c%' or key like "
+                       "'libraries.nccl%' or key like 'flags.%' or key like 'gpu.0.%' order by key"):
+    print("manifest:", k, "=", v)
+PY
+
+stage "the demo on the CPU of this machine, for its accuracy"
+check demo_cpu "$TS" --store "sqlite:$db" train configs/demo.yaml --no-progress --name demo-cpu \
+  --set data.path="$data"
+python3 - "$TS" "$db" <<'PY'
+import json, subprocess, sys
+ts, db = sys.argv[1], sys.argv[2]
+def acc(name):
+    out = subprocess.run([ts, "--store", "sqlite:" + db, "metrics", name, "test/accuracy", "--json"],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)["points"][-1]["value"]
+g, c = acc("demo-cuda"), acc("demo-cpu")
+print(f"demo accuracy: cuda {g:.4f}, cpu {c:.4f}, difference {abs(g - c) * 100:.2f} points "
+      f"({'PASS' if abs(g - c) <= 0.01 else 'FAIL'}: within one point)")
+PY
+
+stage "determinism on the GPU: rerun --verify, and diff of two default runs"
+det=(--set compute.device=cuda --set data.path="$data" --set train.epochs=1
+     --set determinism.deterministic_algorithms=true --set determinism.cudnn_deterministic=true)
+"$TS" --store "sqlite:$db" -q train configs/demo.yaml --no-progress --name det "${det[@]}"
+check rerun_verify_bit_identical sh -c "'$TS' --store 'sqlite:$db' rerun det --verify 2>&1 | tee /dev/stderr | grep -qi 'bit-identical at all'"
+for n in a b; do
+  "$TS" --store "sqlite:$db" -q train configs/demo.yaml --no-progress --name "default-$n" \
+    --set compute.device=cuda --set data.path="$data" --set train.max_steps=300
+done
+"$TS" --store "sqlite:$db" diff default-a default-b 2>&1 | head -20
+
+stage "numerics logmap on the GPU"
+"$TS" numerics logmap 2>&1 | grep -iE "cuda|seed|variant" | head -12
+
+if [ $quick -eq 0 ]; then
+  stage "the trainer against a bare libtorch loop on the GPU, interleaved (5 rounds)"
+  ts="$TS --store sqlite:{store} -q train configs/demo.yaml --no-progress --set train.epochs=1 --set compute.device=cuda --set data.path=$data"
+  python3 bench/interleave.py --rounds 5 --trainscope "$TS" --json "$out/interleave.json" \
+    --case bare_loop "$build/bench/bare_loop --epochs 1 --device cuda --data $data" \
+    --case trainscope "$ts" \
+    --case fingerprint_off "$ts --set fingerprint.every_steps=0" \
+    --case fingerprint_every_10 "$ts --set fingerprint.every_steps=10" \
+    --case no_recording "$ts --set fingerprint.every_steps=0 --set monitor.interval_s=0 --set checkpoint.every_epochs=0"
+fi
+
+stage "done in $(($(date +%s) - t0)) s"
+cp "$db" "$out/" 2>/dev/null
+if [ ${#failed[@]} -gt 0 ]; then echo "FAILED: ${failed[*]}"; exit 1; fi
+echo "all passed"
