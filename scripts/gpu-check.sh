@@ -7,16 +7,17 @@
 # results. Its output goes into docs/gpu.md with the date and the machine.
 #
 #   scripts/gpu-pack.sh                       # here, once (network)
-#   scripts/gpu-check.sh [--quick]            # there (device tool: carry .gpu)
+#   scripts/gpu-check.sh [--quick|--bench]    # there (device tool: carry
+#                                             # .gpu/root.tar.gz)
 #
-# --quick: the build and the tests only (no benchmarks). Each stage says
-# PASS or FAIL and the script goes on; it exits 1 if any failed. Under
-# 8 minutes on an H100 with 16 cores.
+# --quick: the build, the tests, the demo and determinism (no benchmarks);
+# --bench: the benchmarks alone, in a tree --quick built (a second call on
+# the same warm machine). Each stage says PASS or FAIL and the script goes
+# on; it exits 1 if any failed. Under 8 minutes on an H100 with 16 cores.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$(pwd)
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+mode=${1:-all}  # all | --quick | --bench
 out=${OUT:-$here/.gpu/out}
 mkdir -p "$out"
 t0=$(date +%s)
@@ -42,13 +43,14 @@ if [ ! -d "$root/usr" ]; then
   mkdir -p "$root" && tar -C "$root" -xzf .gpu/root.tar.gz || { echo "FAIL unpack"; exit 1; }
 fi
 lib=$root/usr/lib/x86_64-linux-gnu
-# protoc runs during the build: Debian's, with its own libraries.
-cat >"$root/protoc" <<WRAP
-#!/bin/sh
-LD_LIBRARY_PATH="$lib" exec "$root/usr/bin/protoc" "\$@"
-WRAP
-chmod +x "$root/protoc"
-export PATH="$root/usr/bin:$PATH"
+# protoc and pkg-config run during the build: Debian's, each with its own
+# libraries (only they see them: the machine's programs keep the machine's).
+mkdir -p "$root/wrap"
+for tool in protoc pkg-config; do
+  printf '#!/bin/sh\nLD_LIBRARY_PATH="%s" exec "%s" "$@"\n' "$lib" "$root/usr/bin/$tool" >"$root/wrap/$tool"
+  chmod +x "$root/wrap/$tool"
+done
+export PATH="$root/wrap:$PATH"
 export PKG_CONFIG_SYSROOT_DIR=$root
 export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$root/usr/share/pkgconfig
 
@@ -62,7 +64,8 @@ command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DTRAINSCOPE_TORCH_PYTHON="$(command -v "${PYTHON:-python3}")" -DTRAINSCOPE_PYTHON=OFF \
   -DTRAINSCOPE_WEB=OFF -DTRAINSCOPE_POSTGRES=OFF -DTRAINSCOPE_WERROR=OFF \
-  -DCMAKE_PREFIX_PATH="$root/usr" -DProtobuf_PROTOC_EXECUTABLE="$root/protoc" \
+  -DCMAKE_PREFIX_PATH="$root/usr" -DProtobuf_PROTOC_EXECUTABLE="$root/wrap/protoc" \
+  -DPKG_CONFIG_EXECUTABLE="$root/wrap/pkg-config" \
   -DCMAKE_CXX_FLAGS="-isystem $root/usr/include" -DCMAKE_BUILD_RPATH="$lib" \
   -DCMAKE_EXE_LINKER_FLAGS="$linkflags" -DCMAKE_SHARED_LINKER_FLAGS="$linkflags" \
   -DCMAKE_MODULE_LINKER_FLAGS="$linkflags" >"$out/configure.log" 2>&1
@@ -79,6 +82,8 @@ echo "PASS build"
 TS=$build/bin/trainscope
 data=$root/usr/share/datasets/fashion-mnist
 
+db=$out/gpu.db
+if [ "$mode" != --bench ]; then
 stage "the GPU tests (tests/train/device_test.cc)"
 check device_test "$build/tests/device_test" --gtest_brief=1
 
@@ -92,8 +97,10 @@ check demo_cuda "$TS" --store "sqlite:$db" train configs/demo.yaml --no-progress
 python3 - "$db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-for k, v in db.execute("select key, value from environment where key like 'libraries.c%' or key like "
-                       "'libraries.nccl%' or key like 'flags.%' or key like 'gpu.0.%' order by key"):
+for k, v in db.execute("select e.key, e.value from environment e join runs r on r.id = e.run_id "
+                       "where r.name = 'demo-cuda' and (e.key like 'libraries.c%' or e.key like "
+                       "'libraries.nccl%' or e.key like 'flags.%' or e.key like 'gpu.0.%' or "
+                       "e.key like 'driver.%') order by e.key"):
     print("manifest:", k, "=", v)
 PY
 
@@ -116,7 +123,13 @@ stage "determinism on the GPU: rerun --verify, and diff of two default runs"
 det=(--set compute.device=cuda --set data.path="$data" --set train.epochs=1
      --set determinism.deterministic_algorithms=true --set determinism.cudnn_deterministic=true)
 "$TS" --store "sqlite:$db" -q train configs/demo.yaml --no-progress --name det "${det[@]}"
-check rerun_verify_bit_identical sh -c "'$TS' --store 'sqlite:$db' rerun det --verify 2>&1 | tee /dev/stderr | grep -qi 'bit-identical at all'"
+verify() {
+  local said
+  said=$("$TS" --store "sqlite:$db" rerun det --verify 2>&1)
+  echo "$said"
+  echo "$said" | grep -qi 'bit-identical at all'
+}
+check rerun_verify_bit_identical verify
 for n in a b; do
   "$TS" --store "sqlite:$db" -q train configs/demo.yaml --no-progress --name "default-$n" \
     --set compute.device=cuda --set data.path="$data" --set train.max_steps=300
@@ -126,15 +139,16 @@ done
 stage "numerics logmap on the GPU"
 "$TS" numerics logmap 2>&1 | grep -iE "cuda|seed|variant" | head -12
 
-if [ $quick -eq 0 ]; then
-  stage "the trainer against a bare libtorch loop on the GPU, interleaved (5 rounds)"
-  ts="$TS --store sqlite:{store} -q train configs/demo.yaml --no-progress --set train.epochs=1 --set compute.device=cuda --set data.path=$data"
+fi
+
+if [ "$mode" != --quick ]; then
+  stage "the trainer against a bare libtorch loop on the GPU, 400 steps, interleaved (5 rounds)"
+  ts="$TS --store sqlite:{store} -q train configs/demo.yaml --no-progress --set train.max_steps=400 --set compute.device=cuda --set data.path=$data"
   python3 bench/interleave.py --rounds 5 --trainscope "$TS" --json "$out/interleave.json" \
-    --case bare_loop "$build/bench/bare_loop --epochs 1 --device cuda --data $data" \
+    --case bare_loop "$build/bench/bare_loop --steps 400 --device cuda --data $data" \
     --case trainscope "$ts" \
     --case fingerprint_off "$ts --set fingerprint.every_steps=0" \
-    --case fingerprint_every_10 "$ts --set fingerprint.every_steps=10" \
-    --case no_recording "$ts --set fingerprint.every_steps=0 --set monitor.interval_s=0 --set checkpoint.every_epochs=0"
+    --case fingerprint_every_10 "$ts --set fingerprint.every_steps=10"
 fi
 
 stage "done in $(($(date +%s) - t0)) s"
