@@ -39,6 +39,14 @@ Sets replicate_sets(const std::string& vary, int r) {
     // the gradient sums differs (dist/README.md).
     return {{"dist.nproc", std::to_string(1 + r % 4)}};
   }
+  if (vary == "kernels")  // every seed fixed; a GPU's non-deterministic kernels allowed
+    return {{"determinism.deterministic_algorithms", "false"},
+            {"determinism.cudnn_deterministic", "false"}};
+  if (vary == "precision") {  // float32, TensorFloat-32, bfloat16 autocast, in turn
+    static const char* const tf32[] = {"off", "on", "off"};
+    static const char* const autocast[] = {"off", "off", "bf16"};
+    return {{"compute.tf32", tf32[r % 3]}, {"compute.autocast", autocast[r % 3]}};
+  }
   if (vary.find('.') != std::string::npos) return {{vary, v}};
   return {{"seeds." + vary, v}};  // init, data_order, augment, dropout
 }

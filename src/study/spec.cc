@@ -24,9 +24,9 @@ using core::fail;
 namespace fs = std::filesystem;
 
 const std::vector<std::string>& source_names() {
-  static const std::vector<std::string> names = {"init",       "data_order",     "augment",
-                                                 "dropout",    "implementation", "all",
-                                                 "world_size", "bitflip",        "deterministic"};
+  static const std::vector<std::string> names = {
+      "init",       "data_order", "augment", "dropout",   "implementation", "all",
+      "world_size", "bitflip",    "kernels", "precision", "deterministic"};
   return names;
 }
 
@@ -110,9 +110,11 @@ void read_sources(const YAML::Node& n, StudySpec& s, const Ctx& c) {
     std::string name = v.as<std::string>();
     const auto& known = source_names();
     if (std::find(known.begin(), known.end(), name) == known.end())
-      c.bad("sources", "has unknown source '" + name +
-                           "': use init, data_order, augment, "
-                           "dropout, implementation, all, world_size, bitflip or deterministic");
+      c.bad("sources",
+            "has unknown source '" + name +
+                "': use init, data_order, augment, "
+                "dropout, implementation, all, world_size, bitflip, kernels, precision or "
+                "deterministic");
     if (std::find(s.sources.begin(), s.sources.end(), name) != s.sources.end())
       c.bad("sources", "lists '" + name + "' twice; each source makes a cell of its own");
     s.sources.push_back(name);
@@ -214,7 +216,8 @@ void check(const YAML::Node& root, const StudySpec& s, const Ctx& c, bool check_
       std::find(known.begin(), known.end(), s.vary) == known.end())
     c.bad("vary", "is '" + s.vary +
                       "': use none, a source (init, data_order, augment, dropout, "
-                      "implementation, all, world_size, bitflip) or a config key");
+                      "implementation, all, world_size, bitflip, kernels, precision) or a config "
+                      "key");
 }
 
 // Parses a study's text; `check_files`: whether its base config must exist

@@ -84,6 +84,32 @@ TEST_F(SpecTest, TheWorldSizeSourceCyclesOneToFourRanks) {
   EXPECT_EQ(runs[0].vary, "world_size");
 }
 
+// The GPU's sources: kernels fixes every seed and allows non-deterministic
+// kernels in every replicate; precision goes through float32, TF32 and bf16.
+TEST_F(SpecTest, TheKernelsAndPrecisionSourcesSetTheGpusSwitches) {
+  StudySpec s = parse("study: s\nbase: base.yaml\nsources: [kernels, precision]\nreplicates: 3\n");
+  auto runs = plan(s);
+  ASSERT_EQ(runs.size(), 6u);
+  for (int r = 0; r < 3; ++r) {
+    auto lines = set_lines(runs[r]);
+    EXPECT_EQ(runs[r].vary, "kernels");
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "determinism.deterministic_algorithms=false"),
+              lines.end());
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "determinism.cudnn_deterministic=false"),
+              lines.end());
+    for (const auto& l : lines) EXPECT_EQ(l.rfind("seeds.", 0), std::string::npos) << l;
+  }
+  std::vector<std::vector<std::string>> precision;
+  for (int r = 3; r < 6; ++r) {
+    auto lines = set_lines(runs[r]);
+    precision.emplace_back(lines.end() - 2, lines.end());
+  }
+  using L = std::vector<std::string>;
+  EXPECT_EQ(precision, (std::vector<L>{L{"compute.tf32=off", "compute.autocast=off"},
+                                       L{"compute.tf32=on", "compute.autocast=off"},
+                                       L{"compute.tf32=off", "compute.autocast=bf16"}}));
+}
+
 TEST_F(SpecTest, QuickSectionReplacesFactorsAndReplicates) {
   StudySpec s = parse(
       "study: s\nbase: base.yaml\ngrid: {a.b: [1, 2, 3]}\nreplicates: 5\nvary: all\n"

@@ -27,7 +27,7 @@
 // or, instead of a grid, the randomness sources varied one at a time:
 //
 //   sources: [init, data_order, augment, dropout, implementation, all,
-//             world_size, bitflip, deterministic]
+//             world_size, bitflip, kernels, precision, deterministic]
 //
 // Torch-free: what a key means is the trainer's business; the study only
 // writes `--set key=value` lines (the CLI checks them against the trainer's
@@ -49,6 +49,11 @@ namespace trainscope::study {
 //   all             the master seed: every stream at once
 //   implementation  threads, BLAS threads and oneDNN on/off, cycled
 //   bitflip         the lowest bit of one initial weight (model.flip_bit)
+//   kernels         nothing but the kernels: every seed fixed, a GPU's
+//                   non-deterministic kernels (atomics) allowed; on a CPU
+//                   its runs repeat exactly
+//   precision       float32, TensorFloat-32 and bfloat16 autocast in turn
+//                   (compute.tf32, compute.autocast)
 //   a config key    set to 1, 2, 3, ... per replicate
 const std::vector<std::string>& source_names();
 
