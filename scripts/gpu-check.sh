@@ -99,7 +99,7 @@ import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 for k, v in db.execute("select e.key, e.value from environment e join runs r on r.id = e.run_id "
                        "where r.name = 'demo-cuda' and (e.key like 'libraries.c%' or e.key like "
-                       "'libraries.nccl%' or e.key like 'flags.%' or e.key like 'gpu.0.%' or "
+                       "'libraries.nccl%' or e.key like 'flags.%' or e.key like 'hardware.gpu%' or "
                        "e.key like 'driver.%') order by e.key"):
     print("manifest:", k, "=", v)
 PY

@@ -29,6 +29,9 @@ struct Nvml::Api {
   int (*cc)(Device, int*, int*) = nullptr;
   int (*max_clock)(Device, int, unsigned*) = nullptr;
   int (*power_limit)(Device, unsigned*) = nullptr;
+  int (*app_clock)(Device, int, unsigned*) = nullptr;
+  int (*ecc)(Device, int*, int*) = nullptr;            // current, pending: 0 off, 1 on
+  int (*mig)(Device, unsigned*, unsigned*) = nullptr;  // current, pending: 0 off, 1 on
   struct Utilization {
     unsigned gpu, memory;
   };
@@ -77,6 +80,9 @@ Nvml::Nvml() : api_(std::make_unique<Api>()) {
   load(handle_, "nvmlDeviceGetCudaComputeCapability", a.cc);
   load(handle_, "nvmlDeviceGetMaxClockInfo", a.max_clock);
   load(handle_, "nvmlDeviceGetPowerManagementLimit", a.power_limit);
+  load(handle_, "nvmlDeviceGetApplicationsClock", a.app_clock);
+  load(handle_, "nvmlDeviceGetEccMode", a.ecc);
+  load(handle_, "nvmlDeviceGetMigMode", a.mig);
   load(handle_, "nvmlDeviceGetUtilizationRates", a.utilization);
   load(handle_, "nvmlDeviceGetPowerUsage", a.power);
   load(handle_, "nvmlDeviceGetTemperature", a.temperature);
@@ -134,6 +140,19 @@ std::vector<GpuStatic> Nvml::gpus() const {
       api_->max_clock(d, kClockMem, &g.max_mem_clock);
     }
     if (api_->power_limit) api_->power_limit(d, &g.power_limit_mw);
+    if (api_->app_clock) {
+      api_->app_clock(d, kClockSm, &g.app_sm_clock);
+      api_->app_clock(d, kClockMem, &g.app_mem_clock);
+    }
+    // A mode the driver reports (an unsupported one answers with an error).
+    const auto mode = [](int current, int pending) {
+      std::string m = current ? "on" : "off";
+      return current == pending ? m
+                                : m + fmt::format(" ({} after a reset)", pending ? "on" : "off");
+    };
+    if (int cur = 0, pend = 0; api_->ecc && api_->ecc(d, &cur, &pend) == 0) g.ecc = mode(cur, pend);
+    if (unsigned cur = 0, pend = 0; api_->mig && api_->mig(d, &cur, &pend) == 0)
+      g.mig = mode(static_cast<int>(cur), static_cast<int>(pend));
     out.push_back(std::move(g));
   }
   return out;
@@ -199,6 +218,10 @@ Manifest capture_gpus() {
       m[p + "max_sm_clock"] = std::to_string(g.max_sm_clock) + " MHz";
       m[p + "max_mem_clock"] = std::to_string(g.max_mem_clock) + " MHz";
       m[p + "power_limit"] = fmt::format("{:.0f} W", g.power_limit_mw / 1000.0);
+      m[p + "application_clocks"] =
+          fmt::format("SM {} MHz, memory {} MHz", g.app_sm_clock, g.app_mem_clock);
+      m[p + "ecc"] = g.ecc;
+      m[p + "mig"] = g.mig;
     }
   }
   // CUDA runtime and cuDNN, when their libraries load.

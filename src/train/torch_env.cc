@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <iterator>
+#include <regex>
 
 #include "trainscope/core/log.h"
 #include "trainscope/env/cpus.h"
@@ -148,6 +149,19 @@ void apply_determinism(const config::Config& c) {
 }
 
 std::string allocation_failure(const std::string& what) {
+  // CUDA's caching allocator: "CUDA out of memory. Tried to allocate 2.00
+  // GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.50 GiB is free.
+  // ..." (c10/cuda/CUDACachingAllocator.cpp).
+  if (what.find("CUDA out of memory") != std::string::npos) {
+    static const std::regex gpu(
+        "Tried to allocate ([0-9.]+ [KMGTP]?i?B)\\. GPU ([0-9]+) has a total capacity of "
+        "([0-9.]+ [KMGTP]?i?B) of which ([0-9.]+ [KMGTP]?i?B) is free");
+    std::smatch m;
+    if (std::regex_search(what, m, gpu))
+      return fmt::format("{} at once on GPU {}, which had {} free of {}", m[1].str(), m[2].str(),
+                         m[4].str(), m[3].str());
+    return "more memory than the GPU has free";
+  }
   if (what.find("can't allocate memory") == std::string::npos) return {};
   const auto at = what.find("allocate ", what.find("tried to"));
   double bytes = at == std::string::npos ? 0 : std::strtod(what.c_str() + at + 9, nullptr);

@@ -16,6 +16,8 @@ struct GpuStatic {
   unsigned long long memory_total = 0;           // bytes
   unsigned max_sm_clock = 0, max_mem_clock = 0;  // MHz
   unsigned power_limit_mw = 0;
+  unsigned app_sm_clock = 0, app_mem_clock = 0;  // MHz, the application clocks set
+  std::string ecc = "unknown", mig = "unknown";  // on, off, or on after a reset (pending)
 };
 
 // One reading of a GPU's counters; -1 where the driver does not say.

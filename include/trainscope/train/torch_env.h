@@ -35,7 +35,10 @@ int resolved_threads(const config::Config& c);
 
 // For libtorch's message of an allocation that failed ("DefaultCPUAllocator:
 // can't allocate memory: you tried to allocate 210453397504 bytes"): "210 GB
-// at once, more than this process may use"; empty for any other message.
+// at once, more than this process may use"; for CUDA's ("CUDA out of
+// memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19
+// GiB of which 1.50 GiB is free. ..."): "2.00 GiB at once on GPU 0, which
+// had 1.50 GiB free of 79.19 GiB"; empty for any other message.
 std::string allocation_failure(const std::string& libtorch_message);
 
 }  // namespace trainscope::train
