@@ -50,6 +50,9 @@ void write_checkpoint(std::ostream& out, Classifier& model, Optimizer& opt,
                         torch::kInt64),
           true);
   a.write("pos.loss_sum", torch::tensor({pos.epoch_loss_sum}, torch::kFloat64), true);
+  a.write("pos.loss_scale",
+          torch::tensor({pos.loss_scale, static_cast<double>(pos.scale_growth)}, torch::kFloat64),
+          true);
   // Into memory first: libtorch's zip writer throws on a short write and
   // throws again from its noexcept destructor (std::terminate), so it never
   // sees `out`; a full disk is then the writer's checked error.
@@ -345,6 +348,16 @@ instrument::TrainPosition read_position(InputArchive& a) {
                                 .epoch_loss_sum = loss.item<double>(),
                                 .epoch_correct = pa[3],
                                 .epoch_seen = pa[4]};
+  // Checkpoints written before mixed precision have no loss scale.
+  if (torch::Tensor scale; a.try_read("pos.loss_scale", scale, true)) {
+    scale = scale.to(torch::kCPU);
+    check_like(scale, torch::empty({2}, torch::kFloat64), "pos.loss_scale");
+    const auto sa = scale.accessor<double, 1>();
+    if (!(sa[0] >= 0 && sa[0] < 1e300) || !(sa[1] >= 0 && sa[1] < 1e15))
+      throw Unfit("pos.loss_scale holds an impossible scale");
+    pos.loss_scale = sa[0];
+    pos.scale_growth = static_cast<int64_t>(sa[1]);
+  }
   if (pos.epoch < 0 || pos.batch < 0 || pos.step < 0 || pos.epoch_correct < 0 ||
       pos.epoch_seen < pos.epoch_correct)
     throw Unfit("pos holds impossible counts");

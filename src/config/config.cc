@@ -385,6 +385,10 @@ std::vector<Field> compute_fields() {
               "TensorFloat-32 on CUDA: off, cudnn (convolutions: PyTorch's default) or on "
               "(convolutions and float32 matmuls)",
               "cudnn", "off", "on"),
+      TS_ENUM("compute.autocast", compute.autocast,
+              "Mixed precision of the forward pass and the loss: off, bf16, or fp16 with a "
+              "dynamic loss scale (steps whose gradients overflow are skipped and recorded)",
+              "off", "bf16", "fp16"),
       TS_TEXT("compute.blas_threads", compute.blas_threads,
               "Threads of the BLAS libtorch calls (auto: 1 for one with threads of its own, "
               "OpenBLAS or "
@@ -622,6 +626,9 @@ void validate_together(const Config& c, const Where& where) {
     if (sec.check_together)
       if (auto v = sec.check_together(c)) refuse(where, v->keys, v->subject, v->why);
   if (c.data.dataset == "synthetic") check_synthetic(c, where);
+  if (c.compute.autocast != "off" && c.compute.dtype != "float32")
+    refuse(where, {"compute.autocast", "compute.dtype"}, "compute.autocast",
+           "needs compute.dtype: float32 (autocast lowers float32 to " + c.compute.autocast + ")");
 }
 
 // Every key against its range, then the keys that depend on each other.

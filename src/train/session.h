@@ -3,11 +3,13 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "trainscope/config/seeds.h"
 #include "trainscope/core/util.h"
 #include "trainscope/data/data.h"
 #include "trainscope/instrument/events.h"
+#include "trainscope/optim/loss_scaler.h"
 #include "trainscope/optim/optim.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/train/trainer.h"
@@ -21,6 +23,10 @@ struct Trainer::Session {
   double t_start = core::monotonic_now();
   config::StreamSeeds seeds;
   torch::Device device = torch::kCPU;  // compute.device, checked
+  // compute.autocast: the type the forward pass is lowered to, if any, and
+  // fp16's loss scale.
+  std::optional<at::ScalarType> autocast;
+  std::unique_ptr<optim::LossScaler> scaler;
   data::DataSplits data;
   at::Generator dropout_gen;
   std::unique_ptr<optim::Optimizer> opt;

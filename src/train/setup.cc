@@ -206,6 +206,9 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
     model_->to(s->device);
   });
   check_model_fits(*model_, cfg, s->data, s->device);
+  if (cfg.compute.autocast != "off")
+    s->autocast = cfg.compute.autocast == "bf16" ? torch::kBFloat16 : torch::kHalf;
+  if (cfg.compute.autocast == "fp16") s->scaler = std::make_unique<optim::LossScaler>(s->device);
   s->source = make_source(*s);
   instrument::check_units(cfg, *s->source);  // before the run exists (probes' layers)
   build_or_refuse(cfg, [&] { s->opt = make_optimizer(cfg.optimizer, model_->parameters()); });
@@ -217,6 +220,9 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
          s->data.train.size(), cfg.train.batch_size, cfg.train.epochs);
   if (options_.check_steps) options_.check_steps(s->total_steps, s->batches_per_epoch);
   open_run(*s);
+  // A checkpoint's loss scale goes on where it was.
+  if (s->scaler && s->pos.loss_scale > 0)
+    s->scaler->restore(s->pos.loss_scale, s->pos.scale_growth);
   if (custom && !s->resumed) s->run->set_tag("model.custom", "true");
   s->loader = loader_options(cfg, s->data, torch::get_num_threads());
   s->loader.shard = options_.shard;

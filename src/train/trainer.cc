@@ -4,6 +4,7 @@
 #include "trainscope/train/trainer.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <cmath>
@@ -32,6 +33,36 @@ using store::RunStatus;
 
 namespace {
 volatile std::sig_atomic_t g_stop = 0;
+
+// compute.autocast over the forward pass and the loss, as torch.autocast
+// does: the device's autocast on with the run's type, and off again (with
+// its cache of lowered weights dropped) when the scope ends.
+class AutocastScope {
+ public:
+  AutocastScope(std::optional<at::ScalarType> type, at::DeviceType device)
+      : device_(device), on_(type.has_value()) {
+    if (!on_) return;
+    was_enabled_ = at::autocast::is_autocast_enabled(device);
+    was_type_ = at::autocast::get_autocast_dtype(device);
+    at::autocast::set_autocast_enabled(device, true);
+    at::autocast::set_autocast_dtype(device, *type);
+    at::autocast::increment_nesting();
+  }
+  ~AutocastScope() {
+    if (!on_) return;
+    if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+    at::autocast::set_autocast_enabled(device_, was_enabled_);
+    at::autocast::set_autocast_dtype(device_, was_type_);
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  at::DeviceType device_;
+  bool on_, was_enabled_ = false;
+  at::ScalarType was_type_ = at::kFloat;
+};
+
 }  // namespace
 
 void request_stop() { g_stop = 1; }
@@ -136,21 +167,15 @@ void Trainer::train_step(Session& s, Events& events, instrument::Step& step, int
   step.lr = scheduled_lr(s.cfg, s.pos.epoch, s.pos.step);
   s.opt->set_lr(step.lr);
   s.opt->zero_grad();
-  events.phase(instrument::StepPhase::kForward);
-  step.output = model_->forward(step.inputs);
-  events.phase(instrument::StepPhase::kLoss);
-  step.loss = torch::nn::functional::cross_entropy(step.output, step.targets);
+  {
+    AutocastScope autocast(s.autocast, s.device.type());
+    events.phase(instrument::StepPhase::kForward);
+    step.output = model_->forward(step.inputs);
+    events.phase(instrument::StepPhase::kLoss);
+    step.loss = torch::nn::functional::cross_entropy(step.output, step.targets);
+  }
   events.after_forward(step);
-  // Data-parallel: the gradients and the loss become the global batch's
-  // here, so that every observer sees what the update applies.
-  instrument::GradientSync* sync = options_.gradient_sync.get();
-  if (sync) sync->before_backward(events.context(), step);
-  events.phase(instrument::StepPhase::kBackward);
-  step.loss.backward();
-  if (sync) sync->synchronize(events.context(), step);
-  events.after_backward(step);
-  events.phase(instrument::StepPhase::kUpdate);
-  s.opt->step();
+  backward_and_update(s, events, step);
   events.phase(instrument::StepPhase::kRecording);
   step.loss_value = step.loss.item<double>();
   step.samples = step.targets.size(0);
@@ -167,13 +192,40 @@ void Trainer::train_step(Session& s, Events& events, instrument::Step& step, int
     pos.epoch_correct += step.output.argmax(1).eq(step.targets).sum().item<int64_t>();
     pos.epoch_seen += step.samples;
   }
-  if (sync) sync->after_update(events.context(), step);
+  if (options_.gradient_sync) options_.gradient_sync->after_update(events.context(), step);
   events.after_step(step);
   if (fatal)
     fail(ErrorKind::kRuntime,
          "loss became {} at step {} (epoch {}); the last finite loss was {}; lower optimizer.lr "
          "or set train.on_nan: continue",
          core::format_double(step.loss_value), pos.step, pos.epoch + 1, last_finite);
+}
+
+// Backward (on the scaled loss under fp16), the data-parallel sync, and the
+// update, which fp16's loss scale skips when the gradients overflowed.
+void Trainer::backward_and_update(Session& s, Events& events, instrument::Step& step) {
+  // Data-parallel: the gradients and the loss become the global batch's
+  // here, so that every observer sees what the update applies.
+  instrument::GradientSync* sync = options_.gradient_sync.get();
+  if (sync) sync->before_backward(events.context(), step);
+  events.phase(instrument::StepPhase::kBackward);
+  if (s.scaler) {
+    step.loss_scale = s.scaler->value();
+    s.scaler->scale(step.loss).backward();
+  } else {
+    step.loss.backward();
+  }
+  if (sync) sync->synchronize(events.context(), step);
+  // Observers see the gradients the update applies: unscaled.
+  if (s.scaler) step.skipped = !s.scaler->unscale(model_->parameters());
+  events.after_backward(step);
+  events.phase(instrument::StepPhase::kUpdate);
+  if (!step.skipped) s.opt->step();
+  if (s.scaler) {
+    s.scaler->update();
+    s.pos.loss_scale = s.scaler->value();
+    s.pos.scale_growth = s.scaler->good_steps();
+  }
 }
 
 // Evaluates the finished epoch and moves the position to the next one.
@@ -204,7 +256,10 @@ void Trainer::end_epoch(Session& s, Events& events, double started,
   s.result.test = info.test;
   s.result.tested = options_.evaluate;
   s.result.epochs_completed = e1;
-  pos = instrument::TrainPosition{.epoch = e1, .step = pos.step};
+  pos = instrument::TrainPosition{.epoch = e1,
+                                  .step = pos.step,
+                                  .loss_scale = pos.loss_scale,
+                                  .scale_growth = pos.scale_growth};
   events.epoch_end(info);
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "support/test_util.h"
@@ -14,6 +15,7 @@
 #include "trainscope/env/torch.h"
 #include "trainscope/fingerprint/fingerprint.h"
 #include "trainscope/fingerprint/records.h"
+#include "trainscope/optim/loss_scaler.h"
 #include "trainscope/train/torch_env.h"
 #include "trainscope/train/trainer.h"
 
@@ -147,6 +149,95 @@ TEST(DeviceTest, ACpuRunRecordsHowItsTorchStandsWithCuda) {
   EXPECT_FALSE(store->tags(r.run_uuid).count("fingerprint.hash"));  // xxh3-64, as always
 }
 
+TEST(DeviceTest, AllocationFailuresOfTheCpuAndOfCudaAreSaidInAFewWords) {
+  EXPECT_EQ(allocation_failure("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                               "210453397504 bytes. Error code 12 (Cannot allocate memory)"),
+            "210 GB at once, more than this process may use");
+  // CUDA's caching allocator's message, as PyTorch 2.x words it.
+  EXPECT_EQ(allocation_failure(
+                "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+                "79.19 GiB of which 1.50 GiB is free. Including non-PyTorch memory, this process "
+                "has 77.68 GiB memory in use. Of the allocated memory 76.10 GiB is allocated by "
+                "PyTorch, and 1.07 GiB is reserved by PyTorch but unallocated."),
+            "2.00 GiB at once on GPU 0, which had 1.50 GiB free of 79.19 GiB");
+  EXPECT_EQ(allocation_failure("CUDA out of memory (worded otherwise)"),
+            "more memory than the GPU has free");
+  EXPECT_EQ(allocation_failure("mat1 and mat2 shapes cannot be multiplied"), "");
+}
+
+TEST(MixedPrecisionTest, TheLossScaleSkipsOverflowsHalvesAndGrowsAfterGoodSteps) {
+  optim::LossScaler scaler(torch::kCPU, /*init=*/1024, /*growth=*/2, /*backoff=*/0.5,
+                           /*interval=*/2);
+  auto w = torch::ones({3}).requires_grad_();
+  scaler.scale(w.sum()).backward();  // d/dw of 1024 * sum(w) = 1024
+  EXPECT_TRUE(scaler.unscale({w}));
+  EXPECT_TRUE(torch::equal(w.grad(), torch::ones({3})));  // unscaled
+  scaler.update();
+  EXPECT_EQ(scaler.value(), 1024);
+  EXPECT_EQ(scaler.good_steps(), 1);
+  w.mutable_grad() = torch::tensor({1.0f, INFINITY, 0.0f});
+  EXPECT_FALSE(scaler.unscale({w}));  // skip this update
+  scaler.update();
+  EXPECT_EQ(scaler.value(), 512);
+  EXPECT_EQ(scaler.good_steps(), 0);
+  for (int i = 0; i < 2; ++i) {
+    w.mutable_grad() = torch::ones({3});
+    EXPECT_TRUE(scaler.unscale({w}));
+    scaler.update();
+  }
+  EXPECT_EQ(scaler.value(), 1024);  // two good steps in a row: grown
+  scaler.restore(8, 1);
+  EXPECT_EQ(scaler.value(), 8);
+  EXPECT_EQ(scaler.good_steps(), 1);
+}
+
+TEST(MixedPrecisionTest, Bf16TrainsWithFloat32WeightsAndDiffersFromFloat32) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Trainer full(small("cpu", {"model.name=demo_cnn"}), store);
+  const auto a = full.run();
+  Trainer mixed(small("cpu", {"model.name=demo_cnn", "compute.autocast=bf16"}), store);
+  const auto b = mixed.run();
+  EXPECT_EQ(b.status, store::RunStatus::kFinished);
+  for (const auto& p : mixed.model()->parameters()) EXPECT_EQ(p.scalar_type(), torch::kFloat32);
+  EXPECT_TRUE(std::isfinite(store->metric(b.run_uuid, "train/loss").back().value));
+  const auto fa = fingerprint::read(*store, a.run_uuid), fb = fingerprint::read(*store, b.run_uuid);
+  ASSERT_FALSE(fa.steps.empty());
+  EXPECT_NE(fa.steps.front().hashes, fb.steps.front().hashes);  // lowered from the first step
+  EXPECT_TRUE(store->metric(b.run_uuid, "train/loss_scale").empty());  // no scale for bf16
+}
+
+TEST(MixedPrecisionTest, Fp16RecordsItsLossScaleAndACheckpointKeepsIt) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Trainer t(small("cpu", {"model.name=demo_cnn", "compute.autocast=fp16"}), store);
+  const auto r = t.run();
+  const auto scales = store->metric(r.run_uuid, "train/loss_scale");
+  ASSERT_EQ(scales.size(), 32u);
+  EXPECT_EQ(scales.front().value, 65536);  // torch.amp.GradScaler's first scale
+  auto ck = checkpoint::find_checkpoint(*store, r.run_uuid);
+  ASSERT_TRUE(ck);
+  const auto pos = checkpoint::read_checkpoint(ck->path, *t.model(), nullptr, nullptr);
+  ASSERT_EQ(pos.step, 32);
+  // The scale after step 32's update: halved if that step overflowed; the
+  // good steps counted since the last overflow.
+  const auto skipped = store->metric(r.run_uuid, "train/skipped_step");
+  const int64_t last_skip = skipped.empty() ? 0 : skipped.back().step;
+  EXPECT_EQ(pos.loss_scale, scales.back().value * (last_skip == 32 ? 0.5 : 1.0));
+  EXPECT_EQ(pos.scale_growth, 32 - last_skip);
+}
+
+TEST(MixedPrecisionTest, AutocastNeedsFloat32) {
+  try {
+    (void)small("cpu", {"compute.autocast=bf16", "compute.dtype=float64"});
+    FAIL() << "accepted";
+  } catch (const core::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("compute.autocast needs compute.dtype: float32"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // ---- on a GPU ---------------------------------------------------------------
 
 TEST(GpuTest, TheDeviceHashIsTheCpusForTheSameBytes) {
@@ -204,6 +295,39 @@ TEST(GpuTest, AGpuRunStoppedMidwayGoesOnOnTheCpuFromItsCheckpoint) {
   EXPECT_EQ(b.steps, 32);  // 2 epochs of 16 batches in all
   EXPECT_EQ(store->tags(a.run_uuid).at("compute.device.resumed_on"), "cpu");
   for (const auto& p : cpu.model()->parameters()) EXPECT_TRUE(p.is_cpu());
+}
+
+// Asks the GPU for far more than it has at step `step`, as a batch too big
+// for what is left would.
+struct ExhaustAt : instrument::TrainObserver {
+  explicit ExhaustAt(int64_t s) : step(s) {}
+  int64_t step;
+  void on_after_step(const instrument::RunContext&, const instrument::Step& st) override {
+    if (st.number == step) (void)torch::empty({int64_t{1} << 42}, torch::kCUDA);  // 16 TiB
+  }
+};
+
+TEST(GpuTest, OutOfMemoryMidRunEndsTheRunFailedWithItsCheckpointIntact) {
+  SKIP_WITHOUT_GPU();
+  TempDir dir;
+  auto store = temp_store(dir);
+  Trainer t(small("cuda"), store);
+  t.add_observer(std::make_shared<ExhaustAt>(12));
+  std::string what;
+  try {
+    t.run();
+  } catch (const c10::Error& e) {
+    what = e.what_without_backtrace();
+  }
+  EXPECT_NE(allocation_failure(what).find("at once on GPU"), std::string::npos) << what;
+  const auto runs = store->list_runs({});
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].status, store::RunStatus::kFailed);
+  auto ck = checkpoint::find_checkpoint(*store, runs[0].uuid);
+  ASSERT_TRUE(ck);
+  EXPECT_EQ(ck->name, checkpoint::checkpoint_name(8));
+  auto model = t.model();
+  EXPECT_EQ(checkpoint::read_checkpoint(ck->path, *model, nullptr, nullptr).step, 8);
 }
 
 TEST(GpuTest, DeterministicRunsAreBitIdenticalStepByStep) {

@@ -168,6 +168,10 @@ struct ComputeConfig {
   // TensorFloat-32 on CUDA: off, cudnn (convolutions only: PyTorch's
   // default) or on (convolutions and float32 matmuls).
   std::string tf32 = "cudnn";
+  // Mixed precision: off, bf16 or fp16 (autocast of the forward pass and
+  // the loss; fp16 with a dynamic loss scale, whose skipped steps are
+  // recorded). Weights, gradients and the optimizer stay float32.
+  std::string autocast = "off";
 };
 
 // `allocator:` — whether the allocator keeps freed memory (torch_env.h).

@@ -68,6 +68,10 @@ struct TrainPosition {
   double epoch_loss_sum = 0;  // sum of sample losses so far this epoch
   int64_t epoch_correct = 0;  // correctly classified training samples this epoch
   int64_t epoch_seen = 0;     // training samples this epoch
+  // fp16 mixed precision (optim/loss_scaler.h): the loss scale and the good
+  // steps towards its next growth; 0 when the run has no loss scale.
+  double loss_scale = 0;
+  int64_t scale_growth = 0;
 };
 
 // The phases of one training step, in the order the loop enters them.
@@ -95,6 +99,11 @@ struct Step {
   torch::Tensor output;   // logits
   torch::Tensor loss;     // scalar tensor (graph still attached before backward)
   double loss_value = 0;  // NaN before on_after_step
+  // fp16 mixed precision: the loss scale this step's backward used (0: no
+  // scaling), and whether its gradients overflowed, so that the update was
+  // skipped (the weights did not change).
+  double loss_scale = 0;
+  bool skipped = false;
 };
 
 // One evaluation of the model on a split.

@@ -110,6 +110,7 @@ class Trainer {
   std::unique_ptr<instrument::Source> make_source(Session& s);
   bool train_epoch(Session& s, Events& events);
   void train_step(Session& s, Events& events, instrument::Step& step, int64_t batch_index);
+  void backward_and_update(Session& s, Events& events, instrument::Step& step);
   void end_epoch(Session& s, Events& events, double started, const instrument::Step& totals);
   void finish(Session& s, Events& events, bool stopped);
 

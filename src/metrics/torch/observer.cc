@@ -49,6 +49,10 @@ void MetricsObserver::on_after_step(const RunContext& ctx, const Step& step) {
   if (step.number % c.train.log_every_steps == 0 || fatal)
     log(ctx, "train/loss", step.loss_value, step.number);
   if (step.number % c.train.log_every_steps == 0 && !fatal) log(ctx, "lr", step.lr, step.number);
+  // fp16's loss scale at the log steps; a skipped update at every step.
+  if (step.loss_scale > 0 && step.number % c.train.log_every_steps == 0)
+    log(ctx, "train/loss_scale", step.loss_scale, step.number);
+  if (step.skipped) log(ctx, "train/skipped_step", 1, step.number);
 }
 
 void MetricsObserver::on_evaluation_end(const RunContext& ctx, const Evaluation& e) {
