@@ -22,6 +22,16 @@ std::optional<config::Violation> check(const config::Config& c) {
                              fmt::format("must be at most train.batch_size ({}): each rank trains "
                                          "a slice of every batch (got {})",
                                          c.train.batch_size, d.nproc)};
+  // Ranks exchange CPU tensors over Gloo; NCCL, the GPUs' backend, is not
+  // in this build yet (docs/gpu.md).
+  if (d.nproc > 1 && c.compute.device != "cpu")
+    return config::Violation{
+        {"dist.nproc", "compute.device"},
+        "dist.nproc",
+        fmt::format("above 1 trains on the CPU (Gloo), and compute.device is {}: data-parallel "
+                    "training on GPUs (dist.backend: nccl) is not in this build; train on one GPU "
+                    "or on CPU ranks",
+                    c.compute.device)};
   return std::nullopt;
 }
 

@@ -20,3 +20,11 @@ CASES = [
     ("determinism.warn_only sometimes",
      "$TS train $DIR/good.yaml --set determinism.warn_only=sometimes"),
 ]
+CASES += [
+    ("data-parallel ranks on a GPU (NCCL is not in this build yet)",
+     "$TS train $DIR/good.yaml --nproc 2 --set dist.nproc=2 --set compute.device=cuda"),
+    ("compute.autocast with float64 weights",
+     "$TS train $DIR/good.yaml --set compute.autocast=bf16 --set compute.dtype=float64"),
+    ("compute.autocast fp8 (not a type it lowers to)",
+     "$TS train $DIR/good.yaml --set compute.autocast=fp8"),
+]
