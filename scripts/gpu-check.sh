@@ -136,8 +136,17 @@ for n in a b; do
 done
 "$TS" --store "sqlite:$db" diff default-a default-b 2>&1 | head -20
 
-stage "numerics logmap on the GPU"
-"$TS" numerics logmap 2>&1 | grep -iE "cuda|seed|variant" | head -12
+stage "numerics logmap on the GPU: torch ops, and a CUDA kernel with and without FMA contraction"
+"$TS" numerics logmap 2>&1 | grep -iE "cuda|variant" | head -12
+if command -v nvcc >/dev/null; then
+  for fmad in true false; do
+    nvcc -O3 -fmad=$fmad -DTS_FMAD=$([ $fmad = true ] && echo 1 || echo 0) \
+      bench/logmap_cuda.cu -o "$build/logmap_cuda_$fmad" && "$build/logmap_cuda_$fmad"
+  done
+  echo "(seed 000's GPU value: x(2000) = 0.29076236)"
+else
+  echo "no nvcc here: the CUDA kernel is skipped"
+fi
 
 fi
 
