@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
@@ -72,19 +74,36 @@ std::vector<uint64_t> hashes_at(Store& store, const std::string& uuid, int64_t s
   return {};
 }
 
+// The hashes a run's fingerprints hold for `ts`: on a GPU the device hash
+// (fingerprint.h), on the CPU xxh3-64.
+std::vector<uint64_t> recorded_hashes(const Tensors& ts) {
+  if (ts.empty() || ts.front().second.is_cpu()) {
+    std::vector<uint64_t> out;
+    for (const auto& [name, t] : ts) out.push_back(fingerprint::tensor_hash(t));
+    return out;
+  }
+  std::vector<torch::Tensor> list;
+  for (const auto& [name, t] : ts) list.push_back(t);
+  return fingerprint::DeviceHasher()(list);
+}
+
 // Element-wise differences of the replayed tensors; whether the replay
 // reproduced the recorded hashes of both runs.
 bool compare_replays(const Tensors& ta, const Tensors& tb, const std::vector<uint64_t>& ha,
                      const std::vector<uint64_t>& hb, RunDiff& d) {
   bool reproduced = ta.size() + 1 == ha.size() && ha.size() == hb.size();
+  if (reproduced) {
+    const auto a = recorded_hashes(ta), b = recorded_hashes(tb);
+    reproduced =
+        std::equal(a.begin(), a.end(), ha.begin()) && std::equal(b.begin(), b.end(), hb.begin());
+  }
   for (size_t i = 0; i < ta.size() && i < tb.size(); ++i) {
     const auto& [name, x] = ta[i];
     const auto& y = tb[i].second;
-    if (reproduced)
-      reproduced = fingerprint::tensor_hash(x) == ha[i] && fingerprint::tensor_hash(y) == hb[i];
     if (!x.is_floating_point()) continue;
     if (x.scalar_type() != y.scalar_type() || x.sizes() != y.sizes()) continue;
-    auto xc = x.contiguous(), yc = y.contiguous();
+    // Compared where the CPU reads them (a replay on a GPU leaves them there).
+    auto xc = x.to(torch::kCPU).contiguous(), yc = y.to(torch::kCPU).contiguous();
     if (fingerprint::tensor_hash(xc) == fingerprint::tensor_hash(yc)) continue;
     d.deltas.push_back(repro::compare_tensors(name, xc.data_ptr(), yc.data_ptr(), xc.numel(),
                                               xc.scalar_type() == torch::kFloat64));

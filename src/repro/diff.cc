@@ -7,6 +7,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/fingerprint/fingerprint.h"
 #include "trainscope/fingerprint/records.h"
 
 namespace trainscope::repro {
@@ -163,7 +164,12 @@ RunDiff diff_runs(Store& store, const RunInfo& a, const RunInfo& b) {
   d.steps_a = fa.steps.empty() ? 0 : fa.steps.back().step;
   d.steps_b = fb.steps.empty() ? 0 : fb.steps.back().step;
   if (!d.have_fingerprints || !d.same_model) return d;
-  d.same_tensors = fa.names == fb.names;
+  for (auto [run, hash] : {std::pair{&a, &d.hash_a}, std::pair{&b, &d.hash_b}}) {
+    const auto tags = store.tags(run->uuid);
+    const auto it = tags.find("fingerprint.hash");
+    *hash = it == tags.end() ? fingerprint::kHostHash : it->second;
+  }
+  d.same_tensors = fa.names == fb.names && d.hash_a == d.hash_b;
   if (d.same_tensors) compare_fingerprints(fa, fb, d);
   return d;
 }

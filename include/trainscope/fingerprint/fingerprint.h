@@ -22,7 +22,8 @@ namespace trainscope::fingerprint {
 // registration order, its own parameters then its buffers.
 std::vector<std::pair<std::string, torch::Tensor>> tensors(torch::nn::Module& model);
 
-// xxHash3-64 of a tensor's raw bytes (made contiguous first).
+// xxHash3-64 of a tensor's raw bytes (made contiguous first; a GPU's
+// tensor is copied to the CPU for it).
 uint64_t tensor_hash(const torch::Tensor& t);
 
 // The hash for tensors on a GPU, computed where they live: each tensor's

@@ -33,6 +33,9 @@ struct RunDiff {
 
   bool have_fingerprints = false;
   bool same_tensors = true;  // both fingerprint the same tensor names
+  // The hash each run's fingerprints use (fingerprint.h: xxh3-64 on the CPU,
+  // words-splitmix64 on a GPU); fingerprints of two hashes are not compared.
+  std::string hash_a, hash_b;
   int64_t steps_a = 0, steps_b = 0, common_steps = 0;
   int64_t first_diff_step = -1;                // -1: no difference over the common steps
   std::vector<std::string> differing_tensors;  // at first_diff_step, forward order

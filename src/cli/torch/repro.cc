@@ -41,6 +41,9 @@ void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
   if (!d.have_fingerprints) {
     o << "missing in " << (d.steps_a == 0 ? "A" : "B")
       << " (record with fingerprint.every_steps > 0); step-level comparison skipped\n";
+  } else if (d.hash_a != d.hash_b) {
+    o << "the runs hash with different functions (A " << d.hash_a << ", B " << d.hash_b
+      << ": one trained on a CPU, the other on a GPU); step-level comparison skipped\n";
   } else if (!d.same_tensors) {
     o << "the runs hash different tensor sets; step-level comparison skipped\n";
   } else if (d.identical) {

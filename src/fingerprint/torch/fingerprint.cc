@@ -24,7 +24,7 @@ std::vector<std::pair<std::string, torch::Tensor>> tensors(torch::nn::Module& mo
 }
 
 uint64_t tensor_hash(const torch::Tensor& t) {
-  auto c = t.contiguous();
+  auto c = t.to(torch::kCPU).contiguous();  // its bytes, read by the CPU
   return XXH3_64bits(c.data_ptr(), c.numel() * c.element_size());
 }
 
