@@ -158,6 +158,13 @@ if [ "$mode" != --quick ]; then
     --case trainscope "$ts" \
     --case fingerprint_off "$ts --set fingerprint.every_steps=0" \
     --case fingerprint_every_10 "$ts --set fingerprint.every_steps=10"
+
+  stage "the GPU's sources (configs/studies/gpu_sources.yaml --quick)"
+  study=$out/gpu_sources.yaml
+  sed -e "s|^base: .*|base: $here/configs/demo.yaml|" -e "s|^set:|set:\n  data.path: $data|" \
+    configs/studies/gpu_sources.yaml >"$study"
+  check gpu_sources_study "$TS" --store "sqlite:$db" -q study run "$study" --quick
+  "$TS" --store "sqlite:$db" study report gpu_sources --format md 2>&1 | head -40
 fi
 
 stage "done in $(($(date +%s) - t0)) s"
