@@ -1,24 +1,44 @@
 // The profile section of a config (config/section.h).
 #include "trainscope/profile/config.h"
 
+#include <optional>
+
 #include "trainscope/config/config.h"
 #include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
 
 namespace trainscope::profile {
 
+namespace {
+
+// The profiler times layers on the host, between synchronous CPU kernels;
+// a GPU's are asynchronous, and its times would be launch times.
+std::optional<config::Violation> check(const config::Config& c) {
+  if (!c.section<ProfileConfig>().enabled || c.compute.device == "cpu") return std::nullopt;
+  return config::Violation{{"profile.enabled", "compute.device"},
+                           "profile.enabled",
+                           "times layers on the host, and compute.device is " + c.compute.device +
+                               ", whose kernels run asynchronously: per-layer time on a GPU is "
+                               "not built yet (docs/gpu.md); profile on the CPU"};
+}
+
+}  // namespace
+
 TRAINSCOPE_CONFIG_SECTION(
-    profile, config::Section{
-                 .name = ProfileConfig::kName,
-                 .order = 30,
-                 .fields = {
-                     config::bool_key("profile.enabled", &ProfileConfig::enabled,
-                                      "Per-layer time profiling"),
-                     config::int_key("profile.warmup_steps", &ProfileConfig::warmup_steps, 0,
-                                     config::kMaxSteps, "Steps before the first profiled one"),
-                     config::int_key("profile.every", &ProfileConfig::every, 1, config::kMaxSteps,
-                                     "Profile every Nth step after the warm-up"),
-                 }});
+    profile,
+    config::Section{
+        .name = ProfileConfig::kName,
+        .order = 30,
+        .fields =
+            {
+                config::bool_key("profile.enabled", &ProfileConfig::enabled,
+                                 "Per-layer time profiling"),
+                config::int_key("profile.warmup_steps", &ProfileConfig::warmup_steps, 0,
+                                config::kMaxSteps, "Steps before the first profiled one"),
+                config::int_key("profile.every", &ProfileConfig::every, 1, config::kMaxSteps,
+                                "Profile every Nth step after the warm-up"),
+            },
+        .check_together = check});
 
 void check_profiled_steps(const config::Config& config, int64_t steps, int64_t batches_per_epoch) {
   const int64_t warmup = config.section<ProfileConfig>().warmup_steps;

@@ -28,3 +28,7 @@ CASES += [
     ("compute.autocast fp8 (not a type it lowers to)",
      "$TS train $DIR/good.yaml --set compute.autocast=fp8"),
 ]
+CASES += [
+    ("the per-layer profiler on a GPU (it times layers on the host)",
+     "$TS profile $DIR/good.yaml --set compute.device=cuda"),
+]
