@@ -13,6 +13,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/config.h"
+#include "trainscope/env/nvml.h"
 #include "trainscope/instrument/run_identity.h"
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/torch_env.h"
@@ -161,6 +162,23 @@ void build_or_refuse(const config::Config& cfg, F&& build) {
   }
 }
 
+// bf16 autocast needs a GPU that computes in bfloat16 (compute capability
+// 8.0, Ampere, or newer; older ones emulate it, slowly and not as a newer
+// one rounds). NVML's order of GPUs need not be CUDA's: refused only when
+// every GPU here is older.
+void check_bf16(const config::Config& cfg, const torch::Device& device) {
+  if (cfg.compute.autocast != "bf16" || !device.is_cuda()) return;
+  const env::Nvml nvml;
+  const auto gpus = nvml.gpus();
+  if (gpus.empty()) return;
+  for (const auto& g : gpus)
+    if (g.cc_major == 0 || g.cc_major >= 8) return;
+  fail(ErrorKind::kUsage,
+       "compute.autocast is bf16 but {} is of compute capability {}.{}, without bfloat16 "
+       "arithmetic (8.0, Ampere, or newer has it); use compute.autocast: fp16",
+       gpus.front().name, gpus.front().cc_major, gpus.front().cc_minor);
+}
+
 }  // namespace
 
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
@@ -183,6 +201,7 @@ std::unique_ptr<Trainer::Session> Trainer::open_session() {
   // First: before the data loads (a GPU that is not there fails at once)
   // and before anything asks libtorch about CUDA.
   s->device = device_of(cfg);
+  check_bf16(cfg, s->device);
   apply_determinism(cfg);
   s->seeds = derive_seeds(cfg);
   // A safety net: anything that still reaches for the global generators
