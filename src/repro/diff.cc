@@ -7,7 +7,6 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
-#include "trainscope/fingerprint/fingerprint.h"
 #include "trainscope/fingerprint/records.h"
 
 namespace trainscope::repro {

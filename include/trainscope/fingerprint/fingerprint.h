@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainscope/fingerprint/records.h"  // kHostHash, kDeviceHash
 #include "trainscope/instrument/events.h"
 
 namespace trainscope::fingerprint {
@@ -50,12 +51,6 @@ class DeviceHasher {
 
 // The same hash over `n` bytes in memory, in plain C++ (the reference).
 uint64_t device_hash_of_bytes(const void* data, size_t n);
-
-// The name of the hash a run's fingerprints use: xxh3-64 for a model on
-// the CPU (tensor_hash; no tag), words-splitmix64 for one on a GPU
-// (DeviceHasher; the run's tag fingerprint.hash says so).
-inline constexpr const char* kHostHash = "xxh3-64";
-inline constexpr const char* kDeviceHash = "words-splitmix64";
 
 // Hashes every tensor of tensors() and the loss every
 // fingerprint.every_steps steps, for `diff` and `rerun --verify`.

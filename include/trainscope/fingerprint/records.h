@@ -17,6 +17,12 @@
 
 namespace trainscope::fingerprint {
 
+// The name of the hash a run's fingerprints use: xxh3-64 for a model on
+// the CPU (tensor_hash; no tag), words-splitmix64 for one on a GPU
+// (DeviceHasher; the run's tag fingerprint.hash says so).
+inline constexpr const char* kHostHash = "xxh3-64";
+inline constexpr const char* kDeviceHash = "words-splitmix64";
+
 // The record kinds (layouts above).
 inline constexpr const char* kNamesKind = "fingerprint_tensors";
 inline constexpr const char* kStepsKind = "fingerprints";
