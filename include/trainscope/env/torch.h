@@ -33,17 +33,17 @@ bool set_blas_threads(int n);
 // question about CUDA: load_torch_cuda must come before it (and nothing
 // asks before a run's device is known; torch_cuda_loaded() guards the
 // manifest).
-//   torch_cuda_loaded: mapped in this process (by this call or by
-//                      `import torch` in Python)
-//   load_torch_cuda:   maps it (RTLD_GLOBAL) when it is not; empty on
-//                      success, else why not (a CPU-only torch, a library
-//                      of the CUDA half that is missing, hooks chosen
-//                      before) in a few words
-//   nvidia_driver_present: this machine has an NVIDIA driver (its device
-//                      node /dev/nvidiactl), where the CUDA half is worth
-//                      loading for every run, as PyTorch does
+//
+// Whether the CUDA half is mapped in this process (by load_torch_cuda or
+// by `import torch` in Python).
 bool torch_cuda_loaded();
+// Maps the CUDA half (RTLD_GLOBAL) when it is not; empty on success, else
+// why not in a few words (a CPU-only torch, a library of the CUDA half
+// that is missing, CUDA hooks chosen before it was loaded).
 std::string load_torch_cuda();
+// Whether this machine has an NVIDIA driver (its device node
+// /dev/nvidiactl), where the CUDA half is worth loading for every run, as
+// PyTorch does.
 bool nvidia_driver_present();
 
 // libtorch version and build configuration, the BLAS actually loaded,

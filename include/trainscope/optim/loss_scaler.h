@@ -15,6 +15,8 @@
 
 namespace trainscope::optim {
 
+// One run's loss scale (see above): made by the trainer for
+// compute.autocast: fp16, on the model's device.
 class LossScaler {
  public:
   // torch.amp.GradScaler's defaults.
@@ -30,8 +32,9 @@ class LossScaler {
   // good ones.
   void update();
 
-  // The scale now, and the good steps counted towards the next growth.
+  // The scale now (waits for the device).
   double value() const;
+  // The good steps in a row counted towards the next growth.
   int64_t good_steps() const;
   // From a checkpoint (value(), good_steps()).
   void restore(double scale, int64_t good_steps);
