@@ -21,20 +21,19 @@ const char* to_string(StepPhase p) {
   return kNames[static_cast<int>(p)];
 }
 
-Observers unit_observers(const Config& config, const std::vector<std::string>& only) {
+Observers unit_observers(const Config& config, const Source& source) {
   Observers out;
   for (const auto& u : units()) {
     if (!u.observers) continue;
-    if (!only.empty() && std::find(only.begin(), only.end(), u.name) == only.end()) continue;
+    if (source.records_own_metrics() && !u.with_own_metrics) continue;
     for (auto& o : u.observers(config)) out.push_back(std::move(o));
   }
   return out;
 }
 
 Instrumentation::Instrumentation(const Config& config, store::RunRecorder& run, Source& source,
-                                 const TrainPosition& position, Observers observers, Observers last,
-                                 const std::vector<std::string>& units)
-    : observers_(unit_observers(config, units)),
+                                 const TrainPosition& position, Observers observers, Observers last)
+    : observers_(unit_observers(config, source)),
       ctx_(config, run, source, position, [this](const CheckpointInfo& c) { checkpoint(c); }),
       check_(observer_check_enabled()) {
   observers_.insert(observers_.end(), observers.begin(), observers.end());

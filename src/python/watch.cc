@@ -38,9 +38,6 @@ namespace {
 using Described = profile::DescribedModule;
 using Tensors = std::vector<std::pair<std::string, at::Tensor>>;
 
-// The units a watched Python model gets; its metrics are the script's own.
-const std::vector<std::string> kUnits = {"fingerprint", "profile", "probes", "monitor"};
-
 // One module of the Python model, as watch.py's mirror() lists them.
 struct ModuleSpec {
   std::string path;  // "" for the root, "block.conv"
@@ -119,6 +116,8 @@ class PySource : public instrument::Source {
     if (state_.is_none()) return {};
     return state_().cast<std::vector<std::pair<at::Tensor, at::Tensor>>>();
   }
+  // The script logs its loss and metrics itself (Run.log).
+  bool records_own_metrics() const override { return true; }
 
  private:
   std::shared_ptr<Described> model_;
@@ -151,7 +150,7 @@ class PyWatch {
     instrument::check_units(config_, source_);
     events_ = std::make_unique<instrument::Instrumentation>(config_, run_.recorder(), source_,
                                                             position_, instrument::Observers{},
-                                                            instrument::Observers{}, kUnits);
+                                                            instrument::Observers{});
     instrument::RunContext& ctx = events_->context();
     ctx.start_time = core::monotonic_now();
     events_->run_begin();

@@ -167,6 +167,10 @@ class Source {
   // The generator the model draws dropout masks from, if any: an observer
   // that replays a forward pass restores its state afterwards.
   virtual std::optional<at::Generator> dropout_generator() { return std::nullopt; }
+  // Whether the program records its loss and metrics itself (a Python
+  // script logs its own): the units that would record them again
+  // (Unit::with_own_metrics false) do not attach.
+  virtual bool records_own_metrics() const { return false; }
 };
 
 // What every event sees: the run, the source of the events and where the

@@ -43,14 +43,12 @@ class Instrumentation {
   using O = TrainObserver;  // the events' names below
 
  public:
+  // Every registered unit that serves `source` attaches (unit_observers);
   // `observers` come after every unit's, in the order given; `last` after
   // those (the Trainer's checkpoint writer: a checkpoint holds what every
   // other observer saw).
-  // `units`, when not empty, names the only units attached (a source that
-  // records some capabilities its own way: the Python package's metrics).
   Instrumentation(const Config& config, store::RunRecorder& run, Source& source,
-                  const TrainPosition& position, Observers observers = {}, Observers last = {},
-                  const std::vector<std::string>& units = {});
+                  const TrainPosition& position, Observers observers = {}, Observers last = {});
   Instrumentation(const Instrumentation&) = delete;
   Instrumentation& operator=(const Instrumentation&) = delete;
 
@@ -123,8 +121,9 @@ bool observer_check_enabled();
 // of the check; a caller that wants it in a release build); any thread.
 void set_observer_check(bool on);
 
-// The observers every registered unit (or those named in `only`, when not
-// empty) attaches to a run of `config`, in the units' order.
-Observers unit_observers(const Config& config, const std::vector<std::string>& only = {});
+// The observers every registered unit attaches to a run of `config` from
+// `source`, in the units' order: all of them, but those that record the
+// loop's metrics when the source records its own (Unit::with_own_metrics).
+Observers unit_observers(const Config& config, const Source& source);
 
 }  // namespace trainscope::instrument

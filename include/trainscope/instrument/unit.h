@@ -43,6 +43,12 @@ struct Unit {
   // Optional: refuses (Error kUsage, one line) a config it cannot serve on
   // this source, before the run is created (probes that select no layer).
   std::function<void(const Config&, Source&)> check;
+  // Whether it attaches to a source that records its own metrics
+  // (Source::records_own_metrics: a Python script's): false for a unit
+  // that records the loop's loss and evaluation, which the script already
+  // logs. Every other unit, this program's or one loaded from a library,
+  // attaches to every source.
+  bool with_own_metrics = true;
 };
 
 // Runs every unit's check on a run of `config` from `source`.

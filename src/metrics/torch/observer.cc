@@ -89,10 +89,12 @@ void MetricsObserver::on_run_end(const RunContext& ctx, const TrainResult& resul
     ctx.run.set_tag("target_accuracy.reached_at_epoch", "not reached");
 }
 
+// A Python script logs its loss and metrics itself: not attached there.
 TRAINSCOPE_UNIT(metrics, instrument::Unit{.name = "metrics",
                                           .order = 20,
                                           .observers = [](const Config&) -> instrument::Observers {
                                             return {std::make_shared<MetricsObserver>()};
-                                          }});
+                                          },
+                                          .with_own_metrics = false});
 
 }  // namespace trainscope::metrics
