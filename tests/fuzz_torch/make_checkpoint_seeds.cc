@@ -7,6 +7,7 @@
 //   make_checkpoint_seeds OUT_DIR     exit 0: every seed behaved as expected
 #include <torch/torch.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -48,7 +49,9 @@ Entries position(const fuzz::Tiny& t, const instrument::TrainPosition& p) {
   return {{"rng.dropout", t.dropout_gen.get_state()},
           {"pos",
            torch::tensor({p.epoch, p.batch, p.step, p.epoch_correct, p.epoch_seen}, torch::kInt64)},
-          {"pos.loss_sum", torch::tensor({p.epoch_loss_sum}, torch::kFloat64)}};
+          {"pos.loss_sum", torch::tensor({p.epoch_loss_sum}, torch::kFloat64)},
+          {"pos.loss_scale",
+           torch::tensor({p.loss_scale, static_cast<double>(p.scale_growth)}, torch::kFloat64)}};
 }
 
 // write_checkpoint's layout with `entries` after the model and the optimizer
@@ -170,8 +173,14 @@ std::vector<Seed> bad_position_seeds() {
        "(pos is Long [5, 1] in the file, Long [5] here)"},
       {"loss-sum-of-2.pt", with("pos.loss_sum", torch::tensor({1.0, 2.0}, torch::kFloat64)),
        "(pos.loss_sum is Double [2] in the file, Double [1] here)"},
+      {"loss-scale-nan.pt",
+       with("pos.loss_scale", torch::tensor({std::nan(""), 0.0}, torch::kFloat64)),
+       "(pos.loss_scale holds an impossible scale)"},
+      {"loss-scale-of-3.pt",
+       with("pos.loss_scale", torch::tensor({65536.0, 0.0, 1.0}, torch::kFloat64)),
+       "(pos.loss_scale is Double [3] in the file, Double [2] here)"},
       {"rng-of-10-bytes.pt", with("rng.dropout", torch::zeros({10}, torch::kUInt8)),
-       "it is damaged or not a trainscope checkpoint"},
+       "(rng.dropout is Byte [10], not a generator state)"},
       {"rng-float.pt", with("rng.dropout", torch::zeros({5056}, torch::kFloat32)),
        "(rng.dropout is Float [5056], not a generator state)"},
       {"no-optimizer.pt", custom(t, nullptr, position(t, kPos)),
