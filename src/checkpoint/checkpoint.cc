@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -353,8 +355,13 @@ instrument::TrainPosition read_position(InputArchive& a) {
     scale = scale.to(torch::kCPU);
     check_like(scale, torch::empty({2}, torch::kFloat64), "pos.loss_scale");
     const auto sa = scale.accessor<double, 1>();
-    if (!(sa[0] >= 0 && sa[0] < 1e300) || !(sa[1] >= 0 && sa[1] < 1e15))
-      throw Unfit("pos.loss_scale holds an impossible scale");
+    // The scaler keeps a float32 scale (0: none; else a normal float32) and
+    // an int32 count of good steps.
+    const bool scale_ok = sa[0] == 0 || (sa[0] >= std::numeric_limits<float>::min() &&
+                                         sa[0] <= std::numeric_limits<float>::max());
+    const bool count_ok =
+        sa[1] >= 0 && sa[1] <= std::numeric_limits<int32_t>::max() && sa[1] == std::floor(sa[1]);
+    if (!scale_ok || !count_ok) throw Unfit("pos.loss_scale holds an impossible scale");
     pos.loss_scale = sa[0];
     pos.scale_growth = static_cast<int64_t>(sa[1]);
   }
