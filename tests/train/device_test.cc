@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "support/test_util.h"
 #include "trainscope/checkpoint/checkpoint.h"
@@ -63,6 +64,23 @@ std::vector<torch::Tensor> on(const std::vector<torch::Tensor>& ts, const torch:
   std::vector<torch::Tensor> out;
   for (const auto& t : ts) out.push_back(t.to(device));
   return out;
+}
+
+// Does `act` after step `step`.
+struct AtStep : instrument::TrainObserver {
+  AtStep(int64_t s, std::function<void(const instrument::RunContext&)> a)
+      : step(s), act(std::move(a)) {}
+  int64_t step;
+  std::function<void(const instrument::RunContext&)> act;
+  void on_after_step(const instrument::RunContext& ctx, const instrument::Step& st) override {
+    if (st.number == step) act(ctx);
+  }
+};
+
+// Stops the run after `step` steps, as a user's Ctrl-C would.
+std::shared_ptr<AtStep> stop_at(int64_t step) {
+  return std::make_shared<AtStep>(step,
+                                  [](const instrument::RunContext& ctx) { ctx.request_stop(); });
 }
 
 bool gpu_usable() {
@@ -134,6 +152,29 @@ TEST(DeviceTest, AGpuThatIsNotThereFailsBeforeAnythingIsRecorded) {
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
   EXPECT_TRUE(store->list_runs({}).empty());
+}
+
+// A run resumed on another kind of device goes on with the hash it began
+// with (a GPU run resumed on a CPU: the device hash of CPU tensors).
+TEST(DeviceTest, AResumedRunKeepsTheHashItBeganWith) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  Trainer first(small("cpu"), store);
+  first.add_observer(stop_at(12));
+  const auto a = first.run();
+  ASSERT_EQ(a.status, store::RunStatus::kStopped);
+  store->set_tag(a.run_uuid, "fingerprint.hash", fingerprint::kDeviceHash);  // as a GPU run's
+  TrainOptions o;
+  o.resume = a.run_uuid;
+  Trainer again(small("cpu"), store, o);
+  again.run();
+  std::vector<torch::Tensor> ts;
+  for (const auto& [name, t] : fingerprint::tensors(*again.model())) ts.push_back(t);
+  const auto expected = fingerprint::DeviceHasher()(ts);
+  const auto last = fingerprint::read(*store, a.run_uuid).steps.back();
+  ASSERT_EQ(last.step, 32);
+  ASSERT_EQ(last.hashes.size(), expected.size() + 1);  // and the loss
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(last.hashes[i], expected[i]) << i;
 }
 
 TEST(DeviceTest, ACpuRunRecordsHowItsTorchStandsWithCuda) {
@@ -270,21 +311,12 @@ TEST(GpuTest, TrainsOnTheGpuAndItsCheckpointLoadsOnTheCpuBitForBit) {
     EXPECT_TRUE(torch::equal(cpu_params[i], gpu_params[i].to(torch::kCPU))) << i;
 }
 
-// Stops the run after `step` steps, as a user's Ctrl-C would.
-struct StopAt : instrument::TrainObserver {
-  explicit StopAt(int64_t s) : step(s) {}
-  int64_t step;
-  void on_after_step(const instrument::RunContext& ctx, const instrument::Step& st) override {
-    if (st.number == step) ctx.request_stop();
-  }
-};
-
 TEST(GpuTest, AGpuRunStoppedMidwayGoesOnOnTheCpuFromItsCheckpoint) {
   SKIP_WITHOUT_GPU();
   TempDir dir;
   auto store = temp_store(dir);
   Trainer gpu(small("cuda"), store);
-  gpu.add_observer(std::make_shared<StopAt>(12));
+  gpu.add_observer(stop_at(12));
   const auto a = gpu.run();
   ASSERT_EQ(a.status, store::RunStatus::kStopped);
   TrainOptions o;
@@ -297,22 +329,16 @@ TEST(GpuTest, AGpuRunStoppedMidwayGoesOnOnTheCpuFromItsCheckpoint) {
   for (const auto& p : cpu.model()->parameters()) EXPECT_TRUE(p.is_cpu());
 }
 
-// Asks the GPU for far more than it has at step `step`, as a batch too big
-// for what is left would.
-struct ExhaustAt : instrument::TrainObserver {
-  explicit ExhaustAt(int64_t s) : step(s) {}
-  int64_t step;
-  void on_after_step(const instrument::RunContext&, const instrument::Step& st) override {
-    if (st.number == step) (void)torch::empty({int64_t{1} << 42}, torch::kCUDA);  // 16 TiB
-  }
-};
-
 TEST(GpuTest, OutOfMemoryMidRunEndsTheRunFailedWithItsCheckpointIntact) {
   SKIP_WITHOUT_GPU();
   TempDir dir;
   auto store = temp_store(dir);
   Trainer t(small("cuda"), store);
-  t.add_observer(std::make_shared<ExhaustAt>(12));
+  // Asks the GPU for far more than it has, as a batch too big for what is
+  // left would.
+  t.add_observer(std::make_shared<AtStep>(12, [](const instrument::RunContext&) {
+    (void)torch::empty({int64_t{1} << 42}, torch::kCUDA);  // 16 TiB
+  }));
   std::string what;
   try {
     t.run();

@@ -61,7 +61,7 @@ class FingerprintObserver : public instrument::TrainObserver {
 
  private:
   std::vector<std::pair<std::string, torch::Tensor>> tensors_;
-  bool on_device_ = false;  // the model is on a GPU: DeviceHasher
+  bool on_device_ = false;  // hashed with DeviceHasher (the run's fingerprint.hash)
   DeviceHasher device_hash_;
 };
 

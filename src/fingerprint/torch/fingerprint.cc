@@ -124,9 +124,19 @@ void FingerprintObserver::on_run_begin(const instrument::RunContext& ctx) {
                  "run {} already fingerprints a different set of tensors ({} before, {} now)",
                  core::short_uuid(ctx.run.uuid()), before.size(), names.size());
   ctx.run.log_record(kNamesKind, names_record(names));
+  // The device hash for a model on a GPU; a resumed run goes on with the
+  // hash it began with, whatever device it resumed on (a GPU's tensors are
+  // copied for xxh3, a CPU's reduced by the same sums), so that its steps
+  // compare. Runs without the tag (every run before GPUs) hash with
+  // kHostHash.
   on_device_ = !tensors_.empty() && !tensors_.front().second.is_cpu();
-  // Runs without the tag (every run before GPUs) hash with kHostHash.
-  if (on_device_) ctx.run.set_tag("fingerprint.hash", kDeviceHash);
+  if (ctx.resumed) {
+    const auto tags = ctx.run.store().tags(ctx.run.uuid());
+    const auto it = tags.find("fingerprint.hash");
+    on_device_ = it != tags.end() && it->second == kDeviceHash;
+  } else if (on_device_) {
+    ctx.run.set_tag("fingerprint.hash", kDeviceHash);
+  }
 }
 
 void FingerprintObserver::on_after_step(const instrument::RunContext& ctx,
@@ -134,7 +144,7 @@ void FingerprintObserver::on_after_step(const instrument::RunContext& ctx,
   if (step.number % ctx.config.section<FingerprintConfig>().every_steps != 0) return;
   std::vector<uint64_t> hashes;
   hashes.reserve(tensors_.size() + 1);
-  if (on_device_) {  // reduced on the GPU: 8 bytes per tensor come back
+  if (on_device_) {  // reduced where the tensors are: 8 bytes per tensor come back
     std::vector<torch::Tensor> ts;
     for (const auto& [n, t] : tensors_) ts.push_back(t);
     if (step.loss.defined()) ts.push_back(step.loss.detach().to(ts.front().device()));
