@@ -120,6 +120,11 @@ std::string nothing_recorded(const JobEnd& e, bool command) {
   const std::string how = e.signal ? fmt::format("was killed by signal {}", e.signal)
                                    : fmt::format("exited {}", e.exit_code);
   const char* what = command ? "the command" : "the training";
+  if (e.signal == 0 && e.exit_code == 2)  // the CLI's usage error: the config or machine refused
+    return fmt::format(
+        "{} exited 2 (refused as a usage error) before it recorded a run; a retry "
+        "would repeat it",
+        what);
   if (!e.ok()) return fmt::format("{} {} before it recorded a run", what, how);
   if (!command) return "the training exited 0 but recorded no run";
   return "the command exited 0 but recorded no run; a study's command must record its run "
@@ -339,7 +344,7 @@ class Scheduler {
       ++p_.done;
       durations_.push_back(end.seconds);
       report(fmt::format("{} finished in {:.1f}s", end.id, end.seconds));
-    } else if (++tries_[end.id] <= spec_.retries) {
+    } else if (++tries_[end.id] <= spec_.retries && !refused_at_start(end, recorded)) {
       ++p_.retried;
       queue_.push_back(now);
       report(fmt::format("{} ended ({}), retrying (see {})", end.id, describe(end, recorded), log));
@@ -363,6 +368,13 @@ class Scheduler {
     supersede_older_attempts(*store_, study_, end.id);
     if (p_.recorded_nothing++ == 0) p_.recorded_nothing_first = end.id + ": " + what;
     report(fmt::format("{} failed {} times: {}", end.id, tries_[end.id], what));
+  }
+
+  // A training refused before it recorded anything (exit 2: a key the
+  // machine cannot serve, such as compute.device: cuda without a GPU) is
+  // refused again on every retry.
+  static bool refused_at_start(const JobEnd& e, bool recorded) {
+    return !recorded && e.signal == 0 && e.exit_code == 2;
   }
 
   static std::string describe(const JobEnd& e, bool recorded) {
