@@ -2,8 +2,6 @@
 // caught here once and turned into one line on stderr and an exit code;
 // this is the only place where an error's kind becomes an exit code.
 
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <charconv>
@@ -56,7 +54,7 @@ void emit_error(const std::string& line) {
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), fd);
     const size_t n = std::min<size_t>(text.size(), dist::kMaxErrorLine);
     if (ec == std::errc() && end == v.data() + v.size() && fd > 2 &&
-        write(fd, text.data(), n) == static_cast<ssize_t>(n))
+        core::write_fully(fd, std::string_view(text).substr(0, n)) == 0)
       return;
   }
   std::cerr << text;

@@ -70,6 +70,12 @@ void write_output(const std::string& out_path, const std::function<void(std::ost
   core::write_file_atomically(out_path, body);
 }
 
+bool written_whole(const std::string& out_path) {
+  if (!out_path.empty() && out_path != "-") return true;
+  std::cout.flush();
+  return core::standard_error(core::StdStream::kStdout) == 0;
+}
+
 void note_recorded_run(store::Store& store, const std::string& uuid) {
   std::string name;
   try {

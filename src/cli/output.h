@@ -36,6 +36,12 @@ class Table {
 // stdout that fails is reported once by main: core/output.h).
 void write_output(const std::string& out_path, const std::function<void(std::ostream&)>& body);
 
+// Whether what was written to `out_path` is all there, so that a "wrote ..."
+// line may say so: a file is written whole or its writer threw; stdout
+// (empty or "-") only while no write to it failed (`> /dev/full`, a reader
+// that left), which main then says once in the line for a cut output.
+bool written_whole(const std::string& out_path);
+
 // Names the run a command recorded for the line that says its output was
 // cut (core/output.h): "the run NAME (SHORT-UUID)", the name as the store
 // has it; never throws (the run is recorded by now).

@@ -2,15 +2,16 @@
 // writers of synced files and of FIFOs share it.
 #pragma once
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <streambuf>
+#include <string_view>
 #include <vector>
+
+#include "trainscope/core/output.h"
 
 namespace trainscope::core::detail {
 
-// Buffers 64 KiB and writes it with write(2), retried on EINTR; the first
+// Buffers 64 KiB and writes it with write_fully() (partial writes, EINTR,
+// and EAGAIN of a descriptor set O_NONBLOCK are no failure); the first
 // failure is kept (failed(), error()) and every later byte dropped.
 // Subclasses see each buffer's bytes before they are written (seen()).
 class FdOutBuf : public std::streambuf {
@@ -36,15 +37,11 @@ class FdOutBuf : public std::streambuf {
   void reset() { setp(buf_.data(), buf_.data() + buf_.size()); }
   bool drain() {
     const char* p = pbase();
-    size_t n = static_cast<size_t>(pptr() - pbase());
+    const auto n = static_cast<size_t>(pptr() - pbase());
     seen(p, n);
-    while (n > 0 && !failed_) {
-      const ssize_t w = ::write(fd_, p, n);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0)
-        failed_ = true, errno_ = errno;
-      else
-        p += w, n -= static_cast<size_t>(w);
+    if (n > 0 && !failed_) {
+      errno_ = write_fully(fd_, std::string_view(p, n));
+      failed_ = errno_ != 0;
     }
     reset();
     return !failed_;

@@ -4,12 +4,14 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio_ext.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -35,7 +37,42 @@ sigset_t g_startup_mask;  // the mask trainscope started with, less SIGPIPE and 
 std::atomic<bool> g_mask_saved{false};
 
 StreamState& std_state(StdStream s) { return s == StdStream::kStdout ? g_stdout : g_stderr; }
-FILE* std_file(StdStream s) { return s == StdStream::kStdout ? stdout : stderr; }
+
+// stdio hands every buffer of a standard stream here: all of it is written,
+// or the failure is recorded with its errno (glibc does not promise to keep
+// errno up to fwrite's return) and 0 returned, fopencookie's "failed".
+ssize_t write_buffer(void* cookie, const char* data, size_t size) {
+  const auto s = static_cast<StdStream>(reinterpret_cast<intptr_t>(cookie));
+  const int err = write_fully(static_cast<int>(s), std::string_view(data, size));
+  if (err == 0) return static_cast<ssize_t>(size);
+  int none = 0;
+  std_state(s).error.compare_exchange_strong(none, err);
+  errno = err;
+  return 0;
+}
+
+// trainscope's FILE over descriptor 1 or 2 (output.h says why not glibc's
+// own), buffered as glibc buffers its own: stderr not at all, stdout by line
+// on a terminal and in blocks otherwise.
+FILE* open_standard(StdStream s) {
+  cookie_io_functions_t io{};
+  io.write = write_buffer;
+  FILE* f = fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(s)), "w", io);
+  if (!f) return s == StdStream::kStdout ? stdout : stderr;  // out of memory: glibc's own
+  if (s == StdStream::kStderr)
+    setvbuf(f, nullptr, _IONBF, 0);
+  else
+    setvbuf(f, nullptr, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+  return f;
+}
+
+// Never closed: exit() and fflush(nullptr) (before a fork) flush them with
+// every other stream.
+FILE* std_file(StdStream s) {
+  static FILE* const out = open_standard(StdStream::kStdout);
+  static FILE* const err = open_standard(StdStream::kStderr);
+  return s == StdStream::kStdout ? out : err;
+}
 
 // With the stream locked: the first failure wins, and the bytes stdio still
 // holds are dropped, so that no flush (exit's among them) tries them again.
@@ -144,9 +181,31 @@ std::string what_to_do(int err, const char* stream) {
 
 }  // namespace
 
+int write_fully(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // Not a failure: the reader has not caught up yet. POLLERR and POLLHUP
+      // end the wait too, and the next write says what went wrong.
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, -1) < 0 && errno != EINTR) return errno;
+    } else {
+      return n < 0 ? errno : EIO;  // nothing taken of a nonempty write: no progress
+    }
+  }
+  return 0;
+}
+
 void guard_standard_output() {
   catch_write_signals();
   occupy_closed_descriptors();
+  // Buffered by what descriptor 1 is now (a terminal or not), as glibc's
+  // stdout would have been.
+  std_file(StdStream::kStdout);
   // Never destroyed: std::cout is flushed after every static destructor ran.
   static auto* out = new StandardBuf(StdStream::kStdout);
   static auto* err = new StandardBuf(StdStream::kStderr);

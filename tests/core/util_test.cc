@@ -1,12 +1,15 @@
 // core::edit_distance, with and without a limit; files opened so that a
-// FIFO, device or folder is refused without blocking (regular_file.h).
+// FIFO, device or folder is refused without blocking (regular_file.h);
+// write_fully() waiting for a non-blocking descriptor (output.h).
 #include "trainscope/core/util.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -15,6 +18,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/markup.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/regular_file.h"
 
 namespace trainscope::core {
@@ -102,6 +106,50 @@ TEST(RegularFileTest, AFifoOutputNeedsAReader) {
   reader.join();
   EXPECT_EQ(got, "a,b\n" + big);
   EXPECT_TRUE(std::filesystem::is_fifo(fifo));  // not replaced by a file
+}
+
+// A descriptor another process set O_NONBLOCK (a CLI's stdout) whose reader
+// is slower than the writer: EAGAIN is a wait for the reader, not a failure
+// that cuts the output at what the pipe held.
+TEST(WriteFullyTest, ANonBlockingPipeIsWaitedForNotCut) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+  ASSERT_EQ(fcntl(p[1], F_SETFL, fcntl(p[1], F_GETFL) | O_NONBLOCK), 0);
+  // Full: a plain write(2) now fails with EAGAIN.
+  const std::string chunk(4096, 'f');
+  size_t filled = 0;
+  for (ssize_t n; (n = write(p[1], chunk.data(), chunk.size())) > 0;)
+    filled += static_cast<size_t>(n);
+  ASSERT_EQ(errno, EAGAIN);
+  std::string got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the writer waits by now
+    char buf[4096];
+    for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  });
+  std::string big(1 << 20, 'x');  // 16 times what a pipe holds
+  big.back() = 'y';
+  const int err = write_fully(p[1], big);
+  close(p[1]);
+  reader.join();
+  close(p[0]);
+  EXPECT_EQ(err, 0);
+  ASSERT_EQ(got.size(), filled + big.size());
+  EXPECT_TRUE(got.compare(filled, std::string::npos, big) == 0);
+}
+
+// A reader that left is the failure the caller reports (EPIPE), at once.
+TEST(WriteFullyTest, AReaderThatLeftIsTheFailure) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  close(p[0]);
+  struct sigaction ignore {};
+  struct sigaction old {};
+  ignore.sa_handler = SIG_IGN;  // the test's own process: EPIPE, not death
+  sigaction(SIGPIPE, &ignore, &old);
+  EXPECT_EQ(write_fully(p[1], "abc"), EPIPE);
+  sigaction(SIGPIPE, &old, nullptr);
+  close(p[1]);
 }
 
 // A store's text in Markdown stays text: no section, no table column, no

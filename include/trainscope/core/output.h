@@ -11,7 +11,11 @@
 // Every write to stdout or stderr in trainscope goes through here: std::cout,
 // std::cerr and std::clog once guard_standard_output() ran, core::log_*, and
 // write_standard() for bytes (watch's echo of a program's output). Writes go
-// through C stdio, so their order and buffering stay stdio's.
+// through C stdio, so their order and buffering stay stdio's, but through
+// trainscope's own FILEs over descriptors 1 and 2, whose buffers stdio hands
+// to write_fully(): glibc's own stdout drops what a write(2) failing with
+// EAGAIN did not take, and a stdout that the parent set O_NONBLOCK (a slow
+// reader) is no failure, only a wait.
 #pragma once
 
 #include <string>
@@ -21,6 +25,16 @@ namespace trainscope::core {
 
 // Which standard stream a write goes to (the values are the descriptors).
 enum class StdStream { kStdout = 1, kStderr = 2 };
+
+// Writes all of `bytes` to descriptor `fd` with write(2): a partial write
+// goes on with the rest, EINTR is tried again, and EAGAIN (EWOULDBLOCK), a
+// descriptor set O_NONBLOCK, possibly by another process sharing it, whose
+// reader is slower than the writer, waits in poll() until it takes more.
+// Returns 0 when all was written, otherwise the errno of the failure
+// (EPIPE, ENOSPC, EIO, EBADF, ...). stdout and stderr (write_standard),
+// output FIFOs and synced files (core's descriptor writer) and a rank's
+// error line to its launcher are written with it.
+int write_fully(int fd, std::string_view bytes);
 
 // Once, first thing in main(), before any thread or child starts:
 // - SIGPIPE (and SIGXFSZ, a file past `ulimit -f`) is caught by a handler

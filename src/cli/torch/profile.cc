@@ -80,7 +80,8 @@ void copy_trace(store::Store& store, const store::RunInfo& run, const std::strin
       store::verify_artifact(a);
       write_output(to,
                    [&](std::ostream& o) { o << std::ifstream(a.path, std::ios::binary).rdbuf(); });
-      core::log_info("wrote {} (open in chrome://tracing or ui.perfetto.dev)", to);
+      if (written_whole(to))
+        core::log_info("wrote {} (open in chrome://tracing or ui.perfetto.dev)", to);
       return;
     }
   fail(ErrorKind::kNotFound, "run {} has no trace artifact", core::short_uuid(run.uuid));
@@ -112,7 +113,7 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
       o << profile::layer_chart_svg(s,
                                     "Time per layer and phase — run " + core::short_uuid(run.uuid));
     });
-    core::log_info("wrote {}", a.svg);
+    if (written_whole(a.svg)) core::log_info("wrote {}", a.svg);
   }
 }
 

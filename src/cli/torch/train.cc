@@ -125,6 +125,7 @@ void weights(Context& ctx, const WeightsArgs& a) {
   const store::RunInfo run = store->resolve_run(a.run);
   core::check_output_file(a.out);
   const std::string from = checkpoint::export_state_dict(*store, run, a.checkpoint, a.out);
+  if (!written_whole(a.out)) return;  // main says what became of stdout, in one line
   core::log_info("wrote {}: the weights of run {} at {}, as torch.save writes a state dict",
                  a.out == "-" ? "stdout" : a.out, core::short_uuid(run.uuid), from);
 }
