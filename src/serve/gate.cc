@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <condition_variable>
 #include <cstring>
@@ -202,6 +203,158 @@ void close_conn(socket_t fd, int status, const std::string& why) {
   ::close(fd);
 }
 
+// What a body over the limit is answered (413), whether its Content-Length
+// gives its size or its chunk-size lines pass the limit: one message.
+std::string too_large(std::string_view size, size_t limit) {
+  return fmt::format("a request body of {} bytes is over the {} this server takes", size, limit);
+}
+
+// A chunked body's framing (RFC 9112 §7.1), followed as httplib reads it
+// through a ConnStream. httplib 0.11 reads a chunked body of any size (a
+// body over the limit was read until the stream's own cap, then "400
+// malformed"; 1 MiB + 1 was read whole), takes "0x10", " 10" and "+10" as
+// sizes, and takes a chunk's data not followed by CR LF as the body's
+// end, leaving what follows for the next request. Here the decoded bytes
+// stop at the limit a Content-Length has, as soon as a chunk-size line
+// announces more (nothing of that chunk is read), the framing is bounded
+// as a request's head is (a body of one-byte chunks is six bytes a byte),
+// and a framing that is not HTTP's stops the read.
+class Chunks {
+ public:
+  // Follows the stream's next byte on: the body's first.
+  void start(const GateLimits& l) {
+    *this = {};
+    state_ = kSize;
+    limit_ = l.body_bytes;
+    framing_limit_ = l.header_bytes;
+  }
+  void stop() { *this = {}; }
+  // Takes the next `n` bytes httplib reads; false when the read must stop
+  // (refusal() says why).
+  bool take(const char* p, size_t n) {
+    while (n > 0 && state_ != kOff && state_ != kDone) {
+      if (state_ == kFailed) return false;
+      if (state_ == kData) {
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(n, left_));
+        p += k;
+        n -= k;
+        left_ -= k;
+        if (left_ == 0) state_ = kDataCr;
+        continue;
+      }
+      if (!step(*p++)) return false;
+      --n;
+    }
+    return state_ != kFailed;
+  }
+  const Refusal& refusal() const { return refusal_; }
+
+ private:
+  enum State {
+    kOff,
+    kSize,
+    kBlank,
+    kExt,
+    kSizeLf,
+    kData,
+    kDataCr,
+    kDataLf,
+    kLastCr,
+    kLastLf,
+    kDone,
+    kFailed
+  };
+  // Sizes are kept up to this: past the limit all the same, and "at least"
+  // a size this large is still true.
+  static constexpr uint64_t kCap = uint64_t{1} << 59;
+
+  bool fail(int status, std::string why) {
+    state_ = kFailed;
+    refusal_ = {status, std::move(why)};
+    return false;
+  }
+  bool malformed(std::string_view what) {
+    return fail(400, fmt::format("a chunked request body is malformed (RFC 9112 §7.1): {}", what));
+  }
+  bool step(char ch);
+  bool size_line_ends();
+
+  State state_ = kOff;
+  size_t limit_ = 0, framing_limit_ = 0, framing_ = 0;
+  uint64_t decoded_ = 0;  // announced by the chunk-size lines so far
+  uint64_t size_ = 0, left_ = 0;
+  bool digits_ = false;
+  Refusal refusal_;
+};
+
+// One byte of framing: a chunk-size line (1*HEXDIG, then blanks or a
+// ";" extension), the CR LF after a chunk's data, the last chunk's empty
+// line (httplib takes no trailer fields).
+bool Chunks::step(char ch) {
+  if (++framing_ > framing_limit_)
+    return fail(413, fmt::format("a chunked request body's framing (its chunk-size lines) is over "
+                                 "{} KiB: send it in fewer chunks, or with Content-Length",
+                                 framing_limit_ / 1024));
+  const auto u = static_cast<unsigned char>(ch);
+  switch (state_) {
+    case kSize:
+      if (std::isxdigit(u)) {
+        const uint64_t d = std::isdigit(u) ? u - '0' : std::tolower(u) - 'a' + 10;
+        size_ = std::min(size_ * 16 + d, kCap);
+        digits_ = true;
+        return true;
+      }
+      if (!digits_) return malformed("a chunk size that is not hex digits");
+      [[fallthrough]];
+    case kBlank:
+      state_ = ch == ';' ? kExt : ch == '\r' ? kSizeLf : kBlank;
+      if (ch == ';' || ch == '\r' || ch == ' ' || ch == '\t') return true;
+      return malformed("a chunk size followed by what is not an extension (';')");
+    case kExt:
+      if (ch == '\r') state_ = kSizeLf;
+      if ((u >= 0x20 && u != 0x7f) || ch == '\t' || ch == '\r') return true;
+      return malformed(fmt::format("a chunk extension holds the control byte 0x{:02x}", u));
+    case kSizeLf:
+      if (ch != '\n') return malformed("a chunk-size line that does not end in CR LF");
+      return size_line_ends();
+    case kDataCr:
+    case kDataLf:
+      if (ch != (state_ == kDataCr ? '\r' : '\n'))
+        return malformed("a chunk's data is not followed by CR LF (its size is not its length)");
+      state_ = state_ == kDataCr ? kDataLf : kSize;
+      return true;
+    case kLastCr:
+    case kLastLf:
+      if (ch != (state_ == kLastCr ? '\r' : '\n'))
+        return malformed("trailer fields after the last chunk are not taken: end it with CR LF");
+      state_ = state_ == kLastCr ? kLastLf : kDone;
+      return true;
+    default:
+      return true;
+  }
+}
+
+// A chunk-size line is whole: the last chunk's (0), or one whose data is
+// read when the body stays within the limit.
+bool Chunks::size_line_ends() {
+  if (size_ == 0) {
+    state_ = kLastCr;
+    return true;
+  }
+  if (size_ > limit_ - decoded_)
+    return fail(413, too_large(fmt::format("at least {}", decoded_ + size_), limit_));
+  decoded_ += size_;
+  left_ = size_;
+  size_ = 0;
+  digits_ = false;
+  state_ = kData;
+  return true;
+}
+
+// The chunked body of the request this thread serves (GatedServer's
+// normalize starts it).
+thread_local Chunks t_chunks;
+
 // A worker's view of a connection: the bytes the poller read, then the
 // socket, within the body's deadline and size.
 class ConnStream : public httplib::Stream {
@@ -223,6 +376,8 @@ class ConnStream : public httplib::Stream {
       if (n <= 0) return n;
     }
     const size_t k = std::min(size, c_.buf.size() - off_);
+    // Where a chunked body must stop, httplib's read of it fails.
+    if (!t_chunks.take(c_.buf.data() + off_, k)) return -1;
     std::memcpy(ptr, c_.buf.data() + off_, k);
     off_ += k;
     return static_cast<ssize_t>(k);
@@ -312,6 +467,79 @@ std::string trim(const std::string& s) {
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
   return s;
+}
+
+// Whether a Host value is one host (RFC 9112 §3.2: uri-host [":" port]):
+// a name or an IPv4 address, or an IPv6 address in brackets, then at most
+// a port. A name is letters, digits, '-', '.', '_' and '~' (RFC 3986's
+// unreserved): the rest of its reg-name (',', ';', '%'...) is in no DNS
+// name, and a comma is how a proxy joins two Hosts into one list. Empty is
+// one (a target without an authority).
+bool one_host(std::string_view v) {
+  if (v.empty()) return true;
+  const auto in = [](std::string_view s, auto ok) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [&](char ch) { return ok(ch); });
+  };
+  size_t end = 0;
+  if (v[0] == '[') {
+    end = v.find(']');
+    if (end == npos || !in(v.substr(1, end - 1), [](char ch) {
+          return std::isxdigit(static_cast<unsigned char>(ch)) || ch == ':' || ch == '.';
+        }))
+      return false;
+    ++end;
+  } else {
+    end = std::min(v.find(':'), v.size());
+    if (!in(v.substr(0, end), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.' ||
+                 ch == '_' || ch == '~';
+        }))
+      return false;
+  }
+  const std::string_view port = v.substr(end);
+  return port.empty() || (port[0] == ':' && port.size() <= 6 &&
+                          std::all_of(port.begin() + 1, port.end(),
+                                      [](char ch) { return ch >= '0' && ch <= '9'; }));
+}
+
+// Why the header lines of `head` (head_problem passed them: each ends in
+// CR LF, none is folded) cannot be read as one field each, as whatever is
+// in front of this server reads them, with Host once (RFC 9112 §3.2: a
+// server MUST answer 400 to more than one Host, or to an invalid one; the
+// access check reads the first, and a second one went through): a line
+// that is not a field name (a token) and a colon (§5.1: a blank before
+// the colon MUST be refused; httplib takes "Host :" as another name, and
+// skips a line without a colon), a second Host, or a Host that is not one
+// host ("a, b"). Empty when they are all fields.
+std::string field_problem(std::string_view head) {
+  static constexpr std::string_view kTchar = "!#$%&'*+-.^_`|~";
+  const auto shown = [](std::string_view s) { return core::escape_for_display(s.substr(0, 100)); };
+  int hosts = 0;
+  for (size_t at = head.find("\r\n") + 2; at < head.size();) {
+    const size_t next = head.find("\r\n", at);
+    const std::string_view line = head.substr(at, next - at);
+    at = next + 2;
+    if (line.empty()) break;  // the blank line that ends them
+    const std::string_view name = line.substr(0, line.find(':'));
+    if (name.size() == line.size() || name.empty() ||
+        !std::all_of(name.begin(), name.end(), [&](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || kTchar.find(ch) != npos;
+        }))
+      return fmt::format(
+          "the header line '{}' is not a field name and a colon (RFC 9112 §5.1): send "
+          "'Name: value', with no blank before the colon",
+          shown(line));
+    if (lower(std::string(name)) != "host") continue;
+    if (++hosts > 1)
+      return "a request with more than one Host header is refused (RFC 9112 §3.2): send one";
+    const std::string value = trim(std::string(line.substr(name.size() + 1)));
+    if (!one_host(value))
+      return fmt::format(
+          "Host '{}' is not one host name or address, with a port or not (RFC 9112 "
+          "§3.2): send the one host this request is for",
+          shown(value));
+  }
+  return {};
 }
 
 // Every value of header `key`, split at commas, trimmed, lowercased.
@@ -449,6 +677,7 @@ void Gate::pass(Conn c, size_t head_end) {
   int status = 400;
   std::string why = gate::head_problem(head);
   if (why.empty()) why = gate::line_problem(head, status);
+  if (why.empty()) why = gate::field_problem(head);
   if (!why.empty()) return drop(c, status, why);
   c.range = gate::take_ranges(c.buf, head_end);
   hand(std::move(c));
@@ -680,6 +909,8 @@ void GatedServer::routed() { gate::t_routed = true; }
 
 bool GatedServer::body_timed_out() { return gate::t_body_late; }
 
+const Refusal& GatedServer::body_refused() { return gate::t_chunks.refusal(); }
+
 const std::string& GatedServer::range() { return gate::t_range; }
 
 void GatedServer::widen_backlog() {
@@ -704,8 +935,22 @@ namespace {
 // PATCH or DELETE only: another's (a GET's, a HEAD's, an OPTIONS') would
 // be read as the next request on the connection. Its length is noted
 // (t_unread) for serve_one to read it after the answer; a chunked one's is
-// not known, and the answer says the connection closes.
-void normalize(httplib::Request& req) {
+// not known, and the answer says the connection closes. Its
+// Transfer-Encoding lines become one, the list unsupported() judges:
+// httplib reads a body as chunked only when the first line's value is
+// "chunked" alone, so that "chunked," (an empty list element, which RFC
+// 9110 §5.6.1 says to take) was judged chunked and read until the client
+// closed. A chunked body is followed as it is read (Chunks), within
+// `limits`.
+void normalize(httplib::Request& req, const GateLimits& limits) {
+  if (req.has_header("Transfer-Encoding")) {
+    const auto te = gate::values(req, "Transfer-Encoding");
+    std::string joined;
+    for (const auto& v : te) joined += (joined.empty() ? "" : ", ") + v;
+    req.headers.erase("Transfer-Encoding");
+    req.headers.emplace("Transfer-Encoding", joined);
+    if (joined == "chunked") gate::t_chunks.start(limits);
+  }
   for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)
     if (gate::lower(gate::trim(it->second)) == "100-continue") it->second = "100-continue";
   if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
@@ -727,7 +972,9 @@ void normalize(httplib::Request& req) {
 
 bool GatedServer::serve_one(httplib::Stream& strm, bool last, bool& closed) {
   gate::t_unread = 0;
-  const bool ok = process_request(strm, last, closed, normalize);
+  gate::t_chunks.stop();
+  const bool ok = process_request(strm, last, closed,
+                                  [this](httplib::Request& req) { normalize(req, limits_); });
   // A body no route read, read before the next request is looked for
   // (a refused request's connection closes: Gate::serve).
   if (!ok || !gate::t_routed || closed || last) return ok;
@@ -753,18 +1000,17 @@ std::string length_problem(const httplib::Request& req, const GateLimits& limits
   }
   if (!first.empty() && std::stoull(first) > limits.body_bytes) {
     status = 413;
-    return fmt::format("a request body of {} bytes is over the {} this server takes", first,
-                       limits.body_bytes);
+    return gate::too_large(first, limits.body_bytes);
   }
   return {};
 }
 
 std::string coding_problem(const httplib::Request& req, int& status) {
+  if (!req.has_header("Transfer-Encoding")) return {};
   const auto te = gate::values(req, "Transfer-Encoding");
-  if (te.empty()) return {};
   const std::string shown = core::escape_for_display(req.get_header_value("Transfer-Encoding"));
   status = 400;
-  if (te.back() != "chunked")
+  if (te.empty() || te.back() != "chunked")
     return fmt::format(
         "Transfer-Encoding '{}' does not end in chunked: the body's length cannot "
         "be known",

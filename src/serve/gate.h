@@ -27,7 +27,9 @@ struct GateLimits {
   ms body{10000};         // a request's body, once its headers are in
   ms write_stall{10000};  // a client that takes nothing of an answer
   size_t header_bytes = 64 * 1024;
-  size_t body_bytes = 1 << 20;  // above: 413 (the API takes tag values)
+  // Above: 413 (the API takes tag values), as a Content-Length says or as
+  // a chunked body's chunk-size lines announce its decoded bytes.
+  size_t body_bytes = 1 << 20;
   int waiting_per_client = 16;  // connections of one address still sending headers
   int per_client = 64;          // connections of one address, in all
   int connections = 768;        // connections, in all
@@ -35,6 +37,13 @@ struct GateLimits {
 };
 
 class Gate;
+
+// Why the Gate stopped reading a request's body (a status and one line);
+// status 0 when it did not.
+struct Refusal {
+  int status = 0;
+  std::string why;
+};
 
 // httplib's server with connections collected by a Gate: each complete
 // request goes to one of `workers` threads.
@@ -51,6 +60,13 @@ class GatedServer : public httplib::Server {
   // Inside the error handler: the request's body stopped arriving before
   // it was whole, and limits().body ran out (408, not httplib's 400).
   static bool body_timed_out();
+
+  // Inside the error handler: why the Gate stopped a chunked body that
+  // httplib was reading, which httplib answers "400 malformed" whatever
+  // it was: its decoded bytes over limits().body_bytes, or its chunk-size
+  // lines over limits().header_bytes (413), or a framing that is not
+  // RFC 9112 §7.1's (400).
+  static const Refusal& body_refused();
 
   // Inside a handler: the request's Range (repeated ones joined with ", "),
   // as sent; empty when it has none. The Gate takes it out of the request

@@ -347,6 +347,45 @@ struct Server::Impl {
   }
 };
 
+namespace {
+
+// The JSON error for what httplib answered itself: a body that stopped
+// arriving (408), a chunked body the Gate stopped (its own status), or
+// anything else httplib could not read.
+httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httplib::Response& res,
+                                              int64_t body_s) {
+  if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  // A body that stopped arriving is the client's lateness, not a
+  // malformed request.
+  if (res.status == 400 && detail::GatedServer::body_timed_out()) {
+    send(res,
+         error_response(408, fmt::format("{} {}: the request's body did not all "
+                                         "arrive within {} s",
+                                         req.method, core::escape_for_display(req.path), body_s)));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  // A chunked body the Gate stopped (over the limit, or not HTTP's
+  // framing): its reason, as a Content-Length over the limit gets. The
+  // rest of the body is not read, so the connection closes.
+  if (const detail::Refusal& r = detail::GatedServer::body_refused();
+      res.status == 400 && r.status != 0) {
+    res.set_header("Connection", "close");
+    send(res, error_response(r.status, r.why));
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  // A request httplib could not read (a URL too long) has no method
+  // or path: the message is then the reason alone.
+  const std::string what = what_went_wrong(res.status);
+  send(res,
+       error_response(res.status, req.method.empty()
+                                      ? what
+                                      : fmt::format("{} {}: {}", req.method,
+                                                    core::escape_for_display(req.path), what)));
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+}  // namespace
+
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   auto& o = impl_->options;
   if (o.token.empty() && !is_loopback(o.bind)) o.token = random_token();
@@ -388,28 +427,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   // What httplib answers itself (a malformed request, ...) is a JSON error
   // too, and so is anything a handler let escape.
   const auto body_s = std::chrono::duration_cast<std::chrono::seconds>(http.limits().body).count();
-  http.set_error_handler(httplib::Server::HandlerWithResponse([body_s](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    // A body that stopped arriving is the client's lateness, not a
-    // malformed request.
-    if (res.status == 400 && detail::GatedServer::body_timed_out()) {
-      send(res, error_response(
-                    408, fmt::format("{} {}: the request's body did not all "
-                                     "arrive within {} s",
-                                     req.method, core::escape_for_display(req.path), body_s)));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // A request httplib could not read (a URL too long) has no method
-    // or path: the message is then the reason alone.
-    const std::string what = what_went_wrong(res.status);
-    send(res,
-         error_response(res.status, req.method.empty()
-                                        ? what
-                                        : fmt::format("{} {}: {}", req.method,
-                                                      core::escape_for_display(req.path), what)));
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [body_s](const httplib::Request& req, httplib::Response& res) {
+        return answer_error(req, res, body_s);
+      }));
   http.set_exception_handler(
       [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string what = "internal error";
