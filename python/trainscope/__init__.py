@@ -414,7 +414,8 @@ class Run:
 
     def log(self, metrics, step=None):
         """Logs a dict of metrics at `step` (default: the step after the
-        last one logged), an integer from 0 to 2^53. Values are numbers of
+        last one logged), an integer from 0 to 2^53 (a number of any type
+        whose value is one: 3, 3.0, Decimal(3), Fraction(3)). Values are numbers of
         any Python or NumPy type or one-element tensors of any dtype (NaN
         and infinities included); a key or step that no run accepts
         (keys: 1 to 256 bytes of UTF-8 text, no control character, not only blanks), a

@@ -82,21 +82,6 @@ void print_runs_csv(const store::RunQueryResult& res, const std::vector<store::L
   }
 }
 
-// `runs list --status stale`: the running runs whose writer is gone, paged.
-store::RunQueryResult stale_runs(Store& store, store::RunQuery q) {
-  const int64_t offset = q.offset, limit = q.limit;
-  q.offset = q.limit = 0;
-  store::RunQueryResult res = store::query_runs(store, q);
-  const double now = store.now();
-  std::erase_if(res.rows,
-                [&](const store::RunRow& r) { return !store.liveness(r.info, now).stale(); });
-  res.total = std::ssize(res.rows);
-  const auto from = std::min<int64_t>(offset, res.total);
-  const auto to = limit > 0 ? std::min<int64_t>(from + limit, res.total) : res.total;
-  res.rows = std::vector<store::RunRow>(res.rows.begin() + from, res.rows.begin() + to);
-  return res;
-}
-
 // `runs list` as a table, CSV or JSON. Without --columns, JSON keeps the
 // full run objects it always had.
 void print_runs(Store& store, const store::RunQueryResult& res, const std::string& fmt_name,
@@ -215,7 +200,7 @@ void show_run(Store& store, const RunInfo& r, bool json) {
 
 struct ListArgs {
   store::RunQuery q;
-  std::string status, columns, format = "table";
+  std::string columns, format = "table";
   bool all = false;
 };
 
@@ -224,9 +209,9 @@ void add_list(CLI::App* runs, Context& ctx) {
   auto a = std::make_shared<ListArgs>();
   a->q.limit = 50;
   cmd->add_option("--experiment,-e", a->q.base.experiment, "Only runs of this experiment");
-  cmd->add_option("--status,-s", a->status,
-                  "Only runs with this status (created, running, finished, failed, killed, "
-                  "stopped; stale: running, but its writer is gone)");
+  cmd->add_option("--status,-s", a->q.status,
+                  "Only runs shown with this status (created, running, finished, failed, "
+                  "killed, stopped; stale: recorded running, but its writer is gone)");
   cmd->add_option("--filter,-F", a->q.filter,
                   "Only runs matching this expression, e.g. \"metrics.test/accuracy > 0.9 and "
                   "params.optimizer.name = 'adam'\" (README: Finding runs)");
@@ -247,25 +232,14 @@ void add_list(CLI::App* runs, Context& ctx) {
               "      --columns name,params.optimizer.lr,metrics.test/accuracy "
               "--sort \"-metrics.test/accuracy\" --format csv");
   cmd->callback([&ctx, a] {
-    const bool stale = a->status == "stale";
-    if (!a->status.empty() && !stale) {
-      try {
-        a->q.base.status = store::parse_run_status(a->status);
-      } catch (const core::Error&) {
-        fail(ErrorKind::kUsage,
-             "unknown run status '{}'; valid: created, running, finished, failed, killed, "
-             "stopped, stale",
-             escape_for_display(a->status));
-      }
-    }
-    if (stale) a->q.base.status = store::RunStatus::kRunning;
     if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
     if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
     if (a->all) a->q.limit = 0;
     a->q.columns = core::split_list(a->columns);
     auto store = ctx.reader();
-    print_runs(*store, stale ? stale_runs(*store, a->q) : store::query_runs(*store, a->q),
-               ctx.json ? "json" : a->format, !a->q.columns.empty());
+    // The status is the one readers show (store::RunQuery::status).
+    print_runs(*store, store::query_runs(*store, a->q), ctx.json ? "json" : a->format,
+               !a->q.columns.empty());
   });
 }
 

@@ -286,6 +286,7 @@ void MetricLineParser::line(const std::string& l) {
   }
   if (!why && !params && values_.empty()) why = "it holds no metric besides its step";
   if (!why && params && line_params_.empty()) why = "it holds no param";
+  if (!why && !params) why = order_problem();
   if (!why && params) why = set_line_params();
   if (why) return bad(l, *why);
   if (!params) emit();
@@ -410,8 +411,33 @@ std::optional<std::string> MetricLineParser::set_line_params() {
   return std::nullopt;
 }
 
+// The step a key of the line being read is recorded at: the line's, or in
+// a line without one the step after the key's last (0, 1, 2, ... while no
+// line gives a step), as Python's run.log without a step takes the next.
+int64_t MetricLineParser::step_of(const std::string& key) const {
+  if (step_) return *step_;
+  const auto last = order_.last(key);
+  return last ? *last + 1 : 0;
+}
+
+// A key whose step goes back makes the whole line malformed, as Python
+// refuses the whole call and an import the whole folder: a line is
+// recorded entirely or not at all.
+std::optional<std::string> MetricLineParser::order_problem() const {
+  for (const auto& [k, v] : values_) {
+    const int64_t step = step_of(k);
+    if (auto why = store::step_problem(step)) return why;  // the step after 2^53
+    if (auto why = order_.problem(k, step)) return why;
+  }
+  return std::nullopt;
+}
+
 void MetricLineParser::emit() {
-  for (const auto& [k, v] : values_) run_.log_metric(k, v, step_ ? *step_ : next_step_[k]++);
+  for (const auto& [k, v] : values_) {
+    const int64_t step = step_of(k);
+    run_.log_metric(k, v, step);
+    order_.take(k, step);
+  }
   ++parsed_;
 }
 

@@ -61,18 +61,40 @@ inline void check_tags(const std::map<std::string, std::string>& tags) {
   }
 }
 
-// A step as the package passes it: a Python int, or a float holding an
-// integer (a tensor or NumPy scalar already turned into one). Anything
-// else, a bool included, is refused naming its repr.
+// A Python int in the step range, or nullopt (a bool is no step).
+inline std::optional<int64_t> integer_step(PyObject* p) {
+  if (!PyLong_Check(p) || PyBool_Check(p)) return std::nullopt;
+  int overflow = 0;
+  const long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+  if (overflow || PyErr_Occurred() || ts::store::step_problem(int64_t{v})) {
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  return v;
+}
+
+// A step as the package passes it: a Python int, a float holding an
+// integer (a tensor or NumPy scalar already turned into one), or any other
+// number (numbers.Number: Decimal, Fraction) whose value is an integer, as
+// a float's may be: numbers are numbers whatever their type. Anything
+// else, a bool and a number with a fraction included, is refused naming
+// its repr (Decimal('107.5')).
 inline int64_t step_of(const py::object& step) {
   PyObject* p = step.ptr();
-  if (PyLong_Check(p) && !PyBool_Check(p)) {
-    int overflow = 0;
-    const long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
-    if (!overflow && !PyErr_Occurred() && !ts::store::step_problem(int64_t{v})) return v;
-    PyErr_Clear();
-  } else if (PyFloat_Check(p) && !ts::store::step_problem(PyFloat_AS_DOUBLE(p))) {
+  if (auto v = integer_step(p)) return *v;
+  if (PyFloat_Check(p) && !ts::store::step_problem(PyFloat_AS_DOUBLE(p)))
     return static_cast<int64_t>(PyFloat_AS_DOUBLE(p));
+  if (!PyLong_Check(p) && !PyFloat_Check(p) &&  // a bool is a PyLong
+      py::isinstance(step, py::module_::import("numbers").attr("Number"))) {
+    try {
+      // int() cuts a fraction off (and fails for NaN, an infinity, a
+      // complex): the number is a step only if it equals its cut.
+      const py::int_ whole(step);
+      if (step.equal(whole))
+        if (auto v = integer_step(whole.ptr())) return *v;
+    } catch (const py::error_already_set&) {
+      // Not an integer: refused below, by its repr.
+    }
   }
   ts::core::fail(ts::core::ErrorKind::kUsage, "{}",
                  ts::store::step_refusal(ts::store::shown_key(py::repr(step).cast<std::string>())));
@@ -131,8 +153,9 @@ class PyRun {
   const std::string& name() const { return recorder_->info().name; }
   std::string store() const { return store_->describe(); }
 
-  // Metrics of one step; returns the step. A key or step the rule refuses
-  // and a step before the last one a key was logged at are refused
+  // Metrics of one step; returns the step. A key or step the rule refuses,
+  // a step before the last one a key was logged at included (the rule's
+  // StepOrder, as watch's lines and imports keep it), is refused
   // (ValueError), nothing of the call recorded. Any double is a value, NaN
   // and +-Inf included (kept as they are, as every entry point keeps them).
   int64_t log_metrics(const std::map<std::string, double>& values, const py::object& step_arg) {
@@ -140,16 +163,11 @@ class PyRun {
     const int64_t step = step_of(step_arg);
     for (const auto& [key, v] : values) {
       refuse(ts::store::metric_key_problem(key));
-      auto it = last_step_.find(key);
-      if (it != last_step_.end() && step < it->second)
-        ts::core::fail(ts::core::ErrorKind::kUsage,
-                       "metric '{}' at step {} goes back: it was logged at step {} before; steps "
-                       "of a key only go forward",
-                       ts::core::escape_for_display(key), step, it->second);
+      refuse(order_.problem(key, step));
     }
     for (const auto& [key, v] : values) {
       recorder_->log_metric(key, v, step);
-      last_step_[key] = step;
+      order_.take(key, step);
     }
     return step;
   }
@@ -209,7 +227,7 @@ class PyRun {
   pid_t pid_;  // the process that started the run
   std::shared_ptr<ts::store::Store> store_;
   std::unique_ptr<ts::store::RunRecorder> recorder_;
-  std::map<std::string, int64_t> last_step_;
+  ts::store::StepOrder order_;  // each key's last step
   bool ended_ = false;
 };
 

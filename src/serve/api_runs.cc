@@ -156,7 +156,7 @@ Json nested_runs(store::Store& s, store::RunQuery q) {
 Json runs_page(store::Store& s, const Request& r) {
   store::RunQuery q;
   q.base.experiment = param(r, "experiment");
-  if (auto st = param(r, "status"); !st.empty()) q.base.status = store::parse_run_status(st);
+  q.status = param(r, "status");  // as the rows show it: "stale" too (store::RunQuery)
   q.filter = param(r, "filter");
   if (auto text = param(r, "search"); !text.empty()) {
     const std::string f = search_filter(text);

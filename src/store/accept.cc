@@ -136,4 +136,25 @@ std::optional<std::string> step_problem(double step) {
   return step_refusal(fmt::format("{}", step));
 }
 
+std::optional<std::string> StepOrder::problem(std::string_view key, int64_t step) const {
+  const auto before = last(key);
+  if (!before || step >= *before) return std::nullopt;
+  return fmt::format(
+      "metric '{}' at step {} goes back: it was logged at step {} before; steps of a key only go "
+      "forward",
+      shown_key(key), step, *before);
+}
+
+void StepOrder::take(std::string_view key, int64_t step) {
+  if (auto it = last_.find(key); it != last_.end())
+    it->second = std::max(it->second, step);
+  else
+    last_.emplace(std::string(key), step);
+}
+
+std::optional<int64_t> StepOrder::last(std::string_view key) const {
+  if (auto it = last_.find(key); it != last_.end()) return it->second;
+  return std::nullopt;
+}
+
 }  // namespace trainscope::store

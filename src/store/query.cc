@@ -72,11 +72,20 @@ const std::vector<std::string>& attribute_names() {
   return names;
 }
 
-FieldValue attribute(const RunInfo& r, const std::string& key) {
+// The status readers show: judged once by liveness(), the one function
+// that tells a stale run, so that `status = 'stale'` finds what a listing
+// shows as stale (and `status = 'running'` no run whose writer is gone).
+std::string shown_status(const RunRow& row) {
+  if (!row.status.empty()) return row.status;
+  return liveness(row.info, core::unix_now()).status;
+}
+
+FieldValue attribute(const RunRow& row, const std::string& key) {
+  const RunInfo& r = row.info;
   if (key == "uuid" || key == "id" || key == "run_id") return r.uuid;
   if (key == "name" || key == "run_name") return r.name;
   if (key == "experiment") return r.experiment;
-  if (key == "status") return std::string(to_string(r.status));
+  if (key == "status") return shown_status(row);
   if (key == "start_time") return r.start_time;
   if (key == "end_time") return r.end_time > 0 ? FieldValue(r.end_time) : FieldValue();
   if (key == "duration") return run_seconds(r, core::unix_now());
@@ -475,7 +484,7 @@ FieldValue field_value(const RunRow& row, std::string_view field) {
     case Section::kTag:
       return text_or_absent(row.tags, f.key);
     case Section::kAttribute:
-      return attribute(row.info, f.key);
+      return attribute(row, f.key);
   }
   return {};
 }
@@ -597,10 +606,27 @@ std::pair<size_t, size_t> page_of(size_t n, const RunQuery& q) {
   return {first, last};
 }
 
+// RunQuery::status as the status to select in the store: a stale run is
+// recorded running. Refuses a status no run is shown with.
+RunStatus recorded_status(std::string_view shown) {
+  if (shown == "stale") return RunStatus::kRunning;
+  for (int i = 0; i <= static_cast<int>(RunStatus::kStopped); ++i)
+    if (shown == to_string(static_cast<RunStatus>(i))) return static_cast<RunStatus>(i);
+  fail(ErrorKind::kUsage, "unknown run status '{}'; valid: {}", core::escape_for_display(shown),
+       kShownStatuses);
+}
+
+// A run as a row, with the status readers show it with (Store::liveness).
+RunRow row_of(const Store& store, RunInfo info, double now) {
+  RunRow row{std::move(info), {}, {}, {}, {}};
+  row.status = store.liveness(row.info, now).status;
+  return row;
+}
+
 // RunQuery::nest over the matching rows, sorted: the groups in the order of
 // their first member, then the page's rows with their columns.
 RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuery& query,
-                           const Needs& late, Needs& early) {
+                           const Needs& late, Needs& early, double now) {
   std::vector<std::pair<std::string, std::vector<size_t>>> order;  // top uuid, members
   std::map<std::string, size_t, std::less<>> at;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -634,7 +660,7 @@ RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuer
     RunGroup group;
     group.top_matched = matched;
     group.top = matched ? add(std::move(rows[*self]), early)
-                        : add(RunRow{std::move(*parent), {}, {}, {}}, none);
+                        : add(row_of(store, std::move(*parent), now), none);
     for (size_t m : members)
       if (!matched || m != *self) group.children.push_back(add(std::move(rows[m]), early));
     result.groups.push_back(std::move(group));
@@ -662,7 +688,9 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
 
   RunFilter base = query.base;
   base.limit = 0;
+  if (!query.status.empty()) base.status = recorded_status(query.status);
   std::vector<RunInfo> infos = store.list_runs(base);
+  const double now = store.now();
   std::map<std::string, RunFields> fields;
   if (early.params || early.tags || early.metrics) {
     std::vector<std::string> uuids;
@@ -671,7 +699,8 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
   }
   std::vector<RunRow> rows;
   for (auto& info : infos) {
-    RunRow row{std::move(info), {}, {}, {}};
+    RunRow row = row_of(store, std::move(info), now);
+    if (!query.status.empty() && row.status != query.status) continue;
     if (auto it = fields.find(row.info.uuid); it != fields.end()) {
       row.params = std::move(it->second.params);
       row.tags = std::move(it->second.tags);
@@ -682,7 +711,7 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
   if (!sort.empty())
     std::stable_sort(rows.begin(), rows.end(),
                      [&](const RunRow& a, const RunRow& b) { return less(a, b, sort); });
-  if (query.nest) return nested_page(store, std::move(rows), query, late, early);
+  if (query.nest) return nested_page(store, std::move(rows), query, late, early, now);
   RunQueryResult result;
   result.total = static_cast<int64_t>(rows.size());
   const auto first =

@@ -1,4 +1,5 @@
 // Event files others wrote into the store as runs (`import tfevents`).
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -32,6 +33,9 @@ struct Folder {
   std::vector<store::MetricSeries> series;
   int64_t points = 0, skipped = 0;
   double start = 0, end = 0;
+  // The first scalar whose step goes back, as the refusal says it (empty:
+  // none); refused after a changed earlier import is, which says more.
+  std::string going_back;
 };
 
 // Whether an entry named as an event file is one to read: a regular file
@@ -76,13 +80,23 @@ std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
 }
 
 // A scalar whose tag or step no other entry point would take (the rule of
-// store/accept.h) refuses the import before anything is written.
-void check_scalar(const fs::path& file, const tfevents::Scalar& s) {
+// store/accept.h) refuses the import before anything is written. A step
+// that goes back (the folder's files read in name order, as TensorBoard
+// reads them) is one: a writer that restarted in the same folder writes
+// steps it wrote before again, which Python and `watch` refuse as well.
+void check_scalar(const fs::path& file, const tfevents::Scalar& s, store::StepOrder& order,
+                  std::string& going_back) {
   auto why = store::metric_key_problem(s.tag);
   if (!why) why = store::step_problem(s.step);
   if (why)
     fail(ErrorKind::kUsage, "{}: the scalar '{}': {}; nothing was imported", file.string(),
          store::shown_key(s.tag), *why);
+  if (auto back = order.problem(s.tag, s.step); back && going_back.empty())
+    going_back = fmt::format(
+        "{}: the scalar '{}': {}; if its writer restarted, move the event files it wrote "
+        "since into a folder of their own (another run); nothing was imported",
+        file.string(), store::shown_key(s.tag), *back);
+  if (going_back.empty()) order.take(s.tag, s.step);
 }
 
 // Reads and checks every file of one folder, its scalars gathered by tag.
@@ -95,11 +109,12 @@ Folder read_folder(const fs::path& root, const fs::path& path, const std::vector
   std::map<std::string, size_t> index;  // tag -> series
   bool any_time = false;
   tfevents::TagPlugins plugins;  // carried from file to file, as TensorBoard does
+  store::StepOrder order;        // the folder is one run: its files' steps run on
   for (const auto& file : files) {
     const auto read = tfevents::read_scalars(file, plugins);
     hashed += file.filename().string() + "\n" + core::sha256_file(file) + "\n";
     for (const auto& s : read.scalars) {
-      check_scalar(file, s);
+      check_scalar(file, s, order, f.going_back);
       auto [at, added] = index.emplace(s.tag, f.series.size());
       if (added) f.series.push_back({s.tag, {}});
       f.series[at->second].points.push_back({s.step, s.wall_time, s.value});
@@ -217,6 +232,9 @@ std::vector<ImportedRun> import_tfevents(store::Store& store, const ImportOption
     folders.push_back(read_folder(root, path, files));
   Earlier earlier = earlier_imports(store);
   for (const auto& f : folders) refuse_changed(f, earlier);  // before anything is written
+  for (const auto& f : folders)
+    if (!f.going_back.empty() && !earlier.by_digest.count(f.digest))
+      fail(ErrorKind::kUsage, "{}", f.going_back);
   std::vector<ImportedRun> out;
   for (const auto& f : folders) {
     ImportedRun r{f.path, {}, {}, static_cast<int64_t>(f.files.size()), f.points, f.skipped, false};

@@ -475,6 +475,45 @@ TEST(MetricLineTest, KeysWithC1ControlsOrBytesThatAreNotUtf8AreRefused) {
   rec->end();
 }
 
+// Issue 51 (fifth hunt, D3): a key's steps only go forward (store::StepOrder,
+// as Python and `import tfevents` refuse a step that goes back): a line
+// that gives a key a step below its last one is malformed, nothing of it
+// recorded; the same step again is taken, and a line without a step gives
+// each key the step after its last.
+TEST(MetricLineTest, AStepThatGoesBackMakesTheLineMalformed) {
+  TempDir dir;
+  auto store = temp_store(dir);
+  auto rec = RunRecorder::start(store, {});
+  MetricLineParser parser(*rec);
+  for (const char* l : {"trainscope: step=5 a=1", R"({"step": 3, "a": 2})",
+                        "trainscope: step=5 a=3 b=1", "trainscope: step=4 b=2 c=1",
+                        "trainscope: step=9 c=2", "trainscope: a=4", "trainscope: step=0 d=1"})
+    parser.line(l);
+  EXPECT_EQ(parser.parsed(), 5);
+  EXPECT_EQ(parser.malformed(), 2);
+  EXPECT_EQ(parser.first_malformed(), R"({"step": 3, "a": 2})");
+  EXPECT_EQ(parser.first_malformed_reason(),
+            "metric 'a' at step 3 goes back: it was logged at step 5 before; steps of a key only "
+            "go forward");
+  // The step after 2^53 is no step: a line without one is malformed then.
+  MetricLineParser last(*rec);
+  last.line("trainscope: step=9007199254740992 e=1");
+  last.line("trainscope: e=2");
+  EXPECT_EQ(last.malformed(), 1);
+  EXPECT_EQ(last.first_malformed_reason(),
+            "step 9007199254740993 is not an integer from 0 to 2^53");
+  rec->end();
+  auto steps = [&](const char* key) {
+    std::vector<int64_t> out;
+    for (const auto& p : store->metric(rec->uuid(), key)) out.push_back(p.step);
+    return out;
+  };
+  EXPECT_EQ(steps("a"), (std::vector<int64_t>{5, 5, 6}));  // "a=4": the step after 5
+  EXPECT_EQ(steps("b"), std::vector<int64_t>{5});          // its whole line was refused
+  EXPECT_EQ(steps("c"), std::vector<int64_t>{9});
+  EXPECT_EQ(steps("d"), std::vector<int64_t>{0});
+}
+
 // Issue 34: a watched script's params, in either form, set once.
 TEST(MetricLineTest, ParamsInBothFormsAreSetOnceAndFlattenLikeAConfig) {
   TempDir dir;

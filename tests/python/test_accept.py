@@ -4,12 +4,18 @@ numbers of any Python, NumPy or torch type, errors that name the argument
 and its value; and a run left open ends as the interpreter does (failed
 after an uncaught exception or sys.exit(3), finished after a normal end).
 TS_CLI and PYTHONPATH as ctest sets them."""
+import decimal
+import fractions
 import json
 import math
 import os
+import re
+import struct
 import subprocess
 import sys
 import textwrap
+import urllib.error
+import urllib.request
 
 import pytest
 import torch
@@ -358,3 +364,159 @@ def test_a_forked_child_leaves_the_parents_run_alone(tmp_path, child, parent_end
     assert points(store, "fk", "loss") == [(0, 1.0), (1, 2.0)]
     if child == "a run of its own":
         assert show(store, "child")["status"] == "finished"
+
+
+# Issue 51, the fifth hunt.
+
+def test_a_step_is_any_number_whose_value_is_an_integer(run, store):
+    """D12: numbers are numbers whatever their type, steps too: a Decimal or
+    Fraction holding an integer is that step, as a float holding one is;
+    one with a fraction is refused, named."""
+    run.log({"loss": 1.0}, step=decimal.Decimal(107))
+    run.log({"loss": 2.0}, step=fractions.Fraction(214, 2))  # 107 again
+    run.log({"loss": 3.0}, step=decimal.Decimal("108.0"))
+    run.log({"loss": 4.0}, step=fractions.Fraction(109))
+    for bad in [decimal.Decimal("109.5"), fractions.Fraction(219, 2), decimal.Decimal("NaN"),
+                decimal.Decimal("-Infinity"), decimal.Decimal(-1), decimal.Decimal(2**53 + 1),
+                fractions.Fraction(2**64), complex(110, 0)]:
+        refused(lambda: run.log({"loss": 5.0}, step=bad),
+                f"^step {re.escape(repr(bad))} is not an integer from 0 to 2\\^53$")
+    run.log({"loss": 5.0})  # the step after the last
+    run.finish()
+    assert [p[0] for p in points(store, "r", "loss")] == [107, 107, 108, 109, 110]
+
+
+def _varint(n):
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def _masked_crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    crc ^= 0xFFFFFFFF
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def write_events(path, scalars):
+    """A TensorBoard event file of (step, tag, value) scalars, framed as
+    TFRecords, as any writer makes it."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        for step, tag, value in scalars:
+            v = (b"\x0a" + _varint(len(tag)) + tag.encode() + b"\x15" +
+                 struct.pack("<f", value))
+            summary = b"\x0a" + _varint(len(v)) + v
+            data = (b"\x09" + struct.pack("<d", 1.7e9) + b"\x10" + _varint(step) + b"\x2a" +
+                    _varint(len(summary)) + summary)
+            head = struct.pack("<Q", len(data))
+            f.write(head + struct.pack("<I", _masked_crc32c(head)) + data +
+                    struct.pack("<I", _masked_crc32c(data)))
+
+
+BACK = ("metric '{key}' at step 3 goes back: it was logged at step 5 before; steps of a key only "
+        "go forward")
+
+
+def test_a_step_that_goes_back_is_refused_by_every_entry_point(tmp_path, run, store):
+    """D3: one rule (store::StepOrder): Python refuses the call, `watch`
+    counts the line malformed, `import tfevents` refuses the folder in one
+    line naming the file, the tag and the step; the same step again is
+    taken by each."""
+    run.log({"a": 1.0}, step=5)
+    refused(lambda: run.log({"a": 2.0, "b": 1.0}, step=3), f"^{re.escape(BACK.format(key='a'))}$")
+    run.log({"a": 2.0}, step=5)
+    run.finish()
+    assert points(store, "r", "a") == [(5, 1.0), (5, 2.0)]
+    assert points(store, "r", "b") == []
+
+    done = cli(store, "-q", "watch", "--name", "w", "--", "printf",
+               'trainscope: step=5 a=1\n{"step": 3, "a": 2}\ntrainscope: step=3 a=3\n'
+               "trainscope: step=5 a=4\ntrainscope: a=5\n")
+    assert done.returncode == 0, done.stderr
+    assert points(store, "w", "a") == [(5, 1.0), (5, 4.0), (6, 5.0)]
+    tags = show(store, "w")["tags"]
+    assert tags["metric_lines.malformed"] == "2"
+    assert tags["metric_lines.first_malformed_reason"] == BACK.format(key="a")
+
+    # A writer that restarted in its folder: its second file goes back.
+    folder = tmp_path / "tb" / "restarted"
+    write_events(str(folder / "events.out.tfevents.1.a"), [(4, "loss", 1.0), (5, "loss", 0.5)])
+    write_events(str(folder / "events.out.tfevents.2.a"), [(3, "loss", 0.75)])
+    write_events(str(tmp_path / "tb" / "fine" / "events.out.tfevents.1.a"), [(0, "loss", 1.0)])
+    done = cli(store, "import", "tfevents", str(tmp_path / "tb"))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr == (
+        f"trainscope: {os.path.realpath(folder)}/events.out.tfevents.2.a: the scalar 'loss': "
+        f"{BACK.format(key='loss')}; if its writer restarted, move the event files it wrote since "
+        "into a folder of their own (another run); nothing was imported\n")
+    names = [r["name"] for r in json.loads(cli(store, "--json", "runs", "list").stdout)]
+    assert sorted(names) == ["r", "w"], "nothing was imported"
+    # Its later file in a folder of its own: another run, going forward.
+    os.makedirs(tmp_path / "tb" / "restarted-2")
+    os.rename(folder / "events.out.tfevents.2.a",
+              tmp_path / "tb" / "restarted-2" / "events.out.tfevents.2.a")
+    done = cli(store, "-q", "import", "tfevents", str(tmp_path / "tb"))
+    assert done.returncode == 0, done.stderr
+    assert points(store, "restarted-2", "loss") == [(3, 0.75)]
+
+
+STALE = """
+import os, sys, trainscope
+run = trainscope.start_run(name="lost", store=sys.argv[1], record_environment=False)
+run.log({"loss": 1.0}, step=0)
+os._exit(0)  # the run stays "running", its writer gone
+"""
+
+
+def test_stale_means_the_same_to_status_filter_and_the_api(tmp_path):
+    """D9: a run whose writer is gone is shown "stale", and `runs list
+    --status`, `--filter status` and the API's `status=` all find it by
+    that word, and none of them as "running"."""
+    # The live run first: a writer's open marks a stale run killed.
+    live = trainscope.start_run(name="live", store="sqlite:" + str(tmp_path / "t.db"),
+                                record_environment=False)
+    try:
+        store, done = script(tmp_path, STALE)
+        assert done.returncode == 0, done.stderr
+
+        def listed(*how):
+            done = cli(store, "runs", "list", "--columns", "name,status", "--format", "csv",
+                       "--sort", "name", *how)
+            assert done.returncode == 0, done.stderr
+            return done.stdout.splitlines()[1:]
+
+        assert listed() == ["live,running", "lost,stale"]
+        assert listed("--status", "stale") == ["lost,stale"]
+        assert listed("--filter", "status = 'stale'") == ["lost,stale"]
+        assert listed("--status", "running") == ["live,running"]
+        assert listed("--filter", "status = 'running'") == ["live,running"]
+        server = subprocess.Popen([CLI, "--store", "sqlite:" + store, "serve", "--port", "0"],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            url = re.search(r"http://\S+", server.stdout.readline()).group(0).rstrip("/")
+
+            def api(status):
+                with urllib.request.urlopen(f"{url}/api/runs?status={status}", timeout=30) as r:
+                    return [(x["name"], x["status"]) for x in json.loads(r.read())["runs"]]
+
+            assert api("stale") == [("lost", "stale")]
+            assert api("running") == [("live", "running")]
+            with pytest.raises(urllib.error.HTTPError) as e:
+                api("sleeping")
+            assert e.value.code == 400
+            assert json.loads(e.value.read())["error"] == (
+                "unknown run status 'sleeping'; valid: created, running, finished, failed, "
+                "killed, stopped, stale")
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    finally:
+        live.finish()

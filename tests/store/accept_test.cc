@@ -114,6 +114,35 @@ TEST(AcceptTest, AStepIsAnIntegerFromZeroTo2To53) {
   EXPECT_EQ(step_refusal("'x'"), "step 'x' is not an integer from 0 to 2^53");
 }
 
+// Issue 51 (fifth hunt, D3): a key's steps only go forward, one rule that
+// Python, `watch`'s metric lines and `import tfevents` all ask; the same
+// step again is taken, and each key keeps its own order.
+TEST(AcceptTest, AKeysStepsOnlyGoForward) {
+  StepOrder order;
+  EXPECT_EQ(order.last("loss"), std::nullopt);
+  EXPECT_EQ(order.problem("loss", 5), std::nullopt);  // a first step may be any
+  order.take("loss", 5);
+  EXPECT_EQ(order.last("loss"), 5);
+  EXPECT_EQ(order.problem("loss", 5), std::nullopt);  // the same step again
+  EXPECT_EQ(order.problem("loss", 6), std::nullopt);
+  EXPECT_EQ(order.problem("loss", 3),
+            "metric 'loss' at step 3 goes back: it was logged at step 5 before; steps of a key "
+            "only go forward");
+  EXPECT_EQ(order.problem("acc", 0), std::nullopt);  // another key, its own order
+  order.take("acc", 0);
+  order.take("loss", kMaxStep);
+  EXPECT_NE(order.problem("loss", kMaxStep - 1), std::nullopt);
+  EXPECT_EQ(order.last("acc"), 0);
+  order.take("seen", 2);
+  order.take("seen", 1);  // take() never lowers the step a key reached
+  EXPECT_EQ(order.last("seen"), 2);
+  // The key is shown escaped, as every refusal shows one.
+  order.take("e\x1b[2J", 9);
+  EXPECT_EQ(order.problem("e\x1b[2J", 1),
+            "metric 'e\\x1b[2J' at step 1 goes back: it was logged at step 9 before; steps of a "
+            "key only go forward");
+}
+
 // The CLI's --param, --tag and TRAINSCOPE_TAGS items: the same rule, the
 // message naming the option.
 TEST(AcceptTest, KeyValueItemsOfTheCliFollowTheRule) {

@@ -8,6 +8,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::store {
 namespace {
@@ -147,6 +148,59 @@ TEST_F(QueryTest, BadSortAndColumnsAreUsageErrors) {
   RunQuery q;
   q.columns = {"colour"};
   EXPECT_THROW(query_runs(*store_, q), core::Error);
+}
+
+// Issue 51 (fifth hunt, D9): a run recorded "running" whose writer is gone
+// is shown "stale" by every reader (Store::liveness), and a filter's
+// `status`, a status column and RunQuery::status (`runs list --status`,
+// the API's `status=`) find it by that word, never as "running".
+TEST_F(QueryTest, StatusIsTheOneReadersShowStaleIncluded) {
+  RunInfo lost;  // written by a process of another host, silent for an hour
+  lost.uuid = core::new_uuid();
+  lost.experiment = "exp";
+  lost.name = "lost";
+  lost.status = RunStatus::kRunning;
+  lost.start_time = lost.heartbeat = core::unix_now() - 3600;
+  lost.host = "node-b";
+  lost.pid = 4242;
+  lost.pid_start = 1;
+  store_->import_run(lost);
+  store_->create_run({.experiment = "exp", .name = "live"});  // this process writes it
+  ASSERT_EQ(store_->liveness(*store_->find_run(lost.uuid), store_->now()).status, "stale");
+
+  EXPECT_EQ(names("status = 'stale'"), V{"lost"});
+  EXPECT_EQ(names("status = 'running'"), V{"live"});
+  EXPECT_EQ(names("status in ('running', 'stale')"), (V{"live", "lost"}));
+  EXPECT_EQ(names("", "status, name").back(), "lost");  // "stale" sorts after "running"
+
+  auto by_status = [&](const std::string& status) {
+    RunQuery q;
+    q.status = status;
+    q.sort = "name";
+    q.columns = {"name", "status"};
+    V out;
+    for (const auto& row : query_runs(*store_, q).rows) {
+      out.push_back(row.info.name);
+      EXPECT_EQ(std::get<std::string>(field_value(row, "status")), status) << row.info.name;
+    }
+    return out;
+  };
+  EXPECT_EQ(by_status("stale"), V{"lost"});
+  EXPECT_EQ(by_status("running"), V{"live"});
+  EXPECT_EQ(by_status("killed"), V{"bare"});
+  EXPECT_EQ(by_status("finished"), (V{"a1", "a2", "s2"}));
+  try {
+    by_status("sleeping");
+    ADD_FAILURE() << "a status no run has was taken";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.kind(), core::ErrorKind::kUsage);
+    EXPECT_STREQ(e.what(),
+                 "unknown run status 'sleeping'; valid: created, running, finished, failed, "
+                 "killed, stopped, stale");
+  }
+  // A row built outside query_runs (stats --by status) is judged alike.
+  RunRow row{*store_->find_run(lost.uuid), {}, {}, {}};
+  EXPECT_EQ(std::get<std::string>(field_value(row, "status")), "stale");
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "trainscope/monitor/sampler.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/run_recorder.h"
 #include "trainscope/store/store.h"
 
@@ -38,10 +39,14 @@ struct JsonMember;
 //     number (a string, true, null, a list or object) is not a metric;
 //   - a step is an integer from 0 to 2^53 (as a number: 100, 1e3), read
 //     exactly from its digits (2^53 + 1 is refused, not rounded);
-//   - a line needs at least one metric besides its step.
+//   - a line needs at least one metric besides its step;
+//   - a key's steps only go forward: a line giving a key a step below its
+//     last one is malformed (store::StepOrder, the rule of every entry
+//     point), nothing of it recorded.
 // A line that starts like a metric line and breaks a rule is skipped and
 // counted as malformed; the first such line is kept with the reason. A key
-// without a step gets 0, 1, 2 ... in the order its values arrive. Not
+// in a line without a step gets the step after its last one: 0, 1, 2 ...
+// in the order its values arrive while no line gives it a step. Not
 // thread-safe.
 class MetricLineParser {
  public:
@@ -72,6 +77,8 @@ class MetricLineParser {
   std::optional<std::string> parse_kv(const std::string& rest);
   std::optional<std::string> parse_json(std::vector<JsonMember>& members);
   std::optional<std::string> add(std::string key, std::string_view token, bool json);
+  int64_t step_of(const std::string& key) const;
+  std::optional<std::string> order_problem() const;
   void emit();
   std::optional<std::string> add_param(std::string key, std::string value);
   std::optional<std::string> parse_param_kv(const std::string& rest);
@@ -83,7 +90,7 @@ class MetricLineParser {
   std::map<std::string, std::string> params_;       // the run's
   std::map<std::string, std::string> line_params_;  // the line being read's
   int64_t param_lines_ = 0;
-  std::map<std::string, int64_t> next_step_;
+  store::StepOrder order_;  // each key's last step
   int64_t parsed_ = 0, malformed_ = 0, overlong_ = 0;
   std::string first_malformed_, first_reason_;
   // The line being read.

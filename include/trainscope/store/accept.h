@@ -13,6 +13,10 @@
 // - A step: an integer from 0 to 2^53 (every one exact in a double, as a
 //   JSON reader gives it). A step written as text is read exactly from its
 //   digits, never through a double, which rounds 2^53 + 1 to 2^53.
+// - A metric's steps only go forward: within a run, a point of a key at a
+//   step below the last one that key was given is refused (StepOrder); the
+//   same step again is taken. A series read back, charted or compared step
+//   by step (diff, stats' last value) is then in the order it was written.
 // - A metric value: any double. NaN and +-Inf are kept bit for bit (a loss
 //   that diverged is a result); readers count them apart (the API's
 //   `nonfinite`, the summaries' finite min and max). What is a number is
@@ -27,6 +31,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -92,5 +98,24 @@ std::optional<std::string> step_problem(int64_t step);
 std::optional<std::string> step_problem(double step);
 // The same words for a step as it was written (a token, a Python repr).
 std::string step_refusal(std::string_view written);
+
+// The steps a run's metric keys were given so far, by the entry point that
+// hands them (a Python run, `watch`'s metric lines, an import's folder),
+// for the rule that a key's steps only go forward. Each entry point asks
+// before it records anything of a call, a line or an import, so a refusal
+// leaves nothing half recorded. Holds one step per key.
+class StepOrder {
+ public:
+  // "metric 'loss' at step 3 goes back: it was logged at step 5 before;
+  // steps of a key only go forward"; nullopt for a step the key may take.
+  std::optional<std::string> problem(std::string_view key, int64_t step) const;
+  // `key` was recorded at `step` (one problem() took).
+  void take(std::string_view key, int64_t step);
+  // The last step `key` was given; nullopt before its first.
+  std::optional<int64_t> last(std::string_view key) const;
+
+ private:
+  std::map<std::string, int64_t, std::less<>> last_;
+};
 
 }  // namespace trainscope::store

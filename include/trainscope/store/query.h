@@ -8,6 +8,9 @@
 //   tags.KEY      a tag
 //   uuid, name, experiment, status, start_time, end_time, duration, host
 //                 the run's attributes ("attributes." or "run." may prefix them)
+// `status` is the status every reader shows (Store::liveness): a run
+// recorded "running" whose writer is gone is "stale", not "running", in a
+// filter, a sort, a column and RunQuery::status alike.
 // A key holding spaces or operator characters is written in backquotes:
 // params.`my key`.
 //
@@ -46,6 +49,10 @@ struct RunRow {
   std::map<std::string, std::string> params;
   std::map<std::string, std::string> tags;
   std::map<std::string, MetricSummary> metrics;
+  // The status readers show (Store::liveness(info, store.now()).status),
+  // set by query_runs; empty: field_value judges it by liveness() at this
+  // machine's clock.
+  std::string status;
 };
 
 // A field's value: absent, a number or text.
@@ -53,6 +60,11 @@ using FieldValue = std::variant<std::monostate, double, std::string>;
 
 // The value of FIELD ("metrics.loss", "status", ...) for a run.
 FieldValue field_value(const RunRow& row, std::string_view field);
+
+// The statuses readers show a run with, for a message: the recorded ones
+// and "stale".
+inline constexpr std::string_view kShownStatuses =
+    "created, running, finished, failed, killed, stopped, stale";
 
 // Whether NAME is a run attribute the fields name bare (name, experiment,
 // status, host, start_time, ...), case-insensitively.
@@ -110,6 +122,11 @@ struct RunQuery {
   // where its first matching member sorts; offset, limit and total count
   // groups (RunQueryResult::groups).
   bool nest = false;
+  // Only runs shown with this status (one of kShownStatuses: "stale" is a
+  // running run whose writer is gone, "running" one whose writer lives),
+  // as `runs list --status` and the API's `status=` ask; empty: any. It
+  // replaces base.status. Another word is an Error(kUsage) naming it.
+  std::string status;
 };
 
 // With RunQuery::nest, one group of the page: rows[top] is a run without a
