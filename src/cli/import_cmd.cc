@@ -53,8 +53,11 @@ void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json
                           r.skipped_values
                               ? fmt::format(" ({} non-scalar values left out)", r.skipped_values)
                               : "");
+    // The folder is the imported thing's, untrusted: escaped as a stored
+    // name is (terminal escapes, line breaks, bytes that are not UTF-8).
     std::cout << fmt::format("{}  {}  {}  {}\n", core::short_uuid(r.uuid),
-                             core::escape_for_display(r.name), what, r.folder.string());
+                             core::terminal_text(r.name), what,
+                             core::terminal_text(r.folder.string()));
   }
   std::cout << fmt::format("imported {} run{} ({} scalar points); {} already imported\n", imported,
                            imported == 1 ? "" : "s", points, runs.size() - imported);

@@ -2,6 +2,7 @@
 // and artifact bookkeeping, written once over the backend primitives.
 #include "trainscope/store/store.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "backends.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/artifact_store.h"
 #include "trainscope/store/registry.h"
@@ -437,6 +439,13 @@ std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
 }
 
 void verify_artifact(const ArtifactInfo& a) {
+  // What is there first: a FIFO or a device where the file was (a link
+  // followed) is not "missing", and file_size() would say so.
+  struct stat st {};
+  if (::stat(a.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    core::fail(core::ErrorKind::kStore,
+               "artifact '{}' ({}) is {}, not a regular file: it was replaced; it cannot be used",
+               a.name, a.path.string(), core::file_kind(st.st_mode));
   std::error_code ec;
   auto size = std::filesystem::file_size(a.path, ec);
   if (ec)
