@@ -10,7 +10,6 @@ import json
 import math
 import os
 import re
-import struct
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,9 @@ import urllib.request
 
 import pytest
 import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from tfevents_writer import write_event_file  # noqa: E402
 
 import trainscope
 
@@ -386,41 +388,6 @@ def test_a_step_is_any_number_whose_value_is_an_integer(run, store):
     assert [p[0] for p in points(store, "r", "loss")] == [107, 107, 108, 109, 110]
 
 
-def _varint(n):
-    out = b""
-    while True:
-        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
-        n >>= 7
-        if not n:
-            return out
-
-
-def _masked_crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    crc ^= 0xFFFFFFFF
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def write_events(path, scalars):
-    """A TensorBoard event file of (step, tag, value) scalars, framed as
-    TFRecords, as any writer makes it."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "wb") as f:
-        for step, tag, value in scalars:
-            v = (b"\x0a" + _varint(len(tag)) + tag.encode() + b"\x15" +
-                 struct.pack("<f", value))
-            summary = b"\x0a" + _varint(len(v)) + v
-            data = (b"\x09" + struct.pack("<d", 1.7e9) + b"\x10" + _varint(step) + b"\x2a" +
-                    _varint(len(summary)) + summary)
-            head = struct.pack("<Q", len(data))
-            f.write(head + struct.pack("<I", _masked_crc32c(head)) + data +
-                    struct.pack("<I", _masked_crc32c(data)))
-
-
 BACK = ("metric '{key}' at step 3 goes back: it was logged at step 5 before; steps of a key only "
         "go forward")
 
@@ -448,9 +415,9 @@ def test_a_step_that_goes_back_is_refused_by_every_entry_point(tmp_path, run, st
 
     # A writer that restarted in its folder: its second file goes back.
     folder = tmp_path / "tb" / "restarted"
-    write_events(str(folder / "events.out.tfevents.1.a"), [(4, "loss", 1.0), (5, "loss", 0.5)])
-    write_events(str(folder / "events.out.tfevents.2.a"), [(3, "loss", 0.75)])
-    write_events(str(tmp_path / "tb" / "fine" / "events.out.tfevents.1.a"), [(0, "loss", 1.0)])
+    write_event_file(str(folder / "events.out.tfevents.1.a"), [(4, "loss", 1.0), (5, "loss", 0.5)])
+    write_event_file(str(folder / "events.out.tfevents.2.a"), [(3, "loss", 0.75)])
+    write_event_file(str(tmp_path / "tb" / "fine" / "events.out.tfevents.1.a"), [(0, "loss", 1.0)])
     done = cli(store, "import", "tfevents", str(tmp_path / "tb"))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr == (

@@ -5,59 +5,9 @@ Python package. A key is 1 to 256 bytes of UTF-8 text without control characters
 only blanks; a step an integer from 0 to 2^53; a tag's or param's value at
 most 4096 bytes; a number is a number whatever its Python type. $PY is the
 build's Python with the package on its path."""
-import os
-import struct
+from tfevents_writer import write_events  # tests/support, on bad_inputs.py's path
 
 TITLE = "20. One rule for what a run accepts (the third hunt)"
-
-
-def _crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
-
-
-def _masked(data):
-    crc = _crc32c(data)
-    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-
-
-def _varint(n):
-    n &= (1 << 64) - 1  # an int64 as protobuf writes it: a negative one in 10 bytes
-    out = b""
-    while True:
-        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
-        n >>= 7
-        if not n:
-            return out
-
-
-def _field(number, kind, payload):
-    return _varint(number << 3 | kind) + payload
-
-
-def _event(step, tag, value):
-    """A TensorBoard Event: wall_time, step, one simple_value scalar."""
-    tag = tag.encode()
-    v = _field(1, 2, _varint(len(tag)) + tag) + _field(2, 5, struct.pack("<f", value))
-    summary = _field(1, 2, _varint(len(v)) + v)
-    return (_field(1, 1, struct.pack("<d", 1.7e9)) + _field(2, 0, _varint(step)) +
-            _field(5, 2, _varint(len(summary)) + summary))
-
-
-def write_events(folder, scalars):
-    """An event file of (step, tag, value) scalars, framed as TFRecords, as
-    any writer could make it (ours refuses to)."""
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "events.out.tfevents.0.fixture"), "wb") as f:
-        for step, tag, value in scalars:
-            data = _event(step, tag, value)
-            head = struct.pack("<Q", len(data))
-            f.write(head + struct.pack("<I", _masked(head)) + data +
-                    struct.pack("<I", _masked(data)))
 
 
 def fixtures(d, run):

@@ -1,0 +1,61 @@
+"""TensorBoard event files written byte by byte, as any writer could make
+them (trainscope's own writer refuses what some of these hold: a step that
+goes back, a negative step, an empty tag). Shared by the bad-input cases
+(tests/bad_inputs/cases/c20_one_rule.py, c29) and the Python tests
+(tests/python/test_accept.py)."""
+import os
+import struct
+
+
+def _crc32c(data):
+    crc = 0xFFFFFFFF
+    for b in data:
+        crc ^= b
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    return crc ^ 0xFFFFFFFF
+
+
+def _masked(data):
+    crc = _crc32c(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _varint(n):
+    n &= (1 << 64) - 1  # an int64 as protobuf writes it: a negative one in 10 bytes
+    out = b""
+    while True:
+        out += bytes([(n & 0x7F) | (0x80 if n > 0x7F else 0)])
+        n >>= 7
+        if not n:
+            return out
+
+
+def _field(number, kind, payload):
+    return _varint(number << 3 | kind) + payload
+
+
+def _event(step, tag, value):
+    """A TensorBoard Event: wall_time, step, one simple_value scalar."""
+    tag = tag.encode()
+    v = _field(1, 2, _varint(len(tag)) + tag) + _field(2, 5, struct.pack("<f", value))
+    summary = _field(1, 2, _varint(len(v)) + v)
+    return (_field(1, 1, struct.pack("<d", 1.7e9)) + _field(2, 0, _varint(step)) +
+            _field(5, 2, _varint(len(summary)) + summary))
+
+
+def write_event_file(path, scalars):
+    """An event file at PATH of (step, tag, value) scalars, framed as
+    TFRecords."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "wb") as f:
+        for step, tag, value in scalars:
+            data = _event(step, tag, value)
+            head = struct.pack("<Q", len(data))
+            f.write(head + struct.pack("<I", _masked(head)) + data +
+                    struct.pack("<I", _masked(data)))
+
+
+def write_events(folder, scalars):
+    """write_event_file as FOLDER/events.out.tfevents.0.fixture."""
+    write_event_file(os.path.join(folder, "events.out.tfevents.0.fixture"), scalars)
