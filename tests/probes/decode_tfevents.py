@@ -17,10 +17,15 @@ its IEEE-754 bits (big-endian), the wall time likewise, and the plugin named by
 its tag's metadata."""
 import json
 import math
+import os
 import struct
 import sys
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+# The TFRecord framing's masked CRC-32C, as the tests' event writer computes it.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from tfevents_writer import masked  # noqa: E402
 
 F = descriptor_pb2.FieldDescriptorProto
 
@@ -84,20 +89,6 @@ def schema():
     if hasattr(message_factory, "GetMessageClass"):  # protobuf >= 4
         return message_factory.GetMessageClass(desc)
     return message_factory.MessageFactory(pool).GetPrototype(desc)
-
-
-def crc32c(data):
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
-
-
-def masked(data):
-    c = crc32c(data)
-    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
 def records(blob):

@@ -16,7 +16,8 @@ def _crc32c(data):
     return crc ^ 0xFFFFFFFF
 
 
-def _masked(data):
+def masked(data):
+    """TFRecord's masked CRC-32C of DATA (also what tests/probes/decode_tfevents.py checks)."""
     crc = _crc32c(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
@@ -52,8 +53,8 @@ def write_event_file(path, scalars):
         for step, tag, value in scalars:
             data = _event(step, tag, value)
             head = struct.pack("<Q", len(data))
-            f.write(head + struct.pack("<I", _masked(head)) + data +
-                    struct.pack("<I", _masked(data)))
+            f.write(head + struct.pack("<I", masked(head)) + data +
+                    struct.pack("<I", masked(data)))
 
 
 def write_events(folder, scalars):
