@@ -58,7 +58,12 @@ stage "configuring and building against this machine's torch"
 build=$here/build-gpu
 # Debian's libraries are found through the binaries' RPATH, for their own
 # dependencies too (DT_RPATH, not RUNPATH: brotli for cpp-httplib, say).
-linkflags="-Wl,--disable-new-dtags -Wl,-rpath-link,$lib"
+linkflags="-L$lib -Wl,--disable-new-dtags -Wl,-rpath-link,$lib"
+# The style checks, fuzzers and browser tests need clang, clang-format,
+# clang-tidy and node, which a GPU machine need not have; none of the
+# targets built here uses them, so each is named as absent (/bin/false).
+absent=()
+for tool in TS_CLANGXX CLANG_FORMAT CLANG_TIDY NPM NODE; do absent+=("-D$tool=/bin/false"); done
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
@@ -66,9 +71,9 @@ cmake -S . -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DTRAINSCOPE_WEB=OFF -DTRAINSCOPE_POSTGRES=OFF -DTRAINSCOPE_WERROR=OFF \
   -DCMAKE_PREFIX_PATH="$root/usr" -DProtobuf_PROTOC_EXECUTABLE="$root/wrap/protoc" \
   -DPKG_CONFIG_EXECUTABLE="$root/wrap/pkg-config" \
-  -DCMAKE_CXX_FLAGS="-isystem $root/usr/include" -DCMAKE_BUILD_RPATH="$lib" \
+  -DCMAKE_CXX_FLAGS="-isystem $root/usr/include -isystem $root/usr/include/x86_64-linux-gnu" -DCMAKE_BUILD_RPATH="$lib" \
   -DCMAKE_EXE_LINKER_FLAGS="$linkflags" -DCMAKE_SHARED_LINKER_FLAGS="$linkflags" \
-  -DCMAKE_MODULE_LINKER_FLAGS="$linkflags" >"$out/configure.log" 2>&1
+  -DCMAKE_MODULE_LINKER_FLAGS="$linkflags" "${absent[@]}" >"$out/configure.log" 2>&1
 rc=$?
 grep -E "torch [0-9]|CMake Error" "$out/configure.log"
 [ $rc -eq 0 ] || { tail -30 "$out/configure.log"; echo "FAIL configure"; exit 1; }
