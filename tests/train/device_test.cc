@@ -83,9 +83,19 @@ std::shared_ptr<AtStep> stop_at(int64_t step) {
                                   [](const instrument::RunContext& ctx) { ctx.request_stop(); });
 }
 
+// Where a GPU is, torch's CUDA half is mapped before the first test: the
+// CPU tests' at::manual_seed asks libtorch about CUDA, which fixes its CUDA
+// hooks for the rest of the process (as the CLI does before any command).
+class CudaHalf : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
+  }
+};
+[[maybe_unused]] const auto* const kCudaHalf = ::testing::AddGlobalTestEnvironment(new CudaHalf);
+
 bool gpu_usable() {
-  return env::nvidia_driver_present() && env::load_torch_cuda().empty() &&
-         torch::cuda::is_available();
+  return env::nvidia_driver_present() && env::torch_cuda_loaded() && torch::cuda::is_available();
 }
 
 #define SKIP_WITHOUT_GPU() \

@@ -12,6 +12,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/data/data.h"
 #include "trainscope/env/manifest.h"
+#include "trainscope/env/torch.h"
 #include "trainscope/study/weights.h"
 #include "trainscope/train/torch_env.h"
 
@@ -24,6 +25,10 @@ namespace {
 // main.cc prints that line, and the backtrace after it only with -v.
 template <typename F>
 decltype(auto) guarded(F&& f) {
+  // Where a GPU is, torch's CUDA half is mapped before any command asks
+  // libtorch about CUDA (it fixes its CUDA hooks at the first question):
+  // rerun, replay or eval of a GPU run would otherwise find no GPU.
+  if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
   try {
     return f();
   } catch (const c10::Error& e) {

@@ -199,6 +199,9 @@ bool set_blas_threads(int n) {
 }
 
 Manifest capture_torch() {
+  // at::show_config asks about CUDA: where a GPU is, the CUDA half comes
+  // first (see load_torch_cuda), as it does for a run.
+  if (nvidia_driver_present()) (void)load_torch_cuda();
   Manifest m;
   m["libraries.torch.version"] = TORCH_VERSION;
   std::string cfg = at::show_config();
