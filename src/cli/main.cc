@@ -13,6 +13,7 @@
 
 #include "commands.h"
 #include "output.h"
+#include "torch_commands.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/output.h"
@@ -146,6 +147,11 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
   }
   try {
     check_command(app, argc, argv);
+    // Units built outside trainscope (TRAINSCOPE_UNITS) register their
+    // config sections before any config is read, torch-free commands'
+    // (config show, study plans) too: their libraries link libtorch, so
+    // the torch half loads first and loads them.
+    if (const char* units = std::getenv("TRAINSCOPE_UNITS"); units && *units) torch_commands();
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every argument error is a usage error,

@@ -277,14 +277,10 @@ Manifest capture_env_vars() {
   static const char* const kPrefixes[] = {
       "OMP_",     "MKL_",   "OPENBLAS_", "KMP_",    "GOMP_", "CUBLAS_", "CUDA_",      "CUDNN_",
       "PYTORCH_", "TORCH_", "DNNL_",     "ONEDNN_", "GOTO_", "BLIS_",   "NVIDIA_TF32"};
-  static const char* const kAlways[] = {"OMP_NUM_THREADS",
-                                        "MKL_NUM_THREADS",
-                                        "OPENBLAS_NUM_THREADS",
-                                        "OPENBLAS_CORETYPE",
-                                        "CUBLAS_WORKSPACE_CONFIG",
-                                        "CUDA_VISIBLE_DEVICES",
-                                        "KMP_AFFINITY",
-                                        "OMP_PROC_BIND"};
+  static const char* const kAlways[] = {
+      "OMP_NUM_THREADS",   "MKL_NUM_THREADS",         "OPENBLAS_NUM_THREADS",
+      "OPENBLAS_CORETYPE", "CUBLAS_WORKSPACE_CONFIG", "CUDA_VISIBLE_DEVICES",
+      "KMP_AFFINITY",      "OMP_PROC_BIND",           "TRAINSCOPE_UNITS"};
   Manifest m;
   for (const char* name : kAlways) m[std::string("env.") + name] = "unset";
   for (char** e = environ; e && *e; ++e) {
@@ -294,6 +290,7 @@ Manifest capture_env_vars() {
     std::string name(kv.substr(0, eq));
     bool match = name == "LD_PRELOAD" || name == "LD_LIBRARY_PATH";
     for (const char* p : kPrefixes) match |= name.rfind(p, 0) == 0;
+    for (const char* a : kAlways) match |= name == a;
     if (match) m["env." + name] = std::string(kv.substr(eq + 1));
   }
   return m;

@@ -1,8 +1,18 @@
-// The registry of units.
-#include <algorithm>
-#include <mutex>
+// The registry of units, and the loader of units built outside trainscope.
+#include <dlfcn.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <set>
+
+#include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/instrument/unit.h"
 
 namespace trainscope::instrument {
@@ -36,6 +46,82 @@ std::vector<Unit> units() {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   return r.units;
+}
+
+namespace {
+
+std::mutex g_load_mu;
+std::set<std::string>& loaded_libraries() {
+  static std::set<std::string> loaded;
+  return loaded;
+}
+
+std::vector<std::string> unit_names() {
+  std::vector<std::string> out;
+  for (const auto& u : units()) out.push_back(u.name);
+  return out;
+}
+
+// The library at `path` (a regular file, checked without opening it as
+// anything else), loaded with its registrations' failures reported.
+std::vector<std::string> load_one(const std::string& path, const std::string& source) {
+  const int fd = core::open_regular_file(path, source + " unit library");
+  if (fd < 0)
+    core::fail(core::ErrorKind::kUsage,
+               "{}: cannot read unit library '{}' ({}); name shared "
+               "libraries built against this trainscope, separated by ':'",
+               source, path, std::strerror(errno));
+  ::close(fd);
+  std::error_code ec;
+  const std::string canonical = std::filesystem::canonical(path, ec).string();
+  if (!loaded_libraries().insert(ec ? path : canonical).second) return {};
+  const auto units_before = unit_names();
+  const size_t sections_before = config::sections().size();
+  core::LoadErrors errors;
+  // Its symbols stay its own (RTLD_LOCAL); the trainscope libraries it
+  // links are the ones this process has mapped, so it registers into this
+  // process's registries.
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    core::fail(core::ErrorKind::kUsage,
+               "{}: cannot load unit library '{}' ({}); build it "
+               "against this trainscope and its torch",
+               source, path, dlerror());
+  if (auto kept = errors.take(); !kept.empty())
+    core::fail(core::ErrorKind::kUsage, "{}: unit library '{}' did not register: {}", source, path,
+               kept.front());
+  std::vector<std::string> added;
+  for (const auto& name : unit_names())
+    if (std::find(units_before.begin(), units_before.end(), name) == units_before.end())
+      added.push_back(name);
+  if (added.empty() && config::sections().size() == sections_before)
+    core::fail(core::ErrorKind::kUsage,
+               "{}: '{}' registers no unit and no config section (no "
+               "TRAINSCOPE_UNIT line); name a unit's library",
+               source, path);
+  return added;
+}
+
+}  // namespace
+
+std::vector<std::string> load_units(const std::string& paths, const std::string& source) {
+  std::lock_guard lock(g_load_mu);
+  std::vector<std::string> added;
+  size_t start = 0;
+  while (start <= paths.size()) {
+    const size_t end = std::min(paths.find(':', start), paths.size());
+    if (end > start)
+      for (auto& name : load_one(paths.substr(start, end - start), source))
+        added.push_back(std::move(name));
+    start = end + 1;
+  }
+  return added;
+}
+
+std::vector<std::string> load_units_from_environment() {
+  const char* paths = std::getenv("TRAINSCOPE_UNITS");
+  if (!paths || !*paths) return {};
+  return load_units(paths, "TRAINSCOPE_UNITS");
 }
 
 void check_units(const Config& config, Source& source) {

@@ -15,6 +15,7 @@
 #include "run.h"
 #include "trainscope/config/config.h"
 #include "trainscope/config/seeds.h"
+#include "trainscope/instrument/unit.h"
 #include "trainscope/train/torch_env.h"
 #include "watch.h"
 
@@ -70,6 +71,9 @@ std::map<std::string, uint64_t> apply_settings(const std::vector<std::string>& s
 PYBIND11_MODULE(_trainscope, m) {
   m.doc() = "trainscope's C++ libraries for Python (use the trainscope package)";
   register_errors(m);
+  // Units built outside trainscope ($TRAINSCOPE_UNITS), as the CLI loads
+  // them: a Python run attaches every registered unit.
+  (void)ts::instrument::load_units_from_environment();
   py::class_<RunArgs>(m, "RunArgs")
       .def(py::init<>())
       .def_readwrite("store", &RunArgs::store)

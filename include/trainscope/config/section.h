@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
+#include "trainscope/core/error.h"
 
 namespace trainscope::config {
 
@@ -172,7 +173,11 @@ std::vector<Section> sections();
 // Registers a section while the library or program that defines it loads.
 #define TRAINSCOPE_CONFIG_SECTION(ID, ...)                                 \
   static const bool trainscope_config_section_##ID [[maybe_unused]] = [] { \
-    ::trainscope::config::register_section(__VA_ARGS__);                   \
+    try {                                                                  \
+      ::trainscope::config::register_section(__VA_ARGS__);                 \
+    } catch (const std::exception& e) {                                    \
+      if (!::trainscope::core::keep_load_error(e.what())) throw;           \
+    }                                                                      \
     return true;                                                           \
   }()
 

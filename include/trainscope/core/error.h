@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace trainscope::core {
 
@@ -49,5 +50,33 @@ template <typename... Args>
 [[noreturn]] void fail(ErrorKind kind, fmt::format_string<Args...> f, Args&&... args) {
   throw Error(fmt::format(f, std::forward<Args>(args)...), kind);
 }
+
+// A registration that runs while a shared library loads (a unit's or a
+// config section's static initializer, instrument/unit.h) must not throw
+// through dlopen: while a LoadErrors is alive on a thread, the failures of
+// that thread's registrations are kept in it (keep_load_error) for the
+// loader to report. Not shared between threads.
+class LoadErrors {
+ public:
+  // Starts keeping this thread's registration failures (nested: the
+  // innermost keeps them).
+  LoadErrors();
+  // Stops keeping them here (the enclosing LoadErrors, if any, keeps them).
+  ~LoadErrors();
+  LoadErrors(const LoadErrors&) = delete;
+  LoadErrors& operator=(const LoadErrors&) = delete;
+  // The messages kept since construction (or the last take), in order.
+  std::vector<std::string> take();
+
+ private:
+  LoadErrors* outer_;
+  std::vector<std::string> kept_;
+  friend bool keep_load_error(const std::string& message);
+};
+
+// Keeps `message` in this thread's innermost LoadErrors and returns true;
+// without one, returns false and the caller throws as usual (a program's
+// own registrations at start-up). Never throws but std::bad_alloc.
+bool keep_load_error(const std::string& message);
 
 }  // namespace trainscope::core

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/core/error.h"
 #include "trainscope/instrument/events.h"
 
 namespace trainscope::instrument {
@@ -59,10 +60,30 @@ void register_unit(Unit unit);
 // Every registered unit, in order.
 std::vector<Unit> units();
 
-// Registers a unit while the library or program that defines it loads.
+// Loads the units built outside trainscope: each shared library named in
+// `paths` (separated by ':'; `source` names where the list came from, for
+// messages), whose TRAINSCOPE_UNIT and TRAINSCOPE_CONFIG_SECTION lines
+// register while it loads. A library already loaded is skipped. Throws
+// Error(kUsage), one line naming the source and the library, when a path
+// is not a regular file, dlopen refuses it (an undefined symbol: built
+// against another trainscope or torch), a registration fails (a name
+// taken) or it registers nothing. Returns the names of the units it added.
+// Never unloads (libtorch does not support it). Thread-safe.
+std::vector<std::string> load_units(const std::string& paths, const std::string& source);
+// load_units on $TRAINSCOPE_UNITS, if set: what the CLI (before it reads a
+// config) and the Python package call. Loads each library once per process.
+std::vector<std::string> load_units_from_environment();
+
+// Registers a unit while the library or program that defines it loads (in
+// a library that load_units loads, a failure is kept for it to report:
+// nothing may throw through dlopen).
 #define TRAINSCOPE_UNIT(ID, ...)                                 \
   static const bool trainscope_unit_##ID [[maybe_unused]] = [] { \
-    ::trainscope::instrument::register_unit(__VA_ARGS__);        \
+    try {                                                        \
+      ::trainscope::instrument::register_unit(__VA_ARGS__);      \
+    } catch (const std::exception& e) {                          \
+      if (!::trainscope::core::keep_load_error(e.what())) throw; \
+    }                                                            \
     return true;                                                 \
   }()
 

@@ -13,6 +13,7 @@
 #include "trainscope/data/data.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
+#include "trainscope/instrument/unit.h"
 #include "trainscope/study/weights.h"
 #include "trainscope/train/torch_env.h"
 
@@ -111,6 +112,9 @@ trainscope_torch_commands_v1() {
   // c10's log level from TORCH_CPP_LOG_LEVEL (the executable sets it before
   // loading this half, FATAL unless -v), as `import torch` does for Python.
   c10::initLogging();
+  // Units built outside trainscope, which link this half's libraries
+  // (instrument/unit.h); a bad one is one line, as any bad input.
+  (void)trainscope::instrument::load_units_from_environment();
   static trainscope::cli::Commands commands;
   return &commands;
 }
