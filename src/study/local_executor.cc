@@ -53,10 +53,8 @@ class LocalExecutor : public Executor {
   std::optional<JobEnd> wait_any() override {
     if (jobs_.empty()) return std::nullopt;
     int status = 0;
-    pid_t pid;
-    do {
-      pid = waitpid(-1, &status, 0);
-    } while (pid < 0 && errno == EINTR);
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0 && errno == EINTR) return std::nullopt;  // a signal: the caller decides
     auto it = jobs_.find(pid);
     if (pid < 0 || it == jobs_.end()) {
       if (pid < 0) jobs_.clear();  // no children left to wait for

@@ -390,7 +390,8 @@ class Scheduler {
   void stop() {
     report(fmt::format("signal {}: stopping {} running run(s)", g_signal.load(), exec_->running()));
     exec_->stop_all();
-    while (auto end = exec_->wait_any()) running_.erase(end->id);
+    while (exec_->running() > 0)
+      if (auto end = exec_->wait_any()) running_.erase(end->id);
     p_.running = 0;
   }
 

@@ -306,8 +306,7 @@ class WarmExecutor : public Executor {
       : slots_(slots), worker_argv_(std::move(worker)), warm_(std::move(warm)), early_(early) {}
   ~WarmExecutor() override {
     stop_all();
-    while (wait_any()) {
-    }
+    while (running() > 0) (void)wait_any();
     close_worker();
     if (early_.pid > 0) {  // started early, never used: it ends at end of file
       close(early_.fd);
@@ -330,6 +329,10 @@ class WarmExecutor : public Executor {
   std::optional<JobEnd> wait_any() override {
     while (!jobs_.empty()) {
       if (auto lost = take_lost()) return lost;
+      // A signal to the study (its SIGTERM) interrupts the wait for the
+      // next frame, not a frame half read.
+      if (pollfd p{fd_, POLLIN, 0}; fd_ >= 0 && poll(&p, 1, -1) < 0 && errno == EINTR)
+        return std::nullopt;
       auto frame = fd_ >= 0 ? read_frame(fd_) : std::nullopt;
       if (!frame) {
         worker_died();

@@ -46,7 +46,9 @@ class Executor {
   virtual int slots() const = 0;
   // Starts a job; the caller keeps at most slots() running.
   virtual void start(const Job& job) = 0;
-  // Blocks until a running job ends; nullopt when none is running.
+  // Blocks until a running job ends; nullopt when none is running, or when
+  // a signal interrupted the wait (the study's SIGTERM, SIGINT or SIGHUP:
+  // the caller looks at why and calls again).
   virtual std::optional<JobEnd> wait_any() = 0;
   // Jobs started and not yet returned by wait_any.
   virtual int running() const = 0;
