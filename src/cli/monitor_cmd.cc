@@ -91,7 +91,12 @@ void add_watch(CLI::App& app, Context& ctx) {
   cmd->callback([&ctx, o, pairs] {
     for (const auto& p : pairs->first) {
       auto [k, v] = store::parse_key_value(p, "--param", "--param lr=0.1");
-      o->params[k] = v;
+      // A param is set once, as a param line's and every other writer's.
+      if (auto [it, added] = o->params.emplace(k, v); !added && it->second != v)
+        core::fail(core::ErrorKind::kUsage,
+                   "--param {}: param '{}' was given '{}' already; a param takes one value",
+                   core::escape_for_display(p), core::escape_for_display(k),
+                   core::escape_for_display(it->second));
     }
     for (const auto& t : pairs->second) {
       auto [k, v] = store::parse_key_value(t, "--tag", "--tag team=vision");

@@ -4,15 +4,18 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +26,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/instrument/run_identity.h"
+#include "trainscope/monitor/procfs.h"
 #include "trainscope/store/accept.h"
 
 namespace fs = std::filesystem;
@@ -34,8 +38,31 @@ using core::fail;
 namespace {
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the last signal passed on
 void forward_signal(int sig) {
+  g_forwarded = sig;
   if (g_child > 0) kill(g_child, sig);
+}
+
+// After a signal passed on to the program ended it: the processes it
+// started that outlived it (`sh -c 'python train.py'` killed leaves the
+// training), re-parented to this process (a child subreaper, set before the
+// program starts), get the same signal, then SIGKILL after `grace_s`; each
+// is reaped. A run never ends with its program's tree running unwatched.
+void end_left_behind(int sig, double grace_s = 5) {
+  const double deadline = core::monotonic_now() + grace_s;
+  std::set<int64_t> signalled;
+  for (;;) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    std::vector<int64_t> left = process_tree(getpid());
+    std::erase(left, static_cast<int64_t>(getpid()));
+    if (left.empty()) return;
+    const bool late = core::monotonic_now() > deadline;
+    for (int64_t p : left)
+      if (late || signalled.insert(p).second) kill(static_cast<pid_t>(p), late ? SIGKILL : sig);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 // Forwards SIGINT, SIGTERM and SIGHUP (the terminal closed) to the child
@@ -251,6 +278,10 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   r.run_uuid = run->uuid();
   r.run_name = run->info().name;
   Pipes pipes;
+  // What the program starts and leaves behind when it ends becomes this
+  // process's child, not init's (end_left_behind).
+  (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  g_forwarded = 0;
   const pid_t pid =
       spawn(exe, o.command, pipes,
             {{"TRAINSCOPE_RUN_ID", r.run_uuid}, {"TRAINSCOPE_STORE", run->store().describe()}});
@@ -269,6 +300,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
     std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
                       std::ref(parser), std::ref(mu), std::ref(drain));
     r.exit_code = wait_exit_code(pid, r.signal);
+    if (g_forwarded != 0) end_left_behind(g_forwarded);
     drain.exited_at = core::monotonic_now();
     t_out.join();
     t_err.join();
