@@ -28,6 +28,7 @@ import collections.abc
 import hashlib
 import importlib.metadata
 import itertools
+import math
 import numbers
 import os
 import platform
@@ -173,12 +174,20 @@ def _pairs(what, pairs, prefix=""):
     a str, every value text or a number (_value); a param's nested dicts
     as dotted keys ("optimizer.lr"), as settings._flatten has them."""
     out = {}
+
+    def put(name, text):  # one value per key, as a param line's rule says
+        if name in out and out[name] != text:
+            raise ValueError(f"{what} {_shown(name)} is given twice ({_shown(out[name])} and "
+                             f"{_shown(text)}): a {what} takes one value")
+        out[name] = text
+
     for key, value in pairs.items():
         name = prefix + _key(what, key)
         if isinstance(value, dict) and what == "param":
-            out.update(_pairs(what, value, name + "."))
+            for k, v in _pairs(what, value, name + ".").items():
+                put(k, v)
         else:
-            out[name] = _value(what, name, value)
+            put(name, _value(what, name, value))
     return out
 
 
@@ -198,6 +207,28 @@ def _scalar(what, value):
     return value.detach().item() if tensor else value.item()
 
 
+def _whole(what, value):
+    """A count argument (a step interval): a whole number of 0 or more, of
+    any integral type (a float only when it is whole, as 10.0), else a
+    ValueError naming the argument and its value; never truncated."""
+    value = _scalar(what, value)
+    whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not whole and isinstance(value, numbers.Real) and not isinstance(value, bool):
+        whole = math.isfinite(float(value)) and float(value).is_integer()
+    if not whole or value < 0:
+        raise ValueError(f"{what} {_shown(value)} is not a whole number of 0 or more")
+    return int(value)
+
+
+def _seconds(what, value):
+    """A duration argument in seconds: a finite real number of 0 or more."""
+    value = _scalar(what, value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not math.isfinite(float(value)) or value < 0:
+        raise ValueError(f"{what} {_shown(value)} is not a number of seconds (0 or more)")
+    return float(value)
+
+
 def _number(what, value):
     """A metric value as a float: a bool, int or float, any real number
     (Fraction, Decimal, what has __float__), or a tensor, NumPy array or
@@ -208,9 +239,20 @@ def _number(what, value):
     if not real or isinstance(value, (complex, str, bytes)):
         raise ValueError(f"{what} is a {type(value).__name__}, not a number")
     try:
-        return float(value)
+        f = float(value)
     except (OverflowError, ValueError):
         raise ValueError(f"{what} is {_shown(value)}, which no double holds") from None
+    # A finite number past the double range (Decimal('1e400'), a NumPy long
+    # double) rounds to an infinity without a word: refused as an int is;
+    # only a real infinity is one.
+    if math.isinf(f):
+        try:
+            infinite = bool(value == f)
+        except Exception:  # noqa: BLE001 (a type that cannot say: taken as it converts)
+            infinite = True
+        if not infinite:
+            raise ValueError(f"{what} is {_shown(value)}, which no double holds")
+    return f
 
 
 # Runs left open (no `with`, no finish()): ended as the interpreter ends,
@@ -246,7 +288,13 @@ if hasattr(os, "register_at_fork"):
 
 
 def _status_of(kind):
-    return "killed" if issubclass(kind, KeyboardInterrupt) else "failed"
+    """The status of a run a `with` block leaves by an exception of `kind`:
+    Ctrl-C killed it; a generator closed by its consumer (GeneratorExit:
+    how Python stops a generator, not an error) stopped it early; anything
+    else failed it."""
+    if issubclass(kind, KeyboardInterrupt):
+        return "killed"
+    return "stopped" if issubclass(kind, GeneratorExit) else "failed"
 
 
 def _exit_code(code):
@@ -465,15 +513,16 @@ class Run:
                            ["probes.layers=conv*"]"""
         if getattr(self, "_watch", None) is not None:
             raise ValueError("this run already watches a model: one model per run")
-        sets = [f"fingerprint.every_steps={int(fingerprint_every)}",
-                f"monitor.interval_s={float(monitor_interval)}"]
+        sets = [f"fingerprint.every_steps={_whole('fingerprint_every', fingerprint_every)}",
+                f"monitor.interval_s={_seconds('monitor_interval', monitor_interval)}"]
         if profile_every is not None:
-            sets += ["profile.enabled=true", f"profile.every={int(profile_every)}",
-                     f"profile.warmup_steps={int(profile_warmup)}"]
+            sets += ["profile.enabled=true",
+                     f"profile.every={_whole('profile_every', profile_every)}",
+                     f"profile.warmup_steps={_whole('profile_warmup', profile_warmup)}"]
         if probes is not None:
-            sets.append(f"probes.preset={probes}")
+            sets.append(f"probes.preset={_arg('probes', probes)}")
             if probes_every is not None:
-                sets.append(f"probes.every={int(probes_every)}")
+                sets.append(f"probes.every={_whole('probes_every', probes_every)}")
         sets += [str(s) for s in (settings or [])]
         self._watch = Watch(self, model, optimizer, sets)
         if optimizer is not None:

@@ -302,6 +302,7 @@ void MetricLineParser::bad(const std::string& l, const std::string& why) {
 std::optional<std::string> MetricLineParser::add(std::string key, std::string_view token,
                                                  bool json) {
   if (auto why = key_refused(key, "a key")) return why;
+  if (auto why = store::own_metric_problem(key)) return why;
   const bool twice = key == "step" ? step_.has_value()
                                    : std::any_of(values_.begin(), values_.end(),
                                                  [&](const auto& kv) { return kv.first == key; });

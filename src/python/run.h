@@ -163,6 +163,7 @@ class PyRun {
     const int64_t step = step_of(step_arg);
     for (const auto& [key, v] : values) {
       refuse(ts::store::metric_key_problem(key));
+      refuse(ts::store::own_metric_problem(key));
       refuse(order_.problem(key, step));
     }
     for (const auto& [key, v] : values) {

@@ -62,6 +62,20 @@ std::optional<std::string> metric_key_problem(std::string_view key) {
   return key_refusal("metric key", key);
 }
 
+std::optional<std::string> own_metric_problem(std::string_view key) {
+  bool own = key == "exit_code" || key.starts_with("proc/") || key.starts_with("sys/") ||
+             key.starts_with("energy/");
+  if (key.starts_with("gpu")) {  // gpu0/, gpu12/: not gpu_util or gpus
+    const size_t digits = key.find_first_not_of("0123456789", 3);
+    own = digits != 3 && digits != std::string_view::npos && key[digits] == '/';
+  }
+  if (!own) return std::nullopt;
+  return fmt::format(
+      "metric '{}' is one trainscope records itself in this run (exit_code, and proc/*, sys/*, "
+      "gpuN/* and energy/* from its resource sampler); log it under another key",
+      shown_key(key));
+}
+
 std::optional<std::string> tag_key_problem(std::string_view key) {
   return key_refusal("tag key", key);
 }

@@ -64,6 +64,13 @@ std::optional<std::string> key_refusal(std::string_view noun, std::string_view k
 std::optional<std::string> metric_key_problem(std::string_view key);  // "metric key ..."
 std::optional<std::string> tag_key_problem(std::string_view key);     // "tag key ..."
 std::optional<std::string> param_key_problem(std::string_view key);   // "param ..."
+// The metric keys trainscope itself records in a run a program or script
+// also logs into (`watch`, a Python run): exit_code and the resource
+// sampler's proc/*, sys/*, gpuN/* and energy/*. A metric line or log() of
+// one is refused, "metric 'proc/rss_mib' is one trainscope records itself
+// (...); log it under another key", so that a series holds one writer's
+// points; nullopt for any other key.
+std::optional<std::string> own_metric_problem(std::string_view key);
 
 // "the value of param 'lr' is longer than 4096 bytes"; nullopt when it is not.
 std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
