@@ -33,7 +33,11 @@ double monotonic_now() {
 }
 
 std::string format_utc(double unix_seconds) {
-  if (!std::isfinite(unix_seconds)) return "-";
+  // Years 1 to 9999 (what %Y prints in four digits); anything else is not
+  // a time a reader can show.
+  if (!std::isfinite(unix_seconds) || unix_seconds < -62135596800.0 ||
+      unix_seconds >= 253402300800.0)
+    return "-";
   auto secs = static_cast<std::time_t>(std::floor(unix_seconds));
   int millis = static_cast<int>((unix_seconds - static_cast<double>(secs)) * 1000.0);
   std::tm tm{};
@@ -364,7 +368,8 @@ void exit_now(int code) {
 }
 
 std::string format_duration(double s) {
-  if (!std::isfinite(s) || s < 0) return "-";
+  // Past 10,000 years (2^53 ns): not a duration a run had.
+  if (!std::isfinite(s) || s < 0 || s > 3.2e11) return "-";
   if (s < 60) return fmt::format("{:.1f}s", s);
   auto total = static_cast<int64_t>(s);
   if (total < 3600) return fmt::format("{}m{:02d}s", total / 60, total % 60);

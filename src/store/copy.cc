@@ -7,6 +7,7 @@
 #include <set>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::store {
 
@@ -118,9 +119,33 @@ void copy_records(Store& src, Store& dst, const std::string& uuid, CopyResult& r
     }
   }
   for (const auto& a : src.artifacts(uuid)) {
-    verify_artifact(a);  // a damaged source file is an error, not a silent copy
     dst.add_artifact(uuid, a.path, a.kind, a.name);
     ++result.artifacts;
+  }
+}
+
+// Copies one run whole or not at all: its artifacts are checked before any
+// of its rows is written (a damaged source file is an error, not a silent
+// copy), and a copy that fails midway is taken out of `dst` again, so that
+// no reader there sees a run with part of its records under its status.
+void copy_run(Store& src, Store& dst, const RunInfo& run, CopyResult& result) {
+  try {
+    for (const auto& a : src.artifacts(run.uuid)) verify_artifact(a);
+    dst.import_run(run);
+    try {
+      copy_records(src, dst, run.uuid, result);
+    } catch (...) {
+      try {
+        dst.delete_run(run.uuid, Store::ChildRuns::kDetach);
+      } catch (...) {  // the first error is the one to tell
+      }
+      throw;
+    }
+  } catch (const core::Error& e) {
+    throw core::Error(fmt::format("{}; run {} ({}) was not copied, {} run(s) before it were",
+                                  e.what(), core::escape_for_display(run.name),
+                                  core::short_uuid(run.uuid), result.copied + result.recopied),
+                      e.kind());
   }
 }
 
@@ -168,8 +193,7 @@ CopyResult copy_store(Store& src, Store& dst,
       dst.delete_run(run.uuid, Store::ChildRuns::kDetach);
       again = true;
     }
-    dst.import_run(run);
-    copy_records(src, dst, run.uuid, result);
+    copy_run(src, dst, run, result);
     ++(again ? result.recopied : result.copied);
     if (progress) progress({i + 1, runs.size(), run.uuid});
   }

@@ -1,5 +1,6 @@
 #include "trainscope/tfevents/tfevents.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 
 #include "tensorboard_event.pb.h"
@@ -237,6 +239,11 @@ FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins)
     fail(ErrorKind::kNotFound, "cannot read event file '{}'; check that it exists and is readable",
          file.string());
   const std::string& blob = *read;
+  // What the parser would print about bytes it refuses is said in
+  // trainscope's own one line (the text fields are `bytes`: the key rule
+  // refuses a tag that is not UTF-8, naming it).
+  static std::once_flag quiet;
+  std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   FileScalars out;
   for (size_t pos = 0; pos < blob.size();) {
     std::string_view data = next_record(file, blob, pos);
@@ -246,6 +253,13 @@ FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins)
            "{}: the record at byte {} is not a TensorBoard Event; nothing of its folder was "
            "imported",
            file.string(), pos);
+    // An event's time is untrusted bytes: seconds since 1970, before the
+    // year 10000, or the import is refused (a reader would show no date).
+    if (const double w = e.wall_time(); !(w >= 0 && w < 253402300800.0))
+      fail(ErrorKind::kUsage,
+           "{}: the record at byte {} has wall_time {}, which is not a time (seconds since "
+           "1970, before the year 10000); nothing of its folder was imported",
+           file.string(), pos, core::format_short(e.wall_time()));
     ++out.records;
     if (out.records == 1 || e.wall_time() < out.first_wall_time)
       out.first_wall_time = e.wall_time();

@@ -36,22 +36,23 @@ def _field(number, kind, payload):
     return _varint(number << 3 | kind) + payload
 
 
-def _event(step, tag, value):
-    """A TensorBoard Event: wall_time, step, one simple_value scalar."""
-    tag = tag.encode()
+def _event(step, tag, value, wall=1.7e9):
+    """A TensorBoard Event: wall_time, step, one simple_value scalar (a
+    tag of bytes is written as it is: not UTF-8, say)."""
+    tag = tag if isinstance(tag, bytes) else tag.encode()
     v = _field(1, 2, _varint(len(tag)) + tag) + _field(2, 5, struct.pack("<f", value))
     summary = _field(1, 2, _varint(len(v)) + v)
-    return (_field(1, 1, struct.pack("<d", 1.7e9)) + _field(2, 0, _varint(step)) +
+    return (_field(1, 1, struct.pack("<d", wall)) + _field(2, 0, _varint(step)) +
             _field(5, 2, _varint(len(summary)) + summary))
 
 
 def write_event_file(path, scalars):
-    """An event file at PATH of (step, tag, value) scalars, framed as
-    TFRecords."""
+    """An event file at PATH of (step, tag, value) or (step, tag, value,
+    wall_time) scalars, framed as TFRecords."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "wb") as f:
-        for step, tag, value in scalars:
-            data = _event(step, tag, value)
+        for scalar in scalars:
+            data = _event(*scalar)
             head = struct.pack("<Q", len(data))
             f.write(head + struct.pack("<I", masked(head)) + data +
                     struct.pack("<I", masked(data)))
