@@ -13,6 +13,7 @@
 #include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
+#include "trainscope/core/util.h"
 #include "trainscope/instrument/unit.h"
 
 namespace trainscope::instrument {
@@ -63,32 +64,37 @@ std::vector<std::string> unit_names() {
 }
 
 // The library at `path` (a regular file, checked without opening it as
-// anything else), loaded with its registrations' failures reported.
+// anything else), loaded with its registrations' failures reported. Loaded
+// by its absolute path: dlopen would look a bare file name up in the
+// library path, not here.
 std::vector<std::string> load_one(const std::string& path, const std::string& source) {
+  const std::string shown = core::escape_for_display(path);
   const int fd = core::open_regular_file(path, source + " unit library");
   if (fd < 0)
     core::fail(core::ErrorKind::kUsage,
                "{}: cannot read unit library '{}' ({}); name shared "
                "libraries built against this trainscope, separated by ':'",
-               source, path, std::strerror(errno));
+               source, shown, std::strerror(errno));
   ::close(fd);
   std::error_code ec;
-  const std::string canonical = std::filesystem::canonical(path, ec).string();
-  if (!loaded_libraries().insert(ec ? path : canonical).second) return {};
+  std::string file = std::filesystem::canonical(path, ec).string();
+  if (ec) file = std::filesystem::absolute(path, ec).string();
+  if (loaded_libraries().count(file)) return {};
   const auto units_before = unit_names();
   const size_t sections_before = config::sections().size();
   core::LoadErrors errors;
   // Its symbols stay its own (RTLD_LOCAL); the trainscope libraries it
   // links are the ones this process has mapped, so it registers into this
   // process's registries.
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     core::fail(core::ErrorKind::kUsage,
                "{}: cannot load unit library '{}' ({}); build it "
                "against this trainscope and its torch",
-               source, path, dlerror());
+               source, shown, core::escape_for_display(dlerror()));
+  loaded_libraries().insert(file);
   if (auto kept = errors.take(); !kept.empty())
-    core::fail(core::ErrorKind::kUsage, "{}: unit library '{}' did not register: {}", source, path,
+    core::fail(core::ErrorKind::kUsage, "{}: unit library '{}' did not register: {}", source, shown,
                kept.front());
   std::vector<std::string> added;
   for (const auto& name : unit_names())
@@ -98,7 +104,7 @@ std::vector<std::string> load_one(const std::string& path, const std::string& so
     core::fail(core::ErrorKind::kUsage,
                "{}: '{}' registers no unit and no config section (no "
                "TRAINSCOPE_UNIT line); name a unit's library",
-               source, path);
+               source, shown);
   return added;
 }
 

@@ -14,7 +14,7 @@ import sqlite3
 import subprocess
 import sys
 
-ts, lib, configs, work = sys.argv[1:5]
+ts, lib, configs, work = (os.path.abspath(a) for a in sys.argv[1:5])
 python, pypath = (sys.argv[5:7] + ["", ""])[:2]
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
@@ -23,12 +23,12 @@ SMALL = ["--set", "data.dataset=synthetic", "--set", "data.synthetic.size=256",
          "--set", "train.epochs=1", "--set", "train.batch_size=32", "--no-progress", "-q"]
 
 
-def cli(args, units=None, timeout=120):
+def cli(args, units=None, timeout=120, cwd=None):
     env = {k: v for k, v in os.environ.items() if k != "TRAINSCOPE_UNITS"}
     if units is not None:
         env["TRAINSCOPE_UNITS"] = units
     return subprocess.run([ts, "--store", "sqlite:" + db] + args, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+                          text=True, timeout=timeout, cwd=cwd)
 
 
 def refused(p, *words):
@@ -51,6 +51,10 @@ def records(run):
 refused(cli(["config", "show", f"{configs}/demo.yaml", "--set", "sign_flips.every=2"]),
         "unknown key 'sign_flips.every'")
 keys = cli(["config", "keys"], units=lib)
+assert keys.returncode == 0 and "sign_flips.every" in keys.stdout, keys.stderr
+
+# A bare file name is the file here, not one of the library path's.
+keys = cli(["config", "keys"], units=os.path.basename(lib), cwd=os.path.dirname(lib))
 assert keys.returncode == 0 and "sign_flips.every" in keys.stdout, keys.stderr
 
 # A training records the unit's records every 2nd step, for each weight
