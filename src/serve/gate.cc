@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -359,17 +360,19 @@ thread_local Chunks t_chunks;
 // socket, within the body's deadline and size.
 class ConnStream : public httplib::Stream {
  public:
-  ConnStream(Conn& c, const GateLimits& l)
-      : c_(c), limits_(l), read_until_(Clock::now() + l.body) {}
+  // `others_waiting` says whether complete requests wait for a worker.
+  ConnStream(Conn& c, const GateLimits& l, std::function<bool()> others_waiting)
+      : c_(c),
+        limits_(l),
+        read_until_(Clock::now() + l.body),
+        others_waiting_(std::move(others_waiting)) {}
 
   bool is_readable() const override {
     if (off_ < c_.buf.size() || wait_for(c_.fd, POLLIN, read_until_)) return true;
     t_body_late = Clock::now() >= read_until_;
     return false;
   }
-  bool is_writable() const override {
-    return wait_for(c_.fd, POLLOUT, Clock::now() + limits_.write_stall);
-  }
+  bool is_writable() const override { return writable(); }
   ssize_t read(char* ptr, size_t size) override {
     if (off_ == c_.buf.size()) {
       const ssize_t n = fill();
@@ -402,7 +405,7 @@ class ConnStream : public httplib::Stream {
         continue;
       }
       if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
-      if (!wait_for(c_.fd, POLLOUT, Clock::now() + limits_.write_stall)) return false;
+      if (!writable()) return false;
     }
     out_.clear();
     return true;
@@ -425,6 +428,21 @@ class ConnStream : public httplib::Stream {
   }
 
  private:
+  // Whether the client takes more of the answer: within write_stall, or
+  // write_share once other requests wait for a worker (a client that does
+  // not read holds a worker no longer than its share then).
+  bool writable() const {
+    const auto start = Clock::now();
+    const auto until = start + limits_.write_stall;
+    for (;;) {
+      const auto slice = std::min(until, Clock::now() + std::chrono::milliseconds(100));
+      if (wait_for(c_.fd, POLLOUT, slice)) return true;
+      const auto now = Clock::now();
+      if (now >= until) return false;
+      if (now - start >= limits_.write_share && others_waiting_ && others_waiting_()) return false;
+    }
+  }
+
   // Reads more from the socket: bytes read, 0 at its end, -1 past the
   // deadline or more than any request this server takes.
   ssize_t fill() {
@@ -454,6 +472,7 @@ class ConnStream : public httplib::Stream {
   Conn& c_;
   const GateLimits& limits_;
   Clock::time_point read_until_;
+  std::function<bool()> others_waiting_;
   size_t off_ = 0, from_socket_ = 0;
   std::string out_;  // written, not yet sent
 };
@@ -833,7 +852,10 @@ void Gate::work_loop() {
 void Gate::serve(Conn& c) {
   bool keep = false, closed = false;
   {
-    gate::ConnStream strm(c, limits_);
+    gate::ConnStream strm(c, limits_, [this] {
+      std::lock_guard lock(mu_);
+      return !ready_.empty();
+    });
     gate::t_routed = false;
     gate::t_body_late = false;
     gate::t_range = std::move(c.range);

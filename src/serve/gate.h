@@ -26,6 +26,9 @@ struct GateLimits {
   ms idle{5000};          // a kept-alive connection's next request's first byte
   ms body{10000};         // a request's body, once its headers are in
   ms write_stall{10000};  // a client that takes nothing of an answer
+  // ... while other requests wait for a worker: it gives its worker up
+  // sooner (a client that does not read holds no more than its share).
+  ms write_share{1000};
   size_t header_bytes = 64 * 1024;
   // Above: 413 (the API takes tag values), as a Content-Length says or as
   // a chunked body's chunk-size lines announce its decoded bytes.

@@ -58,7 +58,11 @@ double seconds_since(Clock::time_point t0) {
 // never would.
 class Raw {
  public:
-  explicit Raw(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+  // `receive_buffer` > 0: the socket's SO_RCVBUF, set before it connects
+  // (a client that takes an answer a few KiB at a time, or not at all).
+  explicit Raw(int port, int receive_buffer = 0) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(static_cast<uint16_t>(port));
@@ -298,6 +302,35 @@ TEST_F(ServeHttpTest, ManySlowClientsDoNotDelayAnotherRequest) {
   EXPECT_EQ(r->status, 200);
   // Generous: the machine is shared. Before, the answer took minutes here.
   EXPECT_LT(s, 5.0) << "answered after " << s << " s while 40 slow clients held connections";
+}
+
+// Clients that ask for a large artifact and never read the answer each
+// hold a worker blocked in a write; while another request waits, each gives
+// its worker up after write_share (1 s), not write_stall (10 s): before,
+// two of them delayed another request by 10 s or more, and more of them,
+// repeated, kept every request waiting.
+TEST_F(ServeHttpTest, ClientsThatDoNotReadTheirAnswersDoNotHoldTheWorkers) {
+  std::ofstream(dir_ / "big.bin", std::ios::binary) << std::string(32 << 20, 'x');
+  store_->add_artifact(uuid_, dir_ / "big.bin", "data", "big");
+  Running srv({.store_uri = uri_, .port = 0, .threads = 2});
+  const std::string get =
+      "GET /api/runs/" + uuid_ + "/artifacts/big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  std::vector<std::unique_ptr<Raw>> stalled;
+  for (int i = 0; i < 4; ++i) {
+    stalled.push_back(std::make_unique<Raw>(srv.port(), 4096));
+    ASSERT_TRUE(stalled.back()->connected()) << i;
+    ASSERT_TRUE(stalled.back()->send(get + get)) << i;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the workers are writing
+  const auto t0 = Clock::now();
+  auto c = srv.client();
+  c.set_read_timeout(60);
+  auto r = c.Get("/api/info");
+  const double s = seconds_since(t0);
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  // Generous: the machine is shared; write_stall alone makes it 10 s or more.
+  EXPECT_LT(s, 6.0) << "answered after " << s << " s while 4 clients did not read";
 }
 
 // The request's line and headers have one deadline in all: a client that
