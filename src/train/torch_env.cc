@@ -76,7 +76,7 @@ torch::Device device_of(const config::Config& c) {
     // Where a GPU is, torch's CUDA half is mapped for every run: libtorch
     // fixes its CUDA hooks at the first question (at::manual_seed asks),
     // and a worker's CPU run must not fix them before a later GPU run.
-    if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
+    (void)env::load_torch_cuda_where_a_driver_is();
     return torch::kCPU;
   }
   if (auto why = cuda_here(); !why.empty())

@@ -88,11 +88,19 @@ std::shared_ptr<AtStep> stop_at(int64_t step) {
 // hooks for the rest of the process (as the CLI does before any command).
 class CudaHalf : public ::testing::Environment {
  public:
-  void SetUp() override {
-    if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
-  }
+  void SetUp() override { (void)env::load_torch_cuda_where_a_driver_is(); }
 };
 [[maybe_unused]] const auto* const kCudaHalf = ::testing::AddGlobalTestEnvironment(new CudaHalf);
+
+// A run of small(device) stopped by its user after 12 of its 32 steps.
+instrument::TrainResult stopped_at_12(const std::string& device,
+                                      const std::shared_ptr<Store>& store) {
+  Trainer t(small(device), store);
+  t.add_observer(stop_at(12));
+  auto r = t.run();
+  EXPECT_EQ(r.status, store::RunStatus::kStopped);
+  return r;
+}
 
 bool gpu_usable() {
   return env::nvidia_driver_present() && env::torch_cuda_loaded() && torch::cuda::is_available();
@@ -169,10 +177,7 @@ TEST(DeviceTest, AGpuThatIsNotThereFailsBeforeAnythingIsRecorded) {
 TEST(DeviceTest, AResumedRunKeepsTheHashItBeganWith) {
   TempDir dir;
   auto store = temp_store(dir);
-  Trainer first(small("cpu"), store);
-  first.add_observer(stop_at(12));
-  const auto a = first.run();
-  ASSERT_EQ(a.status, store::RunStatus::kStopped);
+  const auto a = stopped_at_12("cpu", store);
   store->set_tag(a.run_uuid, "fingerprint.hash", fingerprint::kDeviceHash);  // as a GPU run's
   TrainOptions o;
   o.resume = a.run_uuid;
@@ -325,10 +330,7 @@ TEST(GpuTest, AGpuRunStoppedMidwayGoesOnOnTheCpuFromItsCheckpoint) {
   SKIP_WITHOUT_GPU();
   TempDir dir;
   auto store = temp_store(dir);
-  Trainer gpu(small("cuda"), store);
-  gpu.add_observer(stop_at(12));
-  const auto a = gpu.run();
-  ASSERT_EQ(a.status, store::RunStatus::kStopped);
+  const auto a = stopped_at_12("cuda", store);
   TrainOptions o;
   o.resume = a.run_uuid;
   Trainer cpu(small("cpu"), store, o);

@@ -45,6 +45,10 @@ std::string load_torch_cuda();
 // /dev/nvidiactl), where the CUDA half is worth loading for every run, as
 // PyTorch does.
 bool nvidia_driver_present();
+// load_torch_cuda where an NVIDIA driver is: what every entry point (a
+// command, the manifest, a run on the CPU) calls before anything may ask
+// libtorch about CUDA. True when the CUDA half is mapped.
+bool load_torch_cuda_where_a_driver_is();
 
 // libtorch version and build configuration, the BLAS actually loaded,
 // oneDNN, OpenMP/intra-/inter-op threads, determinism flags in force.

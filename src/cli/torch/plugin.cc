@@ -29,7 +29,7 @@ decltype(auto) guarded(F&& f) {
   // Where a GPU is, torch's CUDA half is mapped before any command asks
   // libtorch about CUDA (it fixes its CUDA hooks at the first question):
   // rerun, replay or eval of a GPU run would otherwise find no GPU.
-  if (env::nvidia_driver_present()) (void)env::load_torch_cuda();
+  (void)env::load_torch_cuda_where_a_driver_is();
   try {
     return f();
   } catch (const c10::Error& e) {

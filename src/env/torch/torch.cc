@@ -149,6 +149,10 @@ std::string load_torch_cuda() {
   return {};
 }
 
+bool load_torch_cuda_where_a_driver_is() {
+  return nvidia_driver_present() && load_torch_cuda().empty();
+}
+
 BlasLibrary blas_library() {
   BlasLibrary b;
   using GetInt = int (*)();
@@ -201,7 +205,7 @@ bool set_blas_threads(int n) {
 Manifest capture_torch() {
   // at::show_config asks about CUDA: where a GPU is, the CUDA half comes
   // first (see load_torch_cuda), as it does for a run.
-  if (nvidia_driver_present()) (void)load_torch_cuda();
+  (void)load_torch_cuda_where_a_driver_is();
   Manifest m;
   m["libraries.torch.version"] = TORCH_VERSION;
   std::string cfg = at::show_config();

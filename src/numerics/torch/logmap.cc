@@ -12,7 +12,7 @@ std::vector<Variant> torch_variants() {
   std::vector<std::string> devices = {"cpu"};
   // torch's CUDA half is loaded only where an NVIDIA driver is (its device
   // node), not on every CPU machine that has a CUDA build of torch.
-  if (env::nvidia_driver_present() && env::load_torch_cuda().empty() && torch::cuda::is_available())
+  if (env::load_torch_cuda_where_a_driver_is() && torch::cuda::is_available())
     devices.push_back("cuda");
   for (const auto& dev : devices)
     for (auto [id, name, format] : {std::tuple{"f32", "float32", Format::kFloat32},
