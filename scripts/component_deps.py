@@ -99,7 +99,25 @@ def layers():
             found.append((lm.group(1), [c for c in names if c]))
         elif (am := ALLOWED.match(line.strip())):
             allowed.add((am.group(1), am.group(2)))
+    # A capability in a folder of its own (its CMakeLists.txt calls
+    # trainscope_unit) is in the capabilities layer without a line here.
+    for name, comps in found:
+        if name == "capabilities":
+            comps.extend(u for u in unit_folders() if u not in comps)
     return found, allowed
+
+
+def unit_folders():
+    """The folders of src/ whose CMakeLists.txt calls trainscope_unit()."""
+    src = os.path.join(ROOT, "src")
+    out = []
+    for d in sorted(os.listdir(src)):
+        path = os.path.join(src, d, "CMakeLists.txt")
+        if os.path.isfile(path):
+            with open(path, encoding="utf-8") as fh:
+                if re.search(r"^\s*trainscope_unit\(", fh.read(), re.M):
+                    out.append(d)
+    return out
 
 
 def layer_problems(deps, found, allowed):
@@ -130,8 +148,9 @@ def layer_problems(deps, found, allowed):
 
 def self_test():
     """A tree with a reader that includes train, a capability that includes
-    a reader, an allowed upward edge, a component in no layer and a stale
-    allowance: exactly those must be named."""
+    a reader (one of them a unit in a folder of its own), an allowed upward
+    edge, a component in no layer and a stale allowance: exactly those must
+    be named."""
     global ROOT
     files = {
         "src/README.md": "# x\n\n## Layers\n\n1. **foundation** — core\n"
@@ -144,10 +163,13 @@ def self_test():
         "src/repro/r.cc": '#include "trainscope/train/t.h"\n#include "trainscope/core/c.h"\n',
         "src/train/t.cc": '#include "trainscope/core/c.h"\n',
         "src/extra/e.cc": "",
+        "src/unitx/CMakeLists.txt": "trainscope_unit(unitx SOURCES u.cc)\n",
+        "src/unitx/u.cc": '#include "trainscope/repro/r.h"\n',
     }
     expected = {
         "extra is in no layer of src/README.md (## Layers)",
         "metrics (capabilities) depends on repro, a layer above it (readers)",
+        "unitx (capabilities) depends on repro, a layer above it (readers)",
         "repro (readers) depends on train, a layer above it (training)",
         "metrics → train is allowed upward but metrics no longer depends on train",
     }

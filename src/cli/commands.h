@@ -30,6 +30,9 @@ void register_serve_commands(CLI::App& app, Context& ctx);       // serve
 void register_store_commands(CLI::App& app, Context& ctx);       // store copy
 void register_import_commands(CLI::App& app, Context& ctx);      // import tfevents
 
+// `runs view`, a capability's view of a run (view_cmd.cc).
+void add_view_command(CLI::App* runs, Context& ctx);
+
 // `costmodel fit` and `costmodel eval` (torch-free: costmodel_cmd.cc).
 struct CostmodelArgs;
 void costmodel_fit(Context& ctx, const CostmodelArgs& args);

@@ -503,6 +503,7 @@ void register_runs_commands(CLI::App& app, Context& ctx) {
   add_show(runs, ctx);
   add_export(runs, ctx);
   add_delete(runs, ctx);
+  add_view_command(runs, ctx);
   add_metrics(app, ctx);
 }
 

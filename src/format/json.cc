@@ -1,4 +1,6 @@
 #include <cmath>
+#include <type_traits>
+#include <variant>
 
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
@@ -49,6 +51,34 @@ Json artifact(const store::ArtifactInfo& a) {
   return {{"name", a.name},          {"kind", a.kind},
           {"sha256", a.sha256},      {"size", a.size},
           {"path", a.path.string()}, {"created_time", core::format_utc(a.created_time)}};
+}
+
+Json view(const store::View& v, const store::ViewTable& t) {
+  Json rows = Json::array();
+  for (const auto& row : t.rows) {
+    Json cells = Json::array();
+    for (const auto& c : row)
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, std::monostate>)
+              cells.push_back(nullptr);
+            else if constexpr (std::is_same_v<T, double>)
+              cells.push_back(number(x));
+            else
+              cells.push_back(x);
+          },
+          c);
+    rows.push_back(std::move(cells));
+  }
+  Json chart = nullptr;
+  if (v.chart)
+    chart = {{"series", v.chart->series},
+             {"x", v.chart->x},
+             {"y", v.chart->y},
+             {"log_y", v.chart->log_y}};
+  return {{"name", v.name},       {"title", v.title}, {"kind", v.kind},
+          {"columns", t.columns}, {"rows", rows},     {"chart", chart}};
 }
 
 Json metric_points(const std::vector<store::MetricPoint>& pts) {

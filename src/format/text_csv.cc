@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <ostream>
+#include <type_traits>
+#include <variant>
 
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
@@ -24,6 +26,38 @@ std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row) {
   if (target_row && c.target_missed) return "not reached";
   const auto& v = c.values.at(row);
   return v ? fmt::format(fmt::runtime(rows[row].format), *v) : std::string("-");
+}
+
+namespace {
+
+// A cell as `csv` (exact numbers, quoted text) or for people.
+std::string cell_text(const store::ViewCell& c, bool csv) {
+  return std::visit(
+      [&](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return csv ? "" : "-";
+        else if constexpr (std::is_same_v<T, double>)
+          return csv ? format_double(x) : value(x);
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return std::to_string(x);
+        else
+          return csv ? csv_field(x) : x;
+      },
+      c);
+}
+
+}  // namespace
+
+std::string view_cell(const store::ViewCell& c) { return cell_text(c, false); }
+
+void view_csv(std::ostream& out, const store::ViewTable& t) {
+  for (size_t i = 0; i < t.columns.size(); ++i) out << (i ? "," : "") << csv_field(t.columns[i]);
+  out << '\n';
+  for (const auto& row : t.rows) {
+    for (size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << cell_text(row[i], true);
+    out << '\n';
+  }
 }
 
 void metric_csv_header(std::ostream& out, bool with_key) {

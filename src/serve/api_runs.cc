@@ -207,12 +207,20 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
   }
   j["events"] = events_json(probes::read_events(s, run.uuid));
   j["records"] = s.record_kinds(run.uuid);
+  j["views"] = Json::array();  // the capabilities' views it holds (store/views.h)
+  for (const auto& v : store::views_of(s, run.uuid))
+    j["views"].push_back({{"name", v.name}, {"title", v.title}});
   j["has_profile"] = has_prefix(summaries, "profile/coverage");
   j["has_probes"] = has_prefix(summaries, "probe/");
   auto kind = tags.find("kind");
   j["is_study"] = kind != tags.end() && kind->second == "study";
   j["children"] = study::counted_children(s, run.uuid);
   return j;
+}
+
+Json view(store::Store& s, const store::RunInfo& run, const std::string& name) {
+  const store::View v = store::find_view_of(s, run, name);
+  return format::view(v, store::read_view(s, run, v));
 }
 
 Json live(store::Store& s, const store::RunInfo& run) {

@@ -5,6 +5,7 @@ import { MetricChart, RunChart, chartBox } from './chart.js';
 import { badge, errorBox, h, kvTable, render, section, table } from './dom.js';
 import { bytes, duration, isTrainingMetric, metricOrder, num, time, TERMINAL } from './format.js';
 import { ranksSection } from './ranks.js';
+import { viewsSections } from './views.js';
 
 
 function headerOf(page) {
@@ -96,7 +97,7 @@ export async function runPage(root, uuid, alive) {
   render(root, headerOf(page),
     section('Learning curves', grid, learning.length ? null : h('p', { class: 'muted' }, 'no metrics yet')),
     section('Bookkeeping', books),
-    ranks?.sec, resources?.sec, section('Params', kvTable(page.params)), section('Tags', kvTable(page.tags)),
+    ranks?.sec, resources?.sec, viewsSections(uuid, page.views), section('Params', kvTable(page.params)), section('Tags', kvTable(page.tags)),
     eventsSection(page), artifactsSection(page), environmentSection(uuid),
     h('details', {}, h('summary', {}, 'Config'), h('pre', { class: 'config' }, page.run.config || '(none)')));
   // A chart of step series starts on steps; one of epoch series only, on epochs.

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "trainscope/config/config.h"
+#include "trainscope/core/at_load.h"
 #include "trainscope/core/error.h"
 
 namespace trainscope::config {
@@ -171,14 +172,8 @@ void register_section(Section section);
 std::vector<Section> sections();
 
 // Registers a section while the library or program that defines it loads.
-#define TRAINSCOPE_CONFIG_SECTION(ID, ...)                                 \
-  static const bool trainscope_config_section_##ID [[maybe_unused]] = [] { \
-    try {                                                                  \
-      ::trainscope::config::register_section(__VA_ARGS__);                 \
-    } catch (const std::exception& e) {                                    \
-      if (!::trainscope::core::keep_load_error(e.what())) throw;           \
-    }                                                                      \
-    return true;                                                           \
-  }()
+#define TRAINSCOPE_CONFIG_SECTION(ID, ...)           \
+  TRAINSCOPE_AT_LOAD(trainscope_config_section_##ID, \
+                     ::trainscope::config::register_section(__VA_ARGS__))
 
 }  // namespace trainscope::config

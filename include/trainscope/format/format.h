@@ -26,6 +26,7 @@
 #include "trainscope/stats/runs.h"
 #include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
+#include "trainscope/store/views.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
 #include "trainscope/tune/tune.h"
@@ -134,6 +135,11 @@ Json study_status(const study::StudyStatus& s);
 // weights, cost, notes).
 Json study_analysis(const study::StudyAnalysis& a);
 
+// A capability's view (store/views.h): {name, title, kind, columns, rows:
+// [[cell, ...]], chart: {series, x, y, log_y} or null}; numbers through
+// number(), absent cells null.
+Json view(const store::View& v, const store::ViewTable& t);
+
 // --- CSV ---------------------------------------------------------------------
 // "key,step,wall_time,value" (or without key) and one row per point.
 void metric_csv_header(std::ostream& out, bool with_key);
@@ -163,6 +169,12 @@ void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
 void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top);
 // One row per group: n, mean, SD and its intervals, CV, range, Diff%.
 void metric_stats_csv(std::ostream& out, const stats::MetricStats& m);
+
+// A view's columns as the header, then one line per row (absent cells
+// empty, numbers round-trip exactly).
+void view_csv(std::ostream& out, const store::ViewTable& t);
+// A view's cell for people: numbers to 6 digits, "-" when absent.
+std::string view_cell(const store::ViewCell& c);
 
 // The display string of one throughput cell (row i of throughput_rows()).
 std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row);

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "trainscope/core/at_load.h"
 #include "trainscope/core/error.h"
 #include "trainscope/instrument/events.h"
 
@@ -77,14 +78,7 @@ std::vector<std::string> load_units_from_environment();
 // Registers a unit while the library or program that defines it loads (in
 // a library that load_units loads, a failure is kept for it to report:
 // nothing may throw through dlopen).
-#define TRAINSCOPE_UNIT(ID, ...)                                 \
-  static const bool trainscope_unit_##ID [[maybe_unused]] = [] { \
-    try {                                                        \
-      ::trainscope::instrument::register_unit(__VA_ARGS__);      \
-    } catch (const std::exception& e) {                          \
-      if (!::trainscope::core::keep_load_error(e.what())) throw; \
-    }                                                            \
-    return true;                                                 \
-  }()
+#define TRAINSCOPE_UNIT(ID, ...) \
+  TRAINSCOPE_AT_LOAD(trainscope_unit_##ID, ::trainscope::instrument::register_unit(__VA_ARGS__))
 
 }  // namespace trainscope::instrument
