@@ -1,0 +1,56 @@
+// drift's torch-free half: its config section, its records' codec and its
+// view (what `trainscope runs view RUN drift` and the dashboard show).
+#include "drift.h"
+
+#include "trainscope/config/section.h"
+#include "trainscope/core/util.h"
+#include "trainscope/store/payload.h"
+#include "trainscope/store/views.h"
+
+namespace trainscope::drift {
+
+TRAINSCOPE_CONFIG_SECTION(
+    drift, config::Section{
+               .name = DriftConfig::kName,
+               .order = 55,
+               .fields = {config::int_key("drift.every", &DriftConfig::every, 0, config::kMaxSteps,
+                                          "Distance of each weight tensor from its initial values, "
+                                          "||w - w0|| / ||w0||, every N steps (0: off)")}});
+
+std::string encode(const Drift& d) {
+  store::PayloadWriter w;
+  w.f64(d.relative).uvarint(static_cast<uint64_t>(d.from_step));
+  return w.take();
+}
+
+Drift decode(const store::Record& r, const std::string& run_uuid) {
+  store::PayloadReader in(
+      r.payload, fmt::format("drift record {} of run {}, step {}", core::escape_for_display(r.key),
+                             core::short_uuid(run_uuid), r.step));
+  Drift d;
+  d.relative = in.f64();
+  d.from_step = static_cast<int64_t>(in.uvarint());
+  in.finish();
+  return d;
+}
+
+namespace {
+
+store::ViewTable read_drift(store::Store& s, const store::RunInfo& run) {
+  store::ViewTable t{{"tensor", "step", "drift", "from_step"}, {}};
+  for (auto& r : s.records(run.uuid, kKind)) {
+    const Drift d = decode(r, run.uuid);
+    t.rows.push_back({std::move(r.key), r.step, d.relative, d.from_step});
+  }
+  return t;
+}
+
+}  // namespace
+
+TRAINSCOPE_VIEW(drift, store::View{.name = "drift",
+                                   .title = "Distance from the initial weights",
+                                   .kind = kKind,
+                                   .read = read_drift,
+                                   .chart = store::ViewChart{.series = "tensor", .y = "drift"}});
+
+}  // namespace trainscope::drift
