@@ -283,6 +283,23 @@ async function probesPage() {
   await page.close();
 }
 
+// A capability's view (src/drift) on the run page: its chart, one line per
+// weight tensor, and its table; no line of the front end names it.
+async function viewsSection() {
+  const page = await open('views', `#/run/${s.views}`,
+    () => document.querySelector('[data-view="drift"] canvas'));
+  const seen = await page.evaluate(() => ({
+    title: [...document.querySelectorAll('section h2')].some((e) => e.textContent === 'Distance from the initial weights'),
+    series: document.querySelectorAll('[data-view="drift"] .u-legend .u-series').length,
+    rows: document.querySelectorAll('[data-view="drift"] table.view-table tbody tr').length,
+  }));
+  // uPlot's legend: the x axis and one entry per tensor (4 weight tensors).
+  if (!seen.title || seen.series !== 5 || seen.rows < 4) fail(`views: ${JSON.stringify(seen)}`);
+  await shot(page, 'views');
+  console.log(`views: drift drawn with ${seen.series - 1} series, ${seen.rows} table rows`);
+  await page.close();
+}
+
 async function studyPages() {
   let page = await open('studies', '#/studies', () => document.querySelectorAll('table tbody tr').length > 0);
   await shot(page, 'studies');
@@ -391,6 +408,7 @@ try {
   await comparePage();
   await profilePage();
   await probesPage();
+  await viewsSection();
   await studyPages();
   await xss();
   await live();

@@ -48,7 +48,9 @@ def fill(ts, configs, work):
 
     # Two epochs: test metrics at two epoch ends, among the steps of train/loss.
     train("run", "--name", "seed-one", "--set", "seeds.master=1", "--set", "train.epochs=2")
-    train("other", "--name", "seed-two", "--set", "seeds.master=2", "--set", "train.epochs=2")
+    # With a capability's view (src/drift): its section on the run page.
+    train("other", "--name", "seed-two", "--set", "seeds.master=2", "--set", "train.epochs=2",
+          "--set", "drift.every=10")
     train("xss_run", "--name", XSS_NAME)
     train("ranks", "--name", "two-ranks", "--nproc", "2", "--set", "dist.bucket_mb=0.1")
     out = run(ts + ["--json", "profile", demo, "--steps", "12", "--name", "profiled",
@@ -173,7 +175,7 @@ def main(argv):
             "runs_total": len(get(srv.base + "/api/runs?limit=1000&nest=parent")[1]["runs"]),
             "run": uuids["run"], "compare": [uuids["run"], uuids["other"]],
             "profile": uuids["profile"], "probes": uuids["probes"], "study": uuids["study"],
-            "xss_run": uuids["xss_run"], "xss_name": XSS_NAME, "ranks": uuids["ranks"],
+            "xss_run": uuids["xss_run"], "views": uuids["other"], "xss_name": XSS_NAME, "ranks": uuids["ranks"],
             # ~9 s of training, a point every step: ~40 flushes to watch arrive.
             "live": {"argv": ts + ["train", demo, "--name", "live-run",
                                    "--set", "train.epochs=8", "--set", "data.train_subset=12800",
