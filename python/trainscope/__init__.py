@@ -63,7 +63,7 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, _text, config, setup
+from trainscope.settings import STREAMS, Seeds, _repr, _settings_lines, _text, config, setup
 
 Error = _trainscope.Error
 
@@ -114,8 +114,7 @@ def _version(dist):
 
 def _shown(value):
     """A value for a message: its repr, cut at 64 characters."""
-    text = repr(value)
-    return text if len(text) <= 64 else text[:61] + "..."
+    return _repr(value)
 
 
 def _utf8(what, text):
@@ -204,7 +203,15 @@ def _scalar(what, value):
                          "log a scalar (a 0-d tensor, .mean(), .item())")
     if tensor and value.is_meta:
         raise ValueError(f"{what} is a tensor on the meta device: it holds no value")
-    return value.detach().item() if tensor else value.item()
+    if tensor and (value.is_nested or value.layout != torch.strided):
+        kind = "nested" if value.is_nested else str(value.layout).replace("torch.", "")
+        raise ValueError(f"{what} is a {kind} tensor: log a dense scalar (a 0-d tensor, "
+                         ".item())")
+    try:
+        return value.detach().item() if tensor else value.item()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{what} cannot be read as one number ({first[:120]})") from None
 
 
 def _whole(what, value):
@@ -290,18 +297,25 @@ if hasattr(os, "register_at_fork"):
 def _status_of(kind):
     """The status of a run a `with` block leaves by an exception of `kind`:
     Ctrl-C killed it; a generator closed by its consumer (GeneratorExit:
-    how Python stops a generator, not an error) stopped it early; anything
-    else failed it."""
+    how Python stops a generator, not an error) or an asyncio task its
+    caller cancelled (CancelledError) stopped it early; anything else
+    failed it."""
     if issubclass(kind, KeyboardInterrupt):
         return "killed"
-    return "stopped" if issubclass(kind, GeneratorExit) else "failed"
+    stops = (GeneratorExit,)
+    asyncio = sys.modules.get("asyncio")  # none imported: no task to cancel
+    if asyncio is not None:
+        stops += (asyncio.CancelledError,)
+    return "stopped" if issubclass(kind, stops) else "failed"
 
 
 def _exit_code(code):
-    """The process's exit status for SystemExit(code), as Python sets it."""
+    """The process's exit status for SystemExit(code), as the parent sees
+    it: Python passes an int to exit(), which keeps its low 8 bits (POSIX),
+    so sys.exit(256) is a status 0; anything but None and an int is 1."""
     if code is None:
         return 0
-    return code if isinstance(code, int) else 1
+    return (code & 0xFF) if isinstance(code, int) else 1
 
 
 def _end_open_runs(status, thread=None):
@@ -523,7 +537,7 @@ class Run:
             sets.append(f"probes.preset={_arg('probes', probes)}")
             if probes_every is not None:
                 sets.append(f"probes.every={_whole('probes_every', probes_every)}")
-        sets += [str(s) for s in (settings or [])]
+        sets += _settings_lines(settings or [], "settings")
         self._watch = Watch(self, model, optimizer, sets)
         if optimizer is not None:
             self._wrap(optimizer)
@@ -629,9 +643,9 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args.command_line = " ".join([sys.executable] + sys.argv)
     args.params = _pairs("param", _mapping("config", config))
     # (args' maps are copies on the C++ side: build them, then assign.)
-    # A model of the script's own: trainscope cannot build it (no replay).
-    args.tags = {"source": "python", "model.custom": "true",
-                 **_pairs("tag", _mapping("tags", tags))}
+    # (The C++ side adds source=python and model.custom=true: a model of the
+    # script's own, which trainscope cannot build, so no replay.)
+    args.tags = _pairs("tag", _mapping("tags", tags))
     own = _pairs("environment", _mapping("environment", environment))
     args.environment = {**python_environment(), **own}
     args.script = args.environment.get("python.script", "")  # its git commit and diff

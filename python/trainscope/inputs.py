@@ -18,6 +18,7 @@ import os
 import torch
 
 from trainscope import _trainscope
+from trainscope.settings import _settings_lines
 
 __all__ = ["TrainerInputs"]
 
@@ -28,9 +29,7 @@ class TrainerInputs:
     initialisation and epoch loader)."""
 
     def __init__(self, config, sets=()):
-        if isinstance(sets, str):
-            raise TypeError("sets is a list of 'key=value' strings, not one string")
-        self._native = _trainscope.TrainerInputs(os.fspath(config), [str(s) for s in sets])
+        self._native = _trainscope.TrainerInputs(os.fspath(config), _settings_lines(sets))
 
     @property
     def params(self):

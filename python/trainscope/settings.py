@@ -37,6 +37,12 @@ def _text(value):
     return str(value)
 
 
+def _repr(value):
+    """A value for a message: its repr, cut at 64 characters."""
+    text = repr(value)
+    return text if len(text) <= 64 else text[:61] + "..."
+
+
 def _flatten(tree, prefix=""):
     """A nested dict as dotted keys ("seeds.master"), values as text."""
     out = {}
@@ -49,9 +55,20 @@ def _flatten(tree, prefix=""):
     return out
 
 
-def _settings_lines(sets):
+def _settings_lines(sets, what="sets"):
+    """`sets` checked: a list (or other iterable, not a str) of "key=value"
+    strings, each one setting; else a TypeError naming `what` and the value
+    (a lone string would be read as its characters). None: $TRAINSCOPE_SET's."""
     if sets is not None:
-        return list(sets)
+        if isinstance(sets, (str, bytes)) or not hasattr(sets, "__iter__"):
+            raise TypeError(f"{what} must be a list of 'key=value' strings, not "
+                             f"{type(sets).__name__} {_repr(sets)}")
+        lines = list(sets)
+        for line in lines:
+            if not isinstance(line, str):
+                raise TypeError(f"{what} holds {type(line).__name__} {_repr(line)}: each "
+                                 "setting is a 'key=value' string")
+        return lines
     text = os.environ.get("TRAINSCOPE_SET", "")
     return [line for line in text.splitlines() if line.strip()]
 
