@@ -13,6 +13,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/monitor/watch.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/run_env.h"
 
 namespace fs = std::filesystem;
@@ -100,6 +101,7 @@ void add_watch(CLI::App& app, Context& ctx) {
     }
     for (const auto& t : pairs->second) {
       auto [k, v] = store::parse_key_value(t, "--tag", "--tag team=vision");
+      if (auto why = store::own_tag_problem(k)) fail(ErrorKind::kUsage, "--tag: {}", *why);
       o->tags[k] = v;
     }
     report_watch(monitor::watch(ctx.store(), *o));

@@ -44,6 +44,8 @@ RunEnvironment read_run_environment() {
   for (const std::string& item : core::split_list(variable("TRAINSCOPE_TAGS"))) {
     auto [k, v] =
         store::parse_key_value(item, "TRAINSCOPE_TAGS", "TRAINSCOPE_TAGS=team=vision,ablation=1");
+    if (auto own = store::own_tag_problem(k))
+      core::fail(core::ErrorKind::kUsage, "TRAINSCOPE_TAGS: {}", *own);
     e.tags[k] = v;
   }
   e.parent = variable("TRAINSCOPE_PARENT");

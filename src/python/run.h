@@ -121,6 +121,10 @@ class PyRun {
     given.parent = a.parent;
     given.command_line = a.command_line;
     given.tags = a.tags;
+    // A Python run's own tags, after the user's were checked (model.custom
+    // is trainscope's: a model of the script's own, which it cannot rebuild).
+    given.tags.emplace("source", "python");
+    given.tags["model.custom"] = "true";
     if (a.record_environment) given.code_path = a.script;
     const ts::instrument::RunIdentity id =
         ts::instrument::resolve_identity(std::move(given), ts::instrument::read_run_environment());

@@ -369,6 +369,7 @@ Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
          "tag key '{}' is not a tag key: give 1 to 256 bytes of UTF-8 text without control "
          "characters, not only blanks",
          core::escape_for_display(key.substr(0, 80)));
+  if (auto own = store::own_tag_problem(key)) fail(ErrorKind::kUsage, "{}", *own);
   if (r.method == "PUT") {
     if (auto why = store::tag_value_problem(key, r.body)) fail(ErrorKind::kUsage, "{}", *why);
     s.set_tag(run.uuid, key, r.body);

@@ -76,8 +76,34 @@ std::optional<std::string> own_metric_problem(std::string_view key) {
       shown_key(key));
 }
 
+std::optional<std::string> own_tag_problem(std::string_view key) {
+  static constexpr std::string_view kOwn[] = {"kind",
+                                              "exit_code",
+                                              "killed_by_signal",
+                                              "resumed_from",
+                                              "torch.threads",
+                                              "fingerprint.hash",
+                                              "git.diff_stored",
+                                              "model.custom",
+                                              "model.flipped_weight",
+                                              "monitor.interval_s",
+                                              "compute.device.resumed_on",
+                                              "output.held_open_by_a_descendant",
+                                              "target_accuracy.reached_at_epoch"};
+  static constexpr std::string_view kOwnPrefixes[] = {"study.",  "watch.",        "dist.",
+                                                      "import.", "metric_lines.", "energy."};
+  bool own = std::find(std::begin(kOwn), std::end(kOwn), key) != std::end(kOwn);
+  for (auto p : kOwnPrefixes) own = own || key.starts_with(p);
+  if (!own) return std::nullopt;
+  return fmt::format(
+      "tag '{}' is one trainscope records itself (kind, exit_code, resumed_from, and study.*, "
+      "watch.*, dist.*, import.*, ...), which its readers act on; tag with another key",
+      shown_key(key));
+}
+
 std::optional<std::string> tag_key_problem(std::string_view key) {
-  return key_refusal("tag key", key);
+  if (auto why = key_refusal("tag key", key)) return why;
+  return own_tag_problem(key);
 }
 
 std::optional<std::string> param_key_problem(std::string_view key) {

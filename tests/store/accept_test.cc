@@ -166,5 +166,22 @@ TEST(AcceptTest, KeyValueItemsOfTheCliFollowTheRule) {
             "--tag: the value of key 'note' is longer than 4096 bytes");
 }
 
+// Issue 51 (seventh hunt, D4): the tags trainscope records itself and acts
+// on are not a user's to set or delete: a study child's study.superseded_by
+// or a run's kind=study made every study reader tell a false story.
+TEST(AcceptTest, TrainscopesOwnTagsAreRefusedToUsers) {
+  for (const char* own : {"kind", "exit_code", "resumed_from", "study.superseded_by",
+                          "study.gave_up", "watch.command", "dist.world_size", "import.sha256",
+                          "metric_lines.parsed", "energy.cpu.source"}) {
+    const auto why = own_tag_problem(own);
+    ASSERT_TRUE(why) << own;
+    EXPECT_NE(why->find("is one trainscope records itself"), std::string::npos) << *why;
+    EXPECT_EQ(tag_key_problem(own), why) << own;
+  }
+  for (const char* mine : {"team", "kinds", "studying", "study", "source", "watcher.x", "model",
+                           "data.file.x"})  // what TrainerInputs.data_tags gives a script
+    EXPECT_EQ(own_tag_problem(mine), std::nullopt) << mine;
+}
+
 }  // namespace
 }  // namespace trainscope::store

@@ -62,8 +62,9 @@ std::string shown_key(std::string_view key);
 // bytes ...". nullopt for a key a run accepts.
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key);
 std::optional<std::string> metric_key_problem(std::string_view key);  // "metric key ..."
-std::optional<std::string> tag_key_problem(std::string_view key);     // "tag key ..."
-std::optional<std::string> param_key_problem(std::string_view key);   // "param ..."
+// "tag key ...", or own_tag_problem's answer: what a user may tag with.
+std::optional<std::string> tag_key_problem(std::string_view key);
+std::optional<std::string> param_key_problem(std::string_view key);  // "param ..."
 // The metric keys trainscope itself records in a run a program or script
 // also logs into (`watch`, a Python run): exit_code and the resource
 // sampler's proc/*, sys/*, gpuN/* and energy/*. A metric line or log() of
@@ -71,6 +72,16 @@ std::optional<std::string> param_key_problem(std::string_view key);   // "param 
 // (...); log it under another key", so that a series holds one writer's
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
+
+// The tags trainscope itself records and its readers act on (`kind`:
+// study, the study's study.*, watch.*, dist.*, import.*, metric_lines.*,
+// energy.*, exit_code, resumed_from, fingerprint.hash, ...; not data.file.*,
+// which a script records from TrainerInputs.data_tags):
+// a user's tag (--tag, $TRAINSCOPE_TAGS, Python, the API's PUT and DELETE)
+// of one is refused, "tag 'kind' is one trainscope records itself (...);
+// tag with another key", so that no reader is told what did not happen;
+// nullopt for any other key.
+std::optional<std::string> own_tag_problem(std::string_view key);
 
 // "the value of param 'lr' is longer than 4096 bytes"; nullopt when it is not.
 std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
