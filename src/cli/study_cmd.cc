@@ -217,6 +217,7 @@ void add_status(CLI::App* study, Context& ctx) {
     if (ctx.json) {
       format::Json j = format::study_status(s);
       j["recorded_nothing"] = s.recorded_nothing;
+      j["gave_up"] = s.gave_up;
       j["set_aside"] = s.set_aside;
       return void(std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n");
     }
@@ -246,6 +247,10 @@ void add_status(CLI::App* study, Context& ctx) {
     if (s.recorded_nothing > 0)
       std::cout << s.recorded_nothing << " failed run(s) recorded nothing: "
                 << core::escape_for_display(s.recorded_nothing_example) << "\n";
+    if (s.gave_up > 0)
+      std::cout << s.gave_up
+                << " planned run(s) given up: " << core::escape_for_display(s.gave_up_example)
+                << "\n";
     if (s.set_aside > 0)
       std::cout << s.set_aside
                 << " run(s) set aside, counted by no reader (older attempts, or runs the plan no "

@@ -347,11 +347,15 @@ class Scheduler {
     } else if (++tries_[end.id] <= spec_.retries && !refused_at_start(end, recorded)) {
       ++p_.retried;
       queue_.push_back(now);
-      report(fmt::format("{} ended ({}), retrying (see {})", end.id, describe(end, recorded), log));
+      report(fmt::format("{} ended ({}{}), retrying (see {})", end.id, describe(end, recorded),
+                         left_unended(end), log));
     } else if (recorded) {
       ++p_.failed;
-      report(fmt::format("{} failed {} times, last {} (see {})", end.id, tries_[end.id],
-                         describe(end, recorded), log));
+      const std::string why = describe(end, recorded) + left_unended(end);
+      const std::string failed = fmt::format("failed {} time{}, last {} (see {})", tries_[end.id],
+                                             tries_[end.id] == 1 ? "" : "s", why, log);
+      give_up(end.id, failed);
+      report(end.id + " " + failed);
     } else {
       failed_unrecorded(end, log);
     }
@@ -368,6 +372,30 @@ class Scheduler {
     supersede_older_attempts(*store_, study_, end.id);
     if (p_.recorded_nothing++ == 0) p_.recorded_nothing_first = end.id + ": " + what;
     report(fmt::format("{} failed {} times: {}", end.id, tries_[end.id], what));
+  }
+
+  // "; its run ... was left killed: ..." when the job's process exited by
+  // itself and its planned run's newest run is neither finished nor failed:
+  // it ended without ending its run (a script's os._exit).
+  std::string left_unended(const JobEnd& end) {
+    if (end.signal != 0) return "";  // killed: the reaper's "killed" says it all
+    const auto runs = attempts(*store_, study_, end.id);
+    if (runs.empty() || runs.back().status == RunStatus::kFinished ||
+        runs.back().status == RunStatus::kFailed)
+      return "";
+    return fmt::format(
+        "; its run {} was left {}: the process ended without ending its run (a `with` block or "
+        "finish() ends it; os._exit skips both)",
+        core::short_uuid(runs.back().uuid), store::to_string(runs.back().status));
+  }
+
+  // Tags the newest run of planned run `name` that is not failed with why
+  // the study gave up on it (kGaveUpTag), so that every reader counts it
+  // failed as this run did.
+  void give_up(const std::string& name, const std::string& why) {
+    const auto runs = attempts(*store_, study_, name);
+    if (!runs.empty() && runs.back().status != RunStatus::kFailed)
+      store_->set_tag(runs.back().uuid, kGaveUpTag, why);
   }
 
   // A training refused before it recorded anything (exit 2: a key the
@@ -532,6 +560,13 @@ RunInfo resolve_study(store::Store& store, const std::string& ref) {
 StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
   store::verify_config(study);  // its runs are planned from it
   auto params = store.params(study.uuid);
+  // A run tagged a study by hand (a store written before own tags were
+  // refused, or planted) has no plan to read.
+  if (!params.count("study.file") || study.config_text.empty())
+    fail(ErrorKind::kUsage,
+         "run {} ({}) is tagged kind=study but `study run` did not record it: it holds no study "
+         "plan",
+         core::short_uuid(study.uuid), core::escape_for_display(study.name));
   return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
 }
 
@@ -615,6 +650,9 @@ void count_planned(store::Store& store, const PlannedAttempts& p, double now, Ce
       if (s.recorded_nothing++ == 0)
         s.recorded_nothing_example = p.planned.name + ": " + it->second;
     }
+  } else if (auto tags = store.tags(r->uuid); tags.count(kGaveUpTag)) {
+    ++c.failed;  // `study run` gave up on it, and said so: failed, as it counted
+    if (s.gave_up++ == 0) s.gave_up_example = p.planned.name + ": " + tags[kGaveUpTag];
   } else {
     ++c.pending;  // stopped or killed: a resume continues or retries it
   }

@@ -168,6 +168,12 @@ inline constexpr const char* kPlannedTag = instrument::kPlannedTag;
 // the attempt ended and where its log is.
 inline constexpr const char* kRecordedNothingTag = "study.recorded_nothing";
 
+// The tag a study sets on the last attempt of a planned run it gave up on
+// (its retries spent) when that attempt's run is not failed (a script that
+// exited without ending its run leaves it killed): every reader counts the
+// planned run failed, and the value says why.
+inline constexpr const char* kGaveUpTag = "study.gave_up";
+
 // One planned run of a study and its runs in the store.
 struct PlannedAttempts {
   PlannedRun planned;
@@ -237,6 +243,10 @@ struct StudyStatus {
   // kRecordedNothingTag), and one such tag's value: what to tell the user.
   int recorded_nothing = 0;
   std::string recorded_nothing_example;
+  // Failed planned runs whose last run is tagged kGaveUpTag, and one such
+  // tag's value.
+  int gave_up = 0;
+  std::string gave_up_example;
   int set_aside = 0;  // StudyRuns::set_aside: children no reader counts
   // Studies run through Slurm: their array jobs and what Slurm's queue
   // holds of them by state (empty once every task ended).
