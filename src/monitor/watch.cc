@@ -65,6 +65,28 @@ void end_left_behind(int sig, double grace_s = 5) {
   }
 }
 
+// After the program exited by itself: the processes it started and left
+// running (`sh -c 'server &'`), re-parented to this process, end with it,
+// as a Slurm step's or a container's do: SIGTERM, then SIGKILL after 5 s
+// (end_left_behind), with a warning naming how many. The run never ends
+// with part of its program still running unwatched, and watch never waits
+// on a daemon. Returns how many were left behind.
+size_t end_what_was_left() {
+  g_child = 0;  // the program's pid is reaped and may be reused: signal no one by it
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  std::vector<int64_t> left = process_tree(getpid());
+  std::erase(left, static_cast<int64_t>(getpid()));
+  if (left.empty()) return 0;
+  core::log_warn(
+      "watch: the program exited but left {} process(es) running (pid {}); they end with it "
+      "(SIGTERM, then SIGKILL after 5 s): a program that runs its work in the background "
+      "must wait for it",
+      left.size(), left.front());
+  end_left_behind(SIGTERM);
+  return left.size();
+}
+
 // Forwards SIGINT, SIGTERM and SIGHUP (the terminal closed) to the child
 // while alive: the program ends as it chooses and its run is recorded,
 // never left running with its program orphaned.
@@ -219,6 +241,7 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   run.set_tag("exit_code", std::to_string(r.exit_code));
   if (r.signal > 0) run.set_tag("killed_by_signal", signal_name(r.signal));
   if (r.output_held) run.set_tag("output.held_open_by_a_descendant", "true");
+  if (r.left_behind > 0) run.set_tag("watch.left_behind", std::to_string(r.left_behind));
   r.metric_lines = parser.parsed();
   r.malformed_lines = parser.malformed();
   r.overlong_lines = parser.overlong();
@@ -300,7 +323,10 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
     std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
                       std::ref(parser), std::ref(mu), std::ref(drain));
     r.exit_code = wait_exit_code(pid, r.signal);
-    if (g_forwarded != 0) end_left_behind(g_forwarded);
+    if (g_forwarded != 0)
+      end_left_behind(g_forwarded);
+    else
+      r.left_behind = end_what_was_left();
     drain.exited_at = core::monotonic_now();
     t_out.join();
     t_err.join();

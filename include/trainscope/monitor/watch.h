@@ -158,6 +158,9 @@ struct WatchResult {
   // A process the program started still held its output a second after it
   // exited: not waited for (tag output.held_open_by_a_descendant).
   bool output_held = false;
+  // Processes the program started and left running when it exited: ended
+  // with it, SIGTERM then SIGKILL after 5 s (tag watch.left_behind).
+  size_t left_behind = 0;
   int64_t samples = 0;
   int64_t metric_lines = 0, malformed_lines = 0;
   int64_t param_lines = 0;     // lines that set params

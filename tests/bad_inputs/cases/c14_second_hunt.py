@@ -40,9 +40,10 @@ CASES = [
     ("a Model Card written to a full device", "$TS card lm -o /dev/full"),
     ("a study's output folder under a file", "$TS study run $DIR/logs.yaml --logs $DIR/good.yaml/logs"),
     # watch.
-    ("a program that leaves a background child holding its output (not waited for)",
+    # (Since the seventh hunt, D5: what it leaves running ends with it.)
+    ("a program that leaves a background child holding its output (ended with it)",
      "$TS watch --name held -- sh -c 'sleep 3 & echo started' 2>&1 > /dev/null | "
-     "grep -q 'still held its output' && $TS runs show held | grep -q 'output.held_open_by'",
+     "grep -q 'left 1 process(es) running' && $TS runs show held | grep -q 'watch.left_behind'",
      {"ok": True}),
     ("a program killed by a signal", "$TS -q watch --name segv -- sh -c 'kill -SEGV $$'"),
     # Readers: a stale run ends at its last heartbeat; diff reads only.
