@@ -75,8 +75,12 @@ std::string fmt_int_list(const std::vector<int64_t>& v) {
 int64_t parse_int(const std::string& key, const std::string& v, const std::string& range) {
   int64_t out = 0;
   auto r = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (r.ptr == v.data() + v.size() && r.ec == std::errc::result_out_of_range)
+  if (r.ptr == v.data() + v.size() && r.ec == std::errc::result_out_of_range) {
+    // Past int64's top: ">= 0" alone would refuse a value that is >= 0.
+    if (v.front() != '-' && range.starts_with(">="))
+      fail(ErrorKind::kUsage, "{} must be {} and at most {} (got {})", key, range, kMaxInt, v);
     fail(ErrorKind::kUsage, "{} must be {} (got {})", key, range, v);
+  }
   if (r.ec != std::errc() || r.ptr != v.data() + v.size())
     fail(ErrorKind::kUsage, "{}: expected an integer, got '{}'", key, v);
   return out;

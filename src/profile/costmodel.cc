@@ -110,6 +110,48 @@ std::string CostModel::to_json() const {
       .dump(2);
 }
 
+namespace {
+
+// A fit's coefficients are non-negative microseconds per unit of a feature
+// (NNLS); one past this is no fit's but a file edited or damaged.
+constexpr double kMaxCoefficient = 1e9;
+constexpr int kMaxLanes = 256;  // float32 lanes: 16 on AVX-512, 64 on a 2048-bit SVE
+
+[[noreturn]] void bad_model(const std::string& what) {
+  fail(ErrorKind::kUsage, "cost model file: {}; fit the cost model again", what);
+}
+
+void check_coefficients(const std::string& what, const std::vector<double>& c, size_t n) {
+  if (c.size() != n)
+    bad_model(
+        fmt::format("{} has {} coefficients, not the {} its features need", what, c.size(), n));
+  for (size_t i = 0; i < c.size(); ++i)
+    if (!std::isfinite(c[i]) || c[i] < 0 || c[i] > kMaxCoefficient)
+      bad_model(fmt::format("coefficient {} of {} is {}: a fit gives a finite number from 0 to {}",
+                            i, what, core::format_double(c[i]), kMaxCoefficient));
+}
+
+// Every number a prediction reads, and the features it assumes, as the
+// fit wrote them (to_json): a file is untrusted bytes.
+void check_model(const CostModel& m, const nlohmann::json& j) {
+  const nlohmann::json written = nlohmann::json::parse(m.to_json());
+  for (const char* names : {"compute_features", "update_features", "overhead_features"})
+    if (j.at(names) != written.at(names))
+      bad_model(
+          fmt::format("{} are {}, not {}", names, j.at(names).dump(), written.at(names).dump()));
+  if (m.lanes < 1 || m.lanes > kMaxLanes)
+    bad_model(fmt::format("simd_float_lanes is {}, not from 1 to {}", m.lanes, kMaxLanes));
+  if (m.samples < 0 || m.threads < 0) bad_model("samples and threads must be 0 or more");
+  const size_t compute = compute_features(LayerInfo{}, 1).size();
+  for (const auto& [type, c] : m.coef)
+    check_coefficients("type " + core::escape_for_display(type), c, compute);
+  check_coefficients("generic", m.generic, compute);
+  check_coefficients("update", m.update, update_features(LayerInfo{}).size());
+  check_coefficients("overhead", m.overhead, overhead_features({}).size());
+}
+
+}  // namespace
+
 CostModel CostModel::from_json(const std::string& text) {
   CostModel m;
   core::check_json_nesting(text, "the cost model");
@@ -126,6 +168,7 @@ CostModel CostModel::from_json(const std::string& text) {
     m.samples = j.value("samples", int64_t{0});
     m.threads = j.value("threads", int64_t{0});
     m.lanes = j.at("simd_float_lanes").get<int>();
+    check_model(m, j);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::kUsage, "cost model file is not valid ({}); fit the cost model again",
          e.what());

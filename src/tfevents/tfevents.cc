@@ -196,10 +196,12 @@ std::string_view next_record(const std::filesystem::path& file, std::string_view
 }
 
 // A tensor's only element widened to double, if it is one float or double.
+// One element is a shape of 1s only: a product of the dims could wrap
+// (7 x 0x6DB6DB6DB6DB6DB7) or take two negatives for a 1.
 std::optional<double> tensor_scalar(const pb::TensorProto& t) {
-  int64_t elements = 1;
-  for (const auto& d : t.tensor_shape().dim()) elements *= d.size();
-  if (elements != 1 || t.tensor_shape().unknown_rank()) return std::nullopt;
+  if (t.tensor_shape().unknown_rank()) return std::nullopt;
+  for (const auto& d : t.tensor_shape().dim())
+    if (d.size() != 1) return std::nullopt;
   const std::string& raw = t.tensor_content();
   if (t.dtype() == pb::DT_DOUBLE) {
     if (t.double_val_size() == 1) return t.double_val(0);

@@ -36,19 +36,34 @@ def _field(number, kind, payload):
     return _varint(number << 3 | kind) + payload
 
 
-def _event(step, tag, value, wall=1.7e9):
+def _ld(number, payload):
+    return _field(number, 2, _varint(len(payload)) + payload)
+
+
+def _tensor(value, dims):
+    """A scalars-plugin Summary.Value's metadata and a float TensorProto of
+    shape DIMS (any int64s) holding VALUE once, as tf.summary.scalar writes."""
+    shape = b"".join(_ld(2, _field(1, 0, _varint(d))) for d in dims)
+    proto = _field(1, 0, _varint(1)) + _ld(2, shape) + _ld(5, struct.pack("<f", value))
+    return _ld(9, _ld(1, _ld(1, b"scalars"))) + _ld(8, proto)
+
+
+def _event(step, tag, value, wall=1.7e9, dims=None):
     """A TensorBoard Event: wall_time, step, one simple_value scalar (a
-    tag of bytes is written as it is: not UTF-8, say)."""
+    tag of bytes is written as it is: not UTF-8, say); with DIMS, the value
+    as a scalars-plugin tensor of that shape instead."""
     tag = tag if isinstance(tag, bytes) else tag.encode()
-    v = _field(1, 2, _varint(len(tag)) + tag) + _field(2, 5, struct.pack("<f", value))
+    body = _field(2, 5, struct.pack("<f", value)) if dims is None else _tensor(value, dims)
+    v = _field(1, 2, _varint(len(tag)) + tag) + body
     summary = _field(1, 2, _varint(len(v)) + v)
     return (_field(1, 1, struct.pack("<d", wall)) + _field(2, 0, _varint(step)) +
             _field(5, 2, _varint(len(summary)) + summary))
 
 
 def write_event_file(path, scalars):
-    """An event file at PATH of (step, tag, value) or (step, tag, value,
-    wall_time) scalars, framed as TFRecords."""
+    """An event file at PATH of (step, tag, value), (step, tag, value,
+    wall_time) or (step, tag, value, wall_time, dims) scalars, framed as
+    TFRecords."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "wb") as f:
         for scalar in scalars:
