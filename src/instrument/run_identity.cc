@@ -83,19 +83,33 @@ std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIden
   return parent;
 }
 
-std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
-                                              const RunIdentity& id,
-                                              std::optional<env::Manifest> environment) {
-  const std::optional<store::RunInfo> parent = admitted_parent(*store, id);
+namespace {
+
+// The run `id` names, its parent aside.
+store::NewRun new_run_of(const RunIdentity& id) {
   store::NewRun nr;
   nr.experiment = !id.experiment.empty()           ? id.experiment
                   : !id.default_experiment.empty() ? id.default_experiment
                                                    : "default";
   nr.name = name_of(id);
   nr.unique_name = id.name.empty() && id.unique_default;
-  if (parent) nr.parent_uuid = parent->uuid;
   nr.command_line = id.command_line;
   nr.config_text = id.config_text.empty() && id.planned ? *id.planned : id.config_text;
+  return nr;
+}
+
+}  // namespace
+
+std::unique_ptr<store::RunRecorder> start_unrecorded_run(const RunIdentity& id) {
+  return store::RunRecorder::unrecorded(new_run_of(id));
+}
+
+std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
+                                              const RunIdentity& id,
+                                              std::optional<env::Manifest> environment) {
+  const std::optional<store::RunInfo> parent = admitted_parent(*store, id);
+  store::NewRun nr = new_run_of(id);
+  if (parent) nr.parent_uuid = parent->uuid;
   auto run = store::RunRecorder::start(std::move(store), nr);
   for (const auto& [k, v] : id.tags) run->set_tag(k, v);
   if (id.planned && parent) run->set_tag(kPlannedTag, core::sha256_hex(*id.planned));

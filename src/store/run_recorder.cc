@@ -39,6 +39,12 @@ std::unique_ptr<RunRecorder> RunRecorder::attach(std::shared_ptr<Store> store,
   return std::unique_ptr<RunRecorder>(new RunRecorder(std::move(store), std::move(*info), options));
 }
 
+std::unique_ptr<RunRecorder> RunRecorder::unrecorded(const NewRun& run) {
+  auto r = start(Store::open({.uri = "sqlite::memory:"}), run);
+  r->discard_ = true;  // before anyone else holds it
+  return r;
+}
+
 RunRecorder::RunRecorder(std::shared_ptr<Store> store, RunInfo info, RecorderOptions options)
     : store_(std::move(store)),
       info_(std::move(info)),
@@ -66,6 +72,7 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step) {
 }
 
 void RunRecorder::log_metric(std::string_view key, double value, int64_t step, double wall_time) {
+  if (discard_) return;
   std::lock_guard lock(mu_);
   if (deleted_ || !lease_lost_.empty()) return;
   auto it = key_ids_.find(key);
@@ -83,6 +90,7 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step, d
 
 void RunRecorder::log_record(std::string_view kind, Record record) {
   check_record_kind(kind);
+  if (discard_) return;
   std::lock_guard lock(mu_);
   if (deleted_ || !lease_lost_.empty()) return;
   records_.emplace_back(std::string(kind), std::move(record));

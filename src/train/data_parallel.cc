@@ -34,6 +34,7 @@ std::optional<dist::Rank> join_data_parallel(
   options.gradient_sync = rank->sync;
   if (rank->process_root) options.process_root = rank->process_root;
   if (!rank->records) {
+    options.record = false;  // rank 0 records the run
     options.write_checkpoints = false;
     options.record_environment = false;
     options.evaluate = false;

@@ -184,7 +184,7 @@ void check_bf16(const config::Config& cfg, const torch::Device& device) {
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
   // A parent that refuses the run (a study: a run it does not plan) does
   // before the data loads.
-  if (options_.resume.empty()) instrument::admitted_parent(*store_, options_);
+  if (options_.record && options_.resume.empty()) instrument::admitted_parent(*store_, options_);
   // The run's experiment (given, or the environment's) is its config's.
   if (!options_.experiment.empty()) config_.run.experiment = options_.experiment;
   auto s = std::make_unique<Session>(config_);
@@ -281,7 +281,8 @@ void Trainer::open_run(Session& s) {
   id.config_text = config_text;
   std::optional<env::Manifest> environment;
   if (options_.record_environment) environment = env::capture_run_environment(s.data.files);
-  s.run = instrument::start_run(store_, id, std::move(environment));
+  s.run = options_.record ? instrument::start_run(store_, id, std::move(environment))
+                          : instrument::start_unrecorded_run(id);
   if (!s.flipped.empty()) s.run->set_tag("model.flipped_weight", s.flipped);
   s.run->set_params(config::flatten(s.cfg));
   s.run->set_tag("torch.threads", std::to_string(torch::get_num_threads()));

@@ -68,6 +68,32 @@ TEST(RunRecorderTest, LogsEverythingAndFinishes) {
   EXPECT_EQ(store->params(uuid).at("lr"), "0.1");
 }
 
+// What a data-parallel rank > 0 trains with (issue 47): nothing it logs
+// is kept, so its memory stays flat; what a unit reads back of its own run
+// (params, tags) is there.
+TEST(RunRecorderTest, AnUnrecordedRecorderKeepsNoPointAndNoRecord) {
+  auto r = RunRecorder::unrecorded({.experiment = "e", .name = "rank1"});
+  EXPECT_FALSE(r->recording());
+  for (int64_t step = 0; step < 100000; ++step) {
+    r->log_metric("loss", 1.0 / static_cast<double>(step + 1), step);
+    r->log_record("fingerprints", {"", step, 0, std::string(64, 'x')});
+  }
+  EXPECT_THROW(r->log_record("Not A Kind", {}), Error);  // the same rule as a recording one
+  r->set_tag("t", "v");
+  r->set_params({{"optimizer.lr", "0.1"}});
+  r->flush();
+  EXPECT_EQ(r->stats().points_logged, 0);
+  EXPECT_EQ(r->stats().points_flushed, 0);
+  EXPECT_TRUE(r->store().metric_summaries(r->uuid()).empty());
+  EXPECT_TRUE(r->store().record_kinds(r->uuid()).empty());
+  EXPECT_EQ(r->store().tags(r->uuid()).at("t"), "v");
+  EXPECT_EQ(r->store().params(r->uuid()).at("optimizer.lr"), "0.1");
+  r->end();
+  EXPECT_EQ(r->store().find_run(r->uuid())->status, RunStatus::kFinished);
+  auto recording = RunRecorder::start(Store::open({.uri = "sqlite::memory:"}), {.name = "r0"});
+  EXPECT_TRUE(recording->recording());
+}
+
 TEST(RunRecorderTest, WriterFlushesWithoutBeingAsked) {
   TempDir dir;
   auto store = open_at(dir / "t.db");

@@ -52,8 +52,9 @@ struct Rank {
   // environment manifest, evaluates and writes checkpoints. The others do
   // none of it.
   bool records = false;
-  // The store this rank's run goes to: options.store()'s for rank 0,
-  // unrecorded_store() for the others.
+  // The store this rank's run goes to: options.store()'s for rank 0; null
+  // for the others, which train with a recorder that records nothing
+  // (TrainOptions::record false, store::RunRecorder::unrecorded).
   std::shared_ptr<store::Store> store;
   // Ranks > 0 of a resumed run: the checkpoint file rank 0 resumes from,
   // to start from (its weights, optimizer state and position); else "".
@@ -73,13 +74,5 @@ struct Rank {
 // dist.nproc, and what World's constructor and the callbacks throw. Call
 // it on the thread that trains, once per process.
 std::optional<Rank> join_rank(config::Config& config, const RankOptions& options);
-
-// The store a rank other than 0 records into: nothing it holds outlives
-// it. Today a private in-memory SQLite store (sqlite::memory:, its
-// artifacts in a temporary folder it removes when closed): the trainer,
-// its recorder and the units write a run as on rank 0, and the store
-// interface has no backend that keeps nothing. A new store each call;
-// throws what Store::open throws.
-std::shared_ptr<store::Store> unrecorded_store();
 
 }  // namespace trainscope::dist

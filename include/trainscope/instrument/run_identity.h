@@ -126,6 +126,11 @@ std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIden
 std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
                                               const RunIdentity& id,
                                               std::optional<env::Manifest> environment = {});
+// The run of a process that trains what another records (a data-parallel
+// rank > 0: rank 0 records the run): the same name, experiment and config,
+// a recorder that records nothing (store::RunRecorder::unrecorded), no
+// parent looked up, no store touched. Throws what unrecorded throws.
+std::unique_ptr<store::RunRecorder> start_unrecorded_run(const RunIdentity& id);
 
 // How a kind of parent run (its tag kind=KIND) admits a child: throws (an
 // Error saying why) to refuse `name` as a child of `parent`.

@@ -64,6 +64,15 @@ class RunRecorder {
   static std::unique_ptr<RunRecorder> attach(std::shared_ptr<Store> store, std::string_view uuid,
                                              RecorderOptions options = {});
 
+  // A recorder that records nothing, for a process that trains a run
+  // another records (a data-parallel rank > 0: rank 0 records the run).
+  // Metric points and records are dropped as they are logged, so its
+  // memory stays flat however long it trains; params, tags, the
+  // environment and artifacts go to a private in-memory store of its own,
+  // so that a unit reading back its own run (metrics, fingerprint) finds
+  // what it set. recording() is false. Throws what Store::open throws.
+  static std::unique_ptr<RunRecorder> unrecorded(const NewRun& run);
+
   // Ends the run if end() was not called: "finished" normally, "failed" when
   // destroyed during stack unwinding.
   ~RunRecorder();
@@ -74,6 +83,8 @@ class RunRecorder {
   // is.
   const RunInfo& info() const { return info_; }
   const std::string& uuid() const { return info_.uuid; }
+  // False for an unrecorded() recorder: what it is given is kept nowhere.
+  bool recording() const { return !discard_; }
 
   // Buffers one point, stamped with the current wall time. Never blocks on I/O.
   void log_metric(std::string_view key, double value, int64_t step);
@@ -150,6 +161,7 @@ class RunRecorder {
   RunInfo info_;
   RecorderOptions options_;
   int uncaught_at_start_;
+  bool discard_ = false;  // unrecorded(): set before the recorder is handed out
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable wake_;

@@ -48,6 +48,10 @@ struct TrainOptions : instrument::RunIdentity {
   // RNG, position) instead of from scratch; used to replay steps.
   std::string init_checkpoint;
   bool record_environment = true;  // capture the environment manifest (and the code)
+  // Record the run into the trainer's store. False: train with a recorder
+  // that records nothing (store::RunRecorder::unrecorded), the trainer's
+  // store never touched (it may be null): a data-parallel rank > 0.
+  bool record = true;
   // Data-parallel (dist/): this process trains shard `shard` of `shards`
   // of every batch; only one rank writes checkpoints.
   int64_t shard = 0, shards = 1;

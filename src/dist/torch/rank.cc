@@ -61,16 +61,11 @@ std::optional<Rank> join_rank(config::Config& cfg, const RankOptions& options) {
     if (rv->source == "launcher") rank.process_root = getppid();
   } else {
     if (core::verbosity() == core::Verbosity::kNormal) core::set_verbosity(core::Verbosity::kQuiet);
-    rank.store = unrecorded_store();
     rank.init_checkpoint = world.get("checkpoint");
   }
   rank.sync = std::make_shared<ReplicaSync>(
       rank.world, options.stop_requested ? options.stop_requested : stop_on_signals());
   return rank;
-}
-
-std::shared_ptr<store::Store> unrecorded_store() {
-  return store::Store::open({.uri = "sqlite::memory:"});
 }
 
 }  // namespace trainscope::dist
