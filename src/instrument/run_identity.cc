@@ -100,6 +100,16 @@ store::NewRun new_run_of(const RunIdentity& id) {
 
 }  // namespace
 
+store::RunInfo record_planned_failure(store::Store& store, const std::string& parent,
+                                      const std::string& experiment, const std::string& name,
+                                      const std::string& tag, const std::string& why) {
+  const store::RunInfo r =
+      store.create_run({.experiment = experiment, .name = name, .parent_uuid = parent});
+  store.set_tag(r.uuid, tag, why);
+  store.set_status(r.uuid, store::RunStatus::kFailed);
+  return r;
+}
+
 std::unique_ptr<store::RunRecorder> start_unrecorded_run(const RunIdentity& id) {
   return store::RunRecorder::unrecorded(new_run_of(id));
 }

@@ -132,15 +132,6 @@ std::string nothing_recorded(const JobEnd& e, bool command) {
          "`trainscope train CONFIG`";
 }
 
-// The failed run that stands for planned run `name` when its last attempt
-// recorded none: readers count it failed (study_runs).
-void record_nothing(store::Store& s, const StudySpec& spec, const std::string& study,
-                    const std::string& name, const std::string& what) {
-  const RunInfo r = s.create_run({.experiment = spec.name, .name = name, .parent_uuid = study});
-  s.set_tag(r.uuid, kRecordedNothingTag, what);
-  s.set_status(r.uuid, RunStatus::kFailed);
-}
-
 std::string log_name(const std::string& run_name) {
   std::string n = run_name;
   for (char& c : n)
@@ -368,7 +359,10 @@ class Scheduler {
     ++p_.failed;
     const std::string what =
         fmt::format("{} (see {})", nothing_recorded(end, !spec_.command.empty()), log);
-    record_nothing(*store_, spec_, study_, end.id, what);
+    // The failed run in its place, made by the run owner: readers count it
+    // failed (study_runs).
+    instrument::record_planned_failure(*store_, study_, spec_.name, end.id, kRecordedNothingTag,
+                                       what);
     supersede_older_attempts(*store_, study_, end.id);
     if (p_.recorded_nothing++ == 0) p_.recorded_nothing_first = end.id + ": " + what;
     report(fmt::format("{} failed {} times: {}", end.id, tries_[end.id], what));

@@ -126,6 +126,15 @@ std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIden
 std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> store,
                                               const RunIdentity& id,
                                               std::optional<env::Manifest> environment = {});
+// The failed run that stands for a planned child of `parent` (a study's
+// planned run `name`, in `experiment`) whose process ended without
+// recording any run, so that every reader counts it failed: created ended,
+// with tag `tag` set to `why`. The one place besides start_run that makes
+// a run. Throws what the store throws.
+store::RunInfo record_planned_failure(store::Store& store, const std::string& parent,
+                                      const std::string& experiment, const std::string& name,
+                                      const std::string& tag, const std::string& why);
+
 // The run of a process that trains what another records (a data-parallel
 // rank > 0: rank 0 records the run): the same name, experiment and config,
 // a recorder that records nothing (store::RunRecorder::unrecorded), no
