@@ -18,27 +18,27 @@ struct ViewArgs {
 };
 
 // The views the run holds records of: name, title, records.
-void list_views(store::Store& s, const store::RunInfo& r, bool json) {
+void list_views(store::Store& s, const store::RunInfo& r, bool json, std::ostream& out) {
   const auto kinds = s.record_kinds(r.uuid);
   const auto views = store::views_of(s, r.uuid);
   if (json) {
     format::Json arr = format::Json::array();
     for (const auto& v : views)
       arr.push_back({{"name", v.name}, {"title", v.title}, {"records", kinds.at(v.kind)}});
-    std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    out << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   if (views.empty()) {
     std::string all;
     for (const auto& v : store::views()) all += (all.empty() ? "" : ", ") + v.name;
-    std::cout << fmt::format("run {} holds no capability's view (the views: {})\n",
-                             core::short_uuid(r.uuid), all.empty() ? "none" : all);
+    out << fmt::format("run {} holds no capability's view (the views: {})\n",
+                       core::short_uuid(r.uuid), all.empty() ? "none" : all);
     return;
   }
   Table t({"VIEW", "TITLE", "RECORDS"});
   t.align_right(2);
   for (const auto& v : views) t.add_row({v.name, v.title, std::to_string(kinds.at(v.kind))});
-  t.print(std::cout);
+  t.print(out);
 }
 
 void print_view(store::Store& s, const store::RunInfo& r, const ViewArgs& a, bool json) {
@@ -84,7 +84,8 @@ void add_view_command(CLI::App* runs, Context& ctx) {
   cmd->callback([&ctx, a] {
     auto store = ctx.reader();
     const store::RunInfo r = store->resolve_run(a->run);
-    if (a->name.empty()) return list_views(*store, r, ctx.json);
+    if (a->name.empty())
+      return write_output(a->out, [&](std::ostream& o) { list_views(*store, r, ctx.json, o); });
     print_view(*store, r, *a, ctx.json);
   });
 }

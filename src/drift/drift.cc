@@ -3,7 +3,9 @@
 #include "drift.h"
 
 #include "trainscope/config/section.h"
+#include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/payload.h"
 #include "trainscope/store/views.h"
 
@@ -29,8 +31,18 @@ Drift decode(const store::Record& r, const std::string& run_uuid) {
                              core::short_uuid(run_uuid), r.step));
   Drift d;
   d.relative = in.f64();
-  d.from_step = static_cast<int64_t>(in.uvarint());
+  const uint64_t from = in.uvarint();
   in.finish();
+  // What a recorder writes: a step a run accepts, measured from a step at
+  // or before it, a distance of 0 or more. Anything else is no drift's.
+  if (store::record_problem(kKind, r.key, r.step) || from > static_cast<uint64_t>(r.step) ||
+      !(d.relative >= 0))
+    core::fail(core::ErrorKind::kStore,
+               "drift record {} of run {}, step {}: from step {}, distance {} cannot be; the "
+               "store is damaged",
+               core::escape_for_display(r.key), core::short_uuid(run_uuid), r.step, from,
+               core::format_double(d.relative));
+  d.from_step = static_cast<int64_t>(from);
   return d;
 }
 

@@ -31,7 +31,9 @@ struct Drift {
 };
 
 // The payload of a record (f64 relative, uvarint from_step), and back;
-// decode throws Error(kStore) naming the record for a damaged one.
+// decode throws Error(kStore) naming the record for a damaged one (a cut
+// payload, a step no run takes, a from_step past its step, a negative
+// or NaN distance).
 std::string encode(const Drift& d);
 Drift decode(const store::Record& r, const std::string& run_uuid);
 

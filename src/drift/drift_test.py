@@ -88,7 +88,12 @@ try:
     page = get(f"/api/runs/{uuid}")
     assert page["views"] == [{"name": "drift", "title": "Distance from the initial weights"}]
     served = get(f"/api/runs/{uuid}/views/drift")
-    assert served == {k: v for k, v in view.items() if k != "run"}, served.keys()
+    assert served == {**{k: v for k, v in view.items() if k != "run"},
+                      "total_rows": len(rows), "sampled": False}, served.keys()
+    # A chart's sample: every k-th row, saying so.
+    few = get(f"/api/runs/{uuid}/views/drift?max_rows=5")
+    assert few["sampled"] and few["total_rows"] == len(rows) and 1 < len(few["rows"]) <= 5, few
+    assert few["rows"][0] == rows[0] and all(r in rows for r in few["rows"]), (few["rows"], rows[:3])
     try:
         get(f"/api/runs/{uuid}/views/nope")
         raise AssertionError("an unknown view was served")

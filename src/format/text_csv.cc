@@ -42,7 +42,9 @@ std::string cell_text(const store::ViewCell& c, bool csv) {
         else if constexpr (std::is_same_v<T, int64_t>)
           return std::to_string(x);
         else
-          return csv ? csv_field(x) : x;
+          // No control byte raw, in CSV either: a key the rule refuses may
+          // still be in a store written by hand.
+          return csv ? csv_field(core::escape_for_display(x)) : x;
       },
       c);
 }

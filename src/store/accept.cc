@@ -76,6 +76,24 @@ std::optional<std::string> own_metric_problem(std::string_view key) {
       shown_key(key));
 }
 
+std::optional<std::string> record_problem(std::string_view kind, std::string_view key,
+                                          int64_t step) {
+  std::string why;
+  if (key.size() > kMaxRecordKeyBytes)
+    why = fmt::format("is {} bytes, over {}", key.size(), kMaxRecordKeyBytes);
+  else if (core::valid_utf8(key) != key)
+    why = "is not UTF-8 text";
+  else if (holds_control(key))
+    why = "holds a control character";
+  if (!why.empty())
+    return fmt::format("record key '{}' of kind {} {}", shown_key(key),
+                       core::escape_for_display(kind), why);
+  if (auto s = step_problem(step))
+    return fmt::format("record '{}' of kind {}: step {}", shown_key(key),
+                       core::escape_for_display(kind), *s);
+  return std::nullopt;
+}
+
 std::optional<std::string> own_tag_problem(std::string_view key) {
   static constexpr std::string_view kOwn[] = {"kind",
                                               "exit_code",
@@ -89,15 +107,16 @@ std::optional<std::string> own_tag_problem(std::string_view key) {
                                               "monitor.interval_s",
                                               "compute.device.resumed_on",
                                               "output.held_open_by_a_descendant",
-                                              "target_accuracy.reached_at_epoch"};
-  static constexpr std::string_view kOwnPrefixes[] = {"study.",  "watch.",        "dist.",
-                                                      "import.", "metric_lines.", "energy."};
+                                              "target_accuracy.reached_at_epoch",
+                                              "rerun_of"};
+  static constexpr std::string_view kOwnPrefixes[] = {
+      "study.", "watch.", "dist.", "import.", "metric_lines.", "energy.", "slurm."};
   bool own = std::find(std::begin(kOwn), std::end(kOwn), key) != std::end(kOwn);
   for (auto p : kOwnPrefixes) own = own || key.starts_with(p);
   if (!own) return std::nullopt;
   return fmt::format(
       "tag '{}' is one trainscope records itself (kind, exit_code, resumed_from, and study.*, "
-      "watch.*, dist.*, import.*, ...), which its readers act on; tag with another key",
+      "watch.*, dist.*, import.*, slurm.*, ...), which its readers act on; tag with another key",
       shown_key(key));
 }
 

@@ -90,6 +90,9 @@ void RunRecorder::log_metric(std::string_view key, double value, int64_t step, d
 
 void RunRecorder::log_record(std::string_view kind, Record record) {
   check_record_kind(kind);
+  // Refused now, naming it, rather than at a flush that fails the run.
+  if (auto why = record_problem(kind, record.key, record.step))
+    throw core::Error(*why, core::ErrorKind::kUsage);
   if (discard_) return;
   std::lock_guard lock(mu_);
   if (deleted_ || !lease_lost_.empty()) return;

@@ -6,6 +6,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/payload.h"
 
 namespace trainscope::store {
@@ -105,6 +106,9 @@ ViewTable read_number_records(Store& store, const RunInfo& run, const std::strin
                                             core::short_uuid(run.uuid), r.step));
     const double v = in.f64();
     in.finish();
+    if (auto why = record_problem(kind, r.key, r.step))
+      core::fail(ErrorKind::kStore, "{} of run {}; the store is damaged", *why,
+                 core::short_uuid(run.uuid));
     t.rows.push_back({std::move(r.key), r.step, v});
   }
   return t;

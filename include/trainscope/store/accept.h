@@ -73,6 +73,14 @@ std::optional<std::string> param_key_problem(std::string_view key);  // "param .
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
 
+// What is wrong with a capability's record (RunRecorder::log_record), as a
+// whole message naming its kind: a key over kMaxRecordKeyBytes, not UTF-8
+// or holding a control character (it reaches a view's table, CSV and JSON;
+// an empty key is a run's one record of its kind), or a step outside
+// step_problem's range; nullopt for a record a run accepts.
+std::optional<std::string> record_problem(std::string_view kind, std::string_view key,
+                                          int64_t step);
+
 // The tags trainscope itself records and its readers act on (`kind`:
 // study, the study's study.*, watch.*, dist.*, import.*, metric_lines.*,
 // energy.*, exit_code, resumed_from, fingerprint.hash, ...; not data.file.*,

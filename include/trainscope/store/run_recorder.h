@@ -93,7 +93,8 @@ class RunRecorder {
 
   // Buffers a capability's record of `kind` (Store::append_records);
   // written with the metrics, by kind in the order logged. Never blocks on
-  // I/O. Throws Error(kUsage) for a kind check_record_kind refuses.
+  // I/O. Throws Error(kUsage) for a kind check_record_kind refuses, and for
+  // a key or step record_problem (accept.h) refuses.
   void log_record(std::string_view kind, Record record);
   // Writes through to Store::set_environment now (not buffered); throws what
   // it throws, LeaseLost noted as described above.

@@ -7,7 +7,9 @@
 #include <string>
 
 #include "../drift.h"
+#include "trainscope/core/log.h"
 #include "trainscope/instrument/unit.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::drift {
 namespace {
@@ -20,6 +22,12 @@ class DriftObserver : public instrument::TrainObserver {
     from_step_ = ctx.first_step;
     for (const auto& p : ctx.model.named_parameters()) {
       if (p.value().dim() < 2) continue;  // weights, not biases or norms' scales
+      // A name no record key can hold (a Python model's parameter of 600
+      // bytes, or one with a control character): left out, said once.
+      if (auto why = store::record_problem(kKind, p.key(), 0)) {
+        core::log_warn("drift: {}: that tensor is not measured", *why);
+        continue;
+      }
       torch::Tensor w0 = p.value().detach().clone();
       const double norm = w0.norm().item<double>();
       if (norm > 0) origin_.emplace(p.key(), Origin{std::move(w0), norm});
