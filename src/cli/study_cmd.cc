@@ -194,7 +194,8 @@ void add_task(CLI::App* study, Context& ctx) {
 
 // "Slurm (jobs 12, 15): 2 RUNNING, 3 PENDING" beside the store's counts.
 void print_slurm(const study::StudyStatus& s) {
-  std::cout << "Slurm (array jobs " << fmt::format("{}", fmt::join(s.slurm_jobs, ", ")) << "): ";
+  std::cout << "Slurm (array jobs "
+            << core::escape_for_display(fmt::format("{}", fmt::join(s.slurm_jobs, ", "))) << "): ";
   if (!s.slurm_error.empty()) {
     std::cout << "cannot ask: " << core::terminal_text(s.slurm_error) << "\n";
   } else if (s.slurm_queue.empty()) {

@@ -121,6 +121,32 @@ constexpr int kMaxLanes = 256;  // float32 lanes: 16 on AVX-512, 64 on a 2048-bi
   fail(ErrorKind::kUsage, "cost model file: {}; fit the cost model again", what);
 }
 
+// `v` as a list of numbers (a JSON array of numbers), or a usage error
+// naming `what`.
+std::vector<double> number_list(const nlohmann::json& v, const std::string& what) {
+  if (!v.is_array()) bad_model(what + " must be a list of numbers");
+  std::vector<double> out;
+  for (const auto& x : v) {
+    if (!x.is_number()) bad_model(fmt::format("{} holds {}, not a number", what, x.dump()));
+    out.push_back(x.get<double>());
+  }
+  return out;
+}
+
+// `key` of `j` as a whole number from lo to hi (`fallback` when absent; -1:
+// required), or a usage error naming the key and the value.
+int64_t whole_field(const nlohmann::json& j, const char* key, int64_t lo, int64_t hi,
+                    int64_t fallback) {
+  if (!j.contains(key)) {
+    if (fallback < 0) bad_model(fmt::format("{} is missing", key));
+    return fallback;
+  }
+  const auto& v = j[key];
+  if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
+    bad_model(fmt::format("{} is {}, not a whole number from {} to {}", key, v.dump(), lo, hi));
+  return v.get<int64_t>();
+}
+
 void check_coefficients(const std::string& what, const std::vector<double>& c, size_t n) {
   if (c.size() != n)
     bad_model(
@@ -136,12 +162,9 @@ void check_coefficients(const std::string& what, const std::vector<double>& c, s
 void check_model(const CostModel& m, const nlohmann::json& j) {
   const nlohmann::json written = nlohmann::json::parse(m.to_json());
   for (const char* names : {"compute_features", "update_features", "overhead_features"})
-    if (j.at(names) != written.at(names))
-      bad_model(
-          fmt::format("{} are {}, not {}", names, j.at(names).dump(), written.at(names).dump()));
-  if (m.lanes < 1 || m.lanes > kMaxLanes)
-    bad_model(fmt::format("simd_float_lanes is {}, not from 1 to {}", m.lanes, kMaxLanes));
-  if (m.samples < 0 || m.threads < 0) bad_model("samples and threads must be 0 or more");
+    if (j.value(names, nlohmann::json()) != written.at(names))
+      bad_model(fmt::format("{} are {}, not {}", names, j.value(names, nlohmann::json()).dump(),
+                            written.at(names).dump()));
   const size_t compute = compute_features(LayerInfo{}, 1).size();
   for (const auto& [type, c] : m.coef)
     check_coefficients("type " + core::escape_for_display(type), c, compute);
@@ -155,24 +178,27 @@ void check_model(const CostModel& m, const nlohmann::json& j) {
 CostModel CostModel::from_json(const std::string& text) {
   CostModel m;
   core::check_json_nesting(text, "the cost model");
+  nlohmann::json j;
   try {
-    auto j = nlohmann::json::parse(text);
-    if (j.value("format", std::string()) != "trainscope-costmodel/4")
-      fail(ErrorKind::kUsage,
-           "not a trainscope cost model (format {}); fit it again from profiled runs",
-           j.value("format", std::string("missing")));
-    m.coef = j.at("coef").get<std::map<std::string, std::vector<double>>>();
-    m.generic = j.at("generic").get<std::vector<double>>();
-    m.update = j.at("update").get<std::vector<double>>();
-    m.overhead = j.at("overhead").get<std::vector<double>>();
-    m.samples = j.value("samples", int64_t{0});
-    m.threads = j.value("threads", int64_t{0});
-    m.lanes = j.at("simd_float_lanes").get<int>();
-    check_model(m, j);
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kUsage, "cost model file is not valid ({}); fit the cost model again",
+    fail(ErrorKind::kUsage, "cost model file is not valid JSON ({}); fit the cost model again",
          e.what());
   }
+  if (!j.is_object() || j.value("format", nlohmann::json()) != "trainscope-costmodel/4")
+    fail(ErrorKind::kUsage,
+         "not a trainscope cost model (format {}); fit it again from profiled runs",
+         j.is_object() && j.contains("format") ? j["format"].dump() : "missing");
+  if (!j.contains("coef") || !j["coef"].is_object()) bad_model("coef must be an object");
+  for (const auto& [type, c] : j["coef"].items())
+    m.coef[type] = number_list(c, "coef of type " + core::escape_for_display(type));
+  m.generic = number_list(j.value("generic", nlohmann::json()), "generic");
+  m.update = number_list(j.value("update", nlohmann::json()), "update");
+  m.overhead = number_list(j.value("overhead", nlohmann::json()), "overhead");
+  m.samples = whole_field(j, "samples", 0, int64_t{1} << 53, 0);
+  m.threads = whole_field(j, "threads", 0, 1 << 20, 0);
+  m.lanes = static_cast<int>(whole_field(j, "simd_float_lanes", 1, kMaxLanes, -1));
+  check_model(m, j);
   return m;
 }
 

@@ -157,7 +157,7 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
     return tags(s, run, r, seg[4]);
   }
   if (r.method != "GET") return not_allowed(r);
-  if (what == "views" && seg.size() == 5) return json(view(s, run, seg[4]));
+  if (what == "views" && seg.size() == 5) return json(view(s, run, r, seg[4]));
   if (what == "artifacts" && seg.size() > 4) {
     std::string name = seg[4];
     for (size_t i = 5; i < seg.size(); ++i) name += "/" + seg[i];

@@ -34,7 +34,9 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r);
 Json resources(store::Store& s, const store::RunInfo& run);
 Json ranks(store::Store& s, const store::RunInfo& run);
 // A capability's view of the run (store/views.h), as `runs view --json`.
-Json view(store::Store& s, const store::RunInfo& run, const std::string& name);
+// At most ?max_rows= rows (default 5000, at most 100000): every k-th when
+// it has more, with "total_rows" and "sampled".
+Json view(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& name);
 Response artifact_file(store::Store& s, const store::RunInfo& run, const std::string& name);
 Response tags(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& key);
 

@@ -218,9 +218,25 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
   return j;
 }
 
-Json view(store::Store& s, const store::RunInfo& run, const std::string& name) {
+Json view(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& name) {
   const store::View v = store::find_view_of(s, run, name);
-  return format::view(v, store::read_view(s, run, v));
+  store::ViewTable t = store::read_view(s, run, v);
+  // A chart needs no more rows than it has pixels: every k-th row, so the
+  // sample spans every step and series (`runs view` gives them all).
+  const auto max_rows = static_cast<size_t>(int_param(r, "max_rows", 5000, 1, 100000));
+  const size_t total = t.rows.size();
+  if (total > max_rows) {
+    const size_t stride = (total + max_rows - 1) / max_rows;
+    size_t kept = 0;
+    for (size_t i = 0; i < total; i += stride, ++kept)
+      if (i != kept) t.rows[kept] = std::move(t.rows[i]);  // not onto itself: that empties it
+    t.rows.resize(kept);
+    t.rows.shrink_to_fit();
+  }
+  Json j = format::view(v, t);
+  j["total_rows"] = total;
+  j["sampled"] = total > max_rows;
+  return j;
 }
 
 Json live(store::Store& s, const store::RunInfo& run) {

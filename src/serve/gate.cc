@@ -1065,6 +1065,12 @@ std::string unsupported(const httplib::Request& req, const GateLimits& limits, i
           "uncompressed",
           core::escape_for_display(coding.substr(0, 80)));
     }
+  // A partial update this server would apply whole (RFC 9110 §14.5: an
+  // origin server that does not support Content-Range in a PUT answers 400).
+  if (req.has_header("Content-Range")) {
+    status = 400;
+    return "Content-Range: a partial update is not supported here: send the whole value";
+  }
   if (std::string why = coding_problem(req, status); !why.empty()) return why;
   return length_problem(req, limits, status);
 }

@@ -103,7 +103,8 @@ class GatedServer : public httplib::Server {
 // says to answer it, with `status` set: an Expect other than 100-continue
 // (417), a compressed body (415), a Transfer-Encoding other than chunked
 // (501; 400 when chunked is not the last coding, or beside Content-Length),
-// a Content-Length that is not one number (400) or over `limits` (413).
+// a Content-Range (400: no partial updates, RFC 9110 §14.5), a
+// Content-Length that is not one number (400) or over `limits` (413).
 // Empty when it asks for nothing of that.
 std::string unsupported(const httplib::Request& req, const GateLimits& limits, int& status);
 

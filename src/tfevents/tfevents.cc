@@ -203,12 +203,14 @@ std::optional<double> tensor_scalar(const pb::TensorProto& t) {
   for (const auto& d : t.tensor_shape().dim())
     if (d.size() != 1) return std::nullopt;
   const std::string& raw = t.tensor_content();
+  // tensor_content first, as TensorFlow's make_ndarray (and so TensorBoard)
+  // reads a tensor that holds both.
   if (t.dtype() == pb::DT_DOUBLE) {
-    if (t.double_val_size() == 1) return t.double_val(0);
     if (raw.size() == 8) return std::bit_cast<double>(load_u64(raw.data()));
+    if (raw.empty() && t.double_val_size() == 1) return t.double_val(0);
   } else if (t.dtype() == pb::DT_FLOAT) {
-    if (t.float_val_size() == 1) return static_cast<double>(t.float_val(0));
     if (raw.size() == 4) return static_cast<double>(std::bit_cast<float>(load_u32(raw.data())));
+    if (raw.empty() && t.float_val_size() == 1) return static_cast<double>(t.float_val(0));
   }
   return std::nullopt;
 }

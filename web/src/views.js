@@ -33,8 +33,8 @@ function viewBox(uuid, v) {
   const box = h('div', { class: 'view', 'data-view': v.name }, h('p', { class: 'muted' }, 'loading…'));
   api(runPath(uuid, `views/${enc(v.name)}`)).then((view) => {
     const shown = view.rows.slice(0, MAX_ROWS);
-    const more = view.rows.length > MAX_ROWS
-      ? h('p', { class: 'muted' }, `the first ${MAX_ROWS} of ${view.rows.length} rows; `,
+    const more = view.sampled || view.rows.length > MAX_ROWS
+      ? h('p', { class: 'muted' }, `${Math.min(MAX_ROWS, view.rows.length)} of ${view.total_rows} rows${view.sampled ? ' (a sample: every k-th row)' : ''}; `,
         h('code', {}, `trainscope runs view ${uuid.slice(0, 8)} ${view.name} --format csv`), ' prints them all')
       : null;
     const rows = table(view.columns, shown.map((r) => r.map(cell)), { class: 'view-table' });
