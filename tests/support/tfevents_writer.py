@@ -40,20 +40,25 @@ def _ld(number, payload):
     return _field(number, 2, _varint(len(payload)) + payload)
 
 
-def _tensor(value, dims):
+def _tensor(value, dims, content=None):
     """A scalars-plugin Summary.Value's metadata and a float TensorProto of
-    shape DIMS (any int64s) holding VALUE once, as tf.summary.scalar writes."""
+    shape DIMS (any int64s) holding VALUE once, as tf.summary.scalar writes
+    (and CONTENT, a float, as its tensor_content too when given)."""
     shape = b"".join(_ld(2, _field(1, 0, _varint(d))) for d in dims)
-    proto = _field(1, 0, _varint(1)) + _ld(2, shape) + _ld(5, struct.pack("<f", value))
+    proto = _field(1, 0, _varint(1)) + _ld(2, shape)
+    if content is not None:
+        proto += _ld(4, struct.pack("<f", content))
+    proto += _ld(5, struct.pack("<f", value))
     return _ld(9, _ld(1, _ld(1, b"scalars"))) + _ld(8, proto)
 
 
-def _event(step, tag, value, wall=1.7e9, dims=None):
+def _event(step, tag, value, wall=1.7e9, dims=None, content=None):
     """A TensorBoard Event: wall_time, step, one simple_value scalar (a
     tag of bytes is written as it is: not UTF-8, say); with DIMS, the value
     as a scalars-plugin tensor of that shape instead."""
     tag = tag if isinstance(tag, bytes) else tag.encode()
-    body = _field(2, 5, struct.pack("<f", value)) if dims is None else _tensor(value, dims)
+    body = (_field(2, 5, struct.pack("<f", value)) if dims is None
+            else _tensor(value, dims, content))
     v = _field(1, 2, _varint(len(tag)) + tag) + body
     summary = _field(1, 2, _varint(len(v)) + v)
     return (_field(1, 1, struct.pack("<d", wall)) + _field(2, 0, _varint(step)) +
@@ -62,8 +67,8 @@ def _event(step, tag, value, wall=1.7e9, dims=None):
 
 def write_event_file(path, scalars):
     """An event file at PATH of (step, tag, value), (step, tag, value,
-    wall_time) or (step, tag, value, wall_time, dims) scalars, framed as
-    TFRecords."""
+    wall_time), (step, tag, value, wall_time, dims) or (..., dims, content)
+    scalars, framed as TFRecords."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "wb") as f:
         for scalar in scalars:
