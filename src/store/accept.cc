@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "trainscope/core/util.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::store {
 
