@@ -910,8 +910,9 @@ void register_section(Section section) {
   for (const auto& other : r.sections)
     if (other.name == section.name)
       fail(ErrorKind::kUsage, "config section {} is registered twice", section.name);
-  auto at = std::upper_bound(r.sections.begin(), r.sections.end(), section.order,
-                             [](int order, const Section& s) { return order < s.order; });
+  auto at = std::upper_bound(
+      r.sections.begin(), r.sections.end(), section.name,
+      [](const std::string& name, const Section& s) { return name < s.name; });
   r.sections.insert(at, std::move(section));
   ++r.version;
 }

@@ -41,7 +41,6 @@ TRAINSCOPE_CONFIG_SECTION(
     dist,
     config::Section{
         .name = DistConfig::kName,
-        .order = 60,
         .fields = {config::int_key("dist.nproc", &DistConfig::nproc, 1, 256,
                                    "Processes (ranks) that train this run data-parallel, each on "
                                    "its slice of every batch (`train --nproc N`)"),

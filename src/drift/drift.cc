@@ -14,7 +14,6 @@ namespace trainscope::drift {
 TRAINSCOPE_CONFIG_SECTION(
     drift, config::Section{
                .name = DriftConfig::kName,
-               .order = 55,
                .fields = {config::int_key("drift.every", &DriftConfig::every, 0, config::kMaxSteps,
                                           "Distance of each weight tensor from its initial values, "
                                           "||w - w0|| / ||w0||, every N steps (0: off)")}});

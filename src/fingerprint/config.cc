@@ -9,7 +9,6 @@ TRAINSCOPE_CONFIG_SECTION(
     fingerprint,
     config::Section{
         .name = FingerprintConfig::kName,
-        .order = 20,
         .fields = {config::int_key(
             "fingerprint.every_steps", &FingerprintConfig::every_steps, 0, config::kMaxSteps,
             "Hash every parameter, buffer and the loss every N steps (0: off)")}});

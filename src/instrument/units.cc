@@ -1,5 +1,6 @@
 // The registry of units, and the loader of units built outside trainscope.
 #include <dlfcn.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 
@@ -32,15 +34,98 @@ Registry& registry() {
 
 }  // namespace
 
+namespace {
+
+using Edges = std::map<std::string, std::set<std::string>>;  // unit -> units after it
+
+bool names_all(const Unit& u) {
+  return std::find(u.before.begin(), u.before.end(), "*") != u.before.end();
+}
+
+// Unit -> the units its declarations put after it (registered ones only).
+Edges edges_of(const std::vector<Unit>& us) {
+  Edges out;
+  std::set<std::string> names;
+  for (const auto& u : us) names.insert(u.name), out[u.name];
+  for (const auto& u : us) {
+    for (const auto& a : u.after)
+      if (names.count(a) && a != u.name) out[a].insert(u.name);
+    for (const auto& b : u.before)
+      if (b != "*" && names.count(b) && b != u.name) out[u.name].insert(b);
+    if (names_all(u))
+      for (const auto& w : us)
+        if (!names_all(w)) out[u.name].insert(w.name);
+  }
+  return out;
+}
+
+// The names left when every unit that starts or ends no path through the
+// rest is taken away: the units of (and between) the cycles.
+std::vector<std::string> cycle_names(Edges left) {
+  for (bool pruned = true; pruned;) {
+    pruned = false;
+    for (auto it = left.begin(); it != left.end();) {
+      const std::string& n = it->first;
+      const bool has_in = std::any_of(left.begin(), left.end(),
+                                      [&](const auto& e) { return e.second.count(n) > 0; });
+      const bool has_out = std::any_of(it->second.begin(), it->second.end(),
+                                       [&](const std::string& m) { return left.count(m) > 0; });
+      if (has_in && has_out) {
+        ++it;
+        continue;
+      }
+      it = left.erase(it);
+      pruned = true;
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [n, _] : left) out.push_back(n);
+  return out;
+}
+
+// `us` in the order their declarations give, ties in name order. Throws
+// Error(kUsage) naming the units of a cycle.
+std::vector<Unit> in_declared_order(std::vector<Unit> us) {
+  Edges edges = edges_of(us);
+  std::map<std::string, int> blockers;
+  for (const auto& [n, _] : edges) blockers[n];
+  for (const auto& [n, later] : edges)
+    for (const auto& m : later) ++blockers[m];
+  std::set<std::string> ready;
+  for (const auto& [n, k] : blockers)
+    if (k == 0) ready.insert(n);
+  std::vector<std::string> order;
+  while (!ready.empty()) {
+    const std::string n = *ready.begin();
+    ready.erase(ready.begin());
+    order.push_back(n);
+    for (const auto& m : edges[n])
+      if (--blockers[m] == 0) ready.insert(m);
+    edges.erase(n);
+  }
+  if (order.size() < us.size())
+    core::fail(core::ErrorKind::kUsage,
+               "units {} are ordered in a cycle by their after and before lists; drop one of "
+               "those declarations",
+               fmt::join(cycle_names(edges), ", "));
+  std::vector<Unit> out;
+  for (const auto& n : order)
+    for (auto& u : us)
+      if (u.name == n) out.push_back(std::move(u));
+  return out;
+}
+
+}  // namespace
+
 void register_unit(Unit unit) {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   for (const auto& u : r.units)
     if (u.name == unit.name)
       core::fail(core::ErrorKind::kUsage, "unit {} is registered twice", unit.name);
-  auto at = std::upper_bound(r.units.begin(), r.units.end(), unit.order,
-                             [](int order, const Unit& u) { return order < u.order; });
-  r.units.insert(at, std::move(unit));
+  std::vector<Unit> all = r.units;
+  all.push_back(std::move(unit));
+  r.units = in_declared_order(std::move(all));
 }
 
 std::vector<Unit> units() {

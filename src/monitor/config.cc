@@ -27,7 +27,6 @@ TRAINSCOPE_CONFIG_SECTION(
     monitor,
     config::Section{
         .name = MonitorConfig::kName,
-        .order = 50,
         .fields =
             {
                 config::double_key("monitor.interval_s", &MonitorConfig::interval_s,

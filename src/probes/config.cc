@@ -96,7 +96,6 @@ config::Section section() {
   auto fields = selection_fields();
   for (auto& f : alert_fields()) fields.push_back(std::move(f));
   return config::Section{.name = C::kName,
-                         .order = 40,
                          .fields = std::move(fields),
                          .shorthand = "preset",
                          .check_together = check};

@@ -28,7 +28,6 @@ TRAINSCOPE_CONFIG_SECTION(
     profile,
     config::Section{
         .name = ProfileConfig::kName,
-        .order = 30,
         .fields =
             {
                 config::bool_key("profile.enabled", &ProfileConfig::enabled,

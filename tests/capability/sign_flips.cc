@@ -22,7 +22,6 @@ namespace ts = trainscope;
 TRAINSCOPE_CONFIG_SECTION(
     sign_flips,
     ts::config::Section{.name = SignFlipsConfig::kName,
-                        .order = 90,
                         .fields = {ts::config::int_key(
                             "sign_flips.every", &SignFlipsConfig::every, 0, ts::config::kMaxSteps,
                             "Fraction of weights whose sign changed, every N steps (0: off)")}});
@@ -55,14 +54,12 @@ double read_fraction(const ts::store::Record& r) {
   return v;
 }
 
-TRAINSCOPE_UNIT(sign_flips,
-                ts::instrument::Unit{.name = "sign_flips",
-                                     .order = 90,
-                                     .observers = [](const ts::config::Config& c) {
-                                       ts::instrument::Observers out;
-                                       if (c.section<SignFlipsConfig>().every > 0)
-                                         out.push_back(std::make_shared<SignFlipsObserver>());
-                                       return out;
-                                     }});
+TRAINSCOPE_UNIT(sign_flips, ts::instrument::Unit{
+                                .name = "sign_flips", .observers = [](const ts::config::Config& c) {
+                                  ts::instrument::Observers out;
+                                  if (c.section<SignFlipsConfig>().every > 0)
+                                    out.push_back(std::make_shared<SignFlipsObserver>());
+                                  return out;
+                                }});
 
 }  // namespace sign_flips

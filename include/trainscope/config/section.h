@@ -7,13 +7,14 @@
 //     int64_t every_steps = 1;  // the default
 //   };
 //   TRAINSCOPE_CONFIG_SECTION(fingerprint, config::Section{
-//       .name = FingerprintConfig::kName, .order = 20,
+//       .name = FingerprintConfig::kName,
 //       .fields = {config::int_key("fingerprint.every_steps", &FingerprintConfig::every_steps,
 //                                  0, config::kMaxSteps, "Hash every N steps (0: off)")}});
 //
 // and reads it with config.section<FingerprintConfig>(). From then on
-// configs parse, check, print (to_yaml, in `order` among the sections) and
-// list its keys like the loop's own.
+// configs parse, check, print (to_yaml) and
+// list its keys like the loop's own. The capabilities' sections come after
+// the loop's, in the order of their names.
 //
 // Thread-safety: register sections before any config is parsed (the macro
 // does so while the library or program loads); parsing is safe from any
@@ -155,9 +156,6 @@ struct Violation {
 // returns (a copy). The fields' keys all start with `name` and a dot.
 struct Section {
   std::string name;  // the first part of its keys: "probes"
-  // Where its keys come in a config's YAML among the capabilities'
-  // sections (lower first); the loop's own sections stay where they are.
-  int order = 0;
   std::vector<Field> fields;
   // A key that the section's name alone sets: `probes: standard` and
   // `--set probes=full` mean probes.preset. Empty: none.
@@ -168,7 +166,8 @@ struct Section {
 
 // Adds a section. Throws Error(kUsage) when a key is already taken.
 void register_section(Section section);
-// Every registered section, in order.
+// Every registered section, in the order of their names (a config's YAML
+// and `config keys` list them so, after the loop's own).
 std::vector<Section> sections();
 
 // Registers a section while the library or program that defines it loads.

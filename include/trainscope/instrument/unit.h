@@ -6,7 +6,7 @@
 // every registered unit through its Instrumentation (instrumentation.h):
 //
 //   TRAINSCOPE_UNIT(fingerprint, instrument::Unit{
-//       .name = "fingerprint", .order = 30,
+//       .name = "fingerprint",
 //       .observers = [](const config::Config& c) -> instrument::Observers {
 //         if (c.section<FingerprintConfig>().every_steps == 0) return {};
 //         return {std::make_shared<FingerprintObserver>()};
@@ -36,9 +36,14 @@ using Observers = std::vector<std::shared_ptr<TrainObserver>>;
 // register_unit; units() returns copies.
 struct Unit {
   std::string name;  // the capability: "probes"
-  // Where its observers come among the units' (lower first); a run's own
-  // observers come after every unit's.
-  int order = 0;
+  // Where its observers come among the units': after those of the units
+  // named in `after`, before those named in `before` ("*": every unit not
+  // itself naming "*"). A name no registered unit has is ignored (a unit
+  // may be left out of a build). Units that declare nothing between them
+  // come in the order of their names, so the order never depends on which
+  // library loaded first. A run's own observers come after every unit's.
+  std::vector<std::string> after;
+  std::vector<std::string> before;
   // The observers it attaches to a run of this config: none when the
   // config turns it off.
   std::function<Observers(const Config&)> observers;
@@ -56,9 +61,11 @@ struct Unit {
 // Runs every unit's check on a run of `config` from `source`.
 void check_units(const Config& config, Source& source);
 
-// Adds a unit. Throws Error(kUsage) when its name is taken.
+// Adds a unit. Throws Error(kUsage), and adds nothing, when its name is
+// taken or its `after`/`before` close a cycle with the registered units'
+// (the message names the units of the cycle).
 void register_unit(Unit unit);
-// Every registered unit, in order.
+// Every registered unit, in the order their declarations give.
 std::vector<Unit> units();
 
 // Loads the units built outside trainscope: each shared library named in

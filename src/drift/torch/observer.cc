@@ -58,12 +58,11 @@ class DriftObserver : public instrument::TrainObserver {
 
 }  // namespace
 
-TRAINSCOPE_UNIT(drift, instrument::Unit{
-                           .name = "drift", .order = 55, .observers = [](const config::Config& c) {
-                             instrument::Observers out;
-                             if (c.section<DriftConfig>().every > 0)
-                               out.push_back(std::make_shared<DriftObserver>());
-                             return out;
-                           }});
+TRAINSCOPE_UNIT(drift, instrument::Unit{.name = "drift", .observers = [](const config::Config& c) {
+                                          instrument::Observers out;
+                                          if (c.section<DriftConfig>().every > 0)
+                                            out.push_back(std::make_shared<DriftObserver>());
+                                          return out;
+                                        }});
 
 }  // namespace trainscope::drift

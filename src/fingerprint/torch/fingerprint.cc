@@ -160,7 +160,6 @@ void FingerprintObserver::on_after_step(const instrument::RunContext& ctx,
 
 TRAINSCOPE_UNIT(fingerprint,
                 instrument::Unit{.name = "fingerprint",
-                                 .order = 30,
                                  .observers = [](const config::Config& c) -> instrument::Observers {
                                    if (c.section<FingerprintConfig>().every_steps <= 0) return {};
                                    return {std::make_shared<FingerprintObserver>()};

@@ -91,7 +91,6 @@ void MetricsObserver::on_run_end(const RunContext& ctx, const TrainResult& resul
 
 // A Python script logs its loss and metrics itself: not attached there.
 TRAINSCOPE_UNIT(metrics, instrument::Unit{.name = "metrics",
-                                          .order = 20,
                                           .observers = [](const Config&) -> instrument::Observers {
                                             return {std::make_shared<MetricsObserver>()};
                                           },

@@ -21,12 +21,11 @@ void SamplingObserver::on_run_end(const instrument::RunContext&, const instrumen
 }
 
 TRAINSCOPE_UNIT(monitor,
-                instrument::Unit{
-                    .name = "monitor", .order = 40, .observers = [](const config::Config& c) {
-                      instrument::Observers out;
-                      if (c.section<MonitorConfig>().interval_s > 0)
-                        out.push_back(std::make_shared<SamplingObserver>());
-                      return out;
-                    }});
+                instrument::Unit{.name = "monitor", .observers = [](const config::Config& c) {
+                                   instrument::Observers out;
+                                   if (c.section<MonitorConfig>().interval_s > 0)
+                                     out.push_back(std::make_shared<SamplingObserver>());
+                                   return out;
+                                 }});
 
 }  // namespace trainscope::monitor

@@ -22,7 +22,6 @@ void PredictionsObserver::on_train_end(const instrument::RunContext& ctx,
 
 TRAINSCOPE_UNIT(predictions,
                 instrument::Unit{.name = "predictions",
-                                 .order = 50,
                                  .observers = [](const config::Config&) -> instrument::Observers {
                                    return {std::make_shared<PredictionsObserver>()};
                                  }});

@@ -417,7 +417,6 @@ void ProbeObserver::on_run_end(const RunContext& ctx, const TrainResult& result)
 namespace trainscope::probes {
 
 TRAINSCOPE_UNIT(probes, instrument::Unit{.name = "probes",
-                                         .order = 60,
                                          .observers =
                                              [](const config::Config& c) {
                                                instrument::Observers out;

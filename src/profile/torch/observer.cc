@@ -123,7 +123,7 @@ void ProfilingObserver::save(const RunContext& ctx) {
 namespace trainscope::profile {
 
 TRAINSCOPE_UNIT(profile, instrument::Unit{.name = "profile",
-                                          .order = 10,  // first: its clock brackets the step
+                                          .before = {"*"},  // first: its clock brackets the step
                                           .observers = [](const config::Config& c) {
                                             instrument::Observers out;
                                             if (c.section<ProfileConfig>().enabled)
