@@ -11,6 +11,7 @@
 #include "trainscope/env/manifest.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/costmodel.h"
+#include "trainscope/profile/json.h"
 
 namespace trainscope::cli {
 
@@ -96,9 +97,9 @@ void costmodel_eval(Context& ctx, const CostmodelArgs& a) {
   auto e = profile::leave_one_architecture_out(data, env::simd_float_lanes());
   if (!a.svg.empty()) write_output(a.svg, [&](std::ostream& o) { o << eval_chart(e).render(); });
   if (ctx.json || a.format == "json") {
-    std::cout << format::costmodel_eval(e).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << profile::costmodel_eval_json(e).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (a.format == "csv") {
-    format::costmodel_eval_csv(std::cout, e);
+    profile::costmodel_eval_csv(std::cout, e);
   } else {
     print_eval(e, data, a.layers);
   }

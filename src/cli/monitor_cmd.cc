@@ -11,6 +11,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/monitor/json.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/monitor/watch.h"
 #include "trainscope/store/accept.h"
@@ -111,9 +112,10 @@ void add_watch(CLI::App& app, Context& ctx) {
 void print_stats(const std::vector<monitor::SeriesStats>& stats, const std::string& f,
                  double warmup) {
   if (f == "json") {
-    std::cout << format::resource_stats(stats).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << monitor::resource_stats_json(stats).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
   } else if (f == "csv") {
-    format::resource_stats_csv(std::cout, stats);
+    monitor::resource_stats_csv(std::cout, stats);
   } else {
     Table t({"SERIES", "SAMPLES", "MEAN", "P50", "P95", "MAX"});
     for (size_t c = 1; c < 6; ++c) t.align_right(c);
@@ -173,7 +175,7 @@ void print_throughput_md(std::ostream& o, const std::vector<monitor::ThroughputC
   for (size_t i = 0; i < rows.size(); ++i) {
     o << "\n| " << core::markdown_text(rows[i].label) << " |";
     for (const auto& c : cols)
-      o << " " << core::markdown_text(format::throughput_cell(c, i)) << " |";
+      o << " " << core::markdown_text(monitor::throughput_cell(c, i)) << " |";
   }
   o << fmt::format(
       "\n\nProcess-tree CPU and RSS means without the first {:g} s; GPU columns for gpu0.\n",
@@ -194,7 +196,7 @@ void print_throughput(std::ostream& o, const std::vector<monitor::ThroughputColu
   const auto& rows = monitor::throughput_rows();
   for (size_t i = 0; i < rows.size(); ++i) {
     std::vector<std::string> row = {rows[i].label};
-    for (const auto& c : cols) row.push_back(format::throughput_cell(c, i));
+    for (const auto& c : cols) row.push_back(monitor::throughput_cell(c, i));
     t.add_row(row);
   }
   t.print(o);
@@ -234,7 +236,7 @@ void add_report(CLI::App& app, Context& ctx) {
     const std::string f = ctx.json ? "json" : a->format;
     write_output(a->out, [&](std::ostream& o) {
       if (f == "json")
-        return void(o << format::throughput(cols).dump(2, ' ', false, format::kInvalidUtf8)
+        return void(o << monitor::throughput_json(cols).dump(2, ' ', false, format::kInvalidUtf8)
                       << "\n");
       if (f == "md") return print_throughput_md(o, cols, a->warmup);
       print_throughput(o, cols, a->warmup);

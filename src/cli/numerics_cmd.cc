@@ -11,6 +11,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/numerics/json.h"
 #include "trainscope/numerics/logmap.h"
 #include "trainscope/numerics/record.h"
 
@@ -79,7 +80,8 @@ void logmap(Context& ctx, const LogmapArgs& a) {
                                                    .environment = m});
   note_recorded_run(*store, run);
   if (ctx.json) {
-    std::cout << format::logmap(run, o, res).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << numerics::logmap_json(run, o, res).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
     return;
   }
   print_logmap(o, res);
@@ -113,7 +115,7 @@ void add_logmap(CLI::App* numerics, Context& ctx) {
 
 void print_sum(const std::string& run, const numerics::SumReport& rep, bool json) {
   if (json) {
-    std::cout << format::sum(run, rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << numerics::sum_json(run, rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   Table t({"METHOD", "FLOAT32 SUM", "ABS ERROR", "ERROR (ULP)"});

@@ -11,6 +11,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/profile/json.h"
 #include "trainscope/profile/report.h"
 
 namespace trainscope::cli {
@@ -24,10 +25,10 @@ void print_operators(Context& ctx, const ProfileShowArgs& a) {
   const profile::OperatorTable t = profile::operator_table(*store, run.uuid);
   const size_t top = static_cast<size_t>(a.ops);
   if (ctx.json || a.format == "json")
-    return void(std::cout << format::operator_table(run.uuid, t, top)
+    return void(std::cout << profile::operator_table_json(run.uuid, t, top)
                                  .dump(2, ' ', false, format::kInvalidUtf8)
                           << "\n");
-  if (a.format == "csv") return format::operator_table_csv(std::cout, t, top);
+  if (a.format == "csv") return profile::operator_table_csv(std::cout, t, top);
   std::cout << fmt::format(
       "run {}: {} operators over {} profiled steps, self time {:.2f} ms per step\n",
       core::short_uuid(run.uuid), t.ops.size(), t.steps,

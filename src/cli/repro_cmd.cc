@@ -11,10 +11,13 @@
 #include "torch_commands.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/env/json.h"
 #include "trainscope/env/recreate.h"
 #include "trainscope/format/format.h"
 #include "trainscope/repro/diff.h"
 #include "trainscope/repro/documents.h"
+#include "trainscope/repro/json.h"
+#include "trainscope/store/artifact_store.h"
 #include "trainscope/study/study.h"
 
 namespace trainscope::cli {
@@ -57,7 +60,7 @@ void env_diff(Context& ctx, const std::string& a, const std::string& b, bool wit
     label_b = core::short_uuid(rb.uuid);
   }
   if (ctx.json) {
-    std::cout << format::differences(diffs).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << env::differences_json(diffs).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else if (diffs.empty()) {
     std::cout << "no differences\n";
   } else {
@@ -140,7 +143,9 @@ void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks
 void env_recreate(Context& ctx, const RecreateArgs& a) {
   auto store = ctx.reader();
   const store::RunInfo run = store->resolve_run(a.run);
-  const std::string id = core::short_uuid(run.uuid);
+  // The default folder and the Dockerfile's comments name the run: a UUID
+  // that is not one would put them anywhere.
+  const std::string id = core::short_uuid(store::folder_safe_uuid(run.uuid));
   env::Recipe r;
   try {
     r = env::recipe(store->environment(run.uuid), snapshot_stamp(run.start_time));
@@ -171,7 +176,7 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
     torch = env::check_torch(r);
   }
   if (ctx.json) {
-    format::Json j = format::recipe(r, checks);
+    format::Json j = env::recipe_json(r, checks);
     if (torch) j["torch"]["check"] = {{"ok", torch->ok}, {"message", torch->message}};
     j["run"] = run.uuid;
     j["dockerfile"] = (dir / "Dockerfile").string();
@@ -283,7 +288,7 @@ void add_checklist(CLI::App& app, Context& ctx) {
     // Its repeats as every reader counts runs: never an attempt a study set aside.
     auto items = repro::checklist(*store, run, study::repeats_of(*store, run));
     if (ctx.json) {
-      std::cout << format::checklist(items).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+      std::cout << repro::checklist_json(items).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
     // An answer quotes the store (a CPU's name, a tag): escaped for the terminal.

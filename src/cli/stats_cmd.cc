@@ -11,6 +11,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/stats/compare.h"
 #include "trainscope/stats/factors.h"
+#include "trainscope/stats/json.h"
 #include "trainscope/stats/runs.h"
 #include "trainscope/study/study.h"
 
@@ -84,7 +85,7 @@ std::string interval(const std::optional<stats::Interval>& i) { return i ? inter
 // The comparison as the study report's JSON has each pair of cells, with
 // what was compared.
 format::Json comparison_json(const StatsArgs& a, const stats::PairComparison& c) {
-  format::Json j = format::pair_comparison(c);
+  format::Json j = stats::pair_comparison_json(c);
   j["metric"] = a.selection.metric;
   j["by"] = a.selection.by;
   j["a"] = a.compare[0];
@@ -125,7 +126,7 @@ void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& values) {
 }
 
 format::Json factors_json(const std::string& metric, const stats::FactorAnalysis& f) {
-  format::Json j = format::factor_analysis(f);
+  format::Json j = stats::factor_analysis_json(f);
   j["metric"] = metric;
   return j;
 }
@@ -239,8 +240,9 @@ void run_stats(Context& ctx, StatsArgs& a) {
         left_out, study::kSupersededTag));
   write_output(a.out, [&](std::ostream& o) {
     if (a.format == "json")
-      return void(o << format::metric_stats(m).dump(2, ' ', false, format::kInvalidUtf8) << "\n");
-    if (a.format == "csv") return format::metric_stats_csv(o, m);
+      return void(o << stats::metric_stats_json(m).dump(2, ' ', false, format::kInvalidUtf8)
+                    << "\n");
+    if (a.format == "csv") return stats::metric_stats_csv(o, m);
     print_groups(o, m);
     if (m.comparison) print_comparison(o, *m.comparison);
     for (const auto& n : m.notes) o << "note: " << core::escape_for_display(n) << "\n";

@@ -16,6 +16,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/study/json.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
 
@@ -216,11 +217,8 @@ void add_status(CLI::App* study, Context& ctx) {
   cmd->callback([&ctx, a] {
     auto s = study::study_status(*ctx.reader(), a->study);
     if (ctx.json) {
-      format::Json j = format::study_status(s);
-      j["recorded_nothing"] = s.recorded_nothing;
-      j["gave_up"] = s.gave_up;
-      j["set_aside"] = s.set_aside;
-      return void(std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n");
+      return void(std::cout << study::study_status_json(s).dump(2, ' ', false, format::kInvalidUtf8)
+                            << "\n");
     }
     std::cout << "study " << core::escape_for_display(s.study.name) << " ("
               << core::short_uuid(s.study.uuid) << "), " << s.liveness.status
@@ -277,7 +275,7 @@ void write_report(Context& ctx, const StudyArgs& a) {
   std::string fmt_name = ctx.json ? "json" : a.format;
   write_output(a.out, [&](std::ostream& o) {
     if (fmt_name == "json")
-      o << format::study_analysis(an).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+      o << study::study_analysis_json(an).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     else if (fmt_name == "md")
       o << study::markdown_report(an);
     else

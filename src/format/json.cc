@@ -7,10 +7,6 @@
 
 namespace trainscope::format {
 
-namespace {
-Json optional_number(const std::optional<double>& v) { return v ? Json(*v) : Json(); }
-}  // namespace
-
 Json number(double v) {
   if (std::isfinite(v)) return v;
   return core::format_double(v);
@@ -106,105 +102,6 @@ Json run_export(store::Store& store, const store::RunInfo& r, bool with_points) 
   for (const auto& a : store.artifacts(r.uuid)) arts.push_back(artifact(a));
   j["artifacts"] = arts;
   return j;
-}
-
-Json differences(const std::vector<env::Difference>& diffs) {
-  Json arr = Json::array();
-  for (const auto& d : diffs)
-    arr.push_back({{"group", d.group}, {"key", d.key}, {"a", d.a}, {"b", d.b}});
-  return arr;
-}
-
-Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks) {
-  Json packages = Json::array();
-  for (size_t i = 0; i < r.packages.size(); ++i) {
-    const auto& p = r.packages[i];
-    Json j = {{"name", p.name},
-              {"arch", p.arch},
-              {"version", p.version},
-              {"pin", p.pin},
-              {"objects", p.objects},
-              {"pool_url", p.pool_url},
-              {"repacked_file", p.repacked_file}};
-    if (checks.size() == r.packages.size())
-      j["check"] = {{"ok", checks[i].ok},
-                    {"message", checks[i].message},
-                    {"source", checks[i].source},
-                    {"note", checks[i].note}};
-    packages.push_back(std::move(j));
-  }
-  return {
-      {"image", r.image},
-      {"os", r.os},
-      {"debian_version", r.debian_version},
-      {"arch", r.arch},
-      {"libtorch", r.libtorch},
-      {"blas", r.blas},
-      {"torch",
-       {{"requirement", r.torch_requirement}, {"index", r.torch_index}, {"note", r.torch_note}}},
-      {"packages", packages},
-      {"pip", r.pip},
-      {"python_from_debian", r.python_from_debian},
-      {"unowned", r.unowned},
-      {"snapshots", r.snapshots},
-      {"trainscope_commit", r.trainscope_commit}};
-}
-
-Json run_diff(const repro::RunDiff& d) {
-  Json deltas = Json::array();
-  for (const auto& x : d.deltas)
-    deltas.push_back({{"tensor", x.name},
-                      {"elements", x.elements},
-                      {"differing", x.differing},
-                      {"max_abs", x.max_abs},
-                      {"max_rel", x.max_rel},
-                      {"max_ulp", x.max_ulp}});
-  return {{"a", d.a},
-          {"b", d.b},
-          {"same_model", d.same_model},
-          {"have_fingerprints", d.have_fingerprints},
-          {"bit_identical", d.identical},
-          {"common_steps", d.common_steps},
-          {"first_diff_step", d.first_diff_step},
-          {"differing_tensors", d.differing_tensors},
-          {"replay_from", d.replay_from ? Json(*d.replay_from) : Json()},
-          {"replay_reproduced", d.replay_reproduced},
-          {"deltas", deltas},
-          {"max_loss_diff", number(d.max_loss_diff)},
-          {"final_accuracy_a", optional_number(d.final_accuracy_a)},
-          {"final_accuracy_b", optional_number(d.final_accuracy_b)},
-          {"config", differences(d.config)},
-          {"environment", differences(d.environment)}};
-}
-
-Json checklist(const std::vector<repro::ChecklistItem>& items) {
-  Json arr = Json::array();
-  for (const auto& i : items)
-    arr.push_back({{"item", i.question}, {"answer", i.answer}, {"answered", i.answered}});
-  return arr;
-}
-
-Json resource_stats(const std::vector<monitor::SeriesStats>& stats) {
-  Json arr = Json::array();
-  for (const auto& s : stats)
-    arr.push_back({{"key", s.key},
-                   {"n", s.n},
-                   {"mean", s.mean},
-                   {"p50", s.p50},
-                   {"p95", s.p95},
-                   {"max", s.max}});
-  return arr;
-}
-
-Json throughput(const std::vector<monitor::ThroughputColumn>& columns) {
-  Json js = Json::array();
-  const auto& rows = monitor::throughput_rows();
-  for (const auto& c : columns) {
-    Json j = {{"run", c.run_uuid}, {"batch size", c.batch_size}};
-    for (size_t i = 0; i < rows.size(); ++i) j[rows[i].label] = throughput_cell(c, i);
-    js.push_back(j);
-  }
-  return js;
 }
 
 }  // namespace trainscope::format

@@ -20,14 +20,6 @@ std::string value(double v) { return core::format_short(v); }
 
 double gflops(double flops, double us) { return us > 0 ? flops / us / 1e3 : 0.0; }
 
-std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row) {
-  const auto& rows = monitor::throughput_rows();
-  const bool target_row = row == 8 || row == 9;  // time and epochs to target
-  if (target_row && c.target_missed) return "not reached";
-  const auto& v = c.values.at(row);
-  return v ? fmt::format(fmt::runtime(rows[row].format), *v) : std::string("-");
-}
-
 namespace {
 
 // A cell as `csv` (exact numbers, quoted text) or for people.
@@ -78,48 +70,6 @@ void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInf
   metric_csv_header(out, true);
   for (const auto& m : store.metric_summaries(r.uuid))
     metric_csv(out, &m.key, store.metric(r.uuid, m.key));
-}
-
-void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats) {
-  out << "key,n,mean,p50,p95,max\n";
-  for (const auto& s : stats)
-    out << csv_field(s.key) << "," << s.n << "," << format_double(s.mean) << ","
-        << format_double(s.p50) << "," << format_double(s.p95) << "," << format_double(s.max)
-        << "\n";
-}
-
-void profile_csv(std::ostream& out, const profile::ProfileSummary& s) {
-  out << "layer,type,forward_us,backward_us,update_us,forward_flops,forward_gflops_per_s\n";
-  for (const auto& l : s.layers)
-    out << csv_field(l.layer) << "," << csv_field(l.type) << "," << format_double(l.forward_us)
-        << "," << format_double(l.backward_us) << "," << format_double(l.update_us) << ","
-        << format_double(l.flops) << "," << format_double(gflops(l.flops, l.forward_us)) << "\n";
-  for (const auto& [k, v] : s.categories)
-    out << csv_field(k) << ",,," << format_double(v) << ",,,\n";
-}
-
-void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top) {
-  out << "name,calls,self_us,self_percent,total_us,avg_us,self_us_per_step\n";
-  const double steps = static_cast<double>(std::max<int64_t>(1, t.steps));
-  for (size_t i = 0; i < t.ops.size() && (top == 0 || i < top); ++i) {
-    const auto& o = t.ops[i];
-    out << csv_field(o.name) << "," << o.calls << "," << format_double(o.self_us) << ","
-        << format_double(t.self_us > 0 ? o.self_us / t.self_us * 100 : 0.0) << ","
-        << format_double(o.total_us) << ","
-        << format_double(o.total_us / static_cast<double>(o.calls)) << ","
-        << format_double(o.self_us / steps) << "\n";
-  }
-}
-
-void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e) {
-  out << "level,model,batch,layer,type,measured_us,predicted_us,error_percent\n";
-  for (const auto& r : e.rows)
-    out << fmt::format("iteration,{},{},,,{:.3f},{:.3f},{:.2f}\n", csv_field(r.model), r.batch,
-                       r.measured_us, r.predicted_us, (r.predicted_us / r.measured_us - 1) * 100);
-  for (const auto& r : e.layer_rows)
-    out << fmt::format("layer,{},{},{},{},{:.3f},{:.3f},{:.2f}\n", csv_field(r.model), r.batch,
-                       csv_field(r.layer), csv_field(r.type), r.measured_us, r.predicted_us,
-                       (r.predicted_us / r.measured_us - 1) * 100);
 }
 
 }  // namespace trainscope::format

@@ -8,9 +8,12 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/probes/read.h"
+#include "trainscope/profile/json.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/repro/diff.h"
+#include "trainscope/repro/json.h"
 #include "trainscope/store/query.h"
+#include "trainscope/study/json.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
 
@@ -50,17 +53,17 @@ std::vector<probes::StepHistogram> histograms_or_404(store::Store& s, const stor
 
 Json profile(store::Store& s, const store::RunInfo& run) {
   const auto summary = summary_or_404(s, run);
-  const format::ProfileExtras extras{mean_of(s, run.uuid, "profile/step_ms_profiled"),
-                                     mean_of(s, run.uuid, "profile/step_ms_unprofiled"),
-                                     mean_of(s, run.uuid, "profile/peak_gflops")};
-  Json j = format::profile(run.uuid, summary, extras);
+  const profile::ProfileExtras extras{mean_of(s, run.uuid, "profile/step_ms_profiled"),
+                                      mean_of(s, run.uuid, "profile/step_ms_unprofiled"),
+                                      mean_of(s, run.uuid, "profile/peak_gflops")};
+  Json j = profile::profile_json(run.uuid, summary, extras);
   j["operators"] = Json::array();
   j["trace_url"] = nullptr;
   for (const auto& a : s.artifacts(run.uuid))
     if (a.name == profile::kTraceArtifact) {
       j["trace_url"] = artifact_url(run.uuid, a.name);
-      j["operators"] =
-          format::operator_table(run.uuid, profile::operator_table(s, run.uuid), 20)["operators"];
+      j["operators"] = profile::operator_table_json(run.uuid, profile::operator_table(s, run.uuid),
+                                                    20)["operators"];
     }
   return j;
 }
@@ -111,7 +114,7 @@ std::string histogram_svg(store::Store& s, const store::RunInfo& run, const Requ
 Json diff(store::Store& s, const Request& r) {
   const auto a = s.resolve_run(required(r, "a"));
   const auto b = s.resolve_run(required(r, "b"));
-  return format::run_diff(repro::diff_runs(s, a, b));
+  return repro::run_diff_json(repro::diff_runs(s, a, b));
 }
 
 Json studies(store::Store& s) {
@@ -128,10 +131,8 @@ Json studies(store::Store& s) {
 
 Json study(store::Store& s, const std::string& ref) {
   const study::StudyStatus st = study::study_status(s, ref);
-  Json status = format::study_status(st);
-  status["recorded_nothing"] = st.recorded_nothing;
-  status["set_aside"] = st.set_aside;
-  return {{"analysis", format::study_analysis(study::analyse_study(s, ref))}, {"status", status}};
+  return {{"analysis", study::study_analysis_json(study::analyse_study(s, ref))},
+          {"status", study::study_status_json(st)}};
 }
 
 std::string study_html(store::Store& s, const std::string& ref) {

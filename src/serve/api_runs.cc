@@ -12,6 +12,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/dist/ranks.h"
 #include "trainscope/format/axes.h"
+#include "trainscope/monitor/json.h"
 #include "trainscope/monitor/report.h"
 #include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
@@ -163,7 +164,9 @@ Json runs_page(store::Store& s, const Request& r) {
     q.filter = q.filter.empty() ? f : "(" + q.filter + ") and " + f;
   }
   q.sort = param(r, "sort");
+  q.sort_named = "parameter 'sort'";
   q.columns = core::split_list(param(r, "columns"));
+  q.columns_named = "parameter 'columns'";
   if (q.columns.empty()) q.columns = dashboard_columns();
   q.offset = int_param(r, "offset", 0, 0, INT64_MAX);
   q.limit = int_param(r, "limit", 50, 1, 1000);
@@ -326,7 +329,8 @@ Json resources(store::Store& s, const store::RunInfo& run) {
   Json keys = Json::array();
   for (const auto& m : s.metric_summaries(run.uuid))
     if (monitor::is_resource_key(m.key)) keys.push_back(m.key);
-  return {{"stats", format::resource_stats(monitor::resource_stats(s, run, 0))}, {"keys", keys}};
+  return {{"stats", monitor::resource_stats_json(monitor::resource_stats(s, run, 0))},
+          {"keys", keys}};
 }
 
 // A data-parallel run's ranks side by side (dist::rank_summary); NaN (a

@@ -112,6 +112,8 @@ class FolderArtifactStore final : public ArtifactStore {
 
 }  // namespace
 
+std::string folder_safe_uuid(std::string_view uuid) { return inside(std::string(uuid), true); }
+
 StoredFile ArtifactStore::put(std::string_view run_uuid, std::string_view name,
                               const fs::path& file) {
   // A FIFO or a device is refused, never waited on or copied without end.

@@ -489,7 +489,7 @@ FieldValue field_value(const RunRow& row, std::string_view field) {
   return {};
 }
 
-std::vector<SortKey> parse_sort(std::string_view text) {
+std::vector<SortKey> parse_sort(std::string_view text, const std::string& named) {
   std::vector<SortKey> keys;
   for (std::string part : core::split_list(text)) {
     SortKey k;
@@ -498,15 +498,16 @@ std::vector<SortKey> parse_sort(std::string_view text) {
     if (space != std::string::npos) {
       const std::string dir = lower(part.substr(space + 1));
       if (dir != "asc" && dir != "desc")
-        fail(ErrorKind::kUsage, "--sort '{}': direction must be asc or desc, not '{}'", text, dir);
+        fail(ErrorKind::kUsage, "{} '{}': direction must be asc or desc, not '{}'", named,
+             core::escape_for_display(text), core::escape_for_display(dir));
       k.descending = dir == "desc";
       part.erase(part.find_last_not_of(' ', space) + 1);
     }
     if (!known_field(part))
       fail(ErrorKind::kUsage,
-           "--sort: unknown field '{}' (use metrics.KEY, params.KEY, tags.KEY "
+           "{}: unknown field '{}' (use metrics.KEY, params.KEY, tags.KEY "
            "or a run attribute such as start_time)",
-           core::escape_for_display(part));
+           named, core::escape_for_display(part));
     k.field = part;
     keys.push_back(k);
   }
@@ -674,13 +675,13 @@ RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuer
 
 RunQueryResult query_runs(Store& store, const RunQuery& query) {
   const RunFilterExpr filter = RunFilterExpr::parse(query.filter);
-  const std::vector<SortKey> sort = parse_sort(query.sort);
+  const std::vector<SortKey> sort = parse_sort(query.sort, query.sort_named);
   for (const auto& c : query.columns)
     if (!known_field(c))
       fail(ErrorKind::kUsage,
-           "--columns: unknown field '{}' (use metrics.KEY, params.KEY, "
+           "{}: unknown field '{}' (use metrics.KEY, params.KEY, "
            "tags.KEY, params.* or a run attribute such as status)",
-           core::escape_for_display(c));
+           query.columns_named, core::escape_for_display(c));
   Needs early, late;
   for (const auto& f : filter.fields()) early.add(f);
   for (const auto& k : sort) early.add(k.field);

@@ -4,18 +4,18 @@
 
 #include <sstream>
 
-#include "trainscope/format/format.h"
+#include "trainscope/profile/json.h"
 
-namespace trainscope::format {
+namespace trainscope::profile {
 
 TEST(CsvTest, ProfileAndCostModelNamesAreQuoted) {
-  profile::ProfileSummary s;
+  ProfileSummary s;
   s.layers.push_back({"a,b", "x\"y", 1, 2, 3, 4});
   std::ostringstream p;
   profile_csv(p, s);
   EXPECT_NE(p.str().find("\n\"a,b\",\"x\"\"y\",1,2,3,4,"), std::string::npos) << p.str();
 
-  profile::CostModelEval e;
+  CostModelEval e;
   e.rows.push_back({"m,1", 8, 10, 11});
   e.layer_rows.push_back({"m,1", "l\n2", "Conv2d", 8, 5, 6});
   std::ostringstream c;
@@ -24,4 +24,4 @@ TEST(CsvTest, ProfileAndCostModelNamesAreQuoted) {
   EXPECT_NE(c.str().find("layer,\"m,1\",8,\"l\n2\",Conv2d,"), std::string::npos) << c.str();
 }
 
-}  // namespace trainscope::format
+}  // namespace trainscope::profile

@@ -1,7 +1,9 @@
-// Output formats of everything a reader shows: JSON, CSV and the short text
-// forms of numbers and durations. Torch-free, so the CLI, a web server or a
-// Python module encode runs, metrics, manifests, diffs, resource statistics
-// and profiles the same way. JSON numbers that are NaN or infinite become
+// The shared output toolkit: JSON numbers, CSV, the short text forms of
+// numbers and durations, and the documents of what the store holds (runs,
+// metrics, artifacts, exports, views). Torch-free, so the CLI, a web server
+// or a Python module encode them the same way. Each capability formats its
+// own results next to its types (profile/json.h, stats/json.h, ...) with
+// this toolkit. JSON numbers that are NaN or infinite become
 // the strings "nan", "inf", "-inf" (JSON has no literal for them); CSV
 // fields are quoted per RFC 4180 when needed.
 #pragma once
@@ -9,27 +11,13 @@
 #include <functional>
 #include <iosfwd>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "trainscope/env/manifest.h"
-#include "trainscope/env/recreate.h"
-#include "trainscope/instrument/results.h"
-#include "trainscope/monitor/report.h"
-#include "trainscope/numerics/logmap.h"
-#include "trainscope/profile/costmodel.h"
-#include "trainscope/profile/report.h"
-#include "trainscope/repro/diff.h"
-#include "trainscope/repro/documents.h"
-#include "trainscope/stats/compare.h"
-#include "trainscope/stats/factors.h"
-#include "trainscope/stats/runs.h"
 #include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
 #include "trainscope/store/views.h"
-#include "trainscope/study/report.h"
-#include "trainscope/study/study.h"
-#include "trainscope/tune/tune.h"
 
 namespace trainscope::format {
 
@@ -61,6 +49,12 @@ std::string run_column_title(const std::string& column);
 // --- JSON --------------------------------------------------------------------
 // `v` as a JSON number, or "nan", "inf", "-inf" when it is not finite.
 Json number(double v);
+// number(*v), or null when `v` is absent.
+template <typename T>
+Json optional(const std::optional<T>& v) {
+  if (!v) return nullptr;
+  return number(*v);
+}
 // A run; `full` adds the command line and config.
 Json run(const store::RunInfo& r, bool full);
 // A page of runs: {"total": matching runs before paging, "columns": [...],
@@ -76,64 +70,6 @@ Json metric_points(const std::vector<store::MetricPoint>& points);
 // Everything recorded for a run: the run, params, tags, metric summaries,
 // artifacts, and with `with_points` every metric point by key.
 Json run_export(store::Store& store, const store::RunInfo& r, bool with_points);
-// [{group, key, a, b}] in the given order.
-Json differences(const std::vector<env::Difference>& diffs);
-// `env recreate`: the release, the pinned packages (each with its pool URL
-// and its repacked file, "" when none, and its check when `checks` holds one
-// per package, as check_pins returns: ok, message, source, note), the Python
-// packages and trainscope's commit.
-Json recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks);
-// The RunDiff's fields, its tensor deltas as [{tensor, elements,
-// differing, max_abs, max_rel, max_ulp}].
-Json run_diff(const repro::RunDiff& d);
-// [{item, answer, answered}].
-Json checklist(const std::vector<repro::ChecklistItem>& items);
-// [{key, n, mean, p50, p95, max}].
-Json resource_stats(const std::vector<monitor::SeriesStats>& stats);
-// One object per run: its UUID and every throughput row as a display string.
-Json throughput(const std::vector<monitor::ThroughputColumn>& columns);
-// A run's profile with the measured profiler overhead and the GEMM peak.
-struct ProfileExtras {
-  double step_ms_profiled = 0, step_ms_unprofiled = 0, peak_gflops = 0;
-};
-// {run, profiled_iterations, ...} with one object per layer (times in us,
-// forward FLOPs and GFLOP/s) and the categories.
-Json profile(const std::string& run_uuid, const profile::ProfileSummary& s,
-             const ProfileExtras& extras);
-// The iteration rows (ms) and layer rows (us), with the MAPEs.
-Json costmodel_eval(const profile::CostModelEval& e);
-// The first `top` operators (0: all) with self/total time, their shares and
-// calls, per profiled step.
-Json operator_table(const std::string& run_uuid, const profile::OperatorTable& t, size_t top);
-// The result's reference and each variant by id; `r` must hold
-// trajectories (as run_logmap's do).
-Json logmap(const std::string& run_uuid, const numerics::LogmapOptions& o,
-            const numerics::LogmapResult& r);
-// {run, n, exact, results: [{method, value, abs_error, ulp_error}]}.
-Json sum(const std::string& run_uuid, const numerics::SumReport& r);
-// What `trainscope train` reached: its test accuracy null when it was not
-// evaluated (a run stopped before an epoch ended).
-Json train_result(const instrument::TrainResult& r);
-// A checkpoint's evaluation (`trainscope eval`).
-Json evaluation(const std::string& run_uuid, const std::string& checkpoint,
-                const instrument::EvalResult& r);
-// `trainscope tune`: each setting's step times and numbers, the layers of
-// the baseline and the fastest.
-Json tune_report(const tune::TuneReport& rep);
-// Statistics of a metric over runs (trainscope stats).
-Json metric_stats(const stats::MetricStats& m);
-// Two groups of runs compared (stats/compare.h): `trainscope stats
-// --compare` and each pair of a study report's cells.
-Json pair_comparison(const stats::PairComparison& c);
-// Variance components by factor (stats/factors.h): `trainscope stats --by
-// K1 --by K2` and a study report's grid.
-Json factor_analysis(const stats::FactorAnalysis& f);
-// The study, its liveness, each cell's counts and the total; Slurm's jobs
-// and queue when it ran there.
-Json study_status(const study::StudyStatus& s);
-// Every part of the analysis (cells, comparisons, factor components,
-// weights, cost, notes).
-Json study_analysis(const study::StudyAnalysis& a);
 
 // A capability's view (store/views.h): {name, title, kind, columns, rows:
 // [[cell, ...]], chart: {series, x, y, log_y} or null}; numbers through
@@ -158,25 +94,11 @@ void runs_metrics_csv(std::ostream& out, store::Store& store,
 // One row per run, one column per query column (absent: empty; times
 // ISO-8601 UTC; full UUIDs; numbers round-trip exactly).
 void run_rows_csv(std::ostream& out, const store::RunQueryResult& result);
-// A header "key,n,mean,p50,p95,max" and one row per series.
-void resource_stats_csv(std::ostream& out, const std::vector<monitor::SeriesStats>& stats);
-// One row per layer (times in us, FLOPs, GFLOP/s), then one per category.
-void profile_csv(std::ostream& out, const profile::ProfileSummary& s);
-// "level,model,batch,layer,type,measured_us,predicted_us,error_percent":
-// the iteration rows, then the layer rows.
-void costmodel_eval_csv(std::ostream& out, const profile::CostModelEval& e);
-// The first `top` operators (0: all) as operator_table's JSON has them.
-void operator_table_csv(std::ostream& out, const profile::OperatorTable& t, size_t top);
-// One row per group: n, mean, SD and its intervals, CV, range, Diff%.
-void metric_stats_csv(std::ostream& out, const stats::MetricStats& m);
 
 // A view's columns as the header, then one line per row (absent cells
 // empty, numbers round-trip exactly).
 void view_csv(std::ostream& out, const store::ViewTable& t);
 // A view's cell for people: numbers to 6 digits, "-" when absent.
 std::string view_cell(const store::ViewCell& c);
-
-// The display string of one throughput cell (row i of throughput_rows()).
-std::string throughput_cell(const monitor::ThroughputColumn& c, size_t row);
 
 }  // namespace trainscope::format

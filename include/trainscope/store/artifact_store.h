@@ -60,4 +60,9 @@ class ArtifactStore {
 // share one root.
 std::unique_ptr<ArtifactStore> make_folder_artifact_store(std::filesystem::path root);
 
+// `uuid` as the store holds it, when it may name a file or folder: hex
+// digits and '-' only, at most 64 bytes. Throws Error(kStore), one line,
+// for any other (a store written by something else: "../..").
+std::string folder_safe_uuid(std::string_view uuid);
+
 }  // namespace trainscope::store

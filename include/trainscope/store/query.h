@@ -106,7 +106,9 @@ struct SortKey {
 };
 
 // "metrics.loss", "-metrics.loss", "metrics.loss desc", comma-separated.
-std::vector<SortKey> parse_sort(std::string_view text);
+// Throws Error(kUsage) naming the sort as `named` ("--sort", or the API's
+// "parameter 'sort'") and the field or direction it does not know.
+std::vector<SortKey> parse_sort(std::string_view text, const std::string& named = "--sort");
 
 // What query_runs returns: which runs (a base filter and an expression),
 // in which order, which columns, and which page.
@@ -127,6 +129,10 @@ struct RunQuery {
   // as `runs list --status` and the API's `status=` ask; empty: any. It
   // replaces base.status. Another word is an Error(kUsage) naming it.
   std::string status;
+  // How a message names `sort` and `columns`: the CLI's flags, or the
+  // API's parameters ("parameter 'sort'").
+  std::string sort_named = "--sort";
+  std::string columns_named = "--columns";
 };
 
 // With RunQuery::nest, one group of the page: rows[top] is a run without a

@@ -19,6 +19,7 @@
 #include "trainscope/profile/config.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/grid.h"
+#include "trainscope/profile/json.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/train/trainer.h"
@@ -50,7 +51,7 @@ void print_layers(const profile::ProfileSummary& s, double peak) {
 }
 
 void print_profile(const std::string& uuid, const profile::ProfileSummary& s,
-                   const format::ProfileExtras& x) {
+                   const profile::ProfileExtras& x) {
   std::cout << fmt::format(
       "run {}: {} profiled iterations, mean wall {:.2f} ms, coverage min {:.1f}% mean {:.1f}%\n",
       core::short_uuid(uuid), s.iterations, s.wall_us / 1000, s.coverage_min * 100,
@@ -97,13 +98,15 @@ void show(store::Store& store, const store::RunInfo& run, const ProfileShowArgs&
   // The peak the run measured where it ran (this machine's only for a run
   // that recorded none): GFLOP/s against another machine's peak would mislead.
   const double recorded_peak = profile::mean_metric(store, run.uuid, "profile/peak_gflops");
-  const format::ProfileExtras x{profile::mean_metric(store, run.uuid, "profile/step_ms_profiled"),
-                                profile::mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
-                                recorded_peak > 0 ? recorded_peak : profile::peak_gflops()};
+  const profile::ProfileExtras x{
+      profile::mean_metric(store, run.uuid, "profile/step_ms_profiled"),
+      profile::mean_metric(store, run.uuid, "profile/step_ms_unprofiled"),
+      recorded_peak > 0 ? recorded_peak : profile::peak_gflops()};
   if (json || a.format == "json") {
-    std::cout << format::profile(run.uuid, s, x).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << profile::profile_json(run.uuid, s, x).dump(2, ' ', false, format::kInvalidUtf8)
+              << "\n";
   } else if (a.format == "csv") {
-    format::profile_csv(std::cout, s);
+    profile::profile_csv(std::cout, s);
   } else {
     print_profile(run.uuid, s, x);
   }

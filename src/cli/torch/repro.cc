@@ -10,6 +10,7 @@
 #include "trainscope/format/format.h"
 #include "trainscope/replay/replay.h"
 #include "trainscope/repro/code.h"
+#include "trainscope/repro/json.h"
 #include "trainscope/train/torch_env.h"
 
 namespace trainscope::cli::torch_cli {
@@ -146,7 +147,7 @@ void diff(Context& ctx, const DiffArgs& a) {
   repro::RunDiff d = repro::diff_runs(*store, ra, rb);
   if (!a.no_replay && d.same_model && d.same_tensors) replay::replay_divergence(*store, ra, rb, d);
   if (ctx.json) {
-    std::cout << format::run_diff(d).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << repro::run_diff_json(d).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
   } else {
     if (ra.uuid == rb.uuid)
       std::cout << fmt::format(

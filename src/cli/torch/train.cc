@@ -14,6 +14,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/instrument/json.h"
 #include "trainscope/instrument/run_identity.h"
 #include "trainscope/train/data_parallel.h"
 #include "trainscope/train/trainer.h"
@@ -37,7 +38,7 @@ void on_sigint(int) {
 // "test accuracy 0.0000").
 void print_result(const instrument::TrainResult& r, bool json) {
   if (json) {
-    std::cout << format::train_result(r).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << instrument::train_result_json(r).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   if (r.status != RunStatus::kStopped) {
@@ -135,7 +136,7 @@ void eval(Context& ctx, const EvalArgs& a) {
   store::RunInfo run = store->resolve_run(a.run);
   auto ev = train::evaluate_run(*store, run, a.checkpoint);
   if (ctx.json) {
-    std::cout << format::evaluation(run.uuid, ev.checkpoint, ev.result)
+    std::cout << instrument::evaluation_json(run.uuid, ev.checkpoint, ev.result)
                      .dump(2, ' ', false, format::kInvalidUtf8)
               << "\n";
   } else {

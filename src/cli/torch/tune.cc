@@ -13,6 +13,7 @@
 #include "trainscope/env/cpus.h"
 #include "trainscope/format/format.h"
 #include "trainscope/train/torch_env.h"
+#include "trainscope/tune/json.h"
 
 namespace trainscope::cli::torch_cli {
 
@@ -115,7 +116,7 @@ void tune(Context& ctx, const TuneArgs& a) {
   };
   const tune::TuneReport rep = tune::run_tune(o);
   if (ctx.json) {
-    std::cout << format::tune_report(rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    std::cout << tune::tune_report_json(rep).dump(2, ' ', false, format::kInvalidUtf8) << "\n";
     return;
   }
   print_results(rep);

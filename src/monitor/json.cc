@@ -1,0 +1,52 @@
+// JSON and CSV of resource statistics and of the throughput table
+// (monitor/json.h).
+#include "trainscope/monitor/json.h"
+
+#include <ostream>
+
+#include "trainscope/core/util.h"
+
+namespace trainscope::monitor {
+
+using format::Json;
+
+std::string throughput_cell(const ThroughputColumn& c, size_t row) {
+  const auto& rows = throughput_rows();
+  const bool target_row = row == 8 || row == 9;  // time and epochs to target
+  if (target_row && c.target_missed) return "not reached";
+  const auto& v = c.values.at(row);
+  return v ? fmt::format(fmt::runtime(rows[row].format), *v) : std::string("-");
+}
+
+Json resource_stats_json(const std::vector<SeriesStats>& stats) {
+  Json arr = Json::array();
+  for (const auto& s : stats)
+    arr.push_back({{"key", s.key},
+                   {"n", s.n},
+                   {"mean", s.mean},
+                   {"p50", s.p50},
+                   {"p95", s.p95},
+                   {"max", s.max}});
+  return arr;
+}
+
+Json throughput_json(const std::vector<ThroughputColumn>& columns) {
+  Json js = Json::array();
+  const auto& rows = throughput_rows();
+  for (const auto& c : columns) {
+    Json j = {{"run", c.run_uuid}, {"batch size", c.batch_size}};
+    for (size_t i = 0; i < rows.size(); ++i) j[rows[i].label] = throughput_cell(c, i);
+    js.push_back(j);
+  }
+  return js;
+}
+
+void resource_stats_csv(std::ostream& out, const std::vector<SeriesStats>& stats) {
+  out << "key,n,mean,p50,p95,max\n";
+  for (const auto& s : stats)
+    out << core::csv_field(s.key) << "," << s.n << "," << core::format_double(s.mean) << ","
+        << core::format_double(s.p50) << "," << core::format_double(s.p95) << ","
+        << core::format_double(s.max) << "\n";
+}
+
+}  // namespace trainscope::monitor
