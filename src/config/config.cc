@@ -431,11 +431,30 @@ std::vector<Field> determinism_fields() {
   };
 }
 
-// The capabilities' sections, in order; a version that changes with every
-// registration, so that fields() can tell when to rebuild.
+// The loop's sections, in Config's member order, each as a Section like a
+// capability's: the schema's tables above, split by their keys' first part.
+std::vector<Section> loop_sections() {
+  std::vector<Section> out;
+  for (auto part :
+       {run_and_seed_fields, data_fields, model_fields, optimizer_fields, schedule_fields,
+        loop_fields, compute_fields, checkpoint_fields, determinism_fields})
+    for (auto& f : part()) {
+      const std::string name = f.key.substr(0, f.key.find('.'));
+      if (out.empty() || out.back().name != name) out.push_back(Section{.name = name});
+      out.back().fields.push_back(std::move(f));
+    }
+  return out;
+}
+
+// Every section, one list: the loop's first (in Config's order, what the
+// values are members of), then every capability's in name order; a
+// version that changes with every registration, so that fields() can tell
+// when to rebuild.
 struct Registry {
+  Registry() : sections(loop_sections()), loop(sections.size()) {}
   std::mutex mu;
   std::vector<Section> sections;
+  size_t loop;  // sections[0, loop) are the loop's
   int version = 0;
 };
 Registry& registry() {
@@ -443,18 +462,10 @@ Registry& registry() {
   return r;
 }
 
-// The schema: the loop's sections, the capabilities' (in their order), then
-// determinism, as configs have always been printed.
-std::vector<Field> build_fields(const std::vector<Section>& units) {
+// The schema: every section's keys, in the sections' order.
+std::vector<Field> build_fields(const std::vector<Section>& sections) {
   std::vector<Field> all;
-  auto add = [&](std::vector<Field> f) {
-    all.insert(all.end(), std::make_move_iterator(f.begin()), std::make_move_iterator(f.end()));
-  };
-  for (auto part : {run_and_seed_fields, data_fields, model_fields, optimizer_fields,
-                    schedule_fields, loop_fields, compute_fields, checkpoint_fields})
-    add(part());
-  for (const auto& u : units) add(u.fields);
-  add(determinism_fields());
+  for (const auto& s : sections) all.insert(all.end(), s.fields.begin(), s.fields.end());
   return all;
 }
 
@@ -902,16 +913,14 @@ void register_section(Section section) {
     if (f.key.rfind(section.name + ".", 0) != 0)
       fail(ErrorKind::kUsage, "config section {}: key '{}' is not in the section", section.name,
            f.key);
-  for (const auto& f : build_fields({}))  // the loop's own sections
-    if (f.key.rfind(section.name + ".", 0) == 0)
-      fail(ErrorKind::kUsage, "config section {} is one of the training loop's", section.name);
   Registry& r = registry();
   std::lock_guard lock(r.mu);
-  for (const auto& other : r.sections)
-    if (other.name == section.name)
-      fail(ErrorKind::kUsage, "config section {} is registered twice", section.name);
+  for (size_t i = 0; i < r.sections.size(); ++i)
+    if (r.sections[i].name == section.name)
+      fail(ErrorKind::kUsage, "config section {} is {}", section.name,
+           i < r.loop ? "one of the training loop's" : "registered twice");
   auto at = std::upper_bound(
-      r.sections.begin(), r.sections.end(), section.name,
+      r.sections.begin() + static_cast<std::ptrdiff_t>(r.loop), r.sections.end(), section.name,
       [](const std::string& name, const Section& s) { return name < s.name; });
   r.sections.insert(at, std::move(section));
   ++r.version;

@@ -17,12 +17,17 @@
 //   compute:      dtype, threads
 //   allocator:    keep_memory
 //   checkpoint:   every_epochs, every_steps
-//   ... the capabilities' sections, in their registration order:
-//   fingerprint:  every_steps                       (fingerprint/)
-//   profile:      enabled, warmup_steps, every      (profile/)
-//   probes:       preset (`probes: standard` for short), every, ... (probes/)
-//   monitor:      interval_s, carbon_kg_per_kwh, cpu_tdp_watts (monitor/)
 //   determinism:  deterministic_algorithms, mkldnn, cudnn_*
+//   ... then the capabilities' sections, in name order:
+//   dist:         (dist/), drift: every (drift/)
+//   fingerprint:  every_steps                       (fingerprint/)
+//   monitor:      interval_s, carbon_kg_per_kwh, cpu_tdp_watts (monitor/)
+//   probes:       preset (`probes: standard` for short), every, ... (probes/)
+//   profile:      enabled, warmup_steps, every      (profile/)
+//
+// Every section, the loop's included, is a config::Section in one registry
+// (section.h: sections()); the loop's values are members of Config, where
+// the loop reads them on every step without a lookup.
 //
 // Keys are dotted paths ("optimizer.lr"); an unknown key is an error that
 // suggests the nearest one. The top-level spellings of earlier versions

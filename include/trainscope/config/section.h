@@ -13,8 +13,10 @@
 //
 // and reads it with config.section<FingerprintConfig>(). From then on
 // configs parse, check, print (to_yaml) and
-// list its keys like the loop's own. The capabilities' sections come after
-// the loop's, in the order of their names.
+// list its keys like the loop's own. The loop's own sections (run, seeds,
+// data, ..., determinism) are Sections in the same registry, first, in
+// Config's member order; the capabilities' come after them, in the order
+// of their names.
 //
 // Thread-safety: register sections before any config is parsed (the macro
 // does so while the library or program loads); parsing is safe from any
@@ -164,10 +166,11 @@ struct Section {
   std::function<std::optional<Violation>(const Config&)> check_together;
 };
 
-// Adds a section. Throws Error(kUsage) when a key is already taken.
+// Adds a capability's section. Throws Error(kUsage) when its name is taken
+// (by the loop's sections too) or a key is outside it.
 void register_section(Section section);
-// Every registered section, in the order of their names (a config's YAML
-// and `config keys` list them so, after the loop's own).
+// Every section: the loop's, then the capabilities' in the order of their
+// names (a config's YAML and `config keys` list them so).
 std::vector<Section> sections();
 
 // Registers a section while the library or program that defines it loads.
