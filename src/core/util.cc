@@ -150,6 +150,27 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   return 0;
 }
 
+char32_t utf8_code_point(std::string_view s, size_t i, size_t n) {
+  const auto b = [&](size_t k) {
+    return static_cast<char32_t>(static_cast<unsigned char>(s[i + k]));
+  };
+  if (n == 1) return b(0);
+  if (n == 2) return ((b(0) & 0x1F) << 6) | (b(1) & 0x3F);
+  if (n == 3) return ((b(0) & 0x0F) << 12) | ((b(1) & 0x3F) << 6) | (b(2) & 0x3F);
+  return ((b(0) & 0x07) << 18) | ((b(1) & 0x3F) << 12) | ((b(2) & 0x3F) << 6) | (b(3) & 0x3F);
+}
+
+bool is_bidi_control(char32_t c) {
+  return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) ||
+         (c >= 0x2066 && c <= 0x2069);
+}
+
+bool is_blank_code_point(char32_t c) {
+  return c == 0x20 || c == 0xA0 || c == 0x1680 || c == 0x180E || (c >= 0x2000 && c <= 0x200B) ||
+         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x2060 || c == 0x3000 ||
+         c == 0xFEFF;
+}
+
 std::string escape_for_display(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -164,6 +185,10 @@ std::string escape_for_display(std::string_view s) {
       // escape sequence in terminals that take 8-bit controls.
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));
       i += 2;
+    } else if (n > 1 && is_bidi_control(utf8_code_point(s, i, n))) {
+      // Shown as its number: raw, it would reorder the rest of the line.
+      out += fmt::format("\\u{:04x}", static_cast<uint32_t>(utf8_code_point(s, i, n)));
+      i += n;
     } else if (n > 1) {
       out.append(s.substr(i, n));
       i += n;

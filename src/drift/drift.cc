@@ -34,8 +34,10 @@ Drift decode(const store::Record& r, const std::string& run_uuid) {
   in.finish();
   // What a recorder writes: a step a run accepts, measured from a step at
   // or before it, a distance of 0 or more. Anything else is no drift's.
-  if (store::record_problem(kKind, r.key, r.step) || from > static_cast<uint64_t>(r.step) ||
-      !(d.relative >= 0))
+  if (auto why = store::record_problem(kKind, r.key, r.step))
+    core::fail(core::ErrorKind::kStore, "run {}: {}; the store is damaged",
+               core::short_uuid(run_uuid), *why);
+  if (from > static_cast<uint64_t>(r.step) || !(d.relative >= 0))
     core::fail(core::ErrorKind::kStore,
                "drift record {} of run {}, step {}: from step {}, distance {} cannot be; the "
                "store is damaged",

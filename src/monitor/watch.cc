@@ -120,7 +120,9 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
 // Starts `exe` with stdout and stderr on fresh pipes, and with
 // TRAINSCOPE_RUN_ID and TRAINSCOPE_STORE naming its run, so that a script
 // can attach records of its own to it. Its signals are as a shell leaves
-// them (SIGPIPE at its default, nothing blocked that trainscope blocked).
+// them (SIGPIPE at its default, nothing blocked that trainscope blocked),
+// and it gets SIGTERM when watch dies. Call from the thread that waits for
+// it: the signal follows the thread that forked.
 pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
             const std::map<std::string, std::string>& extra_env) {
   if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
@@ -128,10 +130,16 @@ pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
   std::vector<char*> argv = core::exec_argv(args);
   const std::vector<std::string> env = child_environment(extra_env);
   std::vector<char*> envp = core::exec_argv(env);
+  const pid_t watcher = getpid();
   pid_t pid = fork();
   if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
   if (pid == 0) {
     core::reset_signals_for_exec();
+    // The program ends with watch, even one killed by SIGKILL (which no
+    // handler sees), as a rank ends with its launcher: never left running
+    // unwatched, writing into a run that is over.
+    (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != watcher) _exit(127);
     dup2(p.out[1], 1);
     dup2(p.err[1], 2);
     execve(exe.c_str(), argv.data(), envp.data());

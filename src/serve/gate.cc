@@ -964,7 +964,32 @@ namespace {
 // 9110 §5.6.1 says to take) was judged chunked and read until the client
 // closed. A chunked body is followed as it is read (Chunks), within
 // `limits`.
+// RFC 9112 §3.2.2: a server takes a request target in absolute-form
+// ("http://host:port/path?query", as sent through a proxy) as the origin
+// form, the authority standing for Host.
+void take_absolute_form(httplib::Request& req) {
+  auto scheme_end = [](const std::string& t) -> size_t {
+    const std::string head = gate::lower(t.substr(0, 8));
+    if (head.starts_with("http://")) return 7;
+    if (head.starts_with("https://")) return 8;
+    return 0;
+  };
+  const size_t from = scheme_end(req.target);
+  if (from == 0) return;
+  const size_t path = std::min(req.target.find_first_of("/?", from), req.target.size());
+  const std::string authority = req.target.substr(from, path - from);
+  const std::string rest = req.target.substr(path);
+  req.target = rest.empty() || rest[0] == '?' ? "/" + rest : rest;
+  if (const size_t p = scheme_end(req.path); p > 0) {
+    const size_t at = std::min(req.path.find('/', p), req.path.size());
+    req.path = at == req.path.size() ? "/" : req.path.substr(at);
+  }
+  req.headers.erase("Host");
+  req.headers.emplace("Host", authority);
+}
+
 void normalize(httplib::Request& req, const GateLimits& limits) {
+  take_absolute_form(req);
   if (req.has_header("Transfer-Encoding")) {
     const auto te = gate::values(req, "Transfer-Encoding");
     std::string joined;

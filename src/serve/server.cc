@@ -282,6 +282,8 @@ struct Server::Impl {
       return {};
     }
     res.status = 401;
+    // RFC 9110 §11.6.1: a 401 says how to authenticate.
+    res.set_header("WWW-Authenticate", "Bearer realm=\"trainscope\"");
     return "this server needs its token: open the URL `trainscope serve` printed (with "
            "?token=...), or send 'Authorization: Bearer TOKEN'";
   }
@@ -388,6 +390,16 @@ httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httpl
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   auto& o = impl_->options;
+  // The token goes unencoded into the printed URL, a cookie and a Bearer
+  // header: only characters all three carry as they are (RFC 3986's
+  // unreserved, RFC 6265's cookie-octet, RFC 6750's b64token).
+  if (const size_t bad = o.token.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~");
+      bad != std::string::npos)
+    core::fail(ErrorKind::kUsage,
+               "--token holds '{}': a token is letters, digits and - . _ ~ only (it travels in a "
+               "URL, a cookie and a header as it is)",
+               core::escape_for_display(o.token.substr(bad, 1)));
   if (o.token.empty() && !is_loopback(o.bind)) o.token = random_token();
   // Opening once checks the store before anything listens: a store that
   // does not exist is an error here, not on every request.

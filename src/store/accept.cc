@@ -20,10 +20,23 @@ size_t sequence_length(unsigned char lead) {
 
 // Whether the character at text[i] (valid UTF-8, `n` bytes) is a control
 // character: C0 (below 0x20), DEL, or C1 (U+0080..U+009F, C2 80..C2 9F).
+// A bidirectional control (core::is_bidi_control) counts as one: it
+// reorders how the text around it reads.
 bool is_control(std::string_view text, size_t i, size_t n) {
   const auto c = static_cast<unsigned char>(text[i]);
   if (n == 1) return c < 0x20 || c == 0x7f;
-  return n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+  if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) return true;
+  return core::is_bidi_control(core::utf8_code_point(text, i, n));
+}
+
+// Whether every character of `text` (valid UTF-8) shows as blank space or
+// nothing (core::is_blank_code_point).
+bool only_blanks(std::string_view text) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    n = sequence_length(static_cast<unsigned char>(text[i]));
+    if (!core::is_blank_code_point(core::utf8_code_point(text, i, n))) return false;
+  }
+  return true;
 }
 
 // Whether `text` is valid UTF-8, without a copy (core::valid_utf8 makes
@@ -49,7 +62,7 @@ std::optional<std::string> key_problem(std::string_view key) {
   if (key.size() > kMaxKeyBytes) return fmt::format("is longer than {} bytes", kMaxKeyBytes);
   if (!is_utf8(key)) return "is not UTF-8 text";
   if (holds_control(key)) return "holds a control character";
-  if (key.find_first_not_of(' ') == std::string_view::npos) return "is only blanks";
+  if (only_blanks(key)) return "is only blanks";
   return std::nullopt;
 }
 
@@ -65,6 +78,23 @@ std::optional<std::string> key_refusal(std::string_view noun, std::string_view k
   auto why = key_problem(key);
   if (!why) return std::nullopt;
   return fmt::format("{} '{}' {}; {}", noun, shown_key(key), *why, kKeyRule);
+}
+
+std::optional<std::string> artifact_name_problem(std::string_view name) {
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxArtifactNameBytes)
+    return fmt::format("is longer than {} bytes", kMaxArtifactNameBytes);
+  if (!is_utf8(name)) return "is not UTF-8 text";
+  if (holds_control(name)) return "holds a control character";
+  if (name.front() == '/') return "is an absolute path";
+  for (size_t start = 0; start <= name.size();) {
+    const size_t end = std::min(name.find('/', start), name.size());
+    const std::string_view part = name.substr(start, end - start);
+    if (part == "." || part == "..") return "has a '.' or '..' part";
+    if (part.size() > 255) return "has a part longer than 255 bytes";
+    start = end + 1;
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string> metric_key_problem(std::string_view key) {
@@ -185,7 +215,7 @@ std::string derived_name(std::string_view from, std::string_view fallback) {
     if (out.size() + piece.size() > kMax) break;
     out += piece;
   }
-  if (out.find_first_not_of(' ') == std::string::npos) return std::string(fallback);
+  if (only_blanks(out)) return std::string(fallback);
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/artifact_store.h"
 #include "trainscope/store/registry.h"
 
@@ -42,15 +43,9 @@ bool is_uuid_prefix(std::string_view ref) {
 
 // Rejects artifact names that would escape the run's folder.
 std::string checked_artifact_name(std::string_view name) {
-  fs::path p(name);
-  if (name.empty() || p.is_absolute())
-    fail(ErrorKind::kUsage, "artifact name '{}' must be a relative path", escape_for_display(name));
-  for (const auto& part : p) {
-    if (part == ".." || part == ".")
-      fail(ErrorKind::kUsage, "artifact name '{}' must not contain '.' or '..' components",
-           escape_for_display(name));
-  }
-  return p.lexically_normal().string();
+  if (auto why = artifact_name_problem(name))
+    fail(ErrorKind::kUsage, "artifact name '{}' {}; {}", shown_key(name), *why, kArtifactNameRule);
+  return fs::path(name).lexically_normal().string();
 }
 
 [[noreturn]] void fail_ambiguous(std::string_view ref, const std::vector<RunInfo>& found) {

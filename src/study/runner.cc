@@ -11,6 +11,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/store/artifact_store.h"
 #include "trainscope/store/query.h"
 #include "trainscope/store/registry.h"
 #include "trainscope/store/run_recorder.h"
@@ -278,9 +279,9 @@ class Scheduler {
         o_(o),
         study_(std::move(study)),
         progress_fn_(progress) {
-    logs_ = o.log_dir.empty()
-                ? std::filesystem::path("trainscope-studies") / core::short_uuid(study_)
-                : o.log_dir;
+    logs_ = o.log_dir.empty() ? std::filesystem::path("trainscope-studies") /
+                                    core::short_uuid(store::folder_safe_uuid(study_))
+                              : o.log_dir;
   }
 
   Progress run(const Plan& plan) {

@@ -176,6 +176,10 @@ TEST(EscapeForDisplayTest, ControlsAndBytesThatAreNotUtf8AreEscaped) {
   EXPECT_EQ(escape_for_display("\xc3("), "\\xc3(");
   EXPECT_EQ(escape_for_display("\xc3\xa9t\xc3\xa9 \xc2\xa0 \xe2\x80\xa8 \xf0\x9f\x98\x80"),
             "\xc3\xa9t\xc3\xa9 \xc2\xa0 \xe2\x80\xa8 \xf0\x9f\x98\x80");
+  // A bidirectional control would reorder the line (ninth hunt, D10).
+  EXPECT_EQ(escape_for_display("a\xe2\x80\xae"
+                               "evil\xe2\x81\xa6"),
+            "a\\u202eevil\\u2066");
 }
 
 // `-` is stdout wherever a file is written; where a folder of files is

@@ -45,6 +45,44 @@ TEST(AcceptTest, C1ControlsAreControlCharacters) {
             "experiment '\\u0090' holds a control character; " + std::string(kNameRule));
 }
 
+// Issue 51 (ninth hunt, D10): blanks are Unicode's, and a bidirectional
+// control (which reorders the line a key is printed on) is a control
+// character, in every key and name.
+TEST(AcceptTest, UnicodeBlanksAndBidirectionalControlsFollowTheRule) {
+  for (const std::string& blank :
+       {std::string("\xc2\xa0"), std::string("\xe3\x80\x80"), std::string("\xe2\x80\x8b"),
+        std::string("\xef\xbb\xbf"), std::string(" \xc2\xa0 \xe2\x80\x83")})
+    EXPECT_EQ(key_problem(blank), "is only blanks") << blank;
+  for (const std::string& bidi :
+       {std::string("a\xe2\x80\xae"
+                    "evil"),
+        std::string("\xe2\x81\xa6x"), std::string("x\xe2\x80\x8f"), std::string("\xd8\x9cx")})
+    EXPECT_EQ(key_problem(bidi), "holds a control character") << bidi;
+  EXPECT_EQ(run_name_problem("--name",
+                             "a\xe2\x80\xae"
+                             "b"),
+            "--name 'a\\u202eb' holds a control character; " + std::string(kNameRule));
+  EXPECT_EQ(key_problem("a\xc2\xa0"
+                        "b"),
+            std::nullopt);  // a blank among text is text
+}
+
+// Issue 51 (ninth hunt, D4): an artifact name has a rule, whatever the
+// entry point.
+TEST(AcceptTest, ArtifactNamesHaveARule) {
+  for (const std::string& good : {std::string("model.pt"), std::string("a/b/c.txt"),
+                                  std::string(255, 'n'), std::string("\xc3\xa9.txt")})
+    EXPECT_EQ(artifact_name_problem(good), std::nullopt) << good;
+  EXPECT_EQ(artifact_name_problem(""), "is empty");
+  EXPECT_EQ(artifact_name_problem("z\x1b[2J"), "holds a control character");
+  EXPECT_EQ(artifact_name_problem("n\nl"), "holds a control character");
+  EXPECT_EQ(artifact_name_problem(std::string(256, 'y')), "has a part longer than 255 bytes");
+  EXPECT_EQ(artifact_name_problem(std::string(5000, 'x')), "is longer than 1024 bytes");
+  EXPECT_EQ(artifact_name_problem("/etc/passwd"), "is an absolute path");
+  EXPECT_EQ(artifact_name_problem("a/../b"), "has a '.' or '..' part");
+  EXPECT_EQ(artifact_name_problem("f\xffo"), "is not UTF-8 text");
+}
+
 // Issue 51 (third hunt, D9): a key or a name that is not UTF-8 could only
 // come back as U+FFFD (JSON, the API, Python), a name no reference
 // matches; refused, and shown with its bytes escaped.

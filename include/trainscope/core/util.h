@@ -40,8 +40,10 @@ std::string sha256_file(const std::filesystem::path& path);
 
 // Escapes control characters and backslashes so that any key prints on one
 // line and moves no terminal: "a\nb" -> "a\\nb", ESC -> "\\x1b", a C1
-// control (U+0080..U+009F: NEL, CSI) -> "\\u0085", a byte that is not
-// UTF-8 -> "\\xff". Printable UTF-8 passes through unchanged.
+// control (U+0080..U+009F: NEL, CSI) -> "\\u0085", a bidirectional
+// control (is_bidi_control: it would reorder the line) -> "\\u202e", a
+// byte that is not UTF-8 -> "\\xff". Printable UTF-8 passes through
+// unchanged.
 std::string escape_for_display(std::string_view s);
 // `s` as valid UTF-8: a byte that starts no sequence (overlong forms,
 // surrogates and code points past U+10FFFF included) becomes U+FFFD. For
@@ -52,6 +54,17 @@ std::string valid_utf8(std::string_view s);
 // start none (overlong forms, surrogates and code points past U+10FFFF
 // included). Pure; `i` must be inside `s`.
 size_t utf8_sequence(std::string_view s, size_t i);
+// The code point of the `n`-byte sequence at s[i] (n as utf8_sequence
+// gave it, not 0).
+char32_t utf8_code_point(std::string_view s, size_t i, size_t n);
+// Whether `c` reorders the text around it (Unicode's bidirectional
+// controls: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069): shown
+// raw, a name could make a line read as something else.
+bool is_bidi_control(char32_t c);
+// Whether `c` shows as blank space or nothing: the space, U+00A0, U+1680,
+// U+180E, U+2000..U+200B, U+2028, U+2029, U+202F, U+205F, U+2060, U+3000,
+// U+FEFF.
+bool is_blank_code_point(char32_t c);
 
 // Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
 std::string csv_field(std::string_view s);

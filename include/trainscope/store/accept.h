@@ -9,7 +9,9 @@
 //   (bytes that are not UTF-8 could only come back as U+FFFD, in JSON, the
 //   API and Python), no control character (C0 below 0x20, DEL 0x7f, or C1
 //   U+0080..U+009F: NEL breaks a line, CSI starts a terminal's escape
-//   sequence), not only blanks.
+//   sequence; nor a bidirectional control, core::is_bidi_control, which
+//   reorders the line it is printed on), not only blanks (any of
+//   core::is_blank_code_point: U+00A0, U+3000, U+200B, U+FEFF ...).
 // - A step: an integer from 0 to 2^53 (every one exact in a double, as a
 //   JSON reader gives it). A step written as text is read exactly from its
 //   digits, never through a double, which rounds 2^53 + 1 to 2^53.
@@ -24,7 +26,8 @@
 //   Python bool, int or float, NumPy scalar or tensor of one element.
 // - A param's or a tag's value: at most 4096 bytes, any bytes.
 // - A run's name and its experiment: at most 256 bytes of UTF-8 text, no
-//   control character (C0, DEL or C1, as a key), not only blanks; an
+//   control character (C0, DEL, C1 or bidirectional, as a key), not only
+//   blanks; an
 //   experiment is never empty, a name may be (a run without one). They are
 //   printed on one line of every listing.
 #pragma once
@@ -61,6 +64,16 @@ std::string shown_key(std::string_view key);
 // "key"): "tag key 'a\x00b' holds a control character; a key is 1 to 256
 // bytes ...". nullopt for a key a run accepts.
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key);
+inline constexpr size_t kMaxArtifactNameBytes = 1024;  // an artifact name's most bytes
+// The artifact name rule in words, for the end of a message.
+inline constexpr std::string_view kArtifactNameRule =
+    "an artifact name is a relative path of 1 to 1024 bytes of UTF-8 text without control "
+    "characters, each part at most 255 bytes and none '.' or '..'";
+// What is wrong with an artifact name (Store::add_artifact, write_artifact,
+// Python's log_artifact), as the words that follow it; nullopt for a name
+// a run accepts.
+std::optional<std::string> artifact_name_problem(std::string_view name);
+
 std::optional<std::string> metric_key_problem(std::string_view key);  // "metric key ..."
 // "tag key ...", or own_tag_problem's answer: what a user may tag with.
 std::optional<std::string> tag_key_problem(std::string_view key);
