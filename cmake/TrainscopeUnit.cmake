@@ -12,14 +12,25 @@
 #                  scratch folder of its own), TS_PYTHON and TS_PYTHONPATH
 #                  (the Python package, when built; else empty). A script
 #                  passes by exiting 0.
+#
+# trainscope_component(NAME SOURCES ... [TORCH_SOURCES ...]): any component's
+# folder (core, store, train, ...): its torch-free sources join
+# libtrainscope, its torch sources libtrainscope_train (when torch is built),
+# so that src/CMakeLists.txt lists no component's files. A source's own
+# compile options are set in its folder with TARGET_DIRECTORY.
+function(trainscope_component name)
+  cmake_parse_arguments(C "" "" "SOURCES;TORCH_SOURCES" ${ARGN})
+  list(TRANSFORM C_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+  target_sources(trainscope PRIVATE ${C_SOURCES})
+  if(TRAINSCOPE_WITH_TORCH AND C_TORCH_SOURCES)
+    list(TRANSFORM C_TORCH_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+    target_sources(trainscope_train PRIVATE ${C_TORCH_SOURCES})
+  endif()
+endfunction()
+
 function(trainscope_unit name)
   cmake_parse_arguments(U "" "" "SOURCES;TORCH_SOURCES;TESTS" ${ARGN})
-  list(TRANSFORM U_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
-  target_sources(trainscope PRIVATE ${U_SOURCES})
-  if(TRAINSCOPE_WITH_TORCH)
-    list(TRANSFORM U_TORCH_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
-    target_sources(trainscope_train PRIVATE ${U_TORCH_SOURCES})
-  endif()
+  trainscope_component(${name} SOURCES ${U_SOURCES} TORCH_SOURCES ${U_TORCH_SOURCES})
   if(NOT TRAINSCOPE_BUILD_TESTS OR NOT TRAINSCOPE_WITH_TORCH)
     return()
   endif()
