@@ -150,7 +150,7 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
   const store::RunInfo run = s.resolve_run(seg[2]);
   const std::string what = seg.size() > 3 ? seg[3] : "";
   if (what == "tags" && seg.size() == 5) {
-    if (!o.allow_writes)
+    if (!o.allow_writes && (r.method == "PUT" || r.method == "DELETE"))
       return error_response(403,
                             "this server is read-only; start it with --allow-writes "
                             "to change tags");

@@ -515,10 +515,15 @@ bool one_host(std::string_view v) {
         }))
       return false;
   }
+  // A port is empty (RFC 3986 §3.2.3 allows "host:") or a number to 65535.
   const std::string_view port = v.substr(end);
-  return port.empty() || (port[0] == ':' && port.size() <= 6 &&
-                          std::all_of(port.begin() + 1, port.end(),
-                                      [](char ch) { return ch >= '0' && ch <= '9'; }));
+  int n = 0;
+  return port.empty() || port == ":" ||
+         (port[0] == ':' && port.size() <= 6 &&
+          std::all_of(port.begin() + 1, port.end(),
+                      [](char ch) { return ch >= '0' && ch <= '9'; }) &&
+          std::from_chars(port.data() + 1, port.data() + port.size(), n).ec == std::errc() &&
+          n <= 65535);
 }
 
 // Why the header lines of `head` (head_problem passed them: each ends in
@@ -559,6 +564,26 @@ std::string field_problem(std::string_view head) {
           shown(value));
   }
   return {};
+}
+
+// Why the authority of a request target in absolute-form (RFC 9112 §3.2.2:
+// "http://host:port/path", which stands for Host) is not one host: held to
+// Host's own rule (one_host), and not empty (RFC 9110 §4.2.1: an http URI
+// with an empty host is invalid). Empty for any other target.
+std::string target_problem(std::string_view head) {
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  const size_t space = line.find(' ');
+  if (space == npos) return {};
+  const std::string_view target = line.substr(space + 1, line.rfind(' ') - space - 1);
+  const std::string scheme = lower(std::string(target.substr(0, 8)));
+  const size_t from = scheme.starts_with("http://") ? 7 : scheme.starts_with("https://") ? 8 : 0;
+  if (from == 0) return {};
+  const std::string_view authority = target.substr(from, target.find_first_of("/?#", from) - from);
+  if (!authority.empty() && one_host(authority)) return {};
+  return fmt::format(
+      "the request target '{}' does not name one host (RFC 9112 §3.2.2): send 'http://HOST:PORT/"
+      "path', or the path alone with a Host header",
+      core::escape_for_display(target.substr(0, 200)));
 }
 
 // Every value of header `key`, split at commas, trimmed, lowercased.
@@ -697,6 +722,7 @@ void Gate::pass(Conn c, size_t head_end) {
   std::string why = gate::head_problem(head);
   if (why.empty()) why = gate::line_problem(head, status);
   if (why.empty()) why = gate::field_problem(head);
+  if (why.empty()) why = gate::target_problem(head);
   if (!why.empty()) return drop(c, status, why);
   c.range = gate::take_ranges(c.buf, head_end);
   hand(std::move(c));

@@ -2,6 +2,7 @@
 // embedded front end, and requests handed to the API (api.cc).
 #include "trainscope/serve/server.h"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 #include <httplib.h>
 
@@ -21,6 +22,7 @@
 #include "assets.h"
 #include "gate.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/serve/api.h"
 #include "trainscope/store/store.h"
@@ -30,8 +32,16 @@ namespace trainscope::serve {
 using core::ErrorKind;
 using core::fail;
 
+// localhost (in any case), ::1, or an IPv4 address of 127.0.0.0/8 in four
+// decimal parts: a name that only starts with "127." ("127.evil.example")
+// is any name, which DNS may point anywhere (a rebinding page's own).
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.starts_with("127.");
+  std::string name = host;
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  in_addr v4{};
+  return name == "localhost" || name == "::1" || name == "[::1]" ||
+         (inet_pton(AF_INET, name.c_str(), &v4) == 1 && (ntohl(v4.s_addr) >> 24) == 127);
 }
 
 std::string random_token() {
@@ -86,9 +96,14 @@ bool same_secret(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-std::string cookie_token(const httplib::Request& req) {
+// The token cookie's name: one per port, since browsers keep one cookie
+// per host whatever its port (RFC 6265 §8.5): two servers on one machine
+// must not overwrite each other's.
+std::string cookie_name(int port) { return fmt::format("trainscope_token_{}", port); }
+
+std::string cookie_token(const httplib::Request& req, int port) {
   const std::string cookies = req.get_header_value("Cookie");
-  const std::string name = "trainscope_token=";
+  const std::string name = cookie_name(port) + "=";
   for (size_t at = cookies.find(name); at != std::string::npos; at = cookies.find(name, at + 1)) {
     if (at != 0 && cookies[at - 1] != ' ' && cookies[at - 1] != ';') continue;
     const size_t from = at + name.size();
@@ -213,6 +228,27 @@ void serve_range(const httplib::Request& req, Response& r) {
                                                       part.first + part.count - 1, size));
 }
 
+// A request of the API as sent: the path undecoded (the API decodes each
+// segment itself: a name may hold '/'), HEAD read as GET.
+Request api_request(const httplib::Request& req) {
+  Request r{req.method == "HEAD" ? "GET" : req.method,
+            req.target.substr(0, req.target.find('?')),
+            {},
+            req.body};
+  for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+  return r;
+}
+
+// A page only reads: any other method is 405 (RFC 9110 §15.5.6), whether
+// the page exists or not.
+Response page_not_allowed(const httplib::Request& req) {
+  Response r = error_response(
+      405, fmt::format("{} {}: the dashboard's pages only read (GET, HEAD); the API is under /api/",
+                       req.method, core::escape_for_display(req.path)));
+  r.headers.emplace_back("Allow", "GET, HEAD");
+  return r;
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -249,10 +285,27 @@ struct Server::Impl {
       why = refuse(req, res);
       status = res.status;
     }
-    if (why.empty()) return true;
+    if (why.empty()) return !refused_before_body(req, res);
     res.set_header("Connection", "close");
     send(res, error_response(status, why));
     return false;
+  }
+
+  // What no body can change, answered before the body is read (and instead
+  // of 100 Continue): a method other than GET and HEAD on a page (405), and
+  // a change asked of a read-only server (the API's own answer: 403 for a
+  // tag, 405 for what the API never changes). True when `res` holds it.
+  bool refused_before_body(const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return false;
+    if (req.path.starts_with("/api/")) {
+      if (options.allow_writes) return false;
+      auto lease = pool.take();
+      send(res, handle_api(*lease.store, api_request(req), {.allow_writes = false}));
+    } else {
+      send(res, page_not_allowed(req));
+    }
+    res.set_header("Connection", "close");
+    return true;
   }
 
   // Empty when the request may go on; else why not (and `status`).
@@ -274,11 +327,11 @@ struct Server::Impl {
     }
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
     if (same_secret(bearer_token(req.get_header_value("Authorization")), token)) return {};
-    if (same_secret(cookie_token(req), token)) return {};
+    if (same_secret(cookie_token(req, port), token)) return {};
     if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
       if (!res.has_header("Set-Cookie"))  // once, when asked twice (100-continue)
         res.set_header("Set-Cookie",
-                       "trainscope_token=" + token + "; Path=/; HttpOnly; SameSite=Strict");
+                       cookie_name(port) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");
       return {};
     }
     res.status = 401;
@@ -289,10 +342,7 @@ struct Server::Impl {
   }
 
   void api(const httplib::Request& req, httplib::Response& res) {
-    // The path as sent: the API decodes each segment itself (a name may hold '/').
-    const std::string raw = req.target.substr(0, req.target.find('?'));
-    Request r{req.method == "HEAD" ? "GET" : req.method, raw, {}, req.body};
-    for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+    const Request r = api_request(req);
     const ApiOptions o{.allow_writes = options.allow_writes};
     // A read-only server routes writes too: the API answers each with its
     // own reason (403 for tags, 405 for what it never changes).
@@ -314,15 +364,22 @@ struct Server::Impl {
     if (const char* dir = std::getenv("TRAINSCOPE_WEB_DIR"); dir && *dir) {
       const std::string path = req.path == "/" ? "/index.html" : req.path;
       const Asset* known = find_asset(path);
-      std::ifstream in(std::string(dir) + path, std::ios::binary);
-      if (path.find("..") == std::string::npos && in) {
-        std::ostringstream body;
-        body << in.rdbuf();
+      // A regular file only (core/regular_file.h): a FIFO there would hold
+      // a worker for good, a link to /dev/zero fill the memory.
+      std::optional<std::string> body;
+      if (path.find("..") == std::string::npos) {
+        try {
+          body = core::read_regular_file(std::string(dir) + path, "file");
+        } catch (const core::Error&) {
+          body.reset();
+        }
+      }
+      if (body) {
         const std::string type = known                    ? std::string(known->content_type)
                                  : path.ends_with(".js")  ? "text/javascript"
                                  : path.ends_with(".css") ? "text/css"
                                                           : "text/html; charset=utf-8";
-        return res.set_content(body.str(), type);
+        return res.set_content(*body, type);
       }
     }
     if (const Asset* a = find_asset(req.path)) {
@@ -343,8 +400,7 @@ struct Server::Impl {
   void handle(const httplib::Request& req, httplib::Response& res) {
     detail::GatedServer::routed();
     if (req.path.starts_with("/api/")) return api(req, res);
-    if (req.method != "GET" && req.method != "HEAD")
-      return send(res, error_response(404, "no page " + req.path));
+    if (req.method != "GET" && req.method != "HEAD") return send(res, page_not_allowed(req));
     page(req, res);
   }
 };

@@ -543,8 +543,10 @@ TEST_F(ServeHttpTest, ABodyNoRouteReadsIsNeverTakenForARequest) {
                          inner + next));
     const std::string got = raw.read(std::chrono::seconds(5));
     EXPECT_TRUE(raw.closed()) << method;
-    // Its own answer and the next request's: never the runs table's.
-    EXPECT_EQ(count_of(got, "HTTP/1.1 "), 2u) << method << "\n" << got;
+    // Its own answer and the next request's: never the runs table's. An
+    // OPTIONS, which a read-only server refuses before its body (405), is
+    // answered alone: the connection closes.
+    EXPECT_EQ(count_of(got, "HTTP/1.1 "), method == "OPTIONS" ? 1u : 2u) << method << "\n" << got;
     EXPECT_EQ(got.find("\"columns\""), std::string::npos) << method << "\n" << got;
   }
   // A body that comes after the answer is read from the socket as well.
@@ -739,6 +741,87 @@ TEST_F(ServeHttpTest, MoreThanOneHostOrAHostThatIsNotOneIsRefused) {
     const std::string got = raw.read(std::chrono::seconds(5));
     EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << host << "\n" << got;
   }
+}
+
+// Issue 51, tenth hunt (D1, D2): only localhost and 127.0.0.0/8 written as
+// an address are this machine: "127.evil.example" is any name DNS points
+// anywhere. The authority of an absolute-form target is held to Host's
+// rule: empty, not one host, or a port past 65535 is 400.
+TEST_F(ServeHttpTest, OnlyALoopbackAddressOrLocalhostIsThisMachine) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  auto c = srv.client();
+  for (const char* host :
+       {"127.evil.example", "127.0.0.1.nip.io", "localhost.evil.example", "127.1.2.3.4"}) {
+    EXPECT_EQ(c.Get("/api/info", {{"Host", host}})->status, 403) << host;
+    EXPECT_EQ(c.Put("/api/runs/writer/tags/r", {{"Host", host}}, "x", "text/plain")->status, 403)
+        << host;
+  }
+  EXPECT_EQ(store_->tags(uuid_).count("r"), 0u);
+  for (const char* host : {"127.0.0.1", "127.2.3.4:99", "LOCALHOST", "[::1]"})
+    EXPECT_EQ(c.Get("/api/info", {{"Host", host}})->status, 200) << host;
+  for (const std::string target :
+       {"http:///api/info", "http://127.0.0.1:99999999/api/info", "http://127.0.0.1:65536/",
+        "http://a,b/api/info", "http://127.0.0.1%2Fapi%2Fruns/", "http://u@127.0.0.1/api/info"}) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send("GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    const std::string got = raw.read(std::chrono::seconds(5));
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << target << "\n" << got;
+    EXPECT_NE(got.find("does not name one host"), std::string::npos) << got;
+  }
+  Raw raw(srv.port());
+  ASSERT_TRUE(
+      raw.send("GET http://127.0.0.1:65535/api/info HTTP/1.1\r\nHost: x\r\n"
+               "Connection: close\r\n\r\n"));
+  const std::string got = raw.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+}
+
+// Issue 51, tenth hunt (D4, D11): a page only reads: another method is
+// 405 with Allow, as the API's endpoints answer. A read-only server
+// refuses a change before its body is read, not after 100 Continue.
+TEST_F(ServeHttpTest, WhatCannotBeChangedIsRefusedBeforeItsBody) {
+  Running srv({.store_uri = uri_, .port = 0});
+  auto c = srv.client();
+  for (const char* path : {"/", "/favicon.ico", "/no/such/page"}) {
+    auto r = c.Post(path, "x", "text/plain");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 405) << path;
+    EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD") << path;
+  }
+  EXPECT_EQ(c.Delete("/")->status, 405);
+  EXPECT_EQ(c.Options("/")->status, 405);
+  // OPTIONS changes nothing: what the tag route takes, not "read-only".
+  auto options = c.Options("/api/runs/writer/tags/x");
+  EXPECT_EQ(options->status, 405);
+  EXPECT_EQ(options->get_header_value("Allow"), "PUT, DELETE");
+  Raw raw(srv.port());
+  ASSERT_TRUE(
+      raw.send("PUT /api/runs/writer/tags/x HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Content-Length: 900000\r\nExpect: 100-continue\r\n\r\n"));
+  const std::string got = raw.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 403 ", 0), 0u) << got;
+  EXPECT_NE(got.find("read-only"), std::string::npos) << got;
+  EXPECT_TRUE(raw.closed());
+}
+
+// Issue 51, tenth hunt (D5): a browser keeps one cookie per host, whatever
+// the port: each server's token cookie has a name of its own, so opening
+// a second dashboard does not lock the first one out.
+TEST_F(ServeHttpTest, EachServersTokenCookieIsItsOwn) {
+  Running a({.store_uri = uri_, .port = 0, .token = "tokA"});
+  Running b({.store_uri = uri_, .port = 0, .token = "tokB"});
+  auto ca = a.client();
+  auto cb = b.client();
+  const std::string cookie_a = ca.Get("/?token=tokA")->get_header_value("Set-Cookie");
+  const std::string cookie_b = cb.Get("/?token=tokB")->get_header_value("Set-Cookie");
+  EXPECT_EQ(cookie_a.rfind("trainscope_token_" + std::to_string(a.port()) + "=tokA;", 0), 0u)
+      << cookie_a;
+  // What the browser sends each of them: both cookies.
+  const std::string jar =
+      cookie_a.substr(0, cookie_a.find(';')) + "; " + cookie_b.substr(0, cookie_b.find(';'));
+  EXPECT_EQ(ca.Get("/api/info", {{"Cookie", jar}})->status, 200);
+  EXPECT_EQ(cb.Get("/api/info", {{"Cookie", jar}})->status, 200);
+  EXPECT_EQ(ca.Get("/api/info", {{"Cookie", cookie_b.substr(0, cookie_b.find(';'))}})->status, 401);
 }
 
 // Issue 51, fifth hunt (D11): a chunked body over 1 MiB was "400 a
