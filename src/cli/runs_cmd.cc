@@ -35,11 +35,7 @@ std::vector<store::Liveness> liveness_of(Store& store, const store::RunQueryResu
   return out;
 }
 
-void mark_stale(format::Json& j, const store::Liveness& l) {
-  if (!l.stale()) return;
-  j["status"] = l.status;
-  j["stale"] = l.note;
-}
+using format::mark_stale;
 
 // The fields of one CSV record as written (quotes kept).
 std::vector<std::string> csv_fields(std::string_view record) {

@@ -98,6 +98,12 @@ void finish(Context& ctx, const study::Outcome& o) {
             << " runs finished, " << o.progress.failed << " failed\n";
   if (o.complete()) return;
   const std::string id = core::short_uuid(o.study);
+  if (o.progress.elsewhere > 0)
+    core::fail(core::ErrorKind::kRuntime,
+               "study {} is incomplete: {} planned run(s) were left alone because another "
+               "process is training them now ({}); when it ends, `trainscope study resume {}` "
+               "runs what is left",
+               id, o.progress.elsewhere, o.progress.elsewhere_first, id);
   if (o.progress.recorded_nothing > 0)
     core::fail(core::ErrorKind::kRuntime,
                "study {} is incomplete: {} of {} planned runs ended without recording a run "

@@ -12,6 +12,18 @@ Json number(double v) {
   return core::format_double(v);
 }
 
+void mark_stale(Json& j, const store::Liveness& shown) {
+  if (!shown.stale()) return;
+  j["status"] = shown.status;
+  j["stale"] = shown.note;
+}
+
+Json run(const store::RunInfo& r, bool full, const store::Liveness& shown) {
+  Json j = run(r, full);
+  mark_stale(j, shown);
+  return j;
+}
+
 Json run(const store::RunInfo& r, bool full) {
   Json j = {
       {"uuid", r.uuid},

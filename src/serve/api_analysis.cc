@@ -122,7 +122,7 @@ Json studies(store::Store& s) {
   q.filter = "tags.kind = 'study'";
   Json out = Json::array();
   for (const auto& row : store::query_runs(s, q).rows) {
-    Json j = format::run(row.info, false);
+    Json j = format::run(row.info, false, s.liveness(row.info, s.now()));
     j["children"] = study::counted_children(s, row.info.uuid);
     out.push_back(std::move(j));
   }

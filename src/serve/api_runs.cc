@@ -66,11 +66,7 @@ Json events_json(const std::vector<probes::RunEvent>& events) {
 
 // A run recorded "running" whose writer is gone is shown as stale
 // (store::liveness); the API only reads.
-void mark_stale(Json& j, const store::Liveness& l) {
-  if (!l.stale()) return;
-  j["status"] = l.status;
-  j["stale"] = l.note;
-}
+using format::mark_stale;
 
 bool has_prefix(const std::vector<store::MetricSummary>& ms, std::string_view prefix) {
   return std::any_of(ms.begin(), ms.end(),

@@ -370,6 +370,7 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
 StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::string& metric) {
   StudyAnalysis a;
   a.study = resolve_study(s, ref);
+  a.liveness = s.liveness(a.study, s.now());
   a.spec = recorded_spec(s, a.study);
   a.metric = metric;
   a.planned = static_cast<int>(Plan(a.spec).size());

@@ -96,7 +96,7 @@ Json cell_status_json(const CellStatus& c) {
 Json study_status_json(const StudyStatus& s) {
   Json cells = Json::array();
   for (const auto& c : s.cells) cells.push_back(cell_status_json(c));
-  Json j = {{"study", format::run(s.study, false)},
+  Json j = {{"study", format::run(s.study, false, s.liveness)},
             {"liveness", {{"status", s.liveness.status}, {"note", s.liveness.note}}},
             {"cells", cells},
             {"total", cell_status_json(s.total)},
@@ -127,7 +127,7 @@ Json study_analysis_json(const StudyAnalysis& a) {
                        {"cosine_min", format::number(w.cos_min)},
                        {"cosine_mean", format::number(w.cos_mean)},
                        {"cosine_max", format::number(w.cos_max)}});
-  return {{"study", format::run(a.study, false)},
+  return {{"study", format::run(a.study, false, a.liveness)},
           {"metric", a.metric},
           {"planned", a.planned},
           {"finished", a.finished},

@@ -60,6 +60,9 @@ struct State {
   uint64_t index = 0;  // in the plan
   bool finished = false;
   std::string resume_uuid;  // a stopped or killed child to continue
+  // Its newest attempt, still running in another process (a second
+  // terminal, a Slurm task): "adam/r1 (pid 123 on host)". It is left alone.
+  std::string live;
 };
 
 bool superseded(const std::map<std::string, std::string>& tags) {
@@ -96,11 +99,15 @@ bool has_checkpoint(store::Store& s, const RunInfo& r) {
 }
 
 State state_of(store::Store& s, uint64_t index, const std::vector<RunInfo>& runs) {
-  State st{index, false, {}};
+  State st{index, false, {}, {}};
   for (const auto& r : runs) {
     if (r.status == RunStatus::kFinished) st.finished = true;
   }
   const RunInfo* last = runs.empty() ? nullptr : &runs.back();
+  if (!st.finished && last && last->status == RunStatus::kRunning &&
+      !s.liveness(*last, s.now()).stale())
+    st.live = fmt::format("{} (pid {} on {})", core::escape_for_display(last->name), last->pid,
+                          core::escape_for_display(last->host));
   if (!st.finished && last &&
       (last->status == RunStatus::kStopped || last->status == RunStatus::kKilled) &&
       has_checkpoint(s, *last))
@@ -293,15 +300,20 @@ class Scheduler {
     for (uint64_t i = 0; i < plan.size(); ++i) {
       State st = state_of(*store_, i, by_name[plan.at(i).name]);
       ++p_.total;
-      // Every unfinished run is tried again, with a fresh budget of retries.
-      if (st.finished)
+      // Every unfinished run is tried again, with a fresh budget of retries,
+      // but one another process is training now.
+      if (st.finished) {
         ++p_.done, ++p_.skipped;
-      else
+      } else if (!st.live.empty()) {
+        if (p_.elsewhere++ == 0) p_.elsewhere_first = st.live;
+      } else {
         queue_.push_back(st);
+      }
     }
     start_ = core::unix_now();
-    report(fmt::format("{} runs: {} done before, {} to run, {} worker(s)", p_.total, p_.skipped,
-                       queue_.size(), exec_->slots()));
+    report(fmt::format(
+        "{} runs: {} done before, {} to run{}, {} worker(s)", p_.total, p_.skipped, queue_.size(),
+        p_.elsewhere ? fmt::format(", {} running elsewhere", p_.elsewhere) : "", exec_->slots()));
     SignalGuard guard;
     while ((!queue_.empty() || exec_->running() > 0) && g_signal == 0) step();
     if (g_signal != 0) stop();
@@ -606,6 +618,9 @@ std::optional<Job> planned_task(store::Store& store, const std::string& ref,
          core::escape_for_display(name));
   State st = state_of(store, *index, attempts(store, study.uuid, name));
   if (st.finished) return std::nullopt;
+  if (!st.live.empty())
+    fail(ErrorKind::kConflict, "{} of study {} is running now in another process: wait for it",
+         st.live, study.name);
   // A task may run where the study's log folder is not: the base config
   // then goes into a private temporary folder.
   const std::filesystem::path dir =

@@ -193,3 +193,82 @@ def test_a_relative_store_is_the_studys_store_wherever_its_file_is(tmp_path):
                          env=dict(os.environ, PYTHONPATH="pkg"))
     assert out.returncode == 0 and "2/2 runs finished" in out.stdout, out.stdout + out.stderr
     assert not (tmp_path / "elsewhere" / "trainscope.db").exists()
+
+
+def watch_study(tmp_path):
+    """A command study whose command is `trainscope watch` (the study's own
+    trainscope), run: its store."""
+    (tmp_path / "w.yaml").write_text(
+        "study: w\ncommand: \"trainscope watch -- sh -c 'echo trainscope: loss=0.5'\"\n"
+        "sources: [all]\n"
+        "replicates: 2\nretries: 0\n")
+    store = tmp_path / "w.db"
+    out = cli(store, "study", "run", str(tmp_path / "w.yaml"), "--logs", str(tmp_path / "logs"),
+              check=False)
+    assert out.returncode == 0 and "2/2 runs finished" in out.stdout, out.stdout + out.stderr
+    return store
+
+
+def runs_of(store):
+    with sqlite3.connect(store) as db:
+        return db.execute("SELECT name, status, parent_id FROM runs ORDER BY name").fetchall()
+
+
+# Issue 51, tenth hunt (D8): `trainscope watch` as a study's command is the
+# planned run (it said "recorded no run" and left stray runs named after
+# the planned ones).
+def test_watch_as_a_studys_command_is_the_planned_run(tmp_path):
+    store = watch_study(tmp_path)
+    runs = runs_of(store)
+    study = [r for r in runs if r[0] == "w"]
+    assert [r[:2] for r in runs] == [("all/r1", "finished"), ("all/r2", "finished"),
+                                    ("w", "finished")], runs
+    with sqlite3.connect(store) as db:
+        study_id = db.execute("SELECT id FROM runs WHERE name = 'w'").fetchone()[0]
+    assert all(r[2] == study_id for r in runs if r[0] != "w"), (runs, study)
+    assert "loss" in cli(store, "metrics", "all/r1").stdout
+
+
+def set_running(store, name, pid, silent_s=0):
+    """Marks run `name` running by `pid`, its last heartbeat `silent_s` ago."""
+    with sqlite3.connect(store) as db:
+        db.execute("UPDATE runs SET status = 'running', end_time = NULL, pid = ?, pid_start = 0, "
+                   "heartbeat = strftime('%s', 'now') - ? WHERE name = ?", (pid, silent_s, name))
+
+
+# Issue 51, tenth hunt (D3): a planned run another process is training now
+# is left alone by `study resume` (it was trained again, and the live run
+# set aside); `study task` of it refuses.
+def test_resume_leaves_a_planned_run_another_process_is_training_alone(tmp_path):
+    store = watch_study(tmp_path)
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        set_running(store, "all/r1", live.pid)
+        out = cli(store, "study", "resume", "w", "--logs", str(tmp_path / "logs"), check=False)
+        assert out.returncode == 1, out.stderr
+        assert "1 running elsewhere" in out.stderr, out.stderr
+        last = out.stderr.strip().splitlines()[-1]
+        assert "left alone" in last and f"all/r1 (pid {live.pid} on " in last, last
+        task = cli(store, "study", "task", "w", "all/r1", check=False)
+        assert task.returncode == 4 and "running now in another process" in task.stderr, task.stderr
+        assert [r[:2] for r in runs_of(store)] == [("all/r1", "running"), ("all/r2", "finished"),
+                                                   ("w", "finished")]
+        with sqlite3.connect(store) as db:
+            assert db.execute("SELECT count(*) FROM tags WHERE key = 'study.superseded_by'"
+                              ).fetchone()[0] == 0
+    finally:
+        live.kill()
+        live.wait()
+
+
+# Issue 51, tenth hunt (D12): a study whose own process died is stale to
+# every reader, its status JSON included.
+def test_a_crashed_study_is_stale_in_its_status_json(tmp_path):
+    store = watch_study(tmp_path)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    set_running(store, "w", dead.pid, silent_s=3600)
+    out = cli(store, "--json", "study", "status", "w")
+    status = json.loads(out.stdout)
+    assert status["study"]["status"] == "stale", status["study"]
+    assert status["study"]["stale"], status["study"]

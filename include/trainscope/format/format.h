@@ -57,6 +57,11 @@ Json optional(const std::optional<T>& v) {
 }
 // A run; `full` adds the command line and config.
 Json run(const store::RunInfo& r, bool full);
+// A run as readers show it: a stale one (Store::liveness) says "stale" in
+// "status", and "stale" holds why.
+Json run(const store::RunInfo& r, bool full, const store::Liveness& shown);
+// Marks `j` (a run's object) stale as run() with a Liveness does.
+void mark_stale(Json& j, const store::Liveness& shown);
 // A page of runs: {"total": matching runs before paging, "columns": [...],
 // "runs": [one object per run: column -> value]}. Absent values are null,
 // times ISO-8601 UTC, the duration in seconds, metrics numbers.

@@ -119,6 +119,7 @@ struct Curve {
 // output.
 struct StudyAnalysis {
   store::RunInfo study;
+  store::Liveness liveness;  // of the study's own run, as readers show it
   StudySpec spec;
   std::string metric = "test/accuracy";
   std::vector<CellAnalysis> cells;

@@ -70,6 +70,10 @@ struct Progress {
   // first of them: "init/r1 (exit 0)".
   int recorded_nothing = 0;
   std::string recorded_nothing_first;
+  // Planned runs left alone because another process is training them now
+  // (their newest attempt runs, its writer alive), and the first of them.
+  int elsewhere = 0;
+  std::string elsewhere_first;
 };
 // Called by the study's thread (never concurrently) after every change.
 using ProgressFn = std::function<void(const Progress&)>;
