@@ -55,8 +55,7 @@ RunEnvironment read_run_environment() {
 
 RunIdentity resolve_identity(RunIdentity given, const RunEnvironment& env, bool resuming) {
   RunIdentity id = std::move(given);
-  const bool planned = id.may_be_planned && !resuming && id.parent.empty() && !env.parent.empty() &&
-                       !env.name.empty();
+  const bool planned = !resuming && id.parent.empty() && !env.parent.empty() && !env.name.empty();
   if (planned) {  // the study's run: what it planned wins
     id.name = env.name;
     id.parent = env.parent;

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "keeper.h"
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -38,10 +39,19 @@ using core::fail;
 namespace {
 
 volatile sig_atomic_t g_child = 0;
+volatile sig_atomic_t g_keeper = 0;     // holds the program's tree (keeper.h)
 volatile sig_atomic_t g_forwarded = 0;  // the last signal passed on
 void forward_signal(int sig) {
   g_forwarded = sig;
   if (g_child > 0) kill(g_child, sig);
+}
+
+// The processes below this one but the keeper: what the program started
+// and left (re-parented to the keeper, which reaps them).
+std::vector<int64_t> left_below() {
+  std::vector<int64_t> left = process_tree(getpid());
+  std::erase_if(left, [](int64_t p) { return p == getpid() || p == g_keeper; });
+  return left;
 }
 
 // After a signal passed on to the program ended it: the processes it
@@ -55,8 +65,7 @@ void end_left_behind(int sig, double grace_s = 5) {
   for (;;) {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {
     }
-    std::vector<int64_t> left = process_tree(getpid());
-    std::erase(left, static_cast<int64_t>(getpid()));
+    const std::vector<int64_t> left = left_below();
     if (left.empty()) return;
     const bool late = core::monotonic_now() > deadline;
     for (int64_t p : left)
@@ -75,8 +84,7 @@ size_t end_what_was_left() {
   g_child = 0;  // the program's pid is reaped and may be reused: signal no one by it
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
-  std::vector<int64_t> left = process_tree(getpid());
-  std::erase(left, static_cast<int64_t>(getpid()));
+  const std::vector<int64_t> left = left_below();
   if (left.empty()) return 0;
   core::log_warn(
       "watch: the program exited but left {} process(es) running (pid {}); they end with it "
@@ -117,37 +125,25 @@ std::vector<std::string> child_environment(const std::map<std::string, std::stri
   return env;
 }
 
-// Starts `exe` with stdout and stderr on fresh pipes, and with
-// TRAINSCOPE_RUN_ID and TRAINSCOPE_STORE naming its run, so that a script
-// can attach records of its own to it. Its signals are as a shell leaves
-// them (SIGPIPE at its default, nothing blocked that trainscope blocked),
-// and it gets SIGTERM when watch dies. Call from the thread that waits for
-// it: the signal follows the thread that forked.
-pid_t spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
-            const std::map<std::string, std::string>& extra_env) {
+// Starts `exe` under a keeper (keeper.h) with stdout and stderr on fresh
+// pipes, and with TRAINSCOPE_RUN_ID and TRAINSCOPE_STORE naming its run, so
+// that a script can attach records of its own to it. Its signals are as a
+// shell leaves them (SIGPIPE at its default, nothing blocked that
+// trainscope blocked). Nothing of it outlives watch: the program gets
+// SIGTERM when its keeper dies, and the keeper ends the program's whole
+// tree when watch dies, even by SIGKILL.
+detail::Kept spawn(const std::string& exe, std::vector<std::string> args, Pipes& p,
+                   const std::map<std::string, std::string>& extra_env) {
   if (pipe2(p.out, O_CLOEXEC) != 0 || pipe2(p.err, O_CLOEXEC) != 0)
     fail(ErrorKind::kRuntime, "cannot create pipes: {}", std::strerror(errno));
   std::vector<char*> argv = core::exec_argv(args);
   const std::vector<std::string> env = child_environment(extra_env);
   std::vector<char*> envp = core::exec_argv(env);
-  const pid_t watcher = getpid();
-  pid_t pid = fork();
-  if (pid < 0) fail(ErrorKind::kRuntime, "cannot start '{}': {}", exe, std::strerror(errno));
-  if (pid == 0) {
-    core::reset_signals_for_exec();
-    // The program ends with watch, even one killed by SIGKILL (which no
-    // handler sees), as a rank ends with its launcher: never left running
-    // unwatched, writing into a run that is over.
-    (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != watcher) _exit(127);
-    dup2(p.out[1], 1);
-    dup2(p.err[1], 2);
-    execve(exe.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
+  detail::Kept kept = detail::start_kept(exe, argv, envp, p.out[1], p.err[1]);
   close(p.out[1]);
   close(p.err[1]);
-  return pid;
+  g_keeper = kept.keeper;
+  return kept;
 }
 
 // How long the output is read after the program exited, for what it
@@ -207,18 +203,17 @@ std::string signal_name(int signal) {
 
 namespace {
 
-int wait_exit_code(pid_t pid, int& signal) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+int wait_exit_code(const detail::Kept& kept, int& signal) {
+  const int status = detail::wait_kept(kept);
   signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 // Who the run is (instrument/run_identity.h): the options given, then the
 // environment's, then the program's file name (as it is, not made unique)
-// and "watch". Never a study's planned child: the program it runs may be
-// that child itself.
+// and "watch". In a command study's environment, the planned child (watch
+// is then the study's command; its program does not claim the same run:
+// program_environment).
 instrument::RunIdentity identity_of(const WatchOptions& o) {
   instrument::RunIdentity id;
   id.name = o.name;
@@ -230,7 +225,6 @@ instrument::RunIdentity identity_of(const WatchOptions& o) {
   id.command_line = o.command_line;
   if (id.command_line.empty())
     for (const auto& a : o.command) id.command_line += (id.command_line.empty() ? "" : " ") + a;
-  id.may_be_planned = false;
   return instrument::resolve_identity(std::move(id), instrument::read_run_environment());
 }
 
@@ -285,6 +279,20 @@ std::string find_program(const std::string& name) {
   return {};
 }
 
+// What the program's environment adds: its run, and, when watch is a
+// study's planned child, the study's variables emptied (empty is unset), so
+// that a program calling trainscope.start_run() records a run of its own
+// rather than a second run of the same planned name.
+std::map<std::string, std::string> program_environment(store::RunRecorder& run,
+                                                       const instrument::RunIdentity& id) {
+  std::map<std::string, std::string> env = {{"TRAINSCOPE_RUN_ID", run.uuid()},
+                                            {"TRAINSCOPE_STORE", run.store().describe()}};
+  if (id.planned)
+    for (const char* name : {"TRAINSCOPE_PARENT", "TRAINSCOPE_RUN_NAME", "TRAINSCOPE_PLANNED"})
+      env[name] = "";
+  return env;
+}
+
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   if (o.command.empty()) fail(ErrorKind::kUsage, "watch: no command given");
   const instrument::RunIdentity id = identity_of(o);  // a bad $TRAINSCOPE_TAGS: before anything
@@ -309,13 +317,13 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   r.run_uuid = run->uuid();
   r.run_name = run->info().name;
   Pipes pipes;
-  // What the program starts and leaves behind when it ends becomes this
-  // process's child, not init's (end_left_behind).
+  // What the program starts and leaves behind when it ends stays below
+  // this process (its keeper's, or this one's should the keeper die),
+  // never init's (end_left_behind).
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   g_forwarded = 0;
-  const pid_t pid =
-      spawn(exe, o.command, pipes,
-            {{"TRAINSCOPE_RUN_ID", r.run_uuid}, {"TRAINSCOPE_STORE", run->store().describe()}});
+  detail::Kept kept = spawn(exe, o.command, pipes, program_environment(*run, id));
+  const pid_t pid = kept.program;
   SamplerOptions so;
   so.interval_s = o.interval_s;
   so.pid = pid;
@@ -330,11 +338,13 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
                       std::ref(parser), std::ref(mu), std::ref(drain));
     std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
                       std::ref(parser), std::ref(mu), std::ref(drain));
-    r.exit_code = wait_exit_code(pid, r.signal);
+    r.exit_code = wait_exit_code(kept, r.signal);
     if (g_forwarded != 0)
       end_left_behind(g_forwarded);
     else
       r.left_behind = end_what_was_left();
+    detail::release_kept(kept);
+    g_keeper = 0;
     drain.exited_at = core::monotonic_now();
     t_out.join();
     t_err.join();

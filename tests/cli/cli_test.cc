@@ -727,6 +727,34 @@ TEST_F(CliTest, AHungUpWatchStopsItsProgramAndEndsItsRun) {
   EXPECT_NE(run_command("pgrep -xf 'sleep 37.25'").exit_code, 0) << "the program was orphaned";
 }
 
+// Issue 51, tenth hunt (D9): watch killed by SIGKILL (no handler sees it)
+// left what its program started running, re-parented to init: its program
+// (bash) got SIGTERM, the training bash ran (sleep) did not. Under watch's
+// keeper, the whole tree ends with watch.
+TEST_F(CliTest, NothingOfAProgramOutlivesAWatchKilledBySigkill) {
+  const std::string db = (dir_ / "k.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", ("sqlite:" + db).c_str(), "watch", "--", "bash",
+          "-c", "trap '' TERM; sleep 38.75; true", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 1000 && run_command("pgrep -xf 'sleep 38.75'").exit_code != 0; ++i)
+    usleep(10 * 1000);  // until the program's child runs
+  ASSERT_EQ(run_command("pgrep -xf 'sleep 38.75'").exit_code, 0) << "the program never ran";
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  waitpid(pid, nullptr, 0);
+  // bash ignores SIGTERM (the trap), so it and its sleep last until the
+  // keeper's SIGKILL, 5 s after its SIGTERM.
+  bool gone = false;
+  for (int i = 0; i < 1500 && !gone; ++i) {
+    usleep(10 * 1000);
+    gone = run_command("pgrep -xf 'sleep 38.75'").exit_code != 0;
+  }
+  EXPECT_TRUE(gone) << run_command("ps -eo pid,ppid,stat,args | grep -e 38.75").out;
+  run_command("pkill -xf 'sleep 38.75'");
+}
+
 #ifdef TS_WITH_TORCH
 // Issue 29, item 3: a training paused with Ctrl-Z for 35 s was marked
 // killed, `--resume` was accepted, and when the original went on two

@@ -88,16 +88,13 @@ TEST(RunIdentityTest, AStudysPlannedChildIsTheStudys) {
   ASSERT_TRUE(id.planned);
   EXPECT_EQ(*id.planned, env.planned);
 
-  // Not the planned child: a parent of its own, a resume, `watch`, or a
-  // name without the study's parent.
+  // Not the planned child: a parent of its own, a resume, or a name
+  // without the study's parent.
   given.parent = "other";
   EXPECT_FALSE(resolve_identity(given, env).planned);
   EXPECT_EQ(resolve_identity(given, env).name, "script-default");
   given.parent.clear();
   EXPECT_FALSE(resolve_identity(given, env, /*resuming=*/true).planned);
-  given.may_be_planned = false;
-  EXPECT_FALSE(resolve_identity(given, env).planned);
-  given.may_be_planned = true;
   env.parent.clear();
   EXPECT_FALSE(resolve_identity(given, env).planned);
   EXPECT_EQ(resolve_identity(given, env).name, "script-default");

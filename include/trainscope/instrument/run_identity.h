@@ -87,9 +87,6 @@ struct RunIdentity {
   // A file or folder whose git work tree the run records as its code
   // (record_code, code.h); empty: none.
   std::string code_path;
-  // Whether the run may be a study's planned child. `watch` may not: the
-  // program it runs may be that child itself.
-  bool may_be_planned = true;
   // Set by resolve_identity() for a study's planned child: what the study
   // planned for it ($TRAINSCOPE_PLANNED; "" when unset).
   std::optional<std::string> planned;
