@@ -425,7 +425,14 @@ class _Exit:
 
 
 def _at_exit():
-    _end_open_runs(_ending or "finished")
+    """Ends the runs left open as the interpreter ends, with its status; a
+    run whose thread still runs (a daemon thread: non-daemon ones were
+    joined before atexit) is cut off where it is: killed."""
+    main = threading.main_thread()
+    for run in list(_OPEN):
+        if run._pid == os.getpid():
+            cut = run._thread is not main and run._thread.is_alive()
+            run._end_quietly("killed" if cut else (_ending or "finished"))
 
 
 def _watch_exit():
@@ -646,8 +653,8 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     # (The C++ side adds source=python and model.custom=true: a model of the
     # script's own, which trainscope cannot build, so no replay.)
     args.tags = _pairs("tag", _mapping("tags", tags))
-    own = _pairs("environment", _mapping("environment", environment))
-    args.environment = {**python_environment(), **own}
+    args.user_environment = _pairs("environment", _mapping("environment", environment))
+    args.environment = python_environment()
     args.script = args.environment.get("python.script", "")  # its git commit and diff
     args.record_environment = bool(record_environment)
     _install_exit_hooks()

@@ -94,7 +94,7 @@ void print_differences(std::ostream& out, const std::vector<env::Difference>& di
   for (const auto& d : diffs) {
     if (d.group != group) {
       group = d.group;
-      out << "\n[" << group << "]\n";
+      out << "\n[" << core::escape_for_display(group) << "]\n";
     }
     out << "  " << core::escape_for_display(d.key) << "\n    " << a_label << ": "
         << core::escape_for_display(d.a) << "\n    " << b_label << ": "

@@ -182,17 +182,16 @@ std::string text_violation_of(const std::string& v, size_t min, size_t max) {
 }
 
 // A name a run is recorded under, by the store's rule for names
-// (store/accept.h): also UTF-8 text without a C1 control character
-// (U+0080..U+009F, 0xC2 0x80..0x9F), which a path may hold.
+// (store/accept.h, core::text_problem): also UTF-8 text without a C1 or a
+// bidirectional control character, and not only blanks of any kind.
 std::string name_violation_of(const std::string& v) {
   if (std::string why = text_violation_of(v, 1, 256); !why.empty()) return why;
-  if (core::valid_utf8(v) != v)
+  // The rest of the store's rule, from the one place it is written.
+  if (!core::is_utf8(v))
     return fmt::format("must be UTF-8 text (got '{}')", core::escape_for_display(v));
-  for (size_t i = 0; i + 1 < v.size(); ++i)
-    if (static_cast<unsigned char>(v[i]) == 0xc2 && static_cast<unsigned char>(v[i + 1]) >= 0x80 &&
-        static_cast<unsigned char>(v[i + 1]) <= 0x9f)
-      return fmt::format("must not hold control characters (got '{}')",
-                         core::escape_for_display(v));
+  if (core::holds_control(v))
+    return fmt::format("must not hold control characters (got '{}')", core::escape_for_display(v));
+  if (core::only_blanks(v)) return "must not be only blanks";
   return {};
 }
 
@@ -676,8 +675,10 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
   std::vector<std::pair<std::string, std::string>> overridden;
   for (const auto& o : overrides) {
     auto eq = o.find('=');
-    // A message names the --set as given, up to a line's worth of it.
-    const std::string shown = o.size() > 100 ? o.substr(0, 100) + "..." : o;
+    // A message names the --set as given, up to a line's worth of it,
+    // escaped (a NUL would end the message where it stands).
+    const std::string shown =
+        core::escape_for_display(o.substr(0, 100)) + (o.size() > 100 ? "..." : "");
     if (eq == std::string::npos || eq == 0)
       fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", shown);
     set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + shown, noted);

@@ -6,6 +6,12 @@ namespace trainscope::core {
 
 Error::~Error() = default;
 
+std::string Error::without_nul(std::string s) {
+  for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 4))
+    s.replace(at, 1, "\\x00");
+  return s;
+}
+
 namespace {
 thread_local LoadErrors* t_collecting = nullptr;
 }  // namespace

@@ -165,18 +165,86 @@ bool is_bidi_control(char32_t c) {
          (c >= 0x2066 && c <= 0x2069);
 }
 
+bool is_invisible_code_point(char32_t c) {
+  // Unicode 15's Default_Ignorable_Code_Point.
+  return c == 0xAD || c == 0x34F || c == 0x61C || c == 0x115F || c == 0x1160 || c == 0x17B4 ||
+         c == 0x17B5 || (c >= 0x180B && c <= 0x180F) || (c >= 0x200B && c <= 0x200F) ||
+         (c >= 0x202A && c <= 0x202E) || (c >= 0x2060 && c <= 0x206F) || c == 0x3164 ||
+         (c >= 0xFE00 && c <= 0xFE0F) || c == 0xFEFF || c == 0xFFA0 ||
+         (c >= 0xFFF0 && c <= 0xFFF8) || (c >= 0x1BCA0 && c <= 0x1BCA3) ||
+         (c >= 0x1D173 && c <= 0x1D17A) || (c >= 0xE0000 && c <= 0xE0FFF);
+}
+
 bool is_blank_code_point(char32_t c) {
-  return c == 0x20 || c == 0xA0 || c == 0x1680 || c == 0x180E || (c >= 0x2000 && c <= 0x200B) ||
-         c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x2060 || c == 0x3000 ||
-         c == 0xFEFF;
+  // Unicode 15's White_Space (those that are not controls).
+  const bool space = c == 0x20 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) ||
+                     c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+  // Drawn as blank space though neither: the Braille blank.
+  return space || is_invisible_code_point(c) || c == 0x2800;
+}
+
+namespace {
+
+// The length of the UTF-8 sequence that `lead` starts, in valid UTF-8.
+size_t lead_length(unsigned char lead) {
+  return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+}
+
+}  // namespace
+
+bool is_control_at(std::string_view text, size_t i, size_t n) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (n == 1) return c < 0x20 || c == 0x7f;
+  if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) return true;
+  return is_bidi_control(utf8_code_point(text, i, n));
+}
+
+bool is_utf8(std::string_view text) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n)
+    if ((n = utf8_sequence(text, i)) == 0) return false;
+  return true;
+}
+
+bool holds_control(std::string_view text) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    n = lead_length(static_cast<unsigned char>(text[i]));
+    if (is_control_at(text, i, n)) return true;
+  }
+  return false;
+}
+
+bool only_blanks(std::string_view text) {
+  for (size_t i = 0, n = 0; i < text.size(); i += n) {
+    n = lead_length(static_cast<unsigned char>(text[i]));
+    if (!is_blank_code_point(utf8_code_point(text, i, n))) return false;
+  }
+  return true;
+}
+
+std::optional<std::string> text_problem(std::string_view text, size_t max_bytes) {
+  if (text.empty()) return "is empty";
+  if (text.size() > max_bytes) return fmt::format("is longer than {} bytes", max_bytes);
+  if (!is_utf8(text)) return "is not UTF-8 text";
+  if (holds_control(text)) return "holds a control character";
+  if (only_blanks(text)) return "is only blanks";
+  return std::nullopt;
 }
 
 std::string escape_for_display(std::string_view s) {
   std::string out;
   out.reserve(s.size());
+  bool after_text = false;  // the last character was drawn, and not a blank
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t n = utf8_sequence(s, i);
+    const char32_t cp = n > 1 ? utf8_code_point(s, i, n) : c;
+    // A joiner or a selector that follows text shapes it (an emoji
+    // sequence, a flag's tags): part of the text, not hidden in it.
+    const bool modifies =
+        after_text && (cp == 0x200C || cp == 0x200D || cp == 0x34F ||
+                       (cp >= 0x180B && cp <= 0x180F) || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+                       (cp >= 0xE0020 && cp <= 0xE007F) || (cp >= 0xE0100 && cp <= 0xE01EF));
+    after_text = n > 0 && !is_blank_code_point(cp) && c >= 0x20;
     if (n == 0) {  // a byte that is not UTF-8: a terminal would guess
       out += fmt::format("\\x{:02x}", c);
       ++i;
@@ -185,9 +253,12 @@ std::string escape_for_display(std::string_view s) {
       // escape sequence in terminals that take 8-bit controls.
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));
       i += 2;
-    } else if (n > 1 && is_bidi_control(utf8_code_point(s, i, n))) {
-      // Shown as its number: raw, it would reorder the rest of the line.
-      out += fmt::format("\\u{:04x}", static_cast<uint32_t>(utf8_code_point(s, i, n)));
+    } else if (n > 1 && (is_bidi_control(cp) || (is_invisible_code_point(cp) && !modifies))) {
+      // Shown as its number: raw, a bidirectional control would reorder
+      // the rest of the line, and what draws as nothing would not be seen
+      // (a key of U+200D alone, a U+200B after a name).
+      out += cp > 0xFFFF ? fmt::format("\\U{:08x}", static_cast<uint32_t>(cp))
+                         : fmt::format("\\u{:04x}", static_cast<uint32_t>(cp));
       i += n;
     } else if (n > 1) {
       out.append(s.substr(i, n));

@@ -55,6 +55,13 @@ std::string trim(std::string_view s) {
 const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", "threads", "flags",
                                    "env",      "data",   "config",    "seeds",  "build",   "git"};
 
+// Groups that only trainscope writes: kGroupOrder's, and those of the
+// package lists and the Python interpreter.
+bool measured_group(std::string_view g) {
+  if (g == "packages" || g == "python" || g == "process") return true;
+  return std::find(std::begin(kGroupOrder), std::end(kGroupOrder), g) != std::end(kGroupOrder);
+}
+
 size_t group_rank(const std::string& g) {
   for (size_t i = 0; i < std::size(kGroupOrder); ++i)
     if (g == kGroupOrder[i]) return i;
@@ -62,6 +69,22 @@ size_t group_rank(const std::string& g) {
 }
 
 }  // namespace
+
+std::optional<std::string> user_entry_problem(std::string_view key) {
+  if (auto why = core::text_problem(key, 256))
+    return fmt::format(
+        "environment entry '{}' {}: a key is 1 to 256 bytes of UTF-8 text without control "
+        "characters, not only blanks",
+        core::escape_for_display(key.substr(0, 64)), *why);
+  const std::string_view group = key.substr(0, key.find('.'));
+  if (!measured_group(group)) return std::nullopt;
+  return fmt::format(
+      "environment entry '{}' is in the group '{}', which trainscope measures itself (readers "
+      "trust it: env recreate pins packages.*); add yours under a group of your own, e.g. "
+      "'user.{}'",
+      core::escape_for_display(key.substr(0, 64)), core::escape_for_display(group),
+      core::escape_for_display(key.substr(0, 64)));
+}
 
 namespace process {
 

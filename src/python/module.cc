@@ -15,6 +15,7 @@
 #include "run.h"
 #include "trainscope/config/config.h"
 #include "trainscope/config/seeds.h"
+#include "trainscope/core/log.h"
 #include "trainscope/instrument/unit.h"
 #include "trainscope/train/torch_env.h"
 #include "watch.h"
@@ -37,15 +38,18 @@ void register_errors(py::module_& m) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const ts::core::Error& e) {
+      // As the CLI prints it: a value's ESC or CR (a store's, an
+      // argument's) never reaches a traceback raw.
+      const std::string what = ts::core::terminal_text(e.what());
       switch (e.kind()) {
         case ts::core::ErrorKind::kUsage:
-          PyErr_SetString(PyExc_ValueError, e.what());
+          PyErr_SetString(PyExc_ValueError, what.c_str());
           return;
         case ts::core::ErrorKind::kNotFound:
-          PyErr_SetString(PyExc_LookupError, e.what());
+          PyErr_SetString(PyExc_LookupError, what.c_str());
           return;
         default:
-          py::set_error(error.get_stored(), e.what());
+          py::set_error(error.get_stored(), what.c_str());
       }
     }
   });
@@ -86,6 +90,7 @@ PYBIND11_MODULE(_trainscope, m) {
       .def_readwrite("params", &RunArgs::params)
       .def_readwrite("tags", &RunArgs::tags)
       .def_readwrite("environment", &RunArgs::environment)
+      .def_readwrite("user_environment", &RunArgs::user_environment)
       .def_readwrite("record_environment", &RunArgs::record_environment);
   py::class_<PyRun>(m, "Run")
       .def(py::init<const RunArgs&>())

@@ -36,7 +36,9 @@ struct RunArgs {
   std::string store, experiment, name, parent, command_line;
   std::string default_name;  // the script's name: "x-2" when "x" is taken
   std::string script;        // the script's path: its git repository is recorded
-  std::map<std::string, std::string> params, tags, environment;
+  // The package's environment entries (python.*), and the script's own
+  // (start_run(environment=...)), which env::user_entry_problem checks.
+  std::map<std::string, std::string> params, tags, environment, user_environment;
   bool record_environment = true;
 };
 
@@ -113,6 +115,7 @@ class PyRun {
   explicit PyRun(const RunArgs& a) : pid_(::getpid()) {
     check_params(a.params);
     check_tags(a.tags);
+    for (const auto& [k, v] : a.user_environment) refuse(ts::env::user_entry_problem(k));
     ts::instrument::RunIdentity given;
     given.store = a.store;
     given.experiment = a.experiment;
@@ -134,8 +137,9 @@ class PyRun {
       m = ts::env::capture_machine();
       m->merge(ts::env::capture_torch());
     }
-    if (!a.environment.empty() && !m) m.emplace();
-    for (const auto& [k, v] : a.environment) (*m)[k] = v;  // the script's own win
+    if ((!a.environment.empty() || !a.user_environment.empty()) && !m) m.emplace();
+    for (const auto& [k, v] : a.environment) (*m)[k] = v;
+    for (const auto& [k, v] : a.user_environment) (*m)[k] = v;  // in groups of its own
     recorder_ = ts::instrument::start_run(store_, id, std::move(m));
     if (!a.params.empty()) recorder_->set_params(a.params);
   }
@@ -189,6 +193,8 @@ class PyRun {
   }
   std::string add_artifact(const std::filesystem::path& file, const std::string& kind,
                            const std::string& name) {
+    if (auto own = ts::store::own_artifact_kind_problem(kind))
+      ts::core::fail(ts::core::ErrorKind::kUsage, "{}", *own);
     live();
     return recorder_->add_artifact(file, kind, name).name;
   }

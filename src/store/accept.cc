@@ -18,52 +18,15 @@ size_t sequence_length(unsigned char lead) {
   return lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
 }
 
-// Whether the character at text[i] (valid UTF-8, `n` bytes) is a control
-// character: C0 (below 0x20), DEL, or C1 (U+0080..U+009F, C2 80..C2 9F).
-// A bidirectional control (core::is_bidi_control) counts as one: it
-// reorders how the text around it reads.
-bool is_control(std::string_view text, size_t i, size_t n) {
-  const auto c = static_cast<unsigned char>(text[i]);
-  if (n == 1) return c < 0x20 || c == 0x7f;
-  if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) return true;
-  return core::is_bidi_control(core::utf8_code_point(text, i, n));
-}
-
-// Whether every character of `text` (valid UTF-8) shows as blank space or
-// nothing (core::is_blank_code_point).
-bool only_blanks(std::string_view text) {
-  for (size_t i = 0, n = 0; i < text.size(); i += n) {
-    n = sequence_length(static_cast<unsigned char>(text[i]));
-    if (!core::is_blank_code_point(core::utf8_code_point(text, i, n))) return false;
-  }
-  return true;
-}
-
-// Whether `text` is valid UTF-8, without a copy (core::valid_utf8 makes
-// one): asked for every record a training logs.
-bool is_utf8(std::string_view text) {
-  for (size_t i = 0, n = 0; i < text.size(); i += n)
-    if ((n = core::utf8_sequence(text, i)) == 0) return false;
-  return true;
-}
-
-bool holds_control(std::string_view text) {
-  for (size_t i = 0, n = 0; i < text.size(); i += n) {
-    n = sequence_length(static_cast<unsigned char>(text[i]));
-    if (is_control(text, i, n)) return true;
-  }
-  return false;
-}
+using core::holds_control;
+using core::is_control_at;
+using core::is_utf8;
+using core::only_blanks;
 
 }  // namespace
 
 std::optional<std::string> key_problem(std::string_view key) {
-  if (key.empty()) return "is empty";
-  if (key.size() > kMaxKeyBytes) return fmt::format("is longer than {} bytes", kMaxKeyBytes);
-  if (!is_utf8(key)) return "is not UTF-8 text";
-  if (holds_control(key)) return "holds a control character";
-  if (only_blanks(key)) return "is only blanks";
-  return std::nullopt;
+  return core::text_problem(key, kMaxKeyBytes);
 }
 
 std::string shown_key(std::string_view key) {
@@ -91,7 +54,9 @@ std::optional<std::string> artifact_name_problem(std::string_view name) {
     const size_t end = std::min(name.find('/', start), name.size());
     const std::string_view part = name.substr(start, end - start);
     if (part == "." || part == "..") return "has a '.' or '..' part";
-    if (part.size() > 255) return "has a part longer than 255 bytes";
+    if (part.size() > kMaxArtifactPartBytes)
+      return fmt::format("has a part longer than {} bytes", kMaxArtifactPartBytes);
+    if (!part.empty() && only_blanks(part)) return "has a part that is only blanks";
     start = end + 1;
   }
   return std::nullopt;
@@ -124,6 +89,8 @@ std::optional<std::string> record_problem(std::string_view kind, std::string_vie
     why = "is not UTF-8 text";
   else if (holds_control(key))
     why = "holds a control character";
+  else if (!key.empty() && only_blanks(key))  // empty: the run's own (trainscope's records)
+    why = "is only blanks";
   if (!why.empty())
     return fmt::format("record key '{}' of kind {} {}", shown_key(key),
                        core::escape_for_display(kind), why);
@@ -131,6 +98,15 @@ std::optional<std::string> record_problem(std::string_view kind, std::string_vie
     return fmt::format("record '{}' of kind {}: step {}", shown_key(key),
                        core::escape_for_display(kind), *s);
   return std::nullopt;
+}
+
+std::optional<std::string> own_artifact_kind_problem(std::string_view kind) {
+  if (kind != "checkpoint" && kind != "trace") return std::nullopt;
+  return fmt::format(
+      "artifact kind '{}' is one trainscope writes and reads itself (checkpoint: a training's "
+      "checkpoints, which resume and rerun load; trace: the profiler's trace, which profile show "
+      "--ops reads); log it under another kind",
+      kind);
 }
 
 std::optional<std::string> own_tag_problem(std::string_view key) {
@@ -211,7 +187,7 @@ std::string derived_name(std::string_view from, std::string_view fallback) {
   for (size_t i = 0, n = 0; i < text.size(); i += n) {
     n = sequence_length(static_cast<unsigned char>(text[i]));
     const std::string_view piece =
-        is_control(text, i, n) ? "_" : std::string_view(text).substr(i, n);
+        is_control_at(text, i, n) ? "_" : std::string_view(text).substr(i, n);
     if (out.size() + piece.size() > kMax) break;
     out += piece;
   }

@@ -190,10 +190,15 @@ namespace {
 
 // Whether a run still "running" has lost its writer by `now` (see
 // reap_stale_runs).
+// How far ahead of the judging clock a heartbeat may be (another host's
+// clock, on a shared SQLite file) before it is no heartbeat at all: one
+// from the future would otherwise keep a dead run "running" for good.
+constexpr double kHeartbeatAheadLimit = 600;
+
 bool writer_gone(const RunInfo& r, const std::string& host, double now, double stale_after) {
   if (r.host == host && r.pid > 0 && r.pid_start > 0)
     return !core::process_alive(r.pid, r.pid_start);
-  return now - r.heartbeat > stale_after;
+  return now - r.heartbeat > stale_after || r.heartbeat - now > kHeartbeatAheadLimit;
 }
 
 }  // namespace
@@ -203,6 +208,9 @@ Liveness liveness(const RunInfo& run, double now, double stale_after_seconds) {
       !writer_gone(run, core::host_name(), now, stale_after_seconds))
     return {to_string(run.status), {}};
   std::string note = "no heartbeat since " + core::format_utc(run.heartbeat);
+  if (run.heartbeat - now > kHeartbeatAheadLimit)
+    note = fmt::format("its heartbeat {} is {:.0f} s ahead of this machine's clock",
+                       core::format_utc(run.heartbeat), run.heartbeat - now);
   if (run.host == core::host_name() && run.pid > 0 && run.pid_start > 0)
     note += fmt::format(" (its process, pid {}, has ended)", run.pid);
   else
@@ -314,6 +322,7 @@ void Store::delete_run(std::string_view uuid, ChildRuns children) {
 ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, std::string_view kind,
                                  std::string_view name) {
   std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
+  check_kind_name("artifact", kind);
   check_lease_now(uuid);
   if (!find_run(uuid))
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
@@ -333,6 +342,7 @@ ArtifactInfo Store::write_artifact(std::string_view uuid, std::string_view name,
                                    std::string_view kind,
                                    const std::function<void(std::ostream&)>& body) {
   std::string rel = checked_artifact_name(name);
+  check_kind_name("artifact", kind);
   if (!find_run(uuid))
     fail(ErrorKind::kNotFound, "no run with UUID '{}' in {}", escape_for_display(uuid), describe());
   StagedFile staged = artifacts_->stage(uuid, rel, body);
@@ -389,7 +399,9 @@ std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_v
   return all;
 }
 
-void check_record_kind(std::string_view kind) {
+void check_record_kind(std::string_view kind) { check_kind_name("record", kind); }
+
+void check_kind_name(std::string_view what, std::string_view kind) {
   const bool named =
       !kind.empty() && kind.size() <= kMaxRecordKindBytes && kind[0] >= 'a' && kind[0] <= 'z' &&
       std::all_of(kind.begin(), kind.end(), [](char c) {
@@ -397,9 +409,9 @@ void check_record_kind(std::string_view kind) {
       });
   if (!named)
     fail(ErrorKind::kUsage,
-         "record kind '{}' is not a kind name: give 1 to {} bytes of a-z, 0-9, '_', '.' and '-', "
+         "{} kind '{}' is not a kind name: give 1 to {} bytes of a-z, 0-9, '_', '.' and '-', "
          "starting with a letter",
-         escape_for_display(kind), kMaxRecordKindBytes);
+         what, escape_for_display(kind), kMaxRecordKindBytes);
 }
 
 int64_t Store::append_records(std::string_view uuid, std::string_view kind,

@@ -180,6 +180,16 @@ TEST(EscapeForDisplayTest, ControlsAndBytesThatAreNotUtf8AreEscaped) {
   EXPECT_EQ(escape_for_display("a\xe2\x80\xae"
                                "evil\xe2\x81\xa6"),
             "a\\u202eevil\\u2066");
+  // What draws as nothing is shown (tenth hunt, D6: a key of U+200D, a name
+  // of U+3164, a U+200B after a name); a joiner or a selector that shapes
+  // the text before it (an emoji sequence) is part of that text.
+  EXPECT_EQ(escape_for_display("\xe2\x80\x8d"), "\\u200d");
+  EXPECT_EQ(escape_for_display("\xe3\x85\xa4"), "\\u3164");
+  EXPECT_EQ(escape_for_display("ab\xe2\x80\x8b"), "ab\\u200b");
+  EXPECT_EQ(escape_for_display("\xf3\xa0\x80\xa0"), "\\U000e0020");
+  const std::string family = "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9";
+  EXPECT_EQ(escape_for_display(family), family);
+  EXPECT_EQ(escape_for_display("\xe2\x9d\xa4\xef\xb8\x8f"), "\xe2\x9d\xa4\xef\xb8\x8f");
 }
 
 // `-` is stdout wherever a file is written; where a folder of files is

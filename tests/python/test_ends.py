@@ -239,3 +239,37 @@ def test_finish_running_left_uncaught_fails_the_run(tmp_path):
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1].startswith("ValueError: status 'running' ends no run")
     assert show(store)["status"] == "failed", done.stderr
+
+
+# Tenth hunt (D10): a daemon thread's run that is still at work when the
+# interpreter ends was cut off there: killed, in a `with` block or not;
+# one whose thread ended before keeps the interpreter's status.
+@pytest.mark.parametrize("opened", ["with", "start_run"])
+def test_a_daemon_threads_run_cut_off_by_the_interpreters_end_is_killed(tmp_path, opened):
+    body = {"with": """
+        def work():
+            with trainscope.start_run(name="d", store=sys.argv[1],
+                                      record_environment=False) as r:
+                for step in range(10 ** 6):
+                    r.log({"loss": 1.0}, step=step)
+                    started.set()
+                    time.sleep(0.01)
+        """, "start_run": """
+        def work():
+            r = trainscope.start_run(name="d", store=sys.argv[1], record_environment=False)
+            for step in range(10 ** 6):
+                r.log({"loss": 1.0}, step=step)
+                started.set()
+                time.sleep(0.01)
+        """}[opened]
+    store, done = script(tmp_path, """
+        import threading, time
+        started = threading.Event()
+        """ + body + """
+        threading.Thread(target=work, daemon=True).start()
+        started.wait(60)
+        run.finish()
+        """)
+    assert done.returncode == 0, done.stderr
+    assert show(store, "d")["status"] == "killed", done.stderr
+    assert show(store, "x")["status"] == "finished", done.stderr

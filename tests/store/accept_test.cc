@@ -53,6 +53,16 @@ TEST(AcceptTest, UnicodeBlanksAndBidirectionalControlsFollowTheRule) {
        {std::string("\xc2\xa0"), std::string("\xe3\x80\x80"), std::string("\xe2\x80\x8b"),
         std::string("\xef\xbb\xbf"), std::string(" \xc2\xa0 \xe2\x80\x83")})
     EXPECT_EQ(key_problem(blank), "is only blanks") << blank;
+  // Tenth hunt (D6): what draws as nothing is blank too (Unicode's
+  // Default_Ignorable_Code_Point): U+200C, U+200D, U+3164, U+00AD, U+FE0F,
+  // U+2800, U+115F, U+FFA0, U+034F, U+2064, U+E0020.
+  for (const char* blank :
+       {"\xe2\x80\x8c", "\xe2\x80\x8d", "\xe3\x85\xa4", "\xc2\xad", "\xef\xb8\x8f", "\xe2\xa0\x80",
+        "\xe1\x85\x9f", "\xef\xbe\xa0", "\xcd\x8f", "\xe2\x81\xa4", "\xf3\xa0\x80\xa0",
+        "\xe2\x80\x8d\xe3\x85\xa4 "})
+    EXPECT_EQ(key_problem(blank), "is only blanks") << blank;
+  // An emoji joined by U+200D is text.
+  EXPECT_EQ(key_problem("\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9"), std::nullopt);
   for (const std::string& bidi :
        {std::string("a\xe2\x80\xae"
                     "evil"),
@@ -71,12 +81,17 @@ TEST(AcceptTest, UnicodeBlanksAndBidirectionalControlsFollowTheRule) {
 // entry point.
 TEST(AcceptTest, ArtifactNamesHaveARule) {
   for (const std::string& good : {std::string("model.pt"), std::string("a/b/c.txt"),
-                                  std::string(255, 'n'), std::string("\xc3\xa9.txt")})
+                                  std::string(240, 'n'), std::string("\xc3\xa9.txt")})
     EXPECT_EQ(artifact_name_problem(good), std::nullopt) << good;
   EXPECT_EQ(artifact_name_problem(""), "is empty");
   EXPECT_EQ(artifact_name_problem("z\x1b[2J"), "holds a control character");
   EXPECT_EQ(artifact_name_problem("n\nl"), "holds a control character");
-  EXPECT_EQ(artifact_name_problem(std::string(256, 'y')), "has a part longer than 255 bytes");
+  EXPECT_EQ(artifact_name_problem(std::string(241, 'y')), "has a part longer than 240 bytes");
+  EXPECT_EQ(artifact_name_problem(std::string(240, 'y')), std::nullopt);
+  EXPECT_EQ(artifact_name_problem(" "), "has a part that is only blanks");
+  EXPECT_EQ(artifact_name_problem("a/\xe3\x80\x80/b"), "has a part that is only blanks");
+  EXPECT_EQ(artifact_name_problem("a/\xe2\x80\x8d"), "has a part that is only blanks");
+  EXPECT_EQ(artifact_name_problem("a b/c"), std::nullopt);
   EXPECT_EQ(artifact_name_problem(std::string(5000, 'x')), "is longer than 1024 bytes");
   EXPECT_EQ(artifact_name_problem("/etc/passwd"), "is an absolute path");
   EXPECT_EQ(artifact_name_problem("a/../b"), "has a '.' or '..' part");
@@ -219,6 +234,21 @@ TEST(AcceptTest, TrainscopesOwnTagsAreRefusedToUsers) {
   for (const char* mine : {"team", "kinds", "studying", "study", "source", "watcher.x", "model",
                            "data.file.x"})  // what TrainerInputs.data_tags gives a script
     EXPECT_EQ(own_tag_problem(mine), std::nullopt) << mine;
+}
+
+// Issue 51, tenth hunt (A-D1, A-D7): a record's key is held to the rule's
+// blanks too (an empty one is a run's one record of its kind); an
+// artifact kind trainscope reads is not one a user logs.
+TEST(AcceptTest, RecordKeysOfBlanksAndOwnArtifactKindsAreRefused) {
+  EXPECT_EQ(record_problem("drift", " ", 0), "record key ' ' of kind drift is only blanks");
+  EXPECT_EQ(record_problem("drift", "\xe3\x80\x80", 0),
+            "record key '\xe3\x80\x80' of kind drift is only blanks");
+  EXPECT_EQ(record_problem("drift", "", 0), std::nullopt);
+  EXPECT_EQ(record_problem("drift", "fc1.weight", 0), std::nullopt);
+  for (const char* own : {"trace", "checkpoint"})
+    EXPECT_NE(own_artifact_kind_problem(own), std::nullopt) << own;
+  for (const char* mine : {"file", "plot", "tracer", "checkpoints"})
+    EXPECT_EQ(own_artifact_kind_problem(mine), std::nullopt) << mine;
 }
 
 }  // namespace

@@ -32,9 +32,11 @@ enum class ErrorKind {
 // (see ~Error).
 class Error : public std::runtime_error {
  public:
-  // Takes `message` as what(); throws only std::bad_alloc.
+  // Takes `message` as what(), a NUL in it written "\x00" (what() is a C
+  // string: a value holding one would cut the message there); throws only
+  // std::bad_alloc.
   explicit Error(std::string message, ErrorKind kind = ErrorKind::kRuntime)
-      : std::runtime_error(std::move(message)), kind_(kind) {}
+      : std::runtime_error(without_nul(std::move(message))), kind_(kind) {}
   // Out of line, so that the type has one home (libtrainscope) when errors
   // cross shared libraries.
   ~Error() override;
@@ -42,6 +44,7 @@ class Error : public std::runtime_error {
   ErrorKind kind() const { return kind_; }
 
  private:
+  static std::string without_nul(std::string s);  // out of line: one home, as ~Error
   ErrorKind kind_;
 };
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,8 +43,10 @@ std::string sha256_file(const std::filesystem::path& path);
 // line and moves no terminal: "a\nb" -> "a\\nb", ESC -> "\\x1b", a C1
 // control (U+0080..U+009F: NEL, CSI) -> "\\u0085", a bidirectional
 // control (is_bidi_control: it would reorder the line) -> "\\u202e", a
-// byte that is not UTF-8 -> "\\xff". Printable UTF-8 passes through
-// unchanged.
+// byte that is not UTF-8 -> "\\xff", a character that draws as nothing
+// (is_invisible_code_point) -> "\\u200b" but a joiner or a selector that
+// follows text (an emoji sequence's U+200D, U+FE0F). Printable UTF-8
+// passes through unchanged.
 std::string escape_for_display(std::string_view s);
 // `s` as valid UTF-8: a byte that starts no sequence (overlong forms,
 // surrogates and code points past U+10FFFF included) becomes U+FFFD. For
@@ -61,10 +64,32 @@ char32_t utf8_code_point(std::string_view s, size_t i, size_t n);
 // controls: U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069): shown
 // raw, a name could make a line read as something else.
 bool is_bidi_control(char32_t c);
-// Whether `c` shows as blank space or nothing: the space, U+00A0, U+1680,
-// U+180E, U+2000..U+200B, U+2028, U+2029, U+202F, U+205F, U+2060, U+3000,
-// U+FEFF.
+// Whether `c` draws as nothing: Unicode's Default_Ignorable_Code_Point
+// (U+00AD, U+200B..U+200F, U+2060..U+206F, U+3164, U+FE00..U+FE0F, U+FEFF,
+// U+E0000..U+E0FFF ...).
+bool is_invisible_code_point(char32_t c);
+// Whether `c` shows as blank space or nothing: Unicode's White_Space
+// (the space, U+00A0, U+2000..U+200A, U+3000 ...; not the C0 controls) and
+// Default_Ignorable_Code_Point (U+00AD, U+200B..U+200F, U+2060..U+206F,
+// U+3164, U+FE00..U+FE0F, U+FEFF, U+E0000..U+E0FFF ...), and U+2800.
 bool is_blank_code_point(char32_t c);
+
+// The rule for a key or a name, wherever one is checked (store/accept.h,
+// config's run.experiment): the character at text[i] (valid UTF-8, `n`
+// bytes) is a control character: C0 (below 0x20), DEL, C1 (U+0080..U+009F)
+// or a bidirectional control (it reorders how the text around it reads).
+bool is_control_at(std::string_view text, size_t i, size_t n);
+// Whether `text` is valid UTF-8, without a copy (valid_utf8 makes one).
+bool is_utf8(std::string_view text);
+// Whether `text` (valid UTF-8) holds a control character (is_control_at).
+bool holds_control(std::string_view text);
+// Whether every character of `text` (valid UTF-8) is a blank
+// (is_blank_code_point); true for "".
+bool only_blanks(std::string_view text);
+// Why `text` is not a key or a name of at most `max_bytes`: "is empty",
+// "is longer than N bytes", "is not UTF-8 text", "holds a control
+// character", "is only blanks"; nullopt when it is one.
+std::optional<std::string> text_problem(std::string_view text, size_t max_bytes);
 
 // Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
 std::string csv_field(std::string_view s);

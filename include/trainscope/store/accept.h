@@ -65,10 +65,13 @@ std::string shown_key(std::string_view key);
 // bytes ...". nullopt for a key a run accepts.
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key);
 inline constexpr size_t kMaxArtifactNameBytes = 1024;  // an artifact name's most bytes
+// A part's most bytes: a file system's 255 less the suffix of the file an
+// artifact is written to before it is renamed (".tmp-" and 8 characters).
+inline constexpr size_t kMaxArtifactPartBytes = 240;
 // The artifact name rule in words, for the end of a message.
 inline constexpr std::string_view kArtifactNameRule =
     "an artifact name is a relative path of 1 to 1024 bytes of UTF-8 text without control "
-    "characters, each part at most 255 bytes and none '.' or '..'";
+    "characters, each part 1 to 240 bytes, not only blanks, and none '.' or '..'";
 // What is wrong with an artifact name (Store::add_artifact, write_artifact,
 // Python's log_artifact), as the words that follow it; nullopt for a name
 // a run accepts.
@@ -86,11 +89,19 @@ std::optional<std::string> param_key_problem(std::string_view key);  // "param .
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
 
+// An artifact kind trainscope writes itself and its readers act on
+// (`checkpoint`: resume, rerun and a study load it; `trace`: `profile show
+// --ops` reads it as its profiler's). An artifact a user logs (Python's
+// log_artifact) of one is refused, "artifact kind 'trace' is one trainscope
+// writes and reads itself (...); log it under another kind"; nullopt for
+// any other kind.
+std::optional<std::string> own_artifact_kind_problem(std::string_view kind);
+
 // What is wrong with a capability's record (RunRecorder::log_record), as a
-// whole message naming its kind: a key over kMaxRecordKeyBytes, not UTF-8
-// or holding a control character (it reaches a view's table, CSV and JSON;
-// an empty key is a run's one record of its kind), or a step outside
-// step_problem's range; nullopt for a record a run accepts.
+// whole message naming its kind: a key over kMaxRecordKeyBytes, not UTF-8,
+// holding a control character or only blanks (it reaches a view's table,
+// CSV and JSON; an empty key is a run's one record of its kind), or a step
+// outside step_problem's range; nullopt for a record a run accepts.
 std::optional<std::string> record_problem(std::string_view kind, std::string_view key,
                                           int64_t step);
 

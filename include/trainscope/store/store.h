@@ -181,6 +181,10 @@ inline constexpr size_t kMaxRecordPayloadBytes = size_t{64} << 20;
 
 // Throws Error(kUsage) naming `kind` and the rule unless it is a record kind.
 void check_record_kind(std::string_view kind);
+// The same rule for the kind of `what` ("record", "artifact"): 1 to
+// kMaxRecordKindBytes bytes of a-z, 0-9, '_', '.' and '-', starting with a
+// letter (a kind is a word readers match, never free text).
+void check_kind_name(std::string_view what, std::string_view kind);
 
 // A stored artifact: its name in the run, kind, the SHA-256 and size of
 // its content, when it was recorded (unix seconds), and where the copy
