@@ -127,20 +127,27 @@ fs::path cache_file(const PackageOptions& o) {
   return dir.empty() ? fs::path() : dir / "dpkg-owners.tsv";
 }
 
-constexpr std::string_view kCacheMagic = "trainscope-dpkg-owners 2";
+constexpr std::string_view kCacheMagic = "trainscope-dpkg-owners 3";
 
-// The cache: a header "trainscope-dpkg-owners 2\t<arch>\t<stamp>", then one
+// The cache: a header "trainscope-dpkg-owners 3\t<arch>\t<stamp>\t<sha256>",
+// the SHA-256 of every line after it, then one
 // "path\tname:arch\tversion\tinstalled" line per path asked about (all but
-// the path empty when no package owns it). Empty when absent or stale.
+// the path empty when no package owns it). Empty when absent, stale, or
+// its bytes are not the ones written (what it says becomes a run's
+// packages, and env recreate's Dockerfile).
 Owners read_cache(const fs::path& file, const std::string& stamp) {
   Owners o;
-  std::istringstream in(read_text(file));
+  const std::string text = read_text(file);
+  const size_t body = std::min(text.find('\n'), text.size());
+  std::istringstream head(text.substr(0, body));
+  std::string magic, arch, stored, sum;
+  std::getline(head, magic, '\t'), std::getline(head, arch, '\t'), std::getline(head, stored, '\t');
+  std::getline(head, sum);
+  const std::string_view rest = std::string_view(text).substr(std::min(body + 1, text.size()));
+  if (magic != kCacheMagic || stored != stamp || stamp.empty() || sum != core::sha256_hex(rest))
+    return o;
+  std::istringstream in{std::string(rest)};
   std::string line;
-  if (!std::getline(in, line)) return o;
-  std::istringstream head(line);
-  std::string magic, arch, stored;
-  std::getline(head, magic, '\t'), std::getline(head, arch, '\t'), std::getline(head, stored);
-  if (magic != kCacheMagic || stored != stamp || stamp.empty()) return o;
   o.native_arch = arch;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
@@ -161,11 +168,14 @@ void write_cache(const fs::path& file, const std::string& stamp, const Owners& o
   fs::create_directories(file.parent_path(), ec);
   const fs::path tmp = file.string() + "." + std::to_string(getpid()) + ".tmp";
   {
+    std::ostringstream body;
+    for (const auto& [path, owner] : o.by_path)
+      body << path << "\t" << owner.key << "\t" << owner.version << "\t" << owner.installed << "\n";
     std::ofstream out(tmp);
     if (!out) return;
-    out << kCacheMagic << "\t" << o.native_arch << "\t" << stamp << "\n";
-    for (const auto& [path, owner] : o.by_path)
-      out << path << "\t" << owner.key << "\t" << owner.version << "\t" << owner.installed << "\n";
+    out << kCacheMagic << "\t" << o.native_arch << "\t" << stamp << "\t"
+        << core::sha256_hex(body.str()) << "\n"
+        << body.str();
     if (!out.flush()) return fs::remove(tmp, ec), void();
   }
   fs::rename(tmp, file, ec);

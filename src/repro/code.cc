@@ -83,6 +83,17 @@ CodeCheck check_code(store::Store& store, const store::RunInfo& run) {
   const std::string commit = get("git.commit"), root = get("git.root");
   if (commit.empty() || root.empty()) return c;
   c.recorded = true;
+  // A store's bytes are untrusted: a commit that is not one (hex, as git
+  // writes it) never reaches the command printed to restore the code.
+  if (commit.size() < 7 || commit.size() > 64 ||
+      commit.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    c.same = false;
+    c.facts.push_back(fmt::format(
+        "the run's recorded git.commit '{}' is not a git commit id: the store was changed; "
+        "no command to restore its code is given",
+        core::escape_for_display(commit.substr(0, 80))));
+    return c;
+  }
   std::string diff_path;
   const std::string then_diff = stored_diff(store, run, &diff_path);
   const bool then_dirty = get("git.dirty") == "true";
@@ -114,8 +125,8 @@ CodeCheck check_code(store::Store& store, const store::RunInfo& run) {
         "or too large): only their SHA-256 is known");
   if (!diff_known) return c;
   const std::string r = shell_quote(root);
-  c.restore =
-      fmt::format("git -C {} stash --include-untracked && git -C {} checkout {}", r, r, commit);
+  c.restore = fmt::format("git -C {} stash --include-untracked && git -C {} checkout {}", r, r,
+                          shell_quote(commit));
   if (then_dirty)
     c.restore += fmt::format(" && git -C {} apply --index {}", r, shell_quote(diff_path));
   return c;

@@ -152,10 +152,18 @@ TEST(PackagesTest, OwnersAndVersionsAreDpkgsColdCachedAndAfterAChange) {
   EXPECT_EQ(packages_of(objects, o), cold);
   // A cache written for another state of dpkg's database is ignored.
   std::string text = read(cache);
-  std::string stale = "trainscope-dpkg-owners 2\tamd64\t1 1\n" + libc + "\tlibfake:amd64\t9\n";
+  std::string stale = "trainscope-dpkg-owners 3\tamd64\t1 1\t-\n" + libc + "\tlibfake:amd64\t9\n";
   std::ofstream(cache) << stale;
   EXPECT_EQ(packages_of(objects, o), cold);
   EXPECT_NE(read(cache).find(key), std::string::npos);
+  // Issue 51, tenth hunt (D2): a cache whose bytes changed after it was
+  // written (a version edited in place) is not believed: its checksum
+  // covers every line after its header.
+  text = read(cache);
+  const size_t version = text.find("\t" + owner.version + "\t");
+  ASSERT_NE(version, std::string::npos);
+  std::ofstream(cache) << text.replace(version + 1, owner.version.size(), "2.99-evil");
+  EXPECT_EQ(packages_of(objects, o), cold);
   // The order the loader mapped the objects in (it differs between
   // processes) changes nothing: a package's files are listed by name.
   EXPECT_EQ(packages_of(std::vector<std::string>(objects.rbegin(), objects.rend()), o), cold);

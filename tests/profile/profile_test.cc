@@ -4,12 +4,15 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/models/models.h"
 #include "trainscope/profile/costmodel.h"
 #include "trainscope/profile/profiler.h"
@@ -563,6 +566,39 @@ TEST(CostModelTest, FitRecoversAKnownCostLawAndPredictsHeldOutArchitectures) {
   EXPECT_EQ(ev.rows.size(), data.size());
   EXPECT_LT(ev.iteration_mape, 1e-3);
   EXPECT_LT(ev.layer_mape, 1e-3);
+}
+
+// Issue 51, tenth hunt (A-D3): the GEMM peak cache said 0.000001 GFLOP/s
+// and every layer was recorded at 11559117069% of peak. A cached peak is
+// believed only with its checksum and within a plausible range; otherwise
+// measured again and the cache rewritten.
+TEST(PeakTest, ACachedPeakIsBelievedOnlyWithItsChecksum) {
+  testing::TempDir dir;
+  const char* before = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = before ? before : "";
+  setenv("XDG_CACHE_HOME", dir.path().c_str(), 1);
+  const double measured = peak_gflops();
+  std::filesystem::path file;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "trainscope"))
+    if (e.path().filename().string().starts_with("peak_gflops_")) file = e.path();
+  ASSERT_FALSE(file.empty());
+  const std::string forgeries[] = {"0.000001\n", "5e6\tnot-a-sum\n",
+                                   "0.000001\t" + core::sha256_hex("0.000001") + "\n"};
+  for (const std::string& forged : forgeries) {
+    std::ofstream(file) << forged;
+    const double again = peak_gflops();
+    EXPECT_GE(again, 0.1) << forged;
+    EXPECT_LT(again, 1e6) << forged;
+  }
+  std::ifstream in(file);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string value = text.substr(0, text.find('\t'));
+  EXPECT_EQ(text, value + "\t" + core::sha256_hex(value) + "\n");
+  EXPECT_GT(measured, 0.1);
+  if (before)
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  else
+    unsetenv("XDG_CACHE_HOME");
 }
 
 }  // namespace

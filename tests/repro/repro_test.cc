@@ -324,6 +324,20 @@ TEST(RerunTest, ADirtyTreesDiffIsStoredAndRerunNamesTheDifference) {
       << "the restore commands give back the tracked changes that ran";
   auto back = testing::run_command(ts + "rerun dirty");
   EXPECT_NE(back.out.find("code: the git tree holds the code run"), std::string::npos) << back.out;
+
+  // Issue 51, tenth hunt (D12): a store's bytes are untrusted: a commit
+  // that is not one never reaches the command printed to restore the code
+  // (it held "; touch PWNED; echo", unquoted).
+  ASSERT_EQ(
+      testing::run_command("python3 -c \"import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); "
+                           "db.execute('UPDATE environment SET value = ? WHERE key = ?', "
+                           "(sys.argv[2], 'git.commit')); db.commit()\" " +
+                           (dir / "t.db").string() + " '1b2d565ce7ba; touch PWNED; echo'")
+          .exit_code,
+      0);
+  auto forged = testing::run_command(ts + "rerun dirty");
+  EXPECT_NE(forged.out.find("is not a git commit id"), std::string::npos) << forged.out;
+  EXPECT_EQ(forged.out.find("to get the code run"), std::string::npos) << forged.out;
 }
 
 // Issue 51 (third hunt, D4): a run's config changed in the store after

@@ -27,16 +27,20 @@ double peak_gflops() {
   std::filesystem::path file =
       dir / fmt::format("peak_gflops_t{}_{}_torch{}.txt", threads, host_name(), TORCH_VERSION);
   // Another user's FIFO there (the cache may be in /tmp) would block a plain
-  // open; a value is trusted only when it is a plausible peak.
+  // open; a value is trusted only when its checksum holds ("<peak>\t<the
+  // SHA-256 of <peak>>") and it is a plausible peak (0.1 GFLOP/s to 10
+  // PFLOP/s): it becomes every layer's % of peak.
   std::optional<std::string> cached;
   try {
     cached = core::read_regular_file(file, "GEMM peak cache");
   } catch (const core::Error&) {
   }
-  if (cached) {
+  if (const size_t tab = cached ? cached->find('\t') : std::string::npos;
+      tab != std::string::npos &&
+      cached->substr(tab + 1, 64) == core::sha256_hex(cached->substr(0, tab))) {
     char* end = nullptr;
     const double v = std::strtod(cached->c_str(), &end);
-    if (end != cached->c_str() && std::isfinite(v) && v > 0 && v < 1e7) return v;
+    if (end == cached->c_str() + tab && std::isfinite(v) && v >= 0.1 && v < 1e7) return v;
   }
   torch::NoGradGuard ng;
   auto a = torch::randn({1024, 1024}), b = torch::randn({1024, 1024});
@@ -53,7 +57,9 @@ double peak_gflops() {
   struct stat st {};
   if (::stat(file.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return best;  // not ours to write
   try {  // whole or not at all: a reader never sees half a number
-    core::write_file_atomically(file, [&](std::ostream& o) { o << best << "\n"; });
+    const std::string peak = fmt::format("{}", best);
+    core::write_file_atomically(
+        file, [&](std::ostream& o) { o << peak << "\t" << core::sha256_hex(peak) << "\n"; });
   } catch (const core::Error&) {  // a cache that cannot be written is skipped
   }
   return best;
