@@ -222,6 +222,11 @@ bool flush_standard(StdStream s) { return put_standard(s, nullptr); }
 
 int standard_error(StdStream s) { return std_state(s).error.load(); }
 
+void reclose_standard_descriptors() {
+  for (StdStream s : {StdStream::kStdout, StdStream::kStderr})
+    if (std_state(s).closed.load()) close(static_cast<int>(s));
+}
+
 void forget_standard_failures() {
   for (StdStream s : {StdStream::kStdout, StdStream::kStderr}) {
     std_state(s).error = 0;

@@ -99,6 +99,12 @@ bool only_a_reader_left();
 // says nothing more.
 void note_output_cut_reported();
 
+// In a child between fork() and exec() of trainscope itself (a
+// data-parallel rank; async-signal-safe): a stdout or stderr that was closed
+// when this process started (it holds /dev/null since) is closed again, so
+// that the child sees what this process saw and says its output was cut.
+void reclose_standard_descriptors();
+
 // In a child between fork() and exec() (async-signal-safe): SIGPIPE and
 // SIGXFSZ at their defaults and the signal mask trainscope started with
 // (those two unblocked), as a program started from a shell has them. exec

@@ -21,6 +21,7 @@
 
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/dist/world.h"
 
@@ -108,6 +109,7 @@ pid_t start_rank(const std::vector<std::string>& argv, int rank, int size, int p
   if (pid == 0) {
     die_with(launcher);
     set_rank_env(rank, size, port, error_fd);
+    core::reclose_standard_descriptors();  // a closed stdout is closed for rank 0 too
     execv(args[0], args.data());
     _exit(127);
   }
