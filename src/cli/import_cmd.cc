@@ -56,8 +56,8 @@ void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json
     // The folder is the imported thing's, untrusted: escaped as a stored
     // name is (terminal escapes, line breaks, bytes that are not UTF-8).
     std::cout << fmt::format("{}  {}  {}  {}\n", core::short_uuid(r.uuid),
-                             core::terminal_text(r.name), what,
-                             core::terminal_text(r.folder.string()));
+                             core::escape_for_display(r.name), what,
+                             core::escape_for_display(r.folder.string()));
   }
   std::cout << fmt::format("imported {} run{} ({} scalar points); {} already imported\n", imported,
                            imported == 1 ? "" : "s", points, runs.size() - imported);

@@ -27,6 +27,9 @@ std::string terminal_text(std::string_view message) {
       out += fmt::format("\\x{:02x}", c);  // a control, or a byte that is not UTF-8
     } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(message[i + 1]) < 0xA0) {
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(message[i + 1]));
+    } else if (n > 1 && is_bidi_control(utf8_code_point(message, i, n))) {
+      // It would reorder the rest of the line: never part of a message.
+      out += fmt::format("\\u{:04x}", static_cast<uint32_t>(utf8_code_point(message, i, n)));
     } else {
       out.append(message.substr(i, n));
     }

@@ -233,22 +233,24 @@ std::optional<std::string> text_problem(std::string_view text, size_t max_bytes)
 std::string escape_for_display(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  bool after_text = false;  // the last character was drawn, and not a blank
+  bool after_symbol = false;  // the last character was drawn, not a blank, and not ASCII
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
     const size_t n = utf8_sequence(s, i);
     const char32_t cp = n > 1 ? utf8_code_point(s, i, n) : c;
-    // A joiner or a selector that follows text shapes it (an emoji
-    // sequence, a flag's tags): part of the text, not hidden in it.
+    // A joiner or a selector that follows a symbol shapes it (an emoji
+    // sequence, a flag's tags): part of it, not hidden in it. After ASCII
+    // ("kind" + U+200D) it would only make a key look like another.
     const bool modifies =
-        after_text && (cp == 0x200C || cp == 0x200D || cp == 0x34F ||
-                       (cp >= 0x180B && cp <= 0x180F) || (cp >= 0xFE00 && cp <= 0xFE0F) ||
-                       (cp >= 0xE0020 && cp <= 0xE007F) || (cp >= 0xE0100 && cp <= 0xE01EF));
-    after_text = n > 0 && !is_blank_code_point(cp) && c >= 0x20;
+        after_symbol && (cp == 0x200C || cp == 0x200D || cp == 0x34F ||
+                         (cp >= 0x180B && cp <= 0x180F) || (cp >= 0xFE00 && cp <= 0xFE0F) ||
+                         (cp >= 0xE0020 && cp <= 0xE007F) || (cp >= 0xE0100 && cp <= 0xE01EF));
+    const bool c1 = n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0;
+    after_symbol = modifies || (n > 1 && !c1 && !is_blank_code_point(cp));
     if (n == 0) {  // a byte that is not UTF-8: a terminal would guess
       out += fmt::format("\\x{:02x}", c);
       ++i;
-    } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+    } else if (c1) {
       // A C1 control (U+0080..U+009F): NEL breaks a line, CSI starts an
       // escape sequence in terminals that take 8-bit controls.
       out += fmt::format("\\u{:04x}", static_cast<unsigned char>(s[i + 1]));

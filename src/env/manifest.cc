@@ -56,9 +56,12 @@ const char* const kGroupOrder[] = {"hardware", "driver", "libraries", "system", 
                                    "env",      "data",   "config",    "seeds",  "build",   "git"};
 
 // Groups that only trainscope writes: kGroupOrder's, and those of the
-// package lists and the Python interpreter.
+// package lists and the Python interpreter; not `data`, the SHA-256 of the
+// files a run read, which a script gives for the files it reads
+// (trainscope.inputs).
 bool measured_group(std::string_view g) {
   if (g == "packages" || g == "python" || g == "process") return true;
+  if (g == "data") return false;
   return std::find(std::begin(kGroupOrder), std::end(kGroupOrder), g) != std::end(kGroupOrder);
 }
 
@@ -71,9 +74,9 @@ size_t group_rank(const std::string& g) {
 }  // namespace
 
 std::optional<std::string> user_entry_problem(std::string_view key) {
-  if (auto why = core::text_problem(key, 256))
+  if (auto why = core::text_problem(key, 4096))  // data.sha256.PATH holds a path
     return fmt::format(
-        "environment entry '{}' {}: a key is 1 to 256 bytes of UTF-8 text without control "
+        "environment entry '{}' {}: a key is 1 to 4096 bytes of UTF-8 text without control "
         "characters, not only blanks",
         core::escape_for_display(key.substr(0, 64)), *why);
   const std::string_view group = key.substr(0, key.find('.'));

@@ -12,6 +12,7 @@
 #include "trainscope/core/flat_yaml.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::study {
 
@@ -185,6 +186,30 @@ std::string estimate_text(const PlanEstimate& e) {
       count_text(e.runs), e.workers, human_time(e.total_s()), e.run_s, e.from_runs);
 }
 
+namespace {
+
+// Every planned run's name is one a run may have (store/accept.h), and
+// short enough for the log file named after it (a file name's 255 bytes):
+// refused when planned, not as each training fails.
+void check_planned_names(const StudySpec& spec) {
+  constexpr size_t kMaxPlannedName = 240;
+  const Plan plan(spec);
+  for (uint64_t i = 0; i < plan.size(); ++i) {
+    const std::string name = plan.at(i).name;
+    auto why = store::run_name_problem("a planned run name", name);
+    if (!why && name.size() > kMaxPlannedName)
+      why = fmt::format(
+          "a planned run name '{}...' is {} bytes, more than the {} its log file "
+          "can be named after",
+          core::escape_for_display(name.substr(0, 60)), name.size(), kMaxPlannedName);
+    if (why)
+      fail(ErrorKind::kUsage, "study {} cannot plan its runs: {}; shorten the grid's values",
+           spec.name, *why);
+  }
+}
+
+}  // namespace
+
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
   if (!o.log_dir.empty()) core::check_output_folder(o.log_dir);  // before anything is planned
   const PlanEstimate e = estimate_plan(store, spec, o);
@@ -194,6 +219,7 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
          "the replicates, or pass --max-runs {} to run them all",
          spec.name, count_text(e.runs), shape_text(spec), count_text(o.max_runs), estimate_text(e),
          e.runs);
+  check_planned_names(spec);
   // A command's settings are the script's own business (trainscope.config()
   // refuses a key the script does not have, when its run starts).
   if (!spec.command.empty()) return spec;

@@ -190,6 +190,14 @@ TEST(EscapeForDisplayTest, ControlsAndBytesThatAreNotUtf8AreEscaped) {
   const std::string family = "\xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9";
   EXPECT_EQ(escape_for_display(family), family);
   EXPECT_EQ(escape_for_display("\xe2\x9d\xa4\xef\xb8\x8f"), "\xe2\x9d\xa4\xef\xb8\x8f");
+  // After ASCII a joiner only makes a key look like another (eleventh
+  // hunt, D1: "kind" + U+200D); a flag's tags all belong to it.
+  EXPECT_EQ(escape_for_display("kind\xe2\x80\x8d"), "kind\\u200d");
+  EXPECT_EQ(escape_for_display("acc\xef\xb8\x8f"), "acc\\ufe0f");
+  const std::string scotland =
+      "\xf0\x9f\x8f\xb4\xf3\xa0\x81\xa7\xf3\xa0\x81\xa2\xf3\xa0\x81\xb3\xf3\xa0\x81\xa3"
+      "\xf3\xa0\x81\xb4\xf3\xa0\x81\xbf";
+  EXPECT_EQ(escape_for_display(scotland), scotland);
 }
 
 // `-` is stdout wherever a file is written; where a folder of files is

@@ -22,10 +22,13 @@ Verbosity verbosity();
 
 // `message` as a terminal may be given it: every control character but
 // the line feed and the tab escaped ("\x1b", "\r"), and a C1 control
-// (U+0080..U+009F) as "\u009b", so that no name inside a message (a run's,
-// a key, a tag) can set the terminal's title, move its cursor or clear its
-// screen; a byte that is not UTF-8 as "\\xff". Backslashes are kept: a part escaped already
-// (core::escape_for_display) reads the same.
+// (U+0080..U+009F) as "\u009b" and a bidirectional control as "\u202e",
+// so that no name inside a message (a run's, a key, a tag) can set the
+// terminal's title, move its cursor, clear its screen or reorder the line;
+// a byte that is not UTF-8 as "\\xff". Backslashes are kept: a part escaped
+// already (core::escape_for_display) reads the same. A message keeps its
+// line feeds: a single value inside one (a name, a folder, a tag read
+// from a store) is escaped with escape_for_display, which escapes them.
 std::string terminal_text(std::string_view message);
 
 // Writes `message` (as terminal_text gives it) and a newline to stderr

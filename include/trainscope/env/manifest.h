@@ -18,12 +18,14 @@
 namespace trainscope::env {
 
 // Why `key` cannot be an entry a user adds to a run's environment (Python's
-// start_run(environment=...)): not a key (core::text_problem: 1 to 256
+// start_run(environment=...)): not a key (core::text_problem: 1 to 4096
 // bytes of UTF-8 text, no control character, not only blanks), or in a
 // group trainscope measures itself (hardware, driver, libraries, system,
-// threads, flags, env, data, config, seeds, build, git, packages, python,
+// threads, flags, env, config, seeds, build, git, packages, python,
 // process), which readers trust (env recreate pins packages.*) and a
-// user's entry would overwrite. A whole message; nullopt for one it takes.
+// user's entry would overwrite; `data` (the SHA-256 of files read) is the
+// script's to give (trainscope.inputs). A whole message; nullopt for one it
+// takes.
 std::optional<std::string> user_entry_problem(std::string_view key);
 
 // "group.key" -> value, as a run's environment records it.

@@ -43,8 +43,8 @@ void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
     o << "missing in " << (d.steps_a == 0 ? "A" : "B")
       << " (record with fingerprint.every_steps > 0); step-level comparison skipped\n";
   } else if (d.hash_a != d.hash_b) {
-    o << "the runs hash with different functions (A " << core::terminal_text(d.hash_a) << ", B "
-      << core::terminal_text(d.hash_b)
+    o << "the runs hash with different functions (A " << core::escape_for_display(d.hash_a)
+      << ", B " << core::escape_for_display(d.hash_b)
       << ": one trained on a CPU, the other on a GPU); step-level comparison skipped\n";
   } else if (!d.same_tensors) {
     o << "the runs hash different tensor sets; step-level comparison skipped\n";
@@ -123,8 +123,8 @@ void verify(store::Store& store, const store::RunInfo& orig, const std::string& 
     core::fail(core::ErrorKind::kRuntime,
                "run {} fingerprints with {} and its rerun with {}: their hashes cannot be compared "
                "(the run's tag fingerprint.hash says what it trained on)",
-               core::short_uuid(orig.uuid), core::terminal_text(d.hash_a),
-               core::terminal_text(d.hash_b));
+               core::short_uuid(orig.uuid), core::escape_for_display(d.hash_a),
+               core::escape_for_display(d.hash_b));
   if (d.first_diff_step >= 0) {
     std::cout << "verify: DIVERGED at step " << d.first_diff_step << " (identical up to step "
               << d.first_diff_step - 1 << "); first tensors: ";
