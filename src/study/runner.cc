@@ -489,8 +489,10 @@ class Scheduler {
   double start_ = 0;
 };
 
+// A study stopped by a signal, or that left a planned run to the process
+// training it (resumable: `study resume` runs the rest), is stopped.
 RunStatus final_status(const Progress& p) {
-  if (g_signal != 0) return RunStatus::kStopped;
+  if (g_signal != 0 || p.elsewhere > 0) return RunStatus::kStopped;
   return p.failed > 0 ? RunStatus::kFailed : RunStatus::kFinished;
 }
 

@@ -251,8 +251,10 @@ def test_resume_leaves_a_planned_run_another_process_is_training_alone(tmp_path)
         assert "left alone" in last and f"all/r1 (pid {live.pid} on " in last, last
         task = cli(store, "study", "task", "w", "all/r1", check=False)
         assert task.returncode == 4 and "running now in another process" in task.stderr, task.stderr
+        # The study is not finished while a planned run is not (eleventh
+        # hunt, D5): stopped, as one a signal stopped, for a later resume.
         assert [r[:2] for r in runs_of(store)] == [("all/r1", "running"), ("all/r2", "finished"),
-                                                   ("w", "finished")]
+                                                   ("w", "stopped")]
         with sqlite3.connect(store) as db:
             assert db.execute("SELECT count(*) FROM tags WHERE key = 'study.superseded_by'"
                               ).fetchone()[0] == 0
