@@ -67,19 +67,28 @@ deps-build:
 venv: $(PY_CORE)
 venv-full: $(PY_ENV)
 
+# $(call need_gb,N): stops with one line when VENV's disk has under N GB
+# free, rather than pip's OSError halfway through an install.
+need_gb = avail=$$(df -Pk $(dir $(abspath $(VENV))) | awk 'NR == 2 { print int($$4 / 1048576) }'); \
+  test "$$avail" -ge $(1) || { echo "venv: installing torch into $(VENV) needs about $(1) GB free and its disk has $$avail GB: free some space, or build against an environment of your own (PYTHON=/path/to/bin/python, docs/torch.md)" >&2; exit 1; }
+
 # The pins of TORCH_CORE, as requirements/torch.txt has them.
 $(VENV)/.trainscope-torch-core: requirements/torch.txt
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	@echo "venv: installing torch's C++ libraries into $(VENV) (PyPI's wheel, 1.3 GB the first time)"
+	@$(call need_gb,3)
 	@$(VENV)/bin/python -m pip install -q --no-deps \
 	  $$(grep -E '^($(shell echo $(TORCH_CORE) | tr ' ' '|'))==' requirements/torch.txt)
 	@touch $@
 
 # torch and everything it pulls, exactly as pinned (--no-deps: nothing
-# unpinned comes in; pip check: the pins agree with each other).
+# unpinned comes in; pip check: the pins agree with each other). A few pins
+# at a time: pip holds every wheel of one call unpacked beside what it
+# installs, and the largest (cuDNN, cuBLAS, NCCL) are each over 500 MB.
 $(VENV)/.trainscope-torch: requirements/torch.txt $(VENV)/.trainscope-torch-core
 	@echo "venv: installing the rest of requirements/torch.txt into $(VENV) (4 GB the first time)"
-	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/torch.txt
+	@$(call need_gb,6)
+	@grep -E '^[A-Za-z]' requirements/torch.txt | xargs -n 4 $(VENV)/bin/python -m pip install -q --no-deps
 	@$(VENV)/bin/python -m pip check -q > /dev/null || $(VENV)/bin/python -m pip check
 	@touch $@
 
