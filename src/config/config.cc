@@ -78,11 +78,12 @@ int64_t parse_int(const std::string& key, const std::string& v, const std::strin
   if (r.ptr == v.data() + v.size() && r.ec == std::errc::result_out_of_range) {
     // Past int64's top: ">= 0" alone would refuse a value that is >= 0.
     if (v.front() != '-' && range.starts_with(">="))
-      fail(ErrorKind::kUsage, "{} must be {} and at most {} (got {})", key, range, kMaxInt, v);
-    fail(ErrorKind::kUsage, "{} must be {} (got {})", key, range, v);
+      fail(ErrorKind::kUsage, "{} must be {} and at most {} (got {})", key, range, kMaxInt,
+           core::escape_for_display(v));
+    fail(ErrorKind::kUsage, "{} must be {} (got {})", key, range, core::escape_for_display(v));
   }
   if (r.ec != std::errc() || r.ptr != v.data() + v.size())
-    fail(ErrorKind::kUsage, "{}: expected an integer, got '{}'", key, v);
+    fail(ErrorKind::kUsage, "{}: expected an integer, got '{}'", key, core::escape_for_display(v));
   return out;
 }
 
@@ -94,7 +95,7 @@ double parse_double(const std::string& key, const std::string& v) {
     const double d = std::strtod(v.c_str(), &end);
     if (end == v.c_str() + v.size()) return d;
   }
-  fail(ErrorKind::kUsage, "{}: expected a number, got '{}'", key, v);
+  fail(ErrorKind::kUsage, "{}: expected a number, got '{}'", key, core::escape_for_display(v));
 }
 
 // As yaml-cpp reads a boolean (YAML 1.1: true/True/TRUE, yes, on, y and
@@ -104,7 +105,7 @@ bool parse_bool(const std::string& key, const std::string& v) {
   if (v == "0") return false;
   bool out = false;
   if (YAML::convert<bool>::decode(YAML::Node(v), out)) return out;
-  fail(ErrorKind::kUsage, "{}: expected true or false, got '{}'", key, v);
+  fail(ErrorKind::kUsage, "{}: expected true or false, got '{}'", key, core::escape_for_display(v));
 }
 
 constexpr size_t kMaxListItems = 1000;
@@ -155,7 +156,8 @@ std::string count_violation_of(const std::string& v, const std::vector<std::stri
   if (r.ec == std::errc() && r.ptr == v.data() + v.size() && n >= lo && n <= hi) return {};
   std::string allowed;
   for (const auto& w : words) allowed += w + ", ";
-  return fmt::format("must be {}or an integer {} (got '{}')", allowed, int_range(lo, hi), v);
+  return fmt::format("must be {}or an integer {} (got '{}')", allowed, int_range(lo, hi),
+                     core::escape_for_display(v));
 }
 
 // A device: cpu, cuda or cuda:N (whether it exists here is train's check).
@@ -541,9 +543,10 @@ const Field& find_field(const std::string& key, const std::string& source) {
     if (d < best_d) best_d = d, best = &f;
   }
   if (best && best_d <= near)
-    fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source, key, best->key);
+    fail(ErrorKind::kUsage, "{}: unknown key '{}'; did you mean '{}'?", source,
+         core::escape_for_display(key), best->key);
   fail(ErrorKind::kUsage, "{}: unknown key '{}'; `trainscope config keys` lists every key", source,
-       key);
+       core::escape_for_display(key));
 }
 
 void set_value(Config& c, const std::string& given, const std::string& value,
@@ -554,7 +557,8 @@ void set_value(Config& c, const std::string& given, const std::string& value,
       std::find(f.choices.begin(), f.choices.end(), value) == f.choices.end()) {
     std::string list;
     for (const auto& ch : f.choices) list += (list.empty() ? "" : ", ") + ch;
-    fail(ErrorKind::kUsage, "{}: {} must be one of {} (got '{}')", source, key, list, value);
+    fail(ErrorKind::kUsage, "{}: {} must be one of {} (got '{}')", source, key, list,
+         core::escape_for_display(value));
   }
   try {
     f.set(c, value);
@@ -700,8 +704,11 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
   return c;
 }
 
-// Every message about a config is one line: a key or value that holds
-// control characters (a YAML block scalar, a stray byte) is escaped.
+// Every message about a config is one line: each key or value a message
+// quotes is escaped where it is quoted (escape_for_display). Should one
+// still hold a line break (a YAML reader's message), the break is escaped
+// here, and only it: escaping the whole message again would show each part
+// escaped already twice ("1\\n2").
 Config parse(const std::string& yaml_text, const std::vector<std::string>& overrides,
              const std::string& source, std::vector<std::string>* noted, bool check = true) {
   try {
@@ -709,7 +716,12 @@ Config parse(const std::string& yaml_text, const std::vector<std::string>& overr
   } catch (const core::Error& e) {
     const std::string_view m = e.what();
     if (std::none_of(m.begin(), m.end(), [](char ch) { return ch == '\n' || ch == '\r'; })) throw;
-    throw core::Error(core::escape_for_display(m), e.kind());
+    std::string flat;
+    for (char ch : m)
+      flat += ch == '\n'   ? std::string("\\n")
+              : ch == '\r' ? std::string("\\r")
+                           : std::string(1, ch);
+    throw core::Error(flat, e.kind());
   }
 }
 

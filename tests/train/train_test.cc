@@ -817,6 +817,14 @@ TEST(ConfigTest, MessagesNameTheRealMistakeAndItsSource) {
   EXPECT_EQ(m.rfind("--set train.epochs=0: ", 0), 0u) << m;
   m = msg("train:\n  epochs: 0\n", {"optimizer.lr=0.1"});
   EXPECT_EQ(m.rfind("c.yaml: line 2: train.epochs", 0), 0u) << m;
+  // Eleventh hunt, B-D9: a line break in a --set was escaped twice in the
+  // message's prefix ("1\\n2") and once in its value.
+  EXPECT_EQ(msg("", {"train.epochs=1\n2"}),
+            "--set train.epochs=1\\n2: train.epochs: expected an integer, got '1\\n2'");
+  EXPECT_EQ(msg("", {"optimizer.lr=x\n"}),
+            "--set optimizer.lr=x\\n: optimizer.lr: expected a number, got 'x\\n'");
+  EXPECT_EQ(msg("", {"zzz\nqqq=1"}),
+            "--set zzz\\nqqq=1: unknown key 'zzz\\nqqq'; `trainscope config keys` lists every key");
 }
 
 // Everyday-use defect 8: `data.hflip: True` was refused; yaml-cpp and YAML
