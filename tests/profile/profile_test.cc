@@ -1,5 +1,6 @@
 // The per-layer profiler: FLOPs by hand, attribution on layers of known
 // relative cost, exact accounting, and a Chrome trace viewers accept.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -590,6 +591,24 @@ TEST(PeakTest, ACachedPeakIsBelievedOnlyWithItsChecksum) {
     EXPECT_GE(again, 0.1) << forged;
     EXPECT_LT(again, 1e6) << forged;
   }
+  // Eleventh hunt, A-D2: a plausible value with its own valid checksum (a
+  // checksum anyone can compute) was believed. One GEMM now checks it: a
+  // peak it beats, or one far above what it reaches, is measured again.
+  for (const std::string& planted :
+       {fmt::format("{}", measured / 100), fmt::format("{}", measured * 100)}) {
+    std::ofstream(file) << planted << "\t" << core::sha256_hex(planted) << "\n";
+    const double again = peak_gflops();
+    EXPECT_GT(again, measured / 20) << planted;
+    EXPECT_LT(again, measured * 20) << planted;
+  }
+  // A cache another user may write is not believed either.
+  const std::string mine = fmt::format("{}", measured);
+  std::ofstream(file) << mine << "\t" << core::sha256_hex(mine) << "\n";
+  std::filesystem::permissions(file, std::filesystem::perms::others_write,
+                               std::filesystem::perm_options::add);
+  (void)peak_gflops();
+  EXPECT_EQ(std::filesystem::status(file).permissions() & std::filesystem::perms::others_write,
+            std::filesystem::perms::none);  // measured and written again, as its owner's
   std::ifstream in(file);
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const std::string value = text.substr(0, text.find('\t'));
