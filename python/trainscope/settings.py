@@ -13,6 +13,7 @@ over `lr` or a study of the sources (seeds.init, seeds.data_order, ...,
 compute.threads) reaches the script unchanged.
 """
 import copy
+import numbers
 import os
 import random
 import sys
@@ -95,7 +96,8 @@ def _typed(key, text, default):
         if low not in ("true", "false"):
             raise _trainscope.Error(f"setting {key}={text}: '{key}' is a bool; give true or false")
         return low == "true"
-    if isinstance(default, (int, float, str)):
+    # A number of NumPy's (numpy.int64, numpy.float32) is a scalar too.
+    if isinstance(default, (int, float, str, numbers.Integral, numbers.Real)):
         try:
             return type(default)(text)
         except ValueError:
@@ -105,11 +107,20 @@ def _typed(key, text, default):
                             "a setting cannot replace: give the study scalar keys")
 
 
+def _own(key, text):
+    """A value of trainscope's own sections, read by the trainer's rule."""
+    try:
+        return _parse(_trainscope.own_setting(f"{key}={text}"))
+    except ValueError as e:  # the C++ reader's words are for --set
+        raise ValueError(str(e).replace("--set ", "setting ", 1)) from None
+
+
 def _apply(tree, line):
     key, sep, text = line.partition("=")
     if not sep or not key:
         raise _trainscope.Error(f"setting '{line}' is not key=value")
     *path, leaf = key.split(".")
+    own = bool(path) and path[0] in _OWN
     node = tree
     for part in path:
         nxt = node.get(part)
@@ -120,10 +131,15 @@ def _apply(tree, line):
         node = nxt
     else:
         if leaf in node and not isinstance(node[leaf], dict):
-            node[leaf] = _typed(key, text, node[leaf])
+            node[leaf] = _own(key, text) if own else _typed(key, text, node[leaf])
             return
-        if path and path[0] in _OWN:
-            node[leaf] = _parse(text)
+        if isinstance(node.get(leaf), dict) and not own:
+            inner = ", ".join(sorted(_flatten(node[leaf], key + "."))) or "none"
+            raise _trainscope.Error(
+                f"the study sets '{key}', a section of this script's config, not a value: set "
+                f"one of its keys ({inner})")
+        if own:
+            node[leaf] = _own(key, text)
             return
     known = ", ".join(sorted(_flatten(tree))) or "none"
     raise _trainscope.Error(
@@ -136,8 +152,9 @@ def config(defaults=None, sets=None):
     settings of this run applied: `sets` ("key=value" strings), else those a
     study planned for it ($TRAINSCOPE_SET). A key the defaults do not have
     is an Error naming it (a study's typo must not pass unnoticed), except
-    in trainscope's own sections seeds, compute and determinism. A value
-    takes the type of the default it replaces."""
+    in trainscope's own sections seeds, compute and determinism, whose
+    values are read by the trainer's rule (an Error as `--set` gives). A
+    value takes the type of the default it replaces."""
     tree = copy.deepcopy(defaults) if defaults else {}
     if not isinstance(tree, dict):
         raise TypeError(f"config defaults are a dict, not a {type(defaults).__name__}")
@@ -195,6 +212,9 @@ def setup(cfg=None, apply=True):
     init stream (so the model's initial weights come from it), and Python's
     `random` and NumPy's global generator (when NumPy is installed) with the
     augment stream. Returns the Seeds; `apply=False` only computes them."""
+    if cfg is not None and not isinstance(cfg, dict):
+        raise TypeError(f"setup() takes the config dict trainscope.config() returns, not "
+                        f"{type(cfg).__name__} {_repr(cfg)}")
     try:
         own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
         derived = _trainscope.apply_settings(own, apply)

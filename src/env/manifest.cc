@@ -73,12 +73,17 @@ size_t group_rank(const std::string& g) {
 
 }  // namespace
 
-std::optional<std::string> user_entry_problem(std::string_view key) {
-  if (auto why = core::text_problem(key, 4096))  // data.sha256.PATH holds a path
+std::optional<std::string> user_entry_problem(std::string_view key, std::string_view value) {
+  if (auto why = core::text_problem(key, kMaxUserEntryBytes))  // data.sha256.PATH: a path
     return fmt::format(
         "environment entry '{}' {}: a key is 1 to 4096 bytes of UTF-8 text without control "
         "characters, not only blanks",
         core::escape_for_display(key.substr(0, 64)), *why);
+  if (value.size() > kMaxUserEntryBytes)
+    return fmt::format(
+        "the value of environment entry '{}' is {} bytes, longer than {}; record a file as an "
+        "artifact instead",
+        core::escape_for_display(key.substr(0, 64)), value.size(), kMaxUserEntryBytes);
   const std::string_view group = key.substr(0, key.find('.'));
   if (!measured_group(group)) return std::nullopt;
   return fmt::format(

@@ -220,4 +220,22 @@ void check_units(const Config& config, Source& source) {
     if (u.check) u.check(config, source);
 }
 
+void check_unit_settings(const std::vector<std::string>& sets, std::string_view what) {
+  std::set<std::string> read;  // the sections of the units that attach
+  for (const auto& u : units())
+    if (u.with_own_metrics) read.insert(u.name);
+  std::set<std::string> sections;
+  for (const auto& s : config::sections())
+    if (read.contains(s.name)) sections.insert(s.name + ".*");
+  for (const std::string& line : sets) {
+    const std::string key = line.substr(0, line.find('='));
+    if (read.contains(key.substr(0, key.find('.')))) continue;
+    core::fail(core::ErrorKind::kUsage,
+               "{} setting '{}': no unit it attaches reads '{}' (they read {}); a setting of the "
+               "script's own goes to trainscope.config()",
+               what, core::escape_for_display(line), core::escape_for_display(key),
+               fmt::join(sections, ", "));
+  }
+}
+
 }  // namespace trainscope::instrument

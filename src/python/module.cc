@@ -7,6 +7,7 @@
 #include <pybind11/stl/filesystem.h>
 #include <torch/csrc/utils/pybind.h>  // torch.Tensor <-> at::Tensor, without a copy
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,6 +71,18 @@ std::map<std::string, uint64_t> apply_settings(const std::vector<std::string>& s
           {"dropout", s.dropout}};
 }
 
+// One setting of trainscope's own sections ("seeds.master=1000"), read by
+// the trainer's rule (a Python int() would take 1_000, +2 or a fullwidth
+// digit, which the trainer refuses): its value as the resolved config
+// writes it ("1000"), or the Error naming the setting.
+std::string own_setting(const std::string& line) {
+  const std::string key = line.substr(0, line.find('='));
+  const auto flat =
+      ts::config::flatten(ts::config::parse_config("", {line}, "the script's settings"));
+  const auto it = flat.find(key);
+  return it != flat.end() ? it->second : line.substr(std::min(line.size(), key.size() + 1));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_trainscope, m) {
@@ -107,6 +120,8 @@ PYBIND11_MODULE(_trainscope, m) {
   ts::python::bind_inputs(m);
   m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,
         "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
+  m.def("own_setting", &own_setting, py::arg("line"),
+        "A setting of seeds./compute./determinism. checked; its value as the config writes it");
   m.def("default_store", &ts::store::default_store_uri,
         "The store a run goes to when none is given: $TRAINSCOPE_STORE, else ./trainscope.db");
 }

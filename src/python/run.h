@@ -115,7 +115,7 @@ class PyRun {
   explicit PyRun(const RunArgs& a) : pid_(::getpid()) {
     check_params(a.params);
     check_tags(a.tags);
-    for (const auto& [k, v] : a.user_environment) refuse(ts::env::user_entry_problem(k));
+    for (const auto& [k, v] : a.user_environment) refuse(ts::env::user_entry_problem(k, v));
     ts::instrument::RunIdentity given;
     given.store = a.store;
     given.experiment = a.experiment;

@@ -144,7 +144,8 @@ class PyWatch {
   PyWatch(PyRun& run, const std::vector<std::string>& sets, const std::vector<py::tuple>& modules,
           const std::string& model_name, py::function forward, py::object state)
       : run_(run),
-        config_(config::parse_config("", sets, "watch()")),
+        config_((instrument::check_unit_settings(sets, "watch()"),
+                 config::parse_config("", sets, "watch()"))),
         modules_(mirror(modules)),
         source_(modules_.at(""), model_name, std::move(forward), std::move(state)) {
     instrument::check_units(config_, source_);

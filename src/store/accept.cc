@@ -54,6 +54,9 @@ std::optional<std::string> artifact_name_problem(std::string_view name) {
     const size_t end = std::min(name.find('/', start), name.size());
     const std::string_view part = name.substr(start, end - start);
     if (part == "." || part == "..") return "has a '.' or '..' part";
+    // 'a/' or 'a//b' would name the folder, or the file 'a/b' under a
+    // second name.
+    if (part.empty()) return "has an empty part (a '/' at its end or '//')";
     if (part.size() > kMaxArtifactPartBytes)
       return fmt::format("has a part longer than {} bytes", kMaxArtifactPartBytes);
     if (!part.empty() && only_blanks(part)) return "has a part that is only blanks";

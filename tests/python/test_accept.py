@@ -240,6 +240,10 @@ def test_a_run_with_a_key_or_value_that_is_not_text_is_not_started(store):
             r"^param key 1 is not text \(str\)$")
     refused(lambda: trainscope.start_run(name="t", store=uri, environment={"k": None}),
             "^the value of environment 'k' must be text or a number")
+    # Eleventh hunt, B-D8: an environment entry's value had no size limit.
+    refused(lambda: trainscope.start_run(name="t", store=uri, environment={"user.k": "v" * 4097}),
+            "^the value of environment entry 'user.k' is 4097 bytes, longer than 4096; record a "
+            "file as an artifact instead$")
     assert not os.path.exists(store), "refused before the store was opened"
 
 

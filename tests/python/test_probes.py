@@ -104,6 +104,19 @@ def test_probes_select_layers_and_a_selection_of_nothing_is_one_line(store):
                 run.step_done()
 
 
+def test_a_watch_setting_no_unit_reads_is_refused(store):
+    # Eleventh hunt, B-D9: optimizer.lr was taken and read by nothing.
+    model = Net()
+    with trainscope.start_run(name="keys", store="sqlite:" + store) as run:
+        for line in ("optimizer.lr=0.5", "dist.world_size=2", "seeds.master=3"):
+            key = line.split("=")[0]
+            with pytest.raises(ValueError, match=(
+                    f"^watch\\(\\) setting '{line}': no unit it attaches reads '{key}' "
+                    r"\(they read drift\.\*, fingerprint\.\*, monitor\.\*, probes\.\*, "
+                    r"profile\.\*\); a setting of the script's own goes to trainscope\.config\(\)$")):
+                run.watch(model, None, settings=[line])
+
+
 def test_the_resource_sampler_records_the_process(store):
     train(store, "mon", steps=40, monitor_interval=0.05)
     shown = json.loads(cli(store, "--json", "runs", "show", "mon").stdout)

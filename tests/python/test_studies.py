@@ -145,6 +145,36 @@ def test_config_applies_the_settings_typed_as_the_defaults():
         trainscope.config(defaults, sets=["amp=maybe"])
 
 
+def test_config_and_setup_say_what_they_take():
+    # Twelfth hunt, A-D4..D6: setup([1]) was an AttributeError; a NumPy
+    # number was no scalar; setting a section said the config lacked it.
+    numpy = pytest.importorskip("numpy")
+    assert trainscope.config({"n": numpy.int64(3), "x": numpy.float32(0.5)},
+                             sets=["n=5", "x=0.25"]) == {"n": 5, "x": 0.25}
+    with pytest.raises(trainscope.Error, match="'n' is a int64"):
+        trainscope.config({"n": numpy.int64(3)}, sets=["n=2.5"])
+    with pytest.raises(trainscope.Error, match=r"^the study sets 'opt', a section of this "
+                       r"script's config, not a value: set one of its keys \(opt.lr\)$"):
+        trainscope.config({"opt": {"lr": 0.1}}, sets=["opt=3"])
+    for bad in ([1], "seeds.master=1"):
+        with pytest.raises(TypeError, match="^setup\\(\\) takes the config dict trainscope.config"):
+            trainscope.setup(bad, apply=False)
+
+
+def test_config_reads_trainscopes_own_keys_by_the_trainers_rule():
+    # Eleventh hunt, A-D6: Python's int() took 1_000 and a fullwidth digit
+    # for seeds.*/compute.*, which `train --set` refuses.
+    for value in ("1_000", "\uff11", "0.5", "ten"):
+        for defaults in ({}, {"seeds": {"master": 0}}):
+            with pytest.raises(ValueError, match=f"^setting seeds.master={value}: "):
+                trainscope.config(defaults, sets=[f"seeds.master={value}"])
+    cfg = trainscope.config({"seeds": {"master": 0}}, sets=["seeds.master=12",
+                                                           "determinism.mkldnn=false"])
+    assert cfg == {"seeds": {"master": 12}, "determinism": {"mkldnn": False}}
+    with pytest.raises(ValueError, match="^setting compute.threads=-3: compute.threads must be"):
+        trainscope.config(sets=["compute.threads=-3"])
+
+
 def test_setup_derives_the_streams_as_the_trainer_and_seeds_every_generator():
     seeds = trainscope.setup({"seeds": {"master": 42}}, apply=False)
     # Derived as config/seeds.cc derives them: the C++ trainer's streams.

@@ -96,6 +96,10 @@ TEST(AcceptTest, ArtifactNamesHaveARule) {
   EXPECT_EQ(artifact_name_problem("/etc/passwd"), "is an absolute path");
   EXPECT_EQ(artifact_name_problem("a/../b"), "has a '.' or '..' part");
   EXPECT_EQ(artifact_name_problem("f\xffo"), "is not UTF-8 text");
+  // Eleventh hunt, B-D1: a name ending in '/' was taken.
+  for (const char* empty_part : {"dir/", "a//b", "a/b//"})
+    EXPECT_EQ(artifact_name_problem(empty_part), "has an empty part (a '/' at its end or '//')")
+        << empty_part;
 }
 
 // Issue 51 (third hunt, D9): a key or a name that is not UTF-8 could only

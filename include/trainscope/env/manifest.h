@@ -17,16 +17,20 @@
 
 namespace trainscope::env {
 
-// Why `key` cannot be an entry a user adds to a run's environment (Python's
-// start_run(environment=...)): not a key (core::text_problem: 1 to 4096
+// The most bytes of a user's environment entry's key, and of its value (a
+// tag's or a param's limit).
+inline constexpr size_t kMaxUserEntryBytes = 4096;
+
+// Why `key` = `value` cannot be an entry a user adds to a run's environment
+// (Python's start_run(environment=...)): not a key (core::text_problem: 1 to 4096
 // bytes of UTF-8 text, no control character, not only blanks), or in a
 // group trainscope measures itself (hardware, driver, libraries, system,
 // threads, flags, env, config, seeds, build, git, packages, python,
 // process), which readers trust (env recreate pins packages.*) and a
 // user's entry would overwrite; `data` (the SHA-256 of files read) is the
-// script's to give (trainscope.inputs). A whole message; nullopt for one it
-// takes.
-std::optional<std::string> user_entry_problem(std::string_view key);
+// script's to give (trainscope.inputs); or a value over kMaxUserEntryBytes.
+// A whole message; nullopt for one it takes.
+std::optional<std::string> user_entry_problem(std::string_view key, std::string_view value);
 
 // "group.key" -> value, as a run's environment records it.
 using Manifest = std::map<std::string, std::string>;

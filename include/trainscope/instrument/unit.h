@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainscope/core/at_load.h"
@@ -60,6 +61,14 @@ struct Unit {
 
 // Runs every unit's check on a run of `config` from `source`.
 void check_units(const Config& config, Source& source);
+
+// Refuses (Error kUsage, one line naming `what` and the key) a setting
+// ("key=value", or a section's shorthand "probes=full") that no unit
+// attached to a source whose metrics are its own reads: a key of the loop
+// (optimizer.lr) or of a section no such unit has (dist.*). Python's
+// watch(settings=...) sets units only; the script's own settings go to
+// trainscope.config().
+void check_unit_settings(const std::vector<std::string>& sets, std::string_view what);
 
 // Adds a unit. Throws Error(kUsage), and adds nothing, when its name is
 // taken or its `after`/`before` close a cycle with the registered units'
