@@ -154,7 +154,7 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
       return error_response(403,
                             "this server is read-only; start it with --allow-writes "
                             "to change tags");
-    return tags(s, run, r, seg[4]);
+    return tags(s, run, r, seg[4], o.before_body);
   }
   if (r.method != "GET") return not_allowed(r);
   if (what == "views" && seg.size() == 5) return json(view(s, run, r, seg[4]));
@@ -223,6 +223,21 @@ Response handle_api(store::Store& store, const Request& request, const ApiOption
   } catch (const std::exception& e) {
     return error_response(500, e.what());
   }
+}
+
+std::string content_disposition(std::string_view file) {
+  std::string plain, encoded;
+  for (const char ch : file) {
+    const auto b = static_cast<unsigned char>(ch);
+    plain += b > 0x20 && b < 0x7f && ch != '"' && ch != '\\' ? ch : '_';
+    if (std::isalnum(b) || std::string_view("!#$&+-.^_`|~").find(ch) != std::string_view::npos)
+      encoded += ch;
+    else
+      encoded += fmt::format("%{:02X}", b);
+  }
+  std::string out = "attachment; filename=\"" + plain + "\"";
+  if (plain != file) out += "; filename*=UTF-8''" + encoded;
+  return out;
 }
 
 }  // namespace trainscope::serve

@@ -38,7 +38,11 @@ Json ranks(store::Store& s, const store::RunInfo& run);
 // it has more, with "total_rows" and "sampled".
 Json view(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& name);
 Response artifact_file(store::Store& s, const store::RunInfo& run, const std::string& name);
-Response tags(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& key);
+// A tag's PUT (the body its value) or DELETE. `before_body`: the body not
+// read yet (ApiOptions::before_body): a PUT or DELETE it would make is
+// answered status 100, nothing written.
+Response tags(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& key,
+              bool before_body = false);
 
 // --- endpoints (api_analysis.cc) ---------------------------------------------
 Json profile(store::Store& s, const store::RunInfo& run);

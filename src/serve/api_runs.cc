@@ -1,11 +1,14 @@
 // The runs table, the run page and its live poll, metric series for charts,
 // resources, artifacts and tags.
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "api_internal.h"
 #include "trainscope/core/error.h"
@@ -18,6 +21,7 @@
 #include "trainscope/serve/downsample.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/store/query.h"
+#include "trainscope/store/views.h"
 #include "trainscope/study/study.h"
 
 namespace trainscope::serve::detail {
@@ -219,22 +223,16 @@ Json run_page(store::Store& s, const store::RunInfo& run) {
 
 Json view(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& name) {
   const store::View v = store::find_view_of(s, run, name);
-  store::ViewTable t = store::read_view(s, run, v);
   // A chart needs no more rows than it has pixels: every k-th row, so the
-  // sample spans every step and series (`runs view` gives them all).
+  // sample spans every step and series (`runs view` gives them all), read
+  // as such from the store (store::read_view_sample): memory holds the
+  // sample, not the run's records.
   const auto max_rows = static_cast<size_t>(int_param(r, "max_rows", 5000, 1, 100000));
-  const size_t total = t.rows.size();
-  if (total > max_rows) {
-    const size_t stride = (total + max_rows - 1) / max_rows;
-    size_t kept = 0;
-    for (size_t i = 0; i < total; i += stride, ++kept)
-      if (i != kept) t.rows[kept] = std::move(t.rows[i]);  // not onto itself: that empties it
-    t.rows.resize(kept);
-    t.rows.shrink_to_fit();
-  }
+  int64_t total = 0;
+  const store::ViewTable t = store::read_view_sample(s, run, v, max_rows, total);
   Json j = format::view(v, t);
   j["total_rows"] = total;
-  j["sampled"] = total > max_rows;
+  j["sampled"] = total > static_cast<int64_t>(max_rows);
   return j;
 }
 
@@ -260,6 +258,102 @@ Json live(store::Store& s, const store::RunInfo& run) {
   return j;
 }
 
+namespace {
+
+// What a first pass over a series finds before it is drawn: its points
+// from `after` on, how many of them are finite, and whether their steps are
+// in order (LTTB needs x in order: a series is appended in step order but
+// need not be).
+struct SeriesShape {
+  int64_t points = 0, finite = 0;
+  bool in_order = true;
+};
+
+SeriesShape shape_of(store::Store& s, const std::string& uuid, const std::string& key,
+                     int64_t after) {
+  SeriesShape out;
+  int64_t last = INT64_MIN;
+  s.scan_metric(uuid, key, after, [&](const std::vector<store::MetricPoint>& chunk) {
+    for (const auto& p : chunk) {
+      out.in_order = out.in_order && p.step >= last;
+      last = p.step;
+      if (std::isfinite(p.value)) ++out.finite;
+    }
+    out.points += std::ssize(chunk);
+    return true;
+  });
+  return out;
+}
+
+// A chart's points and what the answer says of them.
+struct ChartPoints {
+  ChartAxes drawn;
+  int64_t read = 0, nonfinite = 0;
+  bool down = false;
+};
+
+// A series in step order with more finite points than `target`: what LTTB
+// keeps of its finite points, read a chunk at a time in a second pass
+// (LttbStream), up to the points the first counted (those that came later
+// are the next poll's). Memory holds two of LTTB's buckets and the answer,
+// not the series; the points are lttb()'s over the series read whole.
+ChartPoints streamed_chart(store::Store& s, const store::RunInfo& run, const std::string& key,
+                           int64_t after, const SeriesShape& shape, size_t target,
+                           const format::RunAxes& axes) {
+  LttbStream<store::MetricPoint> sample(static_cast<size_t>(shape.finite), target);
+  int64_t left = shape.points;
+  s.scan_metric(run.uuid, key, after, [&](const std::vector<store::MetricPoint>& chunk) {
+    for (const auto& p : chunk) {
+      if (left-- <= 0) return false;
+      if (std::isfinite(p.value)) sample.add(static_cast<double>(p.step), p.value, p);
+    }
+    return true;
+  });
+  ChartPoints out{.read = shape.points, .nonfinite = shape.points - shape.finite, .down = true};
+  for (const auto& p : sample.kept()) out.drawn.add(axes, axes.of(key), p, run.start_time);
+  return out;
+}
+
+// A series read whole: one with no more finite points than `target` (all
+// of them are sent, non-finite values as gaps), or one whose steps are not
+// in order (sorted first).
+ChartPoints read_chart(store::Store& s, const store::RunInfo& run, const std::string& key,
+                       int64_t after, size_t target, const format::RunAxes& axes) {
+  auto points = s.metric_from(run.uuid, key, after);
+  auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
+  if (!std::is_sorted(points.begin(), points.end(), by_step))
+    std::stable_sort(points.begin(), points.end(), by_step);
+  const auto& axis = axes.of(key);
+  std::vector<double> x, y;
+  ChartPoints out{.read = std::ssize(points)};
+  for (const auto& p : points) {
+    if (!std::isfinite(p.value)) {
+      ++out.nonfinite;
+      continue;
+    }
+    x.push_back(static_cast<double>(p.step));
+    y.push_back(p.value);
+  }
+  out.down = x.size() > target;
+  if (out.down) {
+    // LTTB indexes the finite points; map back only when some were not.
+    std::vector<size_t> finite;
+    if (out.nonfinite > 0)
+      for (size_t i = 0; i < points.size(); ++i)
+        if (std::isfinite(points[i].value)) finite.push_back(i);
+    for (size_t i : lttb(x.data(), y.data(), x.size(), target))
+      out.drawn.add(axes, axis, points[out.nonfinite > 0 ? finite[i] : i], run.start_time);
+  } else {
+    for (const auto& p : points) out.drawn.add(axes, axis, p, run.start_time);
+  }
+  return out;
+}
+
+}  // namespace
+
+// A series is read twice a chunk at a time (its shape, then LTTB's sample)
+// when it is drawn with fewer points than it has: memory holds the answer,
+// not the series (a run of millions of points).
 Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) {
   const std::string key = required(r, "key");
   const int64_t width = int_param(r, "width", 1000, 1, 100000);
@@ -272,53 +366,28 @@ Json metric_chart(store::Store& s, const store::RunInfo& run, const Request& r) 
     fail(ErrorKind::kNotFound, "run {} has no metric '{}' ({} keys recorded)",
          core::short_uuid(run.uuid), core::escape_for_display(key), keys.size());
   }
-  auto points = s.metric_from(run.uuid, key, after);
+  // At least 3 (the first, one between, the last): LTTB keeps every point
+  // of a sample smaller than that, and width=1 served the whole series.
+  const size_t target = std::clamp<size_t>(static_cast<size_t>(2 * width), 3, kMaxChartPoints);
+  const auto axes = format::run_axes(s, run.uuid, summaries);
+  const SeriesShape shape = shape_of(s, run.uuid, key, after);
+  ChartPoints out = shape.in_order && target >= 3 && static_cast<size_t>(shape.finite) > target
+                        ? streamed_chart(s, run, key, after, shape, target, axes)
+                        : read_chart(s, run, key, after, target, axes);
   // What the series holds, whatever `after` says (one past the end included);
   // points appended between the two reads are counted too.
-  const int64_t count =
-      std::max(summary->count, std::min(after, summary->count) + std::ssize(points));
-  // LTTB needs x in order: a series is appended in step order but need not be.
-  auto by_step = [](const auto& a, const auto& b) { return a.step < b.step; };
-  if (!std::is_sorted(points.begin(), points.end(), by_step))
-    std::stable_sort(points.begin(), points.end(), by_step);
-  const auto axes = format::run_axes(s, run.uuid, summaries);
-  const auto& axis = axes.of(key);
-  std::vector<double> x, y;
-  int64_t nonfinite = 0;
-  for (const auto& p : points) {
-    if (!std::isfinite(p.value)) {
-      ++nonfinite;
-      continue;
-    }
-    x.push_back(static_cast<double>(p.step));
-    y.push_back(p.value);
-  }
-  const size_t target = std::min<size_t>(kMaxChartPoints, static_cast<size_t>(2 * width));
-  const bool down = x.size() > target;
-  ChartAxes out;
-  if (down) {
-    // LTTB indexes the finite points; map back only when some were not.
-    std::vector<size_t> finite;
-    if (nonfinite > 0)
-      for (size_t i = 0; i < points.size(); ++i)
-        if (std::isfinite(points[i].value)) finite.push_back(i);
-    for (size_t i : lttb(x.data(), y.data(), x.size(), target))
-      out.add(axes, axis, points[nonfinite > 0 ? finite[i] : i], run.start_time);
-  } else {
-    // Few enough to send all: non-finite values as gaps (null).
-    for (const auto& p : points) out.add(axes, axis, p, run.start_time);
-  }
+  const int64_t count = std::max(summary->count, std::min(after, summary->count) + out.read);
   return {{"key", key},
           {"count", count},
           {"from", std::min(after, count)},
-          {"downsampled", down},
-          {"nonfinite", nonfinite},
-          {"x", format::to_string(axis.x)},
-          {"steps", std::move(out.steps)},
-          {"at_step", std::move(out.at_step)},
-          {"epochs", std::move(out.epochs)},
-          {"times", std::move(out.times)},
-          {"values", std::move(out.values)}};
+          {"downsampled", out.down},
+          {"nonfinite", out.nonfinite},
+          {"x", format::to_string(axes.of(key).x)},
+          {"steps", std::move(out.drawn.steps)},
+          {"at_step", std::move(out.drawn.at_step)},
+          {"epochs", std::move(out.drawn.epochs)},
+          {"times", std::move(out.drawn.times)},
+          {"values", std::move(out.drawn.values)}};
 }
 
 Json resources(store::Store& s, const store::RunInfo& run) {
@@ -365,9 +434,8 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
     body << in.rdbuf();
     Response out =
         text(body.str(), name.ends_with(".json") ? "application/json" : "application/octet-stream");
-    std::string file = a.path.filename().string();
-    std::replace(file.begin(), file.end(), '"', '_');
-    out.headers.emplace_back("Content-Disposition", "attachment; filename=\"" + file + "\"");
+    out.headers.emplace_back("Content-Disposition",
+                             content_disposition(a.path.filename().string()));
     // One range of it is served (a download resumed): server.cc's serve_range.
     out.headers.emplace_back("Accept-Ranges", "bytes");
     return out;
@@ -376,8 +444,8 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
        core::escape_for_display(name));
 }
 
-Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
-              const std::string& key) {
+Response tags(store::Store& s, const store::RunInfo& run, const Request& r, const std::string& key,
+              bool before_body) {
   // A tag key as every entry point takes one (store/accept.h): 1 to 256
   // bytes, no control character, not only blanks.
   if (store::key_problem(key))
@@ -386,6 +454,11 @@ Response tags(store::Store& s, const store::RunInfo& run, const Request& r,
          "characters, not only blanks",
          core::escape_for_display(key.substr(0, 80)));
   if (auto own = store::own_tag_problem(key)) fail(ErrorKind::kUsage, "{}", *own);
+  if (before_body && (r.method == "PUT" || r.method == "DELETE")) {
+    Response go_on;
+    go_on.status = 100;  // a write it would make: the body decides the rest
+    return go_on;
+  }
   if (r.method == "PUT") {
     if (auto why = store::tag_value_problem(key, r.body)) fail(ErrorKind::kUsage, "{}", *why);
     s.set_tag(run.uuid, key, r.body);

@@ -58,6 +58,7 @@ struct Conn {
   Clock::time_point deadline;
   bool idle = false;       // kept alive, waiting for its next request's first byte
   bool returning = false;  // back from a worker (counted already)
+  bool body = false;       // its request announces a body (announces_body)
   int served = 0;
 };
 
@@ -104,28 +105,37 @@ std::string head_problem(std::string_view head) {
   return {};
 }
 
+// The words of a request's line (the first of `head`), as httplib splits
+// it: at spaces, empty words skipped.
+std::vector<std::string_view> line_words(std::string_view head) {
+  const std::string_view line = head.substr(0, head.find("\r\n"));
+  std::vector<std::string_view> words;
+  for (size_t at = 0; at < line.size();) {
+    const size_t end = std::min(line.find(' ', at), line.size());
+    if (end > at) words.push_back(line.substr(at, end - at));
+    at = end + 1;
+  }
+  return words;
+}
+
+// A word of a request line as an error message shows it.
+std::string shown_word(std::string_view s) { return core::escape_for_display(s.substr(0, 200)); }
+
 // Why a request line (RFC 9112 §3) asks for what this server does not
 // speak, with `status` set: an HTTP version other than 1.1 and 1.0 (505;
 // a word that is not a version at all, 400), or a method it does not
 // route (501: CONNECT, TRACE, a made-up one), each named. Empty when it
 // asks for neither, or is not three words (httplib answers that: 400).
 std::string line_problem(std::string_view head, int& status) {
-  const std::string_view line = head.substr(0, head.find("\r\n"));
-  std::vector<std::string_view> words;  // as httplib splits it
-  for (size_t at = 0; at < line.size();) {
-    const size_t end = std::min(line.find(' ', at), line.size());
-    if (end > at) words.push_back(line.substr(at, end - at));
-    at = end + 1;
-  }
+  const auto words = line_words(head);
   if (words.size() != 3) return {};
-  const auto shown = [](std::string_view s) { return core::escape_for_display(s.substr(0, 200)); };
-  const std::string what = shown(words[0]) + " " + shown(words[1]);
+  const std::string what = shown_word(words[0]) + " " + shown_word(words[1]);
   if (const std::string_view version = words[2]; version != "HTTP/1.1" && version != "HTTP/1.0") {
     status = version.starts_with("HTTP/") ? 505 : 400;
     if (status == 505)
       return fmt::format("{}: {} is not a version this server speaks: send HTTP/1.1", what,
-                         shown(version));
-    return fmt::format("{}: '{}' is not an HTTP version: send HTTP/1.1", what, shown(version));
+                         shown_word(version));
+    return fmt::format("{}: '{}' is not an HTTP version: send HTTP/1.1", what, shown_word(version));
   }
   static constexpr std::string_view kMethods[] = {"GET",    "HEAD",  "POST",   "PUT",
                                                   "DELETE", "PATCH", "OPTIONS"};
@@ -135,7 +145,7 @@ std::string line_problem(std::string_view head, int& status) {
   return fmt::format(
       "{}: the method {} is not implemented here (GET, HEAD, POST, PUT, DELETE, PATCH and "
       "OPTIONS are)",
-      what, shown(words[0]));
+      what, shown_word(words[0]));
 }
 
 const char* reason(int status) {
@@ -586,6 +596,75 @@ std::string target_problem(std::string_view head) {
       core::escape_for_display(target.substr(0, 200)));
 }
 
+// Why a request target is none of the forms this server takes (RFC 9112
+// §3.2): origin-form ("/path?query"), absolute-form ("http://host/path",
+// whose authority target_problem judges), or "*" in an OPTIONS
+// (asterisk-form, §3.2.4). "?a=1" was served as the path "a=1", and "GET *"
+// looked up as a page after the token. Empty when it is one of them, or
+// the line is not three words (httplib answers that).
+std::string form_problem(std::string_view head) {
+  const auto words = line_words(head);
+  if (words.size() != 3) return {};
+  const std::string_view target = words[1];
+  const std::string scheme = lower(std::string(target.substr(0, 8)));
+  if (target.starts_with('/') || scheme.starts_with("http://") || scheme.starts_with("https://") ||
+      (target == "*" && words[0] == "OPTIONS"))
+    return {};
+  if (target == "*")
+    return fmt::format(
+        "{} *: the request target '*' is only an OPTIONS' (RFC 9112 §3.2.4): send a path, "
+        "'/...'",
+        shown_word(words[0]));
+  return fmt::format(
+      "{} {}: the request target is not a path (RFC 9112 §3.2.1): send '/path', a query "
+      "after it ('/path?a=1')",
+      shown_word(words[0]), shown_word(target));
+}
+
+// Writes each '?' of the request target after its first as %3F, in `buf`
+// (the request's line and headers, up to `head_end`, which moves with
+// them). A query may hold '?' (RFC 3986 §3.4: "q=a?b"), and httplib
+// refused a target with two (400); the query's values are decoded from the
+// target (server.cc), where %3F is '?' again.
+void encode_query_marks(std::string& buf, size_t& head_end) {
+  const size_t line_end = buf.find("\r\n");
+  const size_t first = buf.find('?');
+  if (first == npos || first >= line_end) return;
+  // The target ends where the version, the line's last word, begins.
+  const size_t version = buf.rfind(' ', line_end);
+  if (version == npos || version < first) return;
+  std::string target;
+  for (size_t i = first + 1; i < version; ++i) {
+    if (buf[i] == '?') {
+      target += "%3F";
+    } else {
+      target += buf[i];
+    }
+  }
+  if (target.size() == version - first - 1) return;
+  buf.replace(first + 1, version - first - 1, target);
+  head_end += target.size() - (version - first - 1);
+}
+
+// Whether a request's line and headers announce a body: a
+// Transfer-Encoding, or a Content-Length other than 0 (a body a worker
+// then reads, or drops).
+bool announces_body(std::string_view head) {
+  for (size_t at = head.find("\r\n") + 2; at < head.size();) {
+    const size_t next = std::min(head.find("\r\n", at), head.size());
+    const std::string_view line = head.substr(at, next - at);
+    at = next + 2;
+    const size_t colon = line.find(':');
+    if (colon == npos) continue;
+    const std::string name = lower(std::string(line.substr(0, colon)));
+    if (name == "transfer-encoding") return true;
+    if (name == "content-length" &&
+        trim(std::string(line.substr(colon + 1))).find_first_not_of('0') != npos)
+      return true;
+  }
+  return false;
+}
+
 // Every value of header `key`, split at commas, trimmed, lowercased.
 std::vector<std::string> values(const httplib::Request& req, const char* key) {
   std::vector<std::string> out;
@@ -645,7 +724,10 @@ using gate::Conn;
 // it), a poller thread and the workers.
 class Gate : public httplib::TaskQueue {
  public:
-  Gate(GatedServer& server, int workers) : server_(server), limits_(server.limits()) {
+  Gate(GatedServer& server, int workers)
+      : server_(server),
+        limits_(server.limits()),
+        body_share_(std::max(1, std::min(limits_.bodies_per_client, workers / 2))) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
       throw std::system_error(errno, std::generic_category(), "pipe2");
     poller_ = std::thread([this] { poll_loop(); });
@@ -672,11 +754,15 @@ class Gate : public httplib::TaskQueue {
   void poll_loop();
   std::list<Conn>::iterator on_readable(std::list<Conn>::iterator it);
   void expire();
+  std::deque<Conn>::iterator next_ready();
   void work_loop();
   void serve(Conn& c);
 
   GatedServer& server_;
   const GateLimits& limits_;
+  // Requests of one address whose bodies workers read at once, at most
+  // (GateLimits::bodies_per_client, and half the workers).
+  const int body_share_;
   int wake_[2] = {-1, -1};  // a pipe whose byte interrupts the poller's wait
   std::mutex mu_;
   std::condition_variable cv_;
@@ -684,6 +770,7 @@ class Gate : public httplib::TaskQueue {
   std::deque<Conn> ready_;              // complete requests for the workers
   std::set<socket_t> busy_;             // connections a worker serves
   std::map<std::string, int> clients_;  // open connections per address
+  std::map<std::string, int> bodies_;   // per address: workers reading a body of its
   int total_ = 0;
   bool stop_ = false;
   std::list<Conn> waiting_;  // the poller's own, oldest first
@@ -723,8 +810,11 @@ void Gate::pass(Conn c, size_t head_end) {
   if (why.empty()) why = gate::line_problem(head, status);
   if (why.empty()) why = gate::field_problem(head);
   if (why.empty()) why = gate::target_problem(head);
+  if (why.empty()) why = gate::form_problem(head);
   if (!why.empty()) return drop(c, status, why);
+  c.body = gate::announces_body(head);
   c.range = gate::take_ranges(c.buf, head_end);
+  gate::encode_query_marks(c.buf, head_end);
   hand(std::move(c));
 }
 
@@ -857,16 +947,29 @@ void Gate::expire() {
   }
 }
 
+// The first complete request a worker may take (mu_ held): one without a
+// body, or one of an address whose bodies fewer than body_share_ workers
+// read. A client that trickles its bodies holds no more workers than that:
+// its other requests with a body wait, and everyone else's are served.
+std::deque<Conn>::iterator Gate::next_ready() {
+  return std::find_if(ready_.begin(), ready_.end(), [&](const Conn& c) {
+    const auto held = bodies_.find(c.addr);
+    return !c.body || held == bodies_.end() || held->second < body_share_;
+  });
+}
+
 void Gate::work_loop() {
   while (true) {
     Conn c;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !ready_.empty(); });
+      auto next = ready_.end();
+      cv_.wait(lock, [&] { return stop_ || (next = next_ready()) != ready_.end(); });
       if (stop_) return;  // shutdown() closes what is left
-      c = std::move(ready_.front());
-      ready_.pop_front();
+      c = std::move(*next);
+      ready_.erase(next);
       busy_.insert(c.fd);
+      if (c.body) ++bodies_[c.addr];
     }
     serve(c);
   }
@@ -877,10 +980,11 @@ void Gate::work_loop() {
 // closes it (asked to, refused before its route, or its last request).
 void Gate::serve(Conn& c) {
   bool keep = false, closed = false;
+  const bool body = c.body;
   {
     gate::ConnStream strm(c, limits_, [this] {
       std::lock_guard lock(mu_);
-      return !ready_.empty();
+      return next_ready() != ready_.end();
     });
     gate::t_routed = false;
     gate::t_body_late = false;
@@ -898,8 +1002,11 @@ void Gate::serve(Conn& c) {
   {
     std::lock_guard lock(mu_);
     busy_.erase(c.fd);
+    if (body && --bodies_[c.addr] <= 0) bodies_.erase(c.addr);
     keep = keep && !stop_;
   }
+  // A request of its address that waited for this one's body may go now.
+  if (body) cv_.notify_all();
   if (!keep) return drop(c, 0, {});
   c.scanned = 0;
   c.last_nl = gate::npos;
@@ -976,20 +1083,6 @@ bool GatedServer::process_and_close_socket(socket_t sock) {
 
 namespace {
 
-// Before httplib looks at a request: an Expect of 100-continue in any case
-// is the one it answers, and a request without Content-Length or
-// Transfer-Encoding has no body (RFC 9112 §6.3), where httplib would read
-// until the connection closes. httplib reads the body of a POST, PUT,
-// PATCH or DELETE only: another's (a GET's, a HEAD's, an OPTIONS') would
-// be read as the next request on the connection. Its length is noted
-// (t_unread) for serve_one to read it after the answer; a chunked one's is
-// not known, and the answer says the connection closes. Its
-// Transfer-Encoding lines become one, the list unsupported() judges:
-// httplib reads a body as chunked only when the first line's value is
-// "chunked" alone, so that "chunked," (an empty list element, which RFC
-// 9110 §5.6.1 says to take) was judged chunked and read until the client
-// closed. A chunked body is followed as it is read (Chunks), within
-// `limits`.
 // RFC 9112 §3.2.2: a server takes a request target in absolute-form
 // ("http://host:port/path?query", as sent through a proxy) as the origin
 // form, the authority standing for Host.
@@ -1014,6 +1107,34 @@ void take_absolute_form(httplib::Request& req) {
   req.headers.emplace("Host", authority);
 }
 
+// Takes out the Expect: 100-continue lines of a request; true when it had one.
+bool drop_continue(httplib::Request& req) {
+  bool had = false;
+  for (auto [it, end] = req.headers.equal_range("Expect"); it != end;) {
+    if (it->second == "100-continue") {
+      it = req.headers.erase(it);
+      had = true;
+    } else {
+      ++it;
+    }
+  }
+  return had;
+}
+
+// Before httplib looks at a request: an Expect of 100-continue in any case
+// is the one it answers, and a request without Content-Length or
+// Transfer-Encoding has no body (RFC 9112 §6.3), where httplib would read
+// until the connection closes. httplib reads the body of a POST, PUT,
+// PATCH or DELETE only: another's (a GET's, a HEAD's, an OPTIONS') would
+// be read as the next request on the connection. Its length is noted
+// (t_unread) for serve_one to read it after the answer; a chunked one's is
+// not known, and the answer says the connection closes. Its
+// Transfer-Encoding lines become one, the list unsupported() judges:
+// httplib reads a body as chunked only when the first line's value is
+// "chunked" alone, so that "chunked," (an empty list element, which RFC
+// 9110 §5.6.1 says to take) was judged chunked and read until the client
+// closed. A chunked body is followed as it is read (Chunks), within
+// `limits`. A GET or a HEAD is answered without 100 Continue.
 void normalize(httplib::Request& req, const GateLimits& limits) {
   take_absolute_form(req);
   if (req.has_header("Transfer-Encoding")) {
@@ -1036,7 +1157,11 @@ void normalize(httplib::Request& req, const GateLimits& limits) {
   const bool known = !req.has_header("Transfer-Encoding") && ec == std::errc() &&
                      end == length.data() + length.size() && n <= (uint64_t{1} << 62);
   gate::t_unread = known ? static_cast<int64_t>(n) : -1;
-  if (known) return;
+  // A GET's or a HEAD's answer never depends on its body: it is sent
+  // instead of 100 Continue (RFC 9110 §10.1.1), and the connection then
+  // closes, the body unread (its client may well not send it).
+  if ((m == "GET" || m == "HEAD") && drop_continue(req) && gate::t_unread != 0) gate::t_unread = -1;
+  if (gate::t_unread >= 0) return;
   req.headers.erase("Connection");
   req.headers.emplace("Connection", "close");
 }

@@ -7,7 +7,8 @@
 // and headers, within a deadline and a size, and hands only a complete one
 // to a worker, which reads the body (within its own deadline) and answers.
 // Each client address may have a few connections still sending headers
-// (its oldest is closed for a new one) and a bounded number in all.
+// (its oldest is closed for a new one), a few requests whose bodies
+// workers read at once, and a bounded number of connections in all.
 #pragma once
 
 #include <httplib.h>
@@ -34,8 +35,13 @@ struct GateLimits {
   // a chunked body's chunk-size lines announce its decoded bytes.
   size_t body_bytes = 1 << 20;
   int waiting_per_client = 16;  // connections of one address still sending headers
-  int per_client = 64;          // connections of one address, in all
-  int connections = 768;        // connections, in all
+  // Requests of one address whose bodies workers read (or drop) at once: at
+  // most this many and half the workers (at least one), so that a client
+  // trickling bodies never holds every worker; its other requests with a
+  // body wait for one of those to end.
+  int bodies_per_client = 4;
+  int per_client = 64;    // connections of one address, in all
+  int connections = 768;  // connections, in all
   int requests_per_connection = 100;
 };
 

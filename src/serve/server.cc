@@ -13,9 +13,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -228,15 +231,35 @@ void serve_range(const httplib::Request& req, Response& r) {
                                                       part.first + part.count - 1, size));
 }
 
+// The query of a request target (after its first '?'), each parameter
+// split at its first '=': the value is all that follows it ("search=a=b"
+// searches "a=b"; httplib's own parse kept what followed the last '=').
+// Names and values are decoded as httplib decodes them ('+' a space, %XX;
+// the Gate wrote a '?' inside the query as %3F). A name given twice keeps
+// its first value; a parameter without a name is dropped.
+std::map<std::string, std::string> query_of(const std::string& target) {
+  std::map<std::string, std::string> out;
+  const size_t mark = target.find('?');
+  if (mark == std::string::npos) return out;
+  const std::string_view query = std::string_view(target).substr(mark + 1);
+  for (size_t at = 0; at < query.size();) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view pair = query.substr(at, end - at);
+    at = end + 1;
+    const size_t eq = std::min(pair.find('='), pair.size());
+    std::string name = httplib::detail::decode_url(std::string(pair.substr(0, eq)), true);
+    if (name.empty()) continue;
+    const std::string_view value = eq < pair.size() ? pair.substr(eq + 1) : std::string_view();
+    out.emplace(std::move(name), httplib::detail::decode_url(std::string(value), true));
+  }
+  return out;
+}
+
 // A request of the API as sent: the path undecoded (the API decodes each
 // segment itself: a name may hold '/'), HEAD read as GET.
 Request api_request(const httplib::Request& req) {
-  Request r{req.method == "HEAD" ? "GET" : req.method,
-            req.target.substr(0, req.target.find('?')),
-            {},
-            req.body};
-  for (const auto& [k, v] : req.params) r.query.emplace(k, v);
-  return r;
+  return Request{req.method == "HEAD" ? "GET" : req.method,
+                 req.target.substr(0, req.target.find('?')), query_of(req.target), req.body};
 }
 
 // A page only reads: any other method is 405 (RFC 9110 §15.5.6), whether
@@ -281,6 +304,17 @@ struct Server::Impl {
     }
     int status = 0;
     std::string why = detail::unsupported(req, http.limits(), status);
+    // OPTIONS * (the Gate lets no other method have it) asks what the
+    // server does: the methods it routes, to anyone (it names nothing of
+    // the store). The connection then closes, as after any request
+    // answered here.
+    if (why.empty() && req.target == "*") {
+      res.status = 200;
+      res.set_header(
+          "Allow", options.allow_writes ? "GET, HEAD, PUT, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
+      res.set_header("Connection", "close");
+      return false;
+    }
     if (why.empty()) {
       why = refuse(req, res);
       status = res.status;
@@ -293,14 +327,21 @@ struct Server::Impl {
 
   // What no body can change, answered before the body is read (and instead
   // of 100 Continue): a method other than GET and HEAD on a page (405), and
-  // a change asked of a read-only server (the API's own answer: 403 for a
-  // tag, 405 for what the API never changes). True when `res` holds it.
+  // any such request of the API but a write it would take (a tag's PUT or
+  // DELETE on a server started with --allow-writes): the API's own answer,
+  // judged without the body (ApiOptions::before_body): 403 for a tag of a
+  // read-only server, 405 for what the API never changes, 404 for an
+  // unknown endpoint or run, 400 for a key that is not a user's tag. (A
+  // GET's or a HEAD's answer never depends on a body: GatedServer answers
+  // it without 100 Continue.) True when `res` holds it.
   bool refused_before_body(const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return false;
     if (req.path.starts_with("/api/")) {
-      if (options.allow_writes) return false;
       auto lease = pool.take();
-      send(res, handle_api(*lease.store, api_request(req), {.allow_writes = false}));
+      const Response r = handle_api(*lease.store, api_request(req),
+                                    {.allow_writes = options.allow_writes, .before_body = true});
+      if (r.status == 100) return false;
+      send(res, r);
     } else {
       send(res, page_not_allowed(req));
     }
@@ -328,7 +369,9 @@ struct Server::Impl {
     // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
     if (same_secret(bearer_token(req.get_header_value("Authorization")), token)) return {};
     if (same_secret(cookie_token(req, port), token)) return {};
-    if (req.has_param("token") && same_secret(req.get_param_value("token"), token)) {
+    const auto query = query_of(req.target);
+    if (const auto given = query.find("token");
+        given != query.end() && same_secret(given->second, token)) {
       if (!res.has_header("Set-Cookie"))  // once, when asked twice (100-continue)
         res.set_header("Set-Cookie",
                        cookie_name(port) + "=" + token + "; Path=/; HttpOnly; SameSite=Strict");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "trainscope/store/registry.h"
 
@@ -19,5 +20,10 @@ std::unique_ptr<Store> open_sqlite(std::string_view location, const StoreOptions
 // built with libpqxx (postgres_store.cc). `scheme` is the one the URI used.
 std::unique_ptr<Store> open_postgres(std::string_view scheme, std::string_view location,
                                      const StoreOptions& options);
+
+// A status read back from run `uuid`'s row: parse_run_status's, but a
+// name it does not know throws Error(kStore): the store is damaged (exit
+// 5), not the user's input.
+RunStatus stored_run_status(std::string_view name, std::string_view uuid);
 
 }  // namespace trainscope::store

@@ -5,6 +5,8 @@
 #include <cstring>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::store::codec {
 using core::ErrorKind;
@@ -39,7 +41,26 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
     std::memcpy(&out[base + i].step, p, 8);
     std::memcpy(&out[base + i].wall_time, p + 8, 8);
     std::memcpy(&out[base + i].value, p + 16, 8);
+    if (auto why = step_problem(out[base + i].step))
+      fail(ErrorKind::kStore, "metric point {} of a chunk: {}; the store is damaged", i, *why);
   }
+}
+
+void check_summary(const MetricSummary& m, std::string_view uuid) {
+  if (auto why = step_problem(m.last_step))
+    fail(ErrorKind::kStore, "metric '{}' of run {}: its last {}; the store is damaged",
+         core::escape_for_display(m.key), core::short_uuid(uuid), *why);
+  if (m.count < 0)
+    fail(ErrorKind::kStore, "metric '{}' of run {}: its count is {}; the store is damaged",
+         core::escape_for_display(m.key), core::short_uuid(uuid), m.count);
+}
+
+void check_count(int64_t counted, size_t decoded, std::string_view key, std::string_view uuid) {
+  if (counted == static_cast<int64_t>(decoded)) return;
+  fail(ErrorKind::kStore,
+       "metric '{}' of run {}: its chunks hold {} points where their rows count {}; the store is "
+       "damaged",
+       core::escape_for_display(key), core::short_uuid(uuid), decoded, counted);
 }
 
 void encode_counts(const std::vector<int64_t>& counts, std::string& out) {

@@ -16,9 +16,21 @@ namespace trainscope::store::codec {
 constexpr size_t kPointBytes = 24;
 
 void encode(const MetricPoint* points, size_t n, std::string& out);
-// Appends the points in `blob` to `out`. Throws Error(kStore) if the blob's
-// size is not a multiple of kPointBytes.
+// Appends the points in `blob` to `out`. Throws Error(kStore) (the store is
+// damaged) if the blob's size is not a multiple of kPointBytes, or a point's
+// step breaks the rule every writer keeps (store::step_problem): a reader
+// never shows or exports step -5.
 void decode(std::string_view blob, std::vector<MetricPoint>& out);
+
+// A metric's summary as read back from run `uuid`'s keys: Throws
+// Error(kStore) (the store is damaged) when its last step breaks the step
+// rule, as decode does for a point, or its count is negative.
+void check_summary(const MetricSummary& m, std::string_view uuid);
+
+// Throws Error(kStore) (the store is damaged) when the chunks of metric
+// `key` of run `uuid` decoded to `decoded` points where their rows count
+// `counted`.
+void check_count(int64_t counted, size_t decoded, std::string_view key, std::string_view uuid);
 
 // Non-negative counts as LEB128 varints (a 64-bin histogram of mostly empty
 // bins takes ~70 bytes instead of 512). Throws Error(kStore) on a truncated

@@ -60,7 +60,7 @@ RunInfo read_run(const pqxx::row& row) {
   r.uuid = get_text(row[0]);
   r.experiment = get_text(row[1]);
   r.name = get_text(row[2]);
-  r.status = parse_run_status(get_text(row[3]));
+  r.status = stored_run_status(get_text(row[3]), r.uuid);
   r.start_time = get_real(row[4]);
   r.end_time = row[5].is_null() ? 0 : get_real(row[5]);
   r.heartbeat = row[6].is_null() ? 0 : get_real(row[6]);
@@ -326,7 +326,7 @@ void PostgresStore::check_lease_in(pqxx::work& w, std::string_view uuid) {
   const auto r = pg::exec(
       w, "SELECT status, host, pid, pid_start FROM runs WHERE uuid = $1 FOR SHARE", {text(uuid)});
   if (r.empty()) return;  // deleted: the write itself reports it
-  check_lease(uuid, parse_run_status(get_text(r[0][0])),
+  check_lease(uuid, stored_run_status(get_text(r[0][0]), uuid),
               {get_text(r[0][1]), get_int(r[0][2]), get_int(r[0][3])});
 }
 
@@ -817,10 +817,60 @@ std::vector<MetricPoint> PostgresStore::metric_from(std::string_view uuid, std::
              w, std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= $3 ORDER BY c.seq",
              {text(uuid), text(key), integer(from_seq)}))
       codec::decode(get_bytes(row[0]), out);
+    codec::check_count(total - before, out.size(), key, uuid);
     out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
                                              std::min<int64_t>(first - before, std::ssize(out))));
   });
   return out;
+}
+
+// Chunks a scan_metric reads in one query: at most 64 x 8192 points.
+constexpr int64_t kScanChunks = 64;
+
+void PostgresStore::scan_metric(std::string_view uuid, std::string_view key, int64_t first,
+                                const std::function<bool(const std::vector<MetricPoint>&)>& each) {
+  first = std::max<int64_t>(first, 0);
+  // The chunk holding point `first`, found in the server (one row back).
+  int64_t next_seq = -1, before = 0;
+  transact([&](pqxx::work& w) {
+    next_seq = -1;
+    const auto r =
+        pg::exec(w,
+                 std::string("SELECT s.seq, s.n_before FROM (SELECT c.seq, c.n, "
+                             "sum(c.n) OVER (ORDER BY c.seq) - c.n AS n_before ") +
+                     kChunksOfKey + ") s WHERE s.n_before + s.n > $3 ORDER BY s.seq LIMIT 1",
+                 {text(uuid), text(key), integer(first)});
+    if (r.empty()) return;
+    next_seq = get_int(r[0][0]);
+    before = get_int(r[0][1]);
+  });
+  int64_t skip = first - before;  // of the first chunk's points
+  std::vector<std::string> blobs;
+  std::vector<MetricPoint> chunk;
+  while (next_seq >= 0) {
+    int64_t last = -1;
+    transact([&](pqxx::work& w) {
+      blobs.clear();
+      for (const auto& row :
+           pg::exec(w,
+                    std::string("SELECT c.seq, c.points ") + kChunksOfKey +
+                        " AND c.seq >= $3 ORDER BY c.seq LIMIT $4",
+                    {text(uuid), text(key), integer(next_seq), integer(kScanChunks)})) {
+        last = get_int(row[0]);
+        blobs.push_back(get_bytes(row[1]));
+      }
+    });
+    // Fewer than asked for: those were the last.
+    next_seq = std::ssize(blobs) < kScanChunks ? -1 : last + 1;
+    for (const auto& blob : blobs) {
+      chunk.clear();
+      codec::decode(blob, chunk);
+      const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
+      chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
+      skip -= k;
+      if (!chunk.empty() && !each(chunk)) return;
+    }
+  }
 }
 
 std::vector<MetricSummary> PostgresStore::metric_summaries(std::string_view uuid) {
@@ -830,11 +880,13 @@ std::vector<MetricSummary> PostgresStore::metric_summaries(std::string_view uuid
     for (const auto& row : pg::exec(w,
                                     "SELECT k.key, k.count, k.last_step, k.last_value, "
                                     "k.min_value, k.max_value FROM metric_keys k JOIN runs r ON "
-                                    "r.id = k.run_id WHERE r.uuid = $1 AND k.count > 0 ORDER BY "
+                                    "r.id = k.run_id WHERE r.uuid = $1 AND k.count <> 0 ORDER BY "
                                     "k.key",
-                                    {text(uuid)}))
+                                    {text(uuid)})) {
       out.push_back({get_text(row[0]), get_int(row[1]), get_int(row[2]), get_real(row[3]),
                      get_real(row[4]), get_real(row[5])});
+      codec::check_summary(out.back(), uuid);
+    }
   });
   return out;
 }
@@ -896,6 +948,32 @@ std::vector<Record> PostgresStore::read_records(std::string_view uuid, std::stri
       const double wall = get_real(row[2]);
       out.push_back(
           {get_text(row[0]), get_int(row[1]), std::isnan(wall) ? 0.0 : wall, get_bytes(row[3])});
+    }
+  });
+  return out;
+}
+
+std::vector<Record> PostgresStore::read_record_sample(std::string_view uuid, std::string_view kind,
+                                                      size_t most, int64_t& count) {
+  std::vector<Record> out;
+  transact([&](pqxx::work& w) {
+    out.clear();
+    count = 0;
+    // Numbered and counted in the server, in one statement (one snapshot):
+    // only the sample's payloads come over. Every k-th from the first, k =
+    // ceil(total / most), 1 when there are no more than `most`.
+    for (const auto& row : pg::exec(
+             w,
+             "SELECT r.key, r.step, r.wall_time, r.payload, s.total FROM records r JOIN (SELECT "
+             "id, row_number() OVER (ORDER BY id) AS n, count(*) OVER () AS total FROM records "
+             "WHERE run_id = (SELECT id FROM runs WHERE uuid = $1) AND kind = $2) s ON r.id = "
+             "s.id WHERE (s.n - 1) % ((s.total + $3 - 1) / $3) = 0 ORDER BY r.id",
+             {text(uuid), text(kind),
+              integer(static_cast<int64_t>(std::min<size_t>(most, size_t{1} << 40)))})) {
+      const double wall = get_real(row[2]);
+      out.push_back(
+          {get_text(row[0]), get_int(row[1]), std::isnan(wall) ? 0.0 : wall, get_bytes(row[3])});
+      count = get_int(row[4]);
     }
   });
   return out;

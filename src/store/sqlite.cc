@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "trainscope/core/util.h"
+
 namespace trainscope::store::sqlite {
 using core::Error;
 using core::ErrorKind;
@@ -107,9 +109,46 @@ void Stmt::reset() {
   sqlite3_clear_bindings(stmt_);
 }
 
+namespace {
+
+[[noreturn]] void not_a_number(sqlite3_stmt* stmt, int col, std::string_view what) {
+  const char* name = sqlite3_column_name(stmt, col);
+  core::fail(core::ErrorKind::kStore, "column {} holds {} where {} belongs; the store is damaged",
+             core::escape_for_display(name ? name : "?"),
+             sqlite3_column_type(stmt, col) == SQLITE_TEXT   ? "text"
+             : sqlite3_column_type(stmt, col) == SQLITE_BLOB ? "a blob"
+                                                             : "a fraction",
+             what);
+}
+
+}  // namespace
+
+int64_t Stmt::int64(int col) const {
+  switch (sqlite3_column_type(stmt_, col)) {
+    case SQLITE_INTEGER:
+    case SQLITE_NULL:
+      return sqlite3_column_int64(stmt_, col);
+    case SQLITE_FLOAT:
+      if (const double d = sqlite3_column_double(stmt_, col);
+          d == std::floor(d) && std::abs(d) < 9.2e18)
+        return static_cast<int64_t>(d);
+      break;
+    default:
+      break;
+  }
+  not_a_number(stmt_, col, "a whole number");
+}
+
 double Stmt::real(int col) const {
-  if (is_null(col)) return std::numeric_limits<double>::quiet_NaN();
-  return sqlite3_column_double(stmt_, col);
+  switch (sqlite3_column_type(stmt_, col)) {
+    case SQLITE_NULL:
+      return std::numeric_limits<double>::quiet_NaN();
+    case SQLITE_INTEGER:
+    case SQLITE_FLOAT:
+      return sqlite3_column_double(stmt_, col);
+    default:
+      not_a_number(stmt_, col, "a number");
+  }
 }
 
 std::string Stmt::text(int col) const {

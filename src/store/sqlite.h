@@ -68,8 +68,12 @@ class Stmt {
   }
   void reset();
 
-  int64_t int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  double real(int col) const;  // NULL reads as NaN
+  // A number column as stored. NULL reads as 0 (int64) or NaN (real); text
+  // or a blob where a number belongs (or a fraction where a whole number
+  // does) throws Error(kStore) naming the column: the store is damaged,
+  // and a reader never shows it as 0 or 1970.
+  int64_t int64(int col) const;
+  double real(int col) const;
   std::string text(int col) const;
   bool is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
   std::string_view blob(int col) const;

@@ -61,7 +61,7 @@ RunInfo read_run(const sqlite::Stmt& s) {
   r.uuid = s.text(0);
   r.experiment = s.text(1);
   r.name = s.text(2);
-  r.status = parse_run_status(s.text(3));
+  r.status = stored_run_status(s.text(3), r.uuid);
   r.start_time = s.real(4);
   r.end_time = s.is_null(5) ? 0 : s.real(5);
   r.heartbeat = s.is_null(6) ? 0 : s.real(6);
@@ -387,7 +387,7 @@ void SqliteStore::check_lease_locked(std::string_view uuid) {
   sqlite::Stmt s(db_, "SELECT status, host, pid, pid_start FROM runs WHERE uuid = ?");
   s.bind(1, uuid);
   if (!s.step()) return;  // deleted: the write itself reports it
-  check_lease(uuid, parse_run_status(s.text(0)),
+  check_lease(uuid, stored_run_status(s.text(0), uuid),
               {s.text(1), s.int64(2), s.is_null(3) ? 0 : s.int64(3)});
 }
 
@@ -692,11 +692,13 @@ std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::
     sqlite::Stmt s(db_,
                    "SELECT r.uuid, k.key, k.count, k.last_step, k.last_value, k.min_value, "
                    "k.max_value FROM metric_keys k JOIN runs r ON r.id = k.run_id "
-                   "WHERE k.count > 0 ORDER BY k.key");
+                   "WHERE k.count <> 0 ORDER BY k.key");
     while (s.step())
-      if (auto it = out.find(s.text(0)); it != out.end())
+      if (auto it = out.find(s.text(0)); it != out.end()) {
         it->second.metrics.push_back(
             {s.text(1), s.int64(2), s.int64(3), s.real(4), s.real(5), s.real(6)});
+        codec::check_summary(it->second.metrics.back(), it->first);
+      }
   }
   return out;
 }
@@ -831,8 +833,30 @@ std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_
   sqlite::Stmt s(db_, std::string("SELECT c.points ") + kChunksOfKey + " ORDER BY c.seq");
   s.bind(1, uuid).bind(2, key);
   while (s.step()) codec::decode(s.blob(0), out);
+  codec::check_count(claimed, out.size(), key, uuid);
   return out;
 }
+
+namespace {
+
+// The seq of the chunk of a key that holds its point `first` (chunk sizes
+// read, no points), `before` set to the points of the chunks before it;
+// -1 when the key has no more than `first` points. Inside a read
+// transaction.
+int64_t first_chunk_of(const sqlite::Db& db, std::string_view uuid, std::string_view key,
+                       int64_t first, int64_t& before) {
+  sqlite::Stmt sizes(db, std::string("SELECT c.seq, c.n ") + kChunksOfKey + " ORDER BY c.seq");
+  sizes.bind(1, uuid).bind(2, key);
+  before = 0;
+  while (sizes.step()) {
+    const int64_t n = sizes.int64(1);
+    if (before + n > first) return sizes.int64(0);
+    before += n;
+  }
+  return -1;
+}
+
+}  // namespace
 
 std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::string_view key,
                                                   int64_t first) {
@@ -841,17 +865,8 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
   sqlite::ReadTxn txn(db_);
   // Chunk sizes first (no BLOBs read) to find the chunk holding point
   // `first`; then only that chunk and the later ones.
-  sqlite::Stmt sizes(db_, std::string("SELECT c.seq, c.n ") + kChunksOfKey + " ORDER BY c.seq");
-  sizes.bind(1, uuid).bind(2, key);
-  int64_t before = 0, from_seq = -1;
-  while (sizes.step()) {
-    const int64_t n = sizes.int64(1);
-    if (before + n > first) {
-      from_seq = sizes.int64(0);
-      break;
-    }
-    before += n;
-  }
+  int64_t before = 0;
+  const int64_t from_seq = first_chunk_of(db_, uuid, key, first, before);
   std::vector<MetricPoint> out;
   if (from_seq < 0) return out;
   sqlite::Stmt s(db_,
@@ -863,12 +878,35 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
   return out;
 }
 
+void SqliteStore::scan_metric(std::string_view uuid, std::string_view key, int64_t first,
+                              const std::function<bool(const std::vector<MetricPoint>&)>& each) {
+  first = std::max<int64_t>(first, 0);
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  int64_t before = 0;
+  const int64_t from_seq = first_chunk_of(db_, uuid, key, first, before);
+  if (from_seq < 0) return;
+  sqlite::Stmt s(db_,
+                 std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= ? ORDER BY c.seq");
+  s.bind(1, uuid).bind(2, key).bind(3, from_seq);
+  int64_t skip = first - before;  // of the first chunk's points
+  std::vector<MetricPoint> chunk;
+  while (s.step()) {
+    chunk.clear();
+    codec::decode(s.blob(0), chunk);
+    const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
+    chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
+    skip -= k;
+    if (!chunk.empty() && !each(chunk)) return;
+  }
+}
+
 std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
                  "SELECT k.key, k.count, k.last_step, k.last_value, k.min_value, k.max_value "
                  "FROM metric_keys k JOIN runs r ON r.id = k.run_id "
-                 "WHERE r.uuid = ? AND k.count > 0 ORDER BY k.key");
+                 "WHERE r.uuid = ? AND k.count <> 0 ORDER BY k.key");
   s.bind(1, uuid);
   std::vector<MetricSummary> out;
   while (s.step()) {
@@ -879,6 +917,7 @@ std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) 
     m.last_value = s.real(3);
     m.min = s.real(4);
     m.max = s.real(5);
+    codec::check_summary(m, uuid);
     out.push_back(std::move(m));
   }
   return out;
@@ -938,6 +977,34 @@ std::vector<Record> SqliteStore::read_records(std::string_view uuid, std::string
   while (s.step()) {
     const double wall = s.real(2);
     out.push_back({s.text(0), s.int64(1), std::isnan(wall) ? 0.0 : wall, std::string(s.blob(3))});
+  }
+  return out;
+}
+
+std::vector<Record> SqliteStore::read_record_sample(std::string_view uuid, std::string_view kind,
+                                                    size_t most, int64_t& count) {
+  std::lock_guard lock(mu_);
+  sqlite::ReadTxn txn(db_);
+  constexpr const char* kOfKind =
+      " FROM records WHERE run_id = (SELECT id FROM runs WHERE uuid = ?) AND kind = ?";
+  sqlite::Stmt n(db_, std::string("SELECT count(*)") + kOfKind);
+  n.bind(1, uuid).bind(2, kind);
+  count = n.step() ? n.int64(0) : 0;
+  const int64_t stride = sample_stride(count, most);
+  // The ids in order (records_by_kind holds them), then each sampled
+  // record by its id: no other record's payload is read.
+  sqlite::Stmt ids(db_, std::string("SELECT id") + kOfKind + " ORDER BY id");
+  ids.bind(1, uuid).bind(2, kind);
+  sqlite::Stmt one(db_, "SELECT key, step, wall_time, payload FROM records WHERE id = ?");
+  std::vector<Record> out;
+  for (int64_t i = 0; ids.step(); ++i) {
+    if (i % stride != 0) continue;
+    one.reset();
+    one.bind(1, ids.int64(0));
+    if (!one.step()) continue;
+    const double wall = one.real(2);
+    out.push_back(
+        {one.text(0), one.int64(1), std::isnan(wall) ? 0.0 : wall, std::string(one.blob(3))});
   }
   return out;
 }

@@ -47,6 +47,8 @@ class SqliteStore final : public Store {
   std::vector<MetricPoint> metric(std::string_view uuid, std::string_view key) override;
   std::vector<MetricPoint> metric_from(std::string_view uuid, std::string_view key,
                                        int64_t first) override;
+  void scan_metric(std::string_view uuid, std::string_view key, int64_t first,
+                   const std::function<bool(const std::vector<MetricPoint>&)>& each) override;
   std::vector<MetricSummary> metric_summaries(std::string_view uuid) override;
 
   void set_environment(std::string_view uuid,
@@ -66,6 +68,8 @@ class SqliteStore final : public Store {
                          const std::vector<Record>& records) override;
   std::vector<Record> read_records(std::string_view uuid, std::string_view kind,
                                    std::optional<std::string_view> key) override;
+  std::vector<Record> read_record_sample(std::string_view uuid, std::string_view kind, size_t most,
+                                         int64_t& count) override;
 
  private:
   SqliteStore(std::filesystem::path path, std::filesystem::path artifact_root,

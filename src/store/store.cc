@@ -91,6 +91,15 @@ RunStatus parse_run_status(std::string_view s) {
        escape_for_display(s));
 }
 
+RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
+  for (int i = 0; i < 6; ++i)
+    if (name == kStatusNames[i]) return static_cast<RunStatus>(i);
+  fail(ErrorKind::kStore,
+       "run {}: its stored status '{}' is none of created, running, finished, failed, killed, "
+       "stopped; the store is damaged",
+       short_uuid(uuid), escape_for_display(name));
+}
+
 std::string next_free_name(const std::string& base, const std::vector<std::string>& taken) {
   bool base_taken = false;
   int64_t highest = 1;
@@ -399,6 +408,12 @@ std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_v
   return all;
 }
 
+void Store::scan_metric(std::string_view uuid, std::string_view key, int64_t first,
+                        const std::function<bool(const std::vector<MetricPoint>&)>& each) {
+  const auto all = metric_from(uuid, key, first);
+  if (!all.empty()) each(all);
+}
+
 void check_record_kind(std::string_view kind) { check_kind_name("record", kind); }
 
 void check_kind_name(std::string_view what, std::string_view kind) {
@@ -434,10 +449,55 @@ int64_t Store::append_records(std::string_view uuid, std::string_view kind,
   return insert_records(uuid, kind, records);
 }
 
+namespace {
+// The RecordSampling that lives on this thread, if any.
+thread_local RecordSampling* t_record_sampling = nullptr;
+}  // namespace
+
 std::vector<Record> Store::records(std::string_view uuid, std::string_view kind,
                                    std::optional<std::string_view> key) {
+  if (RecordSampling* sampling = t_record_sampling;
+      sampling && sampling->store_ == this && !key && sampling->kind_ == kind) {
+    int64_t count = 0;
+    auto out = sample_records(uuid, kind, sampling->most_, count);
+    ++sampling->reads_;
+    sampling->taken_ += std::ssize(out);
+    sampling->count_ = count;
+    return out;
+  }
   return read_records(uuid, kind, key);
 }
+
+std::vector<Record> Store::sample_records(std::string_view uuid, std::string_view kind, size_t most,
+                                          int64_t& count) {
+  return read_record_sample(uuid, kind, std::max<size_t>(most, 1), count);
+}
+
+std::vector<Record> Store::read_record_sample(std::string_view uuid, std::string_view kind,
+                                              size_t most, int64_t& count) {
+  auto all = read_records(uuid, kind, std::nullopt);
+  count = std::ssize(all);
+  const auto stride = static_cast<size_t>(sample_stride(count, most));
+  if (stride == 1) return all;
+  std::vector<Record> out;
+  for (size_t i = 0; i < all.size(); i += stride) out.push_back(std::move(all[i]));
+  return out;
+}
+
+int64_t sample_stride(int64_t count, size_t most) {
+  const auto m = static_cast<int64_t>(std::clamp<size_t>(most, 1, size_t{1} << 40));
+  return count <= m ? 1 : (count + m - 1) / m;
+}
+
+RecordSampling::RecordSampling(const Store& store, std::string_view kind, size_t most)
+    : store_(&store), kind_(kind), most_(most) {
+  if (t_record_sampling)
+    fail(ErrorKind::kUsage, "a record sampling of kind {} is already open on this thread",
+         t_record_sampling->kind_);
+  t_record_sampling = this;
+}
+
+RecordSampling::~RecordSampling() { t_record_sampling = nullptr; }
 
 std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
   std::vector<ArtifactInfo> rows = artifact_rows(uuid);

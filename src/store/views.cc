@@ -97,6 +97,31 @@ ViewTable read_view(Store& store, const RunInfo& run, const View& view) {
   return t;
 }
 
+ViewTable read_view_sample(Store& store, const RunInfo& run, const View& view, size_t max_rows,
+                           int64_t& total) {
+  max_rows = std::max<size_t>(max_rows, 1);
+  {
+    RecordSampling sampling(store, view.kind, max_rows);
+    ViewTable t = read_view(store, run, view);
+    // One read of its kind and a row per record it gave: the rows of the
+    // records sampled are the view's rows sampled.
+    if (sampling.reads() == 1 && std::ssize(t.rows) == sampling.taken()) {
+      total = sampling.count();
+      return t;
+    }
+  }
+  ViewTable t = read_view(store, run, view);
+  total = std::ssize(t.rows);
+  const auto stride = static_cast<size_t>(sample_stride(total, max_rows));
+  if (stride == 1) return t;
+  size_t kept = 0;
+  for (size_t i = 0; i < t.rows.size(); i += stride, ++kept)
+    if (i != kept) t.rows[kept] = std::move(t.rows[i]);  // not onto itself: that empties it
+  t.rows.resize(kept);
+  t.rows.shrink_to_fit();
+  return t;
+}
+
 ViewTable read_number_records(Store& store, const RunInfo& run, const std::string& kind,
                               const std::string& key_column, const std::string& value_column) {
   ViewTable t{{key_column, "step", value_column}, {}};

@@ -5,20 +5,49 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
 #include "trainscope/serve/downsample.h"
+#include "trainscope/store/payload.h"
 #include "trainscope/store/store.h"
+#include "trainscope/store/views.h"
 
 namespace trainscope::serve {
 namespace {
 
 using nlohmann::json;
 namespace tst = trainscope::testing;
+
+// Records the test's view below has read since it was last set to 0.
+int64_t view_records_read = 0;
+
+// A view of one number per record that counts the records it reads.
+TRAINSCOPE_VIEW(api_test_numbers,
+                store::View{.name = "api_test_numbers",
+                            .title = "Numbers",
+                            .kind = "api_test_numbers",
+                            .read =
+                                [](store::Store& s, const store::RunInfo& r) {
+                                  auto t = store::read_number_records(s, r, "api_test_numbers",
+                                                                      "tensor", "value");
+                                  view_records_read += std::ssize(t.rows);
+                                  return t;
+                                },
+                            .chart = store::ViewChart{.series = "tensor", .y = "value"}});
+
+std::string f64(double v) {
+  store::PayloadWriter w;
+  w.f64(v);
+  return w.take();
+}
 
 class ServeApiTest : public ::testing::Test {
  protected:
@@ -184,6 +213,11 @@ TEST_F(ServeApiTest, AChartGetsAtMost4000PointsKeepingPeaksAndReadsOnlyWhatIsNew
   EXPECT_TRUE(spike);
   json narrow = get_json("/api/runs/long/metric", {{"key", "loss"}, {"width", "300"}});
   EXPECT_EQ(narrow["steps"].size(), 600u);  // two points per pixel
+  // Twelfth hunt, B-D1: width=1 asked LTTB for 2 points, fewer than it
+  // draws, and the whole series came back.
+  json thin = get_json("/api/runs/long/metric", {{"key", "loss"}, {"width", "1"}});
+  EXPECT_TRUE(thin["downsampled"]);
+  EXPECT_EQ(thin["steps"], json({0, thin["steps"][1], 299999}));
 
   // A live page asks for what it lacks: the points after those it holds.
   store_->append_metrics(r.uuid, {{"loss", {{300000, 0, 5}, {300001, 0, NAN}}}});
@@ -220,6 +254,81 @@ TEST_F(ServeApiTest, LttbKeepsTheEndsAndTheShape) {
   EXPECT_EQ(peaks, 10);  // every one of the ten spikes survives
   EXPECT_EQ(lttb(x.data(), y.data(), 50, 100).size(), 50u);
   EXPECT_EQ(lttb(x.data(), y.data(), 1000, 2).size(), 1000u);
+}
+
+// Eleventh tester, 11b-D7: a chart read its whole series before keeping
+// LTTB's sample of it, and a view every record of its kind. LttbStream
+// keeps what lttb() keeps, given a point at a time ...
+TEST_F(ServeApiTest, LttbOverAStreamKeepsWhatLttbKeeps) {
+  for (const size_t n : {0, 1, 2, 3, 5, 100, 1001, 4097, 30000}) {
+    std::vector<double> x, y;
+    for (size_t i = 0; i < n; ++i) {
+      x.push_back(static_cast<double>(i / 3));
+      y.push_back(std::sin(i * 0.37) * static_cast<double>(i % 17));
+    }
+    for (const size_t threshold : {2, 3, 4, 7, 100, 4000}) {
+      LttbStream<size_t> stream(n, threshold);
+      for (size_t i = 0; i < n; ++i) stream.add(x[i], y[i], i);
+      EXPECT_EQ(stream.kept(), lttb(x.data(), y.data(), n, threshold)) << n << " " << threshold;
+    }
+  }
+}
+
+// ... so that a chart of a long series, read a chunk at a time, is the
+// one lttb() draws from the whole series, non-finite points left out.
+TEST_F(ServeApiTest, AChartOfALongSeriesIsLttbsOfTheWholeSeries) {
+  auto r = store_->create_run({.name = "long"});
+  std::vector<store::MetricPoint> pts;
+  for (int i = 0; i < 50000; ++i)
+    pts.push_back({i, 0, i % 97 == 5 ? NAN : std::cos(i * 1e-3) + (i % 13) * 0.01});
+  for (size_t at = 0; at < pts.size(); at += 7000) {  // several batches, several chunks
+    const auto from = pts.begin() + static_cast<std::ptrdiff_t>(at);
+    const auto to = pts.begin() + static_cast<std::ptrdiff_t>(std::min(at + 7000, pts.size()));
+    store_->append_metrics(r.uuid, {{"loss", std::vector<store::MetricPoint>(from, to)}});
+  }
+  for (const int64_t after : {0, 1234}) {
+    std::vector<double> x, y;
+    std::vector<int64_t> steps;
+    for (size_t i = static_cast<size_t>(after); i < pts.size(); ++i) {
+      if (std::isnan(pts[i].value)) continue;
+      x.push_back(static_cast<double>(pts[i].step));
+      y.push_back(pts[i].value);
+      steps.push_back(pts[i].step);
+    }
+    for (const int width : {100, 2000}) {
+      json chart = get_json(
+          "/api/runs/long/metric",
+          {{"key", "loss"}, {"width", std::to_string(width)}, {"after", std::to_string(after)}});
+      std::vector<int64_t> want;
+      for (size_t i : lttb(x.data(), y.data(), x.size(), std::min<size_t>(2 * width, 4000)))
+        want.push_back(steps[i]);
+      EXPECT_EQ(chart["steps"].get<std::vector<int64_t>>(), want) << after << " " << width;
+      EXPECT_TRUE(chart["downsampled"]);
+      EXPECT_EQ(chart["count"], 50000);
+      EXPECT_EQ(chart["nonfinite"], std::ssize(pts) - after - std::ssize(steps));
+    }
+  }
+}
+
+// ... and a view reads the records of the rows it shows, not all of them.
+TEST_F(ServeApiTest, AViewReadsOnlyTheRecordsOfTheRowsItShows) {
+  auto r = store_->create_run({.name = "many"});
+  std::vector<store::Record> recs;
+  for (int i = 0; i < 1000; ++i) recs.push_back({"t" + std::to_string(i % 3), i, 0, f64(i * 0.5)});
+  store_->append_records(r.uuid, "api_test_numbers", recs);
+  view_records_read = 0;
+  json v = get_json("/api/runs/many/views/api_test_numbers", {{"max_rows", "7"}});
+  EXPECT_EQ(v["total_rows"], 1000);
+  EXPECT_TRUE(v["sampled"]);
+  ASSERT_EQ(v["rows"].size(), 7u);  // every ceil(1000 / 7) = 143rd
+  for (size_t k = 0; k < 7; ++k) EXPECT_EQ(v["rows"][k][1], 143 * k) << k;
+  EXPECT_EQ(view_records_read, 7);  // it read all 1000
+  view_records_read = 0;
+  json all = get_json("/api/runs/many/views/api_test_numbers");
+  EXPECT_EQ(all["rows"].size(), 1000u);
+  EXPECT_FALSE(all["sampled"]);
+  EXPECT_EQ(all["total_rows"], 1000);
+  EXPECT_EQ(view_records_read, 1000);
 }
 
 TEST_F(ServeApiTest, ErrorsAreJsonWithTheStatusOfTheirKind) {
@@ -282,6 +391,18 @@ TEST_F(ServeApiTest, UserStringsAreDataInValidJson) {
   EXPECT_EQ(page["run"]["name"], xss);  // exactly: escaping is the page's job
   json other = get_json("/api/runs/" + b);
   EXPECT_EQ(other["run"]["name"], "caf\xef\xbf\xbd");  // U+FFFD for the invalid byte
+}
+
+// Twelfth hunt, B-D2: a file name from the store went into the header as
+// it was, ESC and BEL included; a line break made the header vanish.
+TEST(ContentDispositionTest, AStoredNameNeverPutsAControlByteInAHeader) {
+  EXPECT_EQ(content_disposition("model.pt"), "attachment; filename=\"model.pt\"");
+  EXPECT_EQ(content_disposition("e\x1b]0;PWNED\x07.txt"),
+            "attachment; filename=\"e_]0;PWNED_.txt\"; filename*=UTF-8''e%1B%5D0%3BPWNED%07.txt");
+  EXPECT_EQ(content_disposition("a\r\nSet-Cookie: x"),
+            "attachment; filename=\"a__Set-Cookie:_x\"; filename*=UTF-8''a%0D%0ASet-Cookie%3A%20x");
+  EXPECT_EQ(content_disposition("caf\xc3\xa9 \"q\".csv"),
+            "attachment; filename=\"caf____q_.csv\"; filename*=UTF-8''caf%C3%A9%20%22q%22.csv");
 }
 
 TEST_F(ServeApiTest, ArtifactsAreServedOnlyWhenTheyMatchTheirRecord) {

@@ -506,6 +506,103 @@ TEST_P(StoreConformance, RecordsKeepTheirOrderAndTheFirstOfAKeyAndStep) {
   EXPECT_TRUE(store_->record_kinds(r.uuid).empty());
 }
 
+// Eleventh tester, 11b-D7: a view on the dashboard read every record of
+// its kind and then kept a sample. A sample of records is read as such:
+// every k-th in the order added, counted in the same read; and while a
+// RecordSampling lives, records() of that kind (and no one key) reads it.
+TEST_P(StoreConformance, ASampleOfRecordsIsEveryKthCountedInTheSameRead) {
+  RunInfo r = new_run();
+  std::vector<Record> recs;
+  for (int i = 0; i < 10; ++i)
+    recs.push_back({"k" + std::to_string(i % 2), i, 0.5 * i, "p" + std::to_string(i)});
+  ASSERT_EQ(store_->append_records(r.uuid, "samples", recs), 10);
+  store_->append_records(r.uuid, "other", {{"k", 1, 0, "o"}});
+  auto payloads = [](const std::vector<Record>& v) {
+    std::vector<std::string> out;
+    for (const auto& x : v) out.push_back(x.payload);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  int64_t count = -1;
+  const auto three = store_->sample_records(r.uuid, "samples", 3, count);
+  EXPECT_EQ(payloads(three), (Names{"p0", "p4", "p8"}));  // every ceil(10 / 3) = 4th
+  EXPECT_EQ(count, 10);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[1].key, "k0");
+  EXPECT_EQ(three[1].step, 4);
+  EXPECT_EQ(three[1].wall_time, 2.0);
+  EXPECT_EQ(payloads(store_->sample_records(r.uuid, "samples", 5, count)),
+            (Names{"p0", "p2", "p4", "p6", "p8"}));
+  EXPECT_EQ(payloads(store_->sample_records(r.uuid, "samples", 10, count)),
+            payloads(store_->records(r.uuid, "samples")));
+  EXPECT_EQ(payloads(store_->sample_records(r.uuid, "samples", 0, count)), (Names{"p0"}));
+  EXPECT_EQ(store_->sample_records(r.uuid, "other", 3, count).size(), 1u);
+  EXPECT_EQ(count, 1);
+  EXPECT_TRUE(store_->sample_records(r.uuid, "no_such_kind", 3, count).empty());
+  EXPECT_EQ(count, 0);
+  EXPECT_TRUE(store_->sample_records(kNoSuchRun, "samples", 3, count).empty());
+  {
+    RecordSampling sampling(*store_, "samples", 4);
+    EXPECT_EQ(payloads(store_->records(r.uuid, "samples")), (Names{"p0", "p3", "p6", "p9"}));
+    EXPECT_EQ(store_->records(r.uuid, "samples", "k0").size(), 5u);  // one key: all of them
+    EXPECT_EQ(store_->records(r.uuid, "other").size(), 1u);
+    EXPECT_EQ(sampling.reads(), 1);
+    EXPECT_EQ(sampling.taken(), 4);
+    EXPECT_EQ(sampling.count(), 10);
+    EXPECT_THROW({ RecordSampling again(*store_, "other", 1); }, Error);
+  }
+  EXPECT_EQ(store_->records(r.uuid, "samples").size(), 10u);
+}
+
+// ... and a chart read a whole series to draw a sample of it: a series is
+// handed over a chunk at a time, the points metric_from gives.
+TEST_P(StoreConformance, AScanOfAMetricHandsOverMetricFromsPointsAChunkAtATime) {
+  RunInfo r = new_run();
+  for (int b = 0; b < 3; ++b) {
+    std::vector<MetricPoint> batch;
+    for (int i = b * 10000; i < (b + 1) * 10000; ++i) batch.push_back({i, 1.0 * i, std::sin(i)});
+    store_->append_metrics(r.uuid, {{"m", batch}});
+  }
+  for (const int64_t first : {0, 1, 8191, 8192, 8193, 10000, 29999, 30000, 99999}) {
+    std::vector<MetricPoint> got;
+    int calls = 0;
+    store_->scan_metric(r.uuid, "m", first, [&](const std::vector<MetricPoint>& chunk) {
+      ++calls;
+      EXPECT_FALSE(chunk.empty());
+      got.insert(got.end(), chunk.begin(), chunk.end());
+      return true;
+    });
+    const auto want = store_->metric_from(r.uuid, "m", first);
+    ASSERT_EQ(got.size(), want.size()) << first;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].step, want[i].step) << first << " " << i;
+      ASSERT_EQ(got[i].wall_time, want[i].wall_time);
+      ASSERT_EQ(got[i].value, want[i].value);
+    }
+    if (first == 0) {
+      EXPECT_GE(calls, 3);  // a chunk at a time, not the series at once
+    }
+    if (first >= 30000) {
+      EXPECT_EQ(calls, 0);
+    }
+  }
+  int calls = 0;
+  store_->scan_metric(r.uuid, "m", 0, [&](const std::vector<MetricPoint>&) {
+    ++calls;
+    return false;  // stop
+  });
+  EXPECT_EQ(calls, 1);
+  store_->scan_metric(r.uuid, "none", 0, [&](const std::vector<MetricPoint>&) {
+    ++calls;
+    return true;
+  });
+  store_->scan_metric(kNoSuchRun, "m", 0, [&](const std::vector<MetricPoint>&) {
+    ++calls;
+    return true;
+  });
+  EXPECT_EQ(calls, 1);
+}
+
 // Payloads are bytes of any length, bit for bit; a step may be any int64.
 TEST_P(StoreConformance, RecordPayloadsAreBytesOfAnyLength) {
   RunInfo r = new_run();

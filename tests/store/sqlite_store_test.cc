@@ -186,6 +186,86 @@ TEST(SqliteStoreTest, AConfigChangedInTheStoreFailsItsRecordedSha256) {
   EXPECT_NO_THROW(verify_config(old));
 }
 
+// Eleventh hunt, A-D5: a point whose stored step was -5 was shown and
+// exported; every writer keeps the step rule, so a reader that meets one
+// says the store is damaged (exit 5), as for a record.
+TEST(SqliteStoreTest, AMetricStepOutsideTheRuleIsADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({}).uuid;
+    store->append_metrics(uuid, {{"loss", {{3, 1.0, 0.5}, {4, 2.0, 0.25}}}});
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+  // The first point's step (its first 8 bytes) -5; the key's last step -5.
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE metric_chunks SET points = CAST(x'FBFFFFFFFFFFFFFF' || "
+                         "substr(points, 9) AS BLOB); UPDATE metric_keys SET last_step = -5",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = open_at(dir / "t.db");
+  auto message = [](const auto& read) {
+    try {
+      read();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read without an error");
+  };
+  EXPECT_EQ(message([&] { store->metric(uuid, "loss"); }),
+            "metric point 0 of a chunk: step -5 is not an integer from 0 to 2^53; the store is "
+            "damaged");
+  EXPECT_EQ(message([&] { store->metric_summaries(uuid); }),
+            "metric 'loss' of run " + core::short_uuid(uuid) +
+                ": its last step -5 is not an integer from 0 to 2^53; the store is damaged");
+  // Twelfth hunt, A-D1..D3: a count of -5, text in a number's column, a
+  // status no run has: each a damaged store, not a key left out, 1970 or a
+  // usage error.
+  const std::string who = "run " + core::short_uuid(uuid);
+  auto plant = [&](const char* sql) {
+    store.reset();
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &raw), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+    sqlite3_close(raw);
+  };
+  // Opened and read: the opening reads the runs too.
+  auto opened = [&] { store = open_at(dir / "t.db"); };
+  plant("UPDATE metric_keys SET last_step = 4, count = -5");
+  EXPECT_EQ(message([&] {
+              opened();
+              store->metric_summaries(uuid);
+            }),
+            "metric 'loss' of " + who + ": its count is -5; the store is damaged");
+  plant(
+      "UPDATE metric_keys SET count = 2; UPDATE metric_chunks SET n = 7, points = "
+      "CAST(x'0300000000000000' || substr(points, 9) AS BLOB)");
+  EXPECT_EQ(message([&] {
+              opened();
+              store->metric(uuid, "loss");
+            }),
+            "metric 'loss' of " + who +
+                ": its chunks hold 2 points where their rows count 7; the store is damaged");
+  plant("UPDATE runs SET start_time = 'yesterday'");
+  EXPECT_EQ(message([&] {
+              opened();
+              store->find_run(uuid);
+            }),
+            "column start_time holds text where a number belongs; the store is damaged");
+  plant("PRAGMA ignore_check_constraints = 1; UPDATE runs SET start_time = 1, status = 'bogus'");
+  EXPECT_EQ(message([&] {
+              opened();
+              store->find_run(uuid);
+            }),
+            who +
+                ": its stored status 'bogus' is none of created, running, finished, failed, "
+                "killed, stopped; the store is damaged");
+}
+
 TEST(StoreBadInputTest, NotADatabase) {
   TempDir dir;
   write_file(dir / "junk.db", std::string(4096, 'x'));

@@ -100,6 +100,51 @@ TEST(ViewsRegistry, RefusesATakenNameAndAViewItCouldNotShow) {
   for (const auto& v : views()) EXPECT_NE(v.name, "no_y");  // nothing refused was kept
 }
 
+// Eleventh tester, 11b-D7: the dashboard's view of a run read every record
+// of its kind, then kept every k-th row. A view that makes a row per record
+// is read from the sampled records alone, and its rows are those of the
+// whole view sampled; another view is read whole, then sampled the same way.
+TEST_F(ViewsTest, AViewsSampleIsReadFromItsSampledRecords) {
+  std::vector<Record> recs;
+  for (int i = 0; i < 100; ++i) recs.push_back({"t" + std::to_string(i % 3), i, 0, f64(i)});
+  store->append_records(run.uuid, "test_numbers", recs);
+  int64_t records_read = 0;
+  View counted = numbers_view("counted", "test_numbers");
+  counted.read = [&](Store& s, const RunInfo& r) {
+    ViewTable t = read_number_records(s, r, "test_numbers", "tensor", "value");
+    records_read += std::ssize(t.rows);
+    return t;
+  };
+  const ViewTable whole = read_view(*store, run, counted);
+  ASSERT_EQ(whole.rows.size(), 100u);
+  for (const size_t max_rows : {1, 7, 33, 100, 500}) {
+    records_read = 0;
+    int64_t total = -1;
+    const ViewTable t = read_view_sample(*store, run, counted, max_rows, total);
+    EXPECT_EQ(total, 100) << max_rows;
+    const size_t k = (100 + max_rows - 1) / max_rows;
+    std::vector<std::vector<ViewCell>> want;
+    for (size_t i = 0; i < whole.rows.size(); i += k) want.push_back(whole.rows[i]);
+    EXPECT_EQ(t.rows, want) << max_rows;
+    EXPECT_EQ(records_read, std::ssize(want)) << max_rows;  // never all 100 for a sample
+  }
+  // Two rows a record: read whole, then sampled.
+  View doubled = numbers_view("doubled", "test_numbers");
+  doubled.read = [](Store& s, const RunInfo& r) {
+    ViewTable t = read_number_records(s, r, "test_numbers", "tensor", "value");
+    std::vector<std::vector<ViewCell>> rows;
+    for (const auto& row : t.rows) rows.insert(rows.end(), {row, row});
+    t.rows = std::move(rows);
+    return t;
+  };
+  int64_t total = -1;
+  const ViewTable t = read_view_sample(*store, run, doubled, 7, total);
+  EXPECT_EQ(total, 200);
+  ASSERT_EQ(t.rows.size(), 7u);  // every ceil(200 / 7) = 29th row
+  EXPECT_EQ(t.rows[1], whole.rows[14]);
+  EXPECT_EQ(t.rows[6], whole.rows[87]);
+}
+
 TEST_F(ViewsTest, ARowOfTheWrongWidthOrAChartOfAnAbsentColumnIsABugNamed) {
   store->append_records(run.uuid, "test_numbers", {{"a", 1, 0, f64(1)}});
   View v = numbers_view("wide", "test_numbers");

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -34,6 +35,12 @@ struct Response {
 // What the API allows beyond reading.
 struct ApiOptions {
   bool allow_writes = false;  // PUT/DELETE of tags; 403 otherwise
+  // The request's body is not read yet (an HTTP server judging it before
+  // 100 Continue): a write the API would go on to make (a tag's PUT or
+  // DELETE, with allow_writes) is answered status 100 and nothing is
+  // written; every other request gets the answer it would get with any
+  // body (a refusal: 403, 404, 405, 400 for a key that is not a user's tag).
+  bool before_body = false;
 };
 
 // The most points one chart request returns, whatever width it asks for.
@@ -46,5 +53,11 @@ Response handle_api(store::Store& store, const Request& request, const ApiOption
 
 // A JSON error response.
 Response error_response(int status, const std::string& message);
+
+// The Content-Disposition of a download of `file` (RFC 6266): a quoted
+// filename of printable ASCII (any other byte, '"' and '\\' an '_'), and,
+// when that changed it, filename* (RFC 8187: UTF-8, percent-encoded). A
+// name from a store never puts a control byte or a line break in a header.
+std::string content_disposition(std::string_view file);
 
 }  // namespace trainscope::serve

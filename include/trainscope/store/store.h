@@ -228,6 +228,11 @@ struct StoreOptions {
   std::optional<WriterIdentity> writer;
 };
 
+// The k of a sample of at most `most` of `count` things, every k-th from
+// the first: 1 when count <= most, else ceil(count / most) (`most` 0 is
+// taken as 1). Store::sample_records and the dashboard's samples use it.
+int64_t sample_stride(int64_t count, size_t most);
+
 // Checks a stored artifact's file against its record: present, the recorded
 // size, the recorded SHA-256. Throws Error(kStore), one line naming the file
 // and what differs, otherwise.
@@ -396,6 +401,14 @@ class Store {
   // chunks holding them; this default reads all and drops the head.
   virtual std::vector<MetricPoint> metric_from(std::string_view uuid, std::string_view key,
                                                int64_t first);
+  // metric_from's points, handed to `each` a batch at a time, in order,
+  // instead of all at once: a reader that keeps only some of them (a
+  // chart's sample) holds one batch. `each` returns false to stop; it must
+  // not call this store (a backend may hold its lock meanwhile). A backend
+  // hands over one stored chunk at a time (up to 8192 points); this
+  // default reads metric_from and hands it over once.
+  virtual void scan_metric(std::string_view uuid, std::string_view key, int64_t first,
+                           const std::function<bool(const std::vector<MetricPoint>&)>& each);
   // The summary of each key the run has points of, by key; empty for an
   // unknown run.
   virtual std::vector<MetricSummary> metric_summaries(std::string_view uuid) = 0;
@@ -422,8 +435,19 @@ class Store {
   // The run's records of `kind` (of the one key `key` when it is given), in
   // the order they were added (over several appends, and within one).
   // Empty for an unknown run or a kind it has no record of.
+  // While a RecordSampling of this store lives on the calling thread, a
+  // call for its kind and no key reads sample_records instead.
   std::vector<Record> records(std::string_view uuid, std::string_view kind,
                               std::optional<std::string_view> key = std::nullopt);
+  // At most `most` of the run's records of `kind` (of every key), for a
+  // reader that shows a sample (the dashboard's view of a run,
+  // store/views.h): all of them, in the order they were added, when there
+  // are no more; else every k-th of them from the first (k =
+  // sample_stride(count, most)), read without holding the others in
+  // memory. `count` is set to how many the run has, counted in the same
+  // read. `most` 0 is taken as 1. Empty (count 0) for an unknown run.
+  std::vector<Record> sample_records(std::string_view uuid, std::string_view kind, size_t most,
+                                     int64_t& count);
   // How many records the run has of each kind it has any of (an empty map
   // for an unknown run): what `runs show` lists for any capability.
   virtual std::map<std::string, int64_t> record_kinds(std::string_view uuid) = 0;
@@ -505,6 +529,10 @@ class Store {
   // records(): in the order they were added.
   virtual std::vector<Record> read_records(std::string_view uuid, std::string_view kind,
                                            std::optional<std::string_view> key) = 0;
+  // sample_records() (most >= 1), in one read. This default reads every
+  // record and keeps the sample; a backend reads only the sample's.
+  virtual std::vector<Record> read_record_sample(std::string_view uuid, std::string_view kind,
+                                                 size_t most, int64_t& count);
 
  private:
   // Throws LeaseLost if this store held `uuid`'s lease and lost it; a read
@@ -515,6 +543,36 @@ class Store {
   StoreOptions options_;
   mutable std::mutex leases_mu_;
   std::map<std::string, WriterIdentity, std::less<>> leases_;  // guarded by leases_mu_
+};
+
+// While one lives, Store::records(uuid, kind) of its store, called on its
+// thread for its kind and no one key, reads sample_records(uuid, kind,
+// most) instead of every record: how a reader that shows a sample has a
+// capability's read function (View::read, which asks for them all) read
+// only the sample (store/views.h's read_view_sample). One at a time per
+// thread: a second throws Error(kUsage). Not copyable.
+class RecordSampling {
+ public:
+  // Samples `kind` of `store`, at most `most` records a read.
+  RecordSampling(const Store& store, std::string_view kind, size_t most);
+  // Ends the sampling: records() reads every record again.
+  ~RecordSampling();
+  RecordSampling(const RecordSampling&) = delete;
+  RecordSampling& operator=(const RecordSampling&) = delete;
+
+  // How many reads it answered, the records they gave in all, and how many
+  // records the last one counted (sample_records' count).
+  int reads() const { return reads_; }
+  int64_t taken() const { return taken_; }
+  int64_t count() const { return count_; }
+
+ private:
+  friend class Store;
+  const Store* store_;
+  std::string kind_;
+  size_t most_;
+  int reads_ = 0;
+  int64_t taken_ = 0, count_ = 0;
 };
 
 }  // namespace trainscope::store

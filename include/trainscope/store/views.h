@@ -78,6 +78,19 @@ std::vector<View> views_of(Store& store, std::string_view uuid);
 // kRuntime naming the view for a row of another width: a bug in it).
 ViewTable read_view(Store& store, const RunInfo& run, const View& view);
 
+// `view` read for `run` as at most `max_rows` rows (0 is taken as 1), as
+// the dashboard shows it: every k-th row from the first (k =
+// sample_stride(rows, max_rows)), so that the sample spans every step and
+// series, with `total` set to how many rows the whole view has. A view
+// whose read makes one row per record of its kind, in their order (as
+// read_number_records does, and every view trainscope registers), is read
+// from the sampled records alone (RecordSampling): memory holds the
+// sample, not the run's records, and the rows are those of the whole view
+// sampled. Another view is read whole, then sampled. Throws what
+// read_view throws.
+ViewTable read_view_sample(Store& store, const RunInfo& run, const View& view, size_t max_rows,
+                           int64_t& total);
+
 // The commonest view's read: one number per record, a payload of one f64
 // (PayloadWriter::f64), as rows (key, step, value) under the column names
 // given, in the order recorded.
