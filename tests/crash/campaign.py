@@ -231,6 +231,15 @@ class Campaign:
         args = ["study", "run", spec]
         while not self.kill_at_random(args, None, 0.3 * self.duration, 2 * self.duration):
             args = ["study", "resume", "crash"]
+        # A resume started just after a SIGKILL may find a planned run's
+        # trainer still ending (it follows its killed parent within moments):
+        # it leaves that run to it and says to resume when it ends (exit 1),
+        # as a user then does.
+        for _ in range(60):
+            r = self.run("study", "resume", "crash")
+            if r.returncode != 1 or "another process is training" not in r.stderr:
+                break
+            time.sleep(1)
         r = self.run("--json", "study", "status", "crash")
         status = json.loads(r.stdout)
         total = status.get("total", {})
