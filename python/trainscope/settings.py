@@ -107,12 +107,18 @@ def _typed(key, text, default):
                             "a setting cannot replace: give the study scalar keys")
 
 
+def _as_setting(error):
+    """The C++ reader's ValueError, whose words are for --set, as a
+    setting's."""
+    return ValueError(str(error).replace("--set ", "setting ", 1))
+
+
 def _own(key, text):
     """A value of trainscope's own sections, read by the trainer's rule."""
     try:
         return _parse(_trainscope.own_setting(f"{key}={text}"))
-    except ValueError as e:  # the C++ reader's words are for --set
-        raise ValueError(str(e).replace("--set ", "setting ", 1)) from None
+    except ValueError as e:
+        raise _as_setting(e) from None
 
 
 def _apply(tree, line):
@@ -218,8 +224,8 @@ def setup(cfg=None, apply=True):
     try:
         own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
         derived = _trainscope.apply_settings(own, apply)
-    except ValueError as e:  # the C++ reader's words are for --set
-        raise ValueError(str(e).replace("--set ", "setting ", 1)) from None
+    except ValueError as e:
+        raise _as_setting(e) from None
     seeds = Seeds(derived)
     if apply:
         seeds.use("init")

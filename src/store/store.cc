@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <set>
 
 #include "backends.h"
@@ -83,17 +84,26 @@ void note_name_won(std::string_view ref, const RunInfo& named, const std::vector
 
 const char* to_string(RunStatus s) { return kStatusNames[static_cast<int>(s)]; }
 
-RunStatus parse_run_status(std::string_view s) {
+namespace {
+
+// The status named `name`, if one is.
+std::optional<RunStatus> status_named(std::string_view name) {
   for (int i = 0; i < 6; ++i)
-    if (s == kStatusNames[i]) return static_cast<RunStatus>(i);
+    if (name == kStatusNames[i]) return static_cast<RunStatus>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+RunStatus parse_run_status(std::string_view s) {
+  if (auto status = status_named(s)) return *status;
   fail(ErrorKind::kUsage,
        "unknown run status '{}'; valid: created, running, finished, failed, killed, stopped",
        escape_for_display(s));
 }
 
 RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
-  for (int i = 0; i < 6; ++i)
-    if (name == kStatusNames[i]) return static_cast<RunStatus>(i);
+  if (auto status = status_named(name)) return *status;
   fail(ErrorKind::kStore,
        "run {}: its stored status '{}' is none of created, running, finished, failed, killed, "
        "stopped; the store is damaged",
