@@ -148,14 +148,25 @@ void end_everything_below(pid_t program, int& status_fd) {
   _exit(0);
 }
 
-// The program's side of the keeper's fork: its signals as watch had
-// them, SIGTERM when the keeper dies, its output on watch's pipes.
+// The program's side of the keeper's fork: its signals as a shell would
+// leave them (what watch ignored stays ignored, the rest at their
+// default: exec would reset a handler anyway), SIGTERM when the keeper
+// dies, its output on watch's pipes. The kept signals were blocked across
+// the fork, so one watch passed on before the exec is delivered now, by
+// its default action, never lost to the keeper's SIG_IGN.
 [[noreturn]] void become_program(const std::string& exe, std::vector<char*>& argv,
                                  std::vector<char*>& envp, int out_fd, int err_fd,
                                  const struct sigaction* watchs, const sigset_t& mask,
                                  pid_t keeper) {
-  for (size_t i = 0; i < std::size(kKeptSignals); ++i)
-    sigaction(kKeptSignals[i], &watchs[i], nullptr);
+  for (size_t i = 0; i < std::size(kKeptSignals); ++i) {
+    struct sigaction sa = watchs[i];
+    if (sa.sa_handler != SIG_IGN) {
+      sa = {};
+      sa.sa_handler = SIG_DFL;
+      sigemptyset(&sa.sa_mask);
+    }
+    sigaction(kKeptSignals[i], &sa, nullptr);
+  }
   sigprocmask(SIG_SETMASK, &mask, nullptr);
   core::reset_signals_for_exec();
   (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -180,14 +191,20 @@ void end_everything_below(pid_t program, int& status_fd) {
   sigemptyset(&ignore.sa_mask);
   for (size_t i = 0; i < std::size(kKeptSignals); ++i)
     sigaction(kKeptSignals[i], &ignore, &watchs[i]);
-  sigset_t mask, chld;
+  sigset_t mask, chld, held;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &mask);
+  held = chld;
+  for (int sig : kKeptSignals) sigaddset(&held, sig);
+  sigprocmask(SIG_BLOCK, &held, &mask);  // the kept ones until the program has its own
   const int child_fd = signalfd(-1, &chld, SFD_CLOEXEC);
   const pid_t keeper = getpid();
   const pid_t program = child_fd < 0 ? -1 : fork();
   if (program == 0) become_program(exe, argv, envp, out_fd, err_fd, watchs, mask, keeper);
+  sigset_t kept;
+  sigemptyset(&kept);
+  for (int sig : kKeptSignals) sigaddset(&kept, sig);
+  sigprocmask(SIG_UNBLOCK, &kept, nullptr);  // ignored here, as before
   const int sent = program;
   (void)!write(status[1], &sent, sizeof sent);
   close(out_fd);

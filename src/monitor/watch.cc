@@ -97,13 +97,24 @@ size_t end_what_was_left() {
 
 // Forwards SIGINT, SIGTERM and SIGHUP (the terminal closed) to the child
 // while alive: the program ends as it chooses and its run is recorded,
-// never left running with its program orphaned.
+// never left running with its program orphaned. Installed before the run
+// is recorded: a signal that arrives before the program's pid is known
+// (attach) is kept and passed on as soon as it is, never the death of
+// watch with its run left running.
 class SignalForwarding {
  public:
-  explicit SignalForwarding(pid_t child) {
-    g_child = child;
+  SignalForwarding() {
+    g_child = 0;
+    g_forwarded = 0;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, forward_signal);
   }
+  void attach(pid_t child) {
+    g_child = child;  // first: a signal from now on reaches it from the handler
+    const int early = g_forwarded;
+    if (early != 0) kill(child, early);
+  }
+  SignalForwarding(const SignalForwarding&) = delete;
+  SignalForwarding& operator=(const SignalForwarding&) = delete;
   ~SignalForwarding() {
     g_child = 0;
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, SIG_DFL);
@@ -312,6 +323,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
          "watch: cannot create '{}' for the output: {}; set TMPDIR to a "
          "writable folder",
          core::escape_for_display(tmp.string()), ec ? ec.message() : "it exists");
+  SignalForwarding forwarding;
   auto run = start_run(std::move(store), o, id);
   WatchResult r;
   r.run_uuid = run->uuid();
@@ -321,9 +333,9 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   // this process (its keeper's, or this one's should the keeper die),
   // never init's (end_left_behind).
   (void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  g_forwarded = 0;
   detail::Kept kept = spawn(exe, o.command, pipes, program_environment(*run, id));
   const pid_t pid = kept.program;
+  forwarding.attach(pid);
   SamplerOptions so;
   so.interval_s = o.interval_s;
   so.pid = pid;
@@ -332,7 +344,6 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   MetricLineParser parser(*run, o.params);
   std::mutex mu;
   {
-    SignalForwarding forwarding(pid);
     Drain drain;
     std::thread t_out(pump, pipes.out[0], core::StdStream::kStdout, tmp / "stdout.txt",
                       std::ref(parser), std::ref(mu), std::ref(drain));
