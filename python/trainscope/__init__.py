@@ -14,7 +14,9 @@ ends the run "failed", Ctrl-C "killed"; leaving it normally, "finished".
 A run left open (no `with`, no `finish()`) ends with the interpreter the
 same way: an uncaught exception "failed" (Ctrl-C "killed"), `sys.exit()`
 with a non-zero status "failed" (not one whose SystemExit the script
-catches), a normal end "finished"; so does a run whose object was dropped
+catches), a normal end "finished", and, with no failure seen, the
+process's exit status has the last word (a `raise SystemExit(3)`
+"failed"); so does a run whose object was dropped
 before (a function's). A child of os.fork() leaves the runs it inherits
 to the parent.
 
@@ -427,12 +429,18 @@ class _Exit:
 def _at_exit():
     """Ends the runs left open as the interpreter ends, with its status; a
     run whose thread still runs (a daemon thread: non-daemon ones were
-    joined before atexit) is cut off where it is: killed."""
+    joined before atexit) is cut off where it is: killed. With no failure
+    known, the process's exit status has the last word (a `raise
+    SystemExit(3)` is seen by no hook): the run ends as the process exits,
+    finished for status 0, failed for another."""
     main = threading.main_thread()
     for run in list(_OPEN):
         if run._pid == os.getpid():
             cut = run._thread is not main and run._thread.is_alive()
-            run._end_quietly("killed" if cut else (_ending or "finished"))
+            if cut or _ending is not None:
+                run._end_quietly("killed" if cut else _ending)
+            else:
+                run._end_at_exit()
 
 
 def _watch_exit():
@@ -588,6 +596,18 @@ class Run:
         self._run.end(status)
         _OPEN.discard(self)
 
+    def _end_at_exit(self):
+        """Ends a run left open as the process exits, with its exit status
+        (finished for 0, failed for another)."""
+        try:
+            watch, self._watch = getattr(self, "_watch", None), None
+            if watch is not None and not self._run.ended:
+                watch.finish("finished")
+            self._run.end_at_exit()
+            _OPEN.discard(self)
+        except Exception as e:  # noqa: BLE001 (the interpreter is ending)
+            print(f"trainscope: ending run {self.uuid[:8]}: {e}", file=sys.stderr)
+
     def _end_quietly(self, status):
         """Ends a run left open as the interpreter ends: a failure to end it
         is one line on stderr, not a second traceback."""
@@ -605,7 +625,10 @@ class Run:
         try:
             if (self._pid == os.getpid() and sys.is_finalizing()
                     and not self._run.ended):
-                self._end_quietly(_ending or "finished")
+                if _ending is None:
+                    self._run.end_at_exit()  # with the exit status, as _at_exit
+                else:
+                    self._end_quietly(_ending)
         except Exception:  # noqa: BLE001 (late in the interpreter's end)
             pass
 

@@ -115,7 +115,8 @@ PYBIND11_MODULE(_trainscope, m) {
       .def("set_params", &PyRun::set_params)
       .def("set_tags", &PyRun::set_tags)
       .def("add_artifact", &PyRun::add_artifact)
-      .def("end", &PyRun::end);
+      .def("end", &PyRun::end)
+      .def("end_at_exit", &PyRun::end_at_exit);
   ts::python::bind_watch(m);
   ts::python::bind_inputs(m);
   m.def("apply_settings", &apply_settings, py::arg("sets"), py::arg("apply") = true,

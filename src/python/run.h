@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "at_exit.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
@@ -141,6 +142,8 @@ class PyRun {
     for (const auto& [k, v] : a.environment) (*m)[k] = v;
     for (const auto& [k, v] : a.user_environment) (*m)[k] = v;  // in groups of its own
     recorder_ = ts::instrument::start_run(store_, id, std::move(m));
+    uuid_ = recorder_->uuid();
+    name_ = recorder_->info().name;
     if (!a.params.empty()) recorder_->set_params(a.params);
   }
 
@@ -157,8 +160,8 @@ class PyRun {
   // os.fork()).
   bool foreign() const { return ::getpid() != pid_; }
 
-  const std::string& uuid() const { return recorder_->uuid(); }
-  const std::string& name() const { return recorder_->info().name; }
+  const std::string& uuid() const { return uuid_; }
+  const std::string& name() const { return name_; }
   std::string store() const { return store_->describe(); }
 
   // Metrics of one step; returns the step. A key or step the rule refuses,
@@ -215,6 +218,15 @@ class PyRun {
     py::gil_scoped_release release;  // the writer thread finishes
     recorder_->end(s);
   }
+  // Ends the run as the process exits, with its exit status (at_exit.h):
+  // what the package calls for a run left open when the interpreter ends
+  // with no known failure. Its writer goes on until then; a second end,
+  // or one in a forked child, does nothing.
+  void end_at_exit() {
+    if (ended_ || foreign()) return;
+    ended_ = true;
+    python::end_at_exit(std::move(recorder_), store_);
+  }
   bool ended() const { return ended_; }
   // What the other bindings record into (profile.cc); an Error once ended.
   ts::store::RunRecorder& recorder() {
@@ -236,6 +248,7 @@ class PyRun {
   }
 
   pid_t pid_;  // the process that started the run
+  std::string uuid_, name_;
   std::shared_ptr<ts::store::Store> store_;
   std::unique_ptr<ts::store::RunRecorder> recorder_;
   ts::store::StepOrder order_;  // each key's last step

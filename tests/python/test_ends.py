@@ -273,3 +273,34 @@ def test_a_daemon_threads_run_cut_off_by_the_interpreters_end_is_killed(tmp_path
     assert done.returncode == 0, done.stderr
     assert show(store, "d")["status"] == "killed", done.stderr
     assert show(store, "x")["status"] == "finished", done.stderr
+
+
+# Issue 51, twelfth hunt (B-D3): a SystemExit raised by the script itself
+# (not through sys.exit, so no hook sees its code) with a run left open
+# was recorded "finished" whatever its status. The process's exit status
+# now has the last word: the run ends as the process exits.
+RAISED = {
+    "raise SystemExit(3)": ("raise SystemExit(3)", 3, "failed"),
+    "raise SystemExit('bye')": ("raise SystemExit('bye')", 1, "failed"),
+    "raise SystemExit(0)": ("raise SystemExit(0)", 0, "finished"),
+    "raise SystemExit": ("raise SystemExit", 0, "finished"),
+    "SystemExit(3) from a function": ("def leave():\n    raise SystemExit(3)\nleave()", 3,
+                                      "failed"),
+    "SystemExit(3) caught, then a normal end": (
+        "try:\n    raise SystemExit(3)\nexcept SystemExit:\n    pass", 0, "finished"),
+}
+
+
+@pytest.mark.parametrize("end", RAISED)
+def test_a_raised_system_exit_ends_the_run_with_the_exit_status(tmp_path, end):
+    code, exit_code, status = RAISED[end]
+    store, done = script(tmp_path, code + "\nrun.log({'loss': 2.0}, step=1)\n" if "caught" in end
+                         else code + "\n")
+    assert done.returncode == exit_code, done.stderr
+    shown = show(store)
+    assert shown["status"] == status, done.stderr
+    assert shown["end_time"], shown
+    points = subprocess.run([CLI, "--store", "sqlite:" + store, "--json", "metrics", "x", "loss"],
+                            capture_output=True, text=True)
+    assert points.returncode == 0, points.stderr
+    assert len(json.loads(points.stdout)["points"]) == (2 if "caught" in end else 1), points.stdout
