@@ -727,7 +727,8 @@ class Gate : public httplib::TaskQueue {
   Gate(GatedServer& server, int workers)
       : server_(server),
         limits_(server.limits()),
-        body_share_(std::max(1, std::min(limits_.bodies_per_client, workers / 2))) {
+        body_share_(std::max(1, std::min(limits_.bodies_per_client, workers / 2))),
+        body_total_(std::max(1, workers - std::max(1, workers / 4))) {
     if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
       throw std::system_error(errno, std::generic_category(), "pipe2");
     poller_ = std::thread([this] { poll_loop(); });
@@ -763,6 +764,11 @@ class Gate : public httplib::TaskQueue {
   // Requests of one address whose bodies workers read at once, at most
   // (GateLimits::bodies_per_client, and half the workers).
   const int body_share_;
+  // Requests of all addresses whose bodies workers read at once, at most:
+  // a quarter of the workers (at least one) stays for requests without a
+  // body, however many addresses trickle bodies.
+  const int body_total_;
+  int bodies_in_all_ = 0;
   int wake_[2] = {-1, -1};  // a pipe whose byte interrupts the poller's wait
   std::mutex mu_;
   std::condition_variable cv_;
@@ -953,8 +959,9 @@ void Gate::expire() {
 // its other requests with a body wait, and everyone else's are served.
 std::deque<Conn>::iterator Gate::next_ready() {
   return std::find_if(ready_.begin(), ready_.end(), [&](const Conn& c) {
+    if (!c.body) return true;
     const auto held = bodies_.find(c.addr);
-    return !c.body || held == bodies_.end() || held->second < body_share_;
+    return bodies_in_all_ < body_total_ && (held == bodies_.end() || held->second < body_share_);
   });
 }
 
@@ -969,7 +976,10 @@ void Gate::work_loop() {
       c = std::move(*next);
       ready_.erase(next);
       busy_.insert(c.fd);
-      if (c.body) ++bodies_[c.addr];
+      if (c.body) {
+        ++bodies_[c.addr];
+        ++bodies_in_all_;
+      }
     }
     serve(c);
   }
@@ -1002,6 +1012,7 @@ void Gate::serve(Conn& c) {
   {
     std::lock_guard lock(mu_);
     busy_.erase(c.fd);
+    if (body) --bodies_in_all_;
     if (body && --bodies_[c.addr] <= 0) bodies_.erase(c.addr);
     keep = keep && !stop_;
   }
