@@ -149,11 +149,17 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
                    const ApiOptions& o) {
   const store::RunInfo run = s.resolve_run(seg[2]);
   const std::string what = seg.size() > 3 ? seg[3] : "";
-  if (what == "tags" && seg.size() == 5) {
-    if (!o.allow_writes && (r.method == "PUT" || r.method == "DELETE"))
+  const bool writes = r.method == "PUT" || r.method == "DELETE";
+  if (what == "tags" && (seg.size() == 5 || (seg.size() == 4 && writes))) {
+    if (!o.allow_writes && writes)
       return error_response(403,
                             "this server is read-only; start it with --allow-writes "
                             "to change tags");
+    if (seg.size() == 4)
+      fail(ErrorKind::kUsage,
+           "{} {}: no tag key; a tag is set or deleted by its key: {} "
+           "/api/runs/{{ref}}/tags/{{key}}",
+           r.method, core::escape_for_display(r.path), r.method);
     return tags(s, run, r, seg[4], o.before_body);
   }
   if (r.method != "GET") return not_allowed(r);

@@ -376,6 +376,17 @@ TEST_F(ServeApiTest, AMethodAnEndpointDoesNotTakeIs405) {
       EXPECT_EQ(msg.find('\n'), std::string::npos);
     }
   }
+  // Twelfth hunt, noted: a tag's PUT without its key was this 405, as if
+  // tags could not be written; it is a request missing its key (400), or
+  // a write a read-only server refuses (403).
+  for (const std::string path : {"/api/runs/single/tags", "/api/runs/single/tags/"})
+    for (const std::string method : {"PUT", "DELETE"}) {
+      Response r = handle_api(*store_, {.method = method, .path = path}, {.allow_writes = true});
+      EXPECT_EQ(r.status, 400) << method << " " << path << ": " << r.body;
+      EXPECT_NE(r.body.find("no tag key; a tag is set or deleted by its key"), std::string::npos)
+          << r.body;
+      EXPECT_EQ(handle_api(*store_, {.method = method, .path = path}, {}).status, 403) << path;
+    }
   Response none = handle_api(*store_, {.method = "POST", .path = "/api/nothing"}, {});
   EXPECT_EQ(none.status, 404);
   EXPECT_EQ(json::parse(none.body)["status"], 404);
