@@ -905,22 +905,31 @@ json body_of(const std::string& got) {
   return json::parse(at == std::string::npos ? "null" : got.substr(at + 4), nullptr, false);
 }
 
+// Seconds a GET waits on a writable server of `threads` workers while
+// `bodies` requests each send 1 byte of their 100-byte body, from
+// 127.0.0.1, or each from an address of its own (127.0.0.2, ...).
+double seconds_to_answer_while_bodies_trickle(const std::string& uri, int threads, int bodies,
+                                              bool own_addresses) {
+  Running srv({.store_uri = uri, .port = 0, .allow_writes = true, .threads = threads});
+  std::vector<std::unique_ptr<Raw>> slow;
+  for (int i = 0; i < bodies; ++i) {
+    const std::string from = "127.0.0." + std::to_string(own_addresses ? 2 + i : 1);
+    slow.push_back(std::make_unique<Raw>(srv.port(), 0, from.c_str()));
+    EXPECT_TRUE(slow.back()->connected()) << from;
+    EXPECT_TRUE(slow.back()->send("PUT /api/runs/writer/tags/s" + std::to_string(i) +
+                                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nx"));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each waits for its body
+  return seconds_to_answer_info(srv);
+}
+
 // Eleventh tester, 11b-D2: bodies trickled from one address held every
 // worker of an --allow-writes server (each for its 10 s), and a request
 // waited behind them all. Workers read the bodies of one address's
 // requests at most half at a time (here one of two): its other requests
 // with a body wait, and a request without one is served at once.
 TEST_F(ServeHttpTest, SlowBodiesFromOneAddressDoNotHoldEveryWorker) {
-  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true, .threads = 2});
-  std::vector<std::unique_ptr<Raw>> slow;
-  for (int i = 0; i < 6; ++i) {
-    slow.push_back(std::make_unique<Raw>(srv.port()));
-    ASSERT_TRUE(slow.back()->connected()) << i;
-    ASSERT_TRUE(slow.back()->send("PUT /api/runs/writer/tags/s" + std::to_string(i) +
-                                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nx"));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each waits for its body
-  const double s = seconds_to_answer_info(srv);
+  const double s = seconds_to_answer_while_bodies_trickle(uri_, 2, 6, false);
   // Generous: the machine is shared. Before, the answer came after the
   // slow bodies' 10 s each, three rounds of two: 30 s.
   EXPECT_LT(s, 5.0) << "answered after " << s << " s while one address trickled 6 bodies";
@@ -929,19 +938,9 @@ TEST_F(ServeHttpTest, SlowBodiesFromOneAddressDoNotHoldEveryWorker) {
 // Twelfth hunt, noted: slow bodies from several addresses, each within its
 // share, held every worker. A quarter of the workers never read a body.
 TEST_F(ServeHttpTest, SlowBodiesFromManyAddressesDoNotHoldEveryWorker) {
-  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true, .threads = 4});
-  std::vector<std::unique_ptr<Raw>> slow;
-  for (int i = 0; i < 8; ++i) {
-    const std::string from = "127.0.0." + std::to_string(2 + i);
-    slow.push_back(std::make_unique<Raw>(srv.port(), 0, from.c_str()));
-    ASSERT_TRUE(slow.back()->connected()) << from;
-    ASSERT_TRUE(slow.back()->send("PUT /api/runs/writer/tags/s" + std::to_string(i) +
-                                  " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nx"));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // each waits for its body
-  const double s = seconds_to_answer_info(srv);
+  const double s = seconds_to_answer_while_bodies_trickle(uri_, 4, 8, true);
   // Generous: the machine is shared. Before, the answer came after the
-  // slow bodies' 10 s.
+  // slow bodies' 10 s (20 s).
   EXPECT_LT(s, 5.0) << "answered after " << s << " s while 8 addresses trickled bodies";
 }
 
