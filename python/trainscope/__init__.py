@@ -185,6 +185,9 @@ def _pairs(what, pairs, prefix=""):
     for key, value in pairs.items():
         name = prefix + _key(what, key)
         if isinstance(value, dict) and what == "param":
+            if len(name.encode("utf-8", "surrogatepass")) >= 256:  # the key rule's bytes
+                raise ValueError(f"param {_shown(name[:60] + '...')}: a key nested this deep is "
+                                 "longer than 256 bytes; nest less deeply, or use shorter keys")
             for k, v in _pairs(what, value, name + ".").items():
                 put(k, v)
         else:
@@ -597,8 +600,9 @@ class Run:
         _OPEN.discard(self)
 
     def _end_at_exit(self):
-        """Ends a run left open as the process exits, with its exit status
-        (finished for 0, failed for another)."""
+        """Leaves a run open as the interpreter ends to the process's exit,
+        which ends it with its exit status (finished for 0, failed for
+        another)."""
         try:
             watch, self._watch = getattr(self, "_watch", None), None
             if watch is not None and not self._run.ended:
@@ -626,7 +630,7 @@ class Run:
             if (self._pid == os.getpid() and sys.is_finalizing()
                     and not self._run.ended):
                 if _ending is None:
-                    self._run.end_at_exit()  # with the exit status, as _at_exit
+                    self._run.end_at_exit()  # to the exit status, as _at_exit
                 else:
                     self._end_quietly(_ending)
         except Exception:  # noqa: BLE001 (late in the interpreter's end)

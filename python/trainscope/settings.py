@@ -44,16 +44,53 @@ def _repr(value):
     return text if len(text) <= 64 else text[:61] + "..."
 
 
+# A key's bytes at most, as the rule of a run's params has it.
+_KEY_BYTES = 256
+
+
+def _walk(tree, prefix=""):
+    """(dotted key, value, its dict, its own key) of each leaf of a nested
+    dict, in order; iterative, and a key past the params' 256 bytes is a
+    ValueError naming it, so a dict nested thousands deep ends in one line,
+    never a RecursionError."""
+    stack = [(prefix, iter(tree.items()), tree)]
+    while stack:
+        at, items, node = stack[-1]
+        entry = next(items, None)
+        if entry is None:
+            stack.pop()
+            continue
+        key, value = entry
+        name = f"{at}{key}"
+        if len(name.encode("utf-8", "surrogatepass")) > _KEY_BYTES:
+            raise ValueError(f"config key {_repr(name[:60] + '...')} is longer than "
+                             f"{_KEY_BYTES} bytes: nest less deeply, or use shorter keys")
+        if isinstance(value, dict):
+            stack.append((name + ".", iter(value.items()), value))
+        else:
+            yield name, value, node, key
+
+
 def _flatten(tree, prefix=""):
     """A nested dict as dotted keys ("seeds.master"), values as text."""
-    out = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        else:
-            out[name] = _text(value)
-    return out
+    return {name: _text(value) for name, value, _, _ in _walk(tree, prefix)}
+
+
+def _check_defaults(tree):
+    """config()'s defaults: keys a setting can name (text without '.', which
+    it reads as nesting), so that every key is one a study can set."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for key, value in node.items():
+            if not isinstance(key, str) or "." in key or not key:
+                raise ValueError(f"config defaults: key {_repr(key)} cannot be set by a setting "
+                                 "(keys are non-empty text without '.', which means nesting): "
+                                 "give {'a': {'b': ...}} for a.b")
+            if isinstance(value, dict):
+                stack.append(value)
+    for _ in _walk(tree):
+        pass  # the keys' length
 
 
 def _settings_lines(sets, what="sets"):
@@ -161,9 +198,11 @@ def config(defaults=None, sets=None):
     in trainscope's own sections seeds, compute and determinism, whose
     values are read by the trainer's rule (an Error as `--set` gives). A
     value takes the type of the default it replaces."""
-    tree = copy.deepcopy(defaults) if defaults else {}
-    if not isinstance(tree, dict):
+    if defaults is not None and not isinstance(defaults, dict):
         raise TypeError(f"config defaults are a dict, not a {type(defaults).__name__}")
+    if defaults:
+        _check_defaults(defaults)
+    tree = copy.deepcopy(defaults) if defaults else {}
     for line in _settings_lines(sets):
         _apply(tree, line)
     return tree

@@ -284,7 +284,16 @@ std::string valid_utf8(std::string_view s) {
   return out;
 }
 
-std::string csv_field(std::string_view s) {
+std::string csv_field(std::string_view raw) {
+  // Text that would move a terminal (a control, a byte that is not UTF-8,
+  // an invisible or bidirectional character) is the escaped text; text
+  // whose only escape would be its backslashes is kept as it is.
+  std::string shown = escape_for_display(raw), doubled;
+  for (char c : raw) {
+    doubled.push_back(c);
+    if (c == '\\') doubled.push_back(c);
+  }
+  const std::string_view s = shown == doubled ? raw : std::string_view(shown);
   if (s.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(s);
   std::string out = "\"";
   for (char c : s) {

@@ -16,6 +16,7 @@
 
 #include "at_exit.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/env/torch.h"
@@ -111,7 +112,7 @@ inline int64_t step_of(const py::object& step) {
 // the child (no end, no lease released, no thread joined: the join would
 // wait forever); its destruction leaks the recorder and the store, and the
 // parent, which still owns the run, goes on recording.
-class PyRun {
+class PyRun final : public EndsAtExit {
  public:
   explicit PyRun(const RunArgs& a) : pid_(::getpid()) {
     check_params(a.params);
@@ -145,12 +146,18 @@ class PyRun {
     uuid_ = recorder_->uuid();
     name_ = recorder_->info().name;
     if (!a.params.empty()) recorder_->set_params(a.params);
+    python::end_at_exit(static_cast<EndsAtExit*>(this));  // last: nothing throws after it
   }
 
   PyRun(const PyRun&) = delete;
   PyRun& operator=(const PyRun&) = delete;
+  // Not ended: kept to the process's exit, which ends it (at_exit.h).
   ~PyRun() {
-    if (!foreign()) return;  // the members end the run as usual
+    forget_at_exit(this);
+    if (!foreign()) {
+      if (!ended_ && recorder_) python::end_at_exit(std::move(recorder_), store_);
+      return;
+    }
     // In a forked child: leaked on purpose, never destroyed here.
     (void)recorder_.release();
     (void)new std::shared_ptr<ts::store::Store>(std::move(store_));
@@ -218,14 +225,19 @@ class PyRun {
     py::gil_scoped_release release;  // the writer thread finishes
     recorder_->end(s);
   }
-  // Ends the run as the process exits, with its exit status (at_exit.h):
-  // what the package calls for a run left open when the interpreter ends
-  // with no known failure. Its writer goes on until then; a second end,
-  // or one in a forked child, does nothing.
-  void end_at_exit() {
+  // As the interpreter ends with no failure seen: the run is left to the
+  // process's exit, which ends it with its exit status (at_exit.h), and
+  // the exit's handler is made to run before the statics' destructors.
+  void end_at_exit() { python::end_before_statics(); }
+  void end_as_process_exits(ts::store::RunStatus status) override {
     if (ended_ || foreign()) return;
     ended_ = true;
-    python::end_at_exit(std::move(recorder_), store_);
+    try {
+      recorder_->end(status);
+    } catch (const std::exception& e) {
+      ts::core::log_warn("trainscope: ending run {} {}: {}", uuid_, ts::store::to_string(status),
+                         e.what());
+    }
   }
   bool ended() const { return ended_; }
   // What the other bindings record into (profile.cc); an Error once ended.

@@ -563,7 +563,14 @@ std::string field_problem(std::string_view head) {
           "the header line '{}' is not a field name and a colon (RFC 9112 §5.1): send "
           "'Name: value', with no blank before the colon",
           shown(line));
-    if (lower(std::string(name)) != "host") continue;
+    const std::string field = lower(std::string(name));
+    // The fields that frame the body: httplib drops a field without a
+    // value, so an empty one made a body the next request's first bytes.
+    if ((field == "content-length" || field == "transfer-encoding") &&
+        trim(std::string(line.substr(name.size() + 1))).empty())
+      return fmt::format("{} has no value: send the body's length in bytes, or chunked",
+                         field == "content-length" ? "Content-Length" : "Transfer-Encoding");
+    if (field != "host") continue;
     if (++hosts > 1)
       return "a request with more than one Host header is refused (RFC 9112 §3.2): send one";
     const std::string value = trim(std::string(line.substr(name.size() + 1)));
@@ -594,6 +601,32 @@ std::string target_problem(std::string_view head) {
       "the request target '{}' does not name one host (RFC 9112 §3.2.2): send 'http://HOST:PORT/"
       "path', or the path alone with a Host header",
       core::escape_for_display(target.substr(0, 200)));
+}
+
+// Why a request's query cannot be read as one value per parameter: a
+// parameter given twice ("?limit=1&limit=2", "?a=w1&b=w1&a=lm") was read
+// as its first value, silently, where the CLI refuses a repeated option.
+// Names are compared decoded ("%6Cimit" is "limit"). Empty when each is
+// given once.
+std::string query_problem(std::string_view head) {
+  const auto words = line_words(head);
+  if (words.size() != 3) return {};
+  const std::string_view target = words[1];
+  const size_t mark = target.find('?');
+  if (mark == npos) return {};
+  const std::string_view query = target.substr(mark + 1);
+  std::set<std::string> names;
+  for (size_t at = 0; at < query.size();) {
+    const size_t end = std::min(query.find('&', at), query.size());
+    const std::string_view pair = query.substr(at, end - at);
+    at = end + 1;
+    std::string name =
+        httplib::detail::decode_url(std::string(pair.substr(0, pair.find('='))), true);
+    if (!name.empty() && !names.insert(name).second)
+      return fmt::format("the query gives '{}' more than once: give each parameter once",
+                         core::escape_for_display(name.substr(0, 80)));
+  }
+  return {};
 }
 
 // Why a request target is none of the forms this server takes (RFC 9112
@@ -817,6 +850,7 @@ void Gate::pass(Conn c, size_t head_end) {
   if (why.empty()) why = gate::field_problem(head);
   if (why.empty()) why = gate::target_problem(head);
   if (why.empty()) why = gate::form_problem(head);
+  if (why.empty()) why = gate::query_problem(head);
   if (!why.empty()) return drop(c, status, why);
   c.body = gate::announces_body(head);
   c.range = gate::take_ranges(c.buf, head_end);

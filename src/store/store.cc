@@ -326,13 +326,25 @@ void Store::delete_run(std::string_view uuid, ChildRuns children) {
          "run {} has {} child run{}; deleting it alone would orphan them: delete them too, or keep "
          "them detached",
          short_uuid(uuid), kids.size(), kids.size() == 1 ? "" : "s");
-  if (children == ChildRuns::kDelete)
-    for (const auto& k : kids) delete_run(k.uuid, ChildRuns::kDelete);
-  erase_run(uuid);  // children left are detached (parent_id ON DELETE SET NULL)
-  try {
-    artifacts_->remove_run(uuid);
-  } catch (const core::Error& e) {
-    core::log_warn("could not remove artifacts of run {}: {}", uuid, e.what());
+  // Its descendants, breadth first, each once: a chain of any depth, and
+  // runs a damaged store made each other's parents, end in a list, never
+  // in a recursion without bound. The deepest go first.
+  std::vector<std::string> doomed{std::string(uuid)};
+  if (children == ChildRuns::kDelete) {
+    std::set<std::string> seen{std::string(uuid)};
+    for (size_t i = 0; i < doomed.size(); ++i) {
+      const auto below = i == 0 ? kids : list_runs({.parent_uuid = std::string(doomed[i])});
+      for (const auto& k : below)
+        if (seen.insert(k.uuid).second) doomed.push_back(k.uuid);
+    }
+  }
+  for (auto it = doomed.rbegin(); it != doomed.rend(); ++it) {
+    erase_run(*it);  // children left are detached (parent_id ON DELETE SET NULL)
+    try {
+      artifacts_->remove_run(*it);
+    } catch (const core::Error& e) {
+      core::log_warn("could not remove artifacts of run {}: {}", *it, e.what());
+    }
   }
 }
 

@@ -57,6 +57,16 @@ struct Ctx {
   }
 };
 
+// A key of `set:` or `grid:` becomes a `--set KEY=VALUE` of each run and
+// a param: a config key by the rule of every key, and without '='.
+void check_setting_key(const std::string& where, const std::string& key, const Ctx& c) {
+  if (auto why = store::key_problem(key))
+    c.bad(where,
+          "names no config key: the key " + *why + " (" + std::string(store::kKeyRule) + ")");
+  if (key.find('=') != std::string::npos)
+    c.bad(where, "names no config key: a key holds no '=' (it would set another key)");
+}
+
 // The values under `set:` (`at`: the keys that lead to the map holding
 // it, {} or {"quick"}) as dotted keys, in file order; scalars are kept as
 // written. (`set:` holding one scalar gives it under the empty key.)
@@ -66,6 +76,7 @@ void read_set(std::vector<std::string> at, StudySpec& s, const Ctx& c) {
            c.text, c.file, {.under = std::move(at), .not_a_map = core::NotAMap::kOneValue})) {
     if (v.kind != core::FlatValue::Kind::kScalar)
       c.bad(v.key, "must be a value (lists belong under grid:)");
+    if (!v.key.empty()) check_setting_key(v.key, v.key, c);
     s.set.emplace_back(std::move(v.key), std::move(v.text));
   }
 }
@@ -83,6 +94,7 @@ void read_grid(const YAML::Node& n, StudySpec& s, const Ctx& c) {
   if (!n.IsMap() || n.size() == 0) c.bad("grid", "is empty: give at least one key with values");
   for (const auto& kv : n) {
     Factor f{kv.first.as<std::string>(), {}};
+    check_setting_key("grid." + f.key, f.key, c);
     if (!kv.second.IsSequence() || kv.second.size() == 0)
       c.bad("grid." + f.key, "needs a non-empty list of values, e.g. [0.01, 0.1]");
     for (const auto& v : kv.second) {

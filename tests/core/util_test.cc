@@ -164,6 +164,18 @@ TEST(MarkupTest, StoreTextStaysTextInMarkdown) {
   EXPECT_EQ(markdown_code("a\nb"), "`a\\nb`");
 }
 
+// Issue 51, thirteenth hunt (A-D3): `runs list -f csv` and `stats -f csv`
+// printed a param's terminal escapes raw. Every CSV field is shown as the
+// table shows it; text with nothing to escape but backslashes is kept.
+TEST(CsvFieldTest, TextThatWouldMoveATerminalIsEscapedAndTheRestKept) {
+  EXPECT_EQ(csv_field("x\x1b]0;pwn\x07\x1b[2J\ny"), "x\\x1b]0;pwn\\x07\\x1b[2J\\ny");
+  EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+  EXPECT_EQ(csv_field("a,b\r"), "\"a,b\\r\"");
+  EXPECT_EQ(csv_field("C:\\runs\\x"), "C:\\runs\\x");
+  EXPECT_EQ(csv_field("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(csv_field("\xff\\"), "\\xff\\\\");
+}
+
 // Text escaped for a terminal prints on one line and moves nothing: C0
 // controls, DEL, the C1 controls (NEL, CSI in UTF-8) and bytes that are
 // not UTF-8 are escaped; printable UTF-8 (U+00A0 and U+2028 included)

@@ -284,6 +284,8 @@ RAISED = {
     "raise SystemExit('bye')": ("raise SystemExit('bye')", 1, "failed"),
     "raise SystemExit(0)": ("raise SystemExit(0)", 0, "finished"),
     "raise SystemExit": ("raise SystemExit", 0, "finished"),
+    "raise SystemExit(256), status 0": ("raise SystemExit(256)", 0, "finished"),
+    "raise SystemExit(257), status 1": ("raise SystemExit(257)", 1, "failed"),
     "SystemExit(3) from a function": ("def leave():\n    raise SystemExit(3)\nleave()", 3,
                                       "failed"),
     "SystemExit(3) caught, then a normal end": (
@@ -304,3 +306,64 @@ def test_a_raised_system_exit_ends_the_run_with_the_exit_status(tmp_path, end):
                             capture_output=True, text=True)
     assert points.returncode == 0, points.stderr
     assert len(json.loads(points.stdout)["points"]) == (2 if "caught" in end else 1), points.stdout
+
+
+# Thirteenth hunt, A-D1 and A-D2: a run left open when the script called
+# C's exit() (ctypes, an extension) was left running, and one started in
+# an atexit handler of a script that exited 3 was recorded finished. The
+# exit's own handler ends every run still open with the status.
+OTHER_ENDS = {
+    "C's exit(9)": ("import ctypes\nctypes.CDLL(None).exit(9)", 9, {"x": "failed"}),
+    "C's exit(0)": ("import ctypes\nctypes.CDLL(None).exit(0)", 0, {"x": "finished"}),
+    "a run started in an atexit handler, then sys.exit(3)": ("""
+        import atexit
+        def late():
+            global kept
+            kept = trainscope.start_run(name="late", store=sys.argv[1], record_environment=False)
+        atexit.register(late)
+        sys.exit(3)
+        """, 3, {"x": "failed", "late": "failed"}),
+    "the first run, started in an atexit handler and dropped, then sys.exit(3)": ("""
+        import atexit
+        def first():
+            r = trainscope.start_run(name="first", store=sys.argv[1],
+                                     record_environment=False)
+            r.log({"a": 1.0}, step=0)
+        atexit.register(first)
+        sys.exit(3)
+        """, 3, {"x": "failed", "first": "failed"}),
+    "a run started in an atexit handler, then a normal end": ("""
+        import atexit
+        def late():
+            global kept
+            kept = trainscope.start_run(name="late", store=sys.argv[1], record_environment=False)
+        atexit.register(late)
+        """, 0, {"x": "finished", "late": "finished"}),
+}
+
+
+@pytest.mark.parametrize("end", OTHER_ENDS)
+def test_every_run_still_open_ends_with_the_exit_status(tmp_path, end):
+    code, exit_code, statuses = OTHER_ENDS[end]
+    store, done = script(tmp_path, code)
+    assert done.returncode == exit_code, done.stderr
+    for name, status in statuses.items():
+        assert show(store, name)["status"] == status, (name, done.stderr)
+
+
+def test_the_first_run_started_in_an_atexit_handler_ends_with_the_exit_status(tmp_path):
+    # A-D2 as the tester wrote it: no run before the handler's, so none of
+    # the package's exit hooks was installed when the script exited 3.
+    path, store = tmp_path / "late.py", str(tmp_path / "t.db")
+    path.write_text(textwrap.dedent("""
+        import sys, atexit, trainscope
+        def late():
+            r = trainscope.start_run(name="late", store=sys.argv[1], record_environment=False)
+            r.log({"a": 1.0}, step=0)
+        atexit.register(late)
+        sys.exit(3)
+        """))
+    done = subprocess.run([sys.executable, str(path), "sqlite:" + store], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert show(store, "late")["status"] == "failed", done.stderr

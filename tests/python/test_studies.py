@@ -2,6 +2,7 @@
 side of it: trainscope.config() and trainscope.setup(). The study is
 examples/python/sources.yaml, its script examples/python/train_mlp.py, run
 by the CLI as a user would (TS_CLI, PYTHONPATH: set by ctest)."""
+import functools
 import json
 import os
 import pathlib
@@ -159,6 +160,24 @@ def test_config_and_setup_say_what_they_take():
     for bad in ([1], "seeds.master=1"):
         with pytest.raises(TypeError, match="^setup\\(\\) takes the config dict trainscope.config"):
             trainscope.setup(bad, apply=False)
+
+
+def test_config_keys_are_keys_a_setting_can_name():
+    # Thirteenth hunt, A-D7/D8: a default key 'a.b' was taken, then its
+    # setting refused as missing while the message listed it; a dict nested
+    # 5000 deep was a RecursionError in config() and start_run(config=).
+    for key in ("a.b", 1, ""):
+        with pytest.raises(ValueError, match=r"^config defaults: key .* cannot be set by a "
+                           r"setting \(keys are non-empty text without '\.'"):
+            trainscope.config({"x": {key: 1}}, sets=[])
+    assert trainscope.config({"a": {"b": 1}}, sets=["a.b=2"]) == {"a": {"b": 2}}
+    deep = functools.reduce(lambda d, _: {"k": d}, range(5000), 1)
+    with pytest.raises(ValueError, match=r"^config key 'k\.k\.k.* is longer than 256 bytes"):
+        trainscope.config(deep)
+    with pytest.raises(ValueError, match=r"^param 'k\.k\.k.*: a key nested this deep is longer "
+                       r"than 256 bytes"):
+        trainscope.start_run(store="sqlite:/nonexistent/never.db", record_environment=False,
+                             config=deep)
 
 
 def test_config_reads_trainscopes_own_keys_by_the_trainers_rule():

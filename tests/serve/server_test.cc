@@ -944,6 +944,35 @@ TEST_F(ServeHttpTest, SlowBodiesFromManyAddressesDoNotHoldEveryWorker) {
   EXPECT_LT(s, 5.0) << "answered after " << s << " s while 8 addresses trickled bodies";
 }
 
+// Thirteenth hunt, B-D1 and B-D4: a parameter given twice was read as its
+// first value (`?a=w1&b=w1&a=lm` compared w1 with itself); an empty
+// Content-Length was dropped by httplib, the tag set empty and the body
+// read as the next request's start. Both are 400 before any route.
+TEST_F(ServeHttpTest, ARepeatedParameterOrAnEmptyFramingFieldIs400) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  const std::string head = " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"GET /api/runs?limit=1&limit=2" + head + "\r\n",
+       "the query gives 'limit' more than once: give each parameter once"},
+      {"GET /api/diff?a=w1&b=w1&%61=lm" + head + "\r\n", "the query gives 'a' more than once"},
+      {"GET /?x=1&x=1" + head + "\r\n", "the query gives 'x' more than once"},
+      {"PUT /api/runs/writer/tags/t" + head + "Content-Length:\r\n\r\nvGET / HTTP/1.1\r\n\r\n",
+       "Content-Length has no value"},
+      {"PUT /api/runs/writer/tags/t" + head + "Transfer-Encoding: \r\n\r\n1\r\nv\r\n0\r\n\r\n",
+       "Transfer-Encoding has no value"},
+  };
+  for (const auto& [request, words] : refused) {
+    const std::string got = answer(srv.port(), request);
+    EXPECT_EQ(got.rfind("HTTP/1.1 400 ", 0), 0u) << request << "\n" << got;
+    EXPECT_NE(got.find(words), std::string::npos) << got;
+    EXPECT_EQ(got.find("HTTP/1.1", 12), std::string::npos) << "a second answer: " << got;
+  }
+  EXPECT_EQ(store_->tags(uuid_).count("t"), 0u) << "the tag was set";
+  const std::string ok =
+      answer(srv.port(), "GET /api/runs?limit=1&offset=0" + head + "Connection: close\r\n\r\n");
+  EXPECT_EQ(ok.rfind("HTTP/1.1 200 ", 0), 0u) << ok;
+}
+
 // Eleventh tester, 11b-D3: a request target that is not a path ("*" in a
 // GET, "?a=1") was answered 401 by the token check, or served as the path
 // "a=1"; a '?' inside a query (RFC 3986 §3.4) was refused (400). A target

@@ -342,3 +342,31 @@ TEST(StoreBadInputTest, UnwritableLocations) {
 
 }  // namespace
 }  // namespace trainscope::store
+
+// Issue 51, thirteenth hunt (A-D5): runs a damaged store made their own
+// parent, or each other's, crashed `runs delete --with-children` (a
+// recursion without end). Each run of the family is deleted once.
+TEST(SqliteStoreTest, DeletingAFamilyWhoseParentsFormACycleDeletesEachOnce) {
+  TempDir dir;
+  std::string a, b, c, other;
+  {
+    auto store = open_at(dir / "t.db");
+    a = store->create_run({.name = "a"}).uuid;
+    b = store->create_run({.name = "b", .parent_uuid = a}).uuid;
+    c = store->create_run({.name = "c", .parent_uuid = b}).uuid;
+    other = store->create_run({.name = "self"}).uuid;
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'c') "
+                         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = open_at(dir / "t.db");
+  store->delete_run(other, Store::ChildRuns::kDelete);
+  EXPECT_FALSE(store->find_run(other).has_value());
+  store->delete_run(b, Store::ChildRuns::kDelete);
+  EXPECT_TRUE(store->list_runs().empty());
+}

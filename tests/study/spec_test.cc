@@ -142,6 +142,14 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
       {base + "sources: [init]\n---\nreplicates: 5\n", "line 5: a second YAML document"},
       {base + "sources: [init]\nset: " + std::string(200, '[') + std::string(200, ']') + "\n",
        "nested deeper than"},
+      // Thirteenth hunt, A-D4: a grid key holding '=' set another key
+      // ("note=x": [1] recorded note = "x=1"); an empty one was launched.
+      {base + "grid: {\"note=x\": [1, 2]}\n",
+       "grid.note=x names no config key: a key holds no '='"},
+      {base + "grid: {\"\": [1, 2]}\n", "grid. names no config key: the key is empty"},
+      {base + "grid: {\"a\\tb\": [1, 2]}\n", "holds a control character"},
+      {base + "sources: [init]\nset: {\"train.epochs=1\": 2}\n",
+       "train.epochs=1 names no config key"},
   };
   for (const auto& c : cases) {
     std::string e = error_of(c.text);

@@ -91,7 +91,10 @@ bool only_blanks(std::string_view text);
 // character", "is only blanks"; nullopt when it is one.
 std::optional<std::string> text_problem(std::string_view text, size_t max_bytes);
 
-// Quotes a CSV field per RFC 4180 when it holds a comma, quote or newline.
+// A CSV field: text that would move a terminal (a control character, a
+// line break, a byte that is not UTF-8: escape_for_display) escaped, as
+// every reader shows stored text, else as it is; quoted per RFC 4180 when
+// it holds a comma or a quote.
 std::string csv_field(std::string_view s);
 
 // Formats a double so that parsing it back yields the same bits; NaN and
