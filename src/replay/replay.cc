@@ -146,6 +146,9 @@ void replay_divergence(Store& store, const RunInfo& a, const RunInfo& b, RunDiff
   // would replay another training (store::verify_config).
   store::verify_config(a);
   store::verify_config(b);
+  // The checkpoint as eval and weights take one: the file recorded (its
+  // size and SHA-256), never another run's put in its place, nor a FIFO.
+  store::verify_artifact(*ck);
   d.replay_from = checkpoint_step(ck->name);
   core::log_info("replaying steps {}..{} of both runs from {}", *d.replay_from + 1,
                  d.first_diff_step, ck->name);

@@ -1,10 +1,12 @@
 // Fingerprints, diff and rerun on real training runs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <zlib.h>
 
 #include <cmath>
 #include <fstream>
+#include <map>
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
@@ -378,6 +380,49 @@ TEST(RerunTest, AConfigChangedInTheStoreIsRefusedByEveryReaderThatTrainsOrBuilds
   }
   EXPECT_EQ(Store::open(so)->list_runs().size(), 1u);  // no rerun was recorded
   EXPECT_FALSE(std::filesystem::exists(dir / "w.pt"));
+}
+
+// Issue 51, thirteenth hunt (A-D6): diff replayed from a checkpoint file
+// without the checks eval makes: another run's checkpoint put in its place
+// was replayed and the difference blamed on this machine; a FIFO was "bad
+// input" (exit 2). Both are a damaged artifact now (exit 5).
+TEST(RerunTest, DiffReplaysOnlyTheCheckpointItRecorded) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << "data: {dataset: synthetic, synthetic: {size: 256}}\n"
+                                   "model: {name: mlp}\ntrain: {epochs: 1, batch_size: 64}\n";
+  const std::string db = (dir / "t.db").string();
+  const std::string ts = std::string(TS_CLI_BIN) + " --store sqlite:" + db + " -q ";
+  for (const std::string run : {"a", "b"}) {
+    auto r = testing::run_command(ts + "train " + (dir / "c.yaml").string() + " --name " + run +
+                                  " --no-progress --set train.max_steps=3 "
+                                  "--set checkpoint.every_steps=1" +
+                                  (run == "b" ? " --set optimizer.lr=0.5" : ""));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+  }
+  auto store = Store::open({.uri = "sqlite:" + db});
+  std::map<std::string, std::filesystem::path> of_a, of_b;
+  for (const auto& x : store->artifacts(store->resolve_run("a").uuid)) of_a[x.name] = x.path;
+  for (const auto& x : store->artifacts(store->resolve_run("b").uuid)) of_b[x.name] = x.path;
+  const std::string first = "checkpoints/step-000000000.pt";
+  ASSERT_TRUE(of_a.count(first) && of_b.count(first));
+  const std::filesystem::path kept = dir / "kept.pt";
+  std::filesystem::copy_file(of_a[first], kept);
+  std::filesystem::remove(of_a[first]);
+  std::filesystem::copy_file(of_b[first], of_a[first]);
+  auto swapped = testing::run_command(ts + "diff a b");
+  EXPECT_EQ(swapped.exit_code, 5) << swapped.out;
+  EXPECT_NE(swapped.out.find("does not match the SHA-256 recorded"), std::string::npos)
+      << swapped.out;
+  std::filesystem::remove(of_a[first]);
+  ASSERT_EQ(::mkfifo(of_a[first].c_str(), 0600), 0);
+  auto fifo = testing::run_command(ts + "diff a b");
+  EXPECT_EQ(fifo.exit_code, 5) << fifo.out;
+  EXPECT_NE(fifo.out.find("is a FIFO (named pipe), not a regular file"), std::string::npos)
+      << fifo.out;
+  std::filesystem::remove(of_a[first]);
+  std::filesystem::copy_file(kept, of_a[first]);
+  auto whole = testing::run_command(ts + "diff a b");
+  EXPECT_EQ(whole.exit_code, 0) << whole.out;
 }
 
 // Issue 51 (third hunt, D6): `weights -o -` writes the state dict to

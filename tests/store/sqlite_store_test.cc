@@ -340,9 +340,6 @@ TEST(StoreBadInputTest, UnwritableLocations) {
   }
 }
 
-}  // namespace
-}  // namespace trainscope::store
-
 // Issue 51, thirteenth hunt (A-D5): runs a damaged store made their own
 // parent, or each other's, crashed `runs delete --with-children` (a
 // recursion without end). Each run of the family is deleted once.
@@ -370,3 +367,6 @@ TEST(SqliteStoreTest, DeletingAFamilyWhoseParentsFormACycleDeletesEachOnce) {
   store->delete_run(b, Store::ChildRuns::kDelete);
   EXPECT_TRUE(store->list_runs().empty());
 }
+
+}  // namespace
+}  // namespace trainscope::store

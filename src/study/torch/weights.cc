@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 
@@ -23,8 +24,16 @@ std::map<int64_t, std::filesystem::path> checkpoints(store::Store& s, const std:
   std::map<int64_t, std::filesystem::path> out;
   for (const auto& a : s.artifacts(run))
     if (a.kind == checkpoint::kCheckpointKind) {
-      auto dash = a.name.rfind('-'), dot = a.name.rfind('.');
-      out[std::stoll(a.name.substr(dash + 1, dot - dash - 1))] = a.path;
+      // step-000000123.pt; a name without its step is not one of the
+      // trainer's checkpoints (a damaged store's): left out.
+      const auto dash = a.name.rfind('-'), dot = a.name.rfind('.');
+      if (dash == std::string::npos || dot == std::string::npos || dot <= dash + 1) continue;
+      int64_t step = -1;
+      const char* first = a.name.data() + dash + 1;
+      const char* last = a.name.data() + dot;
+      if (std::from_chars(first, last, step).ptr != last || step < 0) continue;
+      store::verify_artifact(a);  // the file recorded, as eval takes one
+      out[step] = a.path;
     }
   return out;
 }
