@@ -429,11 +429,10 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
   for (const auto& a : s.artifacts(run.uuid)) {
     if (a.name != name) continue;
     store::verify_artifact(a);  // a damaged file is an error, never served
-    std::ifstream in(a.path, std::ios::binary);
-    std::ostringstream body;
-    body << in.rdbuf();
     Response out =
-        text(body.str(), name.ends_with(".json") ? "application/json" : "application/octet-stream");
+        text({}, name.ends_with(".json") ? "application/json" : "application/octet-stream");
+    out.file = a.path;  // streamed from the file (server.cc's send)
+    out.file_length = static_cast<uint64_t>(a.size);
     out.headers.emplace_back("Content-Disposition",
                              content_disposition(a.path.filename().string()));
     // One range of it is served (a download resumed): server.cc's serve_range.

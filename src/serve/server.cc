@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -145,7 +146,20 @@ void send(httplib::Response& res, const Response& r) {
     if (k == "Accept-Ranges") res.headers.erase(k);  // over gatekeep's "none"
     res.set_header(k, v);
   }
-  res.set_content(r.body, r.content_type);
+  if (r.file.empty()) return res.set_content(r.body, r.content_type);
+  // An artifact: read a chunk at a time as the client takes it. A file
+  // that came short since it was verified ends the connection (its
+  // length was sent).
+  res.set_content_provider(
+      r.file_length, r.content_type,
+      [file = std::make_shared<std::ifstream>(r.file, std::ios::binary), from = r.file_offset](
+          size_t offset, size_t length, httplib::DataSink& sink) {
+        char chunk[64 * 1024];
+        file->seekg(static_cast<std::streamoff>(from + offset));
+        file->read(chunk, static_cast<std::streamsize>(std::min(length, sizeof chunk)));
+        const std::streamsize got = file->gcount();
+        return got > 0 && sink.write(chunk, static_cast<size_t>(got));
+      });
 }
 
 // The token of an Authorization header's Bearer credentials (RFC 9110
@@ -216,9 +230,10 @@ void serve_range(const httplib::Request& req, Response& r) {
   if (range.empty() || req.method != "GET" || r.status != 200 || takes == r.headers.end() ||
       req.has_header("If-Range") || compressed)
     return;
-  const ByteRange part = byte_range(range, r.body.size());
+  const uint64_t whole = r.file.empty() ? r.body.size() : r.file_length;
+  const ByteRange part = byte_range(range, whole);
   if (part.kind == ByteRange::kWhole) return;
-  const std::string size = std::to_string(r.body.size());
+  const std::string size = std::to_string(whole);
   if (part.kind == ByteRange::kNone) {
     r = error_response(416, fmt::format("Range '{}' asks for none of the {} bytes there are",
                                         core::escape_for_display(range.substr(0, 80)), size));
@@ -226,7 +241,12 @@ void serve_range(const httplib::Request& req, Response& r) {
     return;
   }
   r.status = 206;
-  r.body = r.body.substr(part.first, part.count);
+  if (r.file.empty()) {
+    r.body = r.body.substr(part.first, part.count);
+  } else {
+    r.file_offset += part.first;
+    r.file_length = part.count;
+  }
   r.headers.emplace_back("Content-Range", fmt::format("bytes {}-{}/{}", part.first,
                                                       part.first + part.count - 1, size));
 }

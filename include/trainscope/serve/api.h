@@ -3,6 +3,8 @@
 // Python module or another server could answer the same requests.
 #pragma once
 
+#include <cstdint>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,6 +32,11 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // An artifact's answer: the bytes [file_offset, file_offset +
+  // file_length) of `file`, sent a chunk at a time instead of `body`, so
+  // that a client holds no copy of a file in memory, whatever its size.
+  std::filesystem::path file;
+  uint64_t file_offset = 0, file_length = 0;
 };
 
 // What the API allows beyond reading.

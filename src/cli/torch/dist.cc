@@ -86,6 +86,16 @@ std::string message_of(const dist::LaunchOutcome& out, int rank) {
       kind_of(out.exit_code));
 }
 
+// Rank 0's run when the ranks failed before rank 0 published it (it does
+// once they meet): the run this host's rank 0 process created since the
+// launch, found by its pid, whatever its status (opening the store has
+// marked it killed: its process is gone). Empty when it created none.
+std::string run_of_rank0(store::Store& store, int pid, double since) {
+  for (const auto& r : store.list_runs({.limit = 64}))
+    if (r.pid == pid && r.host == core::host_name() && r.start_time >= since - 1) return r.uuid;
+  return {};
+}
+
 }  // namespace
 
 bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
@@ -103,7 +113,12 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
   lo.timeout_s = dc.timeout_s;
   for (int r = 0; r < lo.nproc; ++r) lo.argv.push_back(rank_argv(ctx, a, r, lo.nproc));
   lo.in_process = rank_runner();
-  const dist::LaunchOutcome out = dist::launch(lo);
+  const double started = core::unix_now();
+  dist::LaunchOutcome out = dist::launch(lo);
+  // A rank failed before the ranks met (rank 0 had recorded its run, not
+  // yet published it): the run is found and reaped, never left running.
+  if (out.run_uuid.empty() && out.failed_rank >= 0 && !out.pids.empty())
+    out.run_uuid = run_of_rank0(*ctx.store(), out.pids[0], started);
   std::string run;
   if (!out.run_uuid.empty()) {
     auto store = ctx.store();
