@@ -395,7 +395,10 @@ void delete_run(Context& ctx, const DeleteArgs& a) {
   const std::string id = core::short_uuid(r.uuid);
   const std::string name = r.name.empty() ? "unnamed" : escape_for_display(r.name);
   if (!a.yes) fail(ErrorKind::kUsage, "refusing to delete run {} ({}) without --yes", id, name);
-  const size_t kids = store->list_runs({.parent_uuid = r.uuid}).size();
+  // Its children but itself (a damaged store may make a run its own parent).
+  const auto below = store->list_runs({.parent_uuid = r.uuid});
+  const size_t kids = static_cast<size_t>(std::count_if(
+      below.begin(), below.end(), [&](const store::RunInfo& k) { return k.uuid != r.uuid; }));
   if (kids > 0 && !a.with_children && !a.keep_children)
     fail(ErrorKind::kConflict,
          "run {} ({}) has {} child run{} (a study's trainings); deleting it alone would orphan "
