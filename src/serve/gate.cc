@@ -809,6 +809,7 @@ class Gate : public httplib::TaskQueue {
   std::deque<Conn> ready_;              // complete requests for the workers
   std::set<socket_t> busy_;             // connections a worker serves
   std::map<std::string, int> clients_;  // open connections per address
+  std::map<std::string, int> serving_;  // per address: workers serving a request of its
   std::map<std::string, int> bodies_;   // per address: workers reading a body of its
   int total_ = 0;
   bool stop_ = false;
@@ -991,12 +992,25 @@ void Gate::expire() {
 // body, or one of an address whose bodies fewer than body_share_ workers
 // read. A client that trickles its bodies holds no more workers than that:
 // its other requests with a body wait, and everyone else's are served.
+// The ready request to serve next: of those that may go (a body only
+// within its address's share and the bodies' total), the first of the
+// address that workers serve least now. One address's many requests (slow
+// readers of large answers) never queue every other address behind them.
 std::deque<Conn>::iterator Gate::next_ready() {
-  return std::find_if(ready_.begin(), ready_.end(), [&](const Conn& c) {
-    if (!c.body) return true;
-    const auto held = bodies_.find(c.addr);
-    return bodies_in_all_ < body_total_ && (held == bodies_.end() || held->second < body_share_);
-  });
+  auto best = ready_.end();
+  int best_serving = 0;
+  for (auto it = ready_.begin(); it != ready_.end(); ++it) {
+    if (it->body) {
+      const auto held = bodies_.find(it->addr);
+      if (bodies_in_all_ >= body_total_ || (held != bodies_.end() && held->second >= body_share_))
+        continue;
+    }
+    const auto at = serving_.find(it->addr);
+    const int n = at == serving_.end() ? 0 : at->second;
+    if (best == ready_.end() || n < best_serving) best = it, best_serving = n;
+    if (n == 0) break;  // none fewer
+  }
+  return best;
 }
 
 void Gate::work_loop() {
@@ -1010,6 +1024,7 @@ void Gate::work_loop() {
       c = std::move(*next);
       ready_.erase(next);
       busy_.insert(c.fd);
+      ++serving_[c.addr];
       if (c.body) {
         ++bodies_[c.addr];
         ++bodies_in_all_;
@@ -1046,6 +1061,7 @@ void Gate::serve(Conn& c) {
   {
     std::lock_guard lock(mu_);
     busy_.erase(c.fd);
+    if (--serving_[c.addr] <= 0) serving_.erase(c.addr);
     if (body) --bodies_in_all_;
     if (body && --bodies_[c.addr] <= 0) bodies_.erase(c.addr);
     keep = keep && !stop_;
