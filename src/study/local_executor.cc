@@ -5,9 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "job_process.h"
 #include "trainscope/core/argv.h"
@@ -22,7 +24,14 @@ using core::fail;
 
 namespace {
 
+// How long a stopped job has to end after its SIGTERM before SIGKILL (a
+// command that ignores SIGTERM), as `watch` gives its program.
+constexpr double kStopGraceS = 5;
+
 [[noreturn]] void exec_child(const Job& job, pid_t parent) {
+  // A process group of its own: a stop reaches the whole job (a wrapper
+  // script's training too), not only the process the study started.
+  setpgid(0, 0);
   enter_job(job, parent);
   std::vector<char*> argv = core::exec_argv(job.argv);
   execv(argv[0], argv.data());
@@ -47,13 +56,14 @@ class LocalExecutor : public Executor {
     pid_t pid = fork();
     if (pid < 0) fail(ErrorKind::kRuntime, "cannot start job {}: {}", job.id, std::strerror(errno));
     if (pid == 0) exec_child(job, parent);
+    setpgid(pid, pid);  // as the child does: whichever runs first
     jobs_[pid] = {job.id, core::unix_now()};
   }
 
   std::optional<JobEnd> wait_any() override {
     if (jobs_.empty()) return std::nullopt;
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    const pid_t pid = stopping() ? wait_stopping(status) : waitpid(-1, &status, 0);
     if (pid < 0 && errno == EINTR) return std::nullopt;  // a signal: the caller decides
     auto it = jobs_.find(pid);
     if (pid < 0 || it == jobs_.end()) {
@@ -67,14 +77,55 @@ class LocalExecutor : public Executor {
       e.signal = WTERMSIG(status);
     }
     jobs_.erase(it);
+    if (stopping() && jobs_.empty()) end_groups();
     return e;
   }
 
+  // SIGTERM to every job's process group; those still running
+  // kStopGraceS later get SIGKILL (wait_any).
   void stop_all() override {
-    for (const auto& [pid, job] : jobs_) kill(pid, SIGTERM);
+    for (const auto& [pid, job] : jobs_) {
+      if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
+      groups_.push_back(pid);
+    }
+    if (!stopping()) deadline_ = core::monotonic_now() + kStopGraceS;
   }
 
  private:
+  bool stopping() const { return deadline_ > 0; }
+
+  // waitpid while stopping: past the deadline, every stopped job's group
+  // gets SIGKILL. -1 (EINTR) when a signal came, for the caller to see.
+  pid_t wait_stopping(int& status) {
+    for (;;) {
+      const pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid != 0) return pid;
+      if (core::monotonic_now() > deadline_) kill_groups();
+      if (usleep(20'000) != 0 && errno == EINTR) return -1;
+    }
+  }
+
+  void kill_groups() {
+    for (pid_t g : groups_) kill(-g, SIGKILL);
+  }
+
+  // Once every job has ended: what is left of their groups (a wrapper's
+  // training that outlived it) ends too, SIGKILL at the deadline.
+  void end_groups() {
+    const auto left = [this] {
+      return std::any_of(groups_.begin(), groups_.end(), [](pid_t g) { return kill(-g, 0) == 0; });
+    };
+    // Bounded: a zombie no one reaps (a container's init that does not)
+    // still answers kill(0).
+    while (left() && core::monotonic_now() < deadline_ + 2) {
+      if (core::monotonic_now() > deadline_) kill_groups();
+      usleep(20'000);
+    }
+    groups_.clear();
+  }
+
+  double deadline_ = 0;        // monotonic seconds; 0 until stop_all
+  std::vector<pid_t> groups_;  // the process groups of stopped jobs
   struct Running {
     std::string id;
     double start = 0;

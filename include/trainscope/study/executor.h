@@ -53,7 +53,9 @@ class Executor {
   // Jobs started and not yet returned by wait_any.
   virtual int running() const = 0;
   // Asks every running job to stop (SIGTERM: the trainer checkpoints and
-  // marks its run stopped).
+  // marks its run stopped). The local executor signals each job's process
+  // group (a wrapper script's training too), and SIGKILLs what is left of
+  // it 5 s later.
   virtual void stop_all() = 0;
 };
 
