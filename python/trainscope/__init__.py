@@ -167,7 +167,7 @@ def _value(what, key, value):
     if not (isinstance(value, bool) or number):
         raise ValueError(f"the value of {what} {_shown(key)} must be text or a number, not "
                          f"{type(value).__name__} {_shown(value)}")
-    return _text(value)
+    return _text(value, f"the value of {what} {_shown(key)}")
 
 
 def _pairs(what, pairs, prefix=""):
@@ -229,6 +229,8 @@ def _whole(what, value):
         whole = math.isfinite(float(value)) and float(value).is_integer()
     if not whole or value < 0:
         raise ValueError(f"{what} {_shown(value)} is not a whole number of 0 or more")
+    if value > 2**63 - 1:
+        raise ValueError(f"{what} {_shown(value)} is larger than 2^63 - 1")
     return int(value)
 
 

@@ -31,16 +31,44 @@ STREAMS = ("init", "data_order", "augment", "dropout")
 _OWN = ("seeds", "compute", "determinism")
 
 
-def _text(value):
-    """A value as the store and the config reader take it."""
+def _kind(value):
+    """A value's type with its article: 'an int', 'a float'."""
+    name = type(value).__name__
+    return ("an " if name[:1] in "aeiou" else "a ") + name
+
+
+def _digits(value):
+    """How many decimal digits an int has, without writing it out (Python
+    refuses to write an int of more than sys.get_int_max_str_digits())."""
+    return max(1, int(abs(int(value)).bit_length() * 0.30102999566398120) + 1)
+
+
+def _text(value, what="a value"):
+    """A value as the store and the config reader take it; an int too long
+    to write is a ValueError naming `what` (no value holds it: a value is
+    at most 4096 bytes)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    try:
+        return str(value)
+    except ValueError as e:  # Python's limit on the digits it writes
+        if isinstance(value, numbers.Integral):
+            raise ValueError(f"{what} is an integer of about {_digits(value)} digits, longer than "
+                             "any value (4096 bytes at most)") from None
+        first = (str(e).splitlines() or [""])[0][:120]
+        raise ValueError(f"{what} is {_kind(value)} that cannot be written as text "
+                         f"({first})") from None
 
 
 def _repr(value):
-    """A value for a message: its repr, cut at 64 characters."""
-    text = repr(value)
+    """A value for a message: its repr, cut at 64 characters; an int too
+    long to write, or an object whose repr fails, described instead."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 (an int past Python's digits, a repr that raises)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return f"<an integer of about {_digits(value)} digits>"
+        return f"<{_kind(value)}>"
     return text if len(text) <= 64 else text[:61] + "..."
 
 
@@ -73,7 +101,8 @@ def _walk(tree, prefix=""):
 
 def _flatten(tree, prefix=""):
     """A nested dict as dotted keys ("seeds.master"), values as text."""
-    return {name: _text(value) for name, value, _, _ in _walk(tree, prefix)}
+    return {name: _text(value, f"config key {_repr(name)}")
+            for name, value, _, _ in _walk(tree, prefix)}
 
 
 def _check_defaults(tree):
@@ -89,8 +118,15 @@ def _check_defaults(tree):
                                  "give {'a': {'b': ...}} for a.b")
             if isinstance(value, dict):
                 stack.append(value)
-    for _ in _walk(tree):
-        pass  # the keys' length
+    # Each key as the param it becomes: its length (_walk), its text.
+    for name, _, _, _ in _walk(tree):
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"config defaults: key {_repr(name)} is not UTF-8 text") from None
+        problem = _trainscope.param_key_problem(name)
+        if problem:
+            raise ValueError(f"config defaults: {problem}")
 
 
 def _settings_lines(sets, what="sets"):
@@ -126,21 +162,24 @@ def _parse(text):
 
 def _typed(key, text, default):
     """`text` as the type of the default it replaces."""
+    shown = f"setting {key}={text if len(text) <= 64 else text[:61] + '...'}"
     if default is None:
         return _parse(text)
     if isinstance(default, bool):
         low = text.strip().lower()
         if low not in ("true", "false"):
-            raise _trainscope.Error(f"setting {key}={text}: '{key}' is a bool; give true or false")
+            raise _trainscope.Error(f"{shown}: '{key}' is a bool; give true or false")
         return low == "true"
     # A number of NumPy's (numpy.int64, numpy.float32) is a scalar too.
     if isinstance(default, (int, float, str, numbers.Integral, numbers.Real)):
         try:
             return type(default)(text)
         except ValueError:
-            raise _trainscope.Error(f"setting {key}={text}: '{key}' is a "
-                                    f"{type(default).__name__} (default {default!r})") from None
-    raise _trainscope.Error(f"setting {key}={text}: '{key}' is a {type(default).__name__}, which "
+            long = isinstance(default, numbers.Integral) and len(text) > sys.get_int_max_str_digits()
+            raise _trainscope.Error(
+                f"{shown}: '{key}' is {_kind(default)} (default {_repr(default)})" +
+                (f", of at most {sys.get_int_max_str_digits()} digits" if long else "")) from None
+    raise _trainscope.Error(f"{shown}: '{key}' is {_kind(default)}, which "
                             "a setting cannot replace: give the study scalar keys")
 
 

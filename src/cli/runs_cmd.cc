@@ -440,6 +440,7 @@ void print_metric(Store& store, const RunInfo& r, const std::string& key, const 
       std::cout << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
       return;
     }
+    if (f == "csv") return format::metric_summaries_csv(std::cout, ms);
     Table t({"KEY", "POINTS", "LAST STEP", "LAST"});
     for (const auto& m : ms)
       t.add_row({m.key, std::to_string(m.count), std::to_string(m.last_step),

@@ -52,6 +52,7 @@ namespace {
 store::ViewTable read_drift(store::Store& s, const store::RunInfo& run) {
   store::ViewTable t{{"tensor", "step", "drift", "from_step"}, {}};
   for (auto& r : s.records(run.uuid, kKind)) {
+    store::checked_step(r.step, "drift record of run " + core::short_uuid(run.uuid));
     const Drift d = decode(r, run.uuid);
     t.rows.push_back({std::move(r.key), r.step, d.relative, d.from_step});
   }

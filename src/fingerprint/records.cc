@@ -38,6 +38,8 @@ FingerprintSet read(store::Store& store, std::string_view uuid) {
   FingerprintSet out;
   out.names = read_names(store, uuid);
   for (const auto& rec : store.records(uuid, kStepsKind)) {
+    // A step no writer records: a damaged store, never a step to compare.
+    store::checked_step(rec.step, "fingerprints record of run " + core::short_uuid(uuid));
     if (rec.payload.size() % 8 != 0)
       core::fail(core::ErrorKind::kStore,
                  "fingerprints record of run {}, step {}: {} bytes, not a multiple of 8; the store "

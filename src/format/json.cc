@@ -12,6 +12,16 @@ Json number(double v) {
   return core::format_double(v);
 }
 
+namespace {
+
+// A stored time as UTC text; null for one outside the years 1 to 9999.
+Json time_or_null(double t) { return store::is_a_time(t) ? Json(core::format_utc(t)) : Json(); }
+
+// A duration or other measure; null when there is none (NaN).
+Json number_or_null(double v) { return std::isnan(v) ? Json() : Json(v); }
+
+}  // namespace
+
 void mark_stale(Json& j, const store::Liveness& shown) {
   if (!shown.stale()) return;
   j["status"] = shown.status;
@@ -30,10 +40,10 @@ Json run(const store::RunInfo& r, bool full) {
       {"experiment", r.experiment},
       {"name", r.name},
       {"status", to_string(r.status)},
-      {"start_time", core::format_utc(r.start_time)},
-      {"end_time", r.end_time > 0 ? Json(core::format_utc(r.end_time)) : Json()},
-      {"duration_s", (r.end_time > 0 ? r.end_time : r.heartbeat) - r.start_time},
-      {"heartbeat", core::format_utc(r.heartbeat)},
+      {"start_time", time_or_null(r.start_time)},
+      {"end_time", r.end_time > 0 ? time_or_null(r.end_time) : Json()},
+      {"duration_s", number_or_null(store::run_seconds(r, core::unix_now()))},
+      {"heartbeat", time_or_null(r.heartbeat)},
       {"parent", r.parent_uuid.empty() ? Json() : Json(r.parent_uuid)},
       {"host", r.host},
       {"pid", r.pid},

@@ -72,4 +72,12 @@ void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInf
     metric_csv(out, &m.key, store.metric(r.uuid, m.key));
 }
 
+void metric_summaries_csv(std::ostream& out, const std::vector<store::MetricSummary>& ms) {
+  out << "key,count,last_step,last,min,max\n";
+  for (const auto& m : ms)
+    out << csv_field(m.key) << ',' << m.count << ',' << m.last_step << ','
+        << format_double(m.last_value) << ',' << format_double(m.min) << ',' << format_double(m.max)
+        << '\n';
+}
+
 }  // namespace trainscope::format

@@ -47,6 +47,8 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
   const auto records = key.empty() ? store.records(uuid, kHistogramsKind)
                                    : store.records(uuid, kHistogramsKind, key);
   for (const auto& rec : records) {
+    store::checked_step(rec.step, "histograms record " + core::escape_for_display(rec.key) +
+                                      " of run " + core::short_uuid(uuid));
     store::PayloadReader r(rec.payload, "histograms record " + rec.key + " of run " +
                                             core::short_uuid(uuid) + ", step " +
                                             std::to_string(rec.step));
@@ -71,6 +73,7 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
 std::vector<RunEvent> read_events(store::Store& store, std::string_view uuid) {
   std::vector<RunEvent> out;
   for (const auto& rec : store.records(uuid, kEventsKind)) {
+    store::checked_step(rec.step, "events record of run " + core::short_uuid(uuid));
     store::PayloadReader r(rec.payload, "events record of run " + core::short_uuid(uuid) +
                                             ", step " + std::to_string(rec.step));
     RunEvent e{rec.step, rec.wall_time, r.bytes(), r.bytes(), r.bytes(), r.bytes()};

@@ -33,6 +33,7 @@ store::Record layers_record(const std::vector<std::pair<std::string, std::string
 std::vector<ProfileCell> read_cells(store::Store& store, std::string_view uuid) {
   std::vector<ProfileCell> out;
   for (const auto& rec : store.records(uuid, kStepsKind)) {
+    store::checked_step(rec.step, "profile_steps record of run " + core::short_uuid(uuid));
     store::PayloadReader r(rec.payload, "profile_steps record of run " + core::short_uuid(uuid) +
                                             ", step " + std::to_string(rec.step));
     const uint64_t n = r.count(10);  // two empty strings and a double at least

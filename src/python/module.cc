@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,10 @@ PYBIND11_MODULE(_trainscope, m) {
         "Checks (and applies) seeds./compute./determinism. settings; the streams' seeds");
   m.def("own_setting", &own_setting, py::arg("line"),
         "A setting of seeds./compute./determinism. checked; its value as the config writes it");
+  m.def(
+      "param_key_problem", [](const std::string& key) { return ts::store::param_key_problem(key); },
+      py::arg("key"),
+      "What the rule of a run's params refuses in `key` (\"param 'a' holds ...\"), or None");
   m.def("default_store", &ts::store::default_store_uri,
         "The store a run goes to when none is given: $TRAINSCOPE_STORE, else ./trainscope.db");
 }

@@ -2,6 +2,7 @@
 // profiler records into it (profile.cc).
 #pragma once
 
+#include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <torch/types.h>
 #include <unistd.h>
@@ -77,6 +78,19 @@ inline std::optional<int64_t> integer_step(PyObject* p) {
   return v;
 }
 
+// A value for a message: its repr; for an int too long for Python to write
+// (sys.get_int_max_str_digits()) how many digits it has, and for an object
+// whose repr fails, its type.
+inline std::string repr_of(const py::handle& h) {
+  try {
+    return py::repr(h).cast<std::string>();
+  } catch (const py::error_already_set&) {
+    if (!PyLong_Check(h.ptr())) return "<a " + std::string(Py_TYPE(h.ptr())->tp_name) + ">";
+    const auto bits = h.attr("bit_length")().cast<double>();
+    return fmt::format("<an integer of about {:.0f} digits>", std::floor(bits * 0.30103) + 1);
+  }
+}
+
 // A step as the package passes it: a Python int, a float holding an
 // integer (a tensor or NumPy scalar already turned into one), or any other
 // number (numbers.Number: Decimal, Fraction) whose value is an integer, as
@@ -101,7 +115,7 @@ inline int64_t step_of(const py::object& step) {
     }
   }
   ts::core::fail(ts::core::ErrorKind::kUsage, "{}",
-                 ts::store::step_refusal(ts::store::shown_key(py::repr(step).cast<std::string>())));
+                 ts::store::step_refusal(ts::store::shown_key(repr_of(step))));
 }
 
 // One run of a Python script: its store and recorder. Every method on the

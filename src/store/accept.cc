@@ -149,9 +149,14 @@ std::optional<std::string> param_key_problem(std::string_view key) {
 
 std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
                                          std::string_view value) {
-  if (value.size() <= kMaxValueBytes) return std::nullopt;
-  return fmt::format("the value of {} '{}' is longer than {} bytes", noun, shown_key(key),
-                     kMaxValueBytes);
+  if (value.size() > kMaxValueBytes)
+    return fmt::format("the value of {} '{}' is longer than {} bytes", noun, shown_key(key),
+                       kMaxValueBytes);
+  // Text, as every reader gives it back (JSON and the API would give
+  // U+FFFD for bytes that are not, and the value could not be given again).
+  if (!is_utf8(value))
+    return fmt::format("the value of {} '{}' is not UTF-8 text", noun, shown_key(key));
+  return std::nullopt;
 }
 
 std::optional<std::string> param_value_problem(std::string_view key, std::string_view value) {

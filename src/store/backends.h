@@ -25,5 +25,8 @@ std::unique_ptr<Store> open_postgres(std::string_view scheme, std::string_view l
 // name it does not know throws Error(kStore): the store is damaged (exit
 // 5), not the user's input.
 RunStatus stored_run_status(std::string_view name, std::string_view uuid);
+// A pid read back from run `uuid`'s row: 0 (none) or a process id; one
+// below 0 or past a pid_t throws Error(kStore), as above.
+int64_t stored_pid(int64_t pid, std::string_view uuid);
 
 }  // namespace trainscope::store

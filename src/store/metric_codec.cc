@@ -50,7 +50,7 @@ void check_summary(const MetricSummary& m, std::string_view uuid) {
   if (auto why = step_problem(m.last_step))
     fail(ErrorKind::kStore, "metric '{}' of run {}: its last {}; the store is damaged",
          core::escape_for_display(m.key), core::short_uuid(uuid), *why);
-  if (m.count < 0)
+  if (m.count < 0 || m.count > (int64_t{1} << 53))  // more points than any store could hold
     fail(ErrorKind::kStore, "metric '{}' of run {}: its count is {}; the store is damaged",
          core::escape_for_display(m.key), core::short_uuid(uuid), m.count);
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "trainscope/core/error.h"
+#include "trainscope/store/accept.h"
 
 namespace trainscope::store {
 
@@ -88,6 +89,12 @@ std::string PayloadReader::bytes() {
 
 void PayloadReader::finish() const {
   if (!done()) damaged(fmt::format("{} bytes left over after byte {}", in_.size() - at_, at_));
+}
+
+int64_t checked_step(int64_t step, std::string_view what) {
+  if (auto why = step_problem(step))
+    core::fail(core::ErrorKind::kStore, "{}: its {}; the store is damaged", what, *why);
+  return step;
 }
 
 }  // namespace trainscope::store

@@ -69,7 +69,7 @@ RunInfo read_run(const pqxx::row& row) {
   r.config_text = get_text(row[9]);
   r.config_hash = get_text(row[10]);
   r.host = get_text(row[11]);
-  r.pid = get_int(row[12]);
+  r.pid = stored_pid(get_int(row[12]), r.uuid);
   r.pid_start = get_int(row[13]);
   return r;
 }

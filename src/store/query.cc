@@ -21,7 +21,17 @@ double run_seconds(const RunInfo& r, double now) {
   // its last heartbeat, as the reaper will record it.
   const bool live = r.status == RunStatus::kRunning && !liveness(r, now).stale();
   const double end = r.end_time > 0 ? r.end_time : (live ? now : r.heartbeat);
-  return end - r.start_time;
+  const double seconds = end - r.start_time;
+  // Times that give no duration (an end before the start: a damaged store,
+  // a clock set back; a time past any calendar) give none in every reader.
+  if (!is_a_time(r.start_time) || !is_a_time(end) || !(seconds >= 0) || seconds > 3.2e11)
+    return std::nan("");
+  return seconds;
+}
+
+bool is_a_time(double unix_seconds) {
+  return std::isfinite(unix_seconds) && unix_seconds >= -62135596800.0 &&
+         unix_seconds < 253402300800.0;
 }
 
 namespace {
@@ -86,9 +96,13 @@ FieldValue attribute(const RunRow& row, const std::string& key) {
   if (key == "name" || key == "run_name") return r.name;
   if (key == "experiment") return r.experiment;
   if (key == "status") return shown_status(row);
-  if (key == "start_time") return r.start_time;
-  if (key == "end_time") return r.end_time > 0 ? FieldValue(r.end_time) : FieldValue();
-  if (key == "duration") return run_seconds(r, core::unix_now());
+  if (key == "start_time") return is_a_time(r.start_time) ? FieldValue(r.start_time) : FieldValue();
+  if (key == "end_time")
+    return r.end_time > 0 && is_a_time(r.end_time) ? FieldValue(r.end_time) : FieldValue();
+  if (key == "duration") {
+    const double s = run_seconds(r, core::unix_now());
+    return std::isnan(s) ? FieldValue() : FieldValue(s);
+  }
   if (key == "host") return r.host;
   if (key == "pid") return static_cast<double>(r.pid);
   if (key == "parent") return r.parent_uuid.empty() ? FieldValue() : FieldValue(r.parent_uuid);

@@ -70,7 +70,7 @@ RunInfo read_run(const sqlite::Stmt& s) {
   r.config_text = s.text(9);
   r.config_hash = s.text(10);
   r.host = s.text(11);
-  r.pid = s.int64(12);
+  r.pid = stored_pid(s.int64(12), r.uuid);
   r.pid_start = s.is_null(13) ? 0 : s.int64(13);
   return r;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -108,6 +109,13 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
        "run {}: its stored status '{}' is none of created, running, finished, failed, killed, "
        "stopped; the store is damaged",
        short_uuid(uuid), escape_for_display(name));
+}
+
+int64_t stored_pid(int64_t pid, std::string_view uuid) {
+  if (pid >= 0 && pid <= std::numeric_limits<int32_t>::max()) return pid;
+  fail(ErrorKind::kStore,
+       "run {}: its stored pid is {}, which no process has; the store is damaged", short_uuid(uuid),
+       pid);
 }
 
 std::string next_free_name(const std::string& base, const std::vector<std::string>& taken) {
@@ -353,7 +361,10 @@ void Store::delete_run(std::string_view uuid, ChildRuns children) {
 
 ArtifactInfo Store::add_artifact(std::string_view uuid, const fs::path& file, std::string_view kind,
                                  std::string_view name) {
-  std::string rel = checked_artifact_name(name.empty() ? file.filename().string() : name);
+  // Without a name: the file's ("dir/" names "dir", which put() then
+  // refuses as a folder; no name the caller did not give is blamed).
+  const fs::path last = file.has_filename() ? file.filename() : file.parent_path().filename();
+  std::string rel = checked_artifact_name(name.empty() ? last.string() : name);
   check_kind_name("artifact", kind);
   check_lease_now(uuid);
   if (!find_run(uuid))
@@ -524,7 +535,14 @@ RecordSampling::~RecordSampling() { t_record_sampling = nullptr; }
 
 std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
   std::vector<ArtifactInfo> rows = artifact_rows(uuid);
-  for (auto& a : rows) a.path = artifacts_->path(uuid, a.name);
+  for (auto& a : rows) {
+    // A size no file has (a damaged store) is not shown as a size.
+    if (a.size < 0)
+      core::fail(core::ErrorKind::kStore,
+                 "artifact '{}' of run {}: its size is {}; the store is damaged",
+                 core::escape_for_display(a.name), core::short_uuid(uuid), a.size);
+    a.path = artifacts_->path(uuid, a.name);
+  }
   return rows;
 }
 

@@ -139,7 +139,7 @@ std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
 }
 
 void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
-  c.mean_run_s += (r.end_time - r.start_time) / n;
+  c.mean_run_s += store::run_seconds(r, 0) / n;  // NaN (none shown) if one run's times give none
   c.mean_samples_per_s += mean_of(s, r.uuid, "samples_per_s") / n;
   c.mean_epoch_s += mean_of(s, r.uuid, "epoch_time_s") / n;
   c.energy_kwh += last(s, r.uuid, "energy/total_kwh").value_or(0);

@@ -168,8 +168,9 @@ PlanEstimate estimate_plan(store::Store& store, const StudySpec& spec, const Stu
   store::RunFilter f{.experiment = spec.name, .status = store::RunStatus::kFinished, .limit = 200};
   double sum = 0;
   for (const auto& r : store.list_runs(f)) {
-    if (r.parent_uuid.empty() || r.end_time <= r.start_time) continue;  // a study, not a training
-    sum += r.end_time - r.start_time;
+    const double seconds = store::run_seconds(r, 0);        // NaN: times that give no duration
+    if (r.parent_uuid.empty() || !(seconds > 0)) continue;  // a study, not a training
+    sum += seconds;
     ++e.from_runs;
   }
   if (e.from_runs > 0) e.run_s = sum / e.from_runs;

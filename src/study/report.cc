@@ -22,22 +22,9 @@ namespace trainscope::study {
 
 namespace {
 
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '<')
-      o += "&lt;";
-    else if (c == '>')
-      o += "&gt;";
-    else if (c == '&')
-      o += "&amp;";
-    else if (c == '"')
-      o += "&quot;";
-    else
-      o += c;
-  }
-  return o;
-}
+// Stored text in the report's HTML: markup escaped, control bytes as \xNN
+// and invalid UTF-8 as U+FFFD (the report may go to a terminal).
+std::string esc(const std::string& s) { return core::xml_escape(s); }
 
 std::string num(double v, int digits = 4) {
   if (!std::isfinite(v)) return "-";

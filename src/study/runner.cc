@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <deque>
 #include <map>
 
@@ -426,8 +427,21 @@ class Scheduler {
     report(fmt::format("signal {}: stopping {} running run(s)", g_signal.load(), exec_->running()));
     exec_->stop_all();
     while (exec_->running() > 0)
-      if (auto end = exec_->wait_any()) running_.erase(end->id);
+      if (auto end = exec_->wait_any()) stopped(*end);
     p_.running = 0;
+  }
+
+  // A job that ended while the study stops: counted as every reader counts
+  // its run (one that finished meanwhile is done), never retried.
+  void stopped(const JobEnd& end) {
+    const State st = running_[end.id];
+    running_.erase(end.id);
+    store_->reap_stale_runs();
+    supersede_older_attempts(*store_, study_, end.id);
+    if (state_of(*store_, st.index, attempts(*store_, study_, end.id)).finished) {
+      ++p_.done;
+      durations_.push_back(end.seconds);
+    }
   }
 
   std::unique_ptr<Executor> make_executor() {
@@ -689,7 +703,10 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
   }
   double sum = 0;
   int n = 0;
-  for (const auto& r : runs.results()) sum += r.end_time - r.start_time, ++n;
+  for (const auto& r : runs.results()) {
+    const double seconds = store::run_seconds(r, 0);  // finished runs: their end
+    if (!std::isnan(seconds)) sum += seconds, ++n;
+  }
   slurm_state(store, s);
   for (const auto& c : s.cells) {
     s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;

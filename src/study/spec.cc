@@ -69,14 +69,19 @@ void check_setting_key(const std::string& where, const std::string& key, const C
 
 // The values under `set:` (`at`: the keys that lead to the map holding
 // it, {} or {"quick"}) as dotted keys, in file order; scalars are kept as
-// written. (`set:` holding one scalar gives it under the empty key.)
+// written. `set:` holding one value (no map), or a map with an empty key,
+// gives a value under the empty key, which names no setting.
 void read_set(std::vector<std::string> at, StudySpec& s, const Ctx& c) {
   at.push_back("set");
   for (auto& v : core::flatten_yaml(
            c.text, c.file, {.under = std::move(at), .not_a_map = core::NotAMap::kOneValue})) {
+    if (v.key.empty())
+      c.bad("set",
+            "names no config key: give keys and their values, e.g. set: {train.epochs: 2} "
+            "(it holds a lone value or an empty key)");
     if (v.kind != core::FlatValue::Kind::kScalar)
-      c.bad(v.key, "must be a value (lists belong under grid:)");
-    if (!v.key.empty()) check_setting_key(v.key, v.key, c);
+      c.bad("set." + v.key, "must be a value (lists belong under grid:)");
+    check_setting_key("set." + v.key, v.key, c);
     s.set.emplace_back(std::move(v.key), std::move(v.text));
   }
 }

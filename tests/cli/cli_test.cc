@@ -241,6 +241,13 @@ TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
   // A-D3); the comma still quotes the field.
   EXPECT_NE(csv.out.find("\"lo,ss\\n\",0,1,nan\n"), std::string::npos) << csv.out;
   EXPECT_NE(csv.out.find(",-inf\n"), std::string::npos) << csv.out;
+  // The list of a run's metrics is CSV too when asked (fourteenth hunt, D1:
+  // it was the table).
+  auto keys = ts("metrics " + uuid + " -f csv");
+  ASSERT_EQ(keys.exit_code, 0) << keys.out;
+  EXPECT_EQ(keys.out,
+            "key,count,last_step,last,min,max\n\"lo,ss\\n\",2,1,-inf,nan,nan\n");  // NaN spreads to
+                                                                                   // min and max
   auto json = ts("runs export " + uuid + " --format json");
   auto j = nlohmann::json::parse(json.out);
   EXPECT_EQ(j["metrics"]["lo,ss\n"][0]["value"], "nan");

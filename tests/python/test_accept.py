@@ -152,6 +152,34 @@ def test_what_is_not_a_number_is_named(run):
     refused(lambda: run.log([("loss", 1.0)]), "^metrics must be a dict, not list")
 
 
+def test_values_too_long_for_python_to_write_are_named(run):
+    """Fourteenth hunt, D3, and fifteenth, A-D3: an int past Python's 4300
+    digits (or a Fraction of one) gave Python's own error, naming nothing."""
+    huge = 10**5000
+    refused(lambda: run.log_params({"p": huge}),
+            r"^the value of param 'p' is an integer of about 5001 digits")
+    refused(lambda: run.set_tags({"t": huge}), r"^the value of tag 't' is an integer of about")
+    refused(lambda: run.log({"m": huge}, step=1), r"^metric 'm' is <an integer of about 5001 digits>")
+    refused(lambda: run.log({"m": 1.0}, step=huge), r"^step <an integer of about 5001 digits> is not")
+    refused(lambda: run.log_params({"p": fractions.Fraction(huge, 3)}),
+            r"^the value of param 'p' is a Fraction that cannot be written as text")
+    refused(lambda: run.log({"m": 1.0}, step=fractions.Fraction(huge, 3)), r"^step <a Fraction>")
+    with pytest.raises(trainscope.Error, match=r"'a' is an int \(default 1\), of at most"):
+        trainscope.config({"a": 1}, sets=["a=" + "9" * 5000])
+
+
+def test_config_default_keys_follow_the_params_rule():
+    """Fourteenth hunt, D5: config() took keys start_run(config=) refuses."""
+    refused(lambda: trainscope.config({"a\nb": 1}), r"param 'a\\nb' holds a control character")
+    refused(lambda: trainscope.config({"x": {"\x1b[31m": 1}}), "holds a control character")
+    refused(lambda: trainscope.config({"  ": 1}), "is only blanks")
+
+
+def test_an_artifact_path_ending_in_a_slash_is_named_as_the_path(run, tmp_path):
+    """Fifteenth hunt, A-D4: 'dir/' blamed an artifact name '' never given."""
+    refused(lambda: run.log_artifact(f"{tmp_path}/"), "it is a folder, not a regular file")
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope

@@ -140,7 +140,7 @@ def test_config_applies_the_settings_typed_as_the_defaults():
     assert defaults["lr"] == 0.1  # the defaults are left alone
     with pytest.raises(trainscope.Error, match="'optimizer.lr', which this script's config"):
         trainscope.config(defaults, sets=["optimizer.lr=1"])
-    with pytest.raises(trainscope.Error, match="'epochs' is a int"):
+    with pytest.raises(trainscope.Error, match="'epochs' is an int"):
         trainscope.config(defaults, sets=["epochs=2.5"])
     with pytest.raises(trainscope.Error, match="give true or false"):
         trainscope.config(defaults, sets=["amp=maybe"])
@@ -152,7 +152,7 @@ def test_config_and_setup_say_what_they_take():
     numpy = pytest.importorskip("numpy")
     assert trainscope.config({"n": numpy.int64(3), "x": numpy.float32(0.5)},
                              sets=["n=5", "x=0.25"]) == {"n": 5, "x": 0.25}
-    with pytest.raises(trainscope.Error, match="'n' is a int64"):
+    with pytest.raises(trainscope.Error, match="'n' is an int64"):
         trainscope.config({"n": numpy.int64(3)}, sets=["n=2.5"])
     with pytest.raises(trainscope.Error, match=r"^the study sets 'opt', a section of this "
                        r"script's config, not a value: set one of its keys \(opt.lr\)$"):

@@ -149,7 +149,13 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
       {base + "grid: {\"\": [1, 2]}\n", "grid. names no config key: the key is empty"},
       {base + "grid: {\"a\\tb\": [1, 2]}\n", "holds a control character"},
       {base + "sources: [init]\nset: {\"train.epochs=1\": 2}\n",
-       "train.epochs=1 names no config key"},
+       "set.train.epochs=1 names no config key"},
+      // Fourteenth hunt, D2: an empty set key, or a lone value, gave every
+      // run the setting "=3".
+      {base + "sources: [init]\nset: {\"\": 3}\n", "set names no config key"},
+      {base + "sources: [init]\nset: 3\n", "set names no config key"},
+      {base + "sources: [init]\nset:\n", "set names no config key"},
+      {base + "sources: [init]\nset: {a: [1, 2]}\n", "set.a must be a value"},
   };
   for (const auto& c : cases) {
     std::string e = error_of(c.text);

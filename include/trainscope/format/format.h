@@ -91,6 +91,9 @@ void metric_csv(std::ostream& out, const std::string* key,
                 const std::vector<store::MetricPoint>& points);
 // Every metric point of a run, with its key.
 void run_metrics_csv(std::ostream& out, store::Store& store, const store::RunInfo& r);
+// One row per metric of a run: key,count,last_step,last,min,max (the
+// fields of metric_summary's JSON), keys quoted by core::csv_field.
+void metric_summaries_csv(std::ostream& out, const std::vector<store::MetricSummary>& ms);
 // Every metric point of many runs in one long table:
 // "run,name,key,step,wall_time,value".
 void runs_metrics_csv(std::ostream& out, store::Store& store,

@@ -115,7 +115,8 @@ std::optional<std::string> record_problem(std::string_view kind, std::string_vie
 // nullopt for any other key.
 std::optional<std::string> own_tag_problem(std::string_view key);
 
-// "the value of param 'lr' is longer than 4096 bytes"; nullopt when it is not.
+// "the value of param 'lr' is longer than 4096 bytes", or "... is not UTF-8
+// text"; nullopt for a value a run accepts.
 std::optional<std::string> value_refusal(std::string_view noun, std::string_view key,
                                          std::string_view value);
 // The same, named "param".

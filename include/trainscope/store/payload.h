@@ -58,4 +58,9 @@ class PayloadReader {
   std::string what_;
 };
 
+// A record's stored step read back (`what`: "histograms record k of run
+// 3f2a"): one no writer records (accept.h's step rule; the store itself
+// keeps any) throws Error(kStore), the store is damaged; else `step`.
+int64_t checked_step(int64_t step, std::string_view what);
+
 }  // namespace trainscope::store

@@ -61,7 +61,11 @@ struct RunInfo {
 
 // How long a run has taken: until its end, until `now` while its writer
 // lives, else (a writer gone: stale, or killed) until its last heartbeat.
+// NaN when the stored times give no duration (an end before the start, a
+// time outside the years 1 to 9999): every reader shows none.
 double run_seconds(const RunInfo& run, double now);
+// Whether `unix_seconds` is a time a reader shows (the years 1 to 9999).
+bool is_a_time(double unix_seconds);
 
 // The process that writes a run: a run's writer holds its lease (see
 // Store::set_status). `pid_start` tells a live writer from a reused PID.
