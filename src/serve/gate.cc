@@ -198,10 +198,12 @@ std::string address_of(socket_t fd, int& port, bool local = false) {
 void close_conn(socket_t fd, int status, const std::string& why) {
   if (status != 0) {
     const std::string body = error_response(status, why).body;
-    const std::string head = fmt::format(
+    std::string head = fmt::format(
         "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
-        "close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n\r\n",
+        "close\r\n",
         status, reason(status), body.size());
+    for (const auto& [k, v] : security_headers()) head += k + ": " + v + "\r\n";
+    head += "\r\n";
     const std::string all = head + body;
     [[maybe_unused]] auto sent = ::send(fd, all.data(), all.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   }
@@ -1286,6 +1288,18 @@ std::string coding_problem(const httplib::Request& req, int& status) {
 }
 
 }  // namespace
+
+const std::vector<std::pair<std::string, std::string>>& security_headers() {
+  static const std::vector<std::pair<std::string, std::string>> headers = {
+      {"X-Content-Type-Options", "nosniff"},
+      {"Referrer-Policy", "no-referrer"},
+      {"Cache-Control", "no-store"},
+      {"Accept-Ranges", "none"},  // only an artifact serves a part of itself (serve_range)
+      {"Content-Security-Policy",
+       "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-src "
+       "'self'; frame-ancestors 'self'"}};
+  return headers;
+}
 
 std::string unsupported(const httplib::Request& req, const GateLimits& limits, int& status) {
   for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)

@@ -114,4 +114,9 @@ class GatedServer : public httplib::Server {
 // Empty when it asks for nothing of that.
 std::string unsupported(const httplib::Request& req, const GateLimits& limits, int& status);
 
+// The headers every answer carries, whoever writes it (a route, httplib's
+// own error, the Gate's refusal of a connection): no sniffing, no referrer,
+// no caching, no ranges but an artifact's, and the pages' content policy.
+const std::vector<std::pair<std::string, std::string>>& security_headers();
+
 }  // namespace trainscope::serve::detail

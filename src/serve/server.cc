@@ -122,6 +122,12 @@ std::string host_of(const std::string& header) {
   return header.substr(0, header.find(':'));
 }
 
+// Every answer's security headers (detail::security_headers), once.
+void add_security_headers(httplib::Response& res) {
+  if (res.has_header("X-Content-Type-Options")) return;
+  for (const auto& [k, v] : detail::security_headers()) res.set_header(k, v);
+}
+
 // The one line of an error httplib found before any handler ran.
 std::string what_went_wrong(int status) {
   switch (status) {
@@ -312,16 +318,7 @@ struct Server::Impl {
   // refuse, then the token. False when `res` holds the refusal; its
   // connection then closes (no route read the request's body).
   bool gatekeep(const httplib::Request& req, httplib::Response& res) {
-    if (!res.has_header("X-Content-Type-Options")) {
-      res.set_header("X-Content-Type-Options", "nosniff");
-      res.set_header("Referrer-Policy", "no-referrer");
-      res.set_header("Cache-Control", "no-store");
-      // Only an artifact serves a part of itself (serve_range).
-      res.set_header("Accept-Ranges", "none");
-      res.set_header("Content-Security-Policy",
-                     "default-src 'self'; img-src 'self' data:; style-src 'self' "
-                     "'unsafe-inline'; frame-src 'self'; frame-ancestors 'self'");
-    }
+    add_security_headers(res);
     int status = 0;
     std::string why = detail::unsupported(req, http.limits(), status);
     // OPTIONS * (the Gate lets no other method have it) asks what the
@@ -476,6 +473,9 @@ namespace {
 httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httplib::Response& res,
                                               int64_t body_s) {
   if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+  // httplib answers some requests before the gatekeeper sees them (a URL
+  // too long: 414; a request line it cannot read: 400).
+  add_security_headers(res);
   // A body that stopped arriving is the client's lateness, not a
   // malformed request.
   if (res.status == 400 && detail::GatedServer::body_timed_out()) {

@@ -715,6 +715,30 @@ TEST_F(ServeHttpTest, AMethodOrVersionItDoesNotSpeakIsNamed) {
   EXPECT_EQ(srv.client().Get("/api/info")->status, 200);
 }
 
+// Issue 51: what httplib answers before the gatekeeper runs (a URL too
+// long: 414) carried none of the security headers every other answer has.
+TEST_F(ServeHttpTest, EveryAnswerCarriesTheSecurityHeaders) {
+  Running srv({.store_uri = uri_, .port = 0});
+  const std::string host = "Host: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"GET /" + std::string(20000, 'a') + " HTTP/1.1\r\n" + host, "414 "},
+      {"GET /api/info HTTP/1.1\r\n" + host, "200 "},
+      {"GET /api/runs/nobody HTTP/1.1\r\n" + host, "404 "},
+      {"BREW /api/info HTTP/1.1\r\n" + host, "501 "},
+      {"GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header\r\n\r\n", "400 "},
+  };
+  for (const auto& [request, status] : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(request));
+    const std::string got = raw.read(std::chrono::seconds(5));
+    const std::string head = got.substr(0, got.find("\r\n\r\n"));
+    EXPECT_EQ(head.rfind("HTTP/1.1 " + status, 0), 0u) << head;
+    for (const char* h : {"X-Content-Type-Options: nosniff", "Referrer-Policy: no-referrer",
+                          "Cache-Control: no-store", "Content-Security-Policy: default-src 'self'"})
+      EXPECT_NE(head.find(h), std::string::npos) << h << "\n" << head;
+  }
+}
+
 // Issue 51, third hunt: a bare CR in a header's value was taken (RFC 9112
 // §2.2: invalid; a proxy may end the line there), and a request whose lines
 // end in LF alone waited 10 s for a 408. Both are refused (400) at once,
