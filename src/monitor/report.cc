@@ -8,6 +8,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::monitor {
 
@@ -73,7 +74,7 @@ std::vector<SeriesStats> resource_stats(store::Store& store, const store::RunInf
     for (const auto& p : store.metric(run.uuid, m.key)) {
       if (!std::isfinite(p.value)) continue;
       all.push_back(p.value);
-      if (p.wall_time - run.start_time >= warmup_s) kept.push_back(p.value);
+      if (store::since_start(run, p.wall_time) >= warmup_s) kept.push_back(p.value);
     }
     if (kept.empty()) kept = all;
     if (!kept.empty()) out.push_back(stats_of(m.key, kept));
@@ -140,7 +141,7 @@ std::string resource_chart_svg(store::Store& store, const store::RunInfo& run,
     core::SvgSeries s;
     s.name = m.key;
     for (const auto& p : store.metric(run.uuid, m.key)) {
-      s.x.push_back(p.wall_time - run.start_time);
+      s.x.push_back(store::since_start(run, p.wall_time));
       s.y.push_back(p.value);
     }
     c.series.push_back(std::move(s));

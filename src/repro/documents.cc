@@ -8,6 +8,7 @@
 
 #include "trainscope/core/markup.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::repro {
 
@@ -52,7 +53,7 @@ std::string md_param(const Map& p, const std::string& key, const std::string& be
 }
 
 std::string duration(const store::RunInfo& r) {
-  return core::format_duration((r.end_time > 0 ? r.end_time : r.heartbeat) - r.start_time);
+  return core::format_duration(store::run_seconds(r, core::unix_now()));
 }
 
 std::string value(double v) { return core::format_short(v); }

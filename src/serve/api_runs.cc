@@ -85,7 +85,8 @@ struct ChartAxes {
        times = Json::array(), values = Json::array();
 
   void add(const format::RunAxes& axes, const format::SeriesAxis& axis, const store::MetricPoint& p,
-           double start_time) {
+           const store::RunInfo& run) {
+    const double since = store::since_start(run, p.wall_time);  // NaN: no time (null)
     const auto px = format::point_x(axes, axis, p.step);
     steps.push_back(p.step);
     if (px.step == std::floor(px.step))
@@ -93,7 +94,7 @@ struct ChartAxes {
     else
       at_step.push_back(px.step);
     epochs.push_back(std::round(px.epoch * 1e4) / 1e4);
-    times.push_back(std::round((p.wall_time - start_time) * 1e3) / 1e3);
+    times.push_back(std::isfinite(since) ? Json(std::round(since * 1e3) / 1e3) : Json());
     values.push_back(std::isfinite(p.value) ? Json(p.value) : Json());
   }
 };
@@ -310,7 +311,7 @@ ChartPoints streamed_chart(store::Store& s, const store::RunInfo& run, const std
     return true;
   });
   ChartPoints out{.read = shape.points, .nonfinite = shape.points - shape.finite, .down = true};
-  for (const auto& p : sample.kept()) out.drawn.add(axes, axes.of(key), p, run.start_time);
+  for (const auto& p : sample.kept()) out.drawn.add(axes, axes.of(key), p, run);
   return out;
 }
 
@@ -342,9 +343,9 @@ ChartPoints read_chart(store::Store& s, const store::RunInfo& run, const std::st
       for (size_t i = 0; i < points.size(); ++i)
         if (std::isfinite(points[i].value)) finite.push_back(i);
     for (size_t i : lttb(x.data(), y.data(), x.size(), target))
-      out.drawn.add(axes, axis, points[out.nonfinite > 0 ? finite[i] : i], run.start_time);
+      out.drawn.add(axes, axis, points[out.nonfinite > 0 ? finite[i] : i], run);
   } else {
-    for (const auto& p : points) out.drawn.add(axes, axis, p, run.start_time);
+    for (const auto& p : points) out.drawn.add(axes, axis, p, run);
   }
   return out;
 }

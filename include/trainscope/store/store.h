@@ -66,6 +66,9 @@ struct RunInfo {
 double run_seconds(const RunInfo& run, double now);
 // Whether `unix_seconds` is a time a reader shows (the years 1 to 9999).
 bool is_a_time(double unix_seconds);
+// Seconds from a run's start to `unix_seconds` (a metric point's time), for
+// axes of time since the start: NaN when either is no time a reader shows.
+double since_start(const RunInfo& run, double unix_seconds);
 
 // The process that writes a run: a run's writer holds its lease (see
 // Store::set_status). `pid_start` tells a live writer from a reused PID.
