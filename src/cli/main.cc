@@ -8,7 +8,9 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <new>
+#include <string>
 #include <string_view>
 
 #include "commands.h"
@@ -72,6 +74,43 @@ void print_error(std::string_view prefix, std::string_view what) {
       fmt::format("trainscope: {}{} (-v shows the full message)\n", prefix, what.substr(0, nl)));
 }
 
+// The command that runs: its words after `trainscope` ("study run").
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+    a = a->get_subcommands().front();
+    path += (path.empty() ? "" : " ") + a->get_name();
+  }
+  return path;
+}
+
+// --json on a command that writes no JSON (a document, a program's output,
+// a server) is refused rather than ignored: a script that asked for JSON
+// would read text. Each is named with what it writes instead.
+void check_json(const CLI::App& app) {
+  static const std::map<std::string, std::string> kNoJson = {
+      {"card", "a Model Card in Markdown"},
+      {"completion", "a shell script"},
+      {"config keys", "a table; `trainscope config show --json` prints a config as JSON"},
+      {"costmodel fit", "a cost model file, which is JSON"},
+      {"profile grid", "runs; `trainscope profile show RUN --json` reads each"},
+      {"rerun", "a run; `trainscope runs show RUN --json` reads it"},
+      {"runs delete", "nothing"},
+      {"serve", "the dashboard, whose API answers JSON"},
+      {"store copy", "a store"},
+      {"study resume", "runs; `trainscope study status STUDY --json` reads them"},
+      {"study run", "runs; `trainscope study status STUDY --json` reads them"},
+      {"study task", "a run; `trainscope study status STUDY --json` reads it"},
+      {"study worker", "runs"},
+      {"watch", "a run; `trainscope runs show RUN --json` reads it"},
+      {"weights", "a PyTorch state dict"}};
+  const std::string path = command_path(app);
+  if (auto it = kNoJson.find(path); it != kNoJson.end())
+    core::fail(core::ErrorKind::kUsage,
+               "--json: `trainscope {}` writes no JSON output (it writes {}); leave --json out",
+               path, it->second);
+}
+
 void add_global_flags(CLI::App& app, Context& ctx) {
   app.set_version_flag("--version",
                        fmt::format("trainscope {} ({})", core::version(), core::build_commit()));
@@ -84,7 +123,8 @@ void add_global_flags(CLI::App& app, Context& ctx) {
                     ->type_name("URI");
   // Before any command runs: an empty name is a mistake (a variable that
   // is not set), never a request for the default store.
-  app.parse_complete_callback([store, &ctx] {
+  app.parse_complete_callback([store, &ctx, &app] {
+    if (ctx.json) check_json(app);
     if (store->count() > 0 && ctx.store_uri.empty())
       core::fail(core::ErrorKind::kUsage,
                  "--store '' names no store; give sqlite:PATH or postgresql://USER@HOST:PORT/DB, "

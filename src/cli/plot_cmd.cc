@@ -45,9 +45,12 @@ void run_plot(Context& ctx, const PlotArgs& a) {
     core::fail(core::ErrorKind::kUsage,
                "give at least one metric key after the runs, e.g. train/loss");
   auto curves = format::metric_curves(*store, runs, keys, a.options);
+  const std::string f = ctx.json ? "json" : a.format;
   write_output(a.out, [&](std::ostream& o) {
-    if (a.format == "csv")
+    if (f == "csv")
       format::curves_csv(o, curves);
+    else if (f == "json")
+      format::curves_json(o, curves, a.options);
     else
       o << format::curves_svg(curves, a.options);
   });
@@ -56,7 +59,8 @@ void run_plot(Context& ctx, const PlotArgs& a) {
 }  // namespace
 
 void register_plot_commands(CLI::App& app, Context& ctx) {
-  auto* cmd = app.add_subcommand("plot", "Metric curves of one or more runs, overlaid (SVG, CSV)");
+  auto* cmd =
+      app.add_subcommand("plot", "Metric curves of one or more runs, overlaid (SVG, CSV, JSON)");
   auto a = std::make_shared<PlotArgs>();
   cmd->add_option("RUN_OR_KEY", a->items,
                   "Runs (UUID, prefix or name), then metric keys or charts (loss: train/loss and "
@@ -68,7 +72,8 @@ void register_plot_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--smooth", a->options.smooth,
                   "Exponential smoothing weight in [0, 1) as TensorBoard's (0: raw)");
   cmd->add_flag("--log-y", a->options.log_y, "Logarithmic y axis");
-  cmd->add_option("--format,-f", a->format, "svg or csv")->check(CLI::IsMember({"svg", "csv"}));
+  cmd->add_option("--format,-f", a->format, "svg, csv or json (--json)")
+      ->check(CLI::IsMember({"svg", "csv", "json"}));
   cmd->add_option("--out,-o", a->out, "Write to this file instead of stdout");
   set_example(cmd,
               "trainscope plot demo demo-2 train/loss --smooth 0.6 -o loss.svg\n"

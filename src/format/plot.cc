@@ -9,6 +9,8 @@
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/axes.h"
+#include "trainscope/format/format.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::format {
 
@@ -37,7 +39,9 @@ Curve curve_of(const store::RunInfo& r, const RunAxes& axes, const std::string& 
   const SeriesAxis& axis = axes.of(key);
   for (const auto& p : pts) {
     const PointX px = point_x(axes, axis, p.step);
-    c.x.push_back(o.x == "step" ? px.step : o.x == "epoch" ? px.epoch : p.wall_time - r.start_time);
+    c.x.push_back(o.x == "step"    ? px.step
+                  : o.x == "epoch" ? px.epoch
+                                   : store::since_start(r, p.wall_time));
     c.y.push_back(p.value);
   }
   c.smoothed = ema(c.y, o.smooth);
@@ -113,6 +117,27 @@ void curves_csv(std::ostream& out, const std::vector<Curve>& curves) {
       out << core::csv_field(c.run) << "," << core::csv_field(c.run_name) << ","
           << core::csv_field(c.key) << "," << core::format_double(c.x[i]) << ","
           << core::format_double(c.y[i]) << "," << core::format_double(c.smoothed[i]) << "\n";
+}
+
+void curves_json(std::ostream& out, const std::vector<Curve>& curves, const PlotOptions& options) {
+  Json all = Json::array();
+  for (const auto& c : curves) {
+    Json x = Json::array(), y = Json::array(), smoothed = Json::array();
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      x.push_back(std::isnan(c.x[i]) ? Json() : Json(c.x[i]));
+      y.push_back(number(c.y[i]));
+      smoothed.push_back(number(c.smoothed[i]));
+    }
+    all.push_back({{"run", c.run},
+                   {"name", c.run_name},
+                   {"key", c.key},
+                   {"x", std::move(x)},
+                   {"value", std::move(y)},
+                   {"smoothed", std::move(smoothed)}});
+  }
+  out << Json{{"x", options.x}, {"smooth", options.smooth}, {"curves", std::move(all)}}.dump(
+             2, ' ', false, kInvalidUtf8)
+      << "\n";
 }
 
 }  // namespace trainscope::format

@@ -223,6 +223,34 @@ TEST_F(CliTest, ExportAndMetricsMatchTheStore) {
   EXPECT_NE(ecsv.out.find("x/f32.rx_1mx,0,"), std::string::npos);
 }
 
+// Issue 51: `plot` ignored --json and wrote SVG. It writes its curves as
+// JSON now; a command with no JSON output refuses --json rather than ignore
+// it, before it runs (watch records no run).
+TEST_F(CliTest, JsonIsWrittenWhereAskedAndRefusedWhereACommandHasNone) {
+  const std::string uuid = make_run("plotted");
+  for (const std::string how :
+       {"--json plot plotted x/f64.rx_1mx", "plot plotted x/f64.rx_1mx -f json"}) {
+    auto r = ts(how);
+    ASSERT_EQ(r.exit_code, 0) << how << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["x"], "step");
+    ASSERT_EQ(j["curves"].size(), 1u);
+    EXPECT_EQ(j["curves"][0]["run"], uuid);
+    EXPECT_EQ(j["curves"][0]["key"], "x/f64.rx_1mx");
+    EXPECT_EQ(j["curves"][0]["x"].size(), 51u);
+    EXPECT_EQ(j["curves"][0]["value"][50].get<double>(),
+              store()->metric(uuid, "x/f64.rx_1mx")[50].value);
+  }
+  for (const std::string how : {"--json card plotted", "card plotted --json", "--json config keys",
+                                "--json completion bash", "--json watch --name w -- true"}) {
+    auto r = ts(how);
+    EXPECT_EQ(r.exit_code, 2) << how << r.out;
+    EXPECT_NE(r.out.find("writes no JSON output"), std::string::npos) << how << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+  for (const auto& r : store()->list_runs({})) EXPECT_NE(r.name, "w");  // watch ran nothing
+}
+
 TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {
   std::string uuid;
   {

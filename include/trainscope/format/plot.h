@@ -43,5 +43,9 @@ std::vector<Curve> metric_curves(store::Store& store, const std::vector<store::R
 std::string curves_svg(const std::vector<Curve>& curves, const PlotOptions& options);
 // Long format: run,name,key,x,value,smoothed.
 void curves_csv(std::ostream& out, const std::vector<Curve>& curves);
+// JSON: {"x": axis, "curves": [{run, name, key, x, value, smoothed}]},
+// values as format::number writes them ("nan", "inf"), an x that is no
+// time (a damaged store's start or point time) null.
+void curves_json(std::ostream& out, const std::vector<Curve>& curves, const PlotOptions& options);
 
 }  // namespace trainscope::format
