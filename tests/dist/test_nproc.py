@@ -275,6 +275,29 @@ def test_a_hung_up_launcher_stops_its_ranks_at_a_step(tmp_path):
     assert "--nproc 2 --resume" in err and show(store, "hup")["status"] == "stopped"
 
 
+def test_a_stop_while_the_ranks_start_blames_no_rank(tmp_path):
+    """Issue 51 (fifteenth hunt, noted): SIGTERM to the launcher while its
+    ranks started, before they could stop at a step, ended them by that
+    signal, and the launcher blamed a rank for it: "rank 1 of 2 (...) was
+    killed by signal 15 (SIGTERM); the other ranks were stopped". The
+    user's stop is said instead, and no rank is tagged as failed."""
+    config = tmp_path / "c.yaml"
+    config.write_text(SYNTHETIC)
+    store = tmp_path / "s.db"
+    argv = [CLI, "--store", "sqlite:" + str(store), "train", str(config), "--name", "early",
+            "--nproc", "2", "--no-progress"]
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rank_pid(launcher.pid, 1)  # both ranks started; neither has met the other yet
+    launcher.send_signal(signal.SIGTERM)
+    _, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 1 and err.count("\n") == 1, err
+    assert "the other ranks were stopped" not in err, err
+    assert "stopped by SIGTERM before the ranks could stop at a step" in err \
+        or "stopped by signal" in err, err  # (a rank that did stop at a step says so)
+    runs = json.loads(cli(store, "--json", "runs", "list").stdout) if store.exists() else []
+    assert all("dist.failed_rank" not in show(store, r["uuid"])["tags"] for r in runs)
+
+
 def test_bad_worlds_get_one_line(tmp_path):
     store = tmp_path / "s.db"
     done = train(store, "x", 0, ["dist.nproc=200"], check=False)

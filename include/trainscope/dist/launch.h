@@ -37,6 +37,11 @@ struct LaunchOutcome {
   // Each rank's error line, as it would have printed it ("trainscope:
   // ...\n"; kErrorFdVar), in rank order; "" for a rank that printed none.
   std::vector<std::string> errors;
+  // The first stop this launcher was asked (SIGINT, SIGTERM, SIGHUP), passed
+  // on to the ranks; 0: none. A rank that then ends before it could stop
+  // at a step (while it starts or meets the others) ended by the user's
+  // signal, and its run did not fail.
+  int signal = 0;
 };
 
 // Starts the ranks and waits for them. Each rank gets SIGTERM when this

@@ -5,6 +5,7 @@
 #include "dist.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "../output.h"
@@ -70,6 +71,13 @@ std::string message_of(const dist::LaunchOutcome& out, int rank) {
   return m;
 }
 
+// Whether the launch ended by the user's stop (a signal to this process,
+// passed on) reaching a rank before it could stop at a step: it ended
+// saying nothing of its own.
+bool stopped_by_user(const dist::LaunchOutcome& out) {
+  return out.signal != 0 && out.failed_rank >= 0 && message_of(out, out.failed_rank).empty();
+}
+
 // The one line a failed launch says. The ranks printed nothing: each sent
 // its error to the launcher (dist::kErrorFdVar). Rank 0's own error, alone,
 // when it failed first or met the same one (a config every rank refuses);
@@ -79,6 +87,14 @@ std::string message_of(const dist::LaunchOutcome& out, int rank) {
   if (!first.empty() && (out.failed_rank == 0 || first == message_of(out, 0)))
     throw core::Error(first, kind_of(out.exit_code));
   const std::string what = first.empty() ? out.what : first;
+  // The user stopped the launch (a signal to this process, passed on) and a
+  // rank ended by it before it could stop at a step: the user's signal ended
+  // the launch, not a rank's failure.
+  if (stopped_by_user(out))
+    throw core::Error(fmt::format("stopped by SIG{} before the ranks could stop at a step (rank {} "
+                                  "of {} {} as it started){}",
+                                  sigabbrev_np(out.signal), out.failed_rank, nproc, what, run),
+                      ErrorKind::kRuntime);
   throw core::Error(
       fmt::format("rank {} of {} (pid {} on {}){} {}; the other ranks were stopped{}",
                   out.failed_rank, nproc, out.pids[static_cast<size_t>(out.failed_rank)],
@@ -137,7 +153,8 @@ bool launch_ranks(Context& ctx, const TrainArgs& a, const config::Config& cfg) {
       core::note_output_cut_reported();
       return true;
     }
-    store->set_tag(out.run_uuid, "dist.failed_rank", std::to_string(out.failed_rank));
+    if (!stopped_by_user(out))
+      store->set_tag(out.run_uuid, "dist.failed_rank", std::to_string(out.failed_rank));
     if (info)
       run = fmt::format("; run {} is {}", core::short_uuid(out.run_uuid),
                         store::to_string(info->status));

@@ -35,11 +35,12 @@ namespace {
 // SIGTERM, SIGHUP: its terminal closed) is passed on to every rank as
 // SIGTERM (they agree on the step to stop at); a second one kills them.
 pid_t g_pids[256];
-volatile std::sig_atomic_t g_started = 0, g_signals = 0;
+volatile std::sig_atomic_t g_started = 0, g_signals = 0, g_first_signal = 0;
 
-void on_signal(int) {
+void on_signal(int received) {
   const int sig = g_signals == 0 ? SIGTERM : SIGKILL;
   g_signals = 1;
+  if (g_first_signal == 0) g_first_signal = received;
   for (int r = 0; r < g_started; ++r) kill(g_pids[r], sig);
 }
 
@@ -203,6 +204,9 @@ c10::intrusive_ptr<c10d::TCPStore> start_store(const LaunchOptions& o) {
 }  // namespace
 
 LaunchOutcome launch(const LaunchOptions& o) {
+  g_started = 0;
+  g_signals = 0;
+  g_first_signal = 0;
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -249,6 +253,7 @@ LaunchOutcome launch(const LaunchOptions& o) {
     }
   }
   for (int r = 0; r < o.nproc; ++r) out.errors.push_back(errors.take(r));
+  out.signal = g_first_signal;
   if (store->check({"run"})) {
     out.run_uuid = stored_value(store->get("run"));  // World::set by rank 0
   }
