@@ -24,10 +24,6 @@ using core::fail;
 
 namespace {
 
-// How long a stopped job has to end after its SIGTERM before SIGKILL (a
-// command that ignores SIGTERM), as `watch` gives its program.
-constexpr double kStopGraceS = 5;
-
 [[noreturn]] void exec_child(const Job& job, pid_t parent) {
   // A process group of its own: a stop reaches the whole job (a wrapper
   // script's training too), not only the process the study started.

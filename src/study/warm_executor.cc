@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -330,9 +331,16 @@ class WarmExecutor : public Executor {
     while (!jobs_.empty()) {
       if (auto lost = take_lost()) return lost;
       // A signal to the study (its SIGTERM) interrupts the wait for the
-      // next frame, not a frame half read.
-      if (pollfd p{fd_, POLLIN, 0}; fd_ >= 0 && poll(&p, 1, -1) < 0 && errno == EINTR)
-        return std::nullopt;
+      // next frame, not a frame half read. Once stopping, the wait ends at
+      // the deadline, for the trainings still running to get SIGKILL.
+      if (pollfd p{fd_, POLLIN, 0}; fd_ >= 0) {
+        const int got = poll(&p, 1, wait_ms());
+        if (got < 0 && errno == EINTR) return std::nullopt;
+        if (got == 0) {
+          kill_left();
+          continue;
+        }
+      }
       auto frame = fd_ >= 0 ? read_frame(fd_) : std::nullopt;
       if (!frame) {
         worker_died();
@@ -344,12 +352,29 @@ class WarmExecutor : public Executor {
   }
 
   void stop_all() override {
+    if (!stopping_) deadline_ = core::monotonic_now() + kTrainingStopGraceS;
     stopping_ = true;
     for (const auto& [id, job] : jobs_)
       if (job.pid > 0) kill(job.pid, SIGTERM);
   }
 
  private:
+  // How long wait_any waits for the next frame: until the stop's deadline,
+  // else as long as it takes (-1).
+  int wait_ms() const {
+    if (!stopping_ || killed_) return -1;
+    return static_cast<int>(std::max(0.0, (deadline_ - core::monotonic_now()) * 1000) + 1);
+  }
+
+  // The trainings still running at the stop's deadline get SIGKILL (their
+  // worker then reports each ended by it); a PID reused since is left.
+  void kill_left() {
+    if (core::monotonic_now() < deadline_) return;
+    killed_ = true;
+    for (const auto& [id, job] : jobs_)
+      if (job.pid > 0 && core::process_alive(job.pid, job.start_ticks)) kill(job.pid, SIGKILL);
+  }
+
   struct Running {
     double start = 0;
     pid_t pid = 0;
@@ -372,7 +397,7 @@ class WarmExecutor : public Executor {
     if (f[0] == "S" && f.size() == 3) {
       it->second.pid = static_cast<pid_t>(std::stol(f[2]));
       it->second.start_ticks = core::process_start_ticks(it->second.pid);
-      if (stopping_) kill(it->second.pid, SIGTERM);
+      if (stopping_) kill(it->second.pid, killed_ ? SIGKILL : SIGTERM);
       return std::nullopt;
     }
     if (f[0] != "E" || f.size() != 4) return std::nullopt;
@@ -428,7 +453,8 @@ class WarmExecutor : public Executor {
   WorkerProcess early_;
   int fd_ = -1;
   pid_t worker_ = -1;
-  bool stopping_ = false;
+  bool stopping_ = false, killed_ = false;
+  double deadline_ = 0;  // monotonic seconds: a stop's SIGKILL (kTrainingStopGraceS after it)
   std::map<std::string, Running> jobs_;
 };
 

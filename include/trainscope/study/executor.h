@@ -55,9 +55,17 @@ class Executor {
   // Asks every running job to stop (SIGTERM: the trainer checkpoints and
   // marks its run stopped). The local executor signals each job's process
   // group (a wrapper script's training too), and SIGKILLs what is left of
-  // it 5 s later.
+  // it kStopGraceS later; the warm executor SIGKILLs a training still
+  // running kTrainingStopGraceS later.
   virtual void stop_all() = 0;
 };
+
+// How long a stopped job has to end after its SIGTERM before SIGKILL (a
+// command that ignores SIGTERM), as `watch` gives its program.
+inline constexpr double kStopGraceS = 5;
+// The same for a training forked by the warm worker: it stops at its next
+// step and checkpoints, which may take a while, but never forever.
+inline constexpr double kTrainingStopGraceS = 60;
 
 // Child processes on this machine. They get SIGTERM if the study process
 // dies, so a killed study leaves stopped runs that resume, not orphans.
