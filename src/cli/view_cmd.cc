@@ -17,15 +17,23 @@ struct ViewArgs {
   std::string run, name, format = "table", out;
 };
 
-// The views the run holds records of: name, title, records.
-void list_views(store::Store& s, const store::RunInfo& r, bool json, std::ostream& out) {
+// The views the run holds records of: name, title, records; in the
+// format `f` (table, csv or json).
+void list_views(store::Store& s, const store::RunInfo& r, const std::string& f, std::ostream& out) {
   const auto kinds = s.record_kinds(r.uuid);
   const auto views = store::views_of(s, r.uuid);
-  if (json) {
+  if (f == "json") {
     format::Json arr = format::Json::array();
     for (const auto& v : views)
       arr.push_back({{"name", v.name}, {"title", v.title}, {"records", kinds.at(v.kind)}});
     out << arr.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    return;
+  }
+  if (f == "csv") {
+    out << "name,title,records\n";
+    for (const auto& v : views)
+      out << core::csv_field(v.name) << "," << core::csv_field(v.title) << "," << kinds.at(v.kind)
+          << "\n";
     return;
   }
   if (views.empty()) {
@@ -85,7 +93,9 @@ void add_view_command(CLI::App* runs, Context& ctx) {
     auto store = ctx.reader();
     const store::RunInfo r = store->resolve_run(a->run);
     if (a->name.empty())
-      return write_output(a->out, [&](std::ostream& o) { list_views(*store, r, ctx.json, o); });
+      return write_output(a->out, [&](std::ostream& o) {
+        list_views(*store, r, ctx.json ? "json" : a->format, o);
+      });
     print_view(*store, r, *a, ctx.json);
   });
 }

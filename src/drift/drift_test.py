@@ -57,8 +57,13 @@ assert view["chart"] == {"series": "tensor", "x": "step", "y": "drift", "log_y":
 # The listing names it; the table and the CSV hold the same rows.
 listing = cli("runs", "view", "drifting").stdout
 assert "drift" in listing and "Distance from the initial weights" in listing, listing
-assert json.loads(cli("runs", "view", "drifting", "--json").stdout) == [
-    {"name": "drift", "title": "Distance from the initial weights", "records": len(rows)}]
+listed = [{"name": "drift", "title": "Distance from the initial weights", "records": len(rows)}]
+assert json.loads(cli("runs", "view", "drifting", "--json").stdout) == listed
+# -f json and -f csv list too (the sixteenth hunt, A-D1: the listing was
+# always the table).
+assert json.loads(cli("runs", "view", "drifting", "-f", "json").stdout) == listed
+assert list(csv.reader(io.StringIO(cli("runs", "view", "drifting", "-f", "csv").stdout))) == [
+    ["name", "title", "records"], ["drift", "Distance from the initial weights", str(len(rows))]]
 table = cli("runs", "view", "drifting", "drift").stdout.splitlines()
 assert table[0].split() == ["TENSOR", "STEP", "DRIFT", "FROM_STEP"] and len(table) == len(rows) + 1
 got = list(csv.reader(io.StringIO(cli("runs", "view", "drifting", "drift", "-f", "csv").stdout)))
