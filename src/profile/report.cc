@@ -327,7 +327,7 @@ std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
       "font-family=\"sans-serif\" "
       "font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"20\" font-size=\"14\" text-anchor=\"middle\">{}</text>\n",
-      width, height, width / 2, title);
+      width, height, width / 2, core::xml_escape(title));
   const char* colours[] = {"#1f77b4", "#d62728", "#2ca02c"};
   const char* names[] = {"forward", "backward", "update"};
   for (int i = 0; i < 3; ++i)
@@ -337,8 +337,11 @@ std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
         left + i * 110, colours[i], left + i * 110 + 16, names[i]);
   int y = 55;
   for (const auto& l : s.layers) {
+    // A layer's name is the store's (a watched model names its own
+    // layers): text, never markup.
+    const std::string layer = core::xml_escape(l.layer);
     o += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 6, y + 12,
-                     l.layer);
+                     layer);
     double x = left;
     double parts[] = {l.forward_us, l.backward_us, l.update_us};
     for (int i = 0; i < 3; ++i) {
@@ -347,7 +350,7 @@ std::string layer_chart_svg(const ProfileSummary& s, const std::string& title) {
         o += fmt::format(
             "<rect x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"><title>{} {}: "
             "{:.1f} us</title></rect>\n",
-            x, y, w, row - 4, colours[i], l.layer, names[i], parts[i]);
+            x, y, w, row - 4, colours[i], layer, names[i], parts[i]);
       x += w;
     }
     o += fmt::format("<text x=\"{:.1f}\" y=\"{}\" fill=\"#555\">{:.0f} us</text>\n", x + 4, y + 12,

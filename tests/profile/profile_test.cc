@@ -110,6 +110,25 @@ TEST(DescribeLayersTest, ForwardOrderShapesParamsAndActivationMemory) {
   for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(back[i].input_grad, input_grad[i]) << i;
 }
 
+// The sixteenth hunt (A-D2): a stored layer name reached the layer chart
+// as markup (`profile show --svg`): "<b>" was an element, ESC raw, the file
+// no XML. It is text, escaped as every other SVG writer escapes.
+TEST(LayerChartTest, StoredLayerNamesAreTextNotMarkup) {
+  profile::ProfileSummary s;
+  profile::LayerTime l;
+  l.layer = "</text><script>alert(1)</script>\x1b[1m&";
+  l.forward_us = 10;
+  l.backward_us = 20;
+  s.layers.push_back(l);
+  const std::string svg = profile::layer_chart_svg(s, "run <x>");
+  EXPECT_EQ(svg.find("<script"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find('\x1b'), std::string::npos) << svg;
+  EXPECT_NE(svg.find("&lt;/text&gt;&lt;script&gt;alert(1)&lt;/script&gt;\\x1b[1m&amp;"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("run &lt;x&gt;"), std::string::npos) << svg;
+}
+
 TEST(CostModelTest, VectorFlopsChargeUnfilledLanesAndSkipTheFirstInputGradient) {
   auto conv = [](int64_t cin, int64_t cout, int64_t groups, bool input_grad) {
     LayerInfo l;
