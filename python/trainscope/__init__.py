@@ -65,7 +65,7 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, _repr, _settings_lines, _text, config, setup
+from trainscope.settings import STREAMS, Seeds, _flag, _repr, _settings_lines, _text, config, setup
 
 Error = _trainscope.Error
 
@@ -685,6 +685,6 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args.user_environment = _pairs("environment", _mapping("environment", environment))
     args.environment = python_environment()
     args.script = args.environment.get("python.script", "")  # its git commit and diff
-    args.record_environment = bool(record_environment)
+    args.record_environment = _flag("record_environment", record_environment)
     _install_exit_hooks()
     return Run(_trainscope.Run(args))

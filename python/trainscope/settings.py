@@ -72,6 +72,16 @@ def _repr(value):
     return text if len(text) <= 64 else text[:61] + "..."
 
 
+def _flag(what, value):
+    """A True/False argument: a bool (NumPy's too); anything else refused,
+    never taken by its truth ("false" is a non-empty string)."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__module__ == "numpy" and type(value).__name__ in ("bool_", "bool"):
+        return bool(value)
+    raise ValueError(f"{what} must be True or False, not {_kind(value)} {_repr(value)}")
+
+
 # A key's bytes at most, as the rule of a run's params has it.
 _KEY_BYTES = 256
 
@@ -296,6 +306,7 @@ def setup(cfg=None, apply=True):
     init stream (so the model's initial weights come from it), and Python's
     `random` and NumPy's global generator (when NumPy is installed) with the
     augment stream. Returns the Seeds; `apply=False` only computes them."""
+    apply = _flag("setup()'s apply", apply)
     if cfg is not None and not isinstance(cfg, dict):
         raise TypeError(f"setup() takes the config dict trainscope.config() returns, not "
                         f"{type(cfg).__name__} {_repr(cfg)}")

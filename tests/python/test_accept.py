@@ -168,6 +168,21 @@ def test_values_too_long_for_python_to_write_are_named(run):
         trainscope.config({"a": 1}, sets=["a=" + "9" * 5000])
 
 
+def test_a_flag_is_true_or_false_never_a_value_taken_by_its_truth(store):
+    """Sixteenth hunt, A-D3: start_run(record_environment='false') recorded
+    the whole environment ('false' is true); setup(apply='no') gave the
+    binding's "incompatible function arguments". Both are ValueErrors."""
+    import numpy
+    for value in ("false", "no", 0, 2, None, []):
+        refused(lambda: trainscope.start_run(store="sqlite:" + store, record_environment=value),
+                r"^record_environment must be True or False, not ")
+        refused(lambda: trainscope.setup({}, apply=value), r"^setup\(\)'s apply must be True or")
+    assert not os.path.exists(store)  # nothing started
+    r = trainscope.start_run(name="np", store="sqlite:" + store,
+                             record_environment=numpy.bool_(False))
+    r.finish()
+
+
 def test_config_default_keys_follow_the_params_rule():
     """Fourteenth hunt, D5: config() took keys start_run(config=) refuses."""
     refused(lambda: trainscope.config({"a\nb": 1}), r"param 'a\\nb' holds a control character")
