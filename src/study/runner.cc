@@ -590,7 +590,19 @@ StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
          "run {} ({}) is tagged kind=study but `study run` did not record it: it holds no study "
          "plan",
          core::short_uuid(study.uuid), core::escape_for_display(study.name));
-  return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
+  // The plan is the store's: one it does not read is a damaged store, not
+  // the study file on disk (which may say something else, or be gone).
+  try {
+    return parse_recorded(study.config_text, params["study.file"], params["study.quick"] == "true");
+  } catch (const core::Error& e) {
+    if (e.kind() != ErrorKind::kUsage) throw;
+    std::string why = e.what();
+    if (const std::string file = params["study.file"] + ": "; why.starts_with(file))
+      why.erase(0, file.size());
+    fail(ErrorKind::kStore,
+         "study {} ({}): its recorded plan does not read: {}; the store is damaged",
+         core::short_uuid(study.uuid), core::escape_for_display(study.name), why);
+  }
 }
 
 void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name) {
