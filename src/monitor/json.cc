@@ -34,8 +34,15 @@ Json throughput_json(const std::vector<ThroughputColumn>& columns) {
   Json js = Json::array();
   const auto& rows = throughput_rows();
   for (const auto& c : columns) {
-    Json j = {{"run", c.run_uuid}, {"batch size", c.batch_size}};
-    for (size_t i = 0; i < rows.size(); ++i) j[rows[i].label] = throughput_cell(c, i);
+    Json j = {{"run", c.run_uuid},
+              {"name", c.label},
+              {"batch size", c.batch_size == "-" ? Json() : Json(c.batch_size)},
+              {"target missed", c.target_missed}};
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const bool target_row = i == 8 || i == 9;  // time and epochs to target
+      const auto& v = c.values.at(i);
+      j[rows[i].label] = !v || (target_row && c.target_missed) ? Json() : format::number(*v);
+    }
     js.push_back(j);
   }
   return js;

@@ -536,8 +536,9 @@ RecordSampling::~RecordSampling() { t_record_sampling = nullptr; }
 std::vector<ArtifactInfo> Store::artifacts(std::string_view uuid) {
   std::vector<ArtifactInfo> rows = artifact_rows(uuid);
   for (auto& a : rows) {
-    // A size no file has (a damaged store) is not shown as a size.
-    if (a.size < 0)
+    // A size no file has (a damaged store: negative, or past 2^53 bytes,
+    // 8 PiB) is not shown as a size.
+    if (a.size < 0 || a.size > (int64_t{1} << 53))
       core::fail(core::ErrorKind::kStore,
                  "artifact '{}' of run {}: its size is {}; the store is damaged",
                  core::escape_for_display(a.name), core::short_uuid(uuid), a.size);

@@ -249,6 +249,18 @@ TEST_F(CliTest, JsonIsWrittenWhereAskedAndRefusedWhereACommandHasNone) {
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   }
   for (const auto& r : store()->list_runs({})) EXPECT_NE(r.name, "w");  // watch ran nothing
+  // report throughput's JSON holds numbers and nulls, not its table's
+  // strings ("71.16", "-": the sixteenth hunt's note).
+  store()->append_metrics(uuid, {{"steps_per_s", {{1, 0, 71.5}}}});
+  auto tp = ts("report throughput plotted -f json");
+  ASSERT_EQ(tp.exit_code, 0) << tp.out;
+  const auto row = nlohmann::json::parse(tp.out).at(0);
+  EXPECT_EQ(row["run"], uuid);
+  EXPECT_EQ(row["name"], "plotted");
+  EXPECT_TRUE(row["batch size"].is_null()) << row;
+  EXPECT_TRUE(row["test accuracy"].is_null()) << row;
+  EXPECT_EQ(row["target missed"], false);
+  EXPECT_EQ(row["steps/s"], 71.5);
 }
 
 TEST_F(CliTest, OddKeysAndNonFiniteValuesAreEscaped) {

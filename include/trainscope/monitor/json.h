@@ -16,7 +16,10 @@ namespace trainscope::monitor {
 
 // [{key, n, mean, p50, p95, max}].
 format::Json resource_stats_json(const std::vector<SeriesStats>& stats);
-// One object per run: its UUID and every throughput row as a display string.
+// One object per run: its UUID, name, batch size (null when not recorded),
+// whether it missed its target accuracy, and every throughput row as a
+// number (format::number: "nan" for a non-finite value), null where the
+// run has none (or missed the target: the rows to target).
 format::Json throughput_json(const std::vector<ThroughputColumn>& columns);
 // A header "key,n,mean,p50,p95,max" and one row per series.
 void resource_stats_csv(std::ostream& out, const std::vector<SeriesStats>& stats);
