@@ -29,14 +29,20 @@ DAMAGED = {
 }
 
 
-def fixtures(d, run):
-    if not os.path.exists(f"{d}/h3.db"):  # TS_BAD_INPUTS_ONLY=39: the studies' store
-        studies(d, run)
-    for name, (source, sql) in DAMAGED.items():
+def copy_damaged(d, damaged):
+    """For each NAME: (SOURCE, SQL) of `damaged`, $DIR/NAME.db: a copy of
+    fixture store SOURCE with SQL run on it."""
+    for name, (source, sql) in damaged.items():
         shutil.copy(f"{d}/{source}.db", f"{d}/{name}.db")
         with contextlib.closing(sqlite3.connect(f"{d}/{name}.db")) as db:
             db.execute(sql)
             db.commit()
+
+
+def fixtures(d, run):
+    if not os.path.exists(f"{d}/h3.db"):  # TS_BAD_INPUTS_ONLY=39: the studies' store
+        studies(d, run)
+    copy_damaged(d, DAMAGED)
     with open(f"{d}/s39.yaml", "w") as f:
         f.write(f"study: s39\nbase: {d}/good.yaml\nset: 3\nsources: [init]\n")
     # Command studies stopped while their commands run: one behind a shell

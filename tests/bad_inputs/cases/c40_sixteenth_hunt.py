@@ -13,6 +13,7 @@ import sqlite3
 
 from c20_one_rule import py  # noqa: E402
 from c21_statuses import fixtures as studies  # noqa: E402
+from c39_fourteenth_and_fifteenth_hunts import copy_damaged  # noqa: E402
 
 TITLE = "40. A sixteenth hunt (issue 51)"
 
@@ -49,11 +50,7 @@ def damage_plan(path, study):
 def fixtures(d, run):
     if not os.path.exists(f"{d}/h3.db"):  # TS_BAD_INPUTS_ONLY=40: the studies' store
         studies(d, run)
-    for name, (source, sql) in DAMAGED.items():
-        shutil.copy(f"{d}/{source}.db", f"{d}/{name}.db")
-        with contextlib.closing(sqlite3.connect(f"{d}/{name}.db")) as db:
-            db.execute(sql)
-            db.commit()
+    copy_damaged(d, DAMAGED)
     run("rm -f $DIR/pr40.db* && $BARE --store sqlite:$DIR/pr40.db -q profile $DIR/good.yaml "
         "--steps 8 --name pr --set train.epochs=3 > /dev/null")
     damage_profile(f"{d}/pr40.db")
