@@ -10,10 +10,19 @@ namespace trainscope::monitor {
 
 using format::Json;
 
+namespace {
+
+// Whether throughput row `row` is one of the rows to the target accuracy
+// (time and epochs to target): none when the run missed its target.
+bool missed_target_row(const ThroughputColumn& c, size_t row) {
+  return c.target_missed && (row == 8 || row == 9);
+}
+
+}  // namespace
+
 std::string throughput_cell(const ThroughputColumn& c, size_t row) {
   const auto& rows = throughput_rows();
-  const bool target_row = row == 8 || row == 9;  // time and epochs to target
-  if (target_row && c.target_missed) return "not reached";
+  if (missed_target_row(c, row)) return "not reached";
   const auto& v = c.values.at(row);
   return v ? fmt::format(fmt::runtime(rows[row].format), *v) : std::string("-");
 }
@@ -39,9 +48,8 @@ Json throughput_json(const std::vector<ThroughputColumn>& columns) {
               {"batch size", c.batch_size == "-" ? Json() : Json(c.batch_size)},
               {"target missed", c.target_missed}};
     for (size_t i = 0; i < rows.size(); ++i) {
-      const bool target_row = i == 8 || i == 9;  // time and epochs to target
       const auto& v = c.values.at(i);
-      j[rows[i].label] = !v || (target_row && c.target_missed) ? Json() : format::number(*v);
+      j[rows[i].label] = !v || missed_target_row(c, i) ? Json() : format::number(*v);
     }
     js.push_back(j);
   }
