@@ -41,14 +41,6 @@ std::vector<std::string> dashboard_columns() {
 }
 
 // "name or UUID contains TEXT" in the filter language.
-std::string search_filter(const std::string& text) {
-  const char quote = text.find('\'') == std::string::npos ? '\'' : '"';
-  if (text.find(quote) != std::string::npos)
-    fail(ErrorKind::kUsage, "parameter 'search' cannot hold both ' and \"");
-  const std::string lit = std::string(1, quote) + "%" + text + "%" + quote;
-  return "(name ilike " + lit + " or uuid ilike " + lit + ")";
-}
-
 std::optional<store::MetricSummary> summary_of(const std::vector<store::MetricSummary>& all,
                                                const std::string& key) {
   for (auto& m : all)
@@ -160,10 +152,7 @@ Json runs_page(store::Store& s, const Request& r) {
   q.base.experiment = param(r, "experiment");
   q.status = param(r, "status");  // as the rows show it: "stale" too (store::RunQuery)
   q.filter = param(r, "filter");
-  if (auto text = param(r, "search"); !text.empty()) {
-    const std::string f = search_filter(text);
-    q.filter = q.filter.empty() ? f : "(" + q.filter + ") and " + f;
-  }
+  q.search = param(r, "search");
   q.sort = param(r, "sort");
   q.sort_named = "parameter 'sort'";
   q.columns = core::split_list(param(r, "columns"));

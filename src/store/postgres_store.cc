@@ -411,7 +411,8 @@ std::vector<RunInfo> PostgresStore::list_runs(const RunFilter& filter) {
   };
   if (!filter.experiment.empty()) add("AND e.name = ${} ", text(filter.experiment));
   if (filter.status) add("AND r.status = ${} ", text(to_string(*filter.status)));
-  if (!filter.parent_uuid.empty()) add("AND p.uuid = ${} ", text(filter.parent_uuid));
+  if (!filter.parent_uuid.empty())
+    add("AND p.uuid = ${} AND r.id <> p.id ", text(filter.parent_uuid));
   if (!filter.name.empty()) add("AND r.name = ${} ", text(filter.name));
   if (!filter.uuid_prefix.empty()) add("AND starts_with(r.uuid, ${}) ", text(filter.uuid_prefix));
   sql += "ORDER BY r.start_time DESC, r.id DESC";
@@ -493,11 +494,13 @@ bool PostgresStore::mark_killed(const RunInfo& judged) {
   transact([&](pqxx::work& w) {
     // Only a run still running as it was judged: one that just finished,
     // beat again or was claimed by another writer is left as it is.
+    // It ended at its last heartbeat, or now if that is later (a clock
+    // ahead); an end before its start is no end: unknown (NULL).
+    const std::string end = std::string("LEAST(COALESCE(heartbeat, ") + kNow + "), " + kNow + ")";
     changed = pg::exec(w,
-                       std::string("UPDATE runs SET status = 'killed', end_time = "
-                                   "COALESCE(heartbeat, ") +
-                           kNow +
-                           ") WHERE uuid = $1 AND status = 'running' AND host = $2 AND pid = $3 "
+                       "UPDATE runs SET status = 'killed', end_time = CASE WHEN " + end +
+                           " >= start_time THEN " + end +
+                           " END WHERE uuid = $1 AND status = 'running' AND host = $2 AND pid = $3 "
                            "AND COALESCE(pid_start, 0) = $4 AND COALESCE(heartbeat, 0) <= $5",
                        {text(judged.uuid), text(judged.host), integer(judged.pid),
                         integer(judged.pid_start), real(judged.heartbeat)})

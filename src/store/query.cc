@@ -18,9 +18,10 @@ using core::fail;
 
 double run_seconds(const RunInfo& r, double now) {
   // A run still recorded as running whose writer is gone (stale) ended at
-  // its last heartbeat, as the reaper will record it.
+  // its last heartbeat, or now for a heartbeat from the future, as the
+  // reaper will record it.
   const bool live = r.status == RunStatus::kRunning && !liveness(r, now).stale();
-  const double end = r.end_time > 0 ? r.end_time : (live ? now : r.heartbeat);
+  const double end = r.end_time > 0 ? r.end_time : (live ? now : std::min(r.heartbeat, now));
   const double seconds = end - r.start_time;
   // Times that give no duration (an end before the start: a damaged store,
   // a clock set back; a time past any calendar) give none in every reader.
@@ -643,15 +644,52 @@ RunRow row_of(const Store& store, RunInfo info, double now) {
   return row;
 }
 
+// Which run a row is nested under: its furthest ancestor still stored
+// (itself when it has none). A run in a parent cycle, which no writer
+// makes but a damaged store may hold, stands alone, so that each run is
+// shown once.
+class Ancestry {
+ public:
+  Ancestry(Store& store, const std::vector<RunRow>& rows) : store_(store) {
+    for (const auto& r : rows) parent_[r.info.uuid] = r.info.parent_uuid;
+  }
+
+  std::string top(const RunInfo& run) {
+    std::string at = run.uuid;
+    std::set<std::string> seen{at};
+    for (;;) {
+      const std::optional<std::string> p = parent_of(parent_[at]);
+      if (!p || *p == at) return at;  // no parent, one no longer stored, or itself
+      if (!seen.insert(*p).second) return run.uuid;
+      at = *p;
+    }
+  }
+
+ private:
+  // UUID itself when it is a stored run, nullopt when it is none.
+  std::optional<std::string> parent_of(const std::string& uuid) {
+    if (uuid.empty()) return std::nullopt;
+    if (!parent_.count(uuid)) {
+      const auto r = store_.find_run(uuid);
+      if (!r) return std::nullopt;
+      parent_[uuid] = r->parent_uuid;
+    }
+    return uuid;
+  }
+
+  Store& store_;
+  std::map<std::string, std::string> parent_;  // run UUID: its parent's UUID
+};
+
 // RunQuery::nest over the matching rows, sorted: the groups in the order of
 // their first member, then the page's rows with their columns.
 RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuery& query,
                            const Needs& late, Needs& early, double now) {
   std::vector<std::pair<std::string, std::vector<size_t>>> order;  // top uuid, members
   std::map<std::string, size_t, std::less<>> at;
+  Ancestry ancestry(store, rows);
   for (size_t i = 0; i < rows.size(); ++i) {
-    const RunInfo& info = rows[i].info;
-    const std::string& top = info.parent_uuid.empty() ? info.uuid : info.parent_uuid;
+    const std::string top = ancestry.top(rows[i].info);
     auto [it, fresh] = at.emplace(top, order.size());
     if (fresh) order.push_back({top, {}});
     order[it->second].second.push_back(i);
@@ -690,6 +728,14 @@ RunQueryResult nested_page(Store& store, std::vector<RunRow> rows, const RunQuer
   return result;
 }
 
+// Whether the run's name or UUID contains TEXT, in any case.
+bool holds(const RunInfo& run, const std::string& text) {
+  if (text.empty()) return true;
+  const std::string t = lower(text);
+  return lower(run.name).find(t) != std::string::npos ||
+         lower(run.uuid).find(t) != std::string::npos;
+}
+
 }  // namespace
 
 RunQueryResult query_runs(Store& store, const RunQuery& query) {
@@ -726,7 +772,7 @@ RunQueryResult query_runs(Store& store, const RunQuery& query) {
       row.tags = std::move(it->second.tags);
       for (auto& m : it->second.metrics) row.metrics[m.key] = std::move(m);
     }
-    if (filter.matches(row)) rows.push_back(std::move(row));
+    if (filter.matches(row) && holds(row.info, query.search)) rows.push_back(std::move(row));
   }
   if (!sort.empty())
     std::stable_sort(rows.begin(), rows.end(),

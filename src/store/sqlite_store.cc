@@ -494,7 +494,7 @@ std::vector<RunInfo> SqliteStore::list_runs(const RunFilter& filter) {
   std::string sql = std::string("SELECT ") + kRunColumnsLight + "WHERE 1 = 1 ";
   if (!filter.experiment.empty()) sql += "AND e.name = ? ";
   if (filter.status) sql += "AND r.status = ? ";
-  if (!filter.parent_uuid.empty()) sql += "AND p.uuid = ? ";
+  if (!filter.parent_uuid.empty()) sql += "AND p.uuid = ? AND r.id <> p.id ";
   if (!filter.name.empty()) sql += "AND r.name = ? ";
   if (!filter.uuid_prefix.empty()) sql += "AND substr(r.uuid, 1, ?) = ? ";
   sql += "ORDER BY r.start_time DESC, r.id DESC";
@@ -586,10 +586,14 @@ bool SqliteStore::mark_killed(const RunInfo& judged) {
   sqlite::WriteTxn txn(db_);
   // Checked under the write lock: a run that just finished, beat again or
   // was claimed by another writer is not overwritten.
+  // It ended at its last heartbeat, or now if that is later than now (a
+  // clock ahead); an end before its start is no end: unknown (NULL).
   sqlite::Stmt(db_,
-               "UPDATE runs SET status = 'killed', end_time = COALESCE(heartbeat, ?) "
-               "WHERE uuid = ? AND status = 'running' AND host = ? AND pid = ? AND "
-               "COALESCE(pid_start, 0) = ? AND COALESCE(heartbeat, 0) <= ?")
+               "UPDATE runs SET status = 'killed', end_time = CASE WHEN "
+               "MIN(COALESCE(heartbeat, ?1), ?1) >= start_time THEN "
+               "MIN(COALESCE(heartbeat, ?1), ?1) END "
+               "WHERE uuid = ?2 AND status = 'running' AND host = ?3 AND pid = ?4 AND "
+               "COALESCE(pid_start, 0) = ?5 AND COALESCE(heartbeat, 0) <= ?6")
       .bind(1, unix_now())
       .bind(2, judged.uuid)
       .bind(3, judged.host)

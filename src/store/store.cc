@@ -329,7 +329,6 @@ void Store::check_lease_now(std::string_view uuid) {
 
 void Store::delete_run(std::string_view uuid, ChildRuns children) {
   auto kids = list_runs({.parent_uuid = std::string(uuid)});
-  std::erase_if(kids, [&](const RunInfo& k) { return k.uuid == uuid; });  // its own parent
   if (!kids.empty() && children == ChildRuns::kRefuse)
     fail(ErrorKind::kConflict,
          "run {} has {} child run{}; deleting it alone would orphan them: delete them too, or keep "

@@ -1144,5 +1144,28 @@ TEST_F(ServeHttpTest, AQueryValueIsAllThatFollowsItsFirstEquals) {
   EXPECT_EQ(c.Get("/api/runs?limit=5&x==&=y&search=b%3D1+")->status, 200);
 }
 
+// Seventeenth hunt, 17B-D4: `search` was a LIKE pattern, so "a_b" found
+// "axb", and '%' or '\\' found every run. It is text a name contains.
+TEST_F(ServeHttpTest, SearchIsTextARunsNameContainsNotAPattern) {
+  store_->create_run({.name = "A_b"});
+  store_->create_run({.name = "axb"});
+  store_->create_run({.name = "50%\\x"});
+  Running srv({.store_uri = uri_, .port = 0});
+  auto c = srv.client();
+  auto names = [&](const std::string& text) {
+    auto r = c.Get("/api/runs?nest=parent&search=" + text);
+    EXPECT_TRUE(r && r->status == 200) << text;
+    std::vector<std::string> out;
+    if (!r || r->status != 200) return out;
+    const json page = json::parse(r->body);
+    for (const auto& run : page["runs"]) out.push_back(run["name"]);
+    return out;
+  };
+  EXPECT_EQ(names("a_B"), std::vector<std::string>{"A_b"});
+  EXPECT_EQ(names("%25"), std::vector<std::string>{"50%\\x"});
+  EXPECT_EQ(names("%5C"), std::vector<std::string>{"50%\\x"});
+  EXPECT_EQ(names("%27%22"), std::vector<std::string>{});
+}
+
 }  // namespace
 }  // namespace trainscope::serve

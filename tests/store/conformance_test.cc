@@ -13,6 +13,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "support/postgres_test.h"
@@ -61,13 +62,17 @@ class StoreConformance : public ::testing::TestWithParam<std::string> {
   // sqlite::memory:, a fresh private store).
   std::unique_ptr<Store> open_as(const WriterIdentity& writer) { return open({.writer = writer}); }
   // A run "running" as if `writer` had written it, last heard of at `heartbeat`.
-  RunInfo plant(const std::string& name, const WriterIdentity& writer, double heartbeat) {
+  // A running run of WRITER last heard of at HEARTBEAT, started then too
+  // unless START is given.
+  RunInfo plant(const std::string& name, const WriterIdentity& writer, double heartbeat,
+                std::optional<double> start = std::nullopt) {
     RunInfo r;
     r.uuid = core::new_uuid();
     r.experiment = "default";
     r.name = name;
     r.status = RunStatus::kRunning;
-    r.start_time = r.heartbeat = heartbeat;
+    r.heartbeat = heartbeat;
+    r.start_time = start.value_or(heartbeat);
     r.host = writer.host;
     r.pid = writer.pid;
     r.pid_start = writer.pid_start;
@@ -761,6 +766,29 @@ TEST_P(StoreConformance, ReaperKillsSilentRunsAndSparesLiveAndEndedOnes) {
   // A day of silence: this process is alive, so its run is not reaped.
   EXPECT_EQ(store_->reap_stale_runs(hb + 86400), 0);
   EXPECT_EQ(store_->find_run(live.uuid)->status, RunStatus::kRunning);
+}
+
+// Seventeenth hunt, 17B-D2: a heartbeat a year ahead (another host's
+// clock) was the stale run's end: every reader showed 8760 h and the
+// reaper wrote it as end_time; one before the start gave an end before
+// it. Such a run ends now, or (before its start) at an unknown time.
+TEST_P(StoreConformance, AHeartbeatFromTheFutureOrBeforeTheStartIsNoEnd) {
+  const double now = store_->now();
+  RunInfo ahead = plant("ahead", kRemote, now + 86400 * 365, now - 100);
+  RunInfo before = plant("before", kRemote, now - 1000, now - 10);
+  const double shown = run_seconds(*store_->find_run(ahead.uuid), now);
+  EXPECT_GE(shown, 100);
+  EXPECT_LT(shown, 200);
+  EXPECT_TRUE(std::isnan(run_seconds(*store_->find_run(before.uuid), now)));
+  EXPECT_EQ(store_->reap_stale_runs(now), 2);
+  const RunInfo a = *store_->find_run(ahead.uuid);
+  EXPECT_EQ(a.status, RunStatus::kKilled);
+  EXPECT_GE(a.end_time, now);
+  EXPECT_LE(a.end_time, store_->now());
+  const RunInfo b = *store_->find_run(before.uuid);
+  EXPECT_EQ(b.status, RunStatus::kKilled);
+  EXPECT_EQ(b.end_time, 0);  // unknown
+  EXPECT_TRUE(std::isnan(run_seconds(b, store_->now())));
 }
 
 // On this host the PID decides at once: a process that has exited (a

@@ -13,6 +13,7 @@
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/query.h"
 #include "trainscope/store/registry.h"
 #include "trainscope/store/store.h"
 
@@ -139,7 +140,7 @@ TEST(SqliteStoreTest, StaleRunsAreMarkedKilledOnOpen) {
   // The creating process (this one) is alive and its heartbeat is fresh.
   EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
   // Silent for long, but its process lives (a paused training): kept.
-  age("UPDATE runs SET heartbeat = heartbeat - 3600");
+  age("UPDATE runs SET heartbeat = heartbeat - 3600, start_time = start_time - 7200");
   EXPECT_EQ(open_at(dir / "t.db")->find_run(uuid)->status, RunStatus::kRunning);
   // A run of another host is judged by its heartbeat alone.
   age("UPDATE runs SET host = 'other-host'");
@@ -366,6 +367,47 @@ TEST(SqliteStoreTest, DeletingAFamilyWhoseParentsFormACycleDeletesEachOnce) {
   EXPECT_FALSE(store->find_run(other).has_value());
   store->delete_run(b, Store::ChildRuns::kDelete);
   EXPECT_TRUE(store->list_runs().empty());
+}
+
+// Sixteenth hunt, 16B-D3: with parents planted in a cycle, the nested
+// table showed a study as its own child's child and a run as its own
+// child. Each run is shown once; a run in a cycle stands alone; a run
+// that is its own parent has no parent and is none of its children.
+TEST(SqliteStoreTest, AParentCycleShowsEachRunOnceAndNoRunAsItsOwnChild) {
+  TempDir dir;
+  std::string a, b, self;
+  {
+    auto store = open_at(dir / "t.db");
+    a = store->create_run({.name = "a"}).uuid;
+    b = store->create_run({.name = "b", .parent_uuid = a}).uuid;
+    store->create_run({.name = "under-b", .parent_uuid = b});
+    self = store->create_run({.name = "self"}).uuid;
+    store->create_run({.name = "under-self", .parent_uuid = self});
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'b') "
+                         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = open_at(dir / "t.db");
+  const auto kids = store->list_runs({.parent_uuid = self});
+  ASSERT_EQ(kids.size(), 1u);
+  EXPECT_EQ(kids[0].name, "under-self");
+  RunQuery q;
+  q.nest = true;
+  q.sort = "name";
+  const RunQueryResult r = query_runs(*store, q);
+  std::vector<std::string> shown;
+  for (const auto& row : r.rows) shown.push_back(row.info.name);
+  std::sort(shown.begin(), shown.end());
+  EXPECT_EQ(shown, (std::vector<std::string>{"a", "b", "self", "under-b", "under-self"}));
+  std::map<std::string, std::vector<std::string>> nested;
+  for (const auto& g : r.groups)
+    for (size_t c : g.children) nested[r.rows[g.top].info.name].push_back(r.rows[c].info.name);
+  EXPECT_EQ(nested, (std::map<std::string, std::vector<std::string>>{{"self", {"under-self"}}}));
 }
 
 }  // namespace

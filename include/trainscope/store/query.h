@@ -129,6 +129,10 @@ struct RunQuery {
   // as `runs list --status` and the API's `status=` ask; empty: any. It
   // replaces base.status. Another word is an Error(kUsage) naming it.
   std::string status;
+  // Only runs whose name or UUID contains this text, in any case, as it
+  // is: '%', '_' and '\\' are characters here, not patterns (the API's
+  // `search=`); empty: any.
+  std::string search;
   // How a message names `sort` and `columns`: the CLI's flags, or the
   // API's parameters ("parameter 'sort'").
   std::string sort_named = "--sort";

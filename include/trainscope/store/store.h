@@ -135,7 +135,7 @@ std::string next_free_name(const std::string& base, const std::vector<std::strin
 struct RunFilter {
   std::string experiment;           // empty: all
   std::optional<RunStatus> status;  // unset: all
-  std::string parent_uuid;          // empty: all
+  std::string parent_uuid;          // its runs, never itself (a damaged store); empty: all
   std::string name;                 // exact run name; empty: all
   std::string uuid_prefix;          // UUIDs starting with this; empty: all
   int64_t limit = 0;                // 0: no limit; newest first
