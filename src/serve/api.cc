@@ -223,6 +223,7 @@ Response error_response(int status, const std::string& message) {
 
 Response handle_api(store::Store& store, const Request& request, const ApiOptions& options) {
   try {
+    store.check_schema();  // a store migrated by a newer trainscope since the server started
     return route(store, request, options);
   } catch (const core::Error& e) {
     return error_response(status_of(e.kind()), e.what());

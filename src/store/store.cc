@@ -17,6 +17,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
+#include "trainscope/core/version.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/store/artifact_store.h"
 #include "trainscope/store/registry.h"
@@ -212,6 +213,15 @@ WriterIdentity this_process() {
 WriterIdentity Store::writer() const { return options_.writer ? *options_.writer : this_process(); }
 
 double Store::now() { return core::unix_now(); }
+
+void Store::check_schema() {
+  const int version = schema_version();
+  if (version > latest_schema_version())
+    fail(ErrorKind::kStore,
+         "store '{}' has schema version {}, newer than this trainscope ({}, schema {}); "
+         "upgrade trainscope, the store was not modified",
+         describe(), version, core::version(), latest_schema_version());
+}
 
 namespace {
 

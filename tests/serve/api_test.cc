@@ -439,6 +439,25 @@ TEST_F(ServeApiTest, ArtifactsAreServedOnlyWhenTheyMatchTheirRecord) {
   get_json("/api/runs/" + uuid + "/artifacts/other.txt", {}, 404);
 }
 
+// Sixteenth hunt, 16B-D4: a store migrated to a newer schema while the
+// server ran was served as if it had not changed, while the CLI refused
+// it. The server answers what the CLI says, 500.
+TEST_F(ServeApiTest, AStoreMigratedByANewerTrainscopeIsRefusedAsAtOpen) {
+  run("done", 1);
+  const std::string uri = "sqlite:" + (dir_ / "s.db").string();
+  store_.reset();
+  store_ = store::Store::open({.uri = uri, .read_only = true});
+  get_json("/api/runs/done");
+  tst::run_command("sqlite3 " + tst::shell_quote((dir_ / "s.db").string()) +
+                   " \"INSERT INTO schema_migrations VALUES (99, 'future', 0)\"");
+  for (const char* path : {"/api/info", "/api/runs", "/api/runs/done"}) {
+    json e = get_json(path, {}, 500);
+    EXPECT_NE(e["error"].get<std::string>().find("has schema version 99, newer than this"),
+              std::string::npos)
+        << e;
+  }
+}
+
 // Issue 29, item 4: the dashboard only reads. A run left "running" by a
 // writer that went silent on another host is shown stale in the runs
 // table, on its page and in its live poll, through a read-only store, and

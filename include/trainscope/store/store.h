@@ -290,6 +290,10 @@ class Store {
   virtual int schema_version() = 0;
   // The newest schema this build knows (a constant per backend).
   virtual int latest_schema_version() const = 0;
+  // Throws Error(kStore), the line a newer store is refused with at open,
+  // when the schema has become newer than this build reads since (a newer
+  // trainscope migrated it under a long-lived reader such as `serve`).
+  void check_schema();
   // The store's clock, in unix seconds. The times the store stamps (a run's
   // start, heartbeats, end) come from it, and so does the reaper's "now", so
   // that writers on hosts whose clocks differ are judged by one clock: this
