@@ -1,6 +1,7 @@
 #include "trainscope/core/util.h"
 
 #include <openssl/evp.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -452,6 +453,12 @@ int64_t process_start_ticks(int64_t pid) {
   int64_t ticks = -1;
   std::from_chars(rest.data() + pos, rest.data() + rest.size(), ticks);
   return ticks;
+}
+
+int stop_signal(int64_t target, int sig) {
+  const int rc = kill(static_cast<pid_t>(target), sig);
+  if (rc == 0 && sig != SIGKILL && sig != SIGCONT) kill(static_cast<pid_t>(target), SIGCONT);
+  return rc;
 }
 
 bool process_alive(int64_t pid, int64_t start_ticks) {

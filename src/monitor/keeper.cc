@@ -19,6 +19,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/output.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::monitor::detail {
 
@@ -123,7 +124,7 @@ void end_everything_below(pid_t program, int& status_fd) {
     for (size_t i = 0; i < n; ++i) {
       bool before = false;
       for (size_t j = 0; !before && j < told; ++j) before = signalled[j] == below[i];
-      if (late || !before) kill(below[i], late ? SIGKILL : SIGTERM);
+      if (late || !before) core::stop_signal(below[i], late ? SIGKILL : SIGTERM);
       if (!before && told < kMaxProcesses) signalled[told++] = below[i];
     }
     const timespec pause{0, 50'000'000};

@@ -43,7 +43,7 @@ volatile sig_atomic_t g_keeper = 0;     // holds the program's tree (keeper.h)
 volatile sig_atomic_t g_forwarded = 0;  // the last signal passed on
 void forward_signal(int sig) {
   g_forwarded = sig;
-  if (g_child > 0) kill(g_child, sig);
+  if (g_child > 0) core::stop_signal(g_child, sig);
 }
 
 // The processes below this one but the keeper: what the program started
@@ -69,7 +69,7 @@ void end_left_behind(int sig, double grace_s = 5) {
     if (left.empty()) return;
     const bool late = core::monotonic_now() > deadline;
     for (int64_t p : left)
-      if (late || signalled.insert(p).second) kill(static_cast<pid_t>(p), late ? SIGKILL : sig);
+      if (late || signalled.insert(p).second) core::stop_signal(p, late ? SIGKILL : sig);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
 }
@@ -111,7 +111,7 @@ class SignalForwarding {
   void attach(pid_t child) {
     g_child = child;  // first: a signal from now on reaches it from the handler
     const int early = g_forwarded;
-    if (early != 0) kill(child, early);
+    if (early != 0) core::stop_signal(child, early);
   }
   SignalForwarding(const SignalForwarding&) = delete;
   SignalForwarding& operator=(const SignalForwarding&) = delete;

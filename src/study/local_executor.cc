@@ -81,7 +81,7 @@ class LocalExecutor : public Executor {
   // kStopGraceS later get SIGKILL (wait_any).
   void stop_all() override {
     for (const auto& [pid, job] : jobs_) {
-      if (kill(-pid, SIGTERM) != 0) kill(pid, SIGTERM);
+      if (core::stop_signal(-pid, SIGTERM) != 0) core::stop_signal(pid, SIGTERM);
       groups_.push_back(pid);
     }
     if (!stopping()) deadline_ = core::monotonic_now() + kStopGraceS;

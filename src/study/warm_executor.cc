@@ -355,7 +355,7 @@ class WarmExecutor : public Executor {
     if (!stopping_) deadline_ = core::monotonic_now() + kTrainingStopGraceS;
     stopping_ = true;
     for (const auto& [id, job] : jobs_)
-      if (job.pid > 0) kill(job.pid, SIGTERM);
+      if (job.pid > 0) core::stop_signal(job.pid, SIGTERM);
   }
 
  private:
@@ -397,7 +397,7 @@ class WarmExecutor : public Executor {
     if (f[0] == "S" && f.size() == 3) {
       it->second.pid = static_cast<pid_t>(std::stol(f[2]));
       it->second.start_ticks = core::process_start_ticks(it->second.pid);
-      if (stopping_) kill(it->second.pid, killed_ ? SIGKILL : SIGTERM);
+      if (stopping_) core::stop_signal(it->second.pid, killed_ ? SIGKILL : SIGTERM);
       return std::nullopt;
     }
     if (f[0] != "E" || f.size() != 4) return std::nullopt;

@@ -813,6 +813,39 @@ TEST_F(CliTest, NothingOfAProgramOutlivesAWatchKilledBySigkill) {
   run_command("pkill -xf 'sleep 38.75'");
 }
 
+// Sixteenth hunt, 16B-D2: SIGTERM to watch whose program was stopped
+// (SIGSTOP, Ctrl-Z) was passed on, but a stopped process cannot act on it:
+// watch waited for good and the run stayed running. SIGCONT follows it.
+TEST_F(CliTest, AStopSignalReachesAStoppedProgram) {
+  const std::string db = (dir_ / "st.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", ("sqlite:" + db).c_str(), "watch", "--name",
+          "stopped", "--", "sh", "-c", "kill -STOP $$; sleep 39.5", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  auto stopped = [] {
+    return run_command("ps -eo stat,args | grep -e '^T.*kill -STOP' | grep -v grep").exit_code == 0;
+  };
+  for (int i = 0; i < 1000 && !stopped(); ++i) usleep(10 * 1000);
+  ASSERT_TRUE(stopped()) << "the program never stopped itself";
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 1500 && done == 0; ++i) {
+    usleep(10 * 1000);
+    done = waitpid(pid, &status, WNOHANG);
+  }
+  if (done == 0) {
+    run_command("pkill -CONT -f 'kill -STOP'");
+    waitpid(pid, &status, 0);
+  }
+  ASSERT_EQ(done, pid) << "watch still waits on its stopped program";
+  EXPECT_EQ(WEXITSTATUS(status), 143);
+  const auto run = Store::open({.uri = "sqlite:" + db})->resolve_run("stopped");
+  EXPECT_EQ(run.status, RunStatus::kFailed);
+}
+
 #ifdef TS_WITH_TORCH
 // Issue 29, item 3: a training paused with Ctrl-Z for 35 s was marked
 // killed, `--resume` was accepted, and when the original went on two

@@ -166,6 +166,12 @@ int64_t process_start_ticks(int64_t pid);
 // (SIGSTOP, Ctrl-Z) is alive.
 bool process_alive(int64_t pid, int64_t start_ticks);
 
+// kill(target, sig), then SIGCONT to the same target: a stopped process
+// (SIGSTOP, Ctrl-Z, a debugger) cannot act on a stop signal until it runs
+// again, as a shell's `kill` of a stopped job knows. `target` as kill()
+// takes it (-pgid: a process group). Async-signal-safe; kill()'s result.
+int stop_signal(int64_t target, int sig);
+
 // Flushes std::cout, std::cerr and every stdio stream, then ends the process
 // with _exit(code): no static destructors, among them libtorch's, which
 // deregister every operator one by one (0.2 s). For a process whose stores

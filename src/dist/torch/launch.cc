@@ -41,7 +41,7 @@ void on_signal(int received) {
   const int sig = g_signals == 0 ? SIGTERM : SIGKILL;
   g_signals = 1;
   if (g_first_signal == 0) g_first_signal = received;
-  for (int r = 0; r < g_started; ++r) kill(g_pids[r], sig);
+  for (int r = 0; r < g_started; ++r) core::stop_signal(g_pids[r], sig);
 }
 
 // The rendezvous in a rank's environment, and the descriptor it writes
@@ -179,7 +179,7 @@ int code_of(int status) {
 // SIGTERM to every rank still running, SIGKILL to those left after `grace`.
 void stop_others(const std::vector<pid_t>& pids, const std::vector<bool>& done, double grace) {
   for (size_t r = 0; r < pids.size(); ++r)
-    if (!done[r]) kill(pids[r], SIGTERM);
+    if (!done[r]) core::stop_signal(pids[r], SIGTERM);
   const double until = core::monotonic_now() + grace;
   while (core::monotonic_now() < until) {
     bool left = false;
