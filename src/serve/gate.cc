@@ -887,16 +887,25 @@ bool Gate::take_inbox() {
 // closed for it, an idle one first, else the oldest; with none, the new
 // one is refused. False when it was.
 bool Gate::make_room(Conn& c) {
-  const auto waiting = std::count_if(waiting_.begin(), waiting_.end(),
-                                     [&](const Conn& w) { return w.addr == c.addr; });
+  const auto waiting = [&] {
+    return std::count_if(waiting_.begin(), waiting_.end(),
+                         [&](const Conn& w) { return w.addr == c.addr; });
+  };
   int open = 0, total = 0;
   {
     std::lock_guard lock(mu_);
     open = clients_[c.addr];
     total = total_;
   }
-  const bool client_full = waiting >= limits_.waiting_per_client || open > limits_.per_client;
   const bool server_full = total > limits_.connections;
+  bool client_full = open > limits_.per_client;
+  if (!client_full && !server_full && waiting() >= limits_.waiting_per_client) {
+    // Before one is judged still sending: read what they sent meanwhile (a
+    // burst of complete requests from one address goes to the workers).
+    for (auto it = waiting_.begin(); it != waiting_.end();)
+      it = it->addr == c.addr ? on_readable(it) : std::next(it);
+    client_full = waiting() >= limits_.waiting_per_client;
+  }
   if (!client_full && !server_full) return true;
   auto victim = waiting_.end();
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
