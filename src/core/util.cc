@@ -86,6 +86,11 @@ std::filesystem::path user_cache_dir() {
   return {};
 }
 
+Sha256Hasher::Sha256Hasher() : impl_(std::make_unique<Sha256>()) {}
+Sha256Hasher::~Sha256Hasher() = default;
+void Sha256Hasher::update(const void* bytes, size_t n) { impl_->update(bytes, n); }
+std::string Sha256Hasher::hex() { return impl_->hex(); }
+
 std::string sha256_file(const std::filesystem::path& path) {
   const int fd = open_regular_file(path, "file");  // a FIFO would block, /dev/zero never ends
   if (fd < 0)

@@ -422,7 +422,8 @@ Response artifact_file(store::Store& s, const store::RunInfo& run, const std::st
     Response out =
         text({}, name.ends_with(".json") ? "application/json" : "application/octet-stream");
     out.file = a.path;  // streamed from the file (server.cc's send)
-    out.file_length = static_cast<uint64_t>(a.size);
+    out.file_length = out.file_size = static_cast<uint64_t>(a.size);
+    out.file_sha256 = a.sha256;  // checked again as it is sent
     out.headers.emplace_back("Content-Disposition",
                              content_disposition(a.path.filename().string()));
     // One range of it is served (a download resumed): server.cc's serve_range.

@@ -27,6 +27,7 @@
 #include "gate.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/serve/api.h"
 #include "trainscope/store/store.h"
@@ -146,6 +147,73 @@ std::string what_went_wrong(int status) {
   }
 }
 
+// An artifact's bytes [file_offset, file_offset + file_length), read from
+// one descriptor as the client takes them. With its SHA-256 known, every
+// byte of the file read is hashed (those before and after a range too),
+// and the last chunk goes out only once the digest matches: a file changed
+// since it was verified (in place, or replaced between the check and the
+// open) ends the connection short, never reaching the client as a complete
+// download of other bytes. A file come short ends it too.
+class FileSender {
+ public:
+  explicit FileSender(const Response& r)
+      : in_(r.file, std::ios::binary),
+        from_(r.file_offset),
+        length_(r.file_length),
+        size_(r.file_size),
+        sha256_(r.file_sha256),
+        name_(r.file.filename().string()) {}
+
+  bool operator()(size_t offset, size_t length, httplib::DataSink& sink) {
+    char chunk[64 * 1024];
+    if (!read_to(from_ + offset)) return false;
+    in_.read(chunk, static_cast<std::streamsize>(std::min(length, sizeof chunk)));
+    const auto got = static_cast<size_t>(std::max<std::streamsize>(0, in_.gcount()));
+    if (got == 0) return false;
+    hash(chunk, got);
+    if (offset + got >= length_ && !matches()) return false;
+    return sink.write(chunk, got);
+  }
+
+ private:
+  void hash(const char* p, size_t n) {
+    if (!sha256_.empty()) hasher_.update(p, n);
+    read_ += n;
+  }
+  // Places the file at `pos`: bytes skipped are hashed when they count.
+  bool read_to(uint64_t pos) {
+    if (sha256_.empty() || read_ > pos) {
+      in_.seekg(static_cast<std::streamoff>(pos));
+      read_ = pos;
+      return sha256_.empty();  // hashing never goes back
+    }
+    char skip[64 * 1024];
+    while (read_ < pos) {
+      in_.read(skip, static_cast<std::streamsize>(std::min<uint64_t>(pos - read_, sizeof skip)));
+      if (in_.gcount() <= 0) return false;
+      hash(skip, static_cast<size_t>(in_.gcount()));
+    }
+    return true;
+  }
+  // Whether the whole file, read to its end, is the one verified.
+  bool matches() {
+    if (sha256_.empty()) return true;
+    char rest[64 * 1024];
+    while (in_.read(rest, sizeof rest) || in_.gcount() > 0)
+      hash(rest, static_cast<size_t>(in_.gcount()));
+    if (read_ == size_ && hasher_.hex() == sha256_) return true;
+    core::log_warn("artifact '{}' changed while it was sent: the answer was cut short",
+                   core::escape_for_display(name_));
+    return false;
+  }
+
+  std::ifstream in_;
+  const uint64_t from_, length_, size_;
+  const std::string sha256_, name_;
+  core::Sha256Hasher hasher_;
+  uint64_t read_ = 0;  // the file's bytes read (and hashed) so far
+};
+
 void send(httplib::Response& res, const Response& r) {
   res.status = r.status;
   for (const auto& [k, v] : r.headers) {
@@ -153,19 +221,12 @@ void send(httplib::Response& res, const Response& r) {
     res.set_header(k, v);
   }
   if (r.file.empty()) return res.set_content(r.body, r.content_type);
-  // An artifact: read a chunk at a time as the client takes it. A file
-  // that came short since it was verified ends the connection (its
-  // length was sent).
-  res.set_content_provider(
-      r.file_length, r.content_type,
-      [file = std::make_shared<std::ifstream>(r.file, std::ios::binary), from = r.file_offset](
-          size_t offset, size_t length, httplib::DataSink& sink) {
-        char chunk[64 * 1024];
-        file->seekg(static_cast<std::streamoff>(from + offset));
-        file->read(chunk, static_cast<std::streamsize>(std::min(length, sizeof chunk)));
-        const std::streamsize got = file->gcount();
-        return got > 0 && sink.write(chunk, static_cast<size_t>(got));
-      });
+  // An artifact: read a chunk at a time as the client takes it.
+  res.set_content_provider(r.file_length, r.content_type,
+                           [sender = std::make_shared<FileSender>(r)](
+                               size_t offset, size_t length, httplib::DataSink& sink) {
+                             return (*sender)(offset, length, sink);
+                           });
 }
 
 // The token of an Authorization header's Bearer credentials (RFC 9110

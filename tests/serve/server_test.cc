@@ -704,6 +704,34 @@ TEST_F(ServeHttpTest, ARangeIsOnePartOfAnArtifactOrIgnored) {
             R"({"a")");
 }
 
+// Seventeenth hunt, 17B-D1: an artifact changed in place after it was
+// verified went out as a complete 200 of other bytes. The bytes are hashed
+// as they are sent, and the answer is cut before its end.
+TEST_F(ServeHttpTest, AnArtifactChangedWhileItIsSentIsCutShort) {
+  std::string large(16'000'000, '\0');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>((i * 7919) % 251);
+  std::ofstream(dir_ / "large.bin", std::ios::binary) << large;
+  store_->add_artifact(uuid_, dir_ / "large.bin", "data", "large");
+  const auto stored = store_->artifacts(uuid_).at(0).path;
+  Running srv({.store_uri = uri_, .port = 0});
+  Raw slow(srv.port(), 16 * 1024);
+  ASSERT_TRUE(slow.send("GET /api/runs/" + uuid_ +
+                        "/artifacts/large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  // Unread, the answer fills the sockets' buffers and the server waits.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  {
+    std::fstream f(stored, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(15'000'000);
+    f << std::string(1000, 'x');
+  }
+  const std::string got = slow.read(std::chrono::seconds(30));
+  ASSERT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got.substr(0, 200);
+  EXPECT_TRUE(slow.closed());
+  const size_t head = got.find("\r\n\r\n") + 4;
+  EXPECT_LT(got.size() - head, large.size()) << "a complete answer of bytes that were changed";
+  EXPECT_GT(got.size() - head, large.size() / 2);
+}
+
 // Issue 51, third hunt: a method httplib does not know (BREW) and a
 // version other than HTTP/1.x were answered 400 "BREW : a malformed
 // request". They are 501 and 505, each named, before any worker.

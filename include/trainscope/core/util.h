@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,22 @@ inline std::string short_uuid(std::string_view uuid) { return std::string(uuid.s
 
 // Lowercase hex SHA-256 of a byte string.
 std::string sha256_hex(std::string_view bytes);
+
+class Sha256;  // sha256.h, private to core
+// SHA-256 of bytes fed a piece at a time (a file as it is sent).
+class Sha256Hasher {
+ public:
+  Sha256Hasher();
+  ~Sha256Hasher();
+  Sha256Hasher(const Sha256Hasher&) = delete;
+  Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+  void update(const void* bytes, size_t n);
+  // Lowercase hex of the digest of all that was fed; call once.
+  std::string hex();
+
+ private:
+  std::unique_ptr<Sha256> impl_;
+};
 
 // Where trainscope keeps what it can compute again: $XDG_CACHE_HOME/trainscope,
 // else $HOME/.cache/trainscope; empty when neither variable is set.

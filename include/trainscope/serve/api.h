@@ -37,6 +37,11 @@ struct Response {
   // that a client holds no copy of a file in memory, whatever its size.
   std::filesystem::path file;
   uint64_t file_offset = 0, file_length = 0;
+  // The whole file's size and SHA-256, when known: the bytes are hashed
+  // as they are read, the whole file's too for a range, and a file that no
+  // longer matches ends the connection before its last chunk.
+  uint64_t file_size = 0;
+  std::string file_sha256;
 };
 
 // What the API allows beyond reading.
