@@ -475,7 +475,11 @@ struct Server::Impl {
     }
     std::lock_guard lock(writer_mu);
     // It writes tags only: it judges no run (readers show stale ones).
-    if (!writer) writer = store::Store::open({.uri = options.store_uri, .reap = false});
+    // A write waiting for another writer's lock gives up when the server
+    // stops: its client is gone, so it is applied only if it is answered.
+    if (!writer)
+      writer = store::Store::open(
+          {.uri = options.store_uri, .give_up = &stop_requested, .reap = false});
     send(res, handle_api(*writer, r, o));
   }
 

@@ -305,7 +305,20 @@ void SqliteStore::open_connection(bool immutable) {
   db_ = sqlite::Db(raw, path_.string());
   if (rc != SQLITE_OK) db_.raise(rc, "opening");
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_timeout(raw, static_cast<int>(options().busy_timeout_seconds * 1000));
+  if (!options().give_up) {
+    sqlite3_busy_timeout(raw, static_cast<int>(options().busy_timeout_seconds * 1000));
+    return;
+  }
+  // As sqlite3_busy_timeout, 5 ms at a time, but giving up once told to.
+  sqlite3_busy_handler(
+      raw,
+      [](void* o, int count) {
+        const auto& opts = *static_cast<const StoreOptions*>(o);
+        if (opts.give_up->load() || count * 0.005 >= opts.busy_timeout_seconds) return 0;
+        sqlite3_sleep(5);
+        return 1;
+      },
+      const_cast<StoreOptions*>(&options()));
 }
 
 void SqliteStore::use_wal_locked() {

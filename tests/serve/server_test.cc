@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -1165,6 +1166,40 @@ TEST_F(ServeHttpTest, AWritableServerAnswersWhatNoBodyChangesInsteadOf100Continu
   got += put.read(std::chrono::seconds(2));
   EXPECT_NE(got.find("HTTP/1.1 200 "), std::string::npos) << got;
   EXPECT_EQ(store_->tags(uuid_)["x"], "hello");
+}
+
+// Sixteenth hunt, 16B-D1: told to stop while a tag PUT waited for another
+// process's SQLite lock, the server dropped the client at once but took
+// up to the 30 s busy timeout to exit, and then wrote the tag. The write
+// gives up: the stop is prompt and nothing its client never heard of lands.
+TEST_F(ServeHttpTest, AStopWhileAWriteWaitsForALockIsPromptAndWritesNothing) {
+  const std::string db = (dir_ / "s.db").string(), held = (dir_ / "held").string();
+  const pid_t holder = fork();
+  if (holder == 0) {
+    execlp("python3", "python3", "-c",
+           "import sqlite3, sys, time\n"
+           "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+           "c.execute('BEGIN IMMEDIATE')\n"
+           "open(sys.argv[2], 'w').close()\n"
+           "time.sleep(60)\n",
+           db.c_str(), held.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 1000 && !std::filesystem::exists(held); ++i) usleep(10 * 1000);
+  ASSERT_TRUE(std::filesystem::exists(held)) << "the lock was never taken";
+  auto srv = std::make_unique<Running>(
+      ServerOptions{.store_uri = uri_, .port = 0, .allow_writes = true});
+  Raw put(srv->port());
+  ASSERT_TRUE(put.send(
+      "PUT /api/runs/writer/tags/held HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));  // waiting for the lock
+  const auto t0 = Clock::now();
+  srv.reset();
+  const double stop_s = seconds_since(t0);
+  kill(holder, SIGKILL);
+  waitpid(holder, nullptr, 0);
+  EXPECT_LT(stop_s, 5.0);
+  EXPECT_EQ(store_->tags(uuid_).count("held"), 0u);
 }
 
 // Eleventh tester, 11b-D6: a query value holding '=' was cut at its last

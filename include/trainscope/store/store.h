@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <atomic>
 #include <functional>
 #include <iosfwd>
 #include <map>
@@ -219,6 +220,10 @@ struct StoreOptions {
   std::string uri;
   // How long a writer waits for another process's lock before failing.
   double busy_timeout_seconds = 30.0;
+  // SQLite: once this is true, a write waiting for another process's lock
+  // stops waiting and fails as at its busy timeout, writing nothing (a
+  // server told to stop, whose client is gone). Null: it waits.
+  const std::atomic<bool>* give_up = nullptr;
   // A run still "running" whose heartbeat is older than this is marked killed
   // when the store is opened, unless its writer is a live process of this
   // host (see Store::reap_stale_runs).
