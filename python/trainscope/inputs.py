@@ -85,8 +85,10 @@ class TrainerInputs:
         return model
 
     def epoch(self, epoch):
-        """The batches (inputs, targets) of epoch `epoch` (from 0)."""
-        return self._native.epoch(epoch)
+        """The batches (inputs, targets) of epoch `epoch` (from 0): a whole
+        number, else a ValueError naming it (never the binding's error)."""
+        from trainscope import _whole  # the package's one rule for counts
+        return self._native.epoch(_whole("epoch", epoch))
 
     def test(self):
         """The test set (inputs, targets) as the trainer evaluates it."""

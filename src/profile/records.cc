@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/payload.h"
 
@@ -40,6 +41,14 @@ std::vector<ProfileCell> read_cells(store::Store& store, std::string_view uuid) 
     for (uint64_t i = 0; i < n; ++i) {
       ProfileCell c{rec.step, r.bytes(), r.bytes(), 0};
       c.us = r.f64();
+      // A measured span: a time of 0 or more, shorter than any calendar
+      // (the profiler's clock never gives another).
+      if (!(c.us >= 0 && c.us < 3.2e17))
+        core::fail(core::ErrorKind::kStore,
+                   "profile_steps record of run {}, step {}: layer {} {} took {} us, which "
+                   "cannot be; the store is damaged",
+                   core::short_uuid(uuid), rec.step, core::escape_for_display(c.layer),
+                   core::escape_for_display(c.phase), core::format_double(c.us));
       out.push_back(std::move(c));
     }
     r.finish();

@@ -28,5 +28,8 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid);
 // A pid read back from run `uuid`'s row: 0 (none) or a process id; one
 // below 0 or past a pid_t throws Error(kStore), as above.
 int64_t stored_pid(int64_t pid, std::string_view uuid);
+// The experiment read back from run `uuid`'s row: none (`found` false: its
+// experiment_id names no experiment) throws Error(kStore), as above.
+std::string stored_experiment(bool found, std::string name, std::string_view uuid);
 
 }  // namespace trainscope::store

@@ -47,18 +47,18 @@ constexpr const char* kNow = "extract(epoch from clock_timestamp())::float8";
 constexpr const char* kRunColumns =
     "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
     "p.uuid, r.command_line, r.config_text, r.config_hash, r.host, r.pid, r.pid_start "
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 constexpr const char* kRunColumnsLight =
     "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
     "p.uuid, '', '', r.config_hash, r.host, r.pid, r.pid_start "
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 
 RunInfo read_run(const pqxx::row& row) {
   RunInfo r;
   r.uuid = get_text(row[0]);
-  r.experiment = get_text(row[1]);
+  r.experiment = stored_experiment(!row[1].is_null(), get_text(row[1]), r.uuid);
   r.name = get_text(row[2]);
   r.status = stored_run_status(get_text(row[3]), r.uuid);
   r.start_time = get_real(row[4]);

@@ -46,20 +46,20 @@ constexpr size_t kMaxChunkPoints = 8192;
 constexpr const char* kRunColumns =
     "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
     "p.uuid, r.command_line, r.config_text, r.config_hash, r.host, r.pid, r.pid_start "
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 
 // Same columns without the potentially large command line and config.
 constexpr const char* kRunColumnsLight =
     "r.uuid, e.name, r.name, r.status, r.start_time, r.end_time, r.heartbeat, "
     "p.uuid, '', '', r.config_hash, r.host, r.pid, r.pid_start "
-    "FROM runs r JOIN experiments e ON e.id = r.experiment_id "
+    "FROM runs r LEFT JOIN experiments e ON e.id = r.experiment_id "
     "LEFT JOIN runs p ON p.id = r.parent_id ";
 
 RunInfo read_run(const sqlite::Stmt& s) {
   RunInfo r;
   r.uuid = s.text(0);
-  r.experiment = s.text(1);
+  r.experiment = stored_experiment(!s.is_null(1), s.text(1), r.uuid);
   r.name = s.text(2);
   r.status = stored_run_status(s.text(3), r.uuid);
   r.start_time = s.real(4);

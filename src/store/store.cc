@@ -119,6 +119,13 @@ int64_t stored_pid(int64_t pid, std::string_view uuid) {
        pid);
 }
 
+std::string stored_experiment(bool found, std::string name, std::string_view uuid) {
+  if (found) return name;
+  fail(ErrorKind::kStore,
+       "run {}: its stored experiment is none the store holds; the store is damaged",
+       short_uuid(uuid));
+}
+
 std::string next_free_name(const std::string& base, const std::vector<std::string>& taken) {
   bool base_taken = false;
   int64_t highest = 1;

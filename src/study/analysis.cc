@@ -378,11 +378,13 @@ StudyAnalysis analyse_study(store::Store& s, const std::string& ref, const std::
     a.cells.push_back(analyse_cell(s, name, cr, a));
     a.finished += a.cells.back().runs;
   }
+  // The study named by its UUID: a stored name is never a shell command.
   if (a.finished < a.planned)
     a.notes.push_back(
         fmt::format("{} of {} planned runs have finished: `trainscope study resume "
                     "{}` runs the rest",
-                    a.finished, a.planned, a.study.name));
+                    a.finished, a.planned, core::short_uuid(a.study.uuid)));
+
   add_statistics(a);
   add_deterministic_twins(a);
   add_epoch_spread(a);

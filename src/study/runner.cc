@@ -532,7 +532,7 @@ void check_name_free(store::Store& store, const StudySpec& spec) {
     fail(ErrorKind::kConflict,
          "study {} already exists in the store ({}, {}): `trainscope study resume {}` continues "
          "it; give the study another name (study: in {}) to plan a new one",
-         spec.name, core::short_uuid(r.uuid), store::to_string(r.status), spec.name,
+         spec.name, core::short_uuid(r.uuid), store::to_string(r.status), core::short_uuid(r.uuid),
          spec.file.filename().string());
   }
 }

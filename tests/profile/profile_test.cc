@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "trainscope/profile/profiler.h"
 #include "trainscope/profile/records.h"
 #include "trainscope/profile/report.h"
+#include "trainscope/store/store.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::profile {
@@ -127,6 +129,27 @@ TEST(LayerChartTest, StoredLayerNamesAreTextNotMarkup) {
             std::string::npos)
       << svg;
   EXPECT_NE(svg.find("run &lt;x&gt;"), std::string::npos) << svg;
+}
+
+// Seventeenth hunt, 17A-D4: a stored layer time of -1e9 us, NaN, inf or
+// 1e300 was shown as a time (-14905364.1% of the step). No profiler
+// measures one: the store is damaged (exit 5).
+TEST(ProfileRecordsTest, ALayerTimeNoClockGivesIsADamagedStore) {
+  auto store = store::Store::open({.uri = "sqlite::memory:"});
+  for (const double us : {-1e9, std::nan(""), double{INFINITY}, 1e300}) {
+    const std::string uuid = store->create_run({}).uuid;
+    store->append_records(uuid, profile::kStepsKind,
+                          profile::cell_records({{3, "fc1", "forward", 12.5},
+                                                 {3, "fc2", "forward", us}}));
+    try {
+      profile::read_cells(*store, uuid);
+      ADD_FAILURE() << us << " was read as a time";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+      EXPECT_NE(std::string(e.what()).find("layer fc2 forward took"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(CostModelTest, VectorFlopsChargeUnfilledLanesAndSkipTheFirstInputGradient) {

@@ -88,6 +88,12 @@ def test_a_model_with_other_tensors_is_refused_by_name():
         trainscope.TrainerInputs(DEMO, ["optimizer.nme=sgd"])
     with pytest.raises(LookupError, match="nowhere.yaml"):
         trainscope.TrainerInputs("/nowhere.yaml")
+    # Seventeenth hunt, 17A-D3: an epoch that is no whole number got the
+    # binding's four-line TypeError; True was epoch 1.
+    for bad in (0.5, "0", None, True, -1, 2**70):
+        with pytest.raises(ValueError, match="^epoch "):
+            inputs.epoch(bad)
+    assert len(inputs.epoch(1.0)) == inputs.batches_per_epoch
 
 
 def test_sgd_is_bit_identical_across_the_frameworks(tmp_path):

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <limits>
 
 #include "support/test_util.h"
@@ -408,6 +409,42 @@ TEST(SqliteStoreTest, AParentCycleShowsEachRunOnceAndNoRunAsItsOwnChild) {
   for (const auto& g : r.groups)
     for (size_t c : g.children) nested[r.rows[g.top].info.name].push_back(r.rows[c].info.name);
   EXPECT_EQ(nested, (std::map<std::string, std::vector<std::string>>{{"self", {"under-self"}}}));
+}
+
+// Seventeenth hunt, 17A-D2: a run whose experiment_id names no experiment
+// (foreign keys bypassed) was left out of every listing, and `store copy`
+// said it copied every run while it left it behind. It is a damaged
+// store, exit 5, to every reader.
+TEST(SqliteStoreTest, ARunOfNoStoredExperimentIsADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    store->create_run({.name = "kept"});
+    uuid = store->create_run({.name = "lost"}).uuid;
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "PRAGMA foreign_keys = OFF; "
+                         "UPDATE runs SET experiment_id = 999 WHERE name = 'lost'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  const std::string uri = "sqlite:" + (dir / "t.db").string();
+  auto reader = Store::open({.uri = uri, .read_only = true});
+  for (auto read : std::vector<std::function<void()>>{
+           [&] { open_at(dir / "t.db"); },  // a writer's reaper lists the running runs
+           [&] { reader->list_runs(); }, [&] { reader->find_run(uuid); }}) {
+    try {
+      read();
+      ADD_FAILURE() << "the run was read, or left out";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kStore);
+      EXPECT_NE(std::string(e.what()).find("its stored experiment is none"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace
