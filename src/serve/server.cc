@@ -26,8 +26,8 @@
 #include "assets.h"
 #include "gate.h"
 #include "trainscope/core/error.h"
-#include "trainscope/core/regular_file.h"
 #include "trainscope/core/log.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/serve/api.h"
 #include "trainscope/store/store.h"
@@ -223,8 +223,8 @@ void send(httplib::Response& res, const Response& r) {
   if (r.file.empty()) return res.set_content(r.body, r.content_type);
   // An artifact: read a chunk at a time as the client takes it.
   res.set_content_provider(r.file_length, r.content_type,
-                           [sender = std::make_shared<FileSender>(r)](
-                               size_t offset, size_t length, httplib::DataSink& sink) {
+                           [sender = std::make_shared<FileSender>(r)](size_t offset, size_t length,
+                                                                      httplib::DataSink& sink) {
                              return (*sender)(offset, length, sink);
                            });
 }
@@ -478,8 +478,8 @@ struct Server::Impl {
     // A write waiting for another writer's lock gives up when the server
     // stops: its client is gone, so it is applied only if it is answered.
     if (!writer)
-      writer = store::Store::open(
-          {.uri = options.store_uri, .give_up = &stop_requested, .reap = false});
+      writer =
+          store::Store::open({.uri = options.store_uri, .give_up = &stop_requested, .reap = false});
     send(res, handle_api(*writer, r, o));
   }
 

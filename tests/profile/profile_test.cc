@@ -138,9 +138,9 @@ TEST(ProfileRecordsTest, ALayerTimeNoClockGivesIsADamagedStore) {
   auto store = store::Store::open({.uri = "sqlite::memory:"});
   for (const double us : {-1e9, std::nan(""), double{INFINITY}, 1e300}) {
     const std::string uuid = store->create_run({}).uuid;
-    store->append_records(uuid, profile::kStepsKind,
-                          profile::cell_records({{3, "fc1", "forward", 12.5},
-                                                 {3, "fc2", "forward", us}}));
+    store->append_records(
+        uuid, profile::kStepsKind,
+        profile::cell_records({{3, "fc1", "forward", 12.5}, {3, "fc2", "forward", us}}));
     try {
       profile::read_cells(*store, uuid);
       ADD_FAILURE() << us << " was read as a time";

@@ -716,8 +716,8 @@ TEST_F(ServeHttpTest, AnArtifactChangedWhileItIsSentIsCutShort) {
   const auto stored = store_->artifacts(uuid_).at(0).path;
   Running srv({.store_uri = uri_, .port = 0});
   Raw slow(srv.port(), 16 * 1024);
-  ASSERT_TRUE(slow.send("GET /api/runs/" + uuid_ +
-                        "/artifacts/large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  ASSERT_TRUE(
+      slow.send("GET /api/runs/" + uuid_ + "/artifacts/large HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
   // Unread, the answer fills the sockets' buffers and the server waits.
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   {
@@ -1187,8 +1187,8 @@ TEST_F(ServeHttpTest, AStopWhileAWriteWaitsForALockIsPromptAndWritesNothing) {
   }
   for (int i = 0; i < 1000 && !std::filesystem::exists(held); ++i) usleep(10 * 1000);
   ASSERT_TRUE(std::filesystem::exists(held)) << "the lock was never taken";
-  auto srv = std::make_unique<Running>(
-      ServerOptions{.store_uri = uri_, .port = 0, .allow_writes = true});
+  auto srv =
+      std::make_unique<Running>(ServerOptions{.store_uri = uri_, .port = 0, .allow_writes = true});
   Raw put(srv->port());
   ASSERT_TRUE(put.send(
       "PUT /api/runs/writer/tags/held HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\nhi"));

@@ -36,10 +36,13 @@ class Sha256;  // sha256.h, private to core
 // SHA-256 of bytes fed a piece at a time (a file as it is sent).
 class Sha256Hasher {
  public:
+  // A digest of nothing yet.
   Sha256Hasher();
+  // Frees the digest's state.
   ~Sha256Hasher();
   Sha256Hasher(const Sha256Hasher&) = delete;
   Sha256Hasher& operator=(const Sha256Hasher&) = delete;
+  // Feeds the next `n` bytes.
   void update(const void* bytes, size_t n);
   // Lowercase hex of the digest of all that was fed; call once.
   std::string hex();

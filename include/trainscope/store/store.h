@@ -11,9 +11,9 @@
 // another backend can sit behind it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <atomic>
 #include <functional>
 #include <iosfwd>
 #include <map>
