@@ -62,6 +62,14 @@ Predictions read_predictions(const std::filesystem::path& file) {
   if (!in || std::memcmp(magic, kMagic, 8) != 0 || n > (1ULL << 32))
     fail(ErrorKind::kStore, "{} is not a predictions file (TSPRED01)", file.string());
   Predictions p;
+  // The size its count says, checked before anything is allocated (a
+  // header claiming 2^32 predictions in 40 bytes asked for 48 GiB).
+  const uint64_t each = sizeof(decltype(p.labels)::value_type) +
+                        sizeof(decltype(p.predicted)::value_type) +
+                        sizeof(decltype(p.top_logit)::value_type);
+  if (bytes->size() != 16 + n * each)
+    fail(ErrorKind::kStore, "{} is {} bytes, not the {} its {} predictions take: it is damaged",
+         file.string(), bytes->size(), 16 + n * each, n);
   get(in, p.labels, n);
   get(in, p.predicted, n);
   get(in, p.top_logit, n);

@@ -654,15 +654,33 @@ class Ancestry {
     for (const auto& r : rows) parent_[r.info.uuid] = r.info.parent_uuid;
   }
 
+  // Each run's top is remembered for the runs below it: a chain of N runs
+  // is walked once, not N times.
   std::string top(const RunInfo& run) {
-    std::string at = run.uuid;
-    std::set<std::string> seen{at};
+    std::vector<std::string> path{run.uuid};
+    std::set<std::string> seen{run.uuid};
+    std::string found;
+    bool cycle = false;
     for (;;) {
+      const std::string at = path.back();
+      if (auto known = top_.find(at); known != top_.end()) {
+        found = known->second;
+        cycle = found.empty();  // it leads into a cycle
+        break;
+      }
       const std::optional<std::string> p = parent_of(parent_[at]);
-      if (!p || *p == at) return at;  // no parent, one no longer stored, or itself
-      if (!seen.insert(*p).second) return run.uuid;
-      at = *p;
+      if (!p || *p == at) {  // no parent, one no longer stored, or itself
+        found = at;
+        break;
+      }
+      if (!seen.insert(*p).second) {
+        cycle = true;
+        break;
+      }
+      path.push_back(*p);
     }
+    for (const auto& u : path) top_[u] = cycle ? std::string() : found;
+    return cycle ? run.uuid : found;
   }
 
  private:
@@ -679,6 +697,9 @@ class Ancestry {
 
   Store& store_;
   std::map<std::string, std::string> parent_;  // run UUID: its parent's UUID
+  // Run UUID: the run it is nested under; empty: its ancestry leads into a
+  // cycle, so it stands alone.
+  std::map<std::string, std::string> top_;
 };
 
 // RunQuery::nest over the matching rows, sorted: the groups in the order of

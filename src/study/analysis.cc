@@ -358,8 +358,18 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
   for (const auto& c : a.cells) {
     if (c.run_uuids.empty()) continue;
     auto tags = s.tags(c.run_uuids.front());
-    if (tags.count("energy.carbon_kg_per_kwh"))
-      a.carbon_kg_per_kwh = std::strtod(tags["energy.carbon_kg_per_kwh"].c_str(), nullptr);
+    if (tags.count("energy.carbon_kg_per_kwh")) {
+      // What monitor.carbon_kg_per_kwh takes (0 to 10), as the sampler wrote it.
+      const std::string& text = tags["energy.carbon_kg_per_kwh"];
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end != '\0' || !(v >= 0 && v <= 10))
+        core::fail(core::ErrorKind::kStore,
+                   "run {}: its tag energy.carbon_kg_per_kwh is '{}', not a carbon intensity "
+                   "(0 to 10 kg per kWh); the store is damaged",
+                   core::short_uuid(c.run_uuids.front()), core::escape_for_display(text));
+      a.carbon_kg_per_kwh = v;
+    }
     break;
   }
   a.co2_kg = a.energy_kwh * a.carbon_kg_per_kwh;

@@ -384,6 +384,10 @@ TEST(SqliteStoreTest, AParentCycleShowsEachRunOnceAndNoRunAsItsOwnChild) {
     store->create_run({.name = "under-b", .parent_uuid = b});
     self = store->create_run({.name = "self"}).uuid;
     store->create_run({.name = "under-self", .parent_uuid = self});
+    // A chain of runs (start_run(parent=) can make one): under its head.
+    std::string up = store->create_run({.name = "c0"}).uuid;
+    for (const char* name : {"c1", "c2"})
+      up = store->create_run({.name = name, .parent_uuid = up}).uuid;
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
@@ -404,11 +408,13 @@ TEST(SqliteStoreTest, AParentCycleShowsEachRunOnceAndNoRunAsItsOwnChild) {
   std::vector<std::string> shown;
   for (const auto& row : r.rows) shown.push_back(row.info.name);
   std::sort(shown.begin(), shown.end());
-  EXPECT_EQ(shown, (std::vector<std::string>{"a", "b", "self", "under-b", "under-self"}));
+  EXPECT_EQ(shown, (std::vector<std::string>{"a", "b", "c0", "c1", "c2", "self", "under-b",
+                                             "under-self"}));
   std::map<std::string, std::vector<std::string>> nested;
   for (const auto& g : r.groups)
     for (size_t c : g.children) nested[r.rows[g.top].info.name].push_back(r.rows[c].info.name);
-  EXPECT_EQ(nested, (std::map<std::string, std::vector<std::string>>{{"self", {"under-self"}}}));
+  EXPECT_EQ(nested, (std::map<std::string, std::vector<std::string>>{{"c0", {"c1", "c2"}},
+                                                                     {"self", {"under-self"}}}));
 }
 
 // Seventeenth hunt, 17A-D2: a run whose experiment_id names no experiment

@@ -13,6 +13,8 @@
 #include <set>
 
 #include "support/test_util.h"
+#include "trainscope/core/error.h"
+#include "trainscope/predictions/predictions.h"
 #include "trainscope/store/store.h"
 #include "trainscope/study/report.h"
 #include "trainscope/study/study.h"
@@ -20,6 +22,8 @@
 namespace fs = std::filesystem;
 namespace store = trainscope::store;
 namespace tst = trainscope::testing;
+namespace predictions = trainscope::predictions;
+namespace core = trainscope::core;
 using trainscope::testing::TempDir;
 
 namespace {
@@ -69,6 +73,34 @@ class StudyPlanTest : public ::testing::Test {
   }
   TempDir dir_;
 };
+
+// Eighteenth hunt, 18A-D1: a 40-byte predictions file whose header
+// claims 2^32 predictions made study report allocate 48 GiB. The size its
+// count says is checked first: a damaged file, exit 5.
+TEST(PredictionsFileTest, ACountTheFileCannotHoldIsADamagedFile) {
+  tst::TempDir dir;
+  predictions::Predictions p;
+  p.labels = {1, 2};
+  p.predicted = {1, 3};
+  p.top_logit = {0.5f, 0.25f};
+  {
+    std::ofstream out(dir / "ok.bin", std::ios::binary);
+    predictions::write_predictions(out, p);
+  }
+  EXPECT_EQ(predictions::read_predictions(dir / "ok.bin").labels, p.labels);
+  std::string claim("TSPRED01", 8);
+  const uint64_t n = uint64_t{1} << 32;
+  claim.append(reinterpret_cast<const char*>(&n), 8);
+  claim += std::string(24, '\0');
+  std::ofstream(dir / "big.bin", std::ios::binary) << claim;
+  try {
+    predictions::read_predictions(dir / "big.bin");
+    ADD_FAILURE() << "a count of 2^32 in 40 bytes was read";
+  } catch (const core::Error& e) {
+    EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+    EXPECT_NE(std::string(e.what()).find("is 40 bytes, not the"), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace
 
