@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include "support/test_util.h"
@@ -70,6 +72,13 @@ class StudyTest : public ::testing::Test {
     }
     return false;
   }
+  static std::vector<std::string> lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) out.push_back(line);
+    return out;
+  }
   int count(store::RunStatus st) {
     int n = 0;
     for (const auto& r : children()) n += r.status == st;
@@ -117,10 +126,24 @@ TEST_F(StudyTest, SurvivesAKilledWorkerAndAKilledStudyAndReports) {
       << tst::run_command("cat " + out.string()).out;
   // Then the whole study, once some runs have finished.
   ASSERT_TRUE(wait_for([&] { return count(store::RunStatus::kFinished) >= 5; }, 300));
+  // What the study runs as it is killed: its workers and their trainings.
+  // A training that was starting records its run after the statuses below
+  // could say nothing runs, so the test waits for these processes too.
+  std::vector<pid_t> below;
+  for (const std::string& w : lines(tst::run_command("pgrep -P " + std::to_string(study)).out)) {
+    below.push_back(static_cast<pid_t>(std::stol(w)));
+    for (const std::string& t : lines(tst::run_command("pgrep -P " + w).out))
+      below.push_back(static_cast<pid_t>(std::stol(t)));
+  }
   ASSERT_EQ(kill(study, SIGKILL), 0);
   int status = 0;
   waitpid(study, &status, 0);
   // Its workers get SIGTERM and stop; nothing is left running.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        return std::none_of(below.begin(), below.end(), [](pid_t p) { return kill(p, 0) == 0; });
+      },
+      120));
   ASSERT_TRUE(wait_for([&] { return count(store::RunStatus::kRunning) == 0; }, 120))
       << tst::run_command(cli("runs list -a")).out;
   std::map<std::string, std::string> finished_before;
