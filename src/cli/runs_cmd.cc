@@ -408,13 +408,17 @@ void delete_run(Context& ctx, const DeleteArgs& a) {
   if (r.status == store::RunStatus::kRunning)
     core::log_warn("run {} is still running; its writer will fail", id);
   using Children = Store::ChildRuns;
-  store->delete_run(r.uuid, a.with_children   ? Children::kDelete
-                            : a.keep_children ? Children::kDetach
-                                              : Children::kRefuse);
+  const size_t others = store->delete_run(r.uuid, a.with_children   ? Children::kDelete
+                                                  : a.keep_children ? Children::kDetach
+                                                                    : Children::kRefuse);
   if (kids == 0) return core::log_info("deleted run {}", r.uuid);
+  // Every run below it goes with --with-children, its children's too.
   core::log_info("deleted run {}{}", r.uuid,
-                 a.with_children ? fmt::format(" and its {} child run(s)", kids)
-                                 : fmt::format("; its {} child run(s) are kept, detached", kids));
+                 !a.with_children ? fmt::format("; its {} child run(s) are kept, detached", others)
+                 : others == kids ? fmt::format(" and its {} child run(s)", kids)
+                                  : fmt::format(" and the {} run(s) below it: its {} child run(s) "
+                                                "and theirs",
+                                                others, kids));
 }
 
 void add_delete(CLI::App* runs, Context& ctx) {

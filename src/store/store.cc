@@ -344,7 +344,7 @@ void Store::check_lease_now(std::string_view uuid) {
   if (auto r = find_run(uuid)) check_lease(uuid, r->status, {r->host, r->pid, r->pid_start});
 }
 
-void Store::delete_run(std::string_view uuid, ChildRuns children) {
+size_t Store::delete_run(std::string_view uuid, ChildRuns children) {
   auto kids = list_runs({.parent_uuid = std::string(uuid)});
   if (!kids.empty() && children == ChildRuns::kRefuse)
     fail(ErrorKind::kConflict,
@@ -371,6 +371,7 @@ void Store::delete_run(std::string_view uuid, ChildRuns children) {
       core::log_warn("could not remove artifacts of run {}: {}", *it, e.what());
     }
   }
+  return children == ChildRuns::kDelete ? doomed.size() - 1 : kids.size();
 }
 
 // --- artifacts ------------------------------------------------------------------

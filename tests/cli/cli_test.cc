@@ -659,8 +659,13 @@ TEST_F(CliTest, DeletingAStudysParentSaysWhatBecomesOfItsChildren) {
   ASSERT_EQ(keep.exit_code, 0) << keep.out;
   EXPECT_NE(keep.out.find("its 3 child run(s) are kept, detached"), std::string::npos) << keep.out;
   for (int i = 0; i < 3; ++i) EXPECT_EQ(store()->find_run(kids[i])->parent_uuid, "");
+  // Eighteenth hunt, 18B-D5: every run below it goes, and is counted.
+  store()->create_run({.experiment = "other", .name = "other/r0/x", .parent_uuid = kids[3]});
   auto all = ts("runs delete other --yes --with-children");
   ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("and the 4 run(s) below it: its 3 child run(s) and theirs"),
+            std::string::npos)
+      << all.out;
   auto left = store()->list_runs();
   ASSERT_EQ(left.size(), 3u);
   for (const auto& r : left) EXPECT_TRUE(r.name.starts_with("seeds/")) << r.name;

@@ -379,8 +379,9 @@ class Store {
   };
   // Deletes a run and everything recorded for it, artifact files included.
   // A run with child runs is refused unless `children` says what to do
-  // with them.
-  void delete_run(std::string_view uuid, ChildRuns children = ChildRuns::kRefuse);
+  // with them. Returns how many other runs it deleted (kDelete: every run
+  // below it, at any depth) or detached (kDetach: its children).
+  size_t delete_run(std::string_view uuid, ChildRuns children = ChildRuns::kRefuse);
   // Every experiment's name, sorted.
   virtual std::vector<std::string> list_experiments() = 0;
 
