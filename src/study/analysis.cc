@@ -21,7 +21,10 @@ using store::RunStatus;
 
 namespace {
 
+// NaN when a logit is not a number (a diverged run): no correlation.
 double pearson(const std::vector<float>& a, const std::vector<float>& b) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!std::isfinite(a[i]) || !std::isfinite(b[i])) return std::nan("");
   double ma = 0, mb = 0;
   for (size_t i = 0; i < a.size(); ++i) ma += a[i], mb += b[i];
   ma /= a.size(), mb /= b.size();
@@ -58,6 +61,7 @@ std::optional<CrossRun> cross_run(const std::vector<Predictions>& runs) {
   if (runs.size() < 2) return std::nullopt;
   for (const auto& r : runs)
     if (r.labels != runs[0].labels) return std::nullopt;  // different test sets
+  if (runs[0].labels.empty()) return std::nullopt;        // nothing to compare
   CrossRun c;
   c.runs = static_cast<int>(runs.size());
   int pairs = 0;

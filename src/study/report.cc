@@ -68,7 +68,9 @@ Rows cell_rows(const StudyAnalysis& a) {
     if (!a.spec.sources.empty()) r.push_back(num(c.sd_ratio, 3));
     if (c.cross) {
       r.push_back(fmt::format("{:.2f}", c.cross->disagreement * 100));
-      r.push_back(fmt::format("{:.4f}", c.cross->logit_correlation));
+      r.push_back(std::isnan(c.cross->logit_correlation)
+                      ? "-"
+                      : fmt::format("{:.4f}", c.cross->logit_correlation));
       r.push_back(
           fmt::format("{:+.2f}", (c.cross->ensemble_accuracy - c.cross->mean_accuracy) * 100));
     } else {

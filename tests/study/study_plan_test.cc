@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <regex>
@@ -24,6 +25,7 @@ namespace store = trainscope::store;
 namespace tst = trainscope::testing;
 namespace predictions = trainscope::predictions;
 namespace core = trainscope::core;
+namespace study = trainscope::study;
 using trainscope::testing::TempDir;
 
 namespace {
@@ -100,6 +102,24 @@ TEST(PredictionsFileTest, ACountTheFileCannotHoldIsADamagedFile) {
     EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
     EXPECT_NE(std::string(e.what()).find("is 40 bytes, not the"), std::string::npos) << e.what();
   }
+}
+
+// Eighteenth hunt, 18A-D3 and D4: runs whose predictions hold none gave a
+// disagreement of -nan, and diverged runs' NaN logits a correlation of 1.
+TEST(CrossRunTest, NoPredictionsAreNoComparisonAndNaNLogitsNoCorrelation) {
+  predictions::Predictions empty;
+  EXPECT_FALSE(study::cross_run({empty, empty}).has_value());
+  predictions::Predictions a;
+  a.labels = {1, 2, 3};
+  a.predicted = {1, 2, 0};
+  a.top_logit = {0.5f, 0.25f, 0.75f};
+  predictions::Predictions b = a;
+  b.top_logit = {NAN, NAN, NAN};
+  const auto c = study::cross_run({a, b});
+  ASSERT_TRUE(c.has_value());
+  EXPECT_TRUE(std::isnan(c->logit_correlation)) << c->logit_correlation;
+  EXPECT_EQ(c->disagreement, 0);
+  EXPECT_NEAR(study::cross_run({a, a})->logit_correlation, 1.0, 1e-12);
 }
 
 }  // namespace
