@@ -854,6 +854,18 @@ void Gate::pass(Conn c, size_t head_end) {
   if (why.empty()) why = gate::target_problem(head);
   if (why.empty()) why = gate::form_problem(head);
   if (why.empty()) why = gate::query_problem(head);
+  // httplib, the library linked, reads a header line of at most 8 KiB
+  // (CPPHTTPLIB_HEADER_MAX_LENGTH, built into it) and answered a longer one
+  // 400 "a malformed request": it is named here, 431.
+  for (size_t at = head.find("\r\n") + 2; why.empty() && at < head.size();) {
+    const size_t end = head.find("\r\n", at);
+    if (end == std::string_view::npos) break;
+    if (end - at > 8192) {
+      status = 431;
+      why = "a header line is over 8 KiB: send shorter headers (a smaller Cookie)";
+    }
+    at = end + 2;
+  }
   if (!why.empty()) return drop(c, status, why);
   c.body = gate::announces_body(head);
   c.range = gate::take_ranges(c.buf, head_end);
