@@ -36,6 +36,15 @@ std::unique_ptr<Store> open_at(const std::filesystem::path& p, StoreOptions o = 
   return Store::open(o);
 }
 
+// Runs SQL on the store file at `p` as a damaged or hostile writer would,
+// around trainscope (foreign keys unchecked, as sqlite3 leaves them).
+void damage(const std::filesystem::path& p, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(p.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  sqlite3_close(db);
+}
+
 void write_file(const std::filesystem::path& p, const std::string& content) {
   std::ofstream(p, std::ios::binary) << content;
 }
@@ -355,14 +364,9 @@ TEST(SqliteStoreTest, DeletingAFamilyWhoseParentsFormACycleDeletesEachOnce) {
     c = store->create_run({.name = "c", .parent_uuid = b}).uuid;
     other = store->create_run({.name = "self"}).uuid;
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'c') "
-                         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  damage(dir / "t.db",
+         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'c') "
+         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'");
   auto store = open_at(dir / "t.db");
   store->delete_run(other, Store::ChildRuns::kDelete);
   EXPECT_FALSE(store->find_run(other).has_value());
@@ -389,14 +393,9 @@ TEST(SqliteStoreTest, AParentCycleShowsEachRunOnceAndNoRunAsItsOwnChild) {
     for (const char* name : {"c1", "c2"})
       up = store->create_run({.name = name, .parent_uuid = up}).uuid;
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'b') "
-                         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  damage(dir / "t.db",
+         "UPDATE runs SET parent_id = (SELECT id FROM runs WHERE name = 'b') "
+         "WHERE name = 'a'; UPDATE runs SET parent_id = id WHERE name = 'self'");
   auto store = open_at(dir / "t.db");
   const auto kids = store->list_runs({.parent_uuid = self});
   ASSERT_EQ(kids.size(), 1u);
@@ -429,14 +428,9 @@ TEST(SqliteStoreTest, ARunOfNoStoredExperimentIsADamagedStore) {
     store->create_run({.name = "kept"});
     uuid = store->create_run({.name = "lost"}).uuid;
   }
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open((dir / "t.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "PRAGMA foreign_keys = OFF; "
-                         "UPDATE runs SET experiment_id = 999 WHERE name = 'lost'",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  damage(dir / "t.db",
+         "PRAGMA foreign_keys = OFF; "
+         "UPDATE runs SET experiment_id = 999 WHERE name = 'lost'");
   const std::string uri = "sqlite:" + (dir / "t.db").string();
   auto reader = Store::open({.uri = uri, .read_only = true});
   for (auto read : std::vector<std::function<void()>>{
