@@ -34,7 +34,7 @@ namespace {
 
 std::string stored_diff(store::Store& store, const store::RunInfo& run, std::string* path) {
   for (const auto& a : store.artifacts(run.uuid)) {
-    if (a.name != "git.diff") continue;
+    if (a.name != "git.diff" || a.kind != "code") continue;
     *path = a.path;
     try {  // damaged, replaced, a FIFO or a device: read as none, never trusted
       store::verify_artifact(a);

@@ -60,7 +60,7 @@ Json profile(store::Store& s, const store::RunInfo& run) {
   j["operators"] = Json::array();
   j["trace_url"] = nullptr;
   for (const auto& a : s.artifacts(run.uuid))
-    if (a.name == profile::kTraceArtifact) {
+    if (a.name == profile::kTraceArtifact && a.kind == profile::kTraceKind) {
       j["trace_url"] = artifact_url(run.uuid, a.name);
       j["operators"] = profile::operator_table_json(run.uuid, profile::operator_table(s, run.uuid),
                                                     20)["operators"];

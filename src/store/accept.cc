@@ -83,6 +83,19 @@ std::optional<std::string> own_metric_problem(std::string_view key) {
       shown_key(key));
 }
 
+std::optional<std::string> own_metric_value_problem(std::string_view key, double value) {
+  if (!own_metric_problem(key)) return std::nullopt;
+  if (key == "exit_code") {
+    if (value >= 0 && value <= 255 && value == std::floor(value)) return std::nullopt;
+    return fmt::format("metric 'exit_code' is {}, which no program exits with (0 to 255)", value);
+  }
+  if (std::isfinite(value) && value >= 0) return std::nullopt;
+  return fmt::format(
+      "metric '{}' is {}, which trainscope's resource sampler never records (a count, rate or "
+      "amount: finite and not negative)",
+      shown_key(key), value);
+}
+
 std::optional<std::string> record_problem(std::string_view kind, std::string_view key,
                                           int64_t step) {
   std::string why;
@@ -104,11 +117,13 @@ std::optional<std::string> record_problem(std::string_view kind, std::string_vie
 }
 
 std::optional<std::string> own_artifact_kind_problem(std::string_view kind) {
-  if (kind != "checkpoint" && kind != "trace") return std::nullopt;
+  if (kind != "checkpoint" && kind != "trace" && kind != "predictions" && kind != "code")
+    return std::nullopt;
   return fmt::format(
       "artifact kind '{}' is one trainscope writes and reads itself (checkpoint: a training's "
       "checkpoints, which resume and rerun load; trace: the profiler's trace, which profile show "
-      "--ops reads); log it under another kind",
+      "--ops reads; predictions: a training's test predictions, which study report compares; "
+      "code: the git diff that env recreate applies); log it under another kind",
       kind);
 }
 

@@ -157,7 +157,7 @@ void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
 // missing or damaged file is a note of the report, not its end.
 std::optional<Predictions> predictions_of(store::Store& s, const RunInfo& r, StudyAnalysis& a) {
   for (const auto& art : s.artifacts(r.uuid)) {
-    if (art.name != kPredictionsArtifact) continue;
+    if (art.name != kPredictionsArtifact || art.kind != predictions::kPredictionsKind) continue;
     try {
       store::verify_artifact(art);
       return read_predictions(art.path);
@@ -193,6 +193,8 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     a.loss_curves.push_back(std::move(curve));
   }
   for (auto& [epoch, values] : by_epoch) c.epochs.push_back({epoch, std::move(values)});
+  if (c.runs == 0)  // no finished run: no mean of its cost, not a cost of 0 (`-`, null)
+    c.mean_run_s = c.mean_samples_per_s = c.mean_epoch_s = c.energy_kwh = std::nan("");
   c.levels = cr.factors;
   for (const auto& [k, v] : cr.factors) {
     char* end = nullptr;
@@ -350,8 +352,8 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
   double det = 0, other = 0;
   int nd = 0, no = 0;
   for (const auto& c : a.cells) {
-    a.energy_kwh += c.energy_kwh;
     if (c.runs == 0) continue;
+    a.energy_kwh += c.energy_kwh;
     bool is_det = c.vary == "none" || c.vary == "deterministic";
     (is_det ? det : other) += c.mean_run_s;
     ++(is_det ? nd : no);

@@ -80,7 +80,9 @@ std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
 }
 
 // A scalar whose tag or step no other entry point would take (the rule of
-// store/accept.h) refuses the import before anything is written. A step
+// store/accept.h) refuses the import before anything is written, and so
+// does a value of trainscope's own series (proc/*, energy/*, exit_code,
+// which its own export brings back) that its sampler never records. A step
 // that goes back (the folder's files read in name order, as TensorBoard
 // reads them) is one: a writer that restarted in the same folder writes
 // steps it wrote before again, which Python and `watch` refuse as well.
@@ -88,6 +90,7 @@ void check_scalar(const fs::path& file, const tfevents::Scalar& s, store::StepOr
                   std::string& going_back) {
   auto why = store::metric_key_problem(s.tag);
   if (!why) why = store::step_problem(s.step);
+  if (!why) why = store::own_metric_value_problem(s.tag, s.value);
   if (why)
     fail(ErrorKind::kUsage, "{}: the scalar '{}': {}; nothing was imported", file.string(),
          store::shown_key(s.tag), *why);

@@ -195,6 +195,17 @@ def test_an_artifact_path_ending_in_a_slash_is_named_as_the_path(run, tmp_path):
     refused(lambda: run.log_artifact(f"{tmp_path}/"), "it is a folder, not a regular file")
 
 
+def test_the_artifact_kinds_trainscope_reads_are_not_a_users(run, tmp_path):
+    """Eighteenth hunt, A-D2: a script's log_artifact(kind='predictions',
+    name='predictions/test.bin') was read by study report as a training's."""
+    f = tmp_path / "test.bin"
+    f.write_bytes(b"TSPRED01" + b"\0" * 32)
+    for kind in ("predictions", "code", "trace", "checkpoint"):
+        refused(lambda: run.log_artifact(str(f), kind=kind, name="predictions/test.bin"),
+                f"artifact kind '{kind}' is one trainscope writes and reads itself")
+    assert run.log_artifact(str(f), kind="file", name="predictions/test.bin")
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope

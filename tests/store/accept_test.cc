@@ -249,9 +249,9 @@ TEST(AcceptTest, RecordKeysOfBlanksAndOwnArtifactKindsAreRefused) {
             "record key '\xe3\x80\x80' of kind drift is only blanks");
   EXPECT_EQ(record_problem("drift", "", 0), std::nullopt);
   EXPECT_EQ(record_problem("drift", "fc1.weight", 0), std::nullopt);
-  for (const char* own : {"trace", "checkpoint"})
+  for (const char* own : {"trace", "checkpoint", "predictions", "code"})
     EXPECT_NE(own_artifact_kind_problem(own), std::nullopt) << own;
-  for (const char* mine : {"file", "plot", "tracer", "checkpoints"})
+  for (const char* mine : {"file", "plot", "tracer", "checkpoints", "prediction", "codes"})
     EXPECT_EQ(own_artifact_kind_problem(mine), std::nullopt) << mine;
 }
 

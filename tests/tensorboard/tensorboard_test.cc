@@ -521,5 +521,40 @@ TEST_F(TensorBoardTest, AScalarNoRunTakesRefusesTheImport) {
   }
 }
 
+// Eighteenth hunt, A-D8: trainscope's own series come back from its export
+// (the file is then their one writer), but a value its sampler never
+// records (-5 kWh, an exit code of 3.5) is refused as a key is.
+TEST_F(TensorBoardTest, AValueTrainscopesOwnSeriesNeverHoldRefusesTheImport) {
+  const std::vector<std::tuple<std::string, float, std::string>> cases = {
+      {"energy/total_kwh", -5.0f,
+       "metric 'energy/total_kwh' is -5, which trainscope's resource sampler never records (a "
+       "count, rate or amount: finite and not negative)"},
+      {"proc/rss_mib", std::numeric_limits<float>::infinity(),
+       "metric 'proc/rss_mib' is inf, which trainscope's resource sampler never records (a "
+       "count, rate or amount: finite and not negative)"},
+      {"exit_code", 3.5f, "metric 'exit_code' is 3.5, which no program exits with (0 to 255)"},
+      {"exit_code", 256.0f, "metric 'exit_code' is 256, which no program exits with (0 to 255)"}};
+  for (const auto& [tag, value, why] : cases) {
+    const auto logs = dir_ / "own";
+    fs::remove_all(logs);
+    tfevents::Writer w(logs / "run");
+    w.scalar("good", 0, 1.7e9, 1.0f);
+    w.scalar(tag, 1, 1.7e9 + 1, value);
+    w.close();
+    auto r = ts("import tfevents " + shell_quote(logs.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out, fmt::format("trainscope: {}: the scalar '{}': {}; nothing was imported\n",
+                                 w.path().string(), tag, why));
+    EXPECT_TRUE(open()->list_runs().empty());
+  }
+  const auto logs = dir_ / "own-ok";  // what the sampler records comes in
+  tfevents::Writer w(logs / "run");
+  w.scalar("energy/total_kwh", 1, 1.7e9, 0.25f);
+  w.scalar("exit_code", 1, 1.7e9, 137.0f);
+  w.close();
+  auto r = ts("import tfevents " + shell_quote(logs.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+}
+
 }  // namespace
 }  // namespace trainscope

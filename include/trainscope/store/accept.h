@@ -88,10 +88,18 @@ std::optional<std::string> param_key_problem(std::string_view key);  // "param .
 // (...); log it under another key", so that a series holds one writer's
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
+// What is wrong with a value of one of those keys where a file brings
+// the series back (import tfevents of trainscope's own export): exit_code
+// is an integer from 0 to 255, the sampler's series finite and not
+// negative; nullopt for a value the sampler could have recorded, or any
+// other key.
+std::optional<std::string> own_metric_value_problem(std::string_view key, double value);
 
 // An artifact kind trainscope writes itself and its readers act on
 // (`checkpoint`: resume, rerun and a study load it; `trace`: `profile show
-// --ops` reads it as its profiler's). An artifact a user logs (Python's
+// --ops` reads it as its profiler's; `predictions`: `study report` compares
+// them; `code`: `env recreate` applies its git.diff). Those readers match
+// the kind as well as the name. An artifact a user logs (Python's
 // log_artifact) of one is refused, "artifact kind 'trace' is one trainscope
 // writes and reads itself (...); log it under another kind"; nullopt for
 // any other kind.
