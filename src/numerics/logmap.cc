@@ -135,12 +135,39 @@ const char* order_text(Order o) {
   return "?";
 }
 
-double parse_decimal(const std::string& s, const char* what) {
-  char* end = nullptr;
-  double v = std::strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end != '\0')
-    fail(ErrorKind::kUsage, "--{} '{}' is not a number", what, s);
-  return v;
+// A decimal as the reference reads it (mpfr_strtofr, base 10) and the
+// variants too (strtof, strtod): [+-]digits[.digits][e[+-]digits]. A hex
+// float, inf or nan reads differently in each (MPFR's base 10 stops at
+// "0x"), so it is refused.
+void check_decimal(const std::string& s, const char* what) {
+  size_t i = s.starts_with('+') || s.starts_with('-') ? 1 : 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i;
+    return i - from;
+  };
+  size_t mantissa = digits();
+  if (i < s.size() && s[i] == '.') ++i, mantissa += digits();
+  bool ok = mantissa > 0;
+  if (ok && i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    ok = digits() > 0;
+  }
+  if (!ok || i != s.size())
+    fail(ErrorKind::kUsage, "--{} '{}' is not a decimal number (such as 0.25 or 3.7e0)", what, s);
+}
+
+// The sign of (exact decimal s) - bound: the decimal as written, not as a
+// double rounds it (1.0000000000000000001 is above 1).
+int compare_exact(const std::string& s, long bound) {
+  mpfr_t v;
+  mpfr_init2(v, 64);
+  const int rounded = mpfr_strtofr(v, s.c_str(), nullptr, 10, MPFR_RNDN);
+  int cmp = mpfr_cmp_si(v, bound);
+  mpfr_clear(v);
+  if (cmp != 0) return cmp;
+  return rounded > 0 ? -1 : rounded < 0 ? 1 : 0;  // v rounded up: s is below it
 }
 
 }  // namespace
@@ -173,13 +200,14 @@ int reference_precision(double r, int64_t steps) {
 }
 
 void validate(const LogmapOptions& o) {
-  double r = parse_decimal(o.r, "r"), x0 = parse_decimal(o.x0, "x0");
-  if (!(r > 0 && r <= 4))
+  check_decimal(o.r, "r");
+  check_decimal(o.x0, "x0");
+  if (compare_exact(o.r, 0) <= 0 || compare_exact(o.r, 4) > 0)
     fail(ErrorKind::kUsage,
          "--r {} is outside (0, 4]: for r > 4 the map sends x out of [0, 1] and the orbit "
          "diverges to -infinity; for r <= 0 it is not the logistic map",
          o.r);
-  if (!(x0 >= 0 && x0 <= 1))
+  if (compare_exact(o.x0, 0) < 0 || compare_exact(o.x0, 1) > 0)
     fail(ErrorKind::kUsage,
          "--x0 {} is outside [0, 1]: from there x(1) < 0 and the map runs off to -infinity", o.x0);
   if (o.steps <= 0) fail(ErrorKind::kUsage, "--steps must be positive (got {})", o.steps);

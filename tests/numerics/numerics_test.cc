@@ -122,7 +122,33 @@ TEST(LogmapTest, BadInputIsExplained) {
   EXPECT_NE(msg.find("f64.rx_rxx.fma"), std::string::npos) << msg;
   o = {};
   o.r = "abc";
-  EXPECT_NE(error_of(o).find("not a number"), std::string::npos);
+  EXPECT_NE(error_of(o).find("not a decimal number"), std::string::npos);
+}
+
+// Eighteenth hunt, A-D5 and A-D6: the range is the exact decimal's (the
+// reference's), and a hex float, read as 0 by MPFR's base 10 but as 0.25 by
+// strtod, is no decimal.
+TEST(LogmapTest, TheRangeIsTheExactDecimalsAndOnlyDecimalsAreTaken) {
+  auto refusal = [](const std::string& r, const std::string& x0) {
+    LogmapOptions o;
+    o.r = r;
+    o.x0 = x0;
+    o.steps = 5;
+    return error_of(o);
+  };
+  EXPECT_EQ(refusal("3.7", "1.0000000000000000001"),
+            "--x0 1.0000000000000000001 is outside [0, 1]: from there x(1) < 0 and the map runs "
+            "off to -infinity");
+  EXPECT_NE(refusal("4.0000000000000000001", "0.25").find("--r 4.0000000000000000001 is outside"),
+            std::string::npos);
+  EXPECT_NE(refusal("3.7", "-1e-30").find("is outside [0, 1]"), std::string::npos);
+  EXPECT_EQ(refusal("1e-400000", "0.25"), "");  // above 0, however far below a double
+  for (const std::string bad : {"0x1p-2", "inf", "nan", ".", "1e", "1.5.", "+", " 0.5", "0.5 "})
+    EXPECT_EQ(refusal("3.7", bad),
+              "--x0 '" + bad + "' is not a decimal number (such as 0.25 or 3.7e0)")
+        << bad;
+  for (const std::string good : {"0", "1", "-0", "1.000", ".5", "0.", "25e-2", "+0.25"})
+    EXPECT_EQ(refusal("4", good), "") << good;
 }
 
 TEST(SumTest, BlockingChangesTheFloat32ResultAndKahanIsClosest) {
