@@ -113,11 +113,14 @@ void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComp
   for (const auto& n : c.notes) o << "note: " << core::escape_for_display(n) << "\n";
 }
 
-void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& values) {
+void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& all,
+                 std::vector<std::string> notes) {
   if (!std::isnan(a.delta)) a.compare_options.delta = a.delta;
   a.compare_options.resamples = a.options.bootstrap_resamples;
   a.compare_options.seed = a.options.seed;
+  const auto values = stats::finite_values(all, a.selection.metric, notes);
   auto c = stats::compare_groups(values, a.compare[0], a.compare[1], a.compare_options);
+  c.notes.insert(c.notes.begin(), notes.begin(), notes.end());
   write_output(a.out, [&](std::ostream& o) {
     if (a.format == "json")
       return void(o << comparison_json(a, c).dump(2, ' ', false, format::kInvalidUtf8) << "\n");
@@ -163,13 +166,14 @@ stats::Interactions parse_interactions(const std::string& name) {
   return stats::Interactions::kAuto;
 }
 
-void run_factors(store::Store& store, StatsArgs& a) {
-  stats::FactorData data = stats::collect_factors(store, a.selection, a.by);
+void run_factors(store::Store& store, StatsArgs& a, std::vector<std::string> notes) {
+  stats::FactorData data = stats::collect_factors(store, a.selection, a.by, notes);
   for (const auto& key : a.by)
     data.fixed.push_back(std::find(a.fixed.begin(), a.fixed.end(), key) != a.fixed.end());
   stats::FactorOptions options;
   options.interactions = parse_interactions(a.interactions);
   auto f = stats::analyse_factors(data, options);
+  f.notes.insert(f.notes.begin(), notes.begin(), notes.end());
   write_output(a.out, [&](std::ostream& o) {
     if (a.format == "json")
       return void(o << factors_json(a.selection.metric, f).dump(2, ' ', false, format::kInvalidUtf8)
@@ -222,9 +226,14 @@ void run_stats(Context& ctx, StatsArgs& a) {
   for (const auto& r : store->resolve_runs(a.selection.runs)) uuids.push_back(r.uuid);
   a.selection.runs = uuids;
   const size_t left_out = uuids.empty() ? count_as_readers_do(*store, a.selection) : 0;
-  if (a.by.size() >= 2) return run_factors(*store, a);
+  std::vector<std::string> notes;  // every mode says what it set aside
+  if (left_out > 0)
+    notes.push_back(fmt::format(
+        "{} finished run(s) left out: attempts a study set aside ({}) or ran outside its plan",
+        left_out, study::kSupersededTag));
+  if (a.by.size() >= 2) return run_factors(*store, a, notes);
   a.selection.by = a.by.empty() ? "" : a.by.front();
-  if (!a.compare.empty()) return run_compare(a, stats::collect(*store, a.selection));
+  if (!a.compare.empty()) return run_compare(a, stats::collect(*store, a.selection), notes);
   if (!a.reference_run.empty()) {
     stats::Selection ref = a.selection;
     ref.runs = {a.reference_run};
@@ -234,10 +243,7 @@ void run_stats(Context& ctx, StatsArgs& a) {
     a.options.reference = a.reference_value;
   }
   auto m = stats::analyse(a.selection.metric, stats::collect(*store, a.selection), a.options);
-  if (left_out > 0)
-    m.notes.push_back(fmt::format(
-        "{} finished run(s) left out: attempts a study set aside ({}) or ran outside its plan",
-        left_out, study::kSupersededTag));
+  m.notes.insert(m.notes.end(), notes.begin(), notes.end());
   write_output(a.out, [&](std::ostream& o) {
     if (a.format == "json")
       return void(o << stats::metric_stats_json(m).dump(2, ' ', false, format::kInvalidUtf8)

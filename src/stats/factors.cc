@@ -726,18 +726,21 @@ FactorAnalysis analyse_factors(const FactorData& data, const FactorOptions& opti
 }
 
 FactorData collect_factors(store::Store& store, const Selection& selection,
-                           const std::vector<std::string>& by) {
+                           const std::vector<std::string>& by, std::vector<std::string>& notes) {
   FactorData out;
   std::unordered_map<std::string, size_t> row_of;
   for (const auto& key : by) {
     Selection s = selection;
     s.by = key;
     out.factors.push_back(key);
-    for (const RunValue& v : collect(store, s)) {
+    std::vector<std::string> left_out;  // the same runs for every key: noted once
+    for (const RunValue& v : finite_values(collect(store, s), selection.metric, left_out)) {
       auto [at, added] = row_of.emplace(v.run, out.rows.size());
       if (added) out.rows.push_back({{}, v.value});
       out.rows[at->second].levels.push_back(v.group);
     }
+    for (auto& n : left_out)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(std::move(n));
   }
   return out;
 }

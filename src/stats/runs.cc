@@ -158,6 +158,19 @@ Comparison compare(const std::vector<std::string>& names,
 
 }  // namespace
 
+std::vector<RunValue> finite_values(const std::vector<RunValue>& values, const std::string& metric,
+                                    std::vector<std::string>& notes) {
+  std::vector<RunValue> out;
+  for (const auto& v : values) {
+    if (std::isfinite(v.value))
+      out.push_back(v);
+    else
+      notes.push_back(
+          fmt::format("run {} left out: its {} is {}", core::short_uuid(v.run), metric, v.value));
+  }
+  return out;
+}
+
 MetricStats analyse(const std::string& metric, const std::vector<RunValue>& values,
                     const AnalysisOptions& o) {
   MetricStats m;
@@ -165,12 +178,7 @@ MetricStats analyse(const std::string& metric, const std::vector<RunValue>& valu
   m.options = o;
   std::vector<std::string> names;
   std::map<std::string, std::vector<double>> by;
-  for (const auto& v : values) {
-    if (!std::isfinite(v.value)) {
-      m.notes.push_back(
-          fmt::format("run {} left out: its {} is {}", core::short_uuid(v.run), metric, v.value));
-      continue;
-    }
+  for (const auto& v : finite_values(values, metric, m.notes)) {
     if (!by.count(v.group)) names.push_back(v.group);
     by[v.group].push_back(v.value);
   }

@@ -15,6 +15,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
 
 namespace fs = std::filesystem;
@@ -440,11 +441,21 @@ TEST(FactorsTest, CollectsFactorsFromTheStore) {
     store->append_metrics(run.uuid, {{"acc", {{1, 0, row.value}}}});
     store->set_status(run.uuid, trainscope::store::RunStatus::kFinished);
   }
+  // A diverged run (eighteenth hunt, A-D9): left out with one note, as the
+  // per-group table and --compare leave it out.
+  auto diverged = store->create_run({});
+  store->set_params(diverged.uuid, {{"optimizer", d.rows[0].levels[0]}});
+  store->set_tag(diverged.uuid, "seed", d.rows[0].levels[1]);
+  store->append_metrics(diverged.uuid, {{"acc", {{1, 0, std::nan("")}}}});
+  store->set_status(diverged.uuid, trainscope::store::RunStatus::kFinished);
   Selection s;
   s.metric = "acc";
-  FactorData got = collect_factors(*store, s, {"optimizer", "tags.seed"});
+  std::vector<std::string> notes;
+  FactorData got = collect_factors(*store, s, {"optimizer", "tags.seed"}, notes);
   EXPECT_EQ(got.factors, (std::vector<std::string>{"optimizer", "tags.seed"}));
   ASSERT_EQ(got.rows.size(), d.rows.size());
+  EXPECT_EQ(notes, (std::vector<std::string>{"run " + trainscope::core::short_uuid(diverged.uuid) +
+                                             " left out: its acc is nan"}));
   FactorAnalysis from_store = analyse_factors(got), direct = analyse_factors(d);
   for (size_t t = 0; t < direct.terms.size(); ++t)
     EXPECT_NEAR(from_store.terms[t].variance, direct.terms[t].variance,

@@ -132,8 +132,9 @@ FactorAnalysis analyse_factors(const FactorData& data, const FactorOptions& opti
 
 // The runs of `selection` (its `by` ignored) as rows of the factors `by`,
 // each named as Selection::by names a grouping (a param, tags.KEY, a run
-// attribute). All factors random.
+// attribute). All factors random. A run whose value is not finite is left
+// out with a note (finite_values).
 FactorData collect_factors(store::Store& store, const Selection& selection,
-                           const std::vector<std::string>& by);
+                           const std::vector<std::string>& by, std::vector<std::string>& notes);
 
 }  // namespace trainscope::stats

@@ -46,6 +46,12 @@ struct RunValue {
 // One value per finished run that has the metric; throws when none has it.
 std::vector<RunValue> collect(store::Store& store, const Selection& selection);
 
+// One rule for a value that is not finite (a diverged run's nan, inf), in
+// every mode of `stats`: the run is left out, and a note says so ("run
+// 1a2b3c4d left out: its test/accuracy is nan").
+std::vector<RunValue> finite_values(const std::vector<RunValue>& values, const std::string& metric,
+                                    std::vector<std::string>& notes);
+
 // How analyse summarises and compares the groups.
 struct AnalysisOptions {
   int ddof = 1;
