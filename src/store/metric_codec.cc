@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 
 #include "trainscope/core/error.h"
@@ -53,6 +54,30 @@ void check_summary(const MetricSummary& m, std::string_view uuid) {
   if (m.count < 0 || m.count > (int64_t{1} << 53))  // more points than any store could hold
     fail(ErrorKind::kStore, "metric '{}' of run {}: its count is {}; the store is damaged",
          core::escape_for_display(m.key), core::short_uuid(uuid), m.count);
+  // Writers keep min and max over the finite points, and the last point is
+  // one of them: both unset (no finite point), or min <= max, and a finite
+  // last between them.
+  const bool no_min = std::isnan(m.min), no_max = std::isnan(m.max);
+  const bool finite_last = std::isfinite(m.last_value);
+  if (no_min != no_max || (!no_min && !(m.min <= m.max)) ||
+      (finite_last && (no_min || m.last_value < m.min || m.last_value > m.max)))
+    fail(ErrorKind::kStore,
+         "metric '{}' of run {}: its last {}, min {} and max {} contradict each other; the store "
+         "is damaged",
+         core::escape_for_display(m.key), core::short_uuid(uuid), m.last_value, m.min, m.max);
+}
+
+void check_last(const std::vector<MetricPoint>& points, int64_t last_step, double last_value,
+                std::string_view key, std::string_view uuid) {
+  if (points.empty()) return;
+  const MetricPoint& p = points.back();
+  const bool same_value = p.value == last_value || (std::isnan(p.value) && std::isnan(last_value));
+  if (p.step == last_step && same_value) return;
+  fail(ErrorKind::kStore,
+       "metric '{}' of run {}: its chunks end at step {} ({}) where its row records the last "
+       "point at step {} ({}); the store is damaged",
+       core::escape_for_display(key), core::short_uuid(uuid), p.step, p.value, last_step,
+       last_value);
 }
 
 void check_count(int64_t counted, size_t decoded, std::string_view key, std::string_view uuid) {

@@ -25,7 +25,16 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out);
 // A metric's summary as read back from run `uuid`'s keys: Throws
 // Error(kStore) (the store is damaged) when its last step breaks the step
 // rule, as decode does for a point, or its count is negative.
+// So does a min above its max, or a finite last value outside them.
 void check_summary(const MetricSummary& m, std::string_view uuid);
+
+// Throws Error(kStore) (the store is damaged) when the last of `points`,
+// metric `key`'s whole series read in chunk order, is not the last point
+// its row records: every writer appends a key's chunks in order and sets
+// the row's last to the last point it appends, so chunks whose order was
+// changed show here, before two readers disagree about the last value.
+void check_last(const std::vector<MetricPoint>& points, int64_t last_step, double last_value,
+                std::string_view key, std::string_view uuid);
 
 // Throws Error(kStore) (the store is damaged) when the chunks of metric
 // `key` of run `uuid` decoded to `decoded` points where their rows count

@@ -606,14 +606,17 @@ std::map<std::string, RunFields> PostgresStore::run_fields(const std::vector<std
     if (tags) pairs("tags", &RunFields::tags);
     if (!metrics) return;
     for (const auto& row : pg::exec(w,
-                                    "SELECT r.uuid, k.key, k.count, k.last_step, k.last_value, "
-                                    "k.min_value, k.max_value FROM metric_keys k JOIN runs r ON "
+                                    "SELECT r.uuid, k.key, k.count, COALESCE(k.last_step, -1), "
+                                    "k.last_value, k.min_value, k.max_value FROM metric_keys k "
+                                    "JOIN runs r ON "
                                     "r.id = k.run_id WHERE r.uuid = ANY($1::text[]) AND k.count "
                                     "> 0 ORDER BY k.key",
-                                    {wanted}))
-      out[get_text(row[0])].metrics.push_back({get_text(row[1]), get_int(row[2]), get_int(row[3]),
-                                               get_real(row[4]), get_real(row[5]),
-                                               get_real(row[6])});
+                                    {wanted})) {
+      auto& summaries = out[get_text(row[0])].metrics;
+      summaries.push_back({get_text(row[1]), get_int(row[2]), get_int(row[3]), get_real(row[4]),
+                           get_real(row[5]), get_real(row[6])});
+      codec::check_summary(summaries.back(), get_text(row[0]));
+    }
   });
   return out;
 }
@@ -804,10 +807,16 @@ std::vector<MetricPoint> PostgresStore::metric_from(std::string_view uuid, std::
     out.clear();
     // Chunk sizes first (no points read) to find the chunk holding point
     // `first`; then only that chunk and the later ones.
-    int64_t before = 0, from_seq = -1, total = 0;
-    for (const auto& row :
-         pg::exec(w, std::string("SELECT c.seq, c.n ") + kChunksOfKey + " ORDER BY c.seq",
-                  {text(uuid), text(key)})) {
+    int64_t before = 0, from_seq = -1, total = 0, last_step = -1, to_seq = -1;
+    double last_value = std::nan("");
+    for (const auto& row : pg::exec(w,
+                                    std::string("SELECT c.seq, c.n, COALESCE(k.last_step, -1), "
+                                                "k.last_value ") +
+                                        kChunksOfKey + " ORDER BY c.seq",
+                                    {text(uuid), text(key)})) {
+      last_step = get_int(row[2]);
+      last_value = get_real(row[3]);
+      to_seq = get_int(row[0]);
       const int64_t n = get_int(row[1]);
       if (from_seq < 0 && before + n > first) from_seq = get_int(row[0]);
       if (from_seq < 0) before += n;
@@ -816,11 +825,15 @@ std::vector<MetricPoint> PostgresStore::metric_from(std::string_view uuid, std::
     if (from_seq < 0) return;
     // A damaged store may claim any count: reserve what is plausible only.
     out.reserve(static_cast<size_t>(std::min<int64_t>(total - before, 1 << 24)));
-    for (const auto& row : pg::exec(
-             w, std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= $3 ORDER BY c.seq",
-             {text(uuid), text(key), integer(from_seq)}))
+    // Up to the last chunk the first query saw: each statement reads the
+    // store as it is then, and a writer may have appended since.
+    for (const auto& row : pg::exec(w,
+                                    std::string("SELECT c.points ") + kChunksOfKey +
+                                        " AND c.seq >= $3 AND c.seq <= $4 ORDER BY c.seq",
+                                    {text(uuid), text(key), integer(from_seq), integer(to_seq)}))
       codec::decode(get_bytes(row[0]), out);
     codec::check_count(total - before, out.size(), key, uuid);
+    codec::check_last(out, last_step, last_value, key, uuid);
     out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
                                              std::min<int64_t>(first - before, std::ssize(out))));
   });
@@ -851,16 +864,20 @@ void PostgresStore::scan_metric(std::string_view uuid, std::string_view key, int
   std::vector<std::string> blobs;
   std::vector<MetricPoint> chunk;
   while (next_seq >= 0) {
-    int64_t last = -1;
+    int64_t last = -1, last_step = -1;
+    double last_value = std::nan("");  // the row's, as the same query reads it
     transact([&](pqxx::work& w) {
       blobs.clear();
       for (const auto& row :
            pg::exec(w,
-                    std::string("SELECT c.seq, c.points ") + kChunksOfKey +
-                        " AND c.seq >= $3 ORDER BY c.seq LIMIT $4",
+                    std::string("SELECT c.seq, c.points, COALESCE(k.last_step, -1), "
+                                "k.last_value ") +
+                        kChunksOfKey + " AND c.seq >= $3 ORDER BY c.seq LIMIT $4",
                     {text(uuid), text(key), integer(next_seq), integer(kScanChunks)})) {
         last = get_int(row[0]);
         blobs.push_back(get_bytes(row[1]));
+        last_step = get_int(row[2]);
+        last_value = get_real(row[3]);
       }
     });
     // Fewer than asked for: those were the last.
@@ -868,6 +885,8 @@ void PostgresStore::scan_metric(std::string_view uuid, std::string_view key, int
     for (const auto& blob : blobs) {
       chunk.clear();
       codec::decode(blob, chunk);
+      if (next_seq < 0 && &blob == &blobs.back())
+        codec::check_last(chunk, last_step, last_value, key, uuid);
       const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
       chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
       skip -= k;
@@ -881,7 +900,8 @@ std::vector<MetricSummary> PostgresStore::metric_summaries(std::string_view uuid
   transact([&](pqxx::work& w) {
     out.clear();
     for (const auto& row : pg::exec(w,
-                                    "SELECT k.key, k.count, k.last_step, k.last_value, "
+                                    "SELECT k.key, k.count, COALESCE(k.last_step, -1), "
+                                    "k.last_value, "
                                     "k.min_value, k.max_value FROM metric_keys k JOIN runs r ON "
                                     "r.id = k.run_id WHERE r.uuid = $1 AND k.count <> 0 ORDER BY "
                                     "k.key",

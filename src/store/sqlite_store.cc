@@ -707,7 +707,8 @@ std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::
   if (tags) key_values("tags", &RunFields::tags);
   if (metrics) {
     sqlite::Stmt s(db_,
-                   "SELECT r.uuid, k.key, k.count, k.last_step, k.last_value, k.min_value, "
+                   "SELECT r.uuid, k.key, k.count, COALESCE(k.last_step, -1), k.last_value, "
+                   "k.min_value, "
                    "k.max_value FROM metric_keys k JOIN runs r ON r.id = k.run_id "
                    "WHERE k.count <> 0 ORDER BY k.key");
     while (s.step())
@@ -837,6 +838,22 @@ constexpr const char* kChunksOfKey =
     "FROM metric_chunks c JOIN metric_keys k ON k.id = c.key_id "
     "JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?";
 
+namespace {
+
+// The last point a key's row records (codec::check_last); a NULL step reads
+// -1, which no point has. Inside a read transaction.
+std::pair<int64_t, double> recorded_last(const sqlite::Db& db, std::string_view uuid,
+                                         std::string_view key) {
+  sqlite::Stmt s(db,
+                 "SELECT COALESCE(k.last_step, -1), k.last_value FROM metric_keys k JOIN runs r ON "
+                 "r.id = k.run_id WHERE r.uuid = ? AND k.key = ?");
+  s.bind(1, uuid).bind(2, key);
+  if (!s.step()) return {-1, std::nan("")};
+  return {s.int64(0), s.real(1)};
+}
+
+}  // namespace
+
 std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_view key) {
   std::lock_guard lock(mu_);
   sqlite::ReadTxn txn(db_);
@@ -851,6 +868,8 @@ std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_
   s.bind(1, uuid).bind(2, key);
   while (s.step()) codec::decode(s.blob(0), out);
   codec::check_count(claimed, out.size(), key, uuid);
+  const auto [last_step, last_value] = recorded_last(db_, uuid, key);
+  codec::check_last(out, last_step, last_value, key, uuid);
   return out;
 }
 
@@ -890,6 +909,8 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
                  std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= ? ORDER BY c.seq");
   s.bind(1, uuid).bind(2, key).bind(3, from_seq);
   while (s.step()) codec::decode(s.blob(0), out);
+  const auto [last_step, last_value] = recorded_last(db_, uuid, key);
+  codec::check_last(out, last_step, last_value, key, uuid);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
                                            std::min<int64_t>(first - before, std::ssize(out))));
   return out;
@@ -907,10 +928,14 @@ void SqliteStore::scan_metric(std::string_view uuid, std::string_view key, int64
                  std::string("SELECT c.points ") + kChunksOfKey + " AND c.seq >= ? ORDER BY c.seq");
   s.bind(1, uuid).bind(2, key).bind(3, from_seq);
   int64_t skip = first - before;  // of the first chunk's points
+  const auto [last_step, last_value] = recorded_last(db_, uuid, key);
   std::vector<MetricPoint> chunk;
-  while (s.step()) {
+  bool more = s.step();
+  while (more) {
     chunk.clear();
     codec::decode(s.blob(0), chunk);
+    more = s.step();
+    if (!more) codec::check_last(chunk, last_step, last_value, key, uuid);
     const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
     chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
     skip -= k;
@@ -921,7 +946,8 @@ void SqliteStore::scan_metric(std::string_view uuid, std::string_view key, int64
 std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
-                 "SELECT k.key, k.count, k.last_step, k.last_value, k.min_value, k.max_value "
+                 "SELECT k.key, k.count, COALESCE(k.last_step, -1), k.last_value, k.min_value, "
+                 "k.max_value "
                  "FROM metric_keys k JOIN runs r ON r.id = k.run_id "
                  "WHERE r.uuid = ? AND k.count <> 0 ORDER BY k.key");
   s.bind(1, uuid);

@@ -1,6 +1,7 @@
 // What is particular to the SQLite backend, on real database files: the
 // file beside its artifacts, several connections, schema versions and bad
 // locations. The contract every backend shares is in conformance_test.cc.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -275,6 +276,69 @@ TEST(SqliteStoreTest, AMetricStepOutsideTheRuleIsADamagedStore) {
             who +
                 ": its stored status 'bogus' is none of created, running, finished, failed, "
                 "killed, stopped; the store is damaged");
+}
+
+// Eighteenth hunt, A-D10 and A-D11: chunks whose order was swapped, and a
+// key's row whose last, min and max contradict each other (or are NULL),
+// were read as they were: stats said one last value, runs show another.
+TEST(SqliteStoreTest, ChunksOutOfOrderAndContradictorySummariesAreADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({}).uuid;
+    store->append_metrics(uuid, {{"loss", {{1, 1.0, 2.5}, {2, 1.0, 2.0}}}});
+    store->append_metrics(uuid, {{"loss", {{3, 2.0, 0.5}, {4, 2.0, 0.25}}}});
+    store->append_metrics(uuid, {{"acc", {{1, 1.0, 0.5}, {2, 1.0, std::nan("")}}}});
+  }
+  const std::string who = "metric 'loss' of run " + core::short_uuid(uuid);
+  auto message = [&](const char* sql, const auto& read) {
+    std::filesystem::copy_file(dir / "t.db", dir / "d.db",
+                               std::filesystem::copy_options::overwrite_existing);
+    damage(dir / "d.db", sql);
+    try {
+      auto store = open_at(dir / "d.db");
+      read(*store);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read without an error");
+  };
+  auto whole = [&](Store& s) { s.metric(uuid, "loss"); };
+  auto from = [&](Store& s) { s.metric_from(uuid, "loss", 1); };
+  auto scan = [&](Store& s) { s.scan_metric(uuid, "loss", 0, [](const auto&) { return true; }); };
+  auto summaries = [&](Store& s) { s.metric_summaries(uuid); };
+  auto fields = [&](Store& s) { s.run_fields({uuid}, false, false, true); };
+  const char* swap =  // seq 0 and 1 swapped, by way of 100 and 101 (seq is unique)
+      "UPDATE metric_chunks SET seq = seq + 100 WHERE key_id = (SELECT id FROM metric_keys WHERE "
+      "key = 'loss'); UPDATE metric_chunks SET seq = 101 - seq WHERE seq >= 100";
+  const std::string swapped = who +
+                              ": its chunks end at step 2 (2) where its row records the last "
+                              "point at step 4 (0.25); the store is damaged";
+  for (const auto& read : {std::function<void(Store&)>(whole), std::function<void(Store&)>(from),
+                           std::function<void(Store&)>(scan)})
+    EXPECT_EQ(message(swap, read), swapped);
+  const std::string contradict = who +
+                                 ": its last {}, min {} and max {} contradict each other; "
+                                 "the store is damaged";
+  for (const auto& read :
+       {std::function<void(Store&)>(summaries), std::function<void(Store&)>(fields)}) {
+    EXPECT_EQ(message("UPDATE metric_keys SET last_value = -0.123 WHERE key = 'loss'", read),
+              fmt::format(fmt::runtime(contradict), -0.123, 0.25, 2.5));
+    EXPECT_EQ(
+        message("UPDATE metric_keys SET min_value = 9, max_value = 1 WHERE key = 'loss'", read),
+        fmt::format(fmt::runtime(contradict), 0.25, 9, 1));
+    EXPECT_EQ(message("UPDATE metric_keys SET max_value = NULL WHERE key = 'loss'", read),
+              fmt::format(fmt::runtime(contradict), 0.25, 0.25, "nan"));
+    EXPECT_EQ(message("UPDATE metric_keys SET last_step = NULL WHERE key = 'loss'", read),
+              who + ": its last step -1 is not an integer from 0 to 2^53; the store is damaged");
+  }
+  // Undamaged, a NaN last point (stored as NULL) reads as it was written.
+  auto store = open_at(dir / "t.db");
+  EXPECT_TRUE(std::isnan(store->metric(uuid, "acc").back().value));
+  EXPECT_EQ(store->metric_summaries(uuid).size(), 2u);
+  EXPECT_EQ(store->metric(uuid, "loss").back().value, 0.25);
 }
 
 TEST(StoreBadInputTest, NotADatabase) {
