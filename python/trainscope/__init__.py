@@ -666,7 +666,8 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     $TRAINSCOPE_EXPERIMENT, $TRAINSCOPE_PARENT, $TRAINSCOPE_STORE) and win
     over the arguments, its config text is what the study planned for it
     ($TRAINSCOPE_PLANNED) and its tag study.planned_sha256 that text's
-    hash. (Decided by trainscope's C++, instrument/run_identity.h, as for
+    hash. Only the first run the script starts is the planned run: a later
+    start_run records a run of its own (its name, or the script's). (Decided by trainscope's C++, instrument/run_identity.h, as for
     every run.) `environment` adds entries of one's own to the environment
     manifest (the script's git commit, the interpreter and the imported
     packages' versions are recorded anyway)."""

@@ -2,6 +2,7 @@
 // (instrument/run_identity.h).
 #include "trainscope/instrument/run_identity.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <utility>
 
@@ -23,6 +24,14 @@ std::string variable(const char* name) {
 std::map<std::string, ChildCheck>& parent_kinds() {
   static std::map<std::string, ChildCheck> kinds;
   return kinds;
+}
+
+// Whether this process has started the study's planned run already: the
+// variables name one run, so a later start (a script's second start_run)
+// records a run of its own, as `watch`'s program does (program_environment).
+std::atomic<bool>& planned_started() {
+  static std::atomic<bool> started{false};
+  return started;
 }
 
 const std::string& name_of(const RunIdentity& id) {
@@ -50,6 +59,7 @@ RunEnvironment read_run_environment() {
   }
   e.parent = variable("TRAINSCOPE_PARENT");
   e.planned = variable("TRAINSCOPE_PLANNED");
+  if (planned_started()) e.name.clear(), e.parent.clear(), e.planned.clear();
   return e;
 }
 
@@ -121,7 +131,10 @@ std::unique_ptr<store::RunRecorder> start_run(std::shared_ptr<store::Store> stor
   if (parent) nr.parent_uuid = parent->uuid;
   auto run = store::RunRecorder::start(std::move(store), nr);
   for (const auto& [k, v] : id.tags) run->set_tag(k, v);
-  if (id.planned && parent) run->set_tag(kPlannedTag, core::sha256_hex(*id.planned));
+  if (id.planned && parent) {
+    run->set_tag(kPlannedTag, core::sha256_hex(*id.planned));
+    planned_started() = true;
+  }
   if (environment) {
     if (!id.code_path.empty()) environment->merge(record_code(*run, id.code_path));
     if (!environment->empty()) run->set_environment(*environment);

@@ -60,7 +60,10 @@ struct RunEnvironment {
 // Reads the variables. Throws Error(kUsage) naming the variable for an
 // experiment or a name the name rule refuses (store/accept.h), and for an
 // item of TRAINSCOPE_TAGS that is not key=value or whose key or value the
-// rule refuses.
+// rule refuses. Once this process has started the planned run
+// (start_run), the planned run's variables (name, parent, plan) read as
+// unset: they name one run, and a script's later start_run(name=...)
+// records a run of its own, as the program of `watch` does.
 RunEnvironment read_run_environment();
 
 // Who a run is (see the file comment). Filled by the caller with what it
