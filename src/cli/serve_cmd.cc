@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <thread>
@@ -32,7 +34,14 @@ void serve_until_signal(serve::Server& server) {
   const timespec tick{0, 200'000'000};
   while (!ended && sigtimedwait(&set, nullptr, &tick) < 0) {
   }
-  server.stop();
+  // A stop does not wait for a worker busy with a long answer: after the
+  // grace the process ends (readers hold no lock a process exit leaves
+  // behind, and a write that has not committed is rolled back).
+  if (!server.stop_within(std::chrono::seconds(2))) {
+    std::cerr << "trainscope: serve stopped; an answer still being computed was not sent\n";
+    std::cout.flush();
+    std::_Exit(0);
+  }
   worker.join();
 }
 

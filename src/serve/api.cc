@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <charconv>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "api_internal.h"
@@ -144,6 +146,17 @@ Response not_allowed(const Request& r) {
        core::escape_for_display(r.path));
 }
 
+// Whether GET routes /api/runs/{ref}/... (`seg`) somewhere: another method
+// there is 405, and 404 where nothing is (as GET would answer).
+bool run_endpoint(const std::vector<std::string>& seg) {
+  static const std::set<std::string> kOfARun = {
+      "",        "live",        "metric", "environment", "resources",    "ranks",
+      "profile", "profile.svg", "probes", "histograms",  "histogram.svg"};
+  const std::string what = seg.size() > 3 ? seg[3] : "";
+  return (seg.size() <= 4 && kOfARun.count(what)) || (what == "views" && seg.size() == 5) ||
+         (what == "artifacts" && seg.size() > 4);
+}
+
 // /api/runs/{ref}/...: everything about one run.
 Response run_route(store::Store& s, const Request& r, const std::vector<std::string>& seg,
                    const ApiOptions& o) {
@@ -162,7 +175,10 @@ Response run_route(store::Store& s, const Request& r, const std::vector<std::str
            r.method, core::escape_for_display(r.path), r.method);
     return tags(s, run, r, seg[4], o.before_body);
   }
-  if (r.method != "GET") return not_allowed(r);
+  if (r.method != "GET") {
+    if (run_endpoint(seg)) return not_allowed(r);
+    no_such_path(r);
+  }
   if (what == "views" && seg.size() == 5) return json(view(s, run, r, seg[4]));
   if (what == "artifacts" && seg.size() > 4) {
     std::string name = seg[4];

@@ -47,6 +47,9 @@ thread_local std::string t_range;       // its Range, taken out of its head
 // dropped after the answer; -1: a length not known (chunked), so the
 // connection closes instead.
 thread_local int64_t t_unread = 0;
+// This request's Connection list holds "close" (normalize): httplib looked
+// for the exact "close" before normalize ran, so serve_one closes it.
+thread_local bool t_close = false;
 
 struct Conn {
   socket_t fd = INVALID_SOCKET;
@@ -1218,9 +1221,18 @@ bool drop_continue(httplib::Request& req) {
 // "chunked" alone, so that "chunked," (an empty list element, which RFC
 // 9110 §5.6.1 says to take) was judged chunked and read until the client
 // closed. A chunked body is followed as it is read (Chunks), within
-// `limits`. A GET or a HEAD is answered without 100 Continue.
+// `limits`. A GET or a HEAD is answered without 100 Continue. A
+// Connection list that holds "close" in any case (`Close`, `keep-alive,
+// close`: RFC 9110 §7.6.1, tokens are case-insensitive) becomes the one
+// "close" httplib compares with.
 void normalize(httplib::Request& req, const GateLimits& limits) {
   take_absolute_form(req);
+  if (const auto tokens = gate::values(req, "Connection");
+      std::find(tokens.begin(), tokens.end(), "close") != tokens.end()) {
+    req.headers.erase("Connection");
+    req.headers.emplace("Connection", "close");
+    gate::t_close = true;
+  }
   if (req.has_header("Transfer-Encoding")) {
     const auto te = gate::values(req, "Transfer-Encoding");
     std::string joined;
@@ -1254,9 +1266,11 @@ void normalize(httplib::Request& req, const GateLimits& limits) {
 
 bool GatedServer::serve_one(httplib::Stream& strm, bool last, bool& closed) {
   gate::t_unread = 0;
+  gate::t_close = false;
   gate::t_chunks.stop();
   const bool ok = process_request(strm, last, closed,
                                   [this](httplib::Request& req) { normalize(req, limits_); });
+  if (gate::t_close) closed = true;
   // A body no route read, read before the next request is looked for
   // (a refused request's connection closes: Gate::serve).
   if (!ok || !gate::t_routed || closed || last) return ok;

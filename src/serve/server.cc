@@ -671,12 +671,19 @@ void Server::run() {
 // httplib's stop() does nothing until the server is listening, so a stop
 // right after run() began on another thread would be lost: wait for one or
 // the other (or, when run() was never called, not for long).
-void Server::stop() {
+void Server::stop() { stop_within(std::chrono::milliseconds::max()); }
+
+bool Server::stop_within(std::chrono::milliseconds grace) {
   impl_->stop_requested = true;
+  const auto start = std::chrono::steady_clock::now();
   for (int i = 0; !impl_->returned && (impl_->run_called || i < 100); ++i) {
     if (impl_->http.is_running()) impl_->http.stop();
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - start);
+    if (waited >= grace) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  return true;
 }
 
 std::string Server::url() const {

@@ -390,6 +390,18 @@ TEST_F(ServeApiTest, AMethodAnEndpointDoesNotTakeIs405) {
   Response none = handle_api(*store_, {.method = "POST", .path = "/api/nothing"}, {});
   EXPECT_EQ(none.status, 404);
   EXPECT_EQ(json::parse(none.body)["status"], 404);
+  // Nineteenth hunt, B-D5: a path under a run that is no endpoint was 405
+  // "only reads" to PUT and DELETE, and 404 to GET. It is 404 to any method.
+  for (const std::string path :
+       {"/api/runs/single/nosuch", "/api/runs/single/tags/x/y", "/api/runs/single/live/x"})
+    for (const std::string method : {"GET", "PUT", "DELETE", "POST"})
+      for (bool writes : {false, true}) {
+        Response r =
+            handle_api(*store_, {.method = method, .path = path}, {.allow_writes = writes});
+        EXPECT_EQ(r.status, 404) << method << " " << path << ": " << r.body;
+        EXPECT_NE(r.body.find("no API endpoint " + method + " " + path), std::string::npos)
+            << r.body;
+      }
 }
 
 TEST_F(ServeApiTest, UserStringsAreDataInValidJson) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/postgres_test.h"
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
 #include "trainscope/store/store.h"
@@ -1223,6 +1224,62 @@ TEST_F(ServeHttpTest, AStopWhileAWriteWaitsForALockIsPromptAndWritesNothing) {
   waitpid(holder, nullptr, 0);
   EXPECT_LT(stop_s, 5.0);
   EXPECT_EQ(store_->tags(uuid_).count("held"), 0u);
+}
+
+#ifdef TS_WITH_POSTGRES
+// Eighteenth hunt, B-D2: a stop waited as long as a worker computed its
+// answer (minutes, for the quadratic nest since fixed). stop_within says,
+// within its grace, that a worker is still busy (here: its query waits 3 s
+// for a lock another PostgreSQL session holds), so `serve` can end anyway;
+// the worker's answer ends run() once it is done. (A worker waiting on its
+// client is not busy: the stop shuts its connection.)
+TEST(ServeStopTest, AStopWithinItsGraceDoesNotWaitForABusyWorker) {
+  tst::TempDir dir;
+  const std::string uri = testing::fresh_postgres_store(dir / "artifacts");
+  ASSERT_FALSE(uri.empty());
+  store::Store::open({.uri = uri})->create_run({.name = "a"});
+  auto srv = std::make_unique<Running>(ServerOptions{.store_uri = uri, .port = 0});
+  const std::string held = (dir / "held").string();
+  const pid_t holder = fork();
+  if (holder == 0) {
+    const std::string server = uri.substr(0, uri.find('?'));
+    const std::string touch = "\\! touch " + held;
+    execlp("psql", "psql", "-q", server.c_str(), "-c",
+           "BEGIN; LOCK TABLE runs IN ACCESS EXCLUSIVE MODE;", "-c", touch.c_str(), "-c",
+           "SELECT pg_sleep(3); COMMIT;", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 1000 && !std::filesystem::exists(held); ++i) usleep(10 * 1000);
+  ASSERT_TRUE(std::filesystem::exists(held)) << "the lock was never taken";
+  Raw get(srv->port());
+  ASSERT_TRUE(get.send("GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the worker waits for the lock
+  const auto t0 = Clock::now();
+  EXPECT_FALSE(srv->server().stop_within(std::chrono::milliseconds(300)));
+  EXPECT_LT(seconds_since(t0), 2.0);
+  waitpid(holder, nullptr, 0);  // the lock is let go
+  EXPECT_TRUE(srv->server().stop_within(std::chrono::seconds(60)));
+}
+#endif
+
+// Nineteenth hunt, B-D3: only "Connection: close" exactly closed the
+// connection; "Close" or "keep-alive, close" kept it open for the idle
+// timeout (RFC 9110 §7.6.1: a list of case-insensitive tokens).
+TEST_F(ServeHttpTest, ConnectionCloseInAnyCaseOrListClosesTheConnection) {
+  Running srv({.store_uri = uri_, .port = 0});
+  for (const std::string value : {"Close", "CLOSE", "keep-alive, close", " close ,x"}) {
+    Raw c(srv.port());
+    ASSERT_TRUE(
+        c.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: " + value + "\r\n\r\n"));
+    const std::string got = c.read(std::chrono::seconds(3));  // the idle timeout is 5 s
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << value << ": " << got.substr(0, 100);
+    EXPECT_NE(got.find("Connection: close\r\n"), std::string::npos) << value;
+    EXPECT_TRUE(c.closed()) << value;
+  }
+  Raw kept(srv.port());  // keep-alive as it was
+  ASSERT_TRUE(kept.send("GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+  kept.read(std::chrono::milliseconds(500));
+  EXPECT_FALSE(kept.closed());
 }
 
 // Eleventh tester, 11b-D6: a query value holding '=' was cut at its last

@@ -6,6 +6,7 @@
 // Binds to 127.0.0.1 by default; any other address needs a token.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -49,6 +50,9 @@ class Server {
   // Makes run() return and, when run() was called, waits until it has; any
   // thread, more than once.
   void stop();
+  // The same, waiting at most `grace` for run() to return: false when a
+  // worker is still computing an answer then (run() returns once it ends).
+  bool stop_within(std::chrono::milliseconds grace);
 
   // http://HOST:PORT/ and, with a token, ?token=... to open in a browser.
   std::string url() const;
