@@ -1,6 +1,7 @@
 #include "trainscope/profile/costmodel.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -248,6 +249,18 @@ std::optional<ReducedRun> reduce_run(Store& store, const RunInfo& r) {
   return o;
 }
 
+// A stored thread count, as the model file holds it (0 to 2^20): any other
+// text is a damaged store, never a model the reader then refuses.
+int64_t stored_threads(const std::string& text, const char* what, const std::string& uuid) {
+  int64_t v = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > (1 << 20))
+    core::fail(core::ErrorKind::kStore,
+               "run {}: its {} is '{}', not a thread count from 0 to 1048576; the store is damaged",
+               core::short_uuid(uuid), what, core::escape_for_display(text.substr(0, 64)));
+  return v;
+}
+
 GroupKey group_of(Store& store, const ReducedRun& o) {
   auto p = store.params(o.uuid);
   std::string model = p.count("model.name") ? p.at("model.name") : "?";
@@ -256,10 +269,11 @@ GroupKey group_of(Store& store, const ReducedRun& o) {
   // ("threads" in runs recorded before config keys had sections).
   int64_t threads = 0;
   for (const char* key : {"compute.threads", "threads"})
-    if (p.count(key)) threads = std::atoll(p.at(key).c_str());
+    if (p.count(key) && p.at(key) != "auto" && p.at(key) != "default")  // 0: not fixed
+      threads = stored_threads(p.at(key), key, o.uuid);
   auto e = store.environment(o.uuid);
   if (e.count("threads.torch.intra_op"))
-    threads = std::atoll(e.at("threads.torch.intra_op").c_str());
+    threads = stored_threads(e.at("threads.torch.intra_op"), "threads.torch.intra_op", o.uuid);
   return {model, batch, threads};
 }
 

@@ -44,29 +44,88 @@ std::vector<std::pair<std::string, std::string>> layers_to_json(
   return out;
 }
 
+namespace {
+
+// One layer's stored facts, read as layers_to_json writes them: a field of
+// another type, or a count no layer has (negative, not finite, over 1e21),
+// is a damaged store (exit 5), never the JSON library's error.
+class Facts {
+ public:
+  Facts(const std::string& layer, const std::string& text) : layer_(layer) {
+    const std::string what = "the profile facts of layer " + layer;
+    core::check_json_nesting(text, what);
+    j_ = nlohmann::json::parse(text, nullptr, false);
+    if (j_.is_discarded() || !j_.is_object())
+      core::fail(core::ErrorKind::kStore, "{} are not a JSON object; the store is damaged",
+                 core::escape_for_display(what));
+  }
+  std::string text(const char* key) const {
+    if (absent(key)) return "";
+    if (!j_[key].is_string()) bad(key, "is not text");
+    return j_[key].get<std::string>();
+  }
+  double amount(const char* key, double fallback) const {
+    if (absent(key)) return fallback;
+    const auto& v = j_[key];
+    if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() <= 1e21))
+      bad(key, "is " + shown(v) + ", which no layer has");
+    return v.get<double>();
+  }
+  int64_t whole(const char* key, int64_t fallback) const {
+    if (absent(key)) return fallback;
+    return whole_of(key, j_[key]);
+  }
+  std::vector<int64_t> shape(const char* key) const {
+    std::vector<int64_t> out;
+    if (absent(key)) return out;
+    if (!j_[key].is_array()) bad(key, "is not a list of sizes");
+    for (const auto& v : j_[key]) out.push_back(whole_of(key, v));
+    return out;
+  }
+
+ private:
+  bool absent(const char* key) const { return !j_.contains(key) || j_[key].is_null(); }
+  int64_t whole_of(const char* key, const nlohmann::json& v) const {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > (int64_t{1} << 53))
+      bad(key, "is " + shown(v) + ", which is no count");
+    return v.get<int64_t>();
+  }
+  static std::string shown(const nlohmann::json& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 64);
+  }
+  [[noreturn]] void bad(const char* key, const std::string& why) const {
+    core::fail(core::ErrorKind::kStore,
+               "the profile facts of layer {}: {} {}; the store is damaged",
+               core::escape_for_display(layer_), key, core::escape_for_display(why));
+  }
+  std::string layer_;
+  nlohmann::json j_;
+};
+
+}  // namespace
+
 std::vector<LayerInfo> layers_from_json(
     const std::vector<std::pair<std::string, std::string>>& rows) {
   std::vector<LayerInfo> out;
   for (const auto& [name, text] : rows) {
-    core::check_json_nesting(text, "the profile facts of layer " + name);
-    auto j = nlohmann::json::parse(text);
+    const Facts f(name, text);
     LayerInfo l;
     l.name = name;
-    l.type = j.value("type", "");
-    l.in_shape = j.value("in_shape", std::vector<int64_t>{});
-    l.out_shape = j.value("out_shape", std::vector<int64_t>{});
-    l.params = j.value("params", int64_t{0});
-    l.flops = j.value("flops", 0.0);
-    l.bytes = j.value("bytes", 0.0);
-    l.activation_bytes = j.value("activation_bytes", 0.0);
-    l.in_channels = j.value("in_channels", int64_t{0});
-    l.out_channels = j.value("out_channels", int64_t{0});
-    l.kernel = j.value("kernel", int64_t{0});
-    l.stride = j.value("stride", int64_t{1});
-    l.groups = j.value("groups", int64_t{1});
+    l.type = f.text("type");
+    l.in_shape = f.shape("in_shape");
+    l.out_shape = f.shape("out_shape");
+    l.params = f.whole("params", 0);
+    l.flops = f.amount("flops", 0.0);
+    l.bytes = f.amount("bytes", 0.0);
+    l.activation_bytes = f.amount("activation_bytes", 0.0);
+    l.in_channels = f.whole("in_channels", 0);
+    l.out_channels = f.whole("out_channels", 0);
+    l.kernel = f.whole("kernel", 0);
+    l.stride = f.whole("stride", 1);
+    l.groups = f.whole("groups", 1);
     // Profiles stored before these fields: float32, weight + bias.
-    l.param_tensors = j.value("param_tensors", int64_t{l.params > 0 ? 2 : 0});
-    l.param_bytes = j.value("param_bytes", 4.0 * static_cast<double>(l.params));
+    l.param_tensors = f.whole("param_tensors", l.params > 0 ? 2 : 0);
+    l.param_bytes = f.amount("param_bytes", 4.0 * static_cast<double>(l.params));
     out.push_back(std::move(l));
   }
   mark_input_gradients(out);
@@ -186,6 +245,41 @@ std::string chrome_trace(const std::vector<IterationProfile>& steps) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+
+// Field `key` of trace event `e`, as trainscope's writer writes it: a time
+// in us (finite, 0 or more, under 10,000 years), a whole number, or text;
+// `fallback` when absent. Anything else is a damaged trace (exit 5), never
+// the JSON library's type error.
+double trace_us(const nlohmann::json& e, const char* key, const std::string& what) {
+  if (!e.contains(key)) return 0;
+  const auto& v = e[key];
+  if (v.is_number() && v.get<double>() >= 0 && v.get<double>() < 3.2e17) return v.get<double>();
+  core::fail(core::ErrorKind::kStore,
+             "{}: an event's {} is {}, which is no time; the trace is damaged", what, key,
+             core::escape_for_display(
+                 v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 64)));
+}
+
+std::string trace_text(const nlohmann::json& e, const char* key, const std::string& fallback,
+                       const std::string& what) {
+  if (!e.contains(key)) return fallback;
+  if (e[key].is_string()) return e[key].get<std::string>();
+  core::fail(core::ErrorKind::kStore, "{}: an event's {} is not text; the trace is damaged", what,
+             key);
+}
+
+int64_t trace_whole(const nlohmann::json& e, const char* key, const std::string& what) {
+  if (!e.contains(key)) return 0;
+  if (e[key].is_number_integer()) return e[key].get<int64_t>();
+  core::fail(core::ErrorKind::kStore,
+             "{}: an event's {} is not a whole number; the trace is "
+             "damaged",
+             what, key);
+}
+
+}  // namespace
+
 OperatorTable operator_table(std::string_view trace_json, const std::string& what) {
   if (core::json_nesting(trace_json) > core::kMaxNesting)
     core::fail(core::ErrorKind::kStore, "{} is not a Chrome trace written by trainscope", what);
@@ -197,18 +291,18 @@ OperatorTable operator_table(std::string_view trace_json, const std::string& wha
   std::map<std::string, OperatorStat> by_name;
   std::set<int64_t> pids;
   for (const auto& e : j["traceEvents"]) {
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    if (!e.is_object() || trace_text(e, "ph", "", what) != "X") continue;
     const auto& args = e.contains("args") ? e["args"] : nlohmann::json::object();
     if (!args.is_object() || !args.contains("self_us"))
       core::fail(core::ErrorKind::kStore,
                  "{} has no self times (written before trainscope recorded them); profile the "
                  "run again",
                  what);
-    OperatorStat& s = by_name[e.value("name", std::string("?"))];
+    OperatorStat& s = by_name[trace_text(e, "name", "?", what)];
     s.calls += 1;
-    s.self_us += args.value("self_us", 0.0);
-    s.total_us += e.value("dur", 0.0);
-    pids.insert(e.value("pid", int64_t{0}));
+    s.self_us += trace_us(args, "self_us", what);
+    s.total_us += trace_us(e, "dur", what);
+    pids.insert(trace_whole(e, "pid", what));
   }
   t.steps = static_cast<int64_t>(pids.size());
   for (auto& [name, s] : by_name) {

@@ -339,6 +339,73 @@ TEST_F(ProfiledRun, TraceHoldsEveryProfiledStepAndOperatorSelfTimesAddUp) {
   EXPECT_THROW(operator_table("{\"traceEvents\": 3}", "x.json"), core::Error);
 }
 
+// Nineteenth hunt: an operator's stored self time of -1e9 or 1e308 us was
+// shown ("self time -2999689.25 ms per step"), and one of "abc" was the
+// JSON library's internal error. Each is a damaged trace, exit 5.
+TEST(OperatorTableTest, TimesNoClockGivesAreADamagedTrace) {
+  auto message = [](const std::string& event) {
+    try {
+      operator_table("{\"traceEvents\": [" + event + "]}", "t.json");
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  const std::string ok = R"({"ph": "X", "name": "mm", "pid": 1, "dur": 5, "args": {"self_us": 4}})";
+  EXPECT_EQ(message(ok), "read");
+  EXPECT_EQ(operator_table("{\"traceEvents\": [" + ok + "]}", "t.json").self_us, 4);
+  EXPECT_EQ(message(R"({"ph": "X", "pid": 1, "dur": 5, "args": {"self_us": -1e9}})"),
+            "t.json: an event's self_us is -1000000000.0, which is no time; the trace is damaged");
+  EXPECT_EQ(message(R"({"ph": "X", "pid": 1, "dur": 1e308, "args": {"self_us": 1}})"),
+            "t.json: an event's dur is 1e+308, which is no time; the trace is damaged");
+  EXPECT_EQ(message(R"({"ph": "X", "pid": 1, "dur": 5, "args": {"self_us": "abc"}})"),
+            "t.json: an event's self_us is \"abc\", which is no time; the trace is damaged");
+  EXPECT_EQ(message(R"({"ph": "X", "pid": "1", "dur": 5, "args": {"self_us": 1}})"),
+            "t.json: an event's pid is not a whole number; the trace is damaged");
+  EXPECT_EQ(message(R"({"ph": 3})"), "t.json: an event's ph is not text; the trace is damaged");
+}
+
+// Nineteenth hunt, A-D4: a layer's stored facts that were not JSON, an
+// array, or text where a number belongs gave the JSON library's internal
+// error; a FLOP count of -1e300 was shown and fitted. A damaged store.
+TEST(LayerFactsTest, FactsNoLayerHasAreADamagedStore) {
+  auto message = [](const std::string& facts) {
+    try {
+      layers_from_json({{"fc1", facts}});
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  LayerInfo fc;
+  fc.name = "fc1";
+  fc.type = "Linear";
+  fc.in_shape = {64, 784};
+  fc.out_shape = {64, 10};
+  fc.params = 7850;
+  fc.flops = 1e6;
+  const auto stored = layers_to_json({fc});
+  ASSERT_EQ(message(stored[0].second), "read");
+  EXPECT_EQ(layers_from_json(stored)[0].out_shape, fc.out_shape);
+  EXPECT_EQ(message("xyz{"),
+            "the profile facts of layer fc1 are not a JSON object; the store is damaged");
+  EXPECT_EQ(message("[1]"),
+            "the profile facts of layer fc1 are not a JSON object; the store is damaged");
+  EXPECT_EQ(message(R"({"flops": -1e300})"),
+            "the profile facts of layer fc1: flops is -1e+300, which no layer has; the store is "
+            "damaged");
+  EXPECT_EQ(message(R"({"params": "abc"})"),
+            "the profile facts of layer fc1: params is \"abc\", which is no count; the store is "
+            "damaged");
+  EXPECT_EQ(message(R"({"in_shape": ["a"]})"),
+            "the profile facts of layer fc1: in_shape is \"a\", which is no count; the store is "
+            "damaged");
+  EXPECT_EQ(message(R"({"type": 5})"),
+            "the profile facts of layer fc1: type is not text; the store is damaged");
+}
+
 }  // namespace
 }  // namespace trainscope::profile
 
@@ -544,6 +611,20 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
       EXPECT_GT(m16.layer_compute_us[i], 0) << m16.layers[i].name;
       EXPECT_GT(m16.layer_update_us[i], 0) << m16.layers[i].name;
       EXPECT_EQ(m16.layers[i].param_tensors, 2);
+    }
+  }
+  // Nineteenth hunt, A-D5: a stored thread count of -5 or "abc" went into
+  // a model file its own reader refuses. A damaged store.
+  for (const std::string bad : {"-5", "99999999999", "abc", "1e9"}) {
+    store->set_environment(c, {{"threads.torch.intra_op", bad}});
+    try {
+      load_profiled(*store, {});
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const trainscope::core::Error& e) {
+      EXPECT_EQ(e.kind(), trainscope::core::ErrorKind::kStore);
+      EXPECT_EQ(std::string(e.what()),
+                "run " + trainscope::core::short_uuid(c) + ": its threads.torch.intra_op is '" +
+                    bad + "', not a thread count from 0 to 1048576; the store is damaged");
     }
   }
 }
