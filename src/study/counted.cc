@@ -81,12 +81,14 @@ StudyRuns study_runs(store::Store& store, const RunInfo& study) {
     if (auto node = by_name.extract(p.planned.name)) p.attempts = std::move(node.mapped());
     out.planned.push_back(std::move(p));
   }
-  // What is left is not in the plan (a plan changed by --replan, say).
-  std::set<std::string> unplanned;
-  for (const auto& [name, attempts] : by_name)
-    for (const auto& r : attempts) unplanned.insert(r.uuid);
+  // Every other child is set aside: attempts tagged so, older attempts no
+  // tag names (a run a job's background process recorded after the job
+  // ended), and runs the plan does not name (a plan changed by --replan).
+  std::set<std::string> counted;
+  for (const auto& p : out.planned)
+    if (const RunInfo* r = p.counted()) counted.insert(r->uuid);
   for (const auto& r : runs)
-    if (aside.count(r.uuid) || unplanned.count(r.uuid)) out.set_aside.push_back(r);
+    if (!counted.count(r.uuid)) out.set_aside.push_back(r);
   return out;
 }
 

@@ -30,15 +30,17 @@ Json cell_json(const CellAnalysis& c) {
   j["runs"] = c.runs;
   j["values"] = c.values;
   j["sd_ratio_to_all"] = format::optional(c.sd_ratio);
-  j["mean_run_s"] = format::number(c.mean_run_s);
-  j["mean_samples_per_s"] = format::number(c.mean_samples_per_s);
-  j["mean_epoch_s"] = format::number(c.mean_epoch_s);
+  // Means over no finished run are none: null, as a mean time to target.
+  auto mean = [&](double v) { return c.runs == 0 ? format::Json() : format::number(v); };
+  j["mean_run_s"] = mean(c.mean_run_s);
+  j["mean_samples_per_s"] = mean(c.mean_samples_per_s);
+  j["mean_epoch_s"] = mean(c.mean_epoch_s);
   j["mean_time_to_target_s"] = format::optional(c.mean_time_to_target_s);
   j["mean_epochs_to_target"] = format::optional(c.mean_epochs_to_target);
   j["deterministic_value"] = format::optional(c.deterministic_value);
   j["diff_percent_vs_deterministic"] = format::optional(c.diff_percent_vs_deterministic);
   j["t_vs_deterministic"] = stats::test_json(c.t_vs_deterministic);
-  j["energy_kwh"] = format::number(c.energy_kwh);
+  j["energy_kwh"] = mean(c.energy_kwh);
   j["epochs"] = epochs_json(c);
   j["cross_run"] = nullptr;
   if (c.cross)

@@ -276,7 +276,7 @@ std::vector<std::string> sweep_plots(const StudyAnalysis& a) {
         std::sort(pts.begin(), pts.end(), [](auto& p, auto& q) { return p.first < q.first; });
         core::SvgSeries s{label, {}, {}};
         for (const auto& [x, c] : pts)
-          if (auto v = get(*c)) s.x.push_back(x), s.y.push_back(*v);
+          if (auto v = get(*c); v && std::isfinite(*v)) s.x.push_back(x), s.y.push_back(*v);
         if (!s.x.empty()) ch.series.push_back(s);
       }
       if (!ch.series.empty()) out.push_back(ch.render());

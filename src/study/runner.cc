@@ -339,6 +339,10 @@ class Scheduler {
   void finish(const JobEnd& end) {
     State st = running_[end.id];
     running_.erase(end.id);
+    // How the job left its runs, before the reaper judges the ones left
+    // running (left_unended tells a run the script ended apart).
+    ended_by_job_.clear();
+    for (const auto& r : attempts(*store_, study_, end.id)) ended_by_job_[r.uuid] = r.status;
     store_->reap_stale_runs();  // a child killed by a signal is marked killed
     // A job that continues a run has its run; a new one must have made one.
     const bool recorded = !st.resume_uuid.empty() || runs_named(end.id) > runs_before_[end.id];
@@ -384,17 +388,24 @@ class Scheduler {
 
   // "; its run ... was left killed: ..." when the job's process exited by
   // itself and its planned run's newest run is neither finished nor failed:
-  // it ended without ending its run (a script's os._exit).
+  // it ended without ending its run (a script's os._exit), or, when the
+  // job had ended it so itself, "; its run ... was ended stopped by the job".
   std::string left_unended(const JobEnd& end) {
     if (end.signal != 0) return "";  // killed: the reaper's "killed" says it all
     const auto runs = attempts(*store_, study_, end.id);
     if (runs.empty() || runs.back().status == RunStatus::kFinished ||
         runs.back().status == RunStatus::kFailed)
       return "";
+    const auto& r = runs.back();
+    const auto before = ended_by_job_.find(r.uuid);
+    if (before != ended_by_job_.end() && store::is_terminal(before->second))
+      return fmt::format("; its run {} was ended {} by the job (finish('{}'))",
+                         core::short_uuid(r.uuid), store::to_string(r.status),
+                         store::to_string(r.status));
     return fmt::format(
         "; its run {} was left {}: the process ended without ending its run (a `with` block or "
         "finish() ends it; os._exit skips both)",
-        core::short_uuid(runs.back().uuid), store::to_string(runs.back().status));
+        core::short_uuid(r.uuid), store::to_string(r.status));
   }
 
   // Tags the newest run of planned run `name` that is not failed with why
@@ -496,8 +507,9 @@ class Scheduler {
   std::unique_ptr<Executor> exec_;
   std::deque<State> queue_;
   std::map<std::string, State> running_;
-  std::map<std::string, int> tries_;           // retries used per run in this execution
-  std::map<std::string, size_t> runs_before_;  // runs_named() when its job started
+  std::map<std::string, int> tries_;               // retries used per run in this execution
+  std::map<std::string, size_t> runs_before_;      // runs_named() when its job started
+  std::map<std::string, RunStatus> ended_by_job_;  // the ending job's runs, before the reaper
   std::vector<double> durations_;
   Progress p_;
   double start_ = 0;
@@ -515,6 +527,13 @@ Outcome execute(std::shared_ptr<store::Store> store, std::unique_ptr<store::RunR
   Scheduler sched(store, spec, o, rec->uuid(), progress);
   const Plan plan(spec);
   Outcome out{rec->uuid(), sched.run(plan)};
+  if (g_signal != 0) {
+    // Stopped: a run whose failed end was not yet judged (given up, or to
+    // retry) counts as every reader counts it, failed, in the last line.
+    const StudyStatus now = study_status(*store, rec->uuid());
+    out.progress.done = now.total.finished;
+    out.progress.failed = now.total.failed;
+  }
   rec->log_metric("study/runs_done", out.progress.done, 0);
   rec->log_metric("study/runs_failed", out.progress.failed, 0);
   rec->end(final_status(out.progress));

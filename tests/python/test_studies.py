@@ -278,6 +278,85 @@ def test_watch_as_a_studys_command_is_the_planned_run(tmp_path):
     assert "loss" in cli(store, "metrics", "all/r1").stdout
 
 
+# Eighteenth hunt, B-D4: a script's second start_run(name="extra") took the
+# planned name and set the training aside (study.superseded_by).
+def test_only_the_first_run_a_script_starts_is_the_planned_run(tmp_path):
+    (tmp_path / "two.py").write_text(
+        "import trainscope as t\n"
+        "with t.start_run(config={'lr': 0.1}, record_environment=False) as r:\n"
+        "    r.log({'loss': 0.3}, step=3)\n"
+        "with t.start_run(name='extra', record_environment=False) as r2:\n"
+        "    r2.log({'loss': 1.0}, step=1)\n")
+    (tmp_path / "two.yaml").write_text(
+        "study: two\ncommand: " + sys.executable + " two.py\nsources: [all]\nreplicates: 2\n"
+        "retries: 0\n")
+    store = tmp_path / "two.db"
+    out = cli(store, "study", "run", str(tmp_path / "two.yaml"), check=False)
+    assert out.returncode == 0 and "2/2 runs finished" in out.stdout, out.stdout + out.stderr
+    with sqlite3.connect(store) as db:
+        study_id = db.execute("SELECT id FROM runs WHERE name = 'two'").fetchone()[0]
+        runs = db.execute("SELECT name, parent_id FROM runs WHERE name <> 'two' ORDER BY name")
+        runs = runs.fetchall()
+        superseded = db.execute("SELECT count(*) FROM tags WHERE key = 'study.superseded_by'")
+        assert superseded.fetchone()[0] == 0
+    assert runs == [("all/r1", study_id), ("all/r2", study_id), ("extra", None),
+                    ("extra", None)], runs
+    assert first_value(store, "all/r1", "loss") == 0.3
+
+
+# Nineteenth hunt, A-D3 and B-D1: a job that ended its run itself,
+# finish('stopped') or finish('killed'), was told it "ended without ending
+# its run (... os._exit skips both)".
+def test_a_run_the_job_ended_itself_is_not_called_left_unended(tmp_path):
+    (tmp_path / "stop.py").write_text(
+        "import sys, trainscope as t\n"
+        "r = t.start_run(config={'lr': 0.1}, record_environment=False)\n"
+        "r.log({'loss': 0.3}, step=1)\n"
+        "r.finish(sys.argv[1])\n"
+        "sys.exit(0 if sys.argv[1] == 'stopped' else 1)\n")
+    for status in ("stopped", "killed"):
+        (tmp_path / f"{status}.yaml").write_text(
+            f"study: {status}\ncommand: {sys.executable} stop.py {status}\nsources: [all]\n"
+            "replicates: 2\nretries: 0\n")
+        store = tmp_path / f"{status}.db"
+        cli(store, "study", "run", str(tmp_path / f"{status}.yaml"), check=False)
+        out = cli(store, "study", "status", status, check=False).stdout
+        assert f"was ended {status} by the job (finish('{status}'))" in out, out
+        assert "os._exit" not in out, out
+
+
+# Nineteenth hunt, B-D6: a study stopped while a job's run had already
+# failed said "0 failed", where every reader counts that run failed.
+def test_a_stopped_study_counts_failed_runs_as_its_readers_do(tmp_path):
+    import signal
+    import time
+    (tmp_path / "s.py").write_text(
+        "import os, time, trainscope as t\n"
+        "r = t.start_run(config={'lr': 0.1}, record_environment=False)\n"
+        "if os.environ['TRAINSCOPE_RUN_NAME'].endswith('r1'):\n"
+        "    r.finish('failed')\n"
+        "time.sleep(60)\n")
+    (tmp_path / "stopme.yaml").write_text(
+        f"study: stopme\ncommand: {sys.executable} s.py\nsources: [all]\nreplicates: 2\n"
+        "retries: 1\nworkers: 2\n")
+    store = tmp_path / "stop.db"
+    study = subprocess.Popen([CLI, "--store", "sqlite:" + str(store), "-q", "study", "run",
+                              str(tmp_path / "stopme.yaml")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    query = "SELECT count(*) FROM runs WHERE name = 'all/r1' AND status = 'failed'"
+    for _ in range(600):
+        time.sleep(0.1)
+        if store.exists():
+            with sqlite3.connect(store) as db:
+                if db.execute(query).fetchone()[0] == 1:
+                    break
+    study.send_signal(signal.SIGTERM)
+    out, err = study.communicate(timeout=120)
+    assert "0/2 runs finished, 1 failed" in out, out + err
+    status = json.loads(cli(store, "study", "status", "stopme", "--json", check=False).stdout)
+    assert status["total"]["failed"] == 1, status
+
+
 def set_running(store, name, pid, silent_s=0):
     """Marks run `name` running by `pid`, its last heartbeat `silent_s` ago."""
     with sqlite3.connect(store) as db:

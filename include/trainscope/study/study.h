@@ -197,7 +197,8 @@ struct StudyRuns {
   store::RunInfo study;
   StudySpec spec;                        // the recorded plan
   std::vector<PlannedAttempts> planned;  // in plan order
-  // Children no reader counts: attempts tagged kSupersededTag, and runs
+  // Children no reader counts: attempts tagged kSupersededTag, a planned
+  // run's attempts other than its counted one (tagged or not), and runs
   // the recorded plan does not name; newest first.
   std::vector<store::RunInfo> set_aside;
   // The counted run of every planned run that has one, in plan order.
