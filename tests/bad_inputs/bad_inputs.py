@@ -284,7 +284,7 @@ def query(path, sql):
 # Stores beside t.db whose runs a message may name (cases/c21: the studies).
 # Named, not globbed: opening some of the others (a FIFO as a -wal file)
 # would change them.
-NAMED_STORES = ["h3.db", "c31.db", "v33.db", "d34.db", "s35.db", "pr41.db"]
+NAMED_STORES = ["h3.db", "c31.db", "v33.db", "d34.db", "s35.db", "pr41.db", "p42.db", "pr43.db"]
 
 
 def run_ids(d):
