@@ -16,6 +16,7 @@
 #include <cctype>
 #include <charconv>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -1208,6 +1209,33 @@ bool drop_continue(httplib::Request& req) {
   return had;
 }
 
+// Accept-Encoding as httplib reads it, by substring ("gzip" anywhere): only
+// the codings the client accepts, q > 0 (RFC 9110 §12.5.3: "gzip;q=0"
+// refuses gzip; a q that is not a number is taken as 0). None left: the
+// header goes, and the answer is not compressed.
+void accepted_codings(httplib::Request& req) {
+  if (!req.has_header("Accept-Encoding")) return;
+  std::string kept;
+  for (const auto& item : gate::values(req, "Accept-Encoding")) {
+    const size_t semi = item.find(';');
+    const std::string coding = gate::trim(item.substr(0, semi));
+    double q = 1;
+    for (size_t at = semi; at != std::string::npos;) {
+      const size_t next = item.find(';', at + 1);
+      const std::string param = gate::trim(item.substr(at + 1, next - at - 1));
+      if (param.starts_with("q=")) {
+        char* end = nullptr;
+        q = std::strtod(param.c_str() + 2, &end);
+        if (end == param.c_str() + 2 || *end != '\0' || !(q >= 0 && q <= 1)) q = 0;
+      }
+      at = next;
+    }
+    if (q > 0 && !coding.empty()) kept += (kept.empty() ? "" : ", ") + coding;
+  }
+  req.headers.erase("Accept-Encoding");
+  if (!kept.empty()) req.headers.emplace("Accept-Encoding", kept);
+}
+
 // Before httplib looks at a request: an Expect of 100-continue in any case
 // is the one it answers, and a request without Content-Length or
 // Transfer-Encoding has no body (RFC 9112 §6.3), where httplib would read
@@ -1227,6 +1255,7 @@ bool drop_continue(httplib::Request& req) {
 // "close" httplib compares with.
 void normalize(httplib::Request& req, const GateLimits& limits) {
   take_absolute_form(req);
+  accepted_codings(req);
   if (const auto tokens = gate::values(req, "Connection");
       std::find(tokens.begin(), tokens.end(), "close") != tokens.end()) {
     req.headers.erase("Connection");

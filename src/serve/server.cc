@@ -414,6 +414,19 @@ struct Server::Impl {
   // it without 100 Continue.) True when `res` holds it.
   bool refused_before_body(const httplib::Request& req, httplib::Response& res) {
     if (req.method == "GET" || req.method == "HEAD") return false;
+    // httplib would take a multipart body apart and leave the body empty:
+    // the tag would be written as "". Refused before the body is read.
+    std::string type = req.get_header_value("Content-Type");
+    std::transform(type.begin(), type.end(), type.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (type.find_first_not_of(" \t") != std::string::npos &&
+        type.substr(type.find_first_not_of(" \t")).starts_with("multipart/")) {
+      send(res, error_response(415, fmt::format("{} {}: a multipart body is not read; a tag's "
+                                                "value is the request's body as it is",
+                                                req.method, core::escape_for_display(req.path))));
+      res.set_header("Connection", "close");
+      return true;
+    }
     if (req.path.starts_with("/api/")) {
       auto lease = pool.take();
       const Response r = handle_api(*lease.store, api_request(req),

@@ -1282,6 +1282,45 @@ TEST_F(ServeHttpTest, ConnectionCloseInAnyCaseOrListClosesTheConnection) {
   EXPECT_FALSE(kept.closed());
 }
 
+// Twentieth hunt, B-D2: "gzip;q=0" (the client refuses gzip) was answered
+// gzip: httplib looks for the coding's name anywhere in the header.
+TEST_F(ServeHttpTest, ACodingTheClientRefusesWithQZeroIsNotUsed) {
+  store_->append_metrics(uuid_, {{"loss", std::vector<store::MetricPoint>(2000, {1, 1.0, 0.5})}});
+  Running srv({.store_uri = uri_, .port = 0});
+  auto coding_of = [&](const std::string& accept) {
+    Raw c(srv.port());
+    EXPECT_TRUE(c.send("GET /api/runs/" + uuid_ +
+                       " HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept-Encoding: " + accept +
+                       "\r\nConnection: close\r\n\r\n"));
+    const std::string got = c.read(std::chrono::seconds(5));
+    EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got.substr(0, 200);
+    const size_t at = got.find("Content-Encoding: ");
+    return at == std::string::npos ? std::string("none")
+                                   : got.substr(at + 18, got.find("\r\n", at) - at - 18);
+  };
+  EXPECT_EQ(coding_of("gzip;q=0"), "none");
+  EXPECT_EQ(coding_of("br;q=0, gzip; q=0"), "none");
+  EXPECT_EQ(coding_of("gzip;q=abc"), "none");
+  EXPECT_EQ(coding_of("GZIP;q=0.5"), "gzip");
+}
+
+// Twentieth hunt, B-D1: a tag PUT with a multipart/form-data body was
+// answered 200 and wrote the tag as "" (httplib had taken the body apart).
+TEST_F(ServeHttpTest, AMultipartTagBodyIsRefusedNotWrittenEmpty) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  Raw put(srv.port());
+  const std::string body =
+      "--b\r\nContent-Disposition: form-data; name=\"v\"\r\n\r\nhello\r\n--b--\r\n";
+  ASSERT_TRUE(
+      put.send("PUT /api/runs/writer/tags/m HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+               "Content-Type: Multipart/Form-Data; boundary=b\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body));
+  const std::string got = put.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 415 ", 0), 0u) << got.substr(0, 300);
+  EXPECT_NE(got.find("a multipart body is not read"), std::string::npos) << got;
+  EXPECT_EQ(store_->tags(uuid_).count("m"), 0u);
+}
+
 // Eleventh tester, 11b-D6: a query value holding '=' was cut at its last
 // '=' ("search=zzz=b1" searched "b1", "status=bogus=finished" listed the
 // finished runs). A value is all that follows its name's first '='.
