@@ -57,14 +57,15 @@ constexpr const char* kRunColumnsLight =
 
 RunInfo read_run(const pqxx::row& row) {
   RunInfo r;
-  r.uuid = get_text(row[0]);
+  r.uuid = stored_uuid(get_text(row[0]));
   r.experiment = stored_experiment(!row[1].is_null(), get_text(row[1]), r.uuid);
   r.name = get_text(row[2]);
   r.status = stored_run_status(get_text(row[3]), r.uuid);
   r.start_time = get_real(row[4]);
   r.end_time = row[5].is_null() ? 0 : get_real(row[5]);
   r.heartbeat = row[6].is_null() ? 0 : get_real(row[6]);
-  r.parent_uuid = get_text(row[7]);
+  r.parent_uuid =
+      row[7].is_null() ? "" : stored_uuid(get_text(row[7]), "a run's stored parent UUID");
   r.command_line = get_text(row[8]);
   r.config_text = get_text(row[9]);
   r.config_hash = get_text(row[10]);

@@ -58,14 +58,14 @@ constexpr const char* kRunColumnsLight =
 
 RunInfo read_run(const sqlite::Stmt& s) {
   RunInfo r;
-  r.uuid = s.text(0);
+  r.uuid = stored_uuid(s.text(0));
   r.experiment = stored_experiment(!s.is_null(1), s.text(1), r.uuid);
   r.name = s.text(2);
   r.status = stored_run_status(s.text(3), r.uuid);
   r.start_time = s.real(4);
   r.end_time = s.is_null(5) ? 0 : s.real(5);
   r.heartbeat = s.is_null(6) ? 0 : s.real(6);
-  r.parent_uuid = s.text(7);
+  r.parent_uuid = s.is_null(7) ? "" : stored_uuid(s.text(7), "a run's stored parent UUID");
   r.command_line = s.text(8);
   r.config_text = s.text(9);
   r.config_hash = s.text(10);

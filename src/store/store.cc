@@ -112,6 +112,17 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
        short_uuid(uuid), escape_for_display(name));
 }
 
+std::string stored_uuid(std::string uuid, const char* what) {
+  bool ok = uuid.size() == 36;
+  for (size_t i = 0; ok && i < uuid.size(); ++i)
+    ok = i == 8 || i == 13 || i == 18 || i == 23
+             ? uuid[i] == '-'
+             : std::isxdigit(static_cast<unsigned char>(uuid[i]));
+  if (ok) return uuid;
+  fail(ErrorKind::kStore, "{} '{}' is not a UUID; the store is damaged", what,
+       escape_for_display(uuid.substr(0, 64)));
+}
+
 int64_t stored_pid(int64_t pid, std::string_view uuid) {
   if (pid >= 0 && pid <= std::numeric_limits<int32_t>::max()) return pid;
   fail(ErrorKind::kStore,
@@ -251,10 +262,13 @@ Liveness liveness(const RunInfo& run, double now, double stale_after_seconds) {
   if (run.status != RunStatus::kRunning ||
       !writer_gone(run, core::host_name(), now, stale_after_seconds))
     return {to_string(run.status), {}};
-  std::string note = "no heartbeat since " + core::format_utc(run.heartbeat);
-  if (run.heartbeat - now > kHeartbeatAheadLimit)
-    note = fmt::format("its heartbeat {} is {:.0f} s ahead of this machine's clock",
-                       core::format_utc(run.heartbeat), run.heartbeat - now);
+  std::string note = run.heartbeat > 0 ? "no heartbeat since " + core::format_utc(run.heartbeat)
+                                       : std::string("no heartbeat recorded");
+  if (run.heartbeat - now > kHeartbeatAheadLimit)  // a year 10000 or later is no time: years
+    note = is_a_time(run.heartbeat)
+               ? fmt::format("its heartbeat {} is {:.0f} s ahead of this machine's clock",
+                             core::format_utc(run.heartbeat), run.heartbeat - now)
+               : "its heartbeat is no time (past the year 9999)";
   if (run.host == core::host_name() && run.pid > 0 && run.pid_start > 0)
     note += fmt::format(" (its process, pid {}, has ended)", run.pid);
   else

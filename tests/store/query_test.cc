@@ -150,6 +150,28 @@ TEST_F(QueryTest, BadSortAndColumnsAreUsageErrors) {
   EXPECT_THROW(query_runs(*store_, q), core::Error);
 }
 
+// Twentieth hunt, A-D4: a heartbeat of 1e300 was said to be "1000000...
+// s ahead of this machine's clock". A time past the year 9999 is none.
+TEST(LivenessTest, AHeartbeatThatIsNoTimeIsSaidSo) {
+  RunInfo r;
+  r.status = RunStatus::kRunning;
+  r.host = "node-b";
+  r.pid = 4242;
+  r.start_time = 1.7e9;
+  for (double beat : {1e300, 1e16}) {
+    r.heartbeat = beat;
+    const Liveness l = liveness(r, 1.7e9, 60);
+    EXPECT_EQ(l.status, "stale");
+    EXPECT_EQ(l.note,
+              "its heartbeat is no time (past the year 9999) (written by pid 4242 on node-b)");
+  }
+  r.heartbeat = 0;  // NULL: none, not 1970 (A-D7)
+  EXPECT_EQ(liveness(r, 1.7e9, 60).note, "no heartbeat recorded (written by pid 4242 on node-b)");
+  r.heartbeat = 1.7e9 + 3600;
+  EXPECT_NE(liveness(r, 1.7e9, 60).note.find("is 3600 s ahead of this machine's clock"),
+            std::string::npos);
+}
+
 // Issue 51 (fifth hunt, D9): a run recorded "running" whose writer is gone
 // is shown "stale" by every reader (Store::liveness), and a filter's
 // `status`, a status column and RunQuery::status (`runs list --status`,

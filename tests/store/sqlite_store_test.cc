@@ -341,6 +341,25 @@ TEST(SqliteStoreTest, ChunksOutOfOrderAndContradictorySummariesAreADamagedStore)
   EXPECT_EQ(store->metric(uuid, "loss").back().value, 0.25);
 }
 
+// Twentieth hunt, A-D1: a stored UUID holding ESC ] ... BEL and a line
+// break was written raw by runs show, diff, env diff and runs view.
+TEST(SqliteStoreTest, AStoredUuidThatIsNoUuidIsADamagedStore) {
+  TempDir dir;
+  {
+    auto store = open_at(dir / "t.db");
+    store->create_run({.name = "a"});
+  }
+  damage(dir / "t.db", "UPDATE runs SET uuid = 'ab' || char(27) || ']0;pwn' || char(7) || 'cd'");
+  try {
+    open_at(dir / "t.db")->list_runs({});
+    ADD_FAILURE() << "listed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kStore);
+    EXPECT_EQ(std::string(e.what()),
+              "a run's stored UUID 'ab\\x1b]0;pwn\\x07cd' is not a UUID; the store is damaged");
+  }
+}
+
 TEST(StoreBadInputTest, NotADatabase) {
   TempDir dir;
   write_file(dir / "junk.db", std::string(4096, 'x'));
