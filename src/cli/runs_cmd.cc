@@ -141,7 +141,8 @@ void print_header(std::ostream& o, const RunInfo& r, const store::Liveness& live
   o << "started     " << core::format_utc(r.start_time) << "\n";
   o << "ended       " << (r.end_time > 0 ? core::format_utc(r.end_time) : "-") << "\n";
   o << "duration    " << format::duration(store::run_seconds(r, core::unix_now())) << "\n";
-  o << "heartbeat   " << core::format_utc(r.heartbeat) << "\n";
+  // None recorded (NULL reads 0): "-", not 1970.
+  o << "heartbeat   " << (r.heartbeat > 0 ? core::format_utc(r.heartbeat) : "-") << "\n";
   o << "host/pid    " << escape_for_display(r.host) << " / " << r.pid << "\n";
   if (!r.parent_uuid.empty()) o << "parent      " << r.parent_uuid << "\n";
   o << "command     " << escape_for_display(r.command_line.empty() ? "-" : r.command_line) << "\n";

@@ -43,7 +43,7 @@ Json run(const store::RunInfo& r, bool full) {
       {"start_time", time_or_null(r.start_time)},
       {"end_time", r.end_time > 0 ? time_or_null(r.end_time) : Json()},
       {"duration_s", number_or_null(store::run_seconds(r, core::unix_now()))},
-      {"heartbeat", time_or_null(r.heartbeat)},
+      {"heartbeat", r.heartbeat > 0 ? time_or_null(r.heartbeat) : Json()},  // NULL reads 0
       {"parent", r.parent_uuid.empty() ? Json() : Json(r.parent_uuid)},
       {"host", r.host},
       {"pid", r.pid},
