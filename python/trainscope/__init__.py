@@ -176,10 +176,10 @@ def _pairs(what, pairs, prefix=""):
     as dotted keys ("optimizer.lr"), as settings._flatten has them."""
     out = {}
 
-    def put(name, text):  # one value per key, as a param line's rule says
-        if name in out and out[name] != text:
+    def put(name, text):  # a key once, as a param line's rule says (watch: "appears twice")
+        if name in out:
             raise ValueError(f"{what} {_shown(name)} is given twice ({_shown(out[name])} and "
-                             f"{_shown(text)}): a {what} takes one value")
+                             f"{_shown(text)}): a {what} takes one value, given once")
         out[name] = text
 
     for key, value in pairs.items():
@@ -256,6 +256,9 @@ def _number(what, value):
         f = float(value)
     except (OverflowError, ValueError):
         raise ValueError(f"{what} is {_shown(value)}, which no double holds") from None
+    except Exception as e:  # noqa: BLE001 (an object whose __float__ raises its own)
+        raise ValueError(f"{what} is a {type(value).__name__} that cannot be read as a number "
+                         f"(its __float__ raised {type(e).__name__})") from None
     # A finite number past the double range (Decimal('1e400'), a NumPy long
     # double) rounds to an infinity without a word: refused as an int is;
     # only a real infinity is one.

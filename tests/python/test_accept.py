@@ -206,6 +206,25 @@ def test_the_artifact_kinds_trainscope_reads_are_not_a_users(run, tmp_path):
     assert run.log_artifact(str(f), kind="file", name="predictions/test.bin")
 
 
+def test_a_value_whose_float_raises_is_refused_naming_the_metric(run):
+    """Twentieth hunt, A-D2: the object's own RuntimeError leaked, the
+    metric unnamed."""
+    class BadF:
+        def __float__(self):
+            raise RuntimeError("float boom")
+    refused(lambda: run.log({"e": BadF()}, step=1),
+            "metric 'e' is a BadF that cannot be read as a number "
+            r"\(its __float__ raised RuntimeError\)")
+
+
+def test_a_param_given_twice_is_refused_as_watch_refuses_it(run):
+    """Twentieth hunt, A-D3: {'a.b': 1, 'a': {'b': 1}} was taken by Python
+    and refused by a watched script's param line ("appears twice")."""
+    for same_or_not in (1, 2):
+        refused(lambda: run.log_params({"a.b": 1, "a": {"b": same_or_not}}),
+                "param 'a.b' is given twice")
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope
