@@ -189,8 +189,14 @@ ChecklistItem variation(const std::vector<double>& acc, size_t runs) {
           true};
 }
 
+// An item is answered by what answers it, not by any entry (a script's own
+// `user.x` in an environment that records nothing of the machine).
+bool has_any(const Map& e, std::initializer_list<const char*> keys) {
+  return std::any_of(keys.begin(), keys.end(), [&](const char* k) { return e.count(k) > 0; });
+}
+
 ChecklistItem compute(const Map& e) {
-  const bool has = !e.empty();
+  const bool has = has_any(e, {"hardware.cpu.model_name", "hardware.memory.total", "system.os"});
   return {"Compute infrastructure",
           has ? fmt::format("{}; {} logical / {} physical cores; {}; {}; {}",
                             get(e, "hardware.cpu.model_name"), get(e, "hardware.cpu.logical_cores"),
@@ -201,7 +207,7 @@ ChecklistItem compute(const Map& e) {
 }
 
 ChecklistItem software(const Map& e) {
-  const bool has = !e.empty();
+  const bool has = has_any(e, {"libraries.torch.version", "build.trainscope.version"});
   return {
       "Software versions",
       has ? fmt::format("libtorch {}, BLAS {}, trainscope {}", get(e, "libraries.torch.version"),
@@ -211,13 +217,22 @@ ChecklistItem software(const Map& e) {
 }
 
 ChecklistItem determinism(const Map& e) {
-  const bool has = !e.empty();
+  const bool has = has_any(e, {"flags.deterministic_algorithms", "threads.torch.intra_op"});
   return {"Determinism settings and threads",
           has ? fmt::format("deterministic_algorithms {}, mkldnn {}, intra-op threads {}",
                             get(e, "flags.deterministic_algorithms"), get(e, "flags.mkldnn"),
                             get(e, "threads.torch.intra_op"))
               : "not recorded",
           has};
+}
+
+// Answered by the data files' hashes, or by data that has no file (the
+// trainer's synthetic set, made from its seed).
+ChecklistItem data(const Map& p, int64_t hashes) {
+  const auto dataset = p.find("data.dataset");
+  if (hashes == 0 && dataset != p.end() && dataset->second == "synthetic")
+    return {"Data (files and hashes)", "synthetic data, made from the run's seeds: no files", true};
+  return {"Data (files and hashes)", fmt::format("{} file hashes recorded", hashes), hashes > 0};
 }
 
 // Energy recorded by the resource sampler (energy/total_kwh), metered
@@ -251,12 +266,12 @@ std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& 
           repeats ? run_count(repeats->size()) : ChecklistItem{kRunsQuestion, none, false},
           repeats ? variation(accuracies(store, *repeats), repeats->size())
                   : ChecklistItem{kVariationQuestion, none, false},
-          {"Average runtime", duration(r), true},
+          {"Average runtime", duration(r), std::isfinite(store::run_seconds(r, core::unix_now()))},
           energy(store, r),
           {"Hyperparameters and seeds",
            fmt::format("{} params recorded; seed {}", p.size(), param(p, "seeds.master", "seed")),
            !p.empty()},
-          {"Data (files and hashes)", fmt::format("{} file hashes recorded", hashes), !e.empty()},
+          data(p, hashes),
           determinism(e),
           {"Hyperparameter search ranges and selection", "OPEN: describe by hand", false}};
 }
