@@ -119,6 +119,7 @@ void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& all,
   a.compare_options.resamples = a.options.bootstrap_resamples;
   a.compare_options.seed = a.options.seed;
   const auto values = stats::finite_values(all, a.selection.metric, notes);
+  for (auto& side : a.compare) side = stats::group_label(side);  // --compare 0.10 is group 0.1
   auto c = stats::compare_groups(values, a.compare[0], a.compare[1], a.compare_options);
   c.notes.insert(c.notes.begin(), notes.begin(), notes.end());
   write_output(a.out, [&](std::ostream& o) {

@@ -3,7 +3,9 @@
 #include "trainscope/stats/runs.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <variant>
@@ -48,6 +50,21 @@ std::vector<store::RunInfo> selected_runs(store::Store& store, const Selection& 
   return out;
 }
 
+}  // namespace
+
+std::string group_label(const std::string& text) {
+  const bool decimal = !text.empty() && text.find_first_of("xXpP") == std::string::npos &&
+                       (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-' ||
+                        text[0] == '+' || text[0] == '.');
+  if (!decimal) return text;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !std::isfinite(v)) return text;
+  return core::format_double(v == 0 ? 0.0 : v);  // -0 is 0, as a filter compares it
+}
+
+namespace {
+
 // The group of a run for --by: a field as the filter language names it
 // (params.KEY, tags.KEY, experiment, status, host, name, ...), or any
 // other key as a params key (optimizer.name, lr), as before.
@@ -65,7 +82,7 @@ std::string group_of(store::Store& store, const store::RunInfo& r, const std::st
   const std::string field = sectioned || store::is_run_attribute(by) ? by : "params." + by;
   store::RunRow row{r, store.params(r.uuid), store.tags(r.uuid), {}};
   const store::FieldValue v = store::field_value(row, field);
-  if (const auto* text = std::get_if<std::string>(&v)) return *text;
+  if (const auto* text = std::get_if<std::string>(&v)) return group_label(*text);
   if (const auto* number = std::get_if<double>(&v)) return core::format_double(*number);
   return "(unset)";
 }

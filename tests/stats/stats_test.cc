@@ -12,6 +12,7 @@
 #include <random>
 
 #include "trainscope/core/error.h"
+#include "trainscope/stats/runs.h"
 #include "trainscope/stats/variance.h"
 
 namespace fs = std::filesystem;
@@ -244,4 +245,15 @@ TEST(StatsTest, UnanswerableSamplesSaySoInsteadOfNaN) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("test/accuracy"), std::string::npos) << e.what();
   }
+}
+
+// Twentieth hunt, A-D6: runs whose lr was 0.1, 0.10 and 1e-1 were three
+// groups, compared with each other. A decimal groups by its value.
+TEST(StatsTest, OneValueWrittenThreeWaysIsOneGroup) {
+  for (const char* same : {"0.1", "0.10", "1e-1", "+0.1", ".1"})
+    EXPECT_EQ(group_label(same), "0.1") << same;
+  EXPECT_EQ(group_label("-0"), "0");
+  EXPECT_EQ(group_label("007"), "7");
+  for (const char* text : {"adam", "0x10", "nan", "inf", "1e999", "0.1 ", "", "1-2"})
+    EXPECT_EQ(group_label(text), text) << text;
 }

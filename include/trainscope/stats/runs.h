@@ -46,6 +46,11 @@ struct RunValue {
 // One value per finished run that has the metric; throws when none has it.
 std::vector<RunValue> collect(store::Store& store, const Selection& selection);
 
+// The group a field's text names: a decimal number by its value (0.1, 0.10
+// and 1e-1 are one group, "0.1", as a filter and a study grid take them
+// as one value); any other text as it is.
+std::string group_label(const std::string& text);
+
 // One rule for a value that is not finite (a diverged run's nan, inf), in
 // every mode of `stats`: the run is left out, and a note says so ("run
 // 1a2b3c4d left out: its test/accuracy is nan").
