@@ -19,6 +19,7 @@ import uuid
 
 from c20_one_rule import py  # noqa: E402
 from tfevents_writer import write_events  # tests/support, on bad_inputs.py's path
+from c41_seventeenth_hunt import serve  # noqa: E402
 
 TITLE = "42. An eighteenth hunt (issue 51)"
 
@@ -123,14 +124,6 @@ def fixtures(d, run):
     for name, body in CLIENTS.items():
         with open(f"{d}/{name}.py", "w") as f:
             f.write(HEAD + body.replace("DIR", d))
-
-
-def serve(store, client, args=""):
-    """c41's serve: the server on $DIR/STORE.db, client $DIR/CLIENT.py."""
-    return (f"$BARE --store sqlite:$DIR/{store}.db serve --port 0 {args} > "
-            f"$DIR/{store}.out 2>&1 & P=$!; for i in $(seq 100); do grep -qs http "
-            f"$DIR/{store}.out && break; sleep 0.1; done; U=$(grep -o 'http://[^ ]*' "
-            f"$DIR/{store}.out); python3 $DIR/{client}.py \"$U\"; R=$?; kill $P; wait $P; exit $R")
 
 
 HEAD = """import http.client, json, socket, subprocess, sys, time

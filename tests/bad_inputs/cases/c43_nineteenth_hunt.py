@@ -15,6 +15,7 @@ import sqlite3
 
 import c42_eighteenth_hunt  # noqa: E402
 from c21_statuses import fixtures as studies  # noqa: E402
+from c41_seventeenth_hunt import serve  # noqa: E402
 
 
 TITLE = "43. A nineteenth hunt (issue 51)"
@@ -122,14 +123,6 @@ def fixtures(d, run):
     for name, body in CLIENTS.items():
         with open(f"{d}/{name}.py", "w") as f:
             f.write(HEAD + body)
-
-
-def serve(store, client, args=""):
-    """c41's serve: the server on $DIR/STORE.db, client $DIR/CLIENT.py."""
-    return (f"$BARE --store sqlite:$DIR/{store}.db serve --port 0 {args} > "
-            f"$DIR/{store}.out 2>&1 & P=$!; for i in $(seq 100); do grep -qs http "
-            f"$DIR/{store}.out && break; sleep 0.1; done; U=$(grep -o 'http://[^ ]*' "
-            f"$DIR/{store}.out); python3 $DIR/{client}.py \"$U\"; R=$?; kill $P; wait $P; exit $R")
 
 
 HEAD = """import http.client, json, socket, sys, time
