@@ -398,10 +398,16 @@ class Scheduler {
       return "";
     const auto& r = runs.back();
     const auto before = ended_by_job_.find(r.uuid);
-    if (before != ended_by_job_.end() && store::is_terminal(before->second))
-      return fmt::format("; its run {} was ended {} by the job (finish('{}'))",
-                         core::short_uuid(r.uuid), store::to_string(r.status),
-                         store::to_string(r.status));
+    // Only the job ends a run stopped; killed may be the reaper's word for
+    // a run another process judged before this one looked.
+    if (before != ended_by_job_.end() && before->second == RunStatus::kStopped)
+      return fmt::format("; its run {} was ended stopped by the job (finish('stopped'))",
+                         core::short_uuid(r.uuid));
+    if (r.status == RunStatus::kKilled)
+      return fmt::format(
+          "; its run {} was left killed: ended so by the job, or by a reaper after the process "
+          "ended without ending it (a `with` block or finish() ends a run; os._exit skips both)",
+          core::short_uuid(r.uuid));
     return fmt::format(
         "; its run {} was left {}: the process ended without ending its run (a `with` block or "
         "finish() ends it; os._exit skips both)",
