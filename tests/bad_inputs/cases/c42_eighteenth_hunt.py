@@ -80,15 +80,16 @@ def plant_predictions(d, name, mode):
 
 
 def chain(d, name, n):
-    """$DIR/NAME.db: a copy of t.db holding N more runs d0..d(N-1), each
-    the parent of the next (as Python's start_run(parent=) makes them)."""
+    """$DIR/NAME.db: a copy of t.db holding N more runs link0..link(N-1)
+    (no hex digit first: no UUID prefix), each the parent of the next (as
+    Python's start_run(parent=) makes them)."""
     shutil.copy(f"{d}/t.db", f"{d}/{name}.db")
     with contextlib.closing(sqlite3.connect(f"{d}/{name}.db")) as db:
         exp, = db.execute("SELECT experiment_id FROM runs WHERE name = 'lm'").fetchone()
         first = db.execute("SELECT MAX(id) + 1 FROM runs").fetchone()[0]
         db.executemany("INSERT INTO runs (id, uuid, experiment_id, name, status, start_time, "
                        "end_time, parent_id) VALUES (?, ?, ?, ?, 'finished', 1.7e9, 1.7e9 + 1, ?)",
-                       ((first + i, str(uuid.UUID(int=i + 1)), exp, f"d{i}",
+                       ((first + i, str(uuid.UUID(int=i + 1)), exp, f"link{i}",
                          first + i - 1 if i else None) for i in range(n)))
         db.commit()
 
@@ -205,6 +206,6 @@ CASES = [
      "$DIR/two42.db \"SELECT name, parent_id IS NOT NULL FROM runs ORDER BY name\" | tr '\\n' ' ' "
      ">&2", {"ok": True}),
     ("runs delete --with-children of the head of a 50-run chain: says it deletes 50",
-     "$BARE --store sqlite:$DIR/del42.db runs delete d0 --with-children -y | sed "
+     "$BARE --store sqlite:$DIR/del42.db runs delete link0 --with-children -y | sed "
      "'s/[0-9a-f-]\\{36\\}/UUID/' >&2", {"ok": True}),
 ]
