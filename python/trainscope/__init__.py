@@ -65,7 +65,7 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, _flag, _repr, _settings_lines, _text, config, setup
+from trainscope.settings import STREAMS, Seeds, _flag, _repr, _path, _settings_lines, _text, config, setup
 
 Error = _trainscope.Error
 
@@ -322,10 +322,14 @@ def _status_of(kind):
 def _exit_code(code):
     """The process's exit status for SystemExit(code), as the parent sees
     it: Python passes an int to exit(), which keeps its low 8 bits (POSIX),
-    so sys.exit(256) is a status 0; anything but None and an int is 1."""
+    so sys.exit(256) is a status 0; anything but None and an int is 1. An
+    int past a C long (sys.exit(2**64)) does not convert: CPython exits -1,
+    a status 255."""
     if code is None:
         return 0
-    return (code & 0xFF) if isinstance(code, int) else 1
+    if not isinstance(code, int):
+        return 1
+    return (code & 0xFF) if -2**63 <= code <= 2**63 - 1 else 255
 
 
 def _end_open_runs(status, thread=None):
@@ -509,6 +513,9 @@ class Run:
         values = {}
         for key, value in _mapping("metrics", metrics).items():
             key = _key("metric", key)
+            if key in values:  # a mapping that lists a key twice: watch's "appears twice"
+                raise ValueError(f"metric {_shown(key)} is given twice in one log() call: a "
+                                 "metric takes one value per step")
             values[key] = _number(f"metric '{key}'", value)
         step = self._step if step is None else _scalar("step", step)
         self._step = self._run.log_metrics(values, step) + 1
@@ -526,7 +533,7 @@ class Run:
 
     def log_artifact(self, path, kind="file", name=""):
         """Copies a file into the run (hashed); returns its name there."""
-        return self._run.add_artifact(os.fspath(path), _arg("kind", kind), _arg("name", name))
+        return self._run.add_artifact(_path("path", path), _arg("kind", kind), _arg("name", name))
 
     def watch(self, model, optimizer=None, fingerprint_every=1, profile_every=None,
               profile_warmup=5, probes=None, probes_every=None, monitor_interval=1.0,
@@ -676,6 +683,8 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     packages' versions are recorded anyway)."""
     name, experiment = _arg("name", name), _arg("experiment", experiment)
     parent, store = _arg("parent", parent), _arg("store", store)
+    if "\0" in store:  # cut there by the C++ side, and another store used
+        raise ValueError(f"store {_shown(store)} holds a NUL byte, which no store URI holds")
     args = _trainscope.RunArgs()
     args.store, args.name, args.experiment, args.parent = store, name, experiment, parent
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]

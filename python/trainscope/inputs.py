@@ -13,12 +13,10 @@ them (`trainscope config keys` and `trainscope runs show` list them) then
 starts where `trainscope train CONFIG` starts and sees the same data, so
 `trainscope diff` between the two runs compares the frameworks alone.
 """
-import os
-
 import torch
 
 from trainscope import _trainscope
-from trainscope.settings import _settings_lines
+from trainscope.settings import _path, _settings_lines
 
 __all__ = ["TrainerInputs"]
 
@@ -29,7 +27,7 @@ class TrainerInputs:
     initialisation and epoch loader)."""
 
     def __init__(self, config, sets=()):
-        self._native = _trainscope.TrainerInputs(os.fspath(config), _settings_lines(sets))
+        self._native = _trainscope.TrainerInputs(_path("config", config), _settings_lines(sets))
 
     @property
     def params(self):

@@ -43,6 +43,17 @@ def _digits(value):
     return max(1, int(abs(int(value)).bit_length() * 0.30102999566398120) + 1)
 
 
+def _path(what, value):
+    """A path argument (str or os.PathLike) as text; one holding a NUL byte,
+    which the C++ side would cut there and use, is a ValueError naming it."""
+    text = os.fspath(value)
+    if not isinstance(text, str):
+        raise ValueError(f"{what} must be a text path, not {type(text).__name__} {text!r:.64}")
+    if "\0" in text:
+        raise ValueError(f"{what} {text!r:.80} holds a NUL byte, which no path holds")
+    return text
+
+
 def _text(value, what="a value"):
     """A value as the store and the config reader take it; an int too long
     to write is a ValueError naming `what` (no value holds it: a value is
@@ -50,7 +61,7 @@ def _text(value, what="a value"):
     if isinstance(value, bool):
         return "true" if value else "false"
     try:
-        return str(value)
+        text = str(value)
     except ValueError as e:  # Python's limit on the digits it writes
         if isinstance(value, numbers.Integral):
             raise ValueError(f"{what} is an integer of about {_digits(value)} digits, longer than "
@@ -58,6 +69,10 @@ def _text(value, what="a value"):
         first = (str(e).splitlines() or [""])[0][:120]
         raise ValueError(f"{what} is {_kind(value)} that cannot be written as text "
                          f"({first})") from None
+    except Exception as e:  # noqa: BLE001 (an object whose __str__ raises its own)
+        raise ValueError(f"{what} is {_kind(value)} that cannot be written as text (its __str__ "
+                         f"raised {type(e).__name__})") from None
+    return text
 
 
 def _repr(value):
@@ -310,6 +325,11 @@ def setup(cfg=None, apply=True):
     if cfg is not None and not isinstance(cfg, dict):
         raise TypeError(f"setup() takes the config dict trainscope.config() returns, not "
                         f"{type(cfg).__name__} {_repr(cfg)}")
+    for name, value, _, _ in _walk(cfg or {}):  # trainscope's keys: text or numbers only
+        plain = isinstance(value, (str, bool, numbers.Real)) and not isinstance(value, complex)
+        if name.split(".")[0] in _OWN and not plain:
+            raise ValueError(f"setup(): config key {_repr(name)} is {_kind(value)} "
+                             f"{_repr(value)}, not text or a number (its text is not taken)")
     try:
         own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
         derived = _trainscope.apply_settings(own, apply)

@@ -225,6 +225,47 @@ def test_a_param_given_twice_is_refused_as_watch_refuses_it(run):
                 "param 'a.b' is given twice")
 
 
+def test_a_path_or_store_holding_nul_is_refused_not_cut(run, tmp_path):
+    """Twenty-first hunt, A-D3 and A-D4: 'x.db\\0junk' recorded into x.db,
+    and log_artifact's path gave the binding's four-line TypeError."""
+    refused(lambda: trainscope.start_run(store=f"sqlite:{tmp_path}/x.db\0junk",
+                                         record_environment=False), "holds a NUL byte")
+    assert not (tmp_path / "x.db").exists()
+    refused(lambda: run.log_artifact(f"{tmp_path}/a\0b"), "path '.*' holds a NUL byte")
+    refused(lambda: trainscope.TrainerInputs("mlp.yaml\0garbage"), "config '.*' holds a NUL byte")
+
+
+def test_a_text_whose_str_raises_is_refused_naming_the_key(run):
+    """Twenty-first hunt, A-D1: an int subclass whose __str__ raises gave its
+    own RuntimeError, naming no key."""
+    class Lying(int):
+        def __str__(self):
+            raise RuntimeError("str boom")
+    refused(lambda: run.log_params({"a": Lying(5)}),
+            r"the value of param 'a' is a Lying that cannot be written as text \(its __str__ "
+            r"raised RuntimeError\)")
+
+
+def test_setup_takes_no_object_for_its_own_keys():
+    """Twenty-first hunt, A-D1: an object whose __str__ says "7" was seed 7
+    to setup(), where start_run(config=) refuses it."""
+    class Lie:
+        def __str__(self):
+            return "7"
+    refused(lambda: trainscope.setup({"seeds": {"master": Lie()}}, apply=False),
+            "setup\\(\\): config key 'seeds.master' is a Lie .*, not text or a number")
+    assert trainscope.setup({"seeds": {"master": 7}}, apply=False)
+
+
+def test_a_metric_given_twice_in_one_call_is_refused(run):
+    """Twenty-first hunt, A-D9: a mapping listing a key twice kept its last,
+    where watch's metric lines refuse a key twice."""
+    class Twice(dict):
+        def items(self):
+            return [("loss", 1.0), ("loss", 2.0)]
+    refused(lambda: run.log(Twice(), step=1), "metric 'loss' is given twice in one log")
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope
@@ -244,6 +285,12 @@ ENDS = {
                       "failed"),
     "with, exit 0": ("run.finish()\nwith trainscope.start_run(name='w', store=sys.argv[1], "
                      "record_environment=False):\n    sys.exit(0)", 0, "finished"),
+    # Twenty-first hunt, A-D7 / B-D1: past a C long the status is 255, not
+    # code & 0xFF (0 for 2**64): the run is failed.
+    "with, exit 2**64": ("run.finish()\nwith trainscope.start_run(name='w', store=sys.argv[1], "
+                         "record_environment=False):\n    sys.exit(2**64)", 255, "failed"),
+    "with, exit -2**70": ("run.finish()\nwith trainscope.start_run(name='w', store=sys.argv[1], "
+                          "record_environment=False):\n    sys.exit(-2**70)", 255, "failed"),
 }
 
 
@@ -254,7 +301,7 @@ def test_a_run_left_open_ends_as_the_interpreter_does(tmp_path, end):
     done = subprocess.run([sys.executable, "-c", SCRIPT + textwrap.dedent(code),
                            "sqlite:" + store], capture_output=True, text=True)
     assert done.returncode in (exit_code, -2 if exit_code == 130 else exit_code), done.stderr
-    name = {"in a function": "f", "with, exit 0": "w"}.get(end, "s")
+    name = "f" if end == "in a function" else "w" if end.startswith("with") else "s"
     assert show(store, name)["status"] == status, done.stderr
     if name == "s":
         assert points(store, "s", "loss") == [(0, 1.0)]
