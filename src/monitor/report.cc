@@ -8,6 +8,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/svg.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::monitor {
@@ -61,8 +62,8 @@ bool charted(const std::string& key, const std::vector<std::string>& keys, const
 }  // namespace
 
 bool is_resource_key(std::string_view k) {
-  return k.starts_with("proc/") || k.starts_with("sys/") || k.starts_with("gpu") ||
-         k.starts_with("energy/");
+  // The sampler's keys, as the writers reserve them (gpuN/, not gpu_util).
+  return k != "exit_code" && store::own_metric_problem(k).has_value();
 }
 
 std::vector<SeriesStats> resource_stats(store::Store& store, const store::RunInfo& run,

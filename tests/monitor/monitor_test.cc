@@ -16,6 +16,7 @@
 #include "support/test_util.h"
 #include "trainscope/monitor/procfs.h"
 #include "trainscope/monitor/rapl.h"
+#include "trainscope/monitor/report.h"
 #include "trainscope/monitor/sampler.h"
 #include "trainscope/monitor/watch.h"
 
@@ -65,6 +66,17 @@ std::string sample_child(const std::shared_ptr<Store>& store, double interval, d
   waitpid(pid, nullptr, 0);
   rec->end();
   return rec->uuid();
+}
+
+// Twenty-first hunt, A-D2: a user's gpu_util, gpu/x or gpu-1/x were listed
+// by `resources` as the sampler's GPU series (at -5). Only the keys the
+// writers reserve are.
+TEST(ResourceKeyTest, OnlyTheSamplersReservedKeysAreResources) {
+  for (const char* own : {"proc/rss_mib", "sys/cpu_percent", "gpu0/util_percent", "gpu12/mem_mib",
+                          "energy/total_kwh"})
+    EXPECT_TRUE(is_resource_key(own)) << own;
+  for (const char* mine : {"gpu_util", "gpu/x", "gpu-1/x", "gpus", "exit_code", "loss"})
+    EXPECT_FALSE(is_resource_key(mine)) << mine;
 }
 
 TEST(SamplerTest, ASpinningChildReadsAboutOneCore) {

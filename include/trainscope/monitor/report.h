@@ -20,7 +20,8 @@ struct SeriesStats {
   double mean = 0, p50 = 0, p95 = 0, max = 0;
 };
 
-// proc/*, sys/*, gpu*, energy/*: the series a ResourceSampler records.
+// proc/*, sys/*, gpuN/*, energy/*: the series a ResourceSampler records
+// (store::own_metric_problem, exit_code aside); gpu_util is a user's.
 bool is_resource_key(std::string_view key);
 
 // Statistics of every resource series of a run over its finite samples,
