@@ -368,7 +368,16 @@ void SqliteStore::migrate_locked() {
     if (m.version <= version) continue;
     log_debug("store {}: migrating schema {} -> {} ({})", path_.string(), m.version - 1, m.version,
               m.description);
-    db_.exec(m.sql);
+    try {
+      db_.exec(m.sql);
+    } catch (const core::Error&) {  // its message holds the SQL, lines of it
+      // A migration this store lists as not applied, whose tables are there
+      // (a row of schema_migrations deleted): the transaction rolls back.
+      fail(ErrorKind::kStore,
+           "store '{}': migrating its schema to version {} failed ({}); its schema_migrations "
+           "table does not say what its tables are: the store is damaged, and was not changed",
+           path_.string(), m.version, escape_for_display(sqlite3_errmsg(db_.get())));
+    }
     if (m.step) {
       SqliteMigrationTxn step(db_);
       m.step(step);

@@ -360,6 +360,27 @@ TEST(SqliteStoreTest, AStoredUuidThatIsNoUuidIsADamagedStore) {
   }
 }
 
+// Twenty-first hunt, A-D5: with a row of schema_migrations deleted, a
+// writer said "store 'sm.db': ' (-v shows the full message)": the failed
+// migration's message began with its SQL.
+TEST(SqliteStoreTest, AMigrationListedAsNotAppliedWhoseTablesAreThereIsADamagedStore) {
+  TempDir dir;
+  open_at(dir / "t.db")->create_run({});
+  damage(dir / "t.db",
+         "DELETE FROM schema_migrations WHERE version = (SELECT MAX(version) FROM "
+         "schema_migrations)");
+  try {
+    open_at(dir / "t.db");
+    ADD_FAILURE() << "opened";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kStore);
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    EXPECT_NE(what.find("migrating its schema to version "), std::string::npos) << what;
+    EXPECT_NE(what.find("the store is damaged, and was not changed"), std::string::npos) << what;
+  }
+}
+
 TEST(StoreBadInputTest, NotADatabase) {
   TempDir dir;
   write_file(dir / "junk.db", std::string(4096, 'x'));
