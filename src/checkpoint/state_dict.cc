@@ -183,7 +183,7 @@ std::string export_state_dict(store::Store& store, const store::RunInfo& run,
   store::verify_config(run);  // the model is built from it
   const auto ck = require_checkpoint(store, run, checkpoint);
   const config::Config cfg =
-      config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+      config::parse_trained_config(run.config_text, "run " + core::short_uuid(run.uuid));
   at::Generator g = at::detail::createCPUGenerator(config::derive_seeds(cfg).dropout);
   auto model = models::make_model(cfg.model, models::shape_of(cfg.data), g);
   model->to(data::dtype_of(cfg));

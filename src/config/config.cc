@@ -753,6 +753,17 @@ Config parse_recorded_config(const std::string& yaml_text, const std::string& so
   return parse(yaml_text, {}, source, nullptr, /*check=*/false);
 }
 
+Config parse_trained_config(const std::string& yaml_text, const std::string& source) {
+  try {
+    return parse_recorded_config(yaml_text, source);
+  } catch (const core::Error& e) {
+    if (e.kind() != ErrorKind::kUsage) throw;
+    const std::string why = e.what();
+    fail(ErrorKind::kStore, "{}: its recorded config does not read ({}); the store is damaged",
+         source, why.substr(0, why.find('\n')));
+  }
+}
+
 void check_config(const Config& config, const std::string& source) {
   validate(config, [&](const std::vector<std::string>&) { return source; });
 }

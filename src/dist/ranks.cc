@@ -2,9 +2,11 @@
 #include "trainscope/dist/ranks.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 
 namespace trainscope::dist {
@@ -20,9 +22,22 @@ std::vector<double> finite_values(store::Store& store, const std::string& uuid,
   return v;
 }
 
-int tag_int(const std::map<std::string, std::string>& tags, const std::string& key) {
+// A count trainscope tagged the run with (0 when untagged): a whole number
+// from `low` to `high`, as the writer wrote it; any other text is a
+// damaged store (exit 5), never atoi's guess ("2abc" as 2, "1e2" as 1).
+int tag_int(const std::map<std::string, std::string>& tags, const std::string& key, int low,
+            int high, const std::string& uuid) {
   const auto it = tags.find(key);
-  return it == tags.end() ? 0 : std::atoi(it->second.c_str());
+  if (it == tags.end()) return 0;
+  int v = 0;
+  const std::string& text = it->second;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < low || v > high)
+    core::fail(core::ErrorKind::kStore,
+               "run {}: its tag {} is '{}', not a whole number from {} to {}; the store is damaged",
+               core::short_uuid(uuid), key, core::escape_for_display(text.substr(0, 64)), low,
+               high);
+  return v;
 }
 
 }  // namespace
@@ -30,11 +45,11 @@ int tag_int(const std::map<std::string, std::string>& tags, const std::string& k
 RankSummary rank_summary(store::Store& store, const std::string& uuid) {
   RankSummary s;
   const auto tags = store.tags(uuid);
-  s.world_size = std::clamp(tag_int(tags, "dist.world_size"), 0, 256);
+  s.world_size = tag_int(tags, "dist.world_size", 1, 256, uuid);
   if (s.world_size == 0) return s;
   s.backend = tags.count("dist.backend") ? tags.at("dist.backend") : "";
   s.rendezvous = tags.count("dist.rendezvous") ? tags.at("dist.rendezvous") : "";
-  s.buckets = tag_int(tags, "dist.buckets");
+  s.buckets = tag_int(tags, "dist.buckets", 0, 1 << 30, uuid);
   const auto hosts = core::split_list(tags.count("dist.hosts") ? tags.at("dist.hosts") : "");
   const auto addresses =
       core::split_list(tags.count("dist.addresses") ? tags.at("dist.addresses") : "");

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
+#include "trainscope/core/error.h"
 #include "trainscope/core/markup.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/store.h"
@@ -127,10 +129,30 @@ void card_analyses(std::ostream& o, const store::RunInfo& r, const Map& e) {
     << kBlank << "\n";
 }
 
+// The machine's counts the environment manifest records (cores, threads)
+// are whole numbers from 0 to 2^20, as its capture writes them; any other
+// text is a damaged store (exit 5), never "-5 logical cores" in a card.
+void check_counts(const Map& e, const store::RunInfo& r) {
+  for (const char* key :
+       {"hardware.cpu.logical_cores", "hardware.cpu.physical_cores", "threads.torch.intra_op"}) {
+    const auto it = e.find(key);
+    if (it == e.end()) continue;
+    int64_t v = -1;
+    const std::string& t = it->second;
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > (1 << 20))
+      core::fail(core::ErrorKind::kStore,
+                 "run {}: its environment's {} is '{}', not a count from 0 to 1048576; the store "
+                 "is damaged",
+                 core::short_uuid(r.uuid), key, core::escape_for_display(t.substr(0, 64)));
+  }
+}
+
 }  // namespace
 
 std::string model_card(store::Store& store, const store::RunInfo& r) {
   const Map p = store.params(r.uuid), e = store.environment(r.uuid);
+  check_counts(e, r);
   std::ostringstream o;
   card_details(o, r, p, e, store.liveness(r, store.now()));  // stale, as every reader shows it
   card_metrics(o, store.metric_summaries(r.uuid));
@@ -256,6 +278,7 @@ ChecklistItem energy(store::Store& store, const store::RunInfo& r) {
 std::vector<ChecklistItem> checklist(store::Store& store, const store::RunInfo& r,
                                      const std::optional<std::vector<store::RunInfo>>& repeats) {
   const Map p = store.params(r.uuid), e = store.environment(r.uuid);
+  check_counts(e, r);
   const auto hashes = std::count_if(
       e.begin(), e.end(), [](const auto& kv) { return kv.first.rfind("data.sha256.", 0) == 0; });
   const std::string none =

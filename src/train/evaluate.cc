@@ -154,7 +154,7 @@ CheckpointEval evaluate_run(store::Store& store, const store::RunInfo& run,
   store::verify_config(run);  // the model is built from it
   const auto ck = require_checkpoint(store, run, checkpoint);
   config::Config cfg =
-      config::parse_recorded_config(run.config_text, "run " + core::short_uuid(run.uuid));
+      config::parse_trained_config(run.config_text, "run " + core::short_uuid(run.uuid));
   apply_determinism(cfg);
   const StreamSeeds seeds = derive_seeds(cfg);
   DataSplits data = load_data(cfg.data, seeds.data_order);

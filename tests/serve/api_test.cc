@@ -75,6 +75,24 @@ class ServeApiTest : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
 };
 
+// Twenty-first hunt, B-D3: the ranks of a run read its stored
+// dist.world_size and dist.buckets with atoi ("2abc" 2 ranks, "4294967298"
+// 2, "-5" buckets). A count that is not one is a damaged store (500).
+TEST_F(ServeApiTest, ADamagedStoredRankCountIsADamagedStore) {
+  const std::string uuid = run("ddp", 1);
+  store_->set_tag(uuid, "dist.world_size", "2");
+  EXPECT_EQ(get_json("/api/runs/" + uuid + "/ranks")["world_size"], 2);
+  for (const std::string bad : {"2abc", "4294967298", "1e2", "3.9", "0"}) {
+    store_->set_tag(uuid, "dist.world_size", bad);
+    const json j = get_json("/api/runs/" + uuid + "/ranks", {}, 500);
+    EXPECT_EQ(j["error"], "run " + uuid.substr(0, 8) + ": its tag dist.world_size is '" + bad +
+                              "', not a whole number from 1 to 256; the store is damaged");
+  }
+  store_->set_tag(uuid, "dist.world_size", "2");
+  store_->set_tag(uuid, "dist.buckets", "-5");
+  get_json("/api/runs/" + uuid + "/ranks", {}, 500);
+}
+
 TEST_F(ServeApiTest, RunsArePagedSortedFilteredAndSearched) {
   for (int i = 0; i < 120; ++i) run("run-" + std::to_string(i), i);
   json page = get_json("/api/runs", {{"sort", "-metrics.train/loss"}, {"offset", "50"}});

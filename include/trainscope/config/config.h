@@ -256,6 +256,11 @@ Config parse_config(const std::string& yaml_text, const std::vector<std::string>
 // earlier version, under looser ranges, can still be evaluated and
 // compared. Whatever trains again with it checks it (Trainer::run).
 Config parse_recorded_config(const std::string& yaml_text, const std::string& source);
+// The same, for a run known to be a training (it holds the trainer's
+// checkpoints): a config that does not read is a damaged store, Error
+// kStore (exit 5) "SOURCE: its recorded config does not read (...)", not
+// the user's input (kUsage).
+Config parse_trained_config(const std::string& yaml_text, const std::string& source);
 // Checks a config built in code as parse_config checks one it reads: every
 // key within its range, the keys that depend on each other, and a
 // synthetic dataset that fits this machine's memory. Throws Error(kUsage)
