@@ -83,6 +83,18 @@ size_t header_end(const std::string& buf, size_t& scanned, size_t& last_nl) {
   return npos;
 }
 
+// Empty lines (CR LF) before a request line, which RFC 9112 §2.2 tells a
+// server to ignore (a client's CR LF after a body it counted short): taken
+// out of `c`'s buffer while no line of its request has begun.
+void skip_empty_lines(Conn& c) {
+  if (c.last_nl != npos) return;
+  size_t n = 0;
+  while (c.buf.compare(n, 2, "\r\n") == 0) n += 2;
+  if (n == 0) return;
+  c.buf.erase(0, n);
+  c.scanned = 0;
+}
+
 // Why a request's line and headers (`head`, up to their blank line) are not
 // HTTP/1.1's (RFC 9112 §5): a control byte other than CR, LF and HT (a NUL
 // a parser may cut a value at), a CR or an LF that is not part of a line's
@@ -987,6 +999,7 @@ std::list<Conn>::iterator Gate::on_readable(std::list<Conn>::iterator it) {
     c.idle = false;
     c.deadline = Clock::now() + limits_.header;
   }
+  gate::skip_empty_lines(c);
   if (const size_t end = gate::header_end(c.buf, c.scanned, c.last_nl); end != gate::npos) {
     pass(std::move(c), end);
     return waiting_.erase(it);
@@ -1098,6 +1111,7 @@ void Gate::serve(Conn& c) {
   if (!keep) return drop(c, 0, {});
   c.scanned = 0;
   c.last_nl = gate::npos;
+  gate::skip_empty_lines(c);
   if (const size_t end = gate::header_end(c.buf, c.scanned, c.last_nl); end != gate::npos)
     return pass(std::move(c), end);
   c.idle = c.buf.empty();

@@ -1321,6 +1321,21 @@ TEST_F(ServeHttpTest, AMultipartTagBodyIsRefusedNotWrittenEmpty) {
   EXPECT_EQ(store_->tags(uuid_).count("m"), 0u);
 }
 
+// Twenty-first hunt, B-D2: an empty line before a request line, which RFC
+// 9112 §2.2 says to ignore, was a 400 blaming the request line as a header.
+TEST_F(ServeHttpTest, EmptyLinesBeforeARequestLineAreIgnored) {
+  Running srv({.store_uri = uri_, .port = 0});
+  Raw c(srv.port());
+  const std::string get = "GET /api/info HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  ASSERT_TRUE(c.send("\r\n" + get + "\r\n"));  // on a fresh connection
+  std::string got = c.read(std::chrono::seconds(3));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got.substr(0, 200);
+  ASSERT_TRUE(c.send("\r\n\r\n" + get + "Connection: close\r\n\r\n"));  // kept alive
+  got = c.read(std::chrono::seconds(3));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got.substr(0, 200);
+  EXPECT_TRUE(c.closed());
+}
+
 // Eleventh tester, 11b-D6: a query value holding '=' was cut at its last
 // '=' ("search=zzz=b1" searched "b1", "status=bogus=finished" listed the
 // finished runs). A value is all that follows its name's first '='.
