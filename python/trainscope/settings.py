@@ -328,8 +328,8 @@ def setup(cfg=None, apply=True):
     for name, value, _, _ in _walk(cfg or {}):  # trainscope's keys: text or numbers only
         plain = isinstance(value, (str, bool, numbers.Real)) and not isinstance(value, complex)
         if name.split(".")[0] in _OWN and not plain:
-            raise ValueError(f"setup(): config key {_repr(name)} is {_kind(value)} "
-                             f"{_repr(value)}, not text or a number (its text is not taken)")
+            raise ValueError(f"setup(): config key {_repr(name)} is {_kind(value)}, not text or "
+                             "a number (its text is not taken)")
     try:
         own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
         derived = _trainscope.apply_settings(own, apply)

@@ -758,9 +758,11 @@ Config parse_trained_config(const std::string& yaml_text, const std::string& sou
     return parse_recorded_config(yaml_text, source);
   } catch (const core::Error& e) {
     if (e.kind() != ErrorKind::kUsage) throw;
-    const std::string why = e.what();
+    std::string why = e.what();
+    why = why.substr(0, why.find('\n'));
+    if (why.starts_with(source + ": ")) why.erase(0, source.size() + 2);  // said once
     fail(ErrorKind::kStore, "{}: its recorded config does not read ({}); the store is damaged",
-         source, why.substr(0, why.find('\n')));
+         source, why);
   }
 }
 
