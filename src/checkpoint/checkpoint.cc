@@ -190,7 +190,7 @@ std::optional<std::string> inflated(std::string_view in, uint64_t size) {
 
 Unfit mismatched(const ZipEntry& e) {
   return Unfit(fmt::format("zip entry '{}' does not match its recorded size and CRC-32",
-                           core::escape_for_display(e.name.substr(0, 80))));
+                           core::escape_cut(e.name, 80)));
 }
 
 // An entry libtorch parses, checked against the CRC-32 the archive records
@@ -213,7 +213,7 @@ void check_pickle(const std::string& name, std::string_view pickle,
   const std::string dir =
       ends_with(name, ".pkl") ? name.substr(0, name.size() - 4) + "/" : std::string("\n");
   if (const auto why = unexpected_pickle(pickle, records, dir))
-    throw Unfit(fmt::format("pickle '{}': {}", core::escape_for_display(name.substr(0, 80)), *why));
+    throw Unfit(fmt::format("pickle '{}': {}", core::escape_cut(name, 80), *why));
 }
 
 // Every byte libtorch's parsers will see is checked against the CRC-32 the

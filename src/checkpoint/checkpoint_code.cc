@@ -148,7 +148,7 @@ bool is_code_entry(const std::string& zip_name) {
 std::optional<std::string> unexpected_code(const std::vector<CodeFile>& files) {
   std::map<std::string, std::set<std::string>> graph;  // class -> the classes it names
   for (const auto& f : files) {
-    const std::string shown = core::escape_for_display(f.name.substr(0, 80));
+    const std::string shown = core::escape_cut(f.name, 80);
     const auto cls = class_of(f.name);
     if (!cls) return fmt::format("code entry '{}' is not one a checkpoint holds", shown);
     if (graph.count(*cls)) return fmt::format("code entry '{}' appears twice", shown);

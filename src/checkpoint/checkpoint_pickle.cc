@@ -11,6 +11,7 @@
 
 #include "checkpoint_code.h"
 #include "trainscope/core/nesting.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::checkpoint {
 namespace {
@@ -193,7 +194,7 @@ std::optional<std::string> Walk::persistent_id() {
   if ((rec == records_.end() && numel > 0) || numel > have ||
       numel * static_cast<uint64_t>(size) != have)
     return fmt::format("storage '{}' does not hold the {} elements it claims",
-                       (*t)[2].text.substr(0, 40), numel);
+                       core::escape_cut((*t)[2].text, 40), numel);
   return replace(1, {});
 }
 

@@ -108,8 +108,7 @@ std::map<std::string, torch::Tensor> load_tensors(const fs::path& path) {
          unpickle_state_dict(content("data.pkl"),
                              [&](const std::string&k, size_t) { return content("data/" + k); }))
       if (!out.emplace(key, t).second)
-        throw std::runtime_error("it holds '" + core::escape_for_display(key.substr(0, 80)) +
-                                 "' twice");
+        throw std::runtime_error("it holds '" + core::escape_cut(key, 80) + "' twice");
   } catch (const std::exception& e) {  // the machine's one line, or (a defect) libtorch's first
     const std::string what = e.what();
     refuse(what.substr(0, what.find('\n')));
@@ -170,7 +169,7 @@ void read_state_dict(const fs::path& path, Classifier& model) {
   }
   if (!given.empty())
     fail(ErrorKind::kUsage, "state dict '{}' holds '{}', which this model does not have", name,
-         core::escape_for_display(given.begin()->first.substr(0, 80)));
+         core::escape_cut(given.begin()->first, 80));
   torch::NoGradGuard no_grad;
   for (auto& [into, from] : staged) into.copy_(from);
 }

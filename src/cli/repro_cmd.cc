@@ -38,7 +38,8 @@ void print_manifest(const env::Manifest& m, bool json) {
     return;
   }
   Table t({"KEY", "VALUE"});
-  for (const auto& [k, v] : m) t.add_row({k, v.size() > 120 ? v.substr(0, 117) + "..." : v});
+  for (const auto& [k, v] : m)
+    t.add_row({k, v.size() > 120 ? std::string(core::utf8_prefix(v, 117)) + "..." : v});
   t.print(std::cout);
 }
 
@@ -104,7 +105,7 @@ void print_recipe(const env::Recipe& r, const std::vector<env::PinCheck>& checks
   for (size_t i = 0; i < r.packages.size(); ++i) {
     const auto& p = r.packages[i];
     std::string mapped = joined(p.objects);
-    if (mapped.size() > 60) mapped = mapped.substr(0, 57) + "...";
+    if (mapped.size() > 60) mapped = std::string(core::utf8_prefix(mapped, 57)) + "...";
     std::vector<std::string> row = {p.name, p.version, p.arch, mapped};
     if (!checks.empty())
       row.push_back(!checks[i].ok                    ? "FAIL"

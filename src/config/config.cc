@@ -121,8 +121,7 @@ std::vector<int64_t> parse_int_list(const std::string& key, const std::string& t
   };
   std::string_view v = trimmed(text);
   if (v.size() >= 2 && v.front() == '[' && v.back() == ']') v = trimmed(v.substr(1, v.size() - 2));
-  const std::string shown = core::escape_for_display(std::string_view(text).substr(0, 60)) +
-                            (text.size() > 60 ? "..." : "");
+  const std::string shown = core::escape_cut(text, 60);
   if (v.find_first_of("[]{}") != std::string_view::npos)
     fail(ErrorKind::kUsage, "{} takes one list of numbers ({}), not nested lists or mappings: '{}'",
          key, range, shown);
@@ -681,8 +680,7 @@ Config parse_text(const std::string& yaml_text, const std::vector<std::string>& 
     auto eq = o.find('=');
     // A message names the --set as given, up to a line's worth of it,
     // escaped (a NUL would end the message where it stands).
-    const std::string shown =
-        core::escape_for_display(o.substr(0, 100)) + (o.size() > 100 ? "..." : "");
+    const std::string shown = core::escape_cut(o, 100);
     if (eq == std::string::npos || eq == 0)
       fail(ErrorKind::kUsage, "--set '{}': expected key=value, e.g. optimizer.lr=0.1", shown);
     set_value(c, o.substr(0, eq), o.substr(eq + 1), "--set " + shown, noted);

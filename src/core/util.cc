@@ -227,6 +227,14 @@ bool only_blanks(std::string_view text) {
   return true;
 }
 
+std::optional<int64_t> whole_in(std::string_view text, int64_t low, int64_t high) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < low || v > high)
+    return std::nullopt;
+  return v;
+}
+
 std::optional<std::string> text_problem(std::string_view text, size_t max_bytes) {
   if (text.empty()) return "is empty";
   if (text.size() > max_bytes) return fmt::format("is longer than {} bytes", max_bytes);
@@ -277,6 +285,21 @@ std::string escape_for_display(std::string_view s) {
     }
   }
   return out;
+}
+
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  // Back to a character's start (continuation bytes are 10xxxxxx): at
+  // most three steps, whatever bytes text that is not UTF-8 holds.
+  for (int i = 0; i < 3 && cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80; ++i)
+    --cut;
+  return s.substr(0, cut);
+}
+
+std::string escape_cut(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return escape_for_display(s);
+  return escape_for_display(utf8_prefix(s, max_bytes)) + "...";
 }
 
 std::string valid_utf8(std::string_view s) {
@@ -505,7 +528,40 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   double idx = p * static_cast<double>(v.size() - 1);
   size_t lo = static_cast<size_t>(std::floor(idx)), hi = static_cast<size_t>(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - static_cast<double>(lo));
+  const double f = idx - static_cast<double>(lo), gap = v[hi] - v[lo];
+  // A gap past the largest double (-1e308 to 1e308): weighted instead.
+  return std::isfinite(gap) || !std::isfinite(v[lo]) || !std::isfinite(v[hi])
+             ? v[lo] + gap * f
+             : v[lo] * (1 - f) + v[hi] * f;
+}
+
+namespace {
+
+// The power of two `v` is summed scaled by: 2^e > max |x| when that is
+// beyond 2^500 (a square or a sum of several could overflow), else 1.
+int scale_exponent(const std::vector<double>& v) {
+  double big = 0;
+  for (double x : v) big = std::max(big, std::fabs(x));
+  return std::isfinite(big) && big > 0x1p500 ? std::ilogb(big) + 1 : 0;
+}
+
+}  // namespace
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return NAN;
+  const int e = scale_exponent(v);
+  double sum = 0;
+  for (double x : v) sum += std::ldexp(x, -e);
+  return std::ldexp(sum / static_cast<double>(v.size()), e);
+}
+
+double sd(const std::vector<double>& v, int ddof) {
+  if (std::ssize(v) <= ddof) return NAN;
+  const int e = scale_exponent(v);
+  const double m = std::ldexp(mean(v), -e);
+  double ss = 0;
+  for (double x : v) ss += (std::ldexp(x, -e) - m) * (std::ldexp(x, -e) - m);
+  return std::ldexp(std::sqrt(ss / static_cast<double>(std::ssize(v) - ddof)), e);
 }
 
 size_t edit_distance(const std::string& a, const std::string& b, size_t limit) {

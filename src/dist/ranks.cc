@@ -2,7 +2,6 @@
 #include "trainscope/dist/ranks.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdlib>
 
@@ -29,15 +28,13 @@ int tag_int(const std::map<std::string, std::string>& tags, const std::string& k
             int high, const std::string& uuid) {
   const auto it = tags.find(key);
   if (it == tags.end()) return 0;
-  int v = 0;
   const std::string& text = it->second;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < low || v > high)
+  const auto v = core::whole_in(text, low, high);
+  if (!v)
     core::fail(core::ErrorKind::kStore,
                "run {}: its tag {} is '{}', not a whole number from {} to {}; the store is damaged",
-               core::short_uuid(uuid), key, core::escape_for_display(text.substr(0, 64)), low,
-               high);
-  return v;
+               core::short_uuid(uuid), key, core::escape_cut(text, 64), low, high);
+  return static_cast<int>(*v);
 }
 
 }  // namespace

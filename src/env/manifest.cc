@@ -78,20 +78,19 @@ std::optional<std::string> user_entry_problem(std::string_view key, std::string_
     return fmt::format(
         "environment entry '{}' {}: a key is 1 to 4096 bytes of UTF-8 text without control "
         "characters, not only blanks",
-        core::escape_for_display(key.substr(0, 64)), *why);
+        core::escape_cut(key, 64), *why);
   if (value.size() > kMaxUserEntryBytes)
     return fmt::format(
         "the value of environment entry '{}' is {} bytes, longer than {}; record a file as an "
         "artifact instead",
-        core::escape_for_display(key.substr(0, 64)), value.size(), kMaxUserEntryBytes);
+        core::escape_cut(key, 64), value.size(), kMaxUserEntryBytes);
   const std::string_view group = key.substr(0, key.find('.'));
   if (!measured_group(group)) return std::nullopt;
   return fmt::format(
       "environment entry '{}' is in the group '{}', which trainscope measures itself (readers "
       "trust it: env recreate pins packages.*); add yours under a group of your own, e.g. "
       "'user.{}'",
-      core::escape_for_display(key.substr(0, 64)), core::escape_for_display(group),
-      core::escape_for_display(key.substr(0, 64)));
+      core::escape_cut(key, 64), core::escape_for_display(group), core::escape_cut(key, 64));
 }
 
 namespace process {

@@ -39,8 +39,7 @@ void require(const std::string& key, const std::string& value, const char* patte
   if (value.size() <= max && std::regex_match(value, std::regex(pattern))) return;
   throw core::Error(fmt::format("its manifest's {} is not {} ('{}'); refusing to write it into a "
                                 "Dockerfile",
-                                core::escape_for_display(key.substr(0, 120)), what,
-                                core::escape_for_display(value.substr(0, 80))),
+                                core::escape_cut(key, 120), what, core::escape_cut(value, 80)),
                     core::ErrorKind::kUsage);
 }
 

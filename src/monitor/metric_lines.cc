@@ -92,7 +92,7 @@ std::optional<int64_t> exact_step(std::string_view s) {
   return step;
 }
 
-std::string shown(std::string_view s) { return core::escape_for_display(s.substr(0, 64)); }
+std::string shown(std::string_view s) { return core::escape_cut(s, 64); }
 
 // A key by the rule of every entry point (store/accept.h), in this
 // parser's words: "a key is empty", "key 'a\x00b' holds a control

@@ -30,19 +30,17 @@ std::optional<double> last_metric(store::Store& store, const std::string& uuid,
 
 std::optional<double> mean_metric(store::Store& store, const std::string& uuid,
                                   const std::string& key) {
-  auto pts = store.metric(uuid, key);
-  if (pts.empty()) return std::nullopt;
-  double s = 0;
-  for (const auto& p : pts) s += p.value;
-  return s / static_cast<double>(pts.size());
+  std::vector<double> v;
+  for (const auto& p : store.metric(uuid, key)) v.push_back(p.value);
+  if (v.empty()) return std::nullopt;
+  return core::mean(v);
 }
 
 SeriesStats stats_of(const std::string& key, const std::vector<double>& v) {
   SeriesStats s;
   s.key = key;
   s.n = static_cast<int64_t>(v.size());
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(v.size());
+  s.mean = core::mean(v);
   s.p50 = core::percentile(v, 0.5);
   s.p95 = core::percentile(v, 0.95);
   s.max = *std::max_element(v.begin(), v.end());

@@ -264,7 +264,7 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   run.set_tag("metric_lines.overlong", std::to_string(r.overlong_lines));
   run.set_tag("metric_lines.params", std::to_string(r.param_lines));
   if (r.malformed_lines > 0) {
-    r.first_malformed = core::escape_for_display(parser.first_malformed().substr(0, 200));
+    r.first_malformed = core::escape_cut(parser.first_malformed(), 200);
     r.first_malformed_reason = parser.first_malformed_reason();
     run.set_tag("metric_lines.first_malformed", r.first_malformed);
     run.set_tag("metric_lines.first_malformed_reason", r.first_malformed_reason);

@@ -32,7 +32,9 @@ std::string event_key(const std::string& kind, const std::string& name, const st
   };
   std::string key = escaped(kind) + "/" + escaped(name) + "/" + source;
   if (key.size() <= store::kMaxRecordKeyBytes) return key;
-  return key.substr(0, store::kMaxRecordKeyBytes - 17) + "#" + core::sha256_hex(key).substr(0, 16);
+  // Cut at a character's start: the record key stays UTF-8.
+  return std::string(core::utf8_prefix(key, store::kMaxRecordKeyBytes - 17)) + "#" +
+         core::sha256_hex(key).substr(0, 16);
 }
 
 store::Record event_record(const RunEvent& e) {

@@ -1,7 +1,6 @@
 #include "trainscope/profile/costmodel.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -252,13 +251,12 @@ std::optional<ReducedRun> reduce_run(Store& store, const RunInfo& r) {
 // A stored thread count, as the model file holds it (0 to 2^20): any other
 // text is a damaged store, never a model the reader then refuses.
 int64_t stored_threads(const std::string& text, const char* what, const std::string& uuid) {
-  int64_t v = -1;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || v < 0 || v > (1 << 20))
+  const auto v = core::whole_in(text, 0, 1 << 20);
+  if (!v)
     core::fail(core::ErrorKind::kStore,
                "run {}: its {} is '{}', not a thread count from 0 to 1048576; the store is damaged",
-               core::short_uuid(uuid), what, core::escape_for_display(text.substr(0, 64)));
-  return v;
+               core::short_uuid(uuid), what, core::escape_cut(text, 64));
+  return *v;
 }
 
 GroupKey group_of(Store& store, const ReducedRun& o) {

@@ -91,7 +91,8 @@ class Facts {
     return v.get<int64_t>();
   }
   static std::string shown(const nlohmann::json& v) {
-    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 64);
+    return std::string(
+        core::utf8_prefix(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 64));
   }
   [[noreturn]] void bad(const char* key, const std::string& why) const {
     core::fail(core::ErrorKind::kStore,
@@ -255,10 +256,10 @@ double trace_us(const nlohmann::json& e, const char* key, const std::string& wha
   if (!e.contains(key)) return 0;
   const auto& v = e[key];
   if (v.is_number() && v.get<double>() >= 0 && v.get<double>() < 3.2e17) return v.get<double>();
-  core::fail(core::ErrorKind::kStore,
-             "{}: an event's {} is {}, which is no time; the trace is damaged", what, key,
-             core::escape_for_display(
-                 v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 64)));
+  core::fail(
+      core::ErrorKind::kStore, "{}: an event's {} is {}, which is no time; the trace is damaged",
+      what, key,
+      core::escape_cut(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), 64));
 }
 
 std::string trace_text(const nlohmann::json& e, const char* key, const std::string& fallback,
@@ -331,11 +332,9 @@ OperatorTable operator_table(Store& store, const std::string& uuid) {
 }
 
 double mean_metric(Store& store, const std::string& uuid, const std::string& key) {
-  const auto points = store.metric(uuid, key);
-  if (points.empty()) return NAN;
-  double sum = 0;
-  for (const auto& p : points) sum += p.value;
-  return sum / static_cast<double>(points.size());
+  std::vector<double> values;
+  for (const auto& p : store.metric(uuid, key)) values.push_back(p.value);
+  return core::mean(values);
 }
 
 ProfileSummary summarize(Store& store, const std::string& uuid) {

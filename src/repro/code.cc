@@ -91,7 +91,7 @@ CodeCheck check_code(store::Store& store, const store::RunInfo& run) {
     c.facts.push_back(fmt::format(
         "the run's recorded git.commit '{}' is not a git commit id: the store was changed; "
         "no command to restore its code is given",
-        core::escape_for_display(commit.substr(0, 80))));
+        core::escape_cut(commit, 80)));
     return c;
   }
   std::string diff_path;

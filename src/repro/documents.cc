@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -137,14 +136,12 @@ void check_counts(const Map& e, const store::RunInfo& r) {
        {"hardware.cpu.logical_cores", "hardware.cpu.physical_cores", "threads.torch.intra_op"}) {
     const auto it = e.find(key);
     if (it == e.end()) continue;
-    int64_t v = -1;
     const std::string& t = it->second;
-    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec != std::errc() || end != t.data() + t.size() || v < 0 || v > (1 << 20))
+    if (!core::whole_in(t, 0, 1 << 20))
       core::fail(core::ErrorKind::kStore,
                  "run {}: its environment's {} is '{}', not a count from 0 to 1048576; the store "
                  "is damaged",
-                 core::short_uuid(r.uuid), key, core::escape_for_display(t.substr(0, 64)));
+                 core::short_uuid(r.uuid), key, core::escape_cut(t, 64));
   }
 }
 
@@ -198,12 +195,7 @@ ChecklistItem variation(const std::vector<double>& acc, size_t runs) {
             fmt::format("OPEN: {} of the {} finished runs with this config recorded test/accuracy",
                         acc.size(), runs),
             false};
-  double mean = 0;
-  for (double v : acc) mean += v;
-  mean /= static_cast<double>(acc.size());
-  double ss = 0;
-  for (double v : acc) ss += (v - mean) * (v - mean);
-  const double sd = std::sqrt(ss / static_cast<double>(acc.size() - 1));
+  const double mean = core::mean(acc), sd = core::sd(acc, 1);
   return {q,
           fmt::format("mean {:.4f}, sample std (ddof=1) {:.4f}, min {:.4f}, max {:.4f}", mean, sd,
                       *std::min_element(acc.begin(), acc.end()),

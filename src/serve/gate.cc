@@ -135,7 +135,7 @@ std::vector<std::string_view> line_words(std::string_view head) {
 }
 
 // A word of a request line as an error message shows it.
-std::string shown_word(std::string_view s) { return core::escape_for_display(s.substr(0, 200)); }
+std::string shown_word(std::string_view s) { return core::escape_cut(s, 200); }
 
 // Why a request line (RFC 9112 §3) asks for what this server does not
 // speak, with `status` set: an HTTP version other than 1.1 and 1.0 (505;
@@ -565,7 +565,7 @@ bool one_host(std::string_view v) {
 // host ("a, b"). Empty when they are all fields.
 std::string field_problem(std::string_view head) {
   static constexpr std::string_view kTchar = "!#$%&'*+-.^_`|~";
-  const auto shown = [](std::string_view s) { return core::escape_for_display(s.substr(0, 100)); };
+  const auto shown = [](std::string_view s) { return core::escape_cut(s, 100); };
   int hosts = 0;
   for (size_t at = head.find("\r\n") + 2; at < head.size();) {
     const size_t next = head.find("\r\n", at);
@@ -618,7 +618,7 @@ std::string target_problem(std::string_view head) {
   return fmt::format(
       "the request target '{}' does not name one host (RFC 9112 §3.2.2): send 'http://HOST:PORT/"
       "path', or the path alone with a Host header",
-      core::escape_for_display(target.substr(0, 200)));
+      core::escape_cut(target, 200));
 }
 
 // Why a request's query cannot be read as one value per parameter: a
@@ -642,7 +642,7 @@ std::string query_problem(std::string_view head) {
         httplib::detail::decode_url(std::string(pair.substr(0, pair.find('='))), true);
     if (!name.empty() && !names.insert(name).second)
       return fmt::format("the query gives '{}' more than once: give each parameter once",
-                         core::escape_for_display(name.substr(0, 80)));
+                         core::escape_cut(name, 80));
   }
   return {};
 }
@@ -1333,7 +1333,7 @@ std::string length_problem(const httplib::Request& req, const GateLimits& limits
     if (!digits || (!first.empty() && v != first)) {
       status = 400;
       return fmt::format("Content-Length '{}' is not one length in bytes",
-                         core::escape_for_display(it->second.substr(0, 40)));
+                         core::escape_cut(it->second, 40));
     }
     first = v;
   }
@@ -1384,7 +1384,7 @@ std::string unsupported(const httplib::Request& req, const GateLimits& limits, i
     if (it->second != "100-continue") {
       status = 417;
       return fmt::format("Expect: '{}' is not an expectation this server meets (only 100-continue)",
-                         core::escape_for_display(it->second.substr(0, 80)));
+                         core::escape_cut(it->second, 80));
     }
   for (const auto& coding : gate::values(req, "Content-Encoding"))
     if (coding != "identity") {
@@ -1392,7 +1392,7 @@ std::string unsupported(const httplib::Request& req, const GateLimits& limits, i
       return fmt::format(
           "a request body with Content-Encoding '{}' is not taken: send it "
           "uncompressed",
-          core::escape_for_display(coding.substr(0, 80)));
+          core::escape_cut(coding, 80));
     }
   // A partial update this server would apply whole (RFC 9110 §14.5: an
   // origin server that does not support Content-Range in a PUT answers 400).

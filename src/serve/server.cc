@@ -303,7 +303,7 @@ void serve_range(const httplib::Request& req, Response& r) {
   const std::string size = std::to_string(whole);
   if (part.kind == ByteRange::kNone) {
     r = error_response(416, fmt::format("Range '{}' asks for none of the {} bytes there are",
-                                        core::escape_for_display(range.substr(0, 80)), size));
+                                        core::escape_cut(range, 80), size));
     r.headers = {{"Accept-Ranges", "bytes"}, {"Content-Range", "bytes */" + size}};
     return;
   }

@@ -34,7 +34,7 @@ std::string inside(std::string part, bool is_uuid) {
     fail(ErrorKind::kStore,
          "the store names {} '{}' that would leave the artifact folder; it was not written by "
          "trainscope and is not used",
-         is_uuid ? "a run" : "an artifact", core::escape_for_display(part.substr(0, 120)));
+         is_uuid ? "a run" : "an artifact", core::escape_cut(part, 120));
   return part;
 }
 

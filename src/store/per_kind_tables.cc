@@ -139,7 +139,9 @@ std::string event_key(const std::string& kind, const std::string& name, const st
   };
   std::string key = escaped(kind) + "/" + escaped(name) + "/" + source;
   if (key.size() <= kMaxRecordKeyBytes) return key;
-  return key.substr(0, kMaxRecordKeyBytes - 17) + "#" + core::sha256_hex(key).substr(0, 16);
+  // Cut at a character's start: the record key stays UTF-8.
+  return std::string(core::utf8_prefix(key, kMaxRecordKeyBytes - 17)) + "#" +
+         core::sha256_hex(key).substr(0, 16);
 }
 
 // events: key event_key(kind, name, source): bytes kind, bytes name, bytes

@@ -35,7 +35,7 @@ void Db::raise(int rc, std::string_view what) const {
   std::string detail = db_ ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
   std::replace_if(
       detail.begin(), detail.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
-  if (detail.size() > 200) detail = detail.substr(0, 200) + "...";
+  if (detail.size() > 200) detail = std::string(core::utf8_prefix(detail, 200)) + "...";
   int primary = rc & 0xff;
   if (primary == SQLITE_FULL)
     throw Error(fmt::format("store '{}': the disk is full ({} was refused); free space: nothing "

@@ -120,7 +120,7 @@ std::string stored_uuid(std::string uuid, const char* what) {
              : std::isxdigit(static_cast<unsigned char>(uuid[i]));
   if (ok) return uuid;
   fail(ErrorKind::kStore, "{} '{}' is not a UUID; the store is damaged", what,
-       escape_for_display(uuid.substr(0, 64)));
+       core::escape_cut(uuid, 64));
 }
 
 int64_t stored_pid(int64_t pid, std::string_view uuid) {
@@ -502,8 +502,7 @@ int64_t Store::append_records(std::string_view uuid, std::string_view kind,
       fail(ErrorKind::kUsage,
            "record key '{}...' of kind '{}' is {} bytes, more than the {} a key may have; use a "
            "shorter key",
-           escape_for_display(std::string_view(r.key).substr(0, 40)), kind, r.key.size(),
-           kMaxRecordKeyBytes);
+           core::escape_cut(r.key, 40), kind, r.key.size(), kMaxRecordKeyBytes);
     if (r.payload.size() > kMaxRecordPayloadBytes)
       fail(ErrorKind::kUsage,
            "record '{}' of kind '{}' at step {} has a payload of {} bytes, more than the {} MiB a "

@@ -202,7 +202,7 @@ void check_planned_names(const StudySpec& spec) {
       why = fmt::format(
           "a planned run name '{}...' is {} bytes, more than the {} its log file "
           "can be named after",
-          core::escape_for_display(name.substr(0, 60)), name.size(), kMaxPlannedName);
+          core::escape_cut(name, 60), name.size(), kMaxPlannedName);
     if (why)
       fail(ErrorKind::kUsage, "study {} cannot plan its runs: {}; shorten the grid's values",
            spec.name, *why);

@@ -196,8 +196,9 @@ std::string column_svg(const std::string& title, const std::string& y_label,
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\" "
           "fill-opacity=\"0.6\"/>",
           x(i) + ((k % 7) - 3.0) * 3, y(c.points[k]));
-    o += fmt::format("<text transform=\"translate({:.1f},{}) rotate(40)\">{}</text>", x(i) - 4,
-                     h - b + 14, esc(c.label.size() > 28 ? c.label.substr(0, 27) + "…" : c.label));
+    o += fmt::format(
+        "<text transform=\"translate({:.1f},{}) rotate(40)\">{}</text>", x(i) - 4, h - b + 14,
+        esc(c.label.size() > 28 ? std::string(core::utf8_prefix(c.label, 27)) + "…" : c.label));
   }
   return o + "</svg>\n";
 }

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -227,6 +228,35 @@ TEST(OutputFolderTest, DashIsRefusedWhereAFolderIsWritten) {
   }
   EXPECT_NO_THROW(check_output_folder("./-"));
   EXPECT_NO_THROW(check_output_file("-"));
+}
+
+// The one rule for a count read back from a store (costmodel's threads,
+// the card's environment counts, a rank's tags): the whole text, decimal,
+// within the bounds.
+TEST(WholeInTest, OnlyAWholeDecimalWithinTheBounds) {
+  EXPECT_EQ(whole_in("0", 0, 8), 0);
+  EXPECT_EQ(whole_in("8", 0, 8), 8);
+  EXPECT_EQ(whole_in("-3", -5, 5), -3);
+  for (const char* bad : {"", "9", "-1", "+1", " 1", "1 ", "1.0", "1e0", "0x1", "one", "1\n"})
+    EXPECT_EQ(whole_in(bad, 0, 8), std::nullopt) << bad;
+  EXPECT_EQ(whole_in("99999999999999999999", 0, INT64_MAX), std::nullopt);
+  EXPECT_EQ(whole_in("9223372036854775807", 0, INT64_MAX), INT64_MAX);
+}
+
+// Twenty-second hunt, A-D5: twelve samples of 1e308 had the mean inf (the
+// sum overflowed), and three equal ones the SD nan. Ordinary data keeps
+// the plain sum's bits.
+TEST(MeanTest, FiniteValuesHaveAFiniteMeanAndSpread) {
+  EXPECT_EQ(mean(std::vector<double>(12, 1e308)), 1e308);
+  EXPECT_EQ(sd(std::vector<double>(3, 1e308), 1), 0);
+  EXPECT_EQ(mean({1e308, -1e308}), 0);
+  EXPECT_DOUBLE_EQ(sd({1e308, -1e308}, 0), 1e308);
+  EXPECT_EQ(percentile({-1e308, 1e308}, 0.5), 0);
+  EXPECT_EQ(mean({0.1, 0.2, 0.4}), (0.1 + 0.2 + 0.4) / 3);
+  EXPECT_DOUBLE_EQ(sd({1, 2, 3, 4}, 1), std::sqrt(5.0 / 3));
+  EXPECT_TRUE(std::isnan(mean({})));
+  EXPECT_TRUE(std::isnan(sd({1}, 1)));
+  EXPECT_TRUE(std::isnan(mean({1, NAN})));
 }
 
 }  // namespace

@@ -13,6 +13,8 @@
 #include "trainscope/probes/builtin.h"
 #include "trainscope/probes/hub.h"
 #include "trainscope/probes/outputs.h"
+#include "trainscope/probes/records.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/tfevents/tfevents.h"
 
 namespace fs = std::filesystem;
@@ -334,4 +336,17 @@ TEST(ProbesTest, SvccaOfALinearImageIsOneAndOfNoiseIsSmall) {
     for (int j = 1; j < 3; ++j) a[i * 3 + j] = z(rng), b[i * 3 + j] = z(rng);
   }
   EXPECT_NEAR(probes::svcca(a, 3, b, 3, n), 1.0 / 3, 0.1);
+}
+
+// A long event key is cut at a character's start: cut inside a
+// multi-byte character it was not UTF-8, and no store took the record.
+TEST(EventKeyTest, ALongKeyIsCutAtACharactersStart) {
+  for (size_t pad = 0; pad < 3; ++pad) {
+    std::string name(pad, 'x');
+    for (int i = 0; i < 200; ++i) name += "\u20ac";  // 3 bytes each
+    const std::string key = probes::event_key("alert", name, "probe");
+    EXPECT_LE(key.size(), trainscope::store::kMaxRecordKeyBytes) << pad;
+    EXPECT_EQ(trainscope::store::record_problem("events", key, 0), std::nullopt) << key;
+    EXPECT_EQ(key[key.size() - 17], '#');
+  }
 }

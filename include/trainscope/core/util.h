@@ -68,6 +68,13 @@ std::string sha256_file(const std::filesystem::path& path);
 // follows text (an emoji sequence's U+200D, U+FE0F). Printable UTF-8
 // passes through unchanged.
 std::string escape_for_display(std::string_view s);
+// `s` as escape_for_display shows it, cut to at most `max_bytes` at a
+// character's start with "..." after a cut: a message never shows half a
+// character as bytes the text does not hold (twenty-second hunt, B-D2).
+std::string escape_cut(std::string_view s, size_t max_bytes);
+// The longest start of `s` of at most `max_bytes` that ends at a
+// character's start (UTF-8 text stays UTF-8 when cut there).
+std::string_view utf8_prefix(std::string_view s, size_t max_bytes);
 // `s` as valid UTF-8: a byte that starts no sequence (overlong forms,
 // surrogates and code points past U+10FFFF included) becomes U+FFFD. For
 // text from a store or a file that goes into a format that must be UTF-8
@@ -111,6 +118,11 @@ bool only_blanks(std::string_view text);
 // character", "is only blanks"; nullopt when it is one.
 std::optional<std::string> text_problem(std::string_view text, size_t max_bytes);
 
+// `text` read whole as a decimal number from `low` to `high` (digits after
+// an optional '-', nothing else: no blank, sign '+' or fraction); nullopt
+// when it is not one. The one rule for counts read back from a store.
+std::optional<int64_t> whole_in(std::string_view text, int64_t low, int64_t high);
+
 // A CSV field: text that would move a terminal (a control character, a
 // line break, a byte that is not UTF-8: escape_for_display) escaped, as
 // every reader shows stored text, else as it is; quoted per RFC 4180 when
@@ -133,6 +145,15 @@ std::string format_short(double v);
 // The p-quantile (0..1) of `v` with linear interpolation between order
 // statistics (p = 0.5: the median); NaN for an empty vector.
 double percentile(std::vector<double> v, double p);
+
+// The mean of `v` (NaN for an empty vector), also where a sum of finite
+// values would overflow (twenty-second hunt, A-D5: twelve samples of 1e308
+// had the mean inf): values beyond 2^500 are summed scaled by a power of
+// two, which is exact, so any other data gives the plain sum's bits.
+double mean(const std::vector<double>& v);
+// The standard deviation of `v` with `ddof` (NaN for fewer than ddof + 1
+// values), its squares scaled as mean() scales its sum.
+double sd(const std::vector<double>& v, int ddof);
 
 // Every command that writes a file checks its path the same way, before it
 // does any work: check_output_file throws Error(kUsage) with one line naming
