@@ -29,13 +29,7 @@ std::optional<std::string> key_problem(std::string_view key) {
   return core::text_problem(key, kMaxKeyBytes);
 }
 
-std::string shown_key(std::string_view key) {
-  if (key.size() <= 64) return core::escape_for_display(key);
-  // Cut at a character's start (UTF-8's continuation bytes are 10xxxxxx).
-  size_t cut = 64;
-  while (cut > 60 && (static_cast<unsigned char>(key[cut]) & 0xC0) == 0x80) --cut;
-  return core::escape_for_display(key.substr(0, cut)) + "...";
-}
+std::string shown_key(std::string_view key) { return core::escape_cut(key, 64); }
 
 std::optional<std::string> key_refusal(std::string_view noun, std::string_view key) {
   auto why = key_problem(key);
@@ -69,14 +63,17 @@ std::optional<std::string> metric_key_problem(std::string_view key) {
   return key_refusal("metric key", key);
 }
 
-std::optional<std::string> own_metric_problem(std::string_view key) {
-  bool own = key == "exit_code" || key.starts_with("proc/") || key.starts_with("sys/") ||
-             key.starts_with("energy/");
+bool is_own_metric(std::string_view key) {
   if (key.starts_with("gpu")) {  // gpu0/, gpu12/: not gpu_util or gpus
     const size_t digits = key.find_first_not_of("0123456789", 3);
-    own = digits != 3 && digits != std::string_view::npos && key[digits] == '/';
+    return digits != 3 && digits != std::string_view::npos && key[digits] == '/';
   }
-  if (!own) return std::nullopt;
+  return key == "exit_code" || key.starts_with("proc/") || key.starts_with("sys/") ||
+         key.starts_with("energy/");
+}
+
+std::optional<std::string> own_metric_problem(std::string_view key) {
+  if (!is_own_metric(key)) return std::nullopt;
   return fmt::format(
       "metric '{}' is one trainscope records itself in this run (exit_code, and proc/*, sys/*, "
       "gpuN/* and energy/* from its resource sampler); log it under another key",
@@ -84,7 +81,7 @@ std::optional<std::string> own_metric_problem(std::string_view key) {
 }
 
 std::optional<std::string> own_metric_value_problem(std::string_view key, double value) {
-  if (!own_metric_problem(key)) return std::nullopt;
+  if (!is_own_metric(key)) return std::nullopt;
   if (key == "exit_code") {
     if (value >= 0 && value <= 255 && value == std::floor(value)) return std::nullopt;
     return fmt::format("metric 'exit_code' is {}, which no program exits with (0 to 255)", value);

@@ -47,6 +47,15 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
   }
 }
 
+void check_own(const std::vector<MetricPoint>& points, std::string_view key,
+               std::string_view uuid) {
+  if (!is_own_metric(key)) return;
+  for (const MetricPoint& p : points)
+    if (auto why = own_metric_value_problem(key, p.value))
+      fail(ErrorKind::kStore, "run {}: {} at step {}; the store is damaged", core::short_uuid(uuid),
+           *why, p.step);
+}
+
 void check_summary(const MetricSummary& m, std::string_view uuid) {
   if (auto why = step_problem(m.last_step))
     fail(ErrorKind::kStore, "metric '{}' of run {}: its last {}; the store is damaged",
@@ -65,6 +74,11 @@ void check_summary(const MetricSummary& m, std::string_view uuid) {
          "metric '{}' of run {}: its last {}, min {} and max {} contradict each other; the store "
          "is damaged",
          core::escape_for_display(m.key), core::short_uuid(uuid), m.last_value, m.min, m.max);
+  if (m.count > 0 && is_own_metric(m.key))  // check_own, of the summary
+    for (const double v : {m.last_value, m.min, m.max})
+      if (auto why = own_metric_value_problem(m.key, v))
+        fail(ErrorKind::kStore, "run {}: {} in its summary; the store is damaged",
+             core::short_uuid(uuid), *why);
 }
 
 void check_last(const std::vector<MetricPoint>& points, int64_t last_step, double last_value,
@@ -86,6 +100,14 @@ void check_count(int64_t counted, size_t decoded, std::string_view key, std::str
        "metric '{}' of run {}: its chunks hold {} points where their rows count {}; the store is "
        "damaged",
        core::escape_for_display(key), core::short_uuid(uuid), decoded, counted);
+}
+
+void check_total(int64_t chunks, int64_t row, std::string_view key, std::string_view uuid) {
+  if (chunks == row) return;
+  fail(ErrorKind::kStore,
+       "metric '{}' of run {}: its chunks count {} points where its row counts {}; the store is "
+       "damaged",
+       core::escape_for_display(key), core::short_uuid(uuid), chunks, row);
 }
 
 void encode_counts(const std::vector<int64_t>& counts, std::string& out) {

@@ -41,6 +41,20 @@ void check_last(const std::vector<MetricPoint>& points, int64_t last_step, doubl
 // `counted`.
 void check_count(int64_t counted, size_t decoded, std::string_view key, std::string_view uuid);
 
+// Throws Error(kStore) (the store is damaged) when metric `key` is one of
+// trainscope's own series (store::is_own_metric) and one of `points` holds
+// a value its writer never records (store::own_metric_value_problem:
+// exit_code 0 to 255, the sampler's finite and not negative), so that no
+// reader shows it as a fact. check_summary applies the same rule.
+void check_own(const std::vector<MetricPoint>& points, std::string_view key, std::string_view uuid);
+
+// Throws Error(kStore) (the store is damaged) when the chunks of metric
+// `key` of run `uuid` count `chunks` points where the key's row counts
+// `row`: every writer adds a batch's chunks and its count in one
+// transaction, so a chunk copied or lost shows here, before `metrics`
+// lists points that the key's count and every summary leave out.
+void check_total(int64_t chunks, int64_t row, std::string_view key, std::string_view uuid);
+
 // Non-negative counts as LEB128 varints (a 64-bin histogram of mostly empty
 // bins takes ~70 bytes instead of 512). Throws Error(kStore) on a truncated
 // blob.

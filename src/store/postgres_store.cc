@@ -808,21 +808,23 @@ std::vector<MetricPoint> PostgresStore::metric_from(std::string_view uuid, std::
     out.clear();
     // Chunk sizes first (no points read) to find the chunk holding point
     // `first`; then only that chunk and the later ones.
-    int64_t before = 0, from_seq = -1, total = 0, last_step = -1, to_seq = -1;
+    int64_t before = 0, from_seq = -1, total = 0, last_step = -1, to_seq = -1, count = 0;
     double last_value = std::nan("");
     for (const auto& row : pg::exec(w,
                                     std::string("SELECT c.seq, c.n, COALESCE(k.last_step, -1), "
-                                                "k.last_value ") +
+                                                "k.last_value, k.count ") +
                                         kChunksOfKey + " ORDER BY c.seq",
                                     {text(uuid), text(key)})) {
       last_step = get_int(row[2]);
       last_value = get_real(row[3]);
+      count = get_int(row[4]);
       to_seq = get_int(row[0]);
       const int64_t n = get_int(row[1]);
       if (from_seq < 0 && before + n > first) from_seq = get_int(row[0]);
       if (from_seq < 0) before += n;
       total += n;
     }
+    codec::check_total(total, count, key, uuid);  // one statement: one snapshot
     if (from_seq < 0) return;
     // A damaged store may claim any count: reserve what is plausible only.
     out.reserve(static_cast<size_t>(std::min<int64_t>(total - before, 1 << 24)));
@@ -835,6 +837,7 @@ std::vector<MetricPoint> PostgresStore::metric_from(std::string_view uuid, std::
       codec::decode(get_bytes(row[0]), out);
     codec::check_count(total - before, out.size(), key, uuid);
     codec::check_last(out, last_step, last_value, key, uuid);
+    codec::check_own(out, key, uuid);
     out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
                                              std::min<int64_t>(first - before, std::ssize(out))));
   });
@@ -853,11 +856,13 @@ void PostgresStore::scan_metric(std::string_view uuid, std::string_view key, int
     next_seq = -1;
     const auto r =
         pg::exec(w,
-                 std::string("SELECT s.seq, s.n_before FROM (SELECT c.seq, c.n, "
-                             "sum(c.n) OVER (ORDER BY c.seq) - c.n AS n_before ") +
+                 std::string("SELECT s.seq, s.n_before, s.total, s.count FROM (SELECT c.seq, "
+                             "c.n, sum(c.n) OVER (ORDER BY c.seq) - c.n AS n_before, sum(c.n) "
+                             "OVER () AS total, k.count ") +
                      kChunksOfKey + ") s WHERE s.n_before + s.n > $3 ORDER BY s.seq LIMIT 1",
                  {text(uuid), text(key), integer(first)});
     if (r.empty()) return;
+    codec::check_total(get_int(r[0][2]), get_int(r[0][3]), key, uuid);
     next_seq = get_int(r[0][0]);
     before = get_int(r[0][1]);
   });
@@ -888,6 +893,7 @@ void PostgresStore::scan_metric(std::string_view uuid, std::string_view key, int
       codec::decode(blob, chunk);
       if (next_seq < 0 && &blob == &blobs.back())
         codec::check_last(chunk, last_step, last_value, key, uuid);
+      codec::check_own(chunk, key, uuid);
       const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
       chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
       skip -= k;

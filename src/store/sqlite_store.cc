@@ -850,14 +850,17 @@ constexpr const char* kChunksOfKey =
 namespace {
 
 // The last point a key's row records (codec::check_last); a NULL step reads
-// -1, which no point has. Inside a read transaction.
+// -1, which no point has. Its count is checked against its chunks' first
+// (codec::check_total). Inside a read transaction.
 std::pair<int64_t, double> recorded_last(const sqlite::Db& db, std::string_view uuid,
                                          std::string_view key) {
   sqlite::Stmt s(db,
-                 "SELECT COALESCE(k.last_step, -1), k.last_value FROM metric_keys k JOIN runs r ON "
-                 "r.id = k.run_id WHERE r.uuid = ? AND k.key = ?");
+                 "SELECT COALESCE(k.last_step, -1), k.last_value, k.count, (SELECT "
+                 "COALESCE(SUM(c.n), 0) FROM metric_chunks c WHERE c.key_id = k.id) FROM "
+                 "metric_keys k JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?");
   s.bind(1, uuid).bind(2, key);
   if (!s.step()) return {-1, std::nan("")};
+  codec::check_total(s.int64(3), s.int64(2), key, uuid);
   return {s.int64(0), s.real(1)};
 }
 
@@ -879,6 +882,7 @@ std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_
   codec::check_count(claimed, out.size(), key, uuid);
   const auto [last_step, last_value] = recorded_last(db_, uuid, key);
   codec::check_last(out, last_step, last_value, key, uuid);
+  codec::check_own(out, key, uuid);
   return out;
 }
 
@@ -920,6 +924,7 @@ std::vector<MetricPoint> SqliteStore::metric_from(std::string_view uuid, std::st
   while (s.step()) codec::decode(s.blob(0), out);
   const auto [last_step, last_value] = recorded_last(db_, uuid, key);
   codec::check_last(out, last_step, last_value, key, uuid);
+  codec::check_own(out, key, uuid);
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(
                                            std::min<int64_t>(first - before, std::ssize(out))));
   return out;
@@ -945,6 +950,7 @@ void SqliteStore::scan_metric(std::string_view uuid, std::string_view key, int64
     codec::decode(s.blob(0), chunk);
     more = s.step();
     if (!more) codec::check_last(chunk, last_step, last_value, key, uuid);
+    codec::check_own(chunk, key, uuid);
     const int64_t k = std::min<int64_t>(skip, std::ssize(chunk));
     chunk.erase(chunk.begin(), chunk.begin() + static_cast<std::ptrdiff_t>(k));
     skip -= k;

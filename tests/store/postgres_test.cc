@@ -336,6 +336,27 @@ TEST_F(PostgresTest, AConnectionEndedWhileAStatementIsOnItsWayIsOpenedAgain) {
 }
 
 // Artifact files go where the store says, for every host that opens it.
+// Twenty-second hunt, A-D1: a chunk copied after the last one holds the
+// row's last point, so only the key's count tells: `metrics` listed 8
+// points where the count and every summary said 4.
+TEST_F(PostgresTest, AChunkCopiedAfterTheLastIsADamagedStore) {
+  auto store = open();
+  const std::string uuid = store->create_run({}).uuid;
+  store->append_metrics(uuid, {{"loss", {{1, 1.0, 2.5}, {2, 1.0, 2.0}}}});
+  store->append_metrics(uuid, {{"loss", {{3, 2.0, 0.5}, {4, 2.0, 0.25}}}});
+  psql(
+      "INSERT INTO metric_chunks SELECT key_id, seq + 1, n, first_step, last_step, points FROM "
+      "metric_chunks WHERE seq = 1");
+  const std::string damaged = "metric 'loss' of run " + uuid.substr(0, 8) +
+                              ": its chunks count 6 points where its row counts 4; the store is "
+                              "damaged";
+  EXPECT_EQ(error_of([&] { store->metric(uuid, "loss"); }, ErrorKind::kStore), damaged);
+  EXPECT_EQ(error_of([&] { store->metric_from(uuid, "loss", 3); }, ErrorKind::kStore), damaged);
+  EXPECT_EQ(error_of([&] { store->scan_metric(uuid, "loss", 0, [](const auto&) { return true; }); },
+                     ErrorKind::kStore),
+            damaged);
+}
+
 TEST_F(PostgresTest, TheArtifactFolderIsRecordedInTheStore) {
   std::ofstream(dir_ / "f.txt") << "bytes";
   RunInfo r;

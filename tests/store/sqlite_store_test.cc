@@ -278,6 +278,56 @@ TEST(SqliteStoreTest, AMetricStepOutsideTheRuleIsADamagedStore) {
                 "killed, stopped; the store is damaged");
 }
 
+// Twenty-second hunt, A-D4: energy/total_kwh planted at -5 was the
+// checklist's "Energy consumption: -5 kWh", and report throughput's,
+// resources' and card's figure. Import refused such a value; a store read
+// now refuses it too, in the points and in the key's summary.
+TEST(SqliteStoreTest, AnOwnSeriesValueItsWriterNeverRecordsIsADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({}).uuid;
+    store->append_metrics(uuid, {{"energy/total_kwh", {{1, 1.0, 0.5}}}});
+    store->append_metrics(uuid, {{"exit_code", {{0, 1.0, 0}}}});
+  }
+  const std::string who = "run " + core::short_uuid(uuid) + ": metric ";
+  const std::string never =
+      "which trainscope's resource sampler never records (a count, rate or amount: finite and "
+      "not negative)";
+  auto message = [&](const char* sql, const auto& read) {
+    std::filesystem::copy_file(dir / "t.db", dir / "d.db",
+                               std::filesystem::copy_options::overwrite_existing);
+    damage(dir / "d.db", sql);
+    try {
+      auto store = open_at(dir / "d.db");
+      read(*store);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read without an error");
+  };
+  // Step 1, wall 1.0, value -5 (little-endian), and a summary to match.
+  const char* minus_five =
+      "UPDATE metric_chunks SET points = x'0100000000000000000000000000F03F00000000000014C0' "
+      "WHERE key_id = (SELECT id FROM metric_keys WHERE key = 'energy/total_kwh'); "
+      "UPDATE metric_keys SET last_value = -5, min_value = -5, max_value = -5 WHERE key = "
+      "'energy/total_kwh'";
+  EXPECT_EQ(message(minus_five, [&](Store& s) { s.metric(uuid, "energy/total_kwh"); }),
+            who + "'energy/total_kwh' is -5, " + never + " at step 1; the store is damaged");
+  EXPECT_EQ(message(minus_five, [&](Store& s) { s.metric_summaries(uuid); }),
+            who + "'energy/total_kwh' is -5, " + never + " in its summary; the store is damaged");
+  EXPECT_EQ(message("UPDATE metric_keys SET last_value = 300, max_value = 300 WHERE key = "
+                    "'exit_code'",
+                    [&](Store& s) { s.run_fields({uuid}, false, false, true); }),
+            who +
+                "'exit_code' is 300, which no program exits with (0 to 255) in its summary; the "
+                "store is damaged");
+  auto store = open_at(dir / "t.db");  // undamaged: read as written
+  EXPECT_EQ(store->metric(uuid, "energy/total_kwh").back().value, 0.5);
+}
+
 // Eighteenth hunt, A-D10 and A-D11: chunks whose order was swapped, and a
 // key's row whose last, min and max contradict each other (or are NULL),
 // were read as they were: stats said one last value, runs show another.
@@ -319,6 +369,16 @@ TEST(SqliteStoreTest, ChunksOutOfOrderAndContradictorySummariesAreADamagedStore)
   for (const auto& read : {std::function<void(Store&)>(whole), std::function<void(Store&)>(from),
                            std::function<void(Store&)>(scan)})
     EXPECT_EQ(message(swap, read), swapped);
+  // Twenty-second hunt, A-D1: the last chunk copied after itself (its last
+  // point is the row's) was listed twice by `metrics` while the key's
+  // count and every summary said 4.
+  const char* copied =
+      "INSERT INTO metric_chunks SELECT key_id, seq + 1, n, first_step, last_step, points FROM "
+      "metric_chunks WHERE key_id = (SELECT id FROM metric_keys WHERE key = 'loss') AND seq = 1";
+  for (const auto& read : {std::function<void(Store&)>(whole), std::function<void(Store&)>(from),
+                           std::function<void(Store&)>(scan)})
+    EXPECT_EQ(message(copied, read),
+              who + ": its chunks count 6 points where its row counts 4; the store is damaged");
   const std::string contradict = who +
                                  ": its last {}, min {} and max {} contradict each other; "
                                  "the store is damaged";

@@ -88,11 +88,14 @@ std::optional<std::string> param_key_problem(std::string_view key);  // "param .
 // (...); log it under another key", so that a series holds one writer's
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
+bool is_own_metric(std::string_view key);  // own_metric_problem, without its message
 // What is wrong with a value of one of those keys where a file brings
 // the series back (import tfevents of trainscope's own export): exit_code
 // is an integer from 0 to 255, the sampler's series finite and not
 // negative; nullopt for a value the sampler could have recorded, or any
-// other key.
+// other key. Every store read applies it too (a point or summary of such a
+// series that breaks it is a damaged store: checklist, card, resources and
+// runs list never show it as a fact).
 std::optional<std::string> own_metric_value_problem(std::string_view key, double value);
 
 // An artifact kind trainscope writes itself and its readers act on
