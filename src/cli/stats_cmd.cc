@@ -1,6 +1,7 @@
 // `trainscope stats`: statistics of one metric over many runs.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <limits>
 
@@ -48,9 +49,9 @@ void print_groups(std::ostream& o, const stats::MetricStats& m) {
         g.sd_ci ? fmt::format("[{}, {}]", format::value(g.sd_ci->low), format::value(g.sd_ci->high))
                 : "-";
     std::string ci = s.ci_low ? fmt::format("[{}, {}]", num(s.ci_low), num(s.ci_high)) : "-";
-    t.add_row({g.group.empty() ? "(all)" : g.group, std::to_string(s.n), format::value(s.mean),
-               num(s.sd), sd_ci, ci, num(s.cv), format::value(s.min), format::value(s.max),
-               num(g.diff_percent)});
+    t.add_row({g.group.empty() ? "(all)" : stats::group_text(g.group), std::to_string(s.n),
+               format::value(s.mean), num(s.sd), sd_ci, ci, num(s.cv), format::value(s.min),
+               format::value(s.max), num(g.diff_percent)});
   }
   o << m.metric << " (SD with ddof=" << m.options.ddof << ")\n";
   t.print(o);
@@ -70,8 +71,8 @@ void print_comparison(std::ostream& o, const stats::Comparison& c) {
   Table t({"A", "B", "WELCH t", "p", "p (HOLM)", "HEDGES g"});
   for (size_t col : {2, 3, 4, 5}) t.align_right(col);
   for (const auto& p : c.pairs)
-    t.add_row({p.a, p.b, format::value(p.welch.statistic), format::value(p.welch.p_value),
-               format::value(p.p_holm), num(p.hedges_g)});
+    t.add_row({stats::group_text(p.a), stats::group_text(p.b), format::value(p.welch.statistic),
+               format::value(p.welch.p_value), format::value(p.p_holm), num(p.hedges_g)});
   o << "\n";
   t.print(o);
 }
@@ -88,8 +89,9 @@ format::Json comparison_json(const StatsArgs& a, const stats::PairComparison& c)
   format::Json j = stats::pair_comparison_json(c);
   j["metric"] = a.selection.metric;
   j["by"] = a.selection.by;
-  j["a"] = a.compare[0];
-  j["b"] = a.compare[1];
+  for (int i : {0, 1})  // null: the runs that lack the field
+    j[i ? "b" : "a"] =
+        a.compare[i] == stats::kUnsetGroup ? format::Json(nullptr) : format::Json(a.compare[i]);
   return j;
 }
 
@@ -97,7 +99,8 @@ void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComp
   const auto& opt = c.options;
   int pct = static_cast<int>(std::lround(100 * opt.confidence));
   o << fmt::format("{} by {}: A = {} ({} runs), B = {} ({} runs)\n", a.selection.metric,
-                   a.selection.by, a.compare[0], c.a.n, a.compare[1], c.b.n);
+                   a.selection.by, stats::group_text(a.compare[0]), c.a.n,
+                   stats::group_text(a.compare[1]), c.b.n);
   o << fmt::format("P(A > B)            {} {}% CI {} (bootstrap, {} resamples, seed {})\n",
                    format::value(c.p_improvement), pct, interval(c.p_improvement_ci), opt.resamples,
                    opt.seed);
@@ -119,7 +122,14 @@ void run_compare(StatsArgs& a, const std::vector<stats::RunValue>& all,
   a.compare_options.resamples = a.options.bootstrap_resamples;
   a.compare_options.seed = a.options.seed;
   const auto values = stats::finite_values(all, a.selection.metric, notes);
-  for (auto& side : a.compare) side = stats::group_label(side);  // --compare 0.10 is group 0.1
+  for (auto& side : a.compare) {
+    side = stats::group_label(side);  // --compare 0.10 is group 0.1
+    // "(unset)" names the runs that lack the field, unless a run's value
+    // is that text.
+    const auto stored = [&](const stats::RunValue& v) { return v.group == side; };
+    if (side == "(unset)" && std::none_of(values.begin(), values.end(), stored))
+      side = stats::kUnsetGroup;
+  }
   auto c = stats::compare_groups(values, a.compare[0], a.compare[1], a.compare_options);
   c.notes.insert(c.notes.begin(), notes.begin(), notes.end());
   write_output(a.out, [&](std::ostream& o) {

@@ -180,7 +180,8 @@ PairComparison compare(Sample a, Sample b, const CompareOptions& options) {
 
 PairComparison compare_groups(const std::vector<RunValue>& values, const std::string& a,
                               const std::string& b, const CompareOptions& options) {
-  if (a == b) fail(ErrorKind::kUsage, "A and B are both '{}': compare two different groups", a);
+  if (a == b)
+    fail(ErrorKind::kUsage, "A and B are both '{}': compare two different groups", group_text(a));
   std::vector<double> va, vb;
   std::set<std::string> groups;
   for (const RunValue& v : values) {
@@ -188,13 +189,15 @@ PairComparison compare_groups(const std::vector<RunValue>& values, const std::st
     if (v.group == a) va.push_back(v.value);
     if (v.group == b) vb.push_back(v.value);
   }
+  std::vector<std::string> shown;
+  for (const auto& g : groups) shown.push_back(group_text(g));
   for (const auto* name : {&a, &b})
     if (!groups.count(*name))
-      fail(ErrorKind::kNotFound, "no run is in group '{}'; the groups are: {}", *name,
-           fmt::format("{}", fmt::join(groups, ", ")));
+      fail(ErrorKind::kNotFound, "no run is in group '{}'; the groups are: {}", group_text(*name),
+           fmt::format("{}", fmt::join(shown, ", ")));
   CompareOptions o = options;
-  o.name_a = "group '" + a + "'";
-  o.name_b = "group '" + b + "'";
+  o.name_a = "group '" + group_text(a) + "'";
+  o.name_b = "group '" + group_text(b) + "'";
   return compare(va, vb, o);
 }
 

@@ -56,6 +56,11 @@ Json factor_term_json(const FactorAnalysis& f, const FactorTerm& t) {
           {"share", t.fixed ? Json(nullptr) : format::number(t.share)}};
 }
 
+// A group's name: null for the runs that lack the --by field.
+Json group_json(const std::string& group) {
+  return group == kUnsetGroup ? Json(nullptr) : Json(group);
+}
+
 }  // namespace
 
 Json interval_json(const std::optional<Interval>& i) {
@@ -74,7 +79,7 @@ Json test_json(const std::optional<TestResult>& t) {
 
 Json group_json(const GroupStats& g) {
   const auto& s = g.summary;
-  return {{"group", g.group},
+  return {{"group", group_json(g.group)},
           {"n", s.n},
           {"mean", format::number(s.mean)},
           {"sd", format::optional(s.sd)},
@@ -94,8 +99,8 @@ Json comparison_json(const std::optional<Comparison>& c) {
   if (!c) return nullptr;
   Json pairs = Json::array();
   for (const auto& p : c->pairs)
-    pairs.push_back({{"a", p.a},
-                     {"b", p.b},
+    pairs.push_back({{"a", group_json(p.a)},
+                     {"b", group_json(p.b)},
                      {"welch", test_json(p.welch)},
                      {"p_holm", format::number(p.p_holm)},
                      {"hedges_g", format::optional(p.hedges_g)}});
@@ -164,7 +169,8 @@ void metric_stats_csv(std::ostream& out, const MetricStats& m) {
   };
   for (const auto& g : m.groups) {
     const auto& s = g.summary;
-    out << core::csv_field(m.metric) << ',' << core::csv_field(g.group) << ',' << s.n << ','
+    out << core::csv_field(m.metric) << ','
+        << (g.group == kUnsetGroup ? "" : core::csv_field(g.group)) << ',' << s.n << ','
         << core::format_double(s.mean) << ',' << cell(s.sd) << ',' << cell(s.ci_low) << ','
         << cell(s.ci_high) << ',' << (g.sd_ci ? core::format_double(g.sd_ci->low) : "") << ','
         << (g.sd_ci ? core::format_double(g.sd_ci->high) : "") << ',' << cell(s.cv) << ','

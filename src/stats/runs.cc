@@ -84,7 +84,7 @@ std::string group_of(store::Store& store, const store::RunInfo& r, const std::st
   const store::FieldValue v = store::field_value(row, field);
   if (const auto* text = std::get_if<std::string>(&v)) return group_label(*text);
   if (const auto* number = std::get_if<double>(&v)) return core::format_double(*number);
-  return "(unset)";
+  return kUnsetGroup;
 }
 
 }  // namespace
@@ -129,7 +129,7 @@ auto attempt(std::vector<std::string>& notes, const std::string& what, F f)
 GroupStats group_stats(const std::string& name, const std::vector<double>& x,
                        const AnalysisOptions& o, std::vector<std::string>& notes) {
   GroupStats g;
-  std::string label = name.empty() ? "all runs" : name;
+  std::string label = name.empty() ? "all runs" : group_text(name);
   g.group = name;
   g.summary = summarize(x, o.ddof, o.confidence, label);
   if (!g.summary.sd) notes.push_back(label + ": one run, no spread");
@@ -160,7 +160,7 @@ Comparison compare(const std::vector<std::string>& names,
   std::vector<double> p;
   for (size_t i = 0; i < groups.size(); ++i)
     for (size_t j = i + 1; j < groups.size(); ++j) {
-      auto w = attempt(n, names[i] + " vs " + names[j],
+      auto w = attempt(n, group_text(names[i]) + " vs " + group_text(names[j]),
                        [&] { return welch_t_test(groups[i], groups[j]); });
       if (!w) continue;
       PairTest t{names[i], names[j], *w, 1, std::nullopt};
@@ -179,11 +179,16 @@ std::vector<RunValue> finite_values(const std::vector<RunValue>& values, const s
                                     std::vector<std::string>& notes) {
   std::vector<RunValue> out;
   for (const auto& v : values) {
-    if (std::isfinite(v.value))
+    if (std::isfinite(v.value) && std::fabs(v.value) <= kLargestValue)
       out.push_back(v);
-    else
+    else if (!std::isfinite(v.value))
       notes.push_back(
           fmt::format("run {} left out: its {} is {}", core::short_uuid(v.run), metric, v.value));
+    else  // a variance of it would be inf, a mean of several maybe too
+      notes.push_back(
+          fmt::format("run {} left out: its {} is {}, beyond ±{}, where its square "
+                      "overflows",
+                      core::short_uuid(v.run), metric, v.value, kLargestValue));
   }
   return out;
 }
@@ -205,7 +210,8 @@ MetricStats analyse(const std::string& metric, const std::vector<RunValue>& valu
     m.groups.push_back(group_stats(name, by[name], o, m.notes));
   }
   if (groups.empty())
-    fail(ErrorKind::kUsage, "no run has a finite {}: nothing to summarise", metric);
+    fail(ErrorKind::kUsage, "no run has a finite {} within ±{}: nothing to summarise{}", metric,
+         kLargestValue, m.notes.empty() ? "" : " (" + m.notes.front() + ")");
   if (groups.size() >= 2) m.comparison = compare(names, groups, m.notes);
   return m;
 }

@@ -379,24 +379,31 @@ TEST_F(CliTest, HelpGroupsTheCommandsByTaskAndNoArgumentsShowWhereToStart) {
 // param, and a bare key is still a param.
 TEST_F(CliTest, StatsGroupsByTagsExperimentsAndAttributes) {
   std::vector<std::string> runs;
-  for (const char* name : {"a", "b", "c"}) runs.push_back(make_run(name));
+  for (const char* name : {"a", "b", "c", "d"}) runs.push_back(make_run(name));
   store()->set_tag(runs[0], "team", "red");
   store()->set_tag(runs[1], "team", "blue");
+  // Twenty-second hunt, A-D3: a run whose value is the text "(unset)" was
+  // one group with the run that has no such tag.
+  store()->set_tag(runs[3], "team", "(unset)");
   auto groups = [&](const std::string& by) {
     auto r = ts("--json stats lyapunov --by " + by);
     EXPECT_EQ(r.exit_code, 0) << by << ": " << r.out;
     const auto parsed = nlohmann::json::parse(r.out);
     std::map<std::string, int64_t> out;
-    for (const auto& g : parsed.at("groups"))
-      out[g.at("group").get<std::string>()] = g.at("n").get<int64_t>();
+    for (const auto& g : parsed.at("groups"))  // null: the runs that lack the field
+      out[g.at("group").is_null() ? "null" : g.at("group").get<std::string>()] =
+          g.at("n").get<int64_t>();
     return out;
   };
   using Groups = std::map<std::string, int64_t>;
-  EXPECT_EQ(groups("tags.team"), (Groups{{"(unset)", 1}, {"blue", 1}, {"red", 1}}));
-  EXPECT_EQ(groups("experiment"), (Groups{{"numerics", 3}}));
-  EXPECT_EQ(groups("status"), (Groups{{"finished", 3}}));
-  EXPECT_EQ(groups("r"), (Groups{{"3.7", 3}}));  // a bare key: the param
-  EXPECT_EQ(groups("params.steps"), (Groups{{"50", 3}}));
+  EXPECT_EQ(groups("tags.team"), (Groups{{"null", 1}, {"(unset)", 1}, {"blue", 1}, {"red", 1}}));
+  EXPECT_EQ(groups("experiment"), (Groups{{"numerics", 4}}));
+  EXPECT_EQ(groups("status"), (Groups{{"finished", 4}}));
+  EXPECT_EQ(groups("r"), (Groups{{"3.7", 4}}));  // a bare key: the param
+  EXPECT_EQ(groups("params.steps"), (Groups{{"50", 4}}));
+  const auto table = ts("stats lyapunov --by tags.team -f csv");
+  EXPECT_NE(table.out.find("\nlyapunov,,1,"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("\nlyapunov,(unset),1,"), std::string::npos) << table.out;
   auto metric = ts("stats lyapunov --by metrics.lyapunov");
   EXPECT_EQ(metric.exit_code, 2);
   EXPECT_NE(metric.out.find("a metric is what stats summarises"), std::string::npos) << metric.out;

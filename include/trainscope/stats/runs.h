@@ -39,9 +39,20 @@ struct Selection {
 struct RunValue {
   std::string run;  // UUID
   std::string name;
-  std::string group;  // value of Selection::by ("" when ungrouped)
+  std::string group;  // value of Selection::by ("" when ungrouped), or kUnsetGroup
   double value = 0;
 };
+
+// The group of the runs that lack Selection::by's field. No store holds a
+// NUL byte in a value, so no stored value is this group: runs whose value
+// is the text "(unset)" stay a group of their own (twenty-second hunt,
+// A-D3). JSON shows it as null, CSV as an empty field, text as group_text.
+inline const std::string kUnsetGroup(1, '\0');
+
+// A group as text names it: kUnsetGroup "(unset)", any other as it is.
+inline std::string group_text(const std::string& group) {
+  return group == kUnsetGroup ? "(unset)" : group;
+}
 
 // One value per finished run that has the metric; throws when none has it.
 std::vector<RunValue> collect(store::Store& store, const Selection& selection);
@@ -51,9 +62,15 @@ std::vector<RunValue> collect(store::Store& store, const Selection& selection);
 // as one value); any other text as it is.
 std::string group_label(const std::string& text);
 
+// The largest magnitude a value of `stats` may have: a variance or a sum
+// of squares of one beyond it would overflow.
+inline constexpr double kLargestValue = 1e150;
+
 // One rule for a value that is not finite (a diverged run's nan, inf), in
 // every mode of `stats`: the run is left out, and a note says so ("run
-// 1a2b3c4d left out: its test/accuracy is nan").
+// 1a2b3c4d left out: its test/accuracy is nan"). So is a value beyond
+// ±kLargestValue: "... is 1e+308, beyond ±1e+150, where its square
+// overflows".
 std::vector<RunValue> finite_values(const std::vector<RunValue>& values, const std::string& metric,
                                     std::vector<std::string>& notes);
 
