@@ -120,7 +120,10 @@ def _shown(value):
 
 
 def _utf8(what, text):
-    """`text` if the C++ side can take it (UTF-8), else a ValueError naming it."""
+    """`text` as a plain str if the C++ side can take it (UTF-8), else a
+    ValueError naming it. A str subclass is its text: its own __str__,
+    encode or format (which may raise) are never called."""
+    text = str.__str__(text)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:

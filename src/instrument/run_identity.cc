@@ -82,7 +82,12 @@ RunIdentity resolve_identity(RunIdentity given, const RunEnvironment& env, bool 
 
 std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIdentity& id) {
   if (id.parent.empty()) return std::nullopt;
-  store::RunInfo parent = store.resolve_run(id.parent);
+  store::RunInfo parent;
+  try {
+    parent = store.resolve_run(id.parent);
+  } catch (const core::Error& e) {  // said of the parent, not of the run being started
+    core::fail(e.kind(), "parent: {}", e.what());
+  }
   const auto tags = store.tags(parent.uuid);
   if (const auto kind = tags.find("kind"); kind != tags.end()) {
     const auto& kinds = parent_kinds();

@@ -266,6 +266,38 @@ def test_a_metric_given_twice_in_one_call_is_refused(run):
     refused(lambda: run.log(Twice(), step=1), "metric 'loss' is given twice in one log")
 
 
+def test_a_str_subclass_is_its_text_whatever_its_methods_do(run, store):
+    """Twenty-second hunt, A-D2: a metric key of a str subclass whose
+    __str__ raises let the class's RuntimeError out of log(); as a tag or
+    param key it was taken as its text."""
+    class K(str):
+        def __str__(self):
+            raise RuntimeError("str boom")
+
+        def __format__(self, spec):
+            raise RuntimeError("format boom")
+
+        def encode(self, *args):
+            raise RuntimeError("encode boom")
+    run.log({K("k"): 1.5}, step=1)
+    run.set_tags({K("t"): K("v")})
+    run.log_params({K("p"): K("q")})
+    refused(lambda: run.log({K("k"): "x"}, step=2), "metric 'k'")
+    run.finish()
+    assert points(store, "r", "k") == [(1, 1.5)]
+    shown = show(store, "r")
+    assert shown["tags"]["t"] == "v" and shown["params"]["p"] == "q"
+
+
+def test_a_parent_that_matches_no_run_is_said_of_parent(store):
+    """Twenty-second hunt, A-D6: the LookupError said 'no run matches
+    'nosuch'' without saying that the text was parent=, not name=."""
+    with pytest.raises(LookupError, match="^parent: no run matches 'nosuch' in sqlite:"):
+        trainscope.start_run(name="c", store="sqlite:" + store, parent="nosuch",
+                             record_environment=False)
+    assert cli(store, "runs", "show", "c").returncode != 0  # nothing started
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope
