@@ -112,6 +112,11 @@ TEST_F(QueryTest, PagesAndExpandsColumnGlobs) {
   EXPECT_EQ(std::get<double>(field_value(res.rows[0], "metrics.test/accuracy")), 0.80);
   EXPECT_EQ(std::get<std::string>(field_value(res.rows[0], "params.optimizer.lr")), "1e-2");
   EXPECT_TRUE(std::holds_alternative<std::monostate>(field_value(res.rows[1], "params.x")));
+  // Twenty-second hunt, B-D1: a column named twice, or by two globs, is
+  // one column (900 globs made a 50 MB answer).
+  q.columns = {"name", "name", "params.*", "params.*", "params.optimizer.lr", "params.opt*"};
+  EXPECT_EQ(query_runs(*store_, q).columns,
+            (V{"name", "params.optimizer.lr", "params.optimizer.name"}));
 }
 
 TEST_F(QueryTest, BackquotesHoldOddKeys) {
