@@ -557,6 +557,13 @@ httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httpl
   // A body that stopped arriving is the client's lateness, not a
   // malformed request.
   if (res.status == 400 && detail::GatedServer::body_timed_out()) {
+    // The connection ends (the rest of the body never came): the answer
+    // says so, without the Keep-Alive httplib adds unless the request
+    // asked to close (twenty-third hunt, B-D1). httplib's Request is no
+    // const object: the handler is only given it as one.
+    auto& asked = const_cast<httplib::Request&>(req).headers;
+    asked.erase("Connection");
+    asked.emplace("Connection", "close");
     send(res,
          error_response(408, fmt::format("{} {}: the request's body did not all "
                                          "arrive within {} s",

@@ -560,6 +560,10 @@ TEST_F(ServeHttpTest, ABodyThatStopsArrivingIsATimeout) {
   EXPECT_EQ(got.rfind("HTTP/1.1 408 ", 0), 0u) << got;
   EXPECT_NE(got.find("body did not all arrive within 10 s"), std::string::npos) << got;
   EXPECT_GT(seconds_since(t0), 5.0);
+  // Twenty-third hunt, B-D1: the answer said Keep-Alive, and the server
+  // then closed the connection, as it must (the body's rest is unknown).
+  EXPECT_NE(got.find("\r\nConnection: close\r\n"), std::string::npos) << got;
+  EXPECT_EQ(got.find("Keep-Alive:"), std::string::npos) << got;
 }
 
 TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
