@@ -45,6 +45,13 @@ FingerprintSet read(store::Store& store, std::string_view uuid) {
                  "fingerprints record of run {}, step {}: {} bytes, not a multiple of 8; the store "
                  "is damaged",
                  core::short_uuid(uuid), rec.step, rec.payload.size());
+    // A hash per recorded tensor name, as the writer logs them (twenty-third
+    // hunt, A-D7: 10 hashes for 5 names were compared as data).
+    if (rec.payload.size() / 8 != out.names.size())
+      core::fail(core::ErrorKind::kStore,
+                 "fingerprints record of run {}, step {}: {} hashes for the {} tensors its "
+                 "fingerprint_tensors record names; the store is damaged",
+                 core::short_uuid(uuid), rec.step, rec.payload.size() / 8, out.names.size());
     Fingerprint f{rec.step, std::vector<uint64_t>(rec.payload.size() / 8)};
     std::memcpy(f.hashes.data(), rec.payload.data(), rec.payload.size());
     out.steps.push_back(std::move(f));

@@ -58,11 +58,21 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
     Histogram& h = s.histogram;
     h.low = r.f64();
     h.high = r.f64();
-    h.nan = static_cast<int64_t>(r.uvarint());
-    h.pos_inf = static_cast<int64_t>(r.uvarint());
-    h.neg_inf = static_cast<int64_t>(r.uvarint());
+    // The writer's bounds are finite, low <= high (twenty-third hunt, A-D6:
+    // NaN or swapped bounds were drawn as y="nan"), and a count is of a
+    // tensor's elements: at most 2^53, not 2^63 read as negative.
+    if (!std::isfinite(h.low) || !std::isfinite(h.high) || h.low > h.high)
+      r.damaged(fmt::format("its range [{}, {}] is no range of values", h.low, h.high));
+    auto count = [&r] {
+      const uint64_t c = r.uvarint();
+      if (c > (uint64_t{1} << 53)) r.damaged(fmt::format("a count of {} is no element count", c));
+      return static_cast<int64_t>(c);
+    };
+    h.nan = count();
+    h.pos_inf = count();
+    h.neg_inf = count();
     h.counts.resize(r.count(1));
-    for (auto& c : h.counts) c = static_cast<int64_t>(r.uvarint());
+    for (auto& c : h.counts) c = count();
     r.finish();
     out.push_back(std::move(s));
   }

@@ -3,18 +3,23 @@
 // TensorBoard writer checked by an independent decoder.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <fstream>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "support/test_util.h"
+#include "trainscope/core/error.h"
 #include "trainscope/probes/builtin.h"
 #include "trainscope/probes/hub.h"
 #include "trainscope/probes/outputs.h"
 #include "trainscope/probes/records.h"
 #include "trainscope/store/accept.h"
+#include "trainscope/store/payload.h"
+#include "trainscope/store/store.h"
 #include "trainscope/tfevents/tfevents.h"
 
 namespace fs = std::filesystem;
@@ -349,4 +354,33 @@ TEST(EventKeyTest, ALongKeyIsCutAtACharactersStart) {
     EXPECT_EQ(trainscope::store::record_problem("events", key, 0), std::nullopt) << key;
     EXPECT_EQ(key[key.size() - 17], '#');
   }
+}
+
+// Twenty-third hunt, A-D6: a histogram record with NaN, infinite or
+// swapped bounds, or a count of 2^63, was drawn (y="nan") with exit 0.
+TEST(HistogramRecordTest, BoundsAndCountsNoWriterRecordsAreADamagedStore) {
+  namespace store = trainscope::store;
+  auto s = store::Store::open({.uri = "sqlite::memory:"});
+  const std::string uuid = s->create_run({}).uuid;
+  auto read = [&](double low, double high, uint64_t count) -> std::string {
+    store::PayloadWriter w;
+    w.f64(low).f64(high).uvarint(0).uvarint(0).uvarint(0).uvarint(1).uvarint(count);
+    const std::string key = "l/weights" + std::to_string(low) + std::to_string(count);
+    s->append_records(uuid, probes::kHistogramsKind, {{key, 1, 1.0, w.take()}});
+    try {
+      return std::to_string(probes::read_histograms(*s, uuid, key).size());
+    } catch (const trainscope::core::Error& e) {
+      EXPECT_EQ(e.kind(), trainscope::core::ErrorKind::kStore);
+      return e.what();
+    }
+  };
+  EXPECT_EQ(read(0, 1, 5), "1");
+  for (const double low : {std::nan(""), -std::numeric_limits<double>::infinity(), 2.0})
+    EXPECT_NE(read(low, 1, 5).find("is no range of values; the store is damaged"),
+              std::string::npos)
+        << low;
+  EXPECT_NE(read(0, 1, uint64_t{1} << 63)
+                .find("a count of 9223372036854775808 is no element "
+                      "count; the store is damaged"),
+            std::string::npos);
 }

@@ -15,6 +15,7 @@
 #include "trainscope/fingerprint/records.h"
 #include "trainscope/replay/replay.h"
 #include "trainscope/repro/diff.h"
+#include "trainscope/repro/json.h"
 #include "trainscope/train/trainer.h"
 
 namespace trainscope::repro {
@@ -456,6 +457,43 @@ TEST(WeightsTest, DashOWritesTheStateDictToStdout) {
   EXPECT_GT(want.size(), 1000u);
   EXPECT_EQ(got.size(), want.size());  // the same zip (its times aside)
   EXPECT_EQ(got.substr(0, 4), std::string("PK\x03\x04"));
+}
+
+// Twenty-third hunt, A-D1: two runs with no train/loss step in common had
+// "max |loss A - loss B| = 0", which reads as curves that agree.
+TEST(RunDiffJsonTest, NoCommonLossStepIsNoMaximum) {
+  RunDiff d;
+  EXPECT_TRUE(run_diff_json(d).at("max_loss_diff").is_null());
+  d.loss_steps_compared = 3;
+  d.max_loss_diff = 0.5;
+  EXPECT_EQ(run_diff_json(d).at("max_loss_diff"), 0.5);
+}
+
+// Twenty-third hunt, A-D7: a step's record of 10 hashes for 5 named
+// tensors, or of hashes for no names, was compared as if it were data.
+TEST(FingerprintRecordsTest, HashesThatAreNotOnePerNamedTensorAreADamagedStore) {
+  auto s = Store::open({.uri = "sqlite::memory:"});
+  const std::string uuid = s->create_run({}).uuid;
+  s->append_records(uuid, fingerprint::kStepsKind, {fingerprint::step_record({1, {11, 12}})});
+  auto message = [&] {
+    try {
+      fingerprint::read(*s, uuid);
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+      return std::string(e.what());
+    }
+    return std::string("read without an error");
+  };
+  const std::string who = "fingerprints record of run " + core::short_uuid(uuid) + ", step 1: ";
+  EXPECT_EQ(message(), who +
+                           "2 hashes for the 0 tensors its fingerprint_tensors record names; "
+                           "the store is damaged");
+  s->append_records(uuid, fingerprint::kNamesKind, {fingerprint::names_record({"w", "loss"})});
+  EXPECT_EQ(message(), "read without an error");
+  s->append_records(uuid, fingerprint::kStepsKind, {fingerprint::step_record({2, {1, 2, 3}})});
+  EXPECT_EQ(message(), "fingerprints record of run " + core::short_uuid(uuid) +
+                           ", step 2: 3 hashes for the 2 tensors its fingerprint_tensors record "
+                           "names; the store is damaged");
 }
 
 }  // namespace

@@ -48,9 +48,11 @@ class PayloadReader {
   bool done() const { return at_ == in_.size(); }
   // Throws unless every byte was read.
   void finish() const;
+  // Throws Error(kStore): "<what>: <problem>; the store is damaged", for a
+  // value its reader finds no writer records.
+  [[noreturn]] void damaged(std::string_view problem) const;
 
  private:
-  [[noreturn]] void damaged(std::string_view problem) const;
   void need(size_t n) const;
 
   std::string_view in_;
