@@ -61,6 +61,13 @@ void export_points(std::ostream& o, store::Store& store, const std::string& uuid
 }
 
 void run_probes(Context& ctx, ProbesArgs& a) {
+  // --histogram and --svg draw an SVG: a format asked for besides is
+  // refused, not ignored (twenty-third hunt, A-D5: -f json wrote SVG).
+  if ((!a.histogram.empty() || !a.svg.empty()) && (ctx.json || a.format != "text"))
+    core::fail(core::ErrorKind::kUsage,
+               "{} draws an SVG; --format {} is for the points (csv or json) without it: give "
+               "one or the other",
+               a.histogram.empty() ? "--svg" : "--histogram", ctx.json ? "json" : a.format);
   auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
   if (!a.histogram.empty()) {

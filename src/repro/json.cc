@@ -32,7 +32,8 @@ Json run_diff_json(const RunDiff& d) {
           {"replay_from", d.replay_from ? Json(*d.replay_from) : Json()},
           {"replay_reproduced", d.replay_reproduced},
           {"deltas", deltas},
-          {"max_loss_diff", format::number(d.max_loss_diff)},
+          {"max_loss_diff",  // null: no step both runs recorded
+           d.loss_steps_compared ? format::number(d.max_loss_diff) : format::Json(nullptr)},
           {"final_accuracy_a", optional_json(d.final_accuracy_a)},
           {"final_accuracy_b", optional_json(d.final_accuracy_b)},
           {"config", env::differences_json(d.config)},

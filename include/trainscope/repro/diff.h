@@ -49,7 +49,7 @@ struct RunDiff {
 
   // Metric curves.
   int64_t loss_steps_compared = 0;
-  double max_loss_diff = 0;
+  double max_loss_diff = 0;  // of train/loss; meaningless when no step was compared
   int64_t max_loss_diff_step = -1;
   std::optional<double> final_accuracy_a, final_accuracy_b;
 };

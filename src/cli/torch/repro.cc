@@ -70,9 +70,11 @@ void print_fingerprints(std::ostream& o, const repro::RunDiff& d) {
 }
 
 void print_curves_and_environment(std::ostream& o, const repro::RunDiff& d) {
-  o << "\nmetric curves: max |loss A - loss B| = " << format::value(d.max_loss_diff) << " over "
-    << d.loss_steps_compared << " common steps";
-  if (d.max_loss_diff_step >= 0) o << " (largest at step " << d.max_loss_diff_step << ")";
+  if (d.loss_steps_compared == 0)  // no maximum over nothing (twenty-third hunt, A-D1)
+    o << "\nmetric curves: train/loss: no step both runs recorded";
+  else
+    o << "\nmetric curves: max |train/loss A - B| = " << format::value(d.max_loss_diff) << " over "
+      << d.loss_steps_compared << " common steps (largest at step " << d.max_loss_diff_step << ")";
   o << "\nfinal test accuracy: A " << fmt_opt(d.final_accuracy_a) << ", B "
     << fmt_opt(d.final_accuracy_b);
   if (d.final_accuracy_a && d.final_accuracy_b)
