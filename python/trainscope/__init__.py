@@ -562,10 +562,18 @@ class Run:
             raise ValueError("this run already watches a model: one model per run")
         sets = [f"fingerprint.every_steps={_whole('fingerprint_every', fingerprint_every)}",
                 f"monitor.interval_s={_seconds('monitor_interval', monitor_interval)}"]
+        # Every argument checked whatever the others (twenty-third hunt,
+        # A-D4: profile_warmup='x' passed unseen without profile_every).
+        warmup = _whole('profile_warmup', profile_warmup)
+        if probes_every is not None:
+            _whole('probes_every', probes_every)
+            if probes is None:
+                raise ValueError(f"probes_every={_shown(probes_every)} is how often the probes "
+                                 "of probes= run: give probes= too (a preset, e.g. 'economy')")
         if profile_every is not None:
             sets += ["profile.enabled=true",
                      f"profile.every={_whole('profile_every', profile_every)}",
-                     f"profile.warmup_steps={_whole('profile_warmup', profile_warmup)}"]
+                     f"profile.warmup_steps={warmup}"]
         if probes is not None:
             sets.append(f"probes.preset={_arg('probes', probes)}")
             if probes_every is not None:

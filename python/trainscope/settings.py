@@ -13,6 +13,7 @@ over `lr` or a study of the sources (seeds.init, seeds.data_order, ...,
 compute.threads) reaches the script unchanged.
 """
 import copy
+import decimal
 import numbers
 import os
 import random
@@ -73,6 +74,23 @@ def _text(value, what="a value"):
         raise ValueError(f"{what} is {_kind(value)} that cannot be written as text (its __str__ "
                          f"raised {type(e).__name__})") from None
     return text
+
+
+def _number_of(value):
+    """`value` as a Python number when it is one of the numbers the package
+    takes (docs/python.md: bool, int, float, Fraction, Decimal, NumPy
+    scalars, tensors and arrays of one element), else None."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1:
+            return None
+        value = value.item()
+    elif type(value).__module__ == "numpy" and hasattr(value, "item"):
+        if getattr(value, "size", 1) != 1:
+            return None
+        value = value.item()
+    if isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, complex):
+        return value
+    return None
 
 
 def _repr(value):
@@ -185,9 +203,17 @@ def _parse(text):
     return text
 
 
+def _plain(text):
+    """`text` for a message: a control character (ESC, a line break) or
+    other unprintable one as its escape (\\x1b), as the C++ side shows
+    stored text; a study's settings are not the user's to trust."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _typed(key, text, default):
     """`text` as the type of the default it replaces."""
-    shown = f"setting {key}={text if len(text) <= 64 else text[:61] + '...'}"
+    shown = f"setting {_plain(key)}={_plain(text if len(text) <= 64 else text[:61] + '...')}"
+    key = _plain(key)
     if default is None:
         return _parse(text)
     if isinstance(default, bool):
@@ -222,10 +248,12 @@ def _own(key, text):
         raise _as_setting(e) from None
 
 
-def _apply(tree, line):
+def _apply(tree, line, who):
+    """Sets `line` ("key=value") in `tree`; `who` says where it came from in
+    a refusal ("the study sets", "sets= sets")."""
     key, sep, text = line.partition("=")
     if not sep or not key:
-        raise _trainscope.Error(f"setting '{line}' is not key=value")
+        raise _trainscope.Error(f"setting '{_plain(line)}' is not key=value")
     *path, leaf = key.split(".")
     own = bool(path) and path[0] in _OWN
     node = tree
@@ -243,15 +271,16 @@ def _apply(tree, line):
         if isinstance(node.get(leaf), dict) and not own:
             inner = ", ".join(sorted(_flatten(node[leaf], key + "."))) or "none"
             raise _trainscope.Error(
-                f"the study sets '{key}', a section of this script's config, not a value: set "
-                f"one of its keys ({inner})")
+                f"{who} '{_plain(key)}', a section of this script's config, not a value: set "
+                f"one of its keys ({_plain(inner)})")
         if own:
             node[leaf] = _own(key, text)
             return
     known = ", ".join(sorted(_flatten(tree))) or "none"
     raise _trainscope.Error(
-        f"the study sets '{key}', which this script's config does not have (its keys: {known}): "
-        "add it to the defaults given to trainscope.config(), or fix the study's key")
+        f"{who} '{_plain(key)}', which this script's config does not have (its keys: "
+        f"{_plain(known)}): add it to the defaults given to trainscope.config(), or fix the "
+        f"{'study' if who.startswith('the study') else 'setting'}'s key")
 
 
 def config(defaults=None, sets=None):
@@ -267,8 +296,9 @@ def config(defaults=None, sets=None):
     if defaults:
         _check_defaults(defaults)
     tree = copy.deepcopy(defaults) if defaults else {}
+    who = "the study sets" if sets is None else "sets= sets"
     for line in _settings_lines(sets):
-        _apply(tree, line)
+        _apply(tree, line, who)
     return tree
 
 
@@ -325,13 +355,16 @@ def setup(cfg=None, apply=True):
     if cfg is not None and not isinstance(cfg, dict):
         raise TypeError(f"setup() takes the config dict trainscope.config() returns, not "
                         f"{type(cfg).__name__} {_repr(cfg)}")
+    own = []
     for name, value, _, _ in _walk(cfg or {}):  # trainscope's keys: text or numbers only
-        plain = isinstance(value, (str, bool, numbers.Real)) and not isinstance(value, complex)
-        if name.split(".")[0] in _OWN and not plain:
+        if name.split(".")[0] not in _OWN:
+            continue
+        number = _number_of(value)  # a Decimal, a 0-d tensor: numbers, as everywhere
+        if not isinstance(value, str) and number is None:
             raise ValueError(f"setup(): config key {_repr(name)} is {_kind(value)}, not text or "
                              "a number (its text is not taken)")
+        own.append(f"{name}={value if isinstance(value, str) else number}")
     try:
-        own = [f"{k}={v}" for k, v in _flatten(cfg or {}).items() if k.split(".")[0] in _OWN]
         derived = _trainscope.apply_settings(own, apply)
     except ValueError as e:
         raise _as_setting(e) from None

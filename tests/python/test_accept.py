@@ -298,6 +298,38 @@ def test_a_parent_that_matches_no_run_is_said_of_parent(store):
     assert cli(store, "runs", "show", "c").returncode != 0  # nothing started
 
 
+def test_setup_takes_every_number_the_package_takes():
+    """Twenty-third hunt, A-D2: setup() refused seeds.master=Decimal(7) and
+    a 0-d tensor as "not text or a number", where Fraction(7) was taken."""
+    want = trainscope.setup({"seeds": {"master": 7}}, apply=False).master
+    for seven in (decimal.Decimal(7), torch.tensor(7), fractions.Fraction(7), "7"):
+        assert trainscope.setup({"seeds": {"master": seven}}, apply=False).master == want, seven
+    refused(lambda: trainscope.setup({"seeds": {"master": torch.ones(2)}}, apply=False),
+            "config key 'seeds.master' is a Tensor, not text or a number")
+
+
+def test_a_setting_shows_control_characters_escaped():
+    """Twenty-third hunt, A-D3: sets=['a\x1b[2J=1'] put the ESC itself in the
+    message (a study's settings come the same way), and said "the study
+    sets" of the caller's own sets=."""
+    with pytest.raises(trainscope.Error) as e:
+        trainscope.config({"lr": 0.1}, sets=["a\x1b[2J=1"])
+    assert "\x1b" not in str(e.value) and "'a\\x1b[2J'" in str(e.value), str(e.value)
+    assert str(e.value).startswith("sets= sets 'a"), str(e.value)
+    with pytest.raises(trainscope.Error) as e:
+        trainscope.config({"lr": 0.1}, sets=["lr=\x1b[2J"])
+    assert str(e.value).startswith("setting lr=\\x1b[2J: 'lr' is a float"), str(e.value)
+
+
+def test_watch_checks_every_argument_whatever_the_others(run):
+    """Twenty-third hunt, A-D4: profile_warmup='x' and probes_every=-3 were
+    taken unseen without profile_every and probes."""
+    model = torch.nn.Linear(2, 2)
+    refused(lambda: run.watch(model, profile_warmup="x"), "profile_warmup")
+    refused(lambda: run.watch(model, probes_every=-3), "probes_every -3")
+    refused(lambda: run.watch(model, probes_every=3), "give probes= too")
+
+
 # A script that starts a run without `with` and ends as `end` says.
 SCRIPT = """
 import sys, threading, trainscope

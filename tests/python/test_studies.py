@@ -154,7 +154,7 @@ def test_config_and_setup_say_what_they_take():
                              sets=["n=5", "x=0.25"]) == {"n": 5, "x": 0.25}
     with pytest.raises(trainscope.Error, match="'n' is an int64"):
         trainscope.config({"n": numpy.int64(3)}, sets=["n=2.5"])
-    with pytest.raises(trainscope.Error, match=r"^the study sets 'opt', a section of this "
+    with pytest.raises(trainscope.Error, match=r"^sets= sets 'opt', a section of this "
                        r"script's config, not a value: set one of its keys \(opt.lr\)$"):
         trainscope.config({"opt": {"lr": 0.1}}, sets=["opt=3"])
     for bad in ([1], "seeds.master=1"):
