@@ -32,7 +32,12 @@ def fixtures(d, run):
     run("rm -f $DIR/g44.db* && for lr in 0.1 0.10 1e-1 0.2 0.20; do $BARE --store "
         "sqlite:$DIR/g44.db -q watch --param lr=$lr -- sh -c \"echo trainscope: acc=0.$RANDOM\"; "
         "done")
-    for name, body in CLIENTS.items():
+    write_clients(d, CLIENTS)
+
+
+def write_clients(d, clients):
+    """Each of CLIENTS (name: code) as $DIR/NAME.py, after HEAD."""
+    for name, body in clients.items():
         with open(f"{d}/{name}.py", "w") as f:
             f.write(HEAD + body)
 
@@ -40,6 +45,15 @@ def fixtures(d, run):
 HEAD = """import http.client, json, sys
 h, p = sys.argv[1].split('/')[2].split(':')
 p = int(p)
+
+
+def read_all(s):  # what the server sends on socket S until it closes
+    got = b''
+    while True:
+        part = s.recv(65536)
+        if not part:
+            return got
+        got += part
 
 
 """
