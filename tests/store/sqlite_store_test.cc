@@ -46,6 +46,23 @@ void damage(const std::filesystem::path& p, const char* sql) {
   sqlite3_close(db);
 }
 
+// What reading a copy of DIR/t.db damaged by SQL says: the message of the
+// Error(kStore) `read` throws, or "read without an error".
+std::string damaged_read(const std::filesystem::path& dir, const char* sql,
+                         const std::function<void(Store&)>& read) {
+  std::filesystem::copy_file(dir / "t.db", dir / "d.db",
+                             std::filesystem::copy_options::overwrite_existing);
+  damage(dir / "d.db", sql);
+  try {
+    auto store = open_at(dir / "d.db");
+    read(*store);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kStore);
+    return e.what();
+  }
+  return "read without an error";
+}
+
 void write_file(const std::filesystem::path& p, const std::string& content) {
   std::ofstream(p, std::ios::binary) << content;
 }
@@ -295,18 +312,8 @@ TEST(SqliteStoreTest, AnOwnSeriesValueItsWriterNeverRecordsIsADamagedStore) {
   const std::string never =
       "which trainscope's resource sampler never records (a count, rate or amount: finite and "
       "not negative)";
-  auto message = [&](const char* sql, const auto& read) {
-    std::filesystem::copy_file(dir / "t.db", dir / "d.db",
-                               std::filesystem::copy_options::overwrite_existing);
-    damage(dir / "d.db", sql);
-    try {
-      auto store = open_at(dir / "d.db");
-      read(*store);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kStore);
-      return std::string(e.what());
-    }
-    return std::string("read without an error");
+  auto message = [&](const char* sql, const std::function<void(Store&)>& read) {
+    return damaged_read(dir.path(), sql, read);
   };
   // Step 1, wall 1.0, value -5 (little-endian), and a summary to match.
   const char* minus_five =
@@ -342,18 +349,8 @@ TEST(SqliteStoreTest, ChunksOutOfOrderAndContradictorySummariesAreADamagedStore)
     store->append_metrics(uuid, {{"acc", {{1, 1.0, 0.5}, {2, 1.0, std::nan("")}}}});
   }
   const std::string who = "metric 'loss' of run " + core::short_uuid(uuid);
-  auto message = [&](const char* sql, const auto& read) {
-    std::filesystem::copy_file(dir / "t.db", dir / "d.db",
-                               std::filesystem::copy_options::overwrite_existing);
-    damage(dir / "d.db", sql);
-    try {
-      auto store = open_at(dir / "d.db");
-      read(*store);
-    } catch (const Error& e) {
-      EXPECT_EQ(e.kind(), ErrorKind::kStore);
-      return std::string(e.what());
-    }
-    return std::string("read without an error");
+  auto message = [&](const char* sql, const std::function<void(Store&)>& read) {
+    return damaged_read(dir.path(), sql, read);
   };
   auto whole = [&](Store& s) { s.metric(uuid, "loss"); };
   auto from = [&](Store& s) { s.metric_from(uuid, "loss", 1); };
