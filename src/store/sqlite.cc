@@ -1,5 +1,7 @@
 #include "sqlite.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -112,9 +114,17 @@ void Stmt::reset() {
 namespace {
 
 [[noreturn]] void not_a_number(sqlite3_stmt* stmt, int col, std::string_view what) {
+  // A table's column as table.column; an expression by the name its query
+  // gives it (AS "metric_keys.last_step"), never the expression's SQL
+  // (twenty-fourth hunt, A-D1).
+  const char* table = sqlite3_column_table_name(stmt, col);
+  const char* origin = sqlite3_column_origin_name(stmt, col);
   const char* name = sqlite3_column_name(stmt, col);
+  const std::string shown = table && origin ? fmt::format("{}.{}", table, origin)
+                            : name          ? std::string(name)
+                                            : "?";
   core::fail(core::ErrorKind::kStore, "column {} holds {} where {} belongs; the store is damaged",
-             core::escape_for_display(name ? name : "?"),
+             core::escape_for_display(shown),
              sqlite3_column_type(stmt, col) == SQLITE_TEXT   ? "text"
              : sqlite3_column_type(stmt, col) == SQLITE_BLOB ? "a blob"
                                                              : "a fraction",

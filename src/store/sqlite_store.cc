@@ -355,7 +355,9 @@ int SqliteStore::read_version_locked() {
            path_.string());
     return 0;
   }
-  sqlite::Stmt v(db_, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations");
+  sqlite::Stmt v(
+      db_,
+      "SELECT COALESCE(MAX(version), 0) AS \"schema_migrations.version\" FROM schema_migrations");
   v.step();
   return static_cast<int>(v.int64(0));
 }
@@ -716,7 +718,8 @@ std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::
   if (tags) key_values("tags", &RunFields::tags);
   if (metrics) {
     sqlite::Stmt s(db_,
-                   "SELECT r.uuid, k.key, k.count, COALESCE(k.last_step, -1), k.last_value, "
+                   "SELECT r.uuid, k.key, k.count, COALESCE(k.last_step, -1) AS "
+                   "\"metric_keys.last_step\", k.last_value, "
                    "k.min_value, "
                    "k.max_value FROM metric_keys k JOIN runs r ON r.id = k.run_id "
                    "WHERE k.count <> 0 ORDER BY k.key");
@@ -791,8 +794,10 @@ void SqliteStore::append_metrics(std::string_view uuid, const std::vector<Metric
   try {
     sqlite::WriteTxn txn(db_);
     check_lease_locked(uuid);
-    sqlite::Stmt next_seq(db_,
-                          "SELECT COALESCE(MAX(seq) + 1, 0) FROM metric_chunks WHERE key_id = ?");
+    sqlite::Stmt next_seq(
+        db_,
+        "SELECT COALESCE(MAX(seq) + 1, 0) AS \"metric_chunks.seq\" FROM metric_chunks "
+        "WHERE key_id = ?");
     sqlite::Stmt summary(db_, "SELECT count, min_value, max_value FROM metric_keys WHERE id = ?");
     sqlite::Stmt update(db_,
                         "UPDATE metric_keys SET count = ?, last_step = ?, last_value = ?, "
@@ -855,8 +860,10 @@ namespace {
 std::pair<int64_t, double> recorded_last(const sqlite::Db& db, std::string_view uuid,
                                          std::string_view key) {
   sqlite::Stmt s(db,
-                 "SELECT COALESCE(k.last_step, -1), k.last_value, k.count, (SELECT "
-                 "COALESCE(SUM(c.n), 0) FROM metric_chunks c WHERE c.key_id = k.id) FROM "
+                 "SELECT COALESCE(k.last_step, -1) AS \"metric_keys.last_step\", k.last_value, "
+                 "k.count, (SELECT "
+                 "COALESCE(SUM(c.n), 0) FROM metric_chunks c WHERE c.key_id = k.id) AS "
+                 "\"metric_chunks.n\" FROM "
                  "metric_keys k JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?");
   s.bind(1, uuid).bind(2, key);
   if (!s.step()) return {-1, std::nan("")};
@@ -869,7 +876,8 @@ std::pair<int64_t, double> recorded_last(const sqlite::Db& db, std::string_view 
 std::vector<MetricPoint> SqliteStore::metric(std::string_view uuid, std::string_view key) {
   std::lock_guard lock(mu_);
   sqlite::ReadTxn txn(db_);
-  sqlite::Stmt total(db_, std::string("SELECT COALESCE(SUM(c.n), 0) ") + kChunksOfKey);
+  sqlite::Stmt total(
+      db_, std::string("SELECT COALESCE(SUM(c.n), 0) AS \"metric_chunks.n\" ") + kChunksOfKey);
   total.bind(1, uuid).bind(2, key);
   total.step();
   std::vector<MetricPoint> out;
@@ -961,7 +969,8 @@ void SqliteStore::scan_metric(std::string_view uuid, std::string_view key, int64
 std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) {
   std::lock_guard lock(mu_);
   sqlite::Stmt s(db_,
-                 "SELECT k.key, k.count, COALESCE(k.last_step, -1), k.last_value, k.min_value, "
+                 "SELECT k.key, k.count, COALESCE(k.last_step, -1) AS \"metric_keys.last_step\", "
+                 "k.last_value, k.min_value, "
                  "k.max_value "
                  "FROM metric_keys k JOIN runs r ON r.id = k.run_id "
                  "WHERE r.uuid = ? AND k.count <> 0 ORDER BY k.key");

@@ -284,7 +284,7 @@ TEST(SqliteStoreTest, AMetricStepOutsideTheRuleIsADamagedStore) {
               opened();
               store->find_run(uuid);
             }),
-            "column start_time holds text where a number belongs; the store is damaged");
+            "column runs.start_time holds text where a number belongs; the store is damaged");
   plant("PRAGMA ignore_check_constraints = 1; UPDATE runs SET start_time = 1, status = 'bogus'");
   EXPECT_EQ(message([&] {
               opened();
@@ -293,6 +293,36 @@ TEST(SqliteStoreTest, AMetricStepOutsideTheRuleIsADamagedStore) {
             who +
                 ": its stored status 'bogus' is none of created, running, finished, failed, "
                 "killed, stopped; the store is damaged");
+}
+
+// Twenty-fourth hunt, A-D1: a damaged number an expression reads was
+// named by the expression's SQL, "column COALESCE(k.last_step, -1) holds
+// text ..."; a column is named table.column.
+TEST(SqliteStoreTest, ADamagedNumberIsNamedByItsTableAndColumn) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({}).uuid;
+    store->append_metrics(uuid, {{"loss", {{1, 1.0, 2.5}, {2, 1.0, 2.0}}}});
+  }
+  auto message = [&](const char* sql, const std::function<void(Store&)>& read) {
+    return damaged_read(dir.path(), sql, read);
+  };
+  auto whole = [&](Store& s) { s.metric(uuid, "loss"); };
+  auto summaries = [&](Store& s) { s.metric_summaries(uuid); };
+  const char* text_step = "UPDATE metric_keys SET last_step = 'x'";
+  for (const auto& read :
+       {std::function<void(Store&)>(whole), std::function<void(Store&)>(summaries)})
+    EXPECT_EQ(message(text_step, read),
+              "column metric_keys.last_step holds text where a whole number belongs; the store "
+              "is damaged");
+  EXPECT_EQ(message("UPDATE metric_chunks SET n = 1.5", whole),
+            "column metric_chunks.n holds a fraction where a whole number belongs; the store is "
+            "damaged");
+  EXPECT_EQ(
+      message("UPDATE runs SET start_time = 'yesterday'", [&](Store& s) { s.find_run(uuid); }),
+      "column runs.start_time holds text where a number belongs; the store is damaged");
 }
 
 // Twenty-second hunt, A-D4: energy/total_kwh planted at -5 was the
