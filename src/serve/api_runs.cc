@@ -48,11 +48,18 @@ std::optional<store::MetricSummary> summary_of(const std::vector<store::MetricSu
   return std::nullopt;
 }
 
+// A stored time as the API gives one: null where none was recorded (NULL
+// reads 0: the epoch is no event's or heartbeat's time) or it is no time,
+// as format's run JSON does (twenty-fourth hunt, B-D3 and B-D4).
+Json stored_time(double t) {
+  return t > 0 && store::is_a_time(t) ? Json(core::format_utc(t)) : Json();
+}
+
 Json events_json(const std::vector<probes::RunEvent>& events) {
   Json out = Json::array();
   for (const auto& e : events)
     out.push_back({{"step", e.step},
-                   {"wall_time", core::format_utc(e.wall_time)},
+                   {"wall_time", stored_time(e.wall_time)},
                    {"kind", e.kind},
                    {"name", e.name},
                    {"source", e.source},
@@ -241,7 +248,7 @@ Json live(store::Store& s, const store::RunInfo& run) {
                        {"chart", a.chart}});
   }
   Json j = {{"status", store::to_string(run.status)},
-            {"heartbeat", core::format_utc(run.heartbeat)},
+            {"heartbeat", stored_time(run.heartbeat)},
             {"duration_s", store::run_seconds(run, core::unix_now())},
             {"metrics", metrics}};
   mark_stale(j, s.liveness(run, s.now()));

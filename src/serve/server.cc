@@ -59,6 +59,21 @@ std::string random_token() {
 
 namespace {
 
+// Marks the connection to close after this answer, as httplib then writes
+// it: "Connection: close" and no Keep-Alive. (Setting the answer's header
+// instead left httplib's Keep-Alive beside it, and a 414 said Keep-Alive
+// alone; twenty-third and twenty-fourth hunts, B-D1.) httplib's Request is
+// no const object: its handlers are only given it as one.
+void close_after(const httplib::Request& req) {
+  auto& headers = const_cast<httplib::Request&>(req).headers;
+  headers.erase("Connection");
+  headers.emplace("Connection", "close");
+}
+
+}  // namespace
+
+namespace {
+
 // Read-only store connections, one per concurrent request: a request takes
 // one (opening another when all are busy) and gives it back.
 class StorePool {
@@ -390,7 +405,7 @@ struct Server::Impl {
       res.status = 200;
       res.set_header(
           "Allow", options.allow_writes ? "GET, HEAD, PUT, DELETE, OPTIONS" : "GET, HEAD, OPTIONS");
-      res.set_header("Connection", "close");
+      close_after(req);
       return false;
     }
     if (why.empty()) {
@@ -398,7 +413,7 @@ struct Server::Impl {
       status = res.status;
     }
     if (why.empty()) return !refused_before_body(req, res);
-    res.set_header("Connection", "close");
+    close_after(req);
     send(res, error_response(status, why));
     return false;
   }
@@ -424,7 +439,7 @@ struct Server::Impl {
       send(res, error_response(415, fmt::format("{} {}: a multipart body is not read; a tag's "
                                                 "value is the request's body as it is",
                                                 req.method, core::escape_for_display(req.path))));
-      res.set_header("Connection", "close");
+      close_after(req);
       return true;
     }
     if (req.path.starts_with("/api/")) {
@@ -436,7 +451,7 @@ struct Server::Impl {
     } else {
       send(res, page_not_allowed(req));
     }
-    res.set_header("Connection", "close");
+    close_after(req);
     return true;
   }
 
@@ -557,13 +572,7 @@ httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httpl
   // A body that stopped arriving is the client's lateness, not a
   // malformed request.
   if (res.status == 400 && detail::GatedServer::body_timed_out()) {
-    // The connection ends (the rest of the body never came): the answer
-    // says so, without the Keep-Alive httplib adds unless the request
-    // asked to close (twenty-third hunt, B-D1). httplib's Request is no
-    // const object: the handler is only given it as one.
-    auto& asked = const_cast<httplib::Request&>(req).headers;
-    asked.erase("Connection");
-    asked.emplace("Connection", "close");
+    close_after(req);  // the rest of the body never came
     send(res,
          error_response(408, fmt::format("{} {}: the request's body did not all "
                                          "arrive within {} s",
@@ -575,12 +584,13 @@ httplib::Server::HandlerResponse answer_error(const httplib::Request& req, httpl
   // rest of the body is not read, so the connection closes.
   if (const detail::Refusal& r = detail::GatedServer::body_refused();
       res.status == 400 && r.status != 0) {
-    res.set_header("Connection", "close");
+    close_after(req);
     send(res, error_response(r.status, r.why));
     return httplib::Server::HandlerResponse::Handled;
   }
   // A request httplib could not read (a URL too long) has no method
-  // or path: the message is then the reason alone.
+  // or path: the message is then the reason alone. The connection closes.
+  close_after(req);
   const std::string what = what_went_wrong(res.status);
   send(res,
        error_response(res.status, req.method.empty()
@@ -604,6 +614,13 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
                "--token holds '{}': a token is letters, digits and - . _ ~ only (it travels in a "
                "URL, a cookie and a header as it is)",
                core::escape_for_display(o.token.substr(bad, 1)));
+  // An empty address is no address: getaddrinfo took it as loopback, and
+  // the printed URL had no host (twenty-fourth hunt, B-D2).
+  if (o.bind.find_first_not_of(" \t") == std::string::npos)
+    core::fail(ErrorKind::kUsage,
+               "--bind '{}': give the address to listen on (127.0.0.1, the default; 0.0.0.0 for "
+               "every interface)",
+               core::escape_for_display(o.bind));
   if (o.token.empty() && !is_loopback(o.bind)) o.token = random_token();
   // Opening once checks the store before anything listens: a store that
   // does not exist is an error here, not on every request.

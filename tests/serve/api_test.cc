@@ -15,6 +15,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/util.h"
+#include "trainscope/probes/records.h"
 #include "trainscope/serve/downsample.h"
 #include "trainscope/store/payload.h"
 #include "trainscope/store/store.h"
@@ -91,6 +92,23 @@ TEST_F(ServeApiTest, ADamagedStoredRankCountIsADamagedStore) {
   store_->set_tag(uuid, "dist.world_size", "2");
   store_->set_tag(uuid, "dist.buckets", "-5");
   get_json("/api/runs/" + uuid + "/ranks", {}, 500);
+}
+
+// Twenty-fourth hunt, B-D3 and B-D4: the live poll showed a NULL
+// heartbeat, and the run page an event with no recorded time, as
+// 1970-01-01, where the run's own JSON and `runs show` say none.
+TEST_F(ServeApiTest, ATimeNothingRecordedIsNull) {
+  const std::string uuid = run("quiet", 1);
+  store_->append_records(uuid, probes::kEventsKind,
+                         {probes::event_record({3, 1.7e9, "alert", "L1", "src", "msg"})});
+  store_.reset();
+  tst::run_command("sqlite3 " + tst::shell_quote((dir_ / "s.db").string()) +
+                   " \"UPDATE runs SET heartbeat = NULL; UPDATE records SET wall_time = NULL\"");
+  store_ = store::Store::open({.uri = "sqlite:" + (dir_ / "s.db").string()});
+  EXPECT_TRUE(get_json("/api/runs/" + uuid + "/live")["heartbeat"].is_null());
+  const json page = get_json("/api/runs/" + uuid);
+  ASSERT_EQ(page["events"].size(), 1u) << page;
+  EXPECT_TRUE(page["events"][0]["wall_time"].is_null()) << page["events"];
 }
 
 TEST_F(ServeApiTest, RunsArePagedSortedFilteredAndSearched) {

@@ -813,6 +813,38 @@ TEST_F(ServeHttpTest, EveryAnswerCarriesTheSecurityHeaders) {
   }
 }
 
+// Twenty-fourth hunt, B-D1: the answers after which the server closes
+// said Keep-Alive (a 414 alone; a 413, a 403 for a foreign Host and the
+// 400s beside Connection: close), and a client that believed them reused a
+// dead connection. Each says Connection: close, once, and no Keep-Alive.
+TEST_F(ServeHttpTest, AnAnswerAfterWhichTheServerClosesSaysSo) {
+  Running srv({.store_uri = uri_, .port = 0, .allow_writes = true});
+  const std::string host = "Host: 127.0.0.1\r\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"GET /" + std::string(20000, 'a') + " HTTP/1.1\r\n" + host + "\r\n", "414 "},
+      {"PUT /api/runs/writer/tags/x HTTP/1.1\r\n" + host + "Content-Length: 99999999\r\n\r\n",
+       "413 "},
+      {"GET /api/info HTTP/1.1\r\nHost: evil.example\r\n\r\n", "403 "},
+      {"PUT /api/runs/writer/tags/x HTTP/1.1\r\n" + host +
+           "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+       "400 "},
+  };
+  for (const auto& [request, status] : cases) {
+    Raw raw(srv.port());
+    ASSERT_TRUE(raw.send(request));
+    std::string got;
+    const auto t0 = Clock::now();
+    while (!raw.closed() && seconds_since(t0) < 10) got += raw.read(std::chrono::milliseconds(500));
+    const std::string head = got.substr(0, got.find("\r\n\r\n") + 2);
+    EXPECT_EQ(head.rfind("HTTP/1.1 " + status, 0), 0u) << head;
+    EXPECT_TRUE(raw.closed()) << head;
+    const size_t close = head.find("\r\nConnection: close\r\n");
+    EXPECT_NE(close, std::string::npos) << head;
+    EXPECT_EQ(head.find("\r\nConnection:", close + 1), std::string::npos) << head;
+    EXPECT_EQ(head.find("Keep-Alive:"), std::string::npos) << head;
+  }
+}
+
 // Issue 51, third hunt: a bare CR in a header's value was taken (RFC 9112
 // §2.2: invalid; a proxy may end the line there), and a request whose lines
 // end in LF alone waited 10 s for a 408. Both are refused (400) at once,
@@ -1237,6 +1269,21 @@ TEST_F(ServeHttpTest, AStopWhileAWriteWaitsForALockIsPromptAndWritesNothing) {
 // for a lock another PostgreSQL session holds), so `serve` can end anyway;
 // the worker's answer ends run() once it is done. (A worker waiting on its
 // client is not busy: the stop shuts its connection.)
+// Twenty-fourth hunt, B-D2: `serve --bind ''` listened on loopback,
+// printed a URL with no host and called it a non-loopback address.
+TEST(ServeOptionsTest, AnEmptyAddressIsRefused) {
+  for (const char* bind : {"", " "}) {
+    try {
+      Server server({.store_uri = "sqlite::memory:", .bind = bind, .port = 0});
+      ADD_FAILURE() << "'" << bind << "' was taken";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kUsage);
+      EXPECT_EQ(std::string(e.what()).rfind(std::string("--bind '") + bind + "': give", 0), 0u)
+          << e.what();
+    }
+  }
+}
+
 TEST(ServeStopTest, AStopWithinItsGraceDoesNotWaitForABusyWorker) {
   tst::TempDir dir;
   const std::string uri = testing::fresh_postgres_store(dir / "artifacts");
