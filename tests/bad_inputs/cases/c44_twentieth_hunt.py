@@ -23,12 +23,17 @@ DAMAGED = {
 }
 
 
-def fixtures(d, run):
-    for name, sql in DAMAGED.items():
+def plant_copies(d, damaged):
+    """$DIR/NAME.db for each of DAMAGED (name: SQL): t.db with the SQL run."""
+    for name, sql in damaged.items():
         shutil.copy(f"{d}/t.db", f"{d}/{name}.db")
         with contextlib.closing(sqlite3.connect(f"{d}/{name}.db")) as db:
             db.execute(sql)
             db.commit()
+
+
+def fixtures(d, run):
+    plant_copies(d, DAMAGED)
     run("rm -f $DIR/g44.db* && for lr in 0.1 0.10 1e-1 0.2 0.20; do $BARE --store "
         "sqlite:$DIR/g44.db -q watch --param lr=$lr -- sh -c \"echo trainscope: acc=0.$RANDOM\"; "
         "done")
