@@ -65,7 +65,8 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch
-from trainscope.settings import STREAMS, Seeds, _flag, _repr, _path, _settings_lines, _text, config, setup
+from trainscope.settings import (STREAMS, Seeds, _flag, _module, _optimizer, _path, _repr,
+                                 _scalar, _settings_lines, _text, config, setup)
 
 Error = _trainscope.Error
 
@@ -196,30 +197,6 @@ def _pairs(what, pairs, prefix=""):
         else:
             put(name, _value(what, name, value))
     return out
-
-
-def _scalar(what, value):
-    """A tensor, NumPy array or NumPy scalar of one element as the Python
-    number it holds (of any dtype); anything else as it is."""
-    tensor = isinstance(value, torch.Tensor)
-    if not tensor and not (type(value).__module__ == "numpy" and hasattr(value, "item")):
-        return value
-    size = value.numel() if tensor else getattr(value, "size", 1)
-    if size != 1:
-        kind = "tensor" if tensor else "NumPy array"
-        raise ValueError(f"{what} is a {kind} of {size} elements (shape {tuple(value.shape)}); "
-                         "log a scalar (a 0-d tensor, .mean(), .item())")
-    if tensor and value.is_meta:
-        raise ValueError(f"{what} is a tensor on the meta device: it holds no value")
-    if tensor and (value.is_nested or value.layout != torch.strided):
-        kind = "nested" if value.is_nested else str(value.layout).replace("torch.", "")
-        raise ValueError(f"{what} is a {kind} tensor: log a dense scalar (a 0-d tensor, "
-                         ".item())")
-    try:
-        return value.detach().item() if tensor else value.item()
-    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"{what} cannot be read as one number ({first[:120]})") from None
 
 
 def _whole(what, value):
@@ -560,6 +537,7 @@ class Run:
                            ["probes.layers=conv*"]"""
         if getattr(self, "_watch", None) is not None:
             raise ValueError("this run already watches a model: one model per run")
+        model, optimizer = _module("model", model), _optimizer(optimizer)
         sets = [f"fingerprint.every_steps={_whole('fingerprint_every', fingerprint_every)}",
                 f"monitor.interval_s={_seconds('monitor_interval', monitor_interval)}"]
         # Every argument checked whatever the others (twenty-third hunt,

@@ -16,7 +16,7 @@ starts where `trainscope train CONFIG` starts and sees the same data, so
 import torch
 
 from trainscope import _trainscope
-from trainscope.settings import _path, _settings_lines
+from trainscope.settings import _module, _path, _settings_lines
 
 __all__ = ["TrainerInputs"]
 
@@ -64,7 +64,9 @@ class TrainerInputs:
     def initialise(self, model):
         """Copies the trainer's initial weights into `model`. Its parameters
         and buffers must have the trainer's names and shapes: a name missing
-        on either side, or a shape that differs, is a ValueError naming it."""
+        on either side, or a shape that differs, is a ValueError naming it,
+        as is a tensor on the meta device (it holds no values to copy into)."""
+        model = _module("model", model)
         state = self.initial_state()
         own = dict(model.named_parameters())
         own.update(model.named_buffers())
@@ -79,6 +81,9 @@ class TrainerInputs:
                 if own[name].shape != value.shape:
                     raise ValueError(f"tensor {name} is {tuple(own[name].shape)} here and "
                                      f"{tuple(value.shape)} in the trainer's model")
+                if own[name].is_meta:  # copy_ into it would do nothing (twenty-fifth hunt, A-D2)
+                    raise ValueError(f"tensor {name} is on the meta device: it holds no values; "
+                                     "give the model storage first (model.to_empty(device='cpu'))")
                 own[name].copy_(value)
         return model
 

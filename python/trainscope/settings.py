@@ -76,18 +76,61 @@ def _text(value, what="a value"):
     return text
 
 
+def _scalar(what, value):
+    """A tensor, NumPy array or NumPy scalar of one element as the Python
+    number it holds (of any dtype); anything else as it is."""
+    tensor = isinstance(value, torch.Tensor)
+    if not tensor and not (type(value).__module__ == "numpy" and hasattr(value, "item")):
+        return value
+    size = value.numel() if tensor else getattr(value, "size", 1)
+    if size != 1:
+        kind = "tensor" if tensor else "NumPy array"
+        raise ValueError(f"{what} is a {kind} of {size} elements (shape {tuple(value.shape)}); "
+                         "log a scalar (a 0-d tensor, .mean(), .item())")
+    if tensor and value.is_meta:
+        raise ValueError(f"{what} is a tensor on the meta device: it holds no value")
+    if tensor and (value.is_nested or value.layout != torch.strided):
+        kind = "nested" if value.is_nested else str(value.layout).replace("torch.", "")
+        raise ValueError(f"{what} is a {kind} tensor: log a dense scalar (a 0-d tensor, "
+                         ".item())")
+    try:
+        return value.detach().item() if tensor else value.item()
+    except (RuntimeError, NotImplementedError, TypeError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{what} cannot be read as one number ({first[:120]})") from None
+
+
+def _module(what, value):
+    """A model argument: a torch.nn.Module instance, else a ValueError
+    naming `what` and the value (a class, a number, None)."""
+    if isinstance(value, torch.nn.Module):
+        return value
+    if isinstance(value, type):
+        raise ValueError(f"{what} is the class {value.__name__}, not a model: give an instance "
+                         f"(e.g. {value.__name__}(...))")
+    raise ValueError(f"{what} must be a torch.nn.Module, not {_kind(value)} {_repr(value)}")
+
+
+def _optimizer(value):
+    """An optimizer argument: None or an object with a step() method (a
+    torch.optim.Optimizer, or a wrapper of one), else a ValueError."""
+    if value is None or (not isinstance(value, type) and callable(getattr(value, "step", None))):
+        return value
+    if isinstance(value, type):
+        raise ValueError(f"optimizer is the class {value.__name__}, not an optimizer: give an "
+                         "instance (e.g. torch.optim.SGD(model.parameters(), lr=0.1))")
+    raise ValueError(f"optimizer must be a torch.optim.Optimizer (an object with step()), not "
+                     f"{_kind(value)} {_repr(value)}")
+
+
 def _number_of(value):
     """`value` as a Python number when it is one of the numbers the package
     takes (docs/python.md: bool, int, float, Fraction, Decimal, NumPy
     scalars, tensors and arrays of one element), else None."""
-    if isinstance(value, torch.Tensor):
-        if value.numel() != 1:
-            return None
-        value = value.item()
-    elif type(value).__module__ == "numpy" and hasattr(value, "item"):
-        if getattr(value, "size", 1) != 1:
-            return None
-        value = value.item()
+    try:
+        value = _scalar("value", value)
+    except ValueError:
+        return None
     if isinstance(value, (numbers.Real, decimal.Decimal)) and not isinstance(value, complex):
         return value
     return None

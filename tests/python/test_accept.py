@@ -328,6 +328,15 @@ def test_watch_checks_every_argument_whatever_the_others(run):
     refused(lambda: run.watch(model, profile_warmup="x"), "profile_warmup")
     refused(lambda: run.watch(model, probes_every=-3), "probes_every -3")
     refused(lambda: run.watch(model, probes_every=3), "give probes= too")
+    # Twenty-fifth hunt, A-D1: a model or optimizer of the wrong type was
+    # torch's AttributeError or TypeError, naming neither.
+    refused(lambda: run.watch(3), "model must be a torch.nn.Module, not an int 3")
+    refused(lambda: run.watch(None), "model must be a torch.nn.Module, not a NoneType")
+    refused(lambda: run.watch(torch.nn.Linear), "model is the class Linear, not a model")
+    refused(lambda: run.watch(model, optimizer="sgd"),
+            "optimizer must be a torch.optim.Optimizer .*, not a str 'sgd'")
+    refused(lambda: run.watch(model, optimizer=torch.optim.SGD), "optimizer is the class SGD")
+    run.watch(model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1))  # then taken
 
 
 # A script that starts a run without `with` and ends as `end` says.

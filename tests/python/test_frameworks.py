@@ -94,6 +94,24 @@ def test_a_model_with_other_tensors_is_refused_by_name():
         with pytest.raises(ValueError, match="^epoch "):
             inputs.epoch(bad)
     assert len(inputs.epoch(1.0)) == inputs.batches_per_epoch
+    # Twenty-fifth hunt, A-D1 and A-D2: a model of the wrong type was
+    # torch's AttributeError; a model on the meta device came back "done"
+    # and held no weights.
+    for bad, said in ((3, "model must be a torch.nn.Module, not an int 3"),
+                      (None, "not a NoneType None"), (torch.nn.Linear, "the class Linear")):
+        with pytest.raises(ValueError, match=said):
+            inputs.initialise(bad)
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        from demo_cnn import DemoCNN
+    finally:
+        sys.path.remove(str(EXAMPLES))
+    with torch.device("meta"):
+        ghost = DemoCNN.like(inputs.initial_state())
+    with pytest.raises(ValueError, match="tensor features.conv1.weight is on the meta device"):
+        inputs.initialise(ghost)
+    real = inputs.initialise(ghost.to_empty(device="cpu"))
+    assert torch.equal(real.features.conv1.weight, inputs.initial_state()["features.conv1.weight"])
 
 
 def test_sgd_is_bit_identical_across_the_frameworks(tmp_path):
