@@ -188,13 +188,13 @@ std::vector<Setting> candidate_settings(const Baseline& b) {
   out.push_back({other, {"compute.memory_format=" + other}});
   out.push_back({b.mkldnn ? "oneDNN off" : "oneDNN on",
                  {std::string("determinism.mkldnn=") + (b.mkldnn ? "false" : "true")}});
+  std::vector<int64_t> batches = {b.batch_size};  // each batch tried once (2,2 was twice)
   for (double m : b.batch_multiples) {
     const auto batch = static_cast<int64_t>(static_cast<double>(b.batch_size) * m);
-    if (batch >= 1 && batch != b.batch_size)
-      out.push_back({fmt::format("batch {}", batch),
-                     {fmt::format("train.batch_size={}", batch)},
-                     true,
-                     batch});
+    if (batch < 1 || std::ranges::find(batches, batch) != batches.end()) continue;
+    batches.push_back(batch);
+    out.push_back(
+        {fmt::format("batch {}", batch), {fmt::format("train.batch_size={}", batch)}, true, batch});
   }
   return out;
 }

@@ -22,6 +22,7 @@
 #include "trainscope/profile/report.h"
 #include "trainscope/store/store.h"
 #include "trainscope/train/trainer.h"
+#include "trainscope/tune/tune.h"
 
 namespace trainscope::profile {
 using store::Store;
@@ -452,6 +453,19 @@ TEST(ProfileCliTest, AConfigThatTrainsTooFewStepsIsRefusedBeforeItTrains) {
             std::string::npos)
       << shorter.out;
   EXPECT_NE(shorter.out.find("profiled iterations"), std::string::npos) << shorter.out;
+}
+
+// Each batch is tried once: a repeated multiple, or two that truncate to
+// one batch, were two trials of one setting (twenty-fifth hunt, A-D3);
+// the configured batch and a batch below 1 are no trial.
+TEST(Tune, EachBatchIsOneCandidate) {
+  tune::Baseline b;
+  b.batch_size = 128;
+  b.batch_multiples = {2, 2, 2.001, 1, 0.5, 1e-9};
+  std::vector<int64_t> batches;
+  for (const auto& s : tune::candidate_settings(b))
+    if (s.changes_batch) batches.push_back(s.batch_size);
+  EXPECT_EQ(batches, (std::vector<int64_t>{256, 64}));
 }
 
 // tune end to end: every candidate trains in a process of its own, the
