@@ -26,8 +26,9 @@ std::unique_ptr<Store> open_postgres(std::string_view scheme, std::string_view l
 // 5), not the user's input.
 RunStatus stored_run_status(std::string_view name, std::string_view uuid);
 // A run's UUID (or its parent's, `what`) read back from its row: every
-// writer makes one as core::new_uuid does, 8-4-4-4-12 hex digits; any other
-// text (a control character, a path) throws Error(kStore), as above.
+// writer makes one as core::new_uuid does, 8-4-4-4-12 lower-case hex
+// digits; any other text (upper case, a control character, a path) throws
+// Error(kStore), as above.
 std::string stored_uuid(std::string uuid, const char* what = "a run's stored UUID");
 // A pid read back from run `uuid`'s row: 0 (none) or a process id; one
 // below 0 or past a pid_t throws Error(kStore), as above.

@@ -112,12 +112,16 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
        short_uuid(uuid), escape_for_display(name));
 }
 
+// Lower case only: every writer stores it so and the resolver looks it up
+// so; an upper-case one listed a run no reference reached, and its
+// lower-case twin opened in its place (twenty-fifth hunt, A-D4).
 std::string stored_uuid(std::string uuid, const char* what) {
   bool ok = uuid.size() == 36;
   for (size_t i = 0; ok && i < uuid.size(); ++i)
     ok = i == 8 || i == 13 || i == 18 || i == 23
              ? uuid[i] == '-'
-             : std::isxdigit(static_cast<unsigned char>(uuid[i]));
+             : std::isdigit(static_cast<unsigned char>(uuid[i])) ||
+                   (uuid[i] >= 'a' && uuid[i] <= 'f');
   if (ok) return uuid;
   fail(ErrorKind::kStore, "{} '{}' is not a UUID; the store is damaged", what,
        core::escape_cut(uuid, 64));

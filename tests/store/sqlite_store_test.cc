@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <bit>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -444,6 +445,30 @@ TEST(SqliteStoreTest, AStoredUuidThatIsNoUuidIsADamagedStore) {
     EXPECT_EQ(e.kind(), ErrorKind::kStore);
     EXPECT_EQ(std::string(e.what()),
               "a run's stored UUID 'ab\\x1b]0;pwn\\x07cd' is not a UUID; the store is damaged");
+  }
+}
+
+// Twenty-fifth hunt, A-D4: a UUID stored in upper case was listed, while
+// no reference reached it (the resolver looks up lower case), and a
+// lower-case twin opened in its place.
+TEST(SqliteStoreTest, AStoredUuidInUpperCaseIsADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({.name = "a"}).uuid;
+  }
+  damage(dir / "t.db", "UPDATE runs SET uuid = upper(uuid)");
+  std::string upper = uuid;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  ASSERT_NE(upper, uuid);  // a UUID of digits alone would not test it
+  try {
+    open_at(dir / "t.db")->list_runs({});
+    ADD_FAILURE() << "listed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kStore);
+    EXPECT_EQ(std::string(e.what()),
+              "a run's stored UUID '" + upper + "' is not a UUID; the store is damaged");
   }
 }
 
