@@ -8,6 +8,7 @@
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/core/svg.h"
+#include "trainscope/core/util.h"
 #include "trainscope/env/manifest.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/costmodel.h"
@@ -89,7 +90,8 @@ void costmodel_fit(Context& ctx, const CostmodelArgs& a) {
   std::cout << fmt::format(
       "fitted {} layer types on {} layers of {} runs ({} configurations, {} architectures, "
       "{}-float vectors); wrote {}\n",
-      m.coef.size(), m.samples, n_runs, data.size(), archs.size(), m.lanes, a.model_file);
+      m.coef.size(), m.samples, n_runs, data.size(), archs.size(), m.lanes,
+      core::escape_for_display(a.model_file));
 }
 
 void costmodel_eval(Context& ctx, const CostmodelArgs& a) {

@@ -64,7 +64,8 @@ void emit_error(const std::string& line) {
 }
 
 // An error's message as the user sees it: its first line, and the rest
-// (a library's backtrace, say) only with -v.
+// (a library's backtrace, say) only with -v. trainscope's own messages
+// (core::Error, Exit) are one line already, whatever text they embed.
 void print_error(std::string_view prefix, std::string_view what) {
   std::cout.flush();
   const size_t nl = what.find_first_of("\r\n");
@@ -197,11 +198,13 @@ int parse_and_run(CLI::App& app, int argc, char** argv) {
     // --help and --version exit 0; every argument error is a usage error,
     // reported in one line like every other error.
     if (e.get_exit_code() == 0) return app.exit(e);
-    emit_error(fmt::format("trainscope: {}; `--help` lists the options\n", e.what()));
+    // CLI11 quotes the argument as given: a line feed in it is escaped.
+    emit_error(fmt::format("trainscope: {}; `--help` lists the options\n",
+                           core::terminal_text(e.what(), true)));
     return exit_code(core::ErrorKind::kUsage);
   } catch (const Exit& e) {
     std::cout.flush();
-    if (*e.what()) print_error("", e.what());
+    if (*e.what()) print_error("", core::terminal_text(e.what(), true));
     return e.code;
   } catch (const core::Error& e) {
     print_error("", e.what());

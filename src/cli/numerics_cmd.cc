@@ -86,7 +86,8 @@ void logmap(Context& ctx, const LogmapArgs& a) {
   }
   print_logmap(o, res);
   std::cout << "recorded run " << run << " (plots and CSV as artifacts"
-            << (a.out_dir.empty() ? "" : ", copies in " + a.out_dir) << ")\n";
+            << (a.out_dir.empty() ? "" : ", copies in " + core::escape_for_display(a.out_dir))
+            << ")\n";
 }
 
 void add_logmap(CLI::App* numerics, Context& ctx) {

@@ -187,8 +187,9 @@ void env_recreate(Context& ctx, const RecreateArgs& a) {
     if (torch)
       std::cout << torch->pin << " from " << r.torch_index << ": "
                 << (torch->ok ? "pass (the index serves it)" : torch->message) << "\n";
-    std::cout << "wrote " << (dir / "Dockerfile").string() << ": " << r.packages.size()
-              << " pinned packages; build it with `docker build " << dir.string() << "`\n";
+    std::cout << "wrote " << core::escape_for_display((dir / "Dockerfile").string()) << ": "
+              << r.packages.size() << " pinned packages; build it with `docker build "
+              << core::escape_for_display(dir.string()) << "`\n";
   }
   const auto failed = std::count_if(checks.begin(), checks.end(), [](auto& c) { return !c.ok; });
   if (torch && !torch->ok)

@@ -336,7 +336,7 @@ void write_tfevents(Store& store, const std::vector<RunInfo>& runs, const Export
   }
   std::cout << fmt::format("wrote {} run{} ({} scalar points as {}, {} histograms) into {}\n",
                            done.size(), done.size() == 1 ? "" : "s", points, a.scalars, histograms,
-                           a.out);
+                           core::escape_for_display(a.out));
   for (const auto& r : done)
     core::log_debug("{}: {} points, {} histograms -> {}", core::short_uuid(r.uuid), r.points,
                     r.histograms, r.file.string());

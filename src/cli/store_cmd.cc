@@ -44,8 +44,8 @@ void run_copy(const CopyArgs& a) {
   std::cout << fmt::format(
       "copied {} runs ({} metric points, {} artifacts) from {} to {}; {} already there, {} "
       "copied again\n",
-      r.copied + r.recopied, r.points, r.artifacts, src->describe(), dst->describe(), r.skipped,
-      r.recopied);
+      r.copied + r.recopied, r.points, r.artifacts, core::escape_for_display(src->describe()),
+      core::escape_for_display(dst->describe()), r.skipped, r.recopied);
   if (a.no_verify) return;
   for (const auto& run : src->list_runs())
     if (auto d = store::compare_run(*src, *dst, run.uuid); !d.empty())

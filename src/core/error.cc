@@ -2,15 +2,13 @@
 
 #include <utility>
 
+#include "trainscope/core/log.h"
+
 namespace trainscope::core {
 
 Error::~Error() = default;
 
-std::string Error::without_nul(std::string s) {
-  for (size_t at = s.find('\0'); at != std::string::npos; at = s.find('\0', at + 4))
-    s.replace(at, 1, "\\x00");
-  return s;
-}
+std::string Error::one_line(std::string_view s) { return terminal_text(s, true); }
 
 namespace {
 thread_local LoadErrors* t_collecting = nullptr;

@@ -15,14 +15,14 @@ std::mutex g_log_mu;
 void set_verbosity(Verbosity v) { g_verbosity.store(v); }
 Verbosity verbosity() { return g_verbosity.load(std::memory_order_relaxed); }
 
-std::string terminal_text(std::string_view message) {
+std::string terminal_text(std::string_view message, bool one_line) {
   std::string out;
   out.reserve(message.size());
   for (size_t i = 0; i < message.size();) {
     const auto c = static_cast<unsigned char>(message[i]);
     const size_t n = c < 0x80 ? 1 : utf8_sequence(message, i);
-    if (c == '\r') {
-      out += "\\r";
+    if (c == '\r' || (one_line && (c == '\n' || c == '\t'))) {
+      out += c == '\r' ? "\\r" : c == '\n' ? "\\n" : "\\t";
     } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f || n == 0) {
       out += fmt::format("\\x{:02x}", c);  // a control, or a byte that is not UTF-8
     } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(message[i + 1]) < 0xA0) {
@@ -40,7 +40,7 @@ std::string terminal_text(std::string_view message) {
 
 void log_line(Verbosity level, const std::string& message) {
   if (verbosity() < level) return;
-  const std::string line = terminal_text(message) + "\n";
+  const std::string line = terminal_text(message, true) + "\n";
   std::lock_guard lock(g_log_mu);
   // Through the guard (output.h): a closed or full stderr drops the line,
   // never the command.

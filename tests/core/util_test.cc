@@ -18,6 +18,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/markup.h"
 #include "trainscope/core/output.h"
 #include "trainscope/core/regular_file.h"
@@ -257,6 +258,26 @@ TEST(MeanTest, FiniteValuesHaveAFiniteMeanAndSpread) {
   EXPECT_TRUE(std::isnan(mean({})));
   EXPECT_TRUE(std::isnan(sd({1}, 1)));
   EXPECT_TRUE(std::isnan(mean({1, NAN})));
+}
+
+// Twenty-sixth hunt, A-D2..A-D5: a path or key holding a line feed cut
+// an error at it (the CLI shows the first line) or split it in two. An
+// Error is one line whatever it embeds; a part escaped already is kept.
+TEST(ErrorTest, AMessageIsOneLineWhateverItEmbeds) {
+  using namespace std::string_literals;
+  const Error e("cannot read 'a\nb\tc\r\x1b[2J\0d' (x\\x1b)"s);
+  EXPECT_STREQ(e.what(), "cannot read 'a\\nb\\tc\\r\\x1b[2J\\x00d' (x\\x1b)");
+  EXPECT_STREQ(Error("caf\xc3\xa9 \xc2\x9b").what(), "caf\xc3\xa9 \\u009b");  // text kept, C1 not
+}
+
+// A log line is one line likewise; terminal_text without one_line keeps
+// the line feeds of a text of several lines (a study's table).
+TEST(LogTest, ALineIsOneLineWhateverItEmbeds) {
+  EXPECT_EQ(terminal_text("a\nb\tc", true), "a\\nb\\tc");
+  EXPECT_EQ(terminal_text("a\nb\tc"), "a\nb\tc");
+  ::testing::internal::CaptureStderr();
+  log_info("wrote {}", "dir\nname");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "wrote dir\\nname\n");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace trainscope::core {
@@ -32,11 +33,14 @@ enum class ErrorKind {
 // (see ~Error).
 class Error : public std::runtime_error {
  public:
-  // Takes `message` as what(), a NUL in it written "\x00" (what() is a C
-  // string: a value holding one would cut the message there); throws only
-  // std::bad_alloc.
+  // Takes `message` as what(), one line whatever text it embeds: a line
+  // break, a tab, a NUL (what() is a C string: one would cut the message
+  // there) or any other control written escaped ("\n", "\x00"), as
+  // core::terminal_text(message, true) writes it (a path or key given with
+  // a line feed cut the message or split it; twenty-sixth hunt, A-D2..D4).
+  // Throws only std::bad_alloc.
   explicit Error(std::string message, ErrorKind kind = ErrorKind::kRuntime)
-      : std::runtime_error(without_nul(std::move(message))), kind_(kind) {}
+      : std::runtime_error(one_line(message)), kind_(kind) {}
   // Out of line, so that the type has one home (libtrainscope) when errors
   // cross shared libraries.
   ~Error() override;
@@ -44,7 +48,7 @@ class Error : public std::runtime_error {
   ErrorKind kind() const { return kind_; }
 
  private:
-  static std::string without_nul(std::string s);  // out of line: one home, as ~Error
+  static std::string one_line(std::string_view s);  // out of line: one home, as ~Error
   ErrorKind kind_;
 };
 

@@ -29,12 +29,16 @@ Verbosity verbosity();
 // already (core::escape_for_display) reads the same. A message keeps its
 // line feeds: a single value inside one (a name, a folder, a tag read
 // from a store) is escaped with escape_for_display, which escapes them.
-std::string terminal_text(std::string_view message);
+// With `one_line`, the line feed and the tab are escaped too ("\n",
+// "\t"): an error message is one line whatever text it embeds.
+std::string terminal_text(std::string_view message, bool one_line = false);
 
-// Writes `message` (as terminal_text gives it) and a newline to stderr
-// when the verbosity is at least `level`; a whole line at a time under one
-// lock, so lines of concurrent threads never interleave. A closed or full
-// stderr drops the line (never throws for it; output.h).
+// Writes `message` (as terminal_text(message, true) gives it: one line
+// whatever text it embeds, a line feed in a path written "\n") and a
+// newline to stderr when the verbosity is at least `level`; a whole line
+// at a time under one lock, so lines of concurrent threads never
+// interleave. A closed or full stderr drops the line (never throws for
+// it; output.h).
 void log_line(Verbosity level, const std::string& message);
 
 // An info line (kNormal): formatted only when it would print.
