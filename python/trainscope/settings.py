@@ -61,6 +61,20 @@ def _text(value, what="a value"):
     at most 4096 bytes)."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    # One text per number whatever its type (twenty-sixth hunt, A-D1): a
+    # Fraction was "1/2", which no reader takes as 0.5, and a Decimal NaN
+    # "NaN" where a float's is "nan". A fraction is written as the float
+    # a reader reads back; a non-finite Decimal as a float's "nan", "inf".
+    if isinstance(value, numbers.Rational) and not isinstance(value, numbers.Integral) and \
+            value.denominator == 1:
+        value = int(value)  # Fraction(5): "5", as 5
+    fraction = isinstance(value, numbers.Rational) and not isinstance(value, numbers.Integral)
+    if fraction or (isinstance(value, decimal.Decimal) and not value.is_finite()):
+        try:
+            value = float("nan") if isinstance(value, decimal.Decimal) and value.is_nan() \
+                else float(value)
+        except OverflowError:
+            raise ValueError(f"{what} is {_repr(value)}, which no double holds") from None
     try:
         text = str(value)
     except ValueError as e:  # Python's limit on the digits it writes

@@ -136,6 +136,12 @@ def test_numpy_scalars_are_numbers(run, store):
     refused(lambda: run.log({"v": np.zeros(3)}, step=3),
             r"^metric 'v' is a NumPy array of 3 elements \(shape \(3,\)\)")
     refused(lambda: run.log({"v": np.complex64(1)}, step=3), "is a complex, not a number")
+    # Twenty-seventh hunt, A-D1: a complex long double has __float__, which
+    # dropped its imaginary part (a metric 2.0; a tag '(2+3j)').
+    for wide in (np.clongdouble(2 + 3j), np.array([np.clongdouble(2 + 3j)])):
+        refused(lambda: run.log({"v": wide}, step=3), "^metric 'v' is a clongdouble, not a number")
+    refused(lambda: run.set_tags({"t": np.clongdouble(2 + 3j)}),
+            "^the value of tag 't' must be text or a number, not clongdouble")
     run.finish()
     for key, value in {"f32": 0.5, "i64": 3, "b": 1, "arr": 2}.items():
         assert points(store, "r", key) == [(2, value)], key
@@ -162,7 +168,7 @@ def test_values_too_long_for_python_to_write_are_named(run):
     refused(lambda: run.log({"m": huge}, step=1), r"^metric 'm' is <an integer of about 5001 digits>")
     refused(lambda: run.log({"m": 1.0}, step=huge), r"^step <an integer of about 5001 digits> is not")
     refused(lambda: run.log_params({"p": fractions.Fraction(huge, 3)}),
-            r"^the value of param 'p' is a Fraction that cannot be written as text")
+            r"^the value of param 'p' is <a Fraction>, which no double holds$")
     refused(lambda: run.log({"m": 1.0}, step=fractions.Fraction(huge, 3)), r"^step <a Fraction>")
     with pytest.raises(trainscope.Error, match=r"'a' is an int \(default 1\), of at most"):
         trainscope.config({"a": 1}, sets=["a=" + "9" * 5000])
@@ -419,6 +425,27 @@ def test_keys_and_values_that_are_not_text_are_refused_not_turned_into_their_rep
                            "opt.name": "sgd"}
     assert j["tags"]["team"] == "vision" and j["tags"]["gpus"] == "2"
     assert not {"b'k'", "k"} & set(j["tags"])
+
+
+def test_a_number_has_one_text_whatever_its_type(run, store):
+    """Twenty-sixth hunt, A-D1: a Fraction param was stored as '1/2', which
+    `--filter 'params.lr = 0.5'` and `stats --by` did not take as 0.5, and
+    a Decimal NaN as 'NaN' beside a float's 'nan'."""
+    half = (0.5, fractions.Fraction(1, 2), decimal.Decimal("0.5"), torch.tensor(0.5))
+    nans = (float("nan"), decimal.Decimal("NaN"), decimal.Decimal("sNaN"),
+            torch.tensor(float("nan")))
+    run.log_params({f"h{i}": v for i, v in enumerate(half)} |
+                   {f"n{i}": v for i, v in enumerate(nans)} |
+                   {"whole": fractions.Fraction(10, 2), "inf": decimal.Decimal("-Infinity")})
+    run.set_tags({"third": fractions.Fraction(1, 3)})
+    run.finish()
+    j = show(store, "r")
+    assert {j["params"][f"h{i}"] for i in range(len(half))} == {"0.5"}, j["params"]
+    assert {j["params"][f"n{i}"] for i in range(len(nans))} == {"nan"}, j["params"]
+    assert j["params"]["whole"] == "5" and j["params"]["inf"] == "-inf"
+    assert j["tags"]["third"] == repr(1 / 3)
+    found = cli(store, "runs", "list", "--filter", "params.h1 = 0.5", "-f", "csv", "-c", "name")
+    assert found.stdout.split() == ["name", "r"], found
 
 
 def test_a_run_with_a_key_or_value_that_is_not_text_is_not_started(store):
