@@ -30,6 +30,10 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid);
 // digits; any other text (upper case, a control character, a path) throws
 // Error(kStore), as above.
 std::string stored_uuid(std::string uuid, const char* what = "a run's stored UUID");
+// An artifact row of run `uuid` read back: its SHA-256 as the writer makes
+// it (64 lower-case hex digits), else Error(kStore) naming the artifact (a
+// damaged hash was shown as it was, and the intact file then blamed).
+ArtifactInfo stored_artifact(ArtifactInfo a, std::string_view uuid);
 // A pid read back from run `uuid`'s row: 0 (none) or a process id; one
 // below 0 or past a pid_t throws Error(kStore), as above.
 int64_t stored_pid(int64_t pid, std::string_view uuid);

@@ -1025,9 +1025,10 @@ std::map<std::string, int64_t> PostgresStore::record_kinds(std::string_view uuid
 // --- artifacts ------------------------------------------------------------------
 
 namespace {
-ArtifactInfo read_artifact(const pqxx::row& row) {
-  return {get_text(row[0]), get_text(row[1]), get_text(row[2]),
-          get_int(row[3]),  get_real(row[4]), {}};
+ArtifactInfo read_artifact(const pqxx::row& row, std::string_view uuid) {
+  return stored_artifact(
+      {get_text(row[0]), get_text(row[1]), get_text(row[2]), get_int(row[3]), get_real(row[4]), {}},
+      uuid);
 }
 }  // namespace
 
@@ -1041,7 +1042,7 @@ std::optional<ArtifactInfo> PostgresStore::find_artifact(std::string_view uuid,
                             "a.name = $2",
                             {text(uuid), text(name)});
     out.reset();
-    if (!r.empty()) out = read_artifact(r[0]);
+    if (!r.empty()) out = read_artifact(r[0], uuid);
   });
   return out;
 }
@@ -1059,7 +1060,8 @@ ArtifactInfo PostgresStore::insert_artifact(std::string_view uuid, const Artifac
     out = read_artifact(pg::exec(w,
                                  "SELECT name, kind, sha256, size, created_time FROM artifacts "
                                  "WHERE run_id = $1 AND name = $2",
-                                 {integer(id), text(info.name)})[0]);
+                                 {integer(id), text(info.name)})[0],
+                        uuid);
   });
   return out;
 }
@@ -1073,7 +1075,7 @@ std::vector<ArtifactInfo> PostgresStore::artifact_rows(std::string_view uuid) {
                                     "artifacts a JOIN runs r ON r.id = a.run_id WHERE r.uuid = $1 "
                                     "ORDER BY a.name",
                                     {text(uuid)}))
-      out.push_back(read_artifact(row));
+      out.push_back(read_artifact(row, uuid));
   });
   return out;
 }

@@ -1097,7 +1097,7 @@ std::optional<ArtifactInfo> SqliteStore::find_artifact(std::string_view uuid,
                  "JOIN runs r ON r.id = a.run_id WHERE r.uuid = ? AND a.name = ?");
   s.bind(1, uuid).bind(2, name);
   if (!s.step()) return std::nullopt;
-  return ArtifactInfo{s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}};
+  return stored_artifact({s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}}, uuid);
 }
 
 ArtifactInfo SqliteStore::insert_artifact(std::string_view uuid, const ArtifactInfo& info) {
@@ -1120,7 +1120,8 @@ ArtifactInfo SqliteStore::insert_artifact(std::string_view uuid, const ArtifactI
                  "WHERE run_id = ? AND name = ?");
   s.bind(1, run_id).bind(2, info.name);
   s.step();
-  ArtifactInfo out{s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}};
+  ArtifactInfo out =
+      stored_artifact({s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}}, uuid);
   txn.commit();
   return out;
 }
@@ -1132,7 +1133,9 @@ std::vector<ArtifactInfo> SqliteStore::artifact_rows(std::string_view uuid) {
                  "JOIN runs r ON r.id = a.run_id WHERE r.uuid = ? ORDER BY a.name");
   s.bind(1, uuid);
   std::vector<ArtifactInfo> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}});
+  while (s.step())
+    out.push_back(
+        stored_artifact({s.text(0), s.text(1), s.text(2), s.int64(3), s.real(4), {}}, uuid));
   return out;
 }
 

@@ -65,6 +65,15 @@ std::string checked_artifact_name(std::string_view name) {
        std::min<size_t>(found.size(), kMaxCandidates), list);
 }
 
+// The start of `uuid` up to a dash (or the whole) longer than `than`
+// characters: a reference that is not the name (a name of 8 hex digits
+// was told to use those same 8; twenty-sixth hunt, B-D1).
+std::string longer_than(std::string_view uuid, size_t than) {
+  for (size_t n : {8, 13, 18, 23})
+    if (n > than) return std::string(uuid.substr(0, n));
+  return std::string(uuid);
+}
+
 // The note when a run's name is also the start of other runs' UUIDs.
 void note_name_won(std::string_view ref, const RunInfo& named, const std::vector<RunInfo>& others) {
   std::string list;
@@ -79,7 +88,8 @@ void note_name_won(std::string_view ref, const RunInfo& named, const std::vector
           ? std::string("the run")
           : fmt::format("{}{} runs", std::ssize(others) > kMaxCandidates ? "more than " : "",
                         std::min<int64_t>(std::ssize(others), kMaxCandidates)),
-      escape_for_display(ref), list, others.size() == 1 ? "is" : "are", short_uuid(others[0].uuid));
+      escape_for_display(ref), list, others.size() == 1 ? "is" : "are",
+      longer_than(others[0].uuid, ref.size()));
 }
 
 }  // namespace
@@ -125,6 +135,15 @@ std::string stored_uuid(std::string uuid, const char* what) {
   if (ok) return uuid;
   fail(ErrorKind::kStore, "{} '{}' is not a UUID; the store is damaged", what,
        core::escape_cut(uuid, 64));
+}
+
+ArtifactInfo stored_artifact(ArtifactInfo a, std::string_view uuid) {
+  bool ok = a.sha256.size() == 64;
+  for (char c : a.sha256) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
+  if (ok) return a;
+  fail(ErrorKind::kStore,
+       "artifact '{}' of run {}: its stored SHA-256 '{}' is not a SHA-256; the store is damaged",
+       core::escape_cut(a.name, 120), short_uuid(uuid), core::escape_cut(a.sha256, 80));
 }
 
 int64_t stored_pid(int64_t pid, std::string_view uuid) {

@@ -251,6 +251,15 @@ TEST_P(StoreConformance, AnExactNameWinsOverAUuidPrefix) {
   ASSERT_EQ(runs.size(), 2u);
   EXPECT_EQ(runs[0].uuid, named.uuid);
   EXPECT_EQ(runs[1].uuid, target.uuid);
+  // A name of another run's first 8 digits: the note's example is longer
+  // than the name (it said those same 8 digits; twenty-sixth hunt, B-D1).
+  const std::string eight = target.uuid.substr(0, 8);
+  const RunInfo twin = new_run(eight);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(store_->resolve_run(eight).uuid, twin.uuid);
+  const std::string note8 = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(note8.find("e.g. '" + target.uuid.substr(0, 13) + "'"), std::string::npos) << note8;
+  EXPECT_EQ(store_->resolve_run(target.uuid.substr(0, 13)).uuid, target.uuid);
 }
 
 // Default names stay unique: "demo", then "demo-2", "demo-3"; a name given

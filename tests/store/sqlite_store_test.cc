@@ -472,6 +472,34 @@ TEST(SqliteStoreTest, AStoredUuidInUpperCaseIsADamagedStore) {
   }
 }
 
+// Twenty-seventh hunt, B-D1: a stored artifact hash that was no SHA-256
+// (text, or the right one in upper case) was shown as it was, and the
+// intact file then blamed for not matching it.
+TEST(SqliteStoreTest, AStoredArtifactHashThatIsNoSha256IsADamagedStore) {
+  TempDir dir;
+  std::string uuid;
+  {
+    auto store = open_at(dir / "t.db");
+    uuid = store->create_run({.name = "a"}).uuid;
+    std::ofstream(dir / "f.txt") << "x";
+    store->add_artifact(uuid, dir / "f.txt", "file");
+  }
+  EXPECT_EQ(open_at(dir / "t.db")->artifacts(uuid).size(), 1u);
+  for (const char* hash : {"upper(sha256)", "'not-a-hash<b>'", "''"}) {
+    damage(dir / "t.db", (std::string("UPDATE artifacts SET sha256 = ") + hash).c_str());
+    try {
+      open_at(dir / "t.db")->artifacts(uuid);
+      ADD_FAILURE() << hash << " was read";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kStore);
+      EXPECT_NE(std::string(e.what()).find("artifact 'f.txt' of run " + uuid.substr(0, 8) +
+                                           ": its stored SHA-256 '"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // Twenty-first hunt, A-D5: with a row of schema_migrations deleted, a
 // writer said "store 'sm.db': ' (-v shows the full message)": the failed
 // migration's message began with its SQL.
