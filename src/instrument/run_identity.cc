@@ -92,7 +92,8 @@ std::optional<store::RunInfo> admitted_parent(store::Store& store, const RunIden
   if (const auto kind = tags.find("kind"); kind != tags.end()) {
     const auto& kinds = parent_kinds();
     if (const auto check = kinds.find(kind->second); check != kinds.end())
-      check->second(store, parent, name_of(id));
+      check->second(store, parent, name_of(id),
+                    core::sha256_hex(id.planned ? *id.planned : id.config_text));
   }
   return parent;
 }

@@ -278,13 +278,12 @@ std::map<std::string, std::string> plan_tags(const StudySpec& spec) {
           {"study.planned_runs", std::to_string(Plan(spec).size())}};
 }
 
-namespace {
-
-// The config hash the run the plan `spec` trains as `p` records.
 std::string planned_hash(const StudySpec& spec, const PlannedRun& p) {
   if (!spec.command.empty()) return core::sha256_hex(command_run_text(spec, p));
   return core::sha256_hex(resolve_text(spec.resolved_base, training_sets(spec, p)));
 }
+
+namespace {
 
 // Sets aside every attempt of the study that the plan `spec` does not
 // train: a name it no longer plans, or a config other than the one it

@@ -630,11 +630,22 @@ StudySpec recorded_spec(store::Store& store, const RunInfo& study) {
   }
 }
 
-void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name) {
+void check_planned_child(store::Store& store, const RunInfo& parent, const std::string& name,
+                         const std::string& config_sha256) {
   auto tags = store.tags(parent.uuid);
   if (tags.count("kind") == 0 || tags["kind"] != "study") return;
   const StudySpec spec = recorded_spec(store, parent);
-  if (Plan(spec).find(name)) return;
+  const Plan plan(spec);
+  if (const auto i = plan.find(name)) {
+    // Another config under a planned name was counted as the study's run,
+    // its own set aside (twenty-sixth hunt, B-D2).
+    if (planned_hash(spec, plan.at(*i)) == config_sha256) return;
+    fail(ErrorKind::kConflict,
+         "'{}' is a planned run of study {} with another config than this run's: a study "
+         "counts only the runs it plans (`trainscope study task {} {}` trains it); train this "
+         "one without --parent, or under another parent",
+         core::escape_for_display(name), parent.name, parent.name, core::escape_for_display(name));
+  }
   fail(ErrorKind::kConflict,
        "'{}' is not a planned run of study {}: a study's runs are trained by `trainscope study "
        "run` or `study resume` (or `study task {} NAME`); train it without --parent, or under "

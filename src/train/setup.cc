@@ -182,11 +182,15 @@ void check_bf16(const config::Config& cfg, const torch::Device& device) {
 }  // namespace
 
 std::unique_ptr<Trainer::Session> Trainer::open_session() {
-  // A parent that refuses the run (a study: a run it does not plan) does
-  // before the data loads.
-  if (options_.record && options_.resume.empty()) instrument::admitted_parent(*store_, options_);
   // The run's experiment (given, or the environment's) is its config's.
   if (!options_.experiment.empty()) config_.run.experiment = options_.experiment;
+  // A parent that refuses the run (a study: a run it does not plan, or
+  // another config under a planned name) does before the data loads.
+  if (options_.record && options_.resume.empty()) {
+    instrument::RunIdentity id = options_;
+    id.config_text = config::to_yaml(config_);
+    instrument::admitted_parent(*store_, id);
+  }
   auto s = std::make_unique<Session>(config_);
   const config::Config& cfg = config_;
   config::check_config(cfg);

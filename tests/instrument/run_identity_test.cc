@@ -105,6 +105,11 @@ TEST(RunIdentityTest, AStudyAdmitsOnlyTheRunsItPlans) {
   std::shared_ptr<store::Store> s =
       store::Store::open({.uri = "sqlite:" + (dir / "s.db").string()});
   const store::RunInfo study = hand_made_study(*s, dir);
+  const study::StudySpec spec = study::recorded_spec(*s, study);
+  const study::Plan plan(spec);
+  const auto planned = [&](const std::string& name) {
+    return study::command_run_text(spec, plan.at(*plan.find(name)));
+  };
   RunEnvironment env{.experiment = "hand", .name = "init/r9", .parent = study.uuid};
   env.planned = "planned: text\n";
   const RunIdentity stray = resolve_identity(RunIdentity{}, env);
@@ -124,9 +129,29 @@ TEST(RunIdentityTest, AStudyAdmitsOnlyTheRunsItPlans) {
   named.parent = "hand";
   EXPECT_THROW(admitted_parent(*s, named), core::Error);
 
+  // A planned name with another plan, or named by hand with a config of
+  // its own, is refused: it was counted as the study's run, the study's
+  // own set aside (twenty-sixth hunt, B-D2).
+  env.name = "init/r1";
+  for (const RunIdentity& other :
+       {resolve_identity(RunIdentity{}, env),
+        RunIdentity{.name = "init/r1", .parent = "hand", .config_text = "lr: 5\n"}}) {
+    try {
+      start_run(s, other);
+      FAIL() << "another config joined the study under a planned name";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kConflict);
+      EXPECT_NE(std::string(e.what()).find("'init/r1' is a planned run of study hand with another "
+                                           "config than this run's"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_TRUE(s->list_runs({.parent_uuid = study.uuid}).empty());
+
   // The planned run joins, tagged with the plan's hash; without a config
   // text of its own, the plan is its config text.
-  env.name = "init/r1";
+  env.planned = planned("init/r1");
   auto run = start_run(s, resolve_identity(RunIdentity{}, env));
   EXPECT_EQ(run->info().parent_uuid, study.uuid);
   EXPECT_EQ(run->info().name, "init/r1");
@@ -137,6 +162,7 @@ TEST(RunIdentityTest, AStudyAdmitsOnlyTheRunsItPlans) {
   RunIdentity trained;
   trained.config_text = "train: {epochs: 1}\n";
   env.name = "init/r2";
+  env.planned = planned("init/r2");
   auto second = start_run(s, resolve_identity(trained, env));
   EXPECT_EQ(second->info().config_text, trained.config_text);
   EXPECT_EQ(s->tags(second->uuid()).at(kPlannedTag), core::sha256_hex(env.planned));

@@ -142,9 +142,11 @@ store::RunInfo record_planned_failure(store::Store& store, const std::string& pa
 std::unique_ptr<store::RunRecorder> start_unrecorded_run(const RunIdentity& id);
 
 // How a kind of parent run (its tag kind=KIND) admits a child: throws (an
-// Error saying why) to refuse `name` as a child of `parent`.
+// Error saying why) to refuse `name`, whose recorded config hash (its
+// plan's, kPlannedTag, else its config text's) is `config_sha256`, as a
+// child of `parent`.
 using ChildCheck = void (*)(store::Store& store, const store::RunInfo& parent,
-                            const std::string& name);
+                            const std::string& name, const std::string& config_sha256);
 // Registers `check` for parents tagged kind=`kind` (study/runner.cc
 // registers "study"), replacing an earlier one; returns true, for a static
 // initializer. Call it while the program loads (not thread-safe).

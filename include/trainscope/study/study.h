@@ -150,12 +150,17 @@ StudySpec recorded_spec(store::Store& store, const store::RunInfo& study);
 // first, before it plans.
 void check_name_free(store::Store& store, const StudySpec& spec);
 // A training that names `parent` as its parent: when the parent is a study,
-// `name` must be one of its planned runs (a run outside the plan would be
-// counted with its replicates). Throws Error(kConflict) saying so. The
-// check of the kind "study" (instrument::register_parent_kind): every run
-// that names a parent is admitted through it (instrument::start_run).
-void check_planned_child(store::Store& store, const store::RunInfo& parent,
-                         const std::string& name);
+// `name` must be one of its planned runs and `config_sha256` (the hash the
+// run records: its plan's, else its config text's) the one the study plans
+// for it (a run outside the plan, or another config under a planned name,
+// would be counted as the study's own). Throws Error(kConflict) saying so.
+// The check of the kind "study" (instrument::register_parent_kind): every
+// run that names a parent is admitted through it (instrument::start_run).
+void check_planned_child(store::Store& store, const store::RunInfo& parent, const std::string& name,
+                         const std::string& config_sha256);
+// The hash the run the plan `spec` trains as `p` records: kPlannedTag of a
+// command study's run, the config hash of a training's.
+std::string planned_hash(const StudySpec& spec, const PlannedRun& p);
 
 // The tag a study sets on an attempt of a planned run that a later attempt
 // (or a new plan) replaced; its value names what replaced it. Readers count
