@@ -161,6 +161,10 @@ void check_coefficients(const std::string& what, const std::vector<double>& c, s
 // fit wrote them (to_json): a file is untrusted bytes.
 void check_model(const CostModel& m, const nlohmann::json& j) {
   const nlohmann::json written = nlohmann::json::parse(m.to_json());
+  // A file in seconds was read as microseconds (twenty-seventh hunt, A-D5).
+  if (j.value("unit", nlohmann::json()) != written.at("unit"))
+    bad_model(fmt::format("unit is {}, not {} (microseconds, as a fit writes it)",
+                          j.value("unit", nlohmann::json()).dump(), written.at("unit").dump()));
   for (const char* names : {"compute_features", "update_features", "overhead_features"})
     if (j.value(names, nlohmann::json()) != written.at(names))
       bad_model(fmt::format("{} are {}, not {}", names, j.value(names, nlohmann::json()).dump(),
@@ -173,18 +177,38 @@ void check_model(const CostModel& m, const nlohmann::json& j) {
   check_coefficients("overhead", m.overhead, overhead_features({}).size());
 }
 
+// `text` as JSON, a key given twice in one object refused: nlohmann keeps
+// the last silently, so a coefficient given twice changed a prediction
+// without a word (twenty-seventh hunt, A-D5).
+nlohmann::json parse_once(const std::string& text) {
+  using Event = nlohmann::json::parse_event_t;
+  std::vector<std::set<std::string>> open;  // the keys of each object being read
+  std::optional<std::string> twice;
+  const auto seen = [&](int, Event e, nlohmann::json& v) {
+    if (e == Event::object_start) open.emplace_back();
+    if (e == Event::object_end && !open.empty()) open.pop_back();
+    if (e == Event::key && !open.empty() && !open.back().insert(v.get<std::string>()).second &&
+        !twice)
+      twice = v.get<std::string>();
+    return true;
+  };
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text, seen);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::kUsage, "cost model file is not valid JSON ({}); fit the cost model again",
+         e.what());
+  }
+  if (twice) bad_model(fmt::format("the key '{}' is given twice", core::escape_cut(*twice, 64)));
+  return j;
+}
+
 }  // namespace
 
 CostModel CostModel::from_json(const std::string& text) {
   CostModel m;
   core::check_json_nesting(text, "the cost model");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::kUsage, "cost model file is not valid JSON ({}); fit the cost model again",
-         e.what());
-  }
+  const nlohmann::json j = parse_once(text);
   if (!j.is_object() || j.value("format", nlohmann::json()) != "trainscope-costmodel/4")
     fail(ErrorKind::kUsage,
          "not a trainscope cost model (format {}); fit it again from profiled runs",

@@ -17,6 +17,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/models/models.h"
 #include "trainscope/profile/costmodel.h"
+#include "trainscope/profile/grid.h"
 #include "trainscope/profile/profiler.h"
 #include "trainscope/profile/records.h"
 #include "trainscope/profile/report.h"
@@ -455,6 +456,41 @@ TEST(ProfileCliTest, AConfigThatTrainsTooFewStepsIsRefusedBeforeItTrains) {
   EXPECT_NE(shorter.out.find("profiled iterations"), std::string::npos) << shorter.out;
 }
 
+// A grid file's every value is checked: yaml-cpp's defaults took
+// `steps: [1, 2]` as 16 and `repeats: three` as 1, `steps: 0` trained
+// without a limit, unknown keys were ignored and 16.5 was yaml-cpp's "bad
+// conversion" (twenty-seventh hunt, A-D3).
+TEST(ProfileGrid, EveryValueOfAGridFileIsChecked) {
+  testing::TempDir dir;
+  const auto refused = [&](const std::string& body, const std::string& said) {
+    std::ofstream(dir / "g.yaml") << body;
+    try {
+      load_grid(dir / "g.yaml");
+      ADD_FAILURE() << "took " << body;
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  };
+  const std::string ok = "models: [mlp]\nbatch_sizes: [16]\n";
+  refused(ok + "steps: [1, 2]\n", "steps must be a whole number from 1 to 1000000000, not a list");
+  refused(ok + "steps: 0\n", "steps must be a whole number from 1 to 1000000000, not '0'");
+  refused(ok + "repeats: three\n", "repeats must be a whole number from 1 to 1000, not 'three'");
+  refused(ok + "repeats: 99999999999999999999\n", "repeats must be a whole number");
+  refused("models: [mlp]\nbatch_sizes: [16.5]\n",
+          "a batch size must be a whole number from 1 "
+          "to 16777216, not '16.5'");
+  refused(ok + "step: 3\n", "unknown key 'step'; a grid file has base, models, batch_sizes");
+  refused("models: mlp\nbatch_sizes: [16]\n", "models must be a list, e.g. [mlp, lenet5], not");
+  std::ofstream(dir / "g.yaml") << ok << "steps: 5\nrepeats: 2\nset: [a=1]\n";
+  const GridSpec g = load_grid(dir / "g.yaml");
+  EXPECT_EQ(g.steps, 5);
+  EXPECT_EQ(g.repeats, 2);
+  EXPECT_EQ(g.batch_sizes, (std::vector<int64_t>{16}));
+  EXPECT_EQ(g.set, (std::vector<std::string>{"a=1"}));
+  EXPECT_EQ(g.base, dir / "demo.yaml");
+}
+
 // Each batch is tried once: a repeated multiple, or two that truncate to
 // one batch, were two trials of one setting (twenty-fifth hunt, A-D3);
 // the configured batch and a batch below 1 are no trial.
@@ -581,6 +617,23 @@ TEST(CostModelTest, UnseenLayerTypeFallsBackToTheModelOfAllLayers) {
   EXPECT_DOUBLE_EQ(back.iteration_us({conv, odd}), 53.0);
   EXPECT_THROW(CostModel::from_json("{\"coef\": {}}"), trainscope::core::Error);
   EXPECT_THROW(CostModel::from_json("not json"), trainscope::core::Error);
+  // Twenty-seventh hunt, A-D5: another unit, or a key given twice (the
+  // second won), was taken without a word.
+  const std::string written = m.to_json();
+  const auto refused = [](const std::string& text, const std::string& said) {
+    try {
+      CostModel::from_json(text);
+      ADD_FAILURE() << "took " << said;
+    } catch (const trainscope::core::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(said), std::string::npos) << e.what();
+    }
+  };
+  const size_t unit = written.find("\"us\"");
+  ASSERT_NE(unit, std::string::npos);
+  refused(std::string(written).replace(unit, 4, "\"s\""), "unit is \"s\", not \"us\"");
+  const size_t brace = written.find('{');
+  refused(std::string(written).insert(brace + 1, "\"samples\": 1, "),
+          "the key 'samples' is given twice");
 }
 
 TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {

@@ -5,10 +5,12 @@
 
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
+#include "trainscope/core/util.h"
 #include "trainscope/core/yaml_checks.h"
 #include "trainscope/profile/config.h"
 #include "trainscope/train/trainer.h"
@@ -19,25 +21,70 @@ namespace trainscope::profile {
 using core::ErrorKind;
 using core::fail;
 
+namespace {
+
+// What a grid file's value is, for a message: its text, or its kind.
+std::string shown(const YAML::Node& n) {
+  return n.IsScalar()     ? "'" + core::escape_cut(n.Scalar(), 64) + "'"
+         : n.IsSequence() ? "a list"
+                          : "a mapping";
+}
+
+// The grid file's `key`: a whole number from `low` to `high`. yaml-cpp's
+// as<T>(fallback) gave the default for `steps: [1, 2]` or `repeats:
+// three` without a word (twenty-seventh hunt, A-D3).
+int64_t whole_at(const YAML::Node& n, const std::string& key, int64_t low, int64_t high,
+                 const fs::path& file) {
+  const auto v = n.IsScalar() ? core::whole_in(n.Scalar(), low, high) : std::nullopt;
+  if (!v)
+    fail(ErrorKind::kUsage, "{}: {} must be a whole number from {} to {}, not {}", file.string(),
+         key, low, high, shown(n));
+  return *v;
+}
+
+// The grid file's `key`: one text, or (`list`) a list of them.
+std::vector<std::string> texts_at(const YAML::Node& n, const std::string& key, bool list,
+                                  const fs::path& file) {
+  std::vector<std::string> out;
+  if (!list && n.IsScalar()) return {n.Scalar()};
+  if (list && n.IsSequence())
+    for (const auto& item : n) {
+      if (!item.IsScalar())
+        fail(ErrorKind::kUsage, "{}: {} must be a list of single values; one item is {}",
+             file.string(), key, shown(item));
+      out.push_back(item.Scalar());
+    }
+  else
+    fail(ErrorKind::kUsage, "{}: {} must be {}, not {}", file.string(), key,
+         list ? "a list, e.g. [mlp, lenet5]" : "a text", shown(n));
+  return out;
+}
+
+}  // namespace
+
 GridSpec load_grid(const fs::path& file) {
   GridSpec g;
   const std::optional<std::string> text = core::read_regular_file(file, "grid file");
   if (!text)
     fail(ErrorKind::kNotFound, "grid file {} cannot be read: check the path", file.string());
   core::check_yaml(*text, file.string());  // twice-given keys, deep nesting
-  try {
-    YAML::Node n = YAML::Load(*text);
-    g.base = file.parent_path() / n["base"].as<std::string>("demo.yaml");
-    g.models = n["models"].as<std::vector<std::string>>();
-    g.batch_sizes = n["batch_sizes"].as<std::vector<int64_t>>();
-    g.steps = n["steps"].as<int64_t>(16);
-    g.repeats = n["repeats"].as<int64_t>(1);
-    if (n["set"]) g.set = n["set"].as<std::vector<std::string>>();
-  } catch (const YAML::Exception& e) {
-    fail(ErrorKind::kUsage, "{}: {}", file.string(), e.what());
-  }
-  if (g.repeats < 1)
-    fail(ErrorKind::kUsage, "{}: repeats must be at least 1 (got {})", file.string(), g.repeats);
+  const YAML::Node n = YAML::Load(*text);  // check_yaml read it already
+  if (!n.IsMap()) fail(ErrorKind::kUsage, "{}: a grid file is a mapping of keys", file.string());
+  static const std::set<std::string> kKeys = {"base",  "models",  "batch_sizes",
+                                              "steps", "repeats", "set"};
+  for (const auto& kv : n)
+    if (!kv.first.IsScalar() || !kKeys.count(kv.first.Scalar()))
+      fail(ErrorKind::kUsage, "{}: unknown key {}; a grid file has {}", file.string(),
+           shown(kv.first), "base, models, batch_sizes, steps, repeats, set");
+  g.base = file.parent_path() /
+           (n["base"] ? texts_at(n["base"], "base", false, file)[0] : std::string("demo.yaml"));
+  if (n["models"]) g.models = texts_at(n["models"], "models", true, file);
+  if (n["batch_sizes"])
+    for (const auto& b : texts_at(n["batch_sizes"], "batch_sizes", true, file))
+      g.batch_sizes.push_back(whole_at(YAML::Node(b), "a batch size", 1, 1 << 24, file));
+  if (n["steps"]) g.steps = whole_at(n["steps"], "steps", 1, 1000000000, file);
+  if (n["repeats"]) g.repeats = whole_at(n["repeats"], "repeats", 1, 1000, file);
+  if (n["set"]) g.set = texts_at(n["set"], "set", true, file);
   if (g.models.empty() || g.batch_sizes.empty())
     fail(ErrorKind::kUsage, "{}: give at least one of models and of batch_sizes", file.string());
   return g;
