@@ -98,9 +98,12 @@ format::Json comparison_json(const StatsArgs& a, const stats::PairComparison& c)
 void print_comparison(std::ostream& o, const StatsArgs& a, const stats::PairComparison& c) {
   const auto& opt = c.options;
   int pct = static_cast<int>(std::lround(100 * opt.confidence));
-  o << fmt::format("{} by {}: A = {} ({} runs), B = {} ({} runs)\n", a.selection.metric,
-                   a.selection.by, stats::group_text(a.compare[0]), c.a.n,
-                   stats::group_text(a.compare[1]), c.b.n);
+  // The names and groups as every table shows them: a group's stored text
+  // holding ESC or a line feed reached the terminal (twenty-seventh hunt, A-D2).
+  const auto shown = [](const std::string& s) { return core::escape_for_display(s); };
+  o << fmt::format("{} by {}: A = {} ({} runs), B = {} ({} runs)\n", shown(a.selection.metric),
+                   shown(a.selection.by), shown(stats::group_text(a.compare[0])), c.a.n,
+                   shown(stats::group_text(a.compare[1])), c.b.n);
   o << fmt::format("P(A > B)            {} {}% CI {} (bootstrap, {} resamples, seed {})\n",
                    format::value(c.p_improvement), pct, interval(c.p_improvement_ci), opt.resamples,
                    opt.seed);

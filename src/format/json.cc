@@ -68,7 +68,7 @@ Json metric_summary(const store::MetricSummary& m) {
 Json artifact(const store::ArtifactInfo& a) {
   return {{"name", a.name},          {"kind", a.kind},
           {"sha256", a.sha256},      {"size", a.size},
-          {"path", a.path.string()}, {"created_time", core::format_utc(a.created_time)}};
+          {"path", a.path.string()}, {"created_time", time_or_null(a.created_time)}};
 }
 
 Json view(const store::View& v, const store::ViewTable& t) {

@@ -45,7 +45,7 @@ std::string run_cell(const store::RunRow& row, const std::string& column) {
   if (const auto* d = std::get_if<double>(&v)) {
     if (!is_time(column)) return value(*d);
     std::string t = core::format_utc(*d).substr(0, 19);
-    t[10] = ' ';
+    if (t.size() > 10) t[10] = ' ';  // "-" for a stored time that is no time
     return t;
   }
   return std::get<std::string>(v);
@@ -57,9 +57,10 @@ Json run_rows(const store::RunQueryResult& result) {
     Json o = Json::object();
     for (const auto& c : result.columns) {
       const FieldValue v = store::field_value(row, c);
-      if (is_absent(v))
-        o[c] = nullptr;
-      else if (const auto* d = std::get_if<double>(&v); d && !is_time(c))
+      const auto* d = std::get_if<double>(&v);
+      if (is_absent(v) || (d && is_time(c) && !store::is_a_time(*d)))
+        o[c] = nullptr;  // a stored time that is no time: null, as every JSON reader has it
+      else if (d && !is_time(c))
         o[c] = number(*d);
       else
         o[c] = exact_text(c, v);
