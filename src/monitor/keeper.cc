@@ -256,10 +256,10 @@ Kept start_kept(const std::string& exe, std::vector<char*>& argv, std::vector<ch
   return k;
 }
 
-int wait_kept(const Kept& k) {
+std::optional<int> wait_kept(const Kept& k) {
   int status = 0;
   if (read_int(k.status_fd, status)) return status;
-  return SIGKILL;  // as a wait status: killed by SIGKILL
+  return std::nullopt;
 }
 
 void release_kept(Kept& k) {

@@ -14,6 +14,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,9 @@ Kept start_kept(const std::string& exe, std::vector<char*>& argv, std::vector<ch
                 int out_fd, int err_fd);
 
 // The program's exit, read from `k.status_fd` (EINTR retried): its wait
-// status, or that of a SIGKILL when the keeper ended without saying
-// (killed itself).
-int wait_kept(const Kept& k);
+// status; nullopt when the keeper ended without saying (it was killed: the
+// program then got SIGTERM and is this process's child, watch.cc).
+std::optional<int> wait_kept(const Kept& k);
 
 // Lets the keeper end (what is left below it, then itself) and reaps it.
 void release_kept(Kept& k);

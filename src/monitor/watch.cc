@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -214,8 +215,33 @@ std::string signal_name(int signal) {
 
 namespace {
 
-int wait_exit_code(const detail::Kept& kept, int& signal) {
-  const int status = detail::wait_kept(kept);
+// The program's wait status when its keeper died before it said (killed,
+// by the OOM killer say): the program got SIGTERM from that death
+// (keeper.h) and, re-parented to this subreaper, is waited for here, with
+// SIGKILL after 5 s. Its status was the keeper's SIGKILL, and the program,
+// still running, a process "left behind" (twenty-seventh hunt, B-D2).
+int status_without_keeper(pid_t program) {
+  core::log_warn(
+      "watch: its keeper process was killed before the program ended (the out-of-memory killer "
+      "may pick it); the program is stopped (SIGTERM, then SIGKILL after 5 s)");
+  const double deadline = core::monotonic_now() + 5;
+  bool killed = false;
+  for (int status = 0;;) {
+    const pid_t got = waitpid(program, &status, WNOHANG);
+    if (got == program) return status;
+    if (got < 0 && errno != EINTR) return SIGTERM;  // reaped elsewhere: as its keeper left it
+    if (!killed && core::monotonic_now() > deadline) {
+      core::stop_signal(program, SIGKILL);
+      killed = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int wait_exit_code(const detail::Kept& kept, int& signal, bool& keeper_lost) {
+  const std::optional<int> said = detail::wait_kept(kept);
+  keeper_lost = !said;
+  const int status = said ? *said : status_without_keeper(kept.program);
   signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
@@ -255,6 +281,7 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   if (r.signal > 0) run.set_tag("killed_by_signal", signal_name(r.signal));
   if (r.output_held) run.set_tag("output.held_open_by_a_descendant", "true");
   if (r.left_behind > 0) run.set_tag("watch.left_behind", std::to_string(r.left_behind));
+  if (r.keeper_lost) run.set_tag("watch.keeper_killed", "true");
   r.metric_lines = parser.parsed();
   r.malformed_lines = parser.malformed();
   r.overlong_lines = parser.overlong();
@@ -349,9 +376,9 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
                       std::ref(parser), std::ref(mu), std::ref(drain));
     std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
                       std::ref(parser), std::ref(mu), std::ref(drain));
-    r.exit_code = wait_exit_code(kept, r.signal);
-    if (g_forwarded != 0)
-      end_left_behind(g_forwarded);
+    r.exit_code = wait_exit_code(kept, r.signal, r.keeper_lost);
+    if (g_forwarded != 0 || r.keeper_lost)
+      end_left_behind(g_forwarded != 0 ? g_forwarded : SIGTERM);
     else
       r.left_behind = end_what_was_left();
     detail::release_kept(kept);

@@ -825,6 +825,38 @@ TEST_F(CliTest, NothingOfAProgramOutlivesAWatchKilledBySigkill) {
   run_command("pkill -xf 'sleep 38.75'");
 }
 
+// Twenty-seventh hunt, B-D2: a SIGKILL to watch's keeper (the OOM killer
+// may pick it) was recorded as the program killed by SIGKILL, and the
+// still-running program warned of as a process it left behind. The program
+// gets SIGTERM from its keeper's death: that is what is recorded.
+TEST_F(CliTest, AKilledKeeperIsSaidAndTheProgramsOwnEndRecorded) {
+  const std::string db = (dir_ / "kk.db").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(TS_CLI_BIN, TS_CLI_BIN, "-q", "--store", ("sqlite:" + db).c_str(), "watch", "--name",
+          "kk", "--", "sh", "-c", "sleep 41.25; true", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const std::string keeper = "pgrep -P " + std::to_string(pid) + " -x trainscope-keep";
+  for (int i = 0; i < 1000 && run_command("pgrep -xf 'sleep 41.25'").exit_code != 0; ++i)
+    usleep(10 * 1000);  // until the program runs
+  const auto found = run_command(keeper);
+  ASSERT_EQ(found.exit_code, 0) << "no keeper below watch";
+  ASSERT_EQ(kill(std::stoi(found.out), SIGKILL), 0);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_EQ(WEXITSTATUS(status), 143);  // the program's SIGTERM, not the keeper's SIGKILL
+  auto store = Store::open({.uri = "sqlite:" + db});
+  const auto run = store->resolve_run("kk");
+  EXPECT_EQ(run.status, RunStatus::kFailed);
+  const auto tags = store->tags(run.uuid);
+  EXPECT_EQ(tags.at("watch.keeper_killed"), "true");
+  EXPECT_EQ(tags.at("killed_by_signal"), "15 (SIGTERM)");
+  EXPECT_FALSE(tags.count("watch.left_behind"));
+  EXPECT_NE(run_command("pgrep -xf 'sleep 41.25'").exit_code, 0) << "the program was orphaned";
+  run_command("pkill -xf 'sleep 41.25'");
+}
+
 // Sixteenth hunt, 16B-D2: SIGTERM to watch whose program was stopped
 // (SIGSTOP, Ctrl-Z) was passed on, but a stopped process cannot act on it:
 // watch waited for good and the run stayed running. SIGCONT follows it.

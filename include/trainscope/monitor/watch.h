@@ -161,6 +161,10 @@ struct WatchResult {
   // Processes the program started and left running when it exited: ended
   // with it, SIGTERM then SIGKILL after 5 s (tag watch.left_behind).
   size_t left_behind = 0;
+  // Its keeper (the process that holds the program's tree) was killed
+  // before the program ended, which watch then stopped (tag
+  // watch.keeper_killed).
+  bool keeper_lost = false;
   int64_t samples = 0;
   int64_t metric_lines = 0, malformed_lines = 0;
   int64_t param_lines = 0;     // lines that set params
