@@ -2,6 +2,8 @@
 // view (what `trainscope runs view RUN drift` and the dashboard show).
 #include "drift.h"
 
+#include <cmath>
+
 #include "trainscope/config/section.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
@@ -33,11 +35,13 @@ Drift decode(const store::Record& r, const std::string& run_uuid) {
   const uint64_t from = in.uvarint();
   in.finish();
   // What a recorder writes: a step a run accepts, measured from a step at
-  // or before it, a distance of 0 or more. Anything else is no drift's.
+  // or before it, a distance of 0 or more, or NaN (weights gone NaN: a
+  // diverged training's own records were called damage; twenty-seventh
+  // hunt, B-D3). Anything else is no drift's.
   if (auto why = store::record_problem(kKind, r.key, r.step))
     core::fail(core::ErrorKind::kStore, "run {}: {}; the store is damaged",
                core::short_uuid(run_uuid), *why);
-  if (from > static_cast<uint64_t>(r.step) || !(d.relative >= 0))
+  if (from > static_cast<uint64_t>(r.step) || (!(d.relative >= 0) && !std::isnan(d.relative)))
     core::fail(core::ErrorKind::kStore,
                "drift record {} of run {}, step {}: from step {}, distance {} cannot be; the "
                "store is damaged",

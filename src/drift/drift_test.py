@@ -78,6 +78,15 @@ assert "no capability's view" in cli("runs", "view", "still").stdout
 p = cli("runs", "view", "drifting", "nope", check=False)
 assert p.returncode == 3 and "no view 'nope'" in p.stderr and "drift" in p.stderr, p.stderr
 
+# A training that diverges: its weights go NaN, and so do their distances,
+# which every reader shows (the twenty-seventh hunt, B-D3: its own records
+# were called a damaged store, exit 5).
+cli("train", f"{configs}/mlp.yaml", "--name", "diverged", "--set", "drift.every=1",
+    "--set", "optimizer.lr=1e30", "--set", "train.max_steps=6", *SMALL, check=False)
+gone = json.loads(cli("runs", "view", "diverged", "drift", "--json").stdout)["rows"]
+assert any(r[2] == "nan" or (isinstance(r[2], float) and math.isnan(r[2])) for r in gone), gone
+assert "nan" in cli("runs", "view", "diverged", "drift", "-f", "csv").stdout
+
 # The dashboard's API: the run page lists the view and serves the CLI's JSON.
 server = subprocess.Popen([ts, "--store", store, "serve", "--port", "0"], stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, text=True)
