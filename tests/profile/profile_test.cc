@@ -482,6 +482,9 @@ TEST(ProfileGrid, EveryValueOfAGridFileIsChecked) {
           "to 16777216, not '16.5'");
   refused(ok + "step: 3\n", "unknown key 'step'; a grid file has base, models, batch_sizes");
   refused("models: mlp\nbatch_sizes: [16]\n", "models must be a list, e.g. [mlp, lenet5], not");
+  // Twenty-eighth hunt, A-D1: a value listed twice trained its cells twice.
+  refused("models: [mlp, mlp]\nbatch_sizes: [16]\n", "models lists 'mlp' twice: list each once");
+  refused("models: [mlp]\nbatch_sizes: [16, 16]\n", "batch_sizes lists 16 twice");
   std::ofstream(dir / "g.yaml") << ok << "steps: 5\nrepeats: 2\nset: [a=1]\n";
   const GridSpec g = load_grid(dir / "g.yaml");
   EXPECT_EQ(g.steps, 5);

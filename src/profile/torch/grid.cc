@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -87,6 +88,18 @@ GridSpec load_grid(const fs::path& file) {
   if (n["set"]) g.set = texts_at(n["set"], "set", true, file);
   if (g.models.empty() || g.batch_sizes.empty())
     fail(ErrorKind::kUsage, "{}: give at least one of models and of batch_sizes", file.string());
+  // A value listed twice trained its cells twice under one name
+  // (twenty-eighth hunt, A-D1).
+  for (size_t i = 0; i < g.models.size(); ++i)
+    if (std::find(g.models.begin(), g.models.begin() + static_cast<std::ptrdiff_t>(i),
+                  g.models[i]) != g.models.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(ErrorKind::kUsage, "{}: models lists '{}' twice: list each once", file.string(),
+           core::escape_cut(g.models[i], 64));
+  for (size_t i = 0; i < g.batch_sizes.size(); ++i)
+    if (std::find(g.batch_sizes.begin(), g.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i),
+                  g.batch_sizes[i]) != g.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(ErrorKind::kUsage, "{}: batch_sizes lists {} twice: list each once", file.string(),
+           g.batch_sizes[i]);
   return g;
 }
 
@@ -114,10 +127,15 @@ std::vector<std::string> cell_overrides(const GridSpec& g, const GridCell& c) {
 void run_grid(std::shared_ptr<store::Store> store, const GridSpec& g,
               const std::string& command_line, const GridProgress& progress) {
   const auto cells = grid_cells(g);
+  // Every cell's config read first: a model name mistyped last was found
+  // after every earlier cell had trained.
+  std::vector<config::Config> configs;
+  for (const GridCell& c : cells)
+    configs.push_back(config::load_config(g.base.string(), cell_overrides(g, c)));
   for (size_t i = 0; i < cells.size(); ++i) {
     const GridCell& c = cells[i];
     if (progress.before) progress.before(i + 1, cells.size(), c);
-    config::Config cfg = config::load_config(g.base.string(), cell_overrides(g, c));
+    config::Config& cfg = configs[i];
     train::TrainOptions to;
     to.name = c.name;
     to.command_line = command_line;
