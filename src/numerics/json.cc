@@ -16,14 +16,16 @@ Json logmap_json(const std::string& run_uuid, const LogmapOptions& o, const Logm
   for (const auto& v : res.variants) {
     Json over = Json::object();
     for (size_t i = 0; i < o.thresholds.size(); ++i)
-      over[core::format_double(o.thresholds[i])] = v.first_over[i];
-    j["variants"][v.variant.id] = {{"name", v.variant.name},
-                                   {"x_final", format::number(v.x.back())},
-                                   {"first_over", over},
-                                   {"digits_gone_step", v.digits_gone},
-                                   {"digits_lost_per_step", v.digits_lost_per_step},
-                                   {"lyapunov_predicted_per_step", v.predicted_per_step},
-                                   {"window", {v.window_from, v.window_to}}};
+      over[core::format_double(o.thresholds[i])] =
+          v.first_over[i] >= 0 ? Json(v.first_over[i]) : Json();  // null: never
+    j["variants"][v.variant.id] = {
+        {"name", v.variant.name},
+        {"x_final", format::number(v.x.back())},
+        {"first_over", over},
+        {"digits_gone_step", v.digits_gone >= 0 ? Json(v.digits_gone) : Json()},
+        {"digits_lost_per_step", v.digits_lost_per_step},
+        {"lyapunov_predicted_per_step", v.predicted_per_step},
+        {"window", {v.window_from, v.window_to}}};
   }
   return j;
 }

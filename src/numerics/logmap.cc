@@ -15,6 +15,7 @@ typedef __float128 _Float128;
 
 #include "logmap_kernels.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::numerics {
 using core::ErrorKind;
@@ -225,8 +226,17 @@ void validate(const LogmapOptions& o) {
       fail(ErrorKind::kUsage, "unknown variant '{}'; valid: {}", id, list);
     }
   }
-  for (double t : o.thresholds)
-    if (!(t > 0)) fail(ErrorKind::kUsage, "thresholds must be > 0 (got {})", t);
+  // inf was taken (no step can pass it) and a threshold given twice was
+  // two columns and two points of one metric (twenty-eighth hunt, A-D2/D3).
+  for (size_t i = 0; i < o.thresholds.size(); ++i) {
+    const double t = o.thresholds[i];
+    if (!(t > 0) || !std::isfinite(t))
+      fail(ErrorKind::kUsage, "thresholds must be finite and > 0 (got {})", core::format_double(t));
+    if (std::find(o.thresholds.begin(), o.thresholds.begin() + static_cast<std::ptrdiff_t>(i), t) !=
+        o.thresholds.begin() + static_cast<std::ptrdiff_t>(i))
+      fail(ErrorKind::kUsage, "threshold {} is given twice: give each once",
+           core::format_double(t));
+  }
 }
 
 std::vector<double> reference_trajectory(const std::string& x0, const std::string& r, int64_t steps,

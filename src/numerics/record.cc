@@ -54,10 +54,14 @@ void log_variant(store::RunRecorder& run, const LogmapOptions& o, const VariantR
     run.log_metric("x/" + id, v.x[n], static_cast<int64_t>(n));
     run.log_metric("digits/" + id, v.correct_digits[n], static_cast<int64_t>(n));
   }
+  // A step never reached is no point (it was -1, which stats averaged as
+  // a step; twenty-eighth hunt, A-D3).
   for (size_t i = 0; i < o.thresholds.size(); ++i)
-    run.log_metric(fmt::format("first_over_{}/{}", format_double(o.thresholds[i]), id),
-                   static_cast<double>(v.first_over[i]), 0);
-  run.log_metric("digits_gone_step/" + id, static_cast<double>(v.digits_gone), 0);
+    if (v.first_over[i] >= 0)
+      run.log_metric(fmt::format("first_over_{}/{}", format_double(o.thresholds[i]), id),
+                     static_cast<double>(v.first_over[i]), 0);
+  if (v.digits_gone >= 0)
+    run.log_metric("digits_gone_step/" + id, static_cast<double>(v.digits_gone), 0);
   run.log_metric("digits_lost_per_step/" + id, v.digits_lost_per_step, 0);
   run.log_metric("lyapunov_predicted_per_step/" + id, v.predicted_per_step, 0);
 }

@@ -123,6 +123,13 @@ TEST(LogmapTest, BadInputIsExplained) {
   o = {};
   o.r = "abc";
   EXPECT_NE(error_of(o).find("not a decimal number"), std::string::npos);
+  // Twenty-eighth hunt, A-D2, A-D3: inf, which no step passes, was taken;
+  // a threshold given twice was one metric recorded twice.
+  o = {};
+  o.thresholds = {0.1, INFINITY};
+  EXPECT_NE(error_of(o).find("thresholds must be finite and > 0 (got inf)"), std::string::npos);
+  o.thresholds = {0.1, 0.01, 0.1};
+  EXPECT_NE(error_of(o).find("threshold 0.1 is given twice"), std::string::npos);
 }
 
 // Eighteenth hunt, A-D5 and A-D6: the range is the exact decimal's (the
