@@ -97,8 +97,8 @@ void print_differences(std::ostream& out, const std::vector<env::Difference>& di
       out << "\n[" << core::escape_for_display(group) << "]\n";
     }
     out << "  " << core::escape_for_display(d.key) << "\n    " << a_label << ": "
-        << core::escape_for_display(d.a) << "\n    " << b_label << ": "
-        << core::escape_for_display(d.b) << "\n";
+        << core::escape_for_display(env::side_text(d.a)) << "\n    " << b_label << ": "
+        << core::escape_for_display(env::side_text(d.b)) << "\n";
   }
 }
 

@@ -9,7 +9,10 @@ using format::Json;
 Json differences_json(const std::vector<Difference>& diffs) {
   Json arr = Json::array();
   for (const auto& d : diffs)
-    arr.push_back({{"group", d.group}, {"key", d.key}, {"a", d.a}, {"b", d.b}});
+    arr.push_back({{"group", d.group},
+                   {"key", d.key},
+                   {"a", d.a ? Json(*d.a) : Json()},  // null: that side lacks the key
+                   {"b", d.b ? Json(*d.b) : Json()}});
   return arr;
 }
 

@@ -437,6 +437,8 @@ Manifest capture_machine() {
   return m;
 }
 
+std::string side_text(const std::optional<std::string>& side) { return side ? *side : "(absent)"; }
+
 std::vector<Difference> diff(const Manifest& a, const Manifest& b) {
   std::vector<Difference> out;
   std::set<std::string> keys;
@@ -444,8 +446,9 @@ std::vector<Difference> diff(const Manifest& a, const Manifest& b) {
   for (const auto& [k, v] : b) keys.insert(k);
   for (const auto& k : keys) {
     auto ia = a.find(k), ib = b.find(k);
-    std::string va = ia == a.end() ? "(absent)" : ia->second;
-    std::string vb = ib == b.end() ? "(absent)" : ib->second;
+    std::optional<std::string> va, vb;
+    if (ia != a.end()) va = ia->second;
+    if (ib != b.end()) vb = ib->second;
     if (va == vb) continue;
     out.push_back({k.substr(0, k.find('.')), k, va, vb});
   }

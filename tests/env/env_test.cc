@@ -8,6 +8,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/env/cpus.h"
+#include "trainscope/env/json.h"
 #include "trainscope/env/manifest.h"
 
 namespace trainscope::env {
@@ -206,8 +207,18 @@ TEST(ManifestTest, EnvVarsAndDiffGroups) {
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].group, "hardware");  // groups in their fixed order
   EXPECT_EQ(d[1].key, "env.OMP_NUM_THREADS");
-  EXPECT_EQ(d[2].a, "(absent)");
+  EXPECT_EQ(d[2].a, std::nullopt);
+  EXPECT_EQ(side_text(d[2].a), "(absent)");
   EXPECT_TRUE(diff(a, a).empty());
+  // Twenty-eighth hunt, A-D4: an entry recorded as the text "(absent)"
+  // was no difference from none.
+  Manifest note = a;
+  note["user.note"] = "(absent)";
+  const auto noted = diff(note, a);
+  ASSERT_EQ(noted.size(), 1u);
+  EXPECT_EQ(noted[0].a, "(absent)");
+  EXPECT_EQ(noted[0].b, std::nullopt);
+  EXPECT_TRUE(differences_json(noted)[0]["b"].is_null());
 }
 
 // Everyday-use defect 4: git ran through popen with hand-made quoting; a

@@ -125,8 +125,14 @@ Manifest capture_machine();
 struct Difference {
   std::string group;  // first component of the key
   std::string key;
-  std::string a, b;  // "(absent)" when one side lacks the key
+  // nullopt when that side lacks the key: a value "(absent)" stood for
+  // none, and an entry recorded as that text differed from nothing
+  // (twenty-eighth hunt, A-D4).
+  std::optional<std::string> a, b;
 };
+
+// A side of a Difference as a table shows it: its value, "(absent)" for none.
+std::string side_text(const std::optional<std::string>& side);
 
 // Every key whose value differs, ordered by group (hardware, driver,
 // libraries, system, threads, flags, env, data, config, seeds, build, git,

@@ -88,7 +88,9 @@ void print_curves_and_environment(std::ostream& o, const repro::RunDiff& d) {
   for (const auto& e : d.environment) {
     if (e.group == "data" || e.key == "system.hostname") continue;
     if (++shown > 8) break;
-    auto cut = [](const std::string& v) { return core::escape_cut(v, 60); };
+    auto cut = [](const std::optional<std::string>& v) {
+      return core::escape_cut(env::side_text(v), 60);
+    };
     o << "\n  " << core::escape_for_display(e.key) << ": " << cut(e.a) << " -> " << cut(e.b);
   }
   o << "\n";
@@ -177,7 +179,8 @@ void rerun(Context& ctx, const RerunArgs& a) {
   auto warn = [](const std::vector<env::Difference>& diffs) {
     for (const auto& d : diffs)
       core::log_warn("environment differs: {}: '{}' then, '{}' now", d.key,
-                     core::escape_cut(d.a, 100), core::escape_cut(d.b, 100));
+                     core::escape_cut(env::side_text(d.a), 100),
+                     core::escape_cut(env::side_text(d.b), 100));
     if (diffs.empty()) core::log_info("environment matches the original run");
   };
   report_code(repro::check_code(*store, orig), orig);
