@@ -79,17 +79,19 @@ Json test_json(const std::optional<TestResult>& t) {
 
 Json group_json(const GroupStats& g) {
   const auto& s = g.summary;
+  // No run: no mean, min or max (they were 0.0; twenty-eighth hunt, B-D6).
+  const auto stat = [&](double v) { return s.n > 0 ? format::number(v) : Json(); };
   return {{"group", group_json(g.group)},
           {"n", s.n},
-          {"mean", format::number(s.mean)},
+          {"mean", stat(s.mean)},
           {"sd", format::optional(s.sd)},
           {"variance", format::optional(s.variance)},
           {"sem", format::optional(s.sem)},
           {"ci_low", format::optional(s.ci_low)},
           {"ci_high", format::optional(s.ci_high)},
           {"cv", format::optional(s.cv)},
-          {"min", format::number(s.min)},
-          {"max", format::number(s.max)},
+          {"min", stat(s.min)},
+          {"max", stat(s.max)},
           {"sd_bootstrap_ci", interval_json(g.sd_ci)},
           {"shapiro_wilk", test_json(g.shapiro)},
           {"diff_percent", format::optional(g.diff_percent)}};

@@ -1,6 +1,8 @@
 // JSON of a study's status and analysis (study/json.h).
 #include "trainscope/study/json.h"
 
+#include <cmath>
+
 #include "trainscope/stats/json.h"
 
 namespace trainscope::study {
@@ -102,7 +104,7 @@ Json study_status_json(const StudyStatus& s) {
             {"liveness", {{"status", s.liveness.status}, {"note", s.liveness.note}}},
             {"cells", cells},
             {"total", cell_status_json(s.total)},
-            {"mean_run_s", format::number(s.mean_run_s)},
+            {"mean_run_s", std::isnan(s.mean_run_s) ? Json() : format::number(s.mean_run_s)},
             {"recorded_nothing", s.recorded_nothing},
             {"recorded_nothing_example", optional_text(s.recorded_nothing_example)},
             {"gave_up", s.gave_up},

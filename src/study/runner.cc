@@ -760,7 +760,7 @@ StudyStatus study_status(store::Store& store, const std::string& ref) {
     s.total.planned += c.planned, s.total.finished += c.finished, s.total.running += c.running;
     s.total.failed += c.failed, s.total.pending += c.pending, s.total.stale += c.stale;
   }
-  s.mean_run_s = n ? sum / n : 0;
+  s.mean_run_s = n ? sum / n : std::nan("");  // none finished: no mean (it was 0 s)
   return s;
 }
 

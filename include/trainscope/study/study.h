@@ -248,7 +248,7 @@ struct StudyStatus {
   store::Liveness liveness;  // of the study's own run
   std::vector<CellStatus> cells;
   CellStatus total;
-  double mean_run_s = 0;  // of finished runs
+  double mean_run_s = 0;  // of finished runs; NaN when none finished
   // Failed planned runs whose last attempt recorded no run (tagged
   // kRecordedNothingTag), and one such tag's value: what to tell the user.
   int recorded_nothing = 0;
