@@ -12,12 +12,20 @@ namespace trainscope::dist {
 
 namespace {
 
-// The finite values of a run's series.
+// The finite values of a run's series: times, sizes and rates, never
+// negative as rank 0 records them (-5 ms was the slowest rank's step;
+// twenty-eighth hunt, B-D3): one that is is a damaged store.
 std::vector<double> finite_values(store::Store& store, const std::string& uuid,
                                   const std::string& key) {
   std::vector<double> v;
-  for (const auto& p : store.metric(uuid, key))
+  for (const auto& p : store.metric(uuid, key)) {
+    if (p.value < 0)
+      core::fail(core::ErrorKind::kStore,
+                 "run {}: its series {} holds {} at step {}, which no rank records (a time, size "
+                 "or rate is not negative); the store is damaged",
+                 core::short_uuid(uuid), key, core::format_double(p.value), p.step);
     if (std::isfinite(p.value)) v.push_back(p.value);
+  }
   return v;
 }
 

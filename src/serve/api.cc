@@ -10,6 +10,7 @@
 
 #include "api_internal.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
 
@@ -234,7 +235,9 @@ Response route(store::Store& s, const Request& r, const ApiOptions& o) {
 }  // namespace
 
 Response error_response(int status, const std::string& message) {
-  return json({{"error", message}, {"status", status}}, status);
+  // One line whatever it embeds, as core::Error's: the "no page" 404 held
+  // its decoded path's raw line feed and ESC (twenty-eighth hunt, B-D5).
+  return json({{"error", core::terminal_text(message, true)}, {"status", status}}, status);
 }
 
 Response handle_api(store::Store& store, const Request& request, const ApiOptions& options) {

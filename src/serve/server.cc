@@ -546,7 +546,8 @@ struct Server::Impl {
           "text/html; charset=utf-8");
       return;
     }
-    send(res, error_response(404, "no page " + req.path + "; the dashboard is at /"));
+    send(res, error_response(
+                  404, "no page " + core::escape_cut(req.path, 200) + "; the dashboard is at /"));
   }
 
   // A request gatekeep() let through, its body read.

@@ -346,6 +346,23 @@ TEST_F(ServeApiTest, AChartOfALongSeriesIsLttbsOfTheWholeSeries) {
   }
 }
 
+// ... and a series mostly NaN stays under the limit: its finite points,
+// the gaps counted (it was answered whole: 60,000 points for width=1;
+// twenty-eighth hunt, B-D2).
+TEST_F(ServeApiTest, AMostlyNanSeriesIsAnsweredUnderTheLimit) {
+  auto r = store_->create_run({.name = "holes"});
+  std::vector<store::MetricPoint> pts;
+  for (int i = 0; i < 9000; ++i) pts.push_back({i, 0, i % 4500 == 7 ? 1.0 * i : NAN});
+  store_->append_metrics(r.uuid, {{"m", pts}});
+  for (const int width : {1, 1000}) {
+    json chart =
+        get_json("/api/runs/holes/metric", {{"key", "m"}, {"width", std::to_string(width)}});
+    EXPECT_EQ(chart["steps"].get<std::vector<int64_t>>(), (std::vector<int64_t>{7, 4507})) << width;
+    EXPECT_EQ(chart["nonfinite"], 8998);
+    EXPECT_EQ(chart["count"], 9000);
+  }
+}
+
 // ... and a view reads the records of the rows it shows, not all of them.
 TEST_F(ServeApiTest, AViewReadsOnlyTheRecordsOfTheRowsItShows) {
   auto r = store_->create_run({.name = "many"});

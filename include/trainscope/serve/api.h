@@ -63,7 +63,8 @@ inline constexpr size_t kMaxChartPoints = 4000;
 // 500 other): {"error": "one line", "status": N}.
 Response handle_api(store::Store& store, const Request& request, const ApiOptions& options);
 
-// A JSON error response.
+// A JSON error response: {"error": MESSAGE as one line (controls escaped,
+// core::terminal_text), "status": STATUS}.
 Response error_response(int status, const std::string& message);
 
 // The Content-Disposition of a download of `file` (RFC 6266): a quoted
