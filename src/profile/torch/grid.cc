@@ -61,6 +61,14 @@ std::vector<std::string> texts_at(const YAML::Node& n, const std::string& key, b
   return out;
 }
 
+// The first of `values` listed before it too; nullptr when none is.
+template <typename T>
+const T* repeated(const std::vector<T>& values) {
+  for (auto it = values.begin(); it != values.end(); ++it)
+    if (std::find(values.begin(), it, *it) != it) return &*it;
+  return nullptr;
+}
+
 }  // namespace
 
 GridSpec load_grid(const fs::path& file) {
@@ -90,16 +98,11 @@ GridSpec load_grid(const fs::path& file) {
     fail(ErrorKind::kUsage, "{}: give at least one of models and of batch_sizes", file.string());
   // A value listed twice trained its cells twice under one name
   // (twenty-eighth hunt, A-D1).
-  for (size_t i = 0; i < g.models.size(); ++i)
-    if (std::find(g.models.begin(), g.models.begin() + static_cast<std::ptrdiff_t>(i),
-                  g.models[i]) != g.models.begin() + static_cast<std::ptrdiff_t>(i))
-      fail(ErrorKind::kUsage, "{}: models lists '{}' twice: list each once", file.string(),
-           core::escape_cut(g.models[i], 64));
-  for (size_t i = 0; i < g.batch_sizes.size(); ++i)
-    if (std::find(g.batch_sizes.begin(), g.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i),
-                  g.batch_sizes[i]) != g.batch_sizes.begin() + static_cast<std::ptrdiff_t>(i))
-      fail(ErrorKind::kUsage, "{}: batch_sizes lists {} twice: list each once", file.string(),
-           g.batch_sizes[i]);
+  if (const std::string* m = repeated(g.models))
+    fail(ErrorKind::kUsage, "{}: models lists '{}' twice: list each once", file.string(),
+         core::escape_cut(*m, 64));
+  if (const int64_t* b = repeated(g.batch_sizes))
+    fail(ErrorKind::kUsage, "{}: batch_sizes lists {} twice: list each once", file.string(), *b);
   return g;
 }
 
