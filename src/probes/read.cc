@@ -15,18 +15,21 @@ namespace trainscope::probes {
 
 namespace {
 
-// "probe/<layer>/<kind>/<stat>" or "probe/<name>".
+// "probe/<layer>/<kind>/<stat>" or "probe/<name>". Kinds and stats never hold
+// '/', a layer may (Python's add_module takes "enc/0"), so the key is split from
+// its end.
 bool parse_key(const std::string& key, SeriesRef& out) {
   if (key.rfind("probe/", 0) != 0) return false;
   std::string rest = key.substr(6);
   out.key = key;
-  auto a = rest.find('/');
-  if (a == std::string::npos) {
+  auto b = rest.rfind('/');
+  if (b == std::string::npos) {
     out.kind = rest;
     return true;
   }
-  auto b = rest.find('/', a + 1);
-  if (b == std::string::npos) return false;
+  if (b == 0) return false;
+  auto a = rest.rfind('/', b - 1);
+  if (a == std::string::npos || a == 0) return false;
   out.layer = rest.substr(0, a);
   out.kind = rest.substr(a + 1, b - a - 1);
   out.stat = rest.substr(b + 1);

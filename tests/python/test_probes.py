@@ -104,6 +104,25 @@ def test_probes_select_layers_and_a_selection_of_nothing_is_one_line(store):
                 run.step_done()
 
 
+def test_a_layer_whose_name_holds_a_slash_reads_back_whole(store):
+    # Twenty-ninth hunt, A-D1: add_module('enc/0') was read back as layer 'enc'
+    # with series '0/weights/l2', and --layer 'enc/0' exited 3.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("enc/0", torch.nn.Linear(4, 3))
+    model.add_module("head", torch.nn.Linear(3, 2))
+    with trainscope.start_run(name="slash", store="sqlite:" + store) as run:
+        run.watch(model, None, probes="economy", probes_every=1, monitor_interval=0)
+        for _ in range(2):
+            model(torch.randn(5, 4)).sum().backward()
+            run.step_done()
+    p = points(store, "slash", "--layer", "enc/0")
+    assert {layer for layer, _ in p} == {"enc/0"}, p
+    assert ("enc/0", "weights/l2") in p
+    assert p[("enc/0", "weights/l2")][-1][1] == pytest.approx(
+        model.get_submodule("enc/0").weight.detach().norm().item(), rel=1e-5)
+
+
 def test_a_watch_setting_no_unit_reads_is_refused(store):
     # Eleventh hunt, B-D9: optimizer.lr was taken and read by nothing.
     model = Net()
