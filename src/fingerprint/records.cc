@@ -7,6 +7,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/payload.h"
+#include "trainscope/store/views.h"
 
 namespace trainscope::fingerprint {
 
@@ -60,5 +61,15 @@ FingerprintSet read(store::Store& store, std::string_view uuid) {
                    [](const Fingerprint& a, const Fingerprint& b) { return a.step < b.step; });
   return out;
 }
+
+// What store copy checks before it copies a run (store/views.h).
+TRAINSCOPE_RECORD_CHECK(fingerprint_names,
+                        store::RecordCheck{kNamesKind, [](store::Store& s, std::string_view uuid) {
+                                             read_names(s, uuid);
+                                           }});
+TRAINSCOPE_RECORD_CHECK(fingerprint_steps,
+                        store::RecordCheck{kStepsKind, [](store::Store& s, std::string_view uuid) {
+                                             read(s, uuid);
+                                           }});
 
 }  // namespace trainscope::fingerprint

@@ -7,6 +7,7 @@
 
 #include "trainscope/core/util.h"
 #include "trainscope/store/payload.h"
+#include "trainscope/store/views.h"
 
 namespace trainscope::probes {
 
@@ -94,5 +95,16 @@ std::vector<RunEvent> read_events(store::Store& store, std::string_view uuid) {
   }
   return out;
 }
+
+// What store copy checks before it copies a run (store/views.h).
+TRAINSCOPE_RECORD_CHECK(probes_histograms,
+                        store::RecordCheck{kHistogramsKind,
+                                           [](store::Store& s, std::string_view uuid) {
+                                             read_histograms(s, uuid, "");
+                                           }});
+TRAINSCOPE_RECORD_CHECK(probes_events,
+                        store::RecordCheck{kEventsKind, [](store::Store& s, std::string_view uuid) {
+                                             read_events(s, uuid);
+                                           }});
 
 }  // namespace trainscope::probes

@@ -8,6 +8,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/payload.h"
+#include "trainscope/store/views.h"
 
 namespace trainscope::profile {
 
@@ -73,5 +74,15 @@ std::vector<std::pair<std::string, std::string>> read_layers(store::Store& store
   r.finish();
   return out;
 }
+
+// What store copy checks before it copies a run (store/views.h).
+TRAINSCOPE_RECORD_CHECK(profile_steps,
+                        store::RecordCheck{kStepsKind, [](store::Store& s, std::string_view uuid) {
+                                             read_cells(s, uuid);
+                                           }});
+TRAINSCOPE_RECORD_CHECK(profile_layers,
+                        store::RecordCheck{kLayersKind, [](store::Store& s, std::string_view uuid) {
+                                             read_layers(s, uuid);
+                                           }});
 
 }  // namespace trainscope::profile

@@ -8,6 +8,7 @@
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
+#include "trainscope/store/views.h"
 
 namespace trainscope::store {
 
@@ -124,13 +125,15 @@ void copy_records(Store& src, Store& dst, const std::string& uuid, CopyResult& r
   }
 }
 
-// Copies one run whole or not at all: its artifacts are checked before any
-// of its rows is written (a damaged source file is an error, not a silent
-// copy), and a copy that fails midway is taken out of `dst` again, so that
-// no reader there sees a run with part of its records under its status.
+// Copies one run whole or not at all: its artifacts and its records (by
+// their capabilities' checks) are checked before any of its rows is written
+// (a damaged source file or record is an error, not a silent copy), and a
+// copy that fails midway is taken out of `dst` again, so that no reader
+// there sees a run with part of its records under its status.
 void copy_run(Store& src, Store& dst, const RunInfo& run, CopyResult& result) {
   try {
     for (const auto& a : src.artifacts(run.uuid)) verify_artifact(a);
+    check_run_records(src, run);
     dst.import_run(run);
     try {
       copy_records(src, dst, run.uuid, result);

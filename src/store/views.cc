@@ -17,7 +17,8 @@ using core::ErrorKind;
 
 struct Registry {
   std::mutex mu;
-  std::vector<View> views;  // by name
+  std::vector<View> views;          // by name
+  std::vector<RecordCheck> checks;  // in the order registered
 };
 
 Registry& registry() {
@@ -81,6 +82,28 @@ std::vector<View> views_of(Store& store, std::string_view uuid) {
   for (auto& v : views())
     if (kinds.count(v.kind)) out.push_back(std::move(v));
   return out;
+}
+
+void register_record_check(RecordCheck check) {
+  check_record_kind(check.kind);
+  if (!check.check)
+    core::fail(ErrorKind::kUsage, "the record check of kind {} has no function", check.kind);
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  r.checks.push_back(std::move(check));
+}
+
+void check_run_records(Store& store, const RunInfo& run) {
+  const auto kinds = store.record_kinds(run.uuid);
+  std::vector<RecordCheck> checks;
+  {
+    Registry& r = registry();
+    std::lock_guard lock(r.mu);
+    checks = r.checks;
+  }
+  for (const auto& c : checks)
+    if (kinds.count(c.kind)) c.check(store, run.uuid);
+  for (const auto& v : views_of(store, run.uuid)) read_view(store, run, v);
 }
 
 ViewTable read_view(Store& store, const RunInfo& run, const View& view) {

@@ -130,6 +130,39 @@ TEST_P(StoreCopyTest, ACopyCutShortResumes) {
   EXPECT_THROW(dst->import_run(*src->find_run(uuids[0])), core::Error);
 }
 
+// Twenty-ninth hunt, A-D2: a cut fingerprints record was copied and called
+// verified, while diff and rerun --verify refuse it. A record a capability's
+// check refuses stops the copy before that run is written, as a damaged
+// artifact does.
+TEST_P(StoreCopyTest, ARecordNoReaderCanReadIsNotCopied) {
+  auto src = open("src.db");
+  fill(*src);
+  for (const auto& [kind, payload] :
+       {std::pair{fingerprint::kStepsKind, std::string("\x01\x02\x03")},
+        std::pair{probes::kHistogramsKind, std::string("\x00\x01")}}) {
+    auto cut = src->create_run({.name = "cut"});
+    src->append_records(cut.uuid, fingerprint::kNamesKind, {fingerprint::names_record({"w"})});
+    src->append_records(cut.uuid, kind, {{"conv1/weights", 1, 0, payload}});
+    src->set_status(cut.uuid, RunStatus::kFinished);
+    auto dst = open(std::string("dst-") + kind + ".db");
+    try {
+      copy_store(*src, *dst);
+      ADD_FAILURE() << "a " << kind << " record no reader can read was copied";
+    } catch (const core::Error& e) {
+      EXPECT_EQ(e.kind(), core::ErrorKind::kStore);
+      EXPECT_NE(std::string(e.what()).find(std::string(kind) + " record"), std::string::npos)
+          << e.what();
+      // Runs without a parent first: the study and `full` were copied.
+      EXPECT_NE(std::string(e.what()).find("was not copied, 2 run(s) before it were"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(dst->find_run(cut.uuid)) << kind;
+    EXPECT_EQ(dst->list_runs().size(), 2u) << kind;
+    src->delete_run(cut.uuid, Store::ChildRuns::kDetach);
+  }
+}
+
 // Issue 29, item 11: a run left "running" by a writer that is gone was
 // marked killed in the destination and its 567,647 points copied again on
 // every pass. It is copied as it is, once; when a writer of the

@@ -30,7 +30,9 @@ struct CopyResult {
 // the run itself (UUID, times, status, host, config), params, tags, every
 // metric point bit for bit, the environment, every capability's records
 // byte for byte (fingerprints, profiles, histograms, events, ...) and
-// artifact files. Parents come before their
+// artifact files. A run whose artifact file differs from its checksum, or
+// whose records a capability's check refuses (check_run_records), is not
+// copied: Error(kStore) names it. Parents come before their
 // children. A run already in `dst` and equal to its source is skipped, so
 // an interrupted copy is resumed by running it again; one that differs is
 // deleted from `dst` and copied again. A run is copied as it is: one left

@@ -97,6 +97,30 @@ ViewTable read_view_sample(Store& store, const RunInfo& run, const View& view, s
 ViewTable read_number_records(Store& store, const RunInfo& run, const std::string& kind,
                               const std::string& key_column, const std::string& value_column);
 
+// A capability's check of its own records of one kind: reads a run's
+// records of `kind` as the capability's readers do and throws
+// Error(kStore) naming the record for one they would refuse. `store copy`
+// checks a run before it copies it, so that it never calls "verified" a
+// copy of a record that diff or rerun --verify refuse (twenty-ninth hunt,
+// A-D2).
+struct RecordCheck {
+  std::string kind;
+  std::function<void(Store&, std::string_view uuid)> check;
+};
+
+// Adds a check. Throws Error(kUsage) for a kind check_record_kind refuses
+// or no check function. A kind may have several.
+void register_record_check(RecordCheck check);
+// Runs every registered check, and every view's read, of each kind `run`
+// holds records of. Throws what they throw.
+void check_run_records(Store& store, const RunInfo& run);
+
+// Registers a record check while the library or program that defines it
+// loads (core/at_load.h).
+#define TRAINSCOPE_RECORD_CHECK(ID, ...)           \
+  TRAINSCOPE_AT_LOAD(trainscope_record_check_##ID, \
+                     ::trainscope::store::register_record_check(__VA_ARGS__))
+
 // Registers a view while the library or program that defines it loads
 // (core/at_load.h).
 #define TRAINSCOPE_VIEW(ID, ...) \
