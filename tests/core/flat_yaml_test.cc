@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "trainscope/core/error.h"
+#include "trainscope/core/yaml_checks.h"
 
 namespace trainscope::core {
 namespace {
@@ -121,6 +122,36 @@ TEST(FlattenYamlTest, MalformedYamlIsAUsageErrorNamingTheSourceAndLine) {
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kUsage);
     EXPECT_STREQ(e.what(), "bad.yaml: invalid YAML at line 1: bad conversion");
+  }
+}
+
+// Twenty-ninth hunt, A-D3: `!!binary` and `!!python/object:...` sit under
+// yaml.org's prefix and were taken, their text read as if untagged.
+TEST(CheckYamlTest, OnlyTheCoreSchemasTagsAreTaken) {
+  for (const char* ok : {"a: !!str 3\n", "a: !!int 3\n", "a: !!float 3\n", "a: !!bool true\n",
+                         "a: !!null\n", "a: !!map {b: 1}\n", "a: !!seq [1]\n", "a: '3'\n"})
+    EXPECT_NO_THROW(check_yaml(ok, "c.yaml")) << ok;
+  const std::pair<const char*, const char*> refused[] = {
+      {"a: 1\nb: !!binary aGVsbG8=\n",
+       "c.yaml: line 2: tag '!!binary' is not one of YAML's core schema (!!str, !!int, !!float, "
+       "!!bool, !!null, !!map, !!seq) and would be ignored; remove it"},
+      {"a: !!python/object:os.system {b: 1}\n",
+       "c.yaml: line 1: tag '!!python/object:os.system' is not one of YAML's core schema (!!str, "
+       "!!int, !!float, !!bool, !!null, !!map, !!seq) and would be ignored; remove it"},
+      {"a: !!timestamp 2001-12-14\n", "c.yaml: line 1: tag '!!timestamp' is not one of"},
+      {"a: !!set {x}\n", "c.yaml: line 1: tag '!!set' is not one of"},
+      {"!!binary k: 1\n", "c.yaml: line 1: tag '!!binary' is not one of"},
+      {"a: !custom 1\n",
+       "c.yaml: line 1: tag '!custom' is not supported and would be ignored; remove it"},
+  };
+  for (const auto& [text, message] : refused) {
+    try {
+      check_yaml(text, "c.yaml");
+      ADD_FAILURE() << "took " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_TRUE(std::string(e.what()).starts_with(message)) << e.what();
+    }
   }
 }
 

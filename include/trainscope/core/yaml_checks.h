@@ -2,9 +2,10 @@
 // yaml-cpp accepts each of these and then ignores or mishandles it
 // silently: a mapping's key given twice (one value is lost), a second
 // document after `---` (dropped by YAML::Load), nesting deep enough to
-// exhaust a recursive reader, and aliases that multiply a small file into
-// millions of values. Every reader of a YAML file calls check_yaml() on its
-// text before it parses it.
+// exhaust a recursive reader, aliases that multiply a small file into
+// millions of values, and tags outside YAML's core schema (`!!binary`,
+// `!python/object:...`), which no reader honours. Every reader of a YAML
+// file calls check_yaml() on its text before it parses it.
 //
 // Lives in core so that train (configs) and study (study files) share it;
 // its implementation uses yaml-cpp, which libtrainscope links privately
@@ -25,7 +26,9 @@ inline constexpr size_t kMaxYamlValues = 100000;
 // naming the first of: text that is not YAML ("invalid YAML at line N"), a
 // second document that holds anything, a key given twice in one mapping,
 // nesting deeper than kMaxNesting levels (nesting.h), more than
-// kMaxYamlValues values. Returns when none holds.
+// kMaxYamlValues values, a tag other than none or the core schema's
+// (!!str, !!int, !!float, !!bool, !!null, !!map, !!seq). Returns when none
+// holds.
 void check_yaml(std::string_view text, const std::string& source);
 
 }  // namespace trainscope::core
