@@ -58,8 +58,13 @@ bool to_read(const fs::path& dir, const fs::path& file) {
 // with its files sorted by name.
 std::map<fs::path, std::vector<fs::path>> event_folders(const fs::path& dir) {
   std::error_code ec;
+  // Nothing there is "not found" (3); a file or a device where the folder
+  // belongs is a usage error (2), as everywhere else (twenty-ninth hunt, A-D4).
+  if (!fs::exists(fs::status(dir, ec)))
+    fail(ErrorKind::kNotFound, "'{}' does not exist; give the folder that holds the event files",
+         dir.string());
   if (!fs::is_directory(dir, ec))
-    fail(ErrorKind::kNotFound, "'{}' is not a folder; give the folder that holds the event files",
+    fail(ErrorKind::kUsage, "'{}' is not a folder; give the folder that holds the event files",
          dir.string());
   std::map<fs::path, std::vector<fs::path>> out;
   fs::recursive_directory_iterator it(dir, ec), end;

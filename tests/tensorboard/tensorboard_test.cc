@@ -449,7 +449,17 @@ TEST_F(TensorBoardTest, ImportOfAFolderWithoutEventFilesIsNotFound) {
   EXPECT_NE(r.out.find("no TensorBoard event file"), std::string::npos) << r.out;
   r = ts("import tfevents " + shell_quote((dir_ / "absent").string()));
   EXPECT_EQ(r.exit_code, 3) << r.out;
-  EXPECT_NE(r.out.find("is not a folder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+  // Twenty-ninth hunt, A-D4: a file or a device where the folder belongs is
+  // a usage error (2), as elsewhere, not "not found".
+  std::ofstream(dir_ / "events.out.tfevents.1.file") << "x";
+  for (const fs::path& p : {dir_ / "events.out.tfevents.1.file", fs::path("/dev/null")}) {
+    r = ts("import tfevents " + shell_quote(p.string()));
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_EQ(r.out, fmt::format("trainscope: '{}' is not a folder; give the folder that holds "
+                                 "the event files\n",
+                                 p.string()));
+  }
 }
 
 // Issue 51 (third hunt, D3): an entry named as an event file that is not a
