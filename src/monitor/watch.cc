@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -300,6 +301,15 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   run.add_artifact(tmp / "stderr.txt", "stderr", "stderr.txt");
 }
 
+// How the run ends: finished when the program exited 0; stopped when it did
+// not after watch was told to stop (SIGINT, SIGTERM, SIGHUP passed on), as a
+// training stopped by Ctrl-C is, so that a study resumes it rather than
+// counting it failed (twenty-eighth hunt, B-D4); failed otherwise.
+store::RunStatus end_status(const WatchResult& r) {
+  if (r.exit_code == 0) return store::RunStatus::kFinished;
+  return g_forwarded != 0 ? store::RunStatus::kStopped : store::RunStatus::kFailed;
+}
+
 }  // namespace
 
 std::string find_program(const std::string& name) {
@@ -331,6 +341,44 @@ std::map<std::string, std::string> program_environment(store::RunRecorder& run,
   return env;
 }
 
+namespace {
+
+// A program exec cannot start, found before any run is recorded, as
+// docs/monitor.md promises (thirtieth hunt, B-D3: a script without #! or
+// with a missing interpreter was recorded failed, exit 127, exec's reason
+// lost): a #! line naming no program, or text that is no ELF program and
+// has no #! line. A file this process may not read is left to exec.
+void check_runnable(const std::string& exe, const std::string& given) {
+  std::ifstream in(exe, std::ios::binary);
+  std::string head(256, '\0');
+  if (!in.read(head.data(), static_cast<std::streamsize>(head.size())) && in.gcount() == 0) return;
+  head.resize(static_cast<size_t>(in.gcount()));
+  const std::string shown = core::escape_for_display(given);
+  if (head.starts_with("#!")) {
+    const size_t from = head.find_first_not_of(" \t", 2);
+    const size_t to = from == std::string::npos ? from : head.find_first_of(" \t\r\n", from);
+    const std::string interpreter =
+        from == std::string::npos ? ""
+                                  : head.substr(from, to == std::string::npos ? to : to - from);
+    std::error_code ec;
+    if (interpreter.empty() || !fs::is_regular_file(interpreter, ec) ||
+        access(interpreter.c_str(), X_OK) != 0)
+      fail(ErrorKind::kCommandNotFound,
+           "'{}' cannot run: its #! line names '{}', which is not a program here; fix the line, "
+           "or put an interpreter first (watch -- INTERPRETER {})",
+           shown, core::escape_for_display(interpreter), shown);
+    return;
+  }
+  const bool text = std::none_of(head.begin(), head.end(), [](char c) { return c == '\0'; });
+  if (!head.starts_with("\177ELF") && text)
+    fail(ErrorKind::kCommandNotFound,
+         "'{}' cannot run: it is a script without a #! line; add one (#!/bin/sh) or give its "
+         "interpreter (watch -- sh {})",
+         shown, shown);
+}
+
+}  // namespace
+
 WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   if (o.command.empty()) fail(ErrorKind::kUsage, "watch: no command given");
   const instrument::RunIdentity id = identity_of(o);  // a bad $TRAINSCOPE_TAGS: before anything
@@ -342,6 +390,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   if (exe.empty())
     fail(ErrorKind::kCommandNotFound, "command not found: '{}' (not an executable file in $PATH)",
          core::escape_for_display(o.command.front()));
+  check_runnable(exe, o.command.front());
   // The output's folder first: a $TMPDIR that cannot hold it leaves no run.
   const fs::path tmp =
       fs::temp_directory_path(ec) / ("trainscope-watch-" + core::new_uuid().substr(0, 8));
@@ -392,7 +441,7 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   r.samples = sampler.samples();
   record_outcome(*run, r, parser, tmp);
   fs::remove_all(tmp, ec);
-  run->end(r.exit_code == 0 ? store::RunStatus::kFinished : store::RunStatus::kFailed);
+  run->end(end_status(r));
   return r;
 }
 

@@ -791,7 +791,7 @@ TEST_F(CliTest, AHungUpWatchStopsItsProgramAndEndsItsRun) {
     waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status)) << "watch died of the hang-up itself";
     const auto run = store->resolve_run("hup");
-    EXPECT_EQ(run.status, RunStatus::kFailed);
+    EXPECT_EQ(run.status, RunStatus::kStopped);
     EXPECT_NE(run.end_time, 0);
     EXPECT_NE(run_command("pgrep -xf 'sleep 37.25'").exit_code, 0) << "the program was orphaned";
   }
@@ -886,8 +886,10 @@ TEST_F(CliTest, AStopSignalReachesAStoppedProgram) {
   }
   ASSERT_EQ(done, pid) << "watch still waits on its stopped program";
   EXPECT_EQ(WEXITSTATUS(status), 143);
+  // Twenty-eighth hunt, B-D4: the user stopped it, as Ctrl-C stops a
+  // training: stopped, not failed.
   const auto run = Store::open({.uri = "sqlite:" + db})->resolve_run("stopped");
-  EXPECT_EQ(run.status, RunStatus::kFailed);
+  EXPECT_EQ(run.status, RunStatus::kStopped);
 }
 
 #ifdef TS_WITH_TORCH

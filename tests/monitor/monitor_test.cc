@@ -714,5 +714,34 @@ TEST_F(WatchTest, AFolderIsRefusedLikeAFileThatDoesNotRunAndRecordsNothing) {
   EXPECT_TRUE(store()->list_runs().empty());
 }
 
+// Thirtieth hunt, B-D3: an executable script without a #! line, or whose
+// #! names no program, was recorded failed with exit 127 and exec's reason
+// lost. It is refused before any run, saying why; a good one still runs.
+TEST_F(WatchTest, AScriptExecCannotStartIsRefusedBeforeAnyRun) {
+  auto script = [&](const std::string& name, const std::string& text) {
+    const auto p = dir_ / name;
+    std::ofstream(p) << text;
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all);
+    return p.string();
+  };
+  const std::string bare = script("bare.sh", "echo hi\n");
+  auto r = watch("-- " + bare);
+  EXPECT_EQ(r.exit_code, 127) << r.out;
+  EXPECT_EQ(r.out, "trainscope: '" + bare +
+                       "' cannot run: it is a script without a #! line; add one (#!/bin/sh) or "
+                       "give its interpreter (watch -- sh " + bare + ")\n");
+  const std::string lost = script("lost.sh", "#!/nonexistent/interp -x\necho hi\n");
+  r = watch("-- " + lost);
+  EXPECT_EQ(r.exit_code, 127) << r.out;
+  EXPECT_EQ(r.out, "trainscope: '" + lost +
+                       "' cannot run: its #! line names '/nonexistent/interp', which is not a "
+                       "program here; fix the line, or put an interpreter first (watch -- "
+                       "INTERPRETER " + lost + ")\n");
+  EXPECT_TRUE(store()->list_runs().empty());
+  r = watch("--name good -- " + script("good.sh", "#! /bin/sh\necho hi\n"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(store()->resolve_run("good").status, RunStatus::kFinished);
+}
+
 }  // namespace
 }  // namespace trainscope::monitor

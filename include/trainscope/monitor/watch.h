@@ -177,7 +177,8 @@ struct WatchResult {
 // ours, forwarding SIGINT and SIGTERM to it, and records a run: resource
 // samples, the machine's manifest, the output as artifacts stdout.txt and
 // stderr.txt, metric lines, exit code (tag and metric), status finished
-// (exit 0) or failed. Throws Error(kCommandNotFound) before recording
+// (exit 0), stopped (non-zero after a signal to watch was passed on: the
+// user stopped it) or failed. Throws Error(kCommandNotFound) before recording
 // anything when the program does not exist or is not a file that can run
 // (a folder, a file without execute permission), and Error(kUsage) for a
 // TRAINSCOPE_ variable the run cannot take (read_run_environment).
