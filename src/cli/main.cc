@@ -112,6 +112,27 @@ void check_json(const CLI::App& app) {
                path, it->second);
 }
 
+// An option given an empty value (`--status "$S"` with S unset) is refused
+// before any command runs: every command took it as the option left out
+// and answered for everything (thirtieth hunt, A-D1). --store and --bind
+// say more about theirs.
+void check_empty_values(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    // Positionals have messages of their own; a flag takes no value.
+    if (!opt->nonpositional() || opt->count() == 0 || opt->get_items_expected_max() == 0) continue;
+    const std::string name =
+        opt->get_lnames().empty() ? "-" + opt->get_snames()[0] : "--" + opt->get_lnames()[0];
+    if (name == "--store" || name == "--bind") continue;
+    for (const auto& value : opt->results())
+      if (value.empty())
+        core::fail(core::ErrorKind::kUsage,
+                   "{} '': an empty value (a variable that is not set?); give a value, or leave "
+                   "the option out",
+                   name);
+  }
+  for (const CLI::App* sub : app.get_subcommands()) check_empty_values(*sub);
+}
+
 void add_global_flags(CLI::App& app, Context& ctx) {
   app.set_version_flag("--version",
                        fmt::format("trainscope {} ({})", core::version(), core::build_commit()));
@@ -126,6 +147,7 @@ void add_global_flags(CLI::App& app, Context& ctx) {
   // is not set), never a request for the default store.
   app.parse_complete_callback([store, &ctx, &app] {
     if (ctx.json) check_json(app);
+    check_empty_values(app);
     if (store->count() > 0 && ctx.store_uri.empty())
       core::fail(core::ErrorKind::kUsage,
                  "--store '' names no store; give sqlite:PATH or postgresql://USER@HOST:PORT/DB, "
@@ -155,23 +177,39 @@ void add_global_flags(CLI::App& app, Context& ctx) {
       "  stopped quietly because the program reading its output did (`| head -1`).");
 }
 
+// The command of `app` called `word`, or a usage error naming it (as
+// `path`), with the nearest real one and where the list is.
+const CLI::App* command_named(const CLI::App& app, const std::string& word, const std::string& path,
+                              const std::string& help) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == word) return sub;
+    size_t d = core::edit_distance(word, sub->get_name());
+    if (d < best_d) best_d = d, best = sub->get_name();
+  }
+  core::fail(core::ErrorKind::kUsage, "unknown command '{}'{}; `{}` lists the commands", path,
+             best_d <= 3 ? fmt::format(" (did you mean '{}'?)", best) : "", help);
+}
+
 // The first word that is not a global option must be a command: a mistyped
-// one is named, with the nearest real command.
+// one is named, with the nearest real command; and so must the word after a
+// command that needs one of its own (`runs import`: "A subcommand is
+// required" once; thirtieth hunt, A-D8).
 void check_command(CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a(argv[i]);
     if (a == "--store") ++i;  // its value follows
     if (a.empty() || a[0] == '-') continue;
-    std::string best;
-    size_t best_d = SIZE_MAX;
-    for (const auto* sub : app.get_subcommands({})) {
-      if (sub->get_name() == a) return;
-      size_t d = core::edit_distance(a, sub->get_name());
-      if (d < best_d) best_d = d, best = sub->get_name();
+    const CLI::App* cmd = command_named(app, a, a, "trainscope --help");
+    std::string path = a;
+    while (cmd->get_require_subcommand_min() > 0 && ++i < argc && argv[i][0] != '\0' &&
+           argv[i][0] != '-') {
+      const std::string word(argv[i]);
+      cmd = command_named(*cmd, word, path + " " + word, "trainscope " + path + " --help");
+      path += " " + word;
     }
-    core::fail(core::ErrorKind::kUsage,
-               "unknown command '{}'{}; `trainscope --help` lists the commands", a,
-               best_d <= 3 ? fmt::format(" (did you mean '{}'?)", best) : "");
+    return;
   }
 }
 

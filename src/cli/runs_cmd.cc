@@ -232,7 +232,7 @@ void add_list(CLI::App* runs, Context& ctx) {
     if (a->q.limit < 0) fail(ErrorKind::kUsage, "--limit must be >= 0 (got {})", a->q.limit);
     if (a->q.offset < 0) fail(ErrorKind::kUsage, "--offset must be >= 0 (got {})", a->q.offset);
     if (a->all) a->q.limit = 0;
-    a->q.columns = core::split_list(a->columns);
+    a->q.columns = core::split_given_list(a->columns, "--columns");
     auto store = ctx.reader();
     // The status is the one readers show (store::RunQuery::status).
     print_runs(*store, store::query_runs(*store, a->q), ctx.json ? "json" : a->format,

@@ -1,5 +1,6 @@
 #include "trainscope/core/util.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -415,6 +416,8 @@ void fail_writing(const std::string& what, int err) {
 
 void write_file_atomically(const std::filesystem::path& path,
                            const std::function<void(std::ostream&)>& body) {
+  if (path.empty())
+    fail(ErrorKind::kUsage, "no file to write: the name is empty; give a file name");
   check_output_file(path);
   std::error_code ec;
   if (std::filesystem::is_fifo(path, ec)) return write_fifo(path, body);  // never blocks forever
@@ -426,11 +429,28 @@ void write_file_atomically(const std::filesystem::path& path,
     if (!out) fail_writing("'" + path.string() + "'", errno);
     return;
   }
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
+  // A name of its own beside the file, created only if new (O_EXCL; mode
+  // 0666 less the umask, as the file itself would be): a fixed FILE.tmp
+  // overwrote, then removed, a user's file of that name (thirtieth hunt,
+  // A-D5).
+  std::filesystem::path tmp;
+  for (int tries = 0; tmp.empty(); ++tries) {
+    std::string name = path.string() + ".tmp-" + new_uuid().substr(0, 8);
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      ::close(fd);
+      tmp = name;
+    } else if (errno != EEXIST || tries > 100) {
+      fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
+    }
+  }
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(errno));
+    if (!out) {
+      const int err = errno;
+      std::filesystem::remove(tmp, ec);
+      fail(ErrorKind::kUsage, "cannot write '{}': {}", path.string(), std::strerror(err));
+    }
     try {
       body(out);
     } catch (...) {
@@ -449,7 +469,7 @@ void write_file_atomically(const std::filesystem::path& path,
   if (ec) {
     const std::string why = ec.message();  // before remove() reuses ec
     std::filesystem::remove(tmp, ec);
-    fail(ErrorKind::kRuntime, "cannot create '{}': {}", path.string(), why);
+    fail(ErrorKind::kUsage, "cannot create '{}': {}; choose another place", path.string(), why);
   }
 }
 
@@ -581,7 +601,10 @@ size_t edit_distance(const std::string& a, const std::string& b, size_t limit) {
   return std::min(prev[b.size()], over);
 }
 
-std::vector<std::string> split_list(std::string_view text) {
+namespace {
+
+// Every trimmed item of a comma-separated list, the empty ones included.
+std::vector<std::string> list_items(std::string_view text) {
   std::vector<std::string> out;
   for (size_t start = 0; start <= text.size();) {
     size_t comma = text.find(',', start);
@@ -590,8 +613,26 @@ std::vector<std::string> split_list(std::string_view text) {
     start = comma + 1;
     part.erase(0, part.find_first_not_of(' '));
     part.erase(part.find_last_not_of(' ') + 1);
-    if (!part.empty()) out.push_back(std::move(part));
+    out.push_back(std::move(part));
   }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> split_given_list(std::string_view text, std::string_view what) {
+  if (text.empty()) return {};
+  std::vector<std::string> out = list_items(text);
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].empty())
+      fail(ErrorKind::kUsage, "{} '{}': item {} is empty; separate the items with single commas",
+           what, text, i + 1);
+  return out;
+}
+
+std::vector<std::string> split_list(std::string_view text) {
+  std::vector<std::string> out = list_items(text);
+  std::erase(out, std::string());
   return out;
 }
 

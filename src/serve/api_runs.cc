@@ -162,7 +162,7 @@ Json runs_page(store::Store& s, const Request& r) {
   q.search = param(r, "search");
   q.sort = param(r, "sort");
   q.sort_named = "parameter 'sort'";
-  q.columns = core::split_list(param(r, "columns"));
+  q.columns = core::split_given_list(param(r, "columns"), "columns");
   q.columns_named = "parameter 'columns'";
   if (q.columns.empty()) q.columns = dashboard_columns();
   q.offset = int_param(r, "offset", 0, 0, INT64_MAX);

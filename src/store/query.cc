@@ -511,7 +511,7 @@ FieldValue field_value(const RunRow& row, std::string_view field) {
 
 std::vector<SortKey> parse_sort(std::string_view text, const std::string& named) {
   std::vector<SortKey> keys;
-  for (std::string part : core::split_list(text)) {
+  for (std::string part : core::split_given_list(text, named)) {
     SortKey k;
     if (part[0] == '-' || part[0] == '+') k.descending = part[0] == '-', part.erase(0, 1);
     const auto space = part.rfind(' ');

@@ -49,7 +49,7 @@ std::string error_of(const std::function<void()>& f) {
 // one line naming the path (a plain open() of the FIFO blocked forever); a
 // missing file is -1 with errno for the caller's own message.
 TEST(RegularFileTest, NonRegularFilesAreRefusedWithoutBlocking) {
-  testing::TempDir dir;
+  trainscope::testing::TempDir dir;
   const auto fifo = dir / "entry.bin";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const auto start = std::chrono::steady_clock::now();
@@ -83,7 +83,7 @@ TEST(RegularFileTest, NonRegularFilesAreRefusedWithoutBlocking) {
 // Output into a FIFO: written in place once a reader opens it; a FIFO
 // nobody reads is refused after the wait instead of blocking forever.
 TEST(RegularFileTest, AFifoOutputNeedsAReader) {
-  testing::TempDir dir;
+  trainscope::testing::TempDir dir;
   const auto fifo = dir / "out.csv";
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   const auto start = std::chrono::steady_clock::now();
@@ -242,6 +242,41 @@ TEST(WholeInTest, OnlyAWholeDecimalWithinTheBounds) {
     EXPECT_EQ(whole_in(bad, 0, 8), std::nullopt) << bad;
   EXPECT_EQ(whole_in("99999999999999999999", 0, INT64_MAX), std::nullopt);
   EXPECT_EQ(whole_in("9223372036854775807", 0, INT64_MAX), INT64_MAX);
+}
+
+// Thirtieth hunt, A-D1: "name,,status" lost its empty item without a word.
+TEST(SplitGivenListTest, AnEmptyItemIsRefusedNotDropped) {
+  EXPECT_EQ(split_given_list(" a, b ,c", "--columns"), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(split_given_list("", "--columns").empty());
+  for (const char* bad : {"name,,status", "name,", ",name", " , ", "a, ,b"}) {
+    try {
+      split_given_list(bad, "--columns");
+      ADD_FAILURE() << "took " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_TRUE(std::string(e.what()).starts_with(std::string("--columns '") + bad + "': item "))
+          << e.what();
+    }
+  }
+}
+
+// Thirtieth hunt, A-D5: the temporary file was FILE.tmp, whatever a user
+// kept under that name: truncated, then renamed away.
+TEST(WriteAtomicallyTest, AFileOfTheUsersBesideTheOutputIsLeftAlone) {
+  trainscope::testing::TempDir dir;
+  const auto out = dir / "card.md";
+  std::ofstream(dir / "card.md.tmp") << "my notes\n";
+  write_file_atomically(out, [](std::ostream& o) { o << "card\n"; });
+  std::ifstream kept(dir / "card.md.tmp"), written(out);
+  std::string a, b;
+  std::getline(kept, a);
+  std::getline(written, b);
+  EXPECT_EQ(a, "my notes");
+  EXPECT_EQ(b, "card");
+  size_t files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  EXPECT_EQ(files, 2u);  // no temporary file left behind
+  EXPECT_THROW(write_file_atomically("", [](std::ostream&) {}), Error);
 }
 
 // Twenty-second hunt, A-D5: twelve samples of 1e308 had the mean inf (the
