@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "commands.h"
@@ -21,23 +22,52 @@ struct PlotArgs {
   std::string out, format = "svg";
 };
 
+// Whether `item` is a metric key of one of `runs`, or the chart of one
+// ("loss" of train/loss).
+bool names_a_series(store::Store& store, const std::vector<store::RunInfo>& runs,
+                    const std::string& item) {
+  for (const auto& r : runs)
+    for (const auto& m : store.metric_summaries(r.uuid))
+      if (m.key == item || m.key.substr(m.key.rfind('/') + 1) == item) return true;
+  return false;
+}
+
+// Runs, then keys: once an item after the runs is not a run, the rest are
+// keys; an item after the runs that names a run and a series of them is
+// refused (thirtieth hunt, A-D7: a run named "loss" took the chart's place).
+void split_items(store::Store& store, const std::vector<std::string>& items,
+                 std::vector<store::RunInfo>& runs, std::vector<std::string>& keys) {
+  std::set<std::string> given;
+  for (const auto& item : items) {
+    if (!given.insert(item).second) continue;  // named twice: once
+    std::optional<store::RunInfo> r;
+    if (keys.empty() || runs.empty()) {
+      try {
+        r = store.resolve_run(item);
+      } catch (const core::Error& e) {
+        if (e.kind() == core::ErrorKind::kConflict) throw;  // an ambiguous run reference
+      }
+    }
+    if (!r) {
+      keys.push_back(item);
+      continue;
+    }
+    if (!runs.empty() && names_a_series(store, runs, item))
+      core::fail(core::ErrorKind::kConflict,
+                 "'{}' names run {} and a metric or chart of the runs before it; give the run "
+                 "by its UUID, or the metric by its whole key (train/loss)",
+                 item, core::short_uuid(r->uuid));
+    // A run named twice (by name and UUID) is plotted once.
+    if (std::none_of(runs.begin(), runs.end(), [&](auto& x) { return x.uuid == r->uuid; }))
+      runs.push_back(std::move(*r));
+  }
+}
+
 void run_plot(Context& ctx, const PlotArgs& a) {
   auto store = ctx.reader();
   std::vector<store::RunInfo> runs;
   std::vector<std::string> keys;
-  std::set<std::string> given;
-  for (const auto& item : a.items) {           // a run if it names one, else a metric key
-    if (!given.insert(item).second) continue;  // named twice: once
-    try {
-      store::RunInfo r = store->resolve_run(item);
-      // A run (or key) named twice is plotted once.
-      if (std::none_of(runs.begin(), runs.end(), [&](auto& x) { return x.uuid == r.uuid; }))
-        runs.push_back(std::move(r));
-    } catch (const core::Error& e) {
-      if (e.kind() == core::ErrorKind::kConflict) throw;  // an ambiguous run reference
-      if (std::find(keys.begin(), keys.end(), item) == keys.end()) keys.push_back(item);
-    }
-  }
+  split_items(*store, a.items, runs, keys);
   if (runs.empty())
     core::fail(core::ErrorKind::kUsage, "none of {} names a run; give RUN... KEY...",
                fmt::format("'{}'", fmt::join(a.items, "', '")));

@@ -234,7 +234,17 @@ void run_stats(Context& ctx, StatsArgs& a) {
   check_modes(a);
   auto store = ctx.reader();
   a.selection.reduce = stats::parse_reduce(a.reduce);
-  if (!a.parent.empty()) a.selection.filter.parent_uuid = store->resolve_run(a.parent).uuid;
+  if (!a.parent.empty()) {
+    const auto parent = store->resolve_run(a.parent);
+    // A run that is no study's nor any run's parent: said as such, not as a
+    // metric no run has (thirtieth hunt, A-D6).
+    if (store->list_runs({.parent_uuid = parent.uuid, .limit = 1}).empty())
+      core::fail(core::ErrorKind::kUsage,
+                 "run {} ({}) has no child runs: --study takes a study (or --parent a run "
+                 "with runs under it); `trainscope runs list` shows them",
+                 core::short_uuid(parent.uuid), core::escape_for_display(parent.name));
+    a.selection.filter.parent_uuid = parent.uuid;
+  }
   // A run named twice counts once.
   std::vector<std::string> uuids;
   for (const auto& r : store->resolve_runs(a.selection.runs)) uuids.push_back(r.uuid);

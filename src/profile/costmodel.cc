@@ -334,8 +334,18 @@ std::vector<ProfiledArch> load_profiled(Store& store, const std::vector<std::str
     infos = store.resolve_runs(runs);  // a run named twice counts once
   }
   std::map<GroupKey, std::vector<ReducedRun>> groups;
-  for (const auto& r : infos)
-    if (auto o = reduce_run(store, r)) groups[group_of(store, *o)].push_back(std::move(*o));
+  for (const auto& r : infos) {
+    if (auto o = reduce_run(store, r)) {
+      groups[group_of(store, *o)].push_back(std::move(*o));
+    } else if (!runs.empty()) {
+      // A run the user named is fitted or refused, never left out without
+      // a word (thirtieth hunt, A-D4); the default takes the profiled ones.
+      fail(ErrorKind::kNotFound,
+           "run {} ({}) has no profiled step to fit; profile it (--set profile.enabled=true) or "
+           "leave it out",
+           core::short_uuid(r.uuid), core::escape_for_display(r.name));
+    }
+  }
   std::vector<ProfiledArch> out;
   for (auto& [key, ones] : groups) out.push_back(merge(key, ones));
   return out;

@@ -654,6 +654,18 @@ TEST(CostModelTest, RepeatsOfOneConfigurationAreMergedByMedians) {
     return t.run().run_uuid;
   };
   const std::string a = train_one(16), b = train_one(16), c = train_one(32);
+  // Thirtieth hunt, A-D4: a run named to fit that was not profiled was
+  // left out without a word; the default takes the profiled runs only.
+  const auto plain = store->create_run({.name = "plain"});
+  try {
+    load_profiled(*store, {a, plain.uuid});
+    ADD_FAILURE() << "a named run without a profile was left out";
+  } catch (const trainscope::core::Error& e) {
+    EXPECT_EQ(e.kind(), trainscope::core::ErrorKind::kNotFound);
+    EXPECT_EQ(std::string(e.what()), "run " + trainscope::core::short_uuid(plain.uuid) +
+                                         " (plain) has no profiled step to fit; profile it (--set "
+                                         "profile.enabled=true) or leave it out");
+  }
   auto data = load_profiled(*store, {});
   ASSERT_EQ(data.size(), 2u);  // (mlp, 16) from two runs, (mlp, 32) from one
   const auto& m16 = data[0].batch == 16 ? data[0] : data[1];

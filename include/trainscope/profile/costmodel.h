@@ -97,7 +97,8 @@ struct CostModel {
 };
 
 // Reads every profiled run (or the given ones) from the store, merging
-// repeats of one configuration.
+// repeats of one configuration. Throws Error(kNotFound) naming a given run
+// that has no profiled step.
 std::vector<ProfiledArch> load_profiled(store::Store& store, const std::vector<std::string>& runs);
 // `lanes`: the SIMD width of the machine the profiles come from.
 CostModel fit(const std::vector<ProfiledArch>& data, int lanes);
