@@ -128,10 +128,30 @@ void card_analyses(std::ostream& o, const store::RunInfo& r, const Map& e) {
     << kBlank << "\n";
 }
 
+// A data file's recorded hash is 64 lower-case hex digits, as the capture
+// writes it; any other text is a damaged store, never a "sha256" in a card
+// or a ticked checklist item (thirtieth hunt, A-D10).
+void check_data_hashes(const Map& e, const store::RunInfo& r) {
+  for (auto it = e.lower_bound("data.sha256.");
+       it != e.end() && it->first.starts_with("data.sha256."); ++it) {
+    const std::string& h = it->second;
+    const bool hex = h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) {
+                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                     });
+    if (!hex)
+      core::fail(core::ErrorKind::kStore,
+                 "run {}: its environment's {} is '{}', not a SHA-256; the store is damaged",
+                 core::short_uuid(r.uuid), core::escape_cut(it->first, 120),
+                 core::escape_cut(h, 80));
+  }
+}
+
 // The machine's counts the environment manifest records (cores, threads)
 // are whole numbers from 0 to 2^20, as its capture writes them; any other
 // text is a damaged store (exit 5), never "-5 logical cores" in a card.
+// The data files' hashes are checked with them.
 void check_counts(const Map& e, const store::RunInfo& r) {
+  check_data_hashes(e, r);
   for (const char* key :
        {"hardware.cpu.logical_cores", "hardware.cpu.physical_cores", "threads.torch.intra_op"}) {
     const auto it = e.find(key);
