@@ -171,6 +171,34 @@ void read_fields(const YAML::Node& root, const std::vector<std::string>& at, Stu
     s.workers = read_int(root["workers"], "workers", 1, kMaxWorkers, c);
 }
 
+// `quick:` holds only what --quick may change, checked on every read, not
+// only under --quick (thirtieth hunt, B-D6: `quick: {colour: 1}` passed).
+void check_quick(const YAML::Node& quick, const Ctx& c) {
+  static const std::set<std::string> kQuickKeys = {
+      "set",           "grid",    "sources",         "replicates", "vary",
+      "deterministic", "workers", "threads_per_run", "retries"};
+  if (!quick.IsMap())
+    c.bad("quick", "must be a map of what --quick changes, e.g. quick: {replicates: 2}");
+  for (const auto& kv : quick)
+    if (!kQuickKeys.count(kv.first.as<std::string>()))
+      c.bad("quick." + kv.first.as<std::string>(),
+            "is not a key --quick may change: use set, grid, sources, replicates, vary, "
+            "deterministic, workers, threads_per_run, retries");
+}
+
+// A key given one value by set: and varied by grid: or vary: (thirtieth
+// hunt, B-D7: the grid's value won, set's was dropped without a word).
+void check_set_apart(const StudySpec& s, const Ctx& c) {
+  for (const auto& [key, value] : s.set) {
+    for (const auto& f : s.grid)
+      if (f.key == key)
+        c.bad("set." + key,
+              "is also varied by grid: give it in one place (set: one value, grid: "
+              "several)");
+    if (key == s.vary) c.bad("set." + key, "is also varied by vary: give it in one place");
+  }
+}
+
 // The base config, relative to the study file's folder.
 fs::path base_path(const fs::path& file, const std::string& base, const Ctx& c) {
   if (base.empty()) c.bad("base", "is empty: give the base config, e.g. base: ../demo.yaml");
@@ -260,9 +288,15 @@ StudySpec parse(const std::string& text, const fs::path& file, bool quick, bool 
     if (root["base"]) s.base = base_path(file, root["base"].as<std::string>(), c);
     if (root["command"]) s.command = root["command"].as<std::string>();
     read_fields(root, {}, s, c);
-    if (quick && root["quick"])
-      read_fields(root["quick"], {"quick"}, s, Ctx{c.file + " (quick)", c.text});
+    if (root["quick"]) {
+      check_quick(root["quick"], c);
+      StudySpec q = s;  // checked even when --quick is not given
+      read_fields(root["quick"], {"quick"}, q, Ctx{c.file + " (quick)", c.text});
+      check_set_apart(q, c);
+      if (quick) s = std::move(q);
+    }
     check(root, s, c, check_files);
+    check_set_apart(s, c);
   } catch (const YAML::Exception& e) {
     // A list or map where a value belongs (or the reverse), found by yaml-cpp.
     fail(ErrorKind::kUsage, "{}: line {}, column {}: {} (a list or map where a value belongs?)",

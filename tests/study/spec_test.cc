@@ -156,6 +156,17 @@ TEST_F(SpecTest, BadStudiesSayWhatAndWhereInOneLine) {
       {base + "sources: [init]\nset: 3\n", "set names no config key"},
       {base + "sources: [init]\nset:\n", "set names no config key"},
       {base + "sources: [init]\nset: {a: [1, 2]}\n", "set.a must be a value"},
+      // Thirtieth hunt, B-D7: a key set and varied: the grid's value won.
+      {base + "set: {a.b: 2}\ngrid: {a.b: [1, 3]}\n", "set.a.b is also varied by grid"},
+      {base + "set: {a.b: 2}\ngrid: {c: [1]}\nvary: a.b\n", "set.a.b is also varied by vary"},
+      {base + "grid: {c: [1]}\nquick: {set: {a.b: 2}, grid: {a.b: [1]}}\n",
+       "set.a.b is also varied by grid"},
+      // B-D6: quick: was read only under --quick, its keys never checked.
+      {base + "grid: {c: [1]}\nquick: {colour: 1}\n", "quick.colour is not a key --quick"},
+      {base + "grid: {c: [1]}\nquick: {study: other}\n", "quick.study is not a key --quick"},
+      {base + "grid: {c: [1]}\nquick: true\n", "quick must be a map"},
+      {base + "grid: {c: [1]}\nquick: {replicates: 1000001}\n",
+       "replicates is 1000001: must be at most 1000000"},
   };
   for (const auto& c : cases) {
     std::string e = error_of(c.text);
