@@ -266,6 +266,15 @@ void Trainer::open_run(Session& s) {
       fail(ErrorKind::kNotFound, "run {} has no checkpoint to resume from",
            core::short_uuid(prev.uuid));
     s.pos = read_checkpoint(ck->path, *model_, s.opt.get(), &s.dropout_gen);
+    // The trainer names a checkpoint by its step: one holding another step
+    // was put in its place (thirtieth hunt, B-D4: another run's step 20 as
+    // step 769 rewound the run, which then failed), before the run is touched.
+    if (ck->name.starts_with("checkpoints/step-") &&
+        ck->name != checkpoint::checkpoint_name(s.pos.step))
+      fail(ErrorKind::kStore,
+           "checkpoint '{}' of run {} holds step {}, not the step its name says: it was replaced; "
+           "the store is damaged, nothing was resumed",
+           core::escape_for_display(ck->name), core::short_uuid(prev.uuid), s.pos.step);
     s.run = store::RunRecorder::attach(store_, prev.uuid);
     s.run->set_tag("resumed_from", ck->name);
     // The device it goes on on, when not the one it started on.
