@@ -64,7 +64,7 @@ _check_torch()
 
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
-from trainscope.watch import Watch
+from trainscope.watch import Watch, check_model
 from trainscope.settings import (STREAMS, Seeds, _flag, _module, _optimizer, _path, _repr,
                                  _scalar, _settings_lines, _text, config, setup)
 
@@ -547,6 +547,7 @@ class Run:
         if getattr(self, "_watch", None) is not None:
             raise ValueError("this run already watches a model: one model per run")
         model, optimizer = _module("model", model), _optimizer(optimizer)
+        check_model(model)
         sets = [f"fingerprint.every_steps={_whole('fingerprint_every', fingerprint_every)}",
                 f"monitor.interval_s={_seconds('monitor_interval', monitor_interval)}"]
         # Every argument checked whatever the others (twenty-third hunt,
@@ -603,11 +604,29 @@ class Run:
         if self._pid != os.getpid():
             _OPEN.discard(self)
             return
+        if self._run.ended:  # again: the same status is a no-op, another refused
+            problem = self._ended_problem(status)
+            if problem:
+                raise ValueError(problem)
+            return
         watch, self._watch = getattr(self, "_watch", None), None
-        if watch is not None and not self._run.ended:
+        if watch is not None:
             watch.finish(status)
+        self._ended_as = status
         self._run.end(status)
         _OPEN.discard(self)
+
+    def _ended_problem(self, status):
+        """Why the ended run cannot end `status`, or None when it ended so.
+        Thirtieth hunt, B-D1: a second finish('failed') was silently
+        dropped, the run left finished. (The native run does not say its
+        status: the one finish() gave is kept; a run the process's exit
+        ended has none.)"""
+        ended = getattr(self, "_ended_as", None)
+        if ended == status:
+            return None
+        how = f"ended {ended}" if ended else "ended as its process exited"
+        return f"run {self.uuid[:8]} already {how}; it cannot be made {status}"
 
     def _end_at_exit(self):
         """Leaves a run open as the interpreter ends to the process's exit,
@@ -651,11 +670,21 @@ class Run:
 
     def __exit__(self, kind, value, traceback):
         if kind is None:
-            self.finish("finished")
+            status = "finished"
         elif issubclass(kind, SystemExit):  # sys.exit(0) is a normal end
-            self.finish("finished" if _exit_code(value.code) == 0 else "failed")
+            status = "finished" if _exit_code(value.code) == 0 else "failed"
         else:
-            self.finish(_status_of(kind))
+            status = _status_of(kind)
+        if self._pid == os.getpid() and self._run.ended:
+            # Ended inside the block (or before it): leaving normally keeps
+            # the script's own end; an exception that would fail, kill or
+            # stop the run goes on, saying it changed nothing (Thirtieth
+            # hunt, B-D1: it left the run finished without a word).
+            problem = self._ended_problem(status)
+            if problem and status != "finished" and hasattr(value, "add_note"):
+                value.add_note(f"trainscope: {problem}")
+            return False
+        self.finish(status)
         return False
 
 

@@ -14,9 +14,11 @@ compute.threads) reaches the script unchanged.
 """
 import copy
 import decimal
+import math
 import numbers
 import os
 import random
+import re
 import sys
 
 import torch
@@ -247,17 +249,72 @@ def _settings_lines(sets, what="sets"):
     return [line for line in text.splitlines() if line.strip()]
 
 
-def _parse(text):
-    """A value a study wrote, for a key the defaults do not type."""
+# A setting's number by the one rule of settings, the trainer's reader's
+# (`--set`): ASCII digits, no '_', finite. Python's int() and float() also
+# take 1_0, Arabic-Indic or fullwidth digits, 'infinity' and 1e999 (inf),
+# which every other entry point refuses (Thirtieth hunt, B-D5).
+_INT_TEXT = re.compile(r"[-+]?[0-9]+", re.ASCII)
+_NUMBER_TEXT = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?", re.ASCII)
+_BLANKS = " \t\r\n\f\v"  # around a number, as Python's int() and float() take them
+
+
+def _python_number(text):
+    """Whether Python's float() reads `text` as a number (as int() and
+    float() of a type of NumPy's read it)."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _not_plain(shown, key, default):
+    """The refusal of a number's text that only Python reads as one."""
+    kind = "untyped (default None)" if default is None else \
+        f"{_kind(default)} (default {_repr(default)})"
+    example = "a whole number such as 3" if isinstance(default, numbers.Integral) else \
+        "a number such as 0.5"
+    text = ", or text that reads as no number" if default is None else ""
+    # trainscope.Error, as _typed's other refusals of a script's value.
+    return _trainscope.Error(f"{shown}: '{key}' is {kind}; give {example}, in ASCII digits "
+                             f"without '_', finite{text}")
+
+
+def _finite(value):
+    """Whether a number is finite (one past a double's range is not)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+def _check_number(shown, key, text, default):
+    """Refuses, for a number default, the text of a number that only Python
+    reads (1_0, a fullwidth digit, inf); a plain number, or no number at
+    all (a fraction for an int included), goes on to the type's reading."""
+    if _NUMBER_TEXT.fullmatch(text.strip(_BLANKS)) or not _python_number(text):
+        return
+    raise _not_plain(shown, key, default)
+
+
+def _parse(text, shown="", key=""):
+    """A value a study wrote, for a key the defaults do not type: a bool, a
+    number by the settings' rule, else text; text that only Python reads
+    as a number (1_0, inf) is refused, naming the setting `shown`."""
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
-    for kind in (int, float):
+    plain = text.strip(_BLANKS)
+    if _NUMBER_TEXT.fullmatch(plain):
         try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
+            value = int(plain) if _INT_TEXT.fullmatch(plain) else float(plain)
+        except ValueError:  # an int past Python's digits
+            value = math.inf
+        if math.isfinite(value):
+            return value
+    elif not _python_number(text):
+        return text
+    raise _not_plain(shown, key, None)
 
 
 def _plain(text):
@@ -272,7 +329,7 @@ def _typed(key, text, default):
     shown = f"setting {_plain(key)}={_plain(text if len(text) <= 64 else text[:61] + '...')}"
     key = _plain(key)
     if default is None:
-        return _parse(text)
+        return _parse(text, shown, key)
     if isinstance(default, bool):
         low = text.strip().lower()
         if low not in ("true", "false"):
@@ -280,13 +337,19 @@ def _typed(key, text, default):
         return low == "true"
     # A number of NumPy's (numpy.int64, numpy.float32) is a scalar too.
     if isinstance(default, (int, float, str, numbers.Integral, numbers.Real)):
+        number = not isinstance(default, str)
+        if number:
+            _check_number(shown, key, text, default)
         try:
-            return type(default)(text)
-        except ValueError:
+            value = type(default)(text)
+        except (ValueError, OverflowError):
             long = isinstance(default, numbers.Integral) and len(text) > sys.get_int_max_str_digits()
             raise _trainscope.Error(
                 f"{shown}: '{key}' is {_kind(default)} (default {_repr(default)})" +
                 (f", of at most {sys.get_int_max_str_digits()} digits" if long else "")) from None
+        if number and not isinstance(default, numbers.Integral) and not _finite(value):
+            raise _not_plain(shown, key, default)  # 1e999: inf (Thirtieth hunt, B-D5)
+        return value
     raise _trainscope.Error(f"{shown}: '{key}' is {_kind(default)}, which "
                             "a setting cannot replace: give the study scalar keys")
 
@@ -300,7 +363,8 @@ def _as_setting(error):
 def _own(key, text):
     """A value of trainscope's own sections, read by the trainer's rule."""
     try:
-        return _parse(_trainscope.own_setting(f"{key}={text}"))
+        return _parse(_trainscope.own_setting(f"{key}={text}"), f"setting {_plain(key)}",
+                      _plain(key))
     except ValueError as e:
         raise _as_setting(e) from None
 

@@ -60,6 +60,22 @@ def _detach(watch):
             torch.Tensor.backward = _ORIGINAL_BACKWARD
 
 
+def check_model(model):
+    """Refuses, before anything is attached, a model no Watch can hold: a
+    TorchScript module, whose hooks torch refuses (Thirtieth hunt, B-D2:
+    its RuntimeError came from _hook_root after the native watch was made),
+    and a model another run that has not ended watches (B-D8: two runs'
+    layer hooks on one model left the first one's profile all zeros)."""
+    if isinstance(model, torch.jit.ScriptModule):
+        how = "torch.jit.trace" if isinstance(model, torch.jit.TracedModule) else "torch.jit.script"
+        raise ValueError(f"model is a TorchScript module ({type(model).__name__}): watch() needs "
+                         f"an nn.Module it can hook; watch the module before {how}")
+    for w in _WATCHES:
+        if w.model is model and not w.run._run.ended:
+            raise ValueError(f"model is already watched by run {w.run.uuid[:8]} ({w.run.name}); "
+                             "one run watches a model at a time: finish that run first")
+
+
 def _product(values):
     out = 1
     for v in values:
@@ -124,7 +140,7 @@ class Watch:
     """The events of one watched model (one per run)."""
 
     def __init__(self, run, model, optimizer, settings):
-        self.model, self.optimizer = model, optimizer
+        self.run, self.model, self.optimizer = run, model, optimizer
         self.layers = layers_of(model)
         self.handles, self.root_handles = [], []
         self.replaying = False
@@ -137,9 +153,19 @@ class Watch:
                                             self._optimizer_state)
         except ValueError as e:  # the C++ reader's words are for --set
             raise ValueError(str(e).replace("--set ", "watch(): ", 1)) from None
-        self._hook_root()
-        _attach(self)
-        self.begin_step()
+        try:
+            self._hook_root()
+            _attach(self)
+            self.begin_step()
+        except BaseException:
+            # Ended, its hooks removed: a half-made watch's units went on
+            # sampling into the run (Thirtieth hunt, B-D2). The first error
+            # is the one to tell.
+            try:
+                self.finish("failed")
+            except Exception:  # noqa: BLE001
+                pass
+            raise
 
     # -- the step ---------------------------------------------------------
     def begin_step(self):
@@ -207,8 +233,9 @@ class Watch:
             self.mark("loss")
             self.eval_pass = False
 
-        self.root_handles = [self.model.register_forward_pre_hook(pre),
-                             self.model.register_forward_hook(post)]
+        # One at a time: a hook refused halfway leaves the first to remove.
+        self.root_handles = [self.model.register_forward_pre_hook(pre)]
+        self.root_handles.append(self.model.register_forward_hook(post))
 
     def _hook_layers(self):
         if self.handles:
