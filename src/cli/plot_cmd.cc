@@ -17,7 +17,7 @@ namespace trainscope::cli {
 namespace {
 
 struct PlotArgs {
-  std::vector<std::string> items;  // runs and keys, in any order
+  std::vector<std::string> items;  // runs, then keys (split_items)
   format::PlotOptions options;
   std::string out, format = "svg";
 };

@@ -729,14 +729,16 @@ TEST_F(WatchTest, AScriptExecCannotStartIsRefusedBeforeAnyRun) {
   EXPECT_EQ(r.exit_code, 127) << r.out;
   EXPECT_EQ(r.out, "trainscope: '" + bare +
                        "' cannot run: it is a script without a #! line; add one (#!/bin/sh) or "
-                       "give its interpreter (watch -- sh " + bare + ")\n");
+                       "give its interpreter (watch -- sh " +
+                       bare + ")\n");
   const std::string lost = script("lost.sh", "#!/nonexistent/interp -x\necho hi\n");
   r = watch("-- " + lost);
   EXPECT_EQ(r.exit_code, 127) << r.out;
   EXPECT_EQ(r.out, "trainscope: '" + lost +
                        "' cannot run: its #! line names '/nonexistent/interp', which is not a "
                        "program here; fix the line, or put an interpreter first (watch -- "
-                       "INTERPRETER " + lost + ")\n");
+                       "INTERPRETER " +
+                       lost + ")\n");
   EXPECT_TRUE(store()->list_runs().empty());
   r = watch("--name good -- " + script("good.sh", "#! /bin/sh\necho hi\n"));
   EXPECT_EQ(r.exit_code, 0) << r.out;
