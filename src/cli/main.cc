@@ -112,23 +112,27 @@ void check_json(const CLI::App& app) {
                path, it->second);
 }
 
-// An option given an empty value (`--status "$S"` with S unset) is refused
-// before any command runs: every command took it as the option left out
-// and answered for everything (thirtieth hunt, A-D1). --store and --bind
-// say more about theirs.
+// An option or argument given an empty value (`--status "$S"`, `metrics
+// RUN "$K"` with S or K unset) is refused before any command runs: every
+// command took it as left out and answered for everything (thirtieth hunt,
+// A-D1; its positionals, thirty-first hunt, A-D1). --store, --bind and
+// store copy's SRC and DST say more about theirs; a watched COMMAND's
+// arguments are the program's own.
 void check_empty_values(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
-    // Positionals have messages of their own; a flag takes no value.
-    if (!opt->nonpositional() || opt->count() == 0 || opt->get_items_expected_max() == 0) continue;
-    const std::string name =
-        opt->get_lnames().empty() ? "-" + opt->get_snames()[0] : "--" + opt->get_lnames()[0];
-    if (name == "--store" || name == "--bind") continue;
+    if (opt->count() == 0 || opt->get_items_expected_max() == 0) continue;  // a flag: no value
+    const bool positional = !opt->nonpositional();
+    const std::string name = positional                  ? opt->get_name(true)
+                             : opt->get_lnames().empty() ? "-" + opt->get_snames()[0]
+                                                         : "--" + opt->get_lnames()[0];
+    if (name == "--store" || name == "--bind" || name == "SRC" || name == "DST" ||
+        name == "COMMAND")
+      continue;
     for (const auto& value : opt->results())
       if (value.empty())
         core::fail(core::ErrorKind::kUsage,
-                   "{} '': an empty value (a variable that is not set?); give a value, or leave "
-                   "the option out",
-                   name);
+                   "{} '': an empty value (a variable that is not set?); give a value{}", name,
+                   positional ? "" : ", or leave the option out");
   }
   for (const CLI::App* sub : app.get_subcommands()) check_empty_values(*sub);
 }
