@@ -16,7 +16,10 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "sha256.h"
 #include "trainscope/core/error.h"
@@ -355,11 +358,48 @@ std::string folder_of(const std::filesystem::path& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
+struct Protected {
+  std::mutex mu;
+  std::vector<std::pair<std::filesystem::path, std::string>> paths;  // weakly canonical
+};
+
+Protected& protected_paths() {
+  static Protected p;
+  return p;
+}
+
+// Refuses `path` when it is, or lies inside, a path no output may touch.
+void check_protected(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path at = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return;
+  Protected& p = protected_paths();
+  std::lock_guard lock(p.mu);
+  for (const auto& [kept, what] : p.paths) {
+    auto [k, a] = std::mismatch(kept.begin(), kept.end(), at.begin(), at.end());
+    if (k == kept.end())
+      fail(ErrorKind::kUsage, "cannot write '{}': it is {} ('{}'); choose another place",
+           path.string(), what, kept.string());
+  }
+}
+
 }  // namespace
+
+void protect_from_output(const std::filesystem::path& path, std::string what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path at = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return;
+  Protected& p = protected_paths();
+  std::lock_guard lock(p.mu);
+  p.paths.emplace_back(std::move(at), std::move(what));
+}
 
 void check_output_file(const std::filesystem::path& path) {
   namespace fs = std::filesystem;
   if (path.empty() || path == "-") return;
+  check_protected(path);
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (fs::is_directory(st))
@@ -389,6 +429,7 @@ void check_output_folder(const std::filesystem::path& path) {
   if (path == "-")
     fail(ErrorKind::kUsage,
          "cannot write a folder of files to stdout ('-'); give a folder (./- for one named '-')");
+  check_protected(path);
   std::error_code ec;
   const auto st = fs::status(path, ec);
   if (fs::exists(st) && !fs::is_directory(st))

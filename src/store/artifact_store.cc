@@ -40,7 +40,10 @@ std::string inside(std::string part, bool is_uuid) {
 
 class FolderArtifactStore final : public ArtifactStore {
  public:
-  explicit FolderArtifactStore(fs::path root) : root_(std::move(root)) {}
+  explicit FolderArtifactStore(fs::path root) : root_(std::move(root)) {
+    // No -o of this process writes over a recorded file (a checkpoint).
+    core::protect_from_output(root_, "inside the artifact folder of a store this command opened");
+  }
 
   std::string describe() const override { return root_.string(); }
 

@@ -231,6 +231,10 @@ SqliteStore::SqliteStore(fs::path path, fs::path artifact_root, const StoreOptio
       memory_(path_ == kMemory),
       artifact_root_(std::move(artifact_root)) {
   if (!memory_) check_location(path_, options.read_only);
+  // No -o of this process replaces the store or its journal files.
+  if (!memory_)
+    for (const char* end : {"", "-wal", "-shm", "-journal"})
+      core::protect_from_output(path_.string() + end, "the store this command opened");
   open_connection();
   std::lock_guard lock(mu_);
   // Reading first: a file that is not a database, or one from a newer

@@ -279,6 +279,35 @@ TEST(WriteAtomicallyTest, AFileOfTheUsersBesideTheOutputIsLeftAlone) {
   EXPECT_THROW(write_file_atomically("", [](std::ostream&) {}), Error);
 }
 
+// Thirty-first hunt, A-D4: `runs export -o s.db` replaced the store it
+// read, and `card -o` a recorded checkpoint. What a store registers is
+// refused, itself and what lies in it; a name beside it is not.
+TEST(ProtectFromOutputTest, AStoreAndItsArtifactsAreNoOutput) {
+  trainscope::testing::TempDir dir;
+  std::ofstream(dir / "s.db") << "db";
+  std::filesystem::create_directories(dir / "s-artifacts" / "run");
+  protect_from_output(dir / "s.db", "the store this command opened");
+  protect_from_output(dir / "s-artifacts", "inside the artifact folder of a store");
+  const std::pair<std::filesystem::path, std::string> refused[] = {
+      {dir / "s.db", "it is the store this command opened"},
+      {dir / "." / "s.db", "it is the store this command opened"},
+      {dir / "s-artifacts" / "run" / "step-1.pt", "it is inside the artifact folder"},
+  };
+  for (const auto& [path, why] : refused) {
+    try {
+      check_output_file(path);
+      ADD_FAILURE() << "took " << path;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kUsage);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(check_output_folder(dir / "s-artifacts" / "logs"), Error);
+  EXPECT_NO_THROW(check_output_file(dir / "s.db.csv"));
+  EXPECT_NO_THROW(check_output_file(dir / "s-artifacts.md"));
+  EXPECT_NO_THROW(check_output_folder(dir / "logs"));
+}
+
 // Twenty-second hunt, A-D5: twelve samples of 1e308 had the mean inf (the
 // sum overflowed), and three equal ones the SD nan. Ordinary data keeps
 // the plain sum's bits.

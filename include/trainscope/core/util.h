@@ -161,6 +161,13 @@ double sd(const std::vector<double>& v, int ddof);
 // exist or is not a folder, or nothing may be written there (permissions,
 // a read-only file system). "" and "-" (stdout) pass.
 void check_output_file(const std::filesystem::path& path);
+// A file or folder no output may replace or write into: a store's file and
+// its artifact folder, registered by the store that opens them.
+// check_output_file and check_output_folder (and so every writer of a -o)
+// refuse `path` itself and, for a folder, anything in it, naming `what`
+// (thirty-first hunt, A-D4: `runs export -o s.db` replaced the store).
+// Thread-safe.
+void protect_from_output(const std::filesystem::path& path, std::string what);
 // The same for a folder that is created (with its parents) when missing:
 // refused when it is not a folder, when the nearest folder that exists
 // may not be written in, or when it is "-" (stdout, which cannot hold a
