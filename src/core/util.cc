@@ -76,6 +76,12 @@ std::string new_uuid() {
   return out;
 }
 
+bool is_sha256_hex(std::string_view text) {
+  return text.size() == 64 && std::all_of(text.begin(), text.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
 std::string sha256_hex(std::string_view bytes) {
   Sha256 h;
   h.update(bytes.data(), bytes.size());

@@ -86,10 +86,7 @@ std::optional<std::string> user_entry_problem(std::string_view key, std::string_
         core::escape_cut(key, 64), value.size(), kMaxUserEntryBytes);
   // What the checklist and the card read as a data file's hash (thirtieth
   // hunt, A-D10): a SHA-256, or readers refuse the run as damaged.
-  const bool hex = value.size() == 64 && std::all_of(value.begin(), value.end(), [](char c) {
-                     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                   });
-  if (key.starts_with("data.sha256.") && !hex)
+  if (key.starts_with("data.sha256.") && !core::is_sha256_hex(value))
     return fmt::format(
         "the value of environment entry '{}' is '{}', not a SHA-256 (64 lower-case hex digits); "
         "trainscope.inputs() records the files' hashes",

@@ -135,10 +135,7 @@ void check_data_hashes(const Map& e, const store::RunInfo& r) {
   for (auto it = e.lower_bound("data.sha256.");
        it != e.end() && it->first.starts_with("data.sha256."); ++it) {
     const std::string& h = it->second;
-    const bool hex = h.size() == 64 && std::all_of(h.begin(), h.end(), [](char c) {
-                       return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                     });
-    if (!hex)
+    if (!core::is_sha256_hex(h))
       core::fail(core::ErrorKind::kStore,
                  "run {}: its environment's {} is '{}', not a SHA-256; the store is damaged",
                  core::short_uuid(r.uuid), core::escape_cut(it->first, 120),

@@ -138,9 +138,7 @@ std::string stored_uuid(std::string uuid, const char* what) {
 }
 
 ArtifactInfo stored_artifact(ArtifactInfo a, std::string_view uuid) {
-  bool ok = a.sha256.size() == 64;
-  for (char c : a.sha256) ok = ok && ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'));
-  if (ok) return a;
+  if (core::is_sha256_hex(a.sha256)) return a;
   fail(ErrorKind::kStore,
        "artifact '{}' of run {}: its stored SHA-256 '{}' is not a SHA-256; the store is damaged",
        core::escape_cut(a.name, 120), short_uuid(uuid), core::escape_cut(a.sha256, 80));

@@ -31,6 +31,9 @@ inline std::string short_uuid(std::string_view uuid) { return std::string(uuid.s
 
 // Lowercase hex SHA-256 of a byte string.
 std::string sha256_hex(std::string_view bytes);
+// Whether `text` is what sha256_hex writes: 64 lower-case hex digits (a
+// stored hash read back is checked so).
+bool is_sha256_hex(std::string_view text);
 
 class Sha256;  // sha256.h, private to core
 // SHA-256 of bytes fed a piece at a time (a file as it is sent).
