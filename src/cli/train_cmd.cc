@@ -3,12 +3,15 @@
 // so `config show` and `config keys` run here without loading libtorch.
 #include <filesystem>
 #include <iostream>
+#include <string_view>
+#include <utility>
 
 #include "commands.h"
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 
 namespace trainscope::cli {
@@ -17,6 +20,20 @@ namespace {
 
 // Before the torch half loads: a --code path that names nothing is refused
 // at once, rather than after libtorch's start-up.
+// A resumed run keeps who it is (name, parent, code): an option that would
+// change it is refused rather than ignored. (--experiment is the config's
+// run.experiment, compared as the rest of the config is.)
+void check_resume_identity(const TrainArgs& a) {
+  if (a.resume.empty()) return;
+  const std::pair<const char*, const std::string*> given[] = {
+      {"--name", &a.name}, {"--parent", &a.parent}, {"--code", &a.code}};
+  for (const auto& [flag, value] : given)
+    if (!value->empty())
+      core::fail(core::ErrorKind::kUsage,
+                 "{} {}: a resumed run keeps its {}; leave {} out of `train --resume`", flag,
+                 core::escape_for_display(*value), std::string_view(flag).substr(2), flag);
+}
+
 void check_code_path(const TrainArgs& a) {
   if (std::error_code ec; !a.code.empty() && !std::filesystem::exists(a.code, ec))
     core::fail(core::ErrorKind::kUsage,
@@ -62,6 +79,7 @@ void add_train(CLI::App& app, Context& ctx) {
       ->check(integer_in(1, 256));
   set_example(cmd, "trainscope train configs/demo.yaml --set optimizer.lr=0.002 --name try-2");
   cmd->callback([&ctx, a] {
+    check_resume_identity(*a);
     check_code_path(*a);
     torch_commands().train(ctx, *a);
   });

@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
@@ -59,13 +60,6 @@ std::vector<std::string> differing_files(const std::string& then, const std::str
     if (!a.count(f)) out.push_back(f);
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// 'text' for a POSIX shell.
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char ch : text) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
-  return out + "'";
 }
 
 std::string state(const std::string& commit, bool dirty, size_t files) {
@@ -124,11 +118,11 @@ CodeCheck check_code(store::Store& store, const store::RunInfo& run) {
         "the run's uncommitted changes were not stored (recorded before trainscope kept them, "
         "or too large): only their SHA-256 is known");
   if (!diff_known) return c;
-  const std::string r = shell_quote(root);
+  const std::string r = core::shell_quote(root);
   c.restore = fmt::format("git -C {} stash --include-untracked && git -C {} checkout {}", r, r,
-                          shell_quote(commit));
+                          core::shell_quote(commit));
   if (then_dirty)
-    c.restore += fmt::format(" && git -C {} apply --index {}", r, shell_quote(diff_path));
+    c.restore += fmt::format(" && git -C {} apply --index {}", r, core::shell_quote(diff_path));
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <torch/torch.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -202,6 +203,53 @@ TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
   EXPECT_EQ(printed.rfind(said, 0), 0u) << printed;
   EXPECT_EQ(printed.find('\n'), printed.size() - 1) << printed;
   EXPECT_EQ(printed.find("test accuracy 0"), std::string::npos) << printed;
+}
+
+// Thirty-first hunt, B-D1: the resume command a stopped training printed
+// left out its --set values and --store, so running it exited 4 ("config
+// differs"). Run as printed (with `trainscope` on PATH), it continues the
+// run to its end.
+TEST(ResumeTest, TheResumeCommandAStoppedTrainingPrintsContinuesIt) {
+  TempDir dir;
+  std::ofstream(dir / "c.yaml") << kConfig;
+  const std::string store_uri = "sqlite:" + (dir / "t .db").string();  // a space: quoted
+  const std::string err_path = (dir / "err.txt").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, 2);
+    execl(TS_CLI_BIN, TS_CLI_BIN, "--store", store_uri.c_str(), "train", (dir / "c.yaml").c_str(),
+          "--set", "train.epochs=1", "--set", "optimizer.lr=0.01", "--name", "stopped-here",
+          "--no-progress", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  StoreOptions so;
+  so.uri = store_uri;
+  bool sent = false;
+  for (int i = 0; i < 3000 && !sent; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto store = Store::open(so);
+    for (const auto& r : store->list_runs())
+      if (r.name == "stopped-here" && !store->artifacts(r.uuid).empty())
+        sent = kill(pid, SIGINT) == 0;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(sent);
+  std::ifstream in(err_path);
+  const std::string err((std::istreambuf_iterator<char>(in)), {});
+  const size_t at = err.find("resume with `");
+  ASSERT_NE(at, std::string::npos) << err;
+  const std::string command = err.substr(at + 13, err.find('`', at + 13) - at - 13);
+  EXPECT_NE(command.find("--set train.epochs=1 --set optimizer.lr=0.01"), std::string::npos)
+      << command;
+  EXPECT_NE(command.find("'sqlite:"), std::string::npos) << command;
+  const std::string bin_dir = std::filesystem::path(TS_CLI_BIN).parent_path().string();
+  auto r =
+      run_command("PATH=" + testing::shell_quote(bin_dir) + ":$PATH " + command + " --no-progress");
+  EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.out;
+  auto store = Store::open(so);
+  EXPECT_EQ(store->resolve_run("stopped-here").status, RunStatus::kFinished);
 }
 
 }  // namespace

@@ -10,12 +10,14 @@
 #include "progress.h"
 #include "torch_cli.h"
 #include "trainscope/checkpoint/state_dict.h"
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/instrument/json.h"
 #include "trainscope/instrument/run_identity.h"
+#include "trainscope/store/registry.h"
 #include "trainscope/train/data_parallel.h"
 #include "trainscope/train/trainer.h"
 
@@ -80,6 +82,22 @@ void print_eval(const store::RunInfo& run, const train::CheckpointEval& ev) {
   t.print(std::cout);
 }
 
+// The command that continues a stopped run: this one's store (without a
+// password: PGPASSWORD or ~/.pgpass gives it), config, --set values and
+// --experiment (a resume checks the config is the same), with --resume.
+std::string resume_command(const Context& ctx, const TrainArgs& a, int64_t world,
+                           const std::string& run_uuid) {
+  std::vector<std::string> words = {"trainscope"};
+  if (!ctx.store_uri.empty())
+    words.insert(words.end(), {"--store", store::split_password(ctx.store_uri).uri});
+  words.insert(words.end(), {"train", a.config});
+  for (const auto& s : a.sets) words.insert(words.end(), {"--set", s});
+  if (!a.experiment.empty()) words.insert(words.end(), {"--experiment", a.experiment});
+  if (world > 0) words.insert(words.end(), {"--nproc", std::to_string(world)});
+  words.insert(words.end(), {"--resume", core::short_uuid(run_uuid)});
+  return core::shell_command(words);
+}
+
 }  // namespace
 
 // Who the run is: the options given, then the environment's
@@ -112,9 +130,8 @@ void train(Context& ctx, const TrainArgs& a) {
   if (!recorded) return;
   note_recorded_run(*ctx.store(), r.run_uuid);
   if (r.status == RunStatus::kStopped)
-    core::log_info("stopped at step {}; resume with `trainscope train {}{} --resume {}`", r.steps,
-                   a.config, rank ? fmt::format(" --nproc {}", rank->world->size()) : "",
-                   core::short_uuid(r.run_uuid));
+    core::log_info("stopped at step {}; resume with `{}`", r.steps,
+                   resume_command(ctx, a, rank ? rank->world->size() : 0, r.run_uuid));
   print_result(r, ctx.json);
   // A local launcher says it for its ranks.
   if (r.status == RunStatus::kStopped && (!rank || rank->world->source() != "launcher"))
