@@ -89,8 +89,10 @@ std::optional<double> last(store::Store& s, const std::string& run, const std::s
   return pts.back().value;
 }
 
-double mean_of(store::Store& s, const std::string& run, const std::string& key) {
+// The mean of a run's points of `key`; none when it recorded none.
+std::optional<double> mean_of(store::Store& s, const std::string& run, const std::string& key) {
   auto pts = s.metric(run, key);
+  if (pts.empty()) return std::nullopt;
   double m = 0;
   for (const auto& p : pts) m += p.value / pts.size();
   return m;
@@ -142,16 +144,41 @@ std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
   return cells;
 }
 
-void fill_cost(store::Store& s, const RunInfo& r, CellAnalysis& c, int n) {
-  c.mean_run_s += store::run_seconds(r, 0) / n;  // NaN (none shown) if one run's times give none
-  c.mean_samples_per_s += mean_of(s, r.uuid, "samples_per_s") / n;
-  c.mean_epoch_s += mean_of(s, r.uuid, "epoch_time_s") / n;
-  c.energy_kwh += last(s, r.uuid, "energy/total_kwh").value_or(0);
-  if (auto t = last(s, r.uuid, "time_to_target_s"))
-    c.mean_time_to_target_s = c.mean_time_to_target_s.value_or(0) + *t / n;
-  if (auto e = last(s, r.uuid, "epochs_to_target"))
-    c.mean_epochs_to_target = c.mean_epochs_to_target.value_or(0) + *e / n;
-}
+// A cost series over a cell's runs: the mean (or sum) of the runs that
+// recorded it, a run lacking it left out rather than taken as 0; NaN or
+// none when no run recorded it (`-`, null).
+struct CostSeries {
+  double sum = 0;
+  int n = 0;
+  void add(std::optional<double> v) {
+    if (v) sum += *v, ++n;
+  }
+  double mean() const { return n ? sum / n : std::nan(""); }
+  double total() const { return n ? sum : std::nan(""); }
+  std::optional<double> mean_if_any() const {
+    return n ? std::optional<double>(sum / n) : std::nullopt;
+  }
+};
+
+struct CellCost {
+  CostSeries samples_per_s, epoch_s, energy_kwh, time_to_target_s, epochs_to_target;
+
+  void add(store::Store& s, const RunInfo& r) {
+    samples_per_s.add(mean_of(s, r.uuid, "samples_per_s"));
+    epoch_s.add(mean_of(s, r.uuid, "epoch_time_s"));
+    energy_kwh.add(last(s, r.uuid, "energy/total_kwh"));
+    time_to_target_s.add(last(s, r.uuid, "time_to_target_s"));
+    epochs_to_target.add(last(s, r.uuid, "epochs_to_target"));
+  }
+
+  void fill(CellAnalysis& c) const {
+    c.mean_samples_per_s = samples_per_s.mean();
+    c.mean_epoch_s = epoch_s.mean();
+    c.energy_kwh = energy_kwh.total();
+    c.mean_time_to_target_s = time_to_target_s.mean_if_any();
+    c.mean_epochs_to_target = epochs_to_target.mean_if_any();
+  }
+};
 
 // A run's test predictions, checked against what the store recorded; a
 // missing or damaged file is a note of the report, not its end.
@@ -178,6 +205,7 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
   std::vector<Predictions> preds;
   int n = c.runs;
   std::map<int64_t, std::vector<double>> by_epoch;
+  CellCost cost;
   for (const auto& r : cr.runs) {
     c.run_uuids.push_back(r.uuid);
     const auto points = s.metric(r.uuid, a.metric);
@@ -185,7 +213,8 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     std::map<int64_t, double> at;  // a repeated step (a resumed epoch): its last value
     for (const auto& p : points) at[p.step] = p.value;
     for (const auto& [epoch, v] : at) by_epoch[epoch].push_back(v);
-    fill_cost(s, r, c, n);
+    c.mean_run_s += store::run_seconds(r, 0) / n;  // NaN (none shown) if one run's times give none
+    cost.add(s, r);
     if (auto p = predictions_of(s, r, a)) preds.push_back(std::move(*p));
     Curve curve{name, r.name, {}, {}};
     for (const auto& p : s.metric(r.uuid, "train/loss"))
@@ -193,8 +222,8 @@ CellAnalysis analyse_cell(store::Store& s, const std::string& name, const CellRu
     a.loss_curves.push_back(std::move(curve));
   }
   for (auto& [epoch, values] : by_epoch) c.epochs.push_back({epoch, std::move(values)});
-  if (c.runs == 0)  // no finished run: no mean of its cost, not a cost of 0 (`-`, null)
-    c.mean_run_s = c.mean_samples_per_s = c.mean_epoch_s = c.energy_kwh = std::nan("");
+  cost.fill(c);
+  if (c.runs == 0) c.mean_run_s = std::nan("");  // no finished run: no mean, not 0 (`-`, null)
   c.levels = cr.factors;
   for (const auto& [k, v] : cr.factors) {
     char* end = nullptr;
@@ -353,7 +382,7 @@ void add_cost(store::Store& s, StudyAnalysis& a) {
   int nd = 0, no = 0;
   for (const auto& c : a.cells) {
     if (c.runs == 0) continue;
-    a.energy_kwh += c.energy_kwh;
+    if (std::isfinite(c.energy_kwh)) a.energy_kwh += c.energy_kwh;
     bool is_det = c.vary == "none" || c.vary == "deterministic";
     (is_det ? det : other) += c.mean_run_s;
     ++(is_det ? nd : no);

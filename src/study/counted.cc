@@ -115,7 +115,24 @@ int64_t counted_children(store::Store& store, const std::string& parent_uuid) {
 std::optional<std::vector<RunInfo>> repeats_of(store::Store& store, const RunInfo& run) {
   if (run.config_hash.empty() || is_study(store, run.uuid)) return std::nullopt;
   auto runs = store.list_runs({.status = RunStatus::kFinished});
-  std::erase_if(runs, [&](const RunInfo& r) { return r.config_hash != run.config_hash; });
+  std::erase_if(runs, [](const RunInfo& r) { return r.config_hash.empty(); });
+  // A training records its config as params (config::flatten): a repeat
+  // trains the same ones but its seeds (thirty-first hunt, A-D2: the
+  // config hash, seeds and all, never counted a repeat with other seeds).
+  std::vector<std::string> uuids = {run.uuid};
+  for (const auto& r : runs) uuids.push_back(r.uuid);
+  auto fields = store.run_fields(uuids, /*params=*/true, false, false);
+  auto unseeded = [&](const std::string& uuid) {
+    auto p = fields[uuid].params;
+    std::erase_if(p, [](const auto& kv) { return kv.first.starts_with("seeds."); });
+    return p;
+  };
+  const auto mine = unseeded(run.uuid);
+  std::erase_if(runs, [&](const RunInfo& r) {
+    if (r.config_hash == run.config_hash) return false;
+    const auto theirs = unseeded(r.uuid);
+    return mine.empty() || theirs != mine;  // no params recorded: the hash alone says
+  });
   return counted_runs(store, std::move(runs));
 }
 

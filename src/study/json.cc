@@ -33,7 +33,9 @@ Json cell_json(const CellAnalysis& c) {
   j["values"] = c.values;
   j["sd_ratio_to_all"] = format::optional(c.sd_ratio);
   // Means over no finished run are none: null, as a mean time to target.
-  auto mean = [&](double v) { return c.runs == 0 ? format::Json() : format::number(v); };
+  auto mean = [&](double v) {
+    return c.runs == 0 || !std::isfinite(v) ? format::Json() : format::number(v);
+  };
   j["mean_run_s"] = mean(c.mean_run_s);
   j["mean_samples_per_s"] = mean(c.mean_samples_per_s);
   j["mean_epoch_s"] = mean(c.mean_epoch_s);

@@ -47,7 +47,7 @@ class LocalExecutor : public Executor {
 
   void start(const Job& job) override {
     if (job.argv.empty()) fail(ErrorKind::kUsage, "job {} has no program", job.id);
-    std::filesystem::create_directories(job.log.parent_path());
+    make_log_folder(job.log.parent_path());
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) fail(ErrorKind::kRuntime, "cannot start job {}: {}", job.id, std::strerror(errno));
@@ -131,6 +131,17 @@ class LocalExecutor : public Executor {
 };
 
 }  // namespace
+
+void make_log_folder(const std::filesystem::path& dir) {
+  if (dir.empty()) return;
+  core::check_output_folder(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir, ec))
+    fail(ErrorKind::kUsage, "cannot create the log folder '{}': {}; choose another place (--logs)",
+         core::escape_for_display(dir.string()),
+         ec ? ec.message() : std::string("it is not a folder"));
+}
 
 void enter_job(const Job& job, pid_t parent) {
   // Die with the study: SIGTERM lets the trainer checkpoint and stop.

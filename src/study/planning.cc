@@ -7,6 +7,7 @@
 
 #include <limits>
 
+#include "job_process.h"
 #include "trainscope/config/config.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/flat_yaml.h"
@@ -212,7 +213,7 @@ void check_planned_names(const StudySpec& spec) {
 }  // namespace
 
 StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o) {
-  if (!o.log_dir.empty()) core::check_output_folder(o.log_dir);  // before anything is planned
+  if (!o.log_dir.empty()) make_log_folder(o.log_dir);  // before anything is planned
   const PlanEstimate e = estimate_plan(store, spec, o);
   if (e.runs > o.max_runs)
     fail(ErrorKind::kUsage,

@@ -7,6 +7,7 @@
 #include <deque>
 #include <map>
 
+#include "job_process.h"
 #include "planning.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -254,16 +255,17 @@ Job make_job(const State& st, const Plan& plan, const StudySpec& spec, const Stu
         {}};
   if (!store.password.empty()) j.env["PGPASSWORD"] = store.password;
   for (const auto& line : set_lines(p)) j.argv.insert(j.argv.end(), {"--set", line});
-  j.argv.insert(j.argv.end(), {"--experiment", spec.name});
+  j.argv.insert(j.argv.end(), {"--experiment", spec.name, "--no-progress"});
+  // A resumed run keeps who it is (train refuses --name, --parent, --code).
+  if (!st.resume_uuid.empty()) {
+    j.argv.insert(j.argv.end(), {"--resume", st.resume_uuid});
+    return j;
+  }
+  j.argv.insert(j.argv.end(), {"--name", p.name, "--parent", study});
   // The code is the study file's repository, not the logs folder's where
   // the planned base config is written.
   if (const std::string code = code_of(spec); !code.empty())
     j.argv.insert(j.argv.end(), {"--code", code});
-  if (!st.resume_uuid.empty())
-    j.argv.insert(j.argv.end(), {"--resume", st.resume_uuid});
-  else
-    j.argv.insert(j.argv.end(), {"--name", p.name, "--parent", study});
-  j.argv.push_back("--no-progress");
   return j;
 }
 
@@ -352,7 +354,7 @@ class Scheduler {
     if (now.finished) {
       ++p_.done;
       durations_.push_back(end.seconds);
-      report(fmt::format("{} finished in {:.1f}s", end.id, end.seconds));
+      report(fmt::format("{} finished in {:.1f}s{}", end.id, end.seconds, ended_after(end, log)));
     } else if (++tries_[end.id] <= spec_.retries && !refused_at_start(end, recorded)) {
       ++p_.retried;
       queue_.push_back(now);
@@ -412,6 +414,26 @@ class Scheduler {
         "; its run {} was left {}: the process ended without ending its run (a `with` block or "
         "finish() ends it; os._exit skips both)",
         core::short_uuid(r.uuid), store::to_string(r.status));
+  }
+
+  // A job whose run finished but whose process then failed (a script that
+  // raised or exited non-zero after finish()): the run's record is whole
+  // and counts finished, as every reader counts it; how the process ended
+  // is tagged on it (kJobEndedTag) and said here.
+  std::string ended_after(const JobEnd& end, const std::string& log) {
+    if (end.ok()) return "";
+    const std::string how = end.signal ? fmt::format("was killed by signal {}", end.signal)
+                                       : fmt::format("exited {}", end.exit_code);
+    const auto runs = attempts(*store_, study_, end.id);
+    for (auto it = runs.rbegin(); it != runs.rend(); ++it)
+      if (it->status == RunStatus::kFinished) {
+        store_->set_tag(it->uuid, kJobEndedTag, how);
+        return fmt::format(
+            "; its run {} had ended finished, then its process {} (see {}): the run counts "
+            "finished",
+            core::short_uuid(it->uuid), how, log);
+      }
+    return "";
   }
 
   // Tags the newest run of planned run `name` that is not failed with why
@@ -667,6 +689,7 @@ Outcome resume_study(std::shared_ptr<store::Store> store, const std::string& ref
   StudySpec spec = o.replan ? replan_study(*store, study, o) : recorded_spec(*store, study);
   if (!o.replan) check_unchanged(*store, study, spec);
   if (o.executor == "slurm") check_slurm(o.partition);
+  if (!o.log_dir.empty()) make_log_folder(o.log_dir);  // before the study is running again
   return execute(store, store::RunRecorder::attach(store, study.uuid), spec, o, progress);
 }
 

@@ -86,13 +86,17 @@ void read_set(std::vector<std::string> at, StudySpec& s, const Ctx& c) {
   }
 }
 
-// Two grid values that name one value: the same text, or the same number
-// ("0.01" and "1e-2").
+// Two grid values that name one value: the same text, the same number
+// ("0.01" and "1e-2"), or the same boolean as a config reads one ("yes"
+// and "true", YAML 1.1's words).
 bool same_value(const std::string& a, const std::string& b) {
   if (a == b) return true;
   char *ea = nullptr, *eb = nullptr;
   const double x = std::strtod(a.c_str(), &ea), y = std::strtod(b.c_str(), &eb);
-  return !a.empty() && !b.empty() && *ea == 0 && *eb == 0 && x == y;
+  if (!a.empty() && !b.empty() && *ea == 0 && *eb == 0) return x == y;
+  bool p = false, q = false;
+  return YAML::convert<bool>::decode(YAML::Node(a), p) &&
+         YAML::convert<bool>::decode(YAML::Node(b), q) && p == q;
 }
 
 void read_grid(const YAML::Node& n, StudySpec& s, const Ctx& c) {

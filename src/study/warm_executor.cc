@@ -319,7 +319,7 @@ class WarmExecutor : public Executor {
 
   void start(const Job& job) override {
     if (job.argv.empty()) fail(ErrorKind::kUsage, "job {} has no program", job.id);
-    std::filesystem::create_directories(job.log.parent_path());
+    make_log_folder(job.log.parent_path());
     if (fd_ < 0) spawn();
     jobs_[job.id] = {core::unix_now(), 0};
     // A worker that died before this job reached it: wait_any reports the

@@ -68,7 +68,8 @@ struct CellAnalysis {
   std::optional<double> sd_ratio;  // SD / SD of the "all" source (sources mode)
   std::optional<CrossRun> cross;
   std::optional<Audit> audit;  // cells that vary nothing
-  // Means over its finished runs; NaN (`-`, null) for a cell without one.
+  // Means over its finished runs (a series: over those that recorded it, a
+  // run lacking it is not a 0); NaN or none (`-`, null) when there are none.
   double mean_run_s = 0;  // wall time per run
   double mean_samples_per_s = 0, mean_epoch_s = 0;
   std::optional<double> mean_time_to_target_s;

@@ -183,6 +183,12 @@ inline constexpr const char* kRecordedNothingTag = "study.recorded_nothing";
 // planned run failed, and the value says why.
 inline constexpr const char* kGaveUpTag = "study.gave_up";
 
+// The tag a study sets on a planned run's finished run when the job's
+// process then ended badly (a script that raised or called sys.exit(3)
+// after its run finished): the run counts finished, its record being
+// whole; the value says how the process ended ("exited 3").
+inline constexpr const char* kJobEndedTag = "study.job_ended";
+
 // One planned run of a study and its runs in the store.
 struct PlannedAttempts {
   PlannedRun planned;
@@ -225,9 +231,10 @@ std::vector<store::RunInfo> counted_runs(store::Store& store, std::vector<store:
 // children not tagged kSupersededTag.
 int64_t counted_children(store::Store& store, const std::string& parent_uuid);
 
-// The finished runs trained with `run`'s config (the same config hash) as
-// every reader counts them (counted_runs), newest first: what `checklist`
-// counts as the run's repeats. nullopt for a run that is no training with
+// The finished runs trained with `run`'s config but for its seeds (the
+// same config hash, or the same params but seeds.*) as every reader counts
+// them (counted_runs), newest first: what `checklist` counts as the run's
+// repeats. nullopt for a run that is no training with
 // a config to repeat: a study's own run (its config is its plan), or a run
 // that recorded no config (a watched program, an import).
 std::optional<std::vector<store::RunInfo>> repeats_of(store::Store& store,
