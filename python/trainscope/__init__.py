@@ -478,6 +478,19 @@ class Run:
         self._pid, self._thread = os.getpid(), threading.current_thread()
         _OPEN.add(self)
 
+    def __copy__(self):
+        """Refused: a copy would be a second handle that ends one run
+        (Thirty-first hunt, B-D8: the original's finish() then named the
+        copy's reason)."""
+        raise TypeError(f"run {self.uuid[:8]} ({self.name}): a Run cannot be copied or pickled; "
+                        "pass the Run itself (one object records and ends a run)")
+
+    def __deepcopy__(self, memo):
+        self.__copy__()
+
+    def __reduce_ex__(self, protocol):
+        self.__copy__()
+
     @property
     def uuid(self):
         return self._run.uuid

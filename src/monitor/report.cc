@@ -61,7 +61,7 @@ bool charted(const std::string& key, const std::vector<std::string>& keys, const
 
 bool is_resource_key(std::string_view k) {
   // The sampler's keys, as the writers reserve them (gpuN/, not gpu_util).
-  return k != "exit_code" && store::own_metric_problem(k).has_value();
+  return k != "exit_code" && store::is_own_metric(k);
 }
 
 std::vector<SeriesStats> resource_stats(store::Store& store, const store::RunInfo& run,

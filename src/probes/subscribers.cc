@@ -234,19 +234,20 @@ class Training : public Subscriber {
     }
     if (m.event != MetaPacket::Event::kBatchFinished) return;
     loss_ += m.loss * m.samples;
-    correct_ += m.correct;
     samples_ += m.samples;
+    if (m.labelled) correct_ += m.correct, labelled_ += m.samples;
     if (m.at.step % every_ != 0 || samples_ == 0) return;
     sink.scalar({"", "loss", m.at, loss_ / samples_});
-    sink.scalar({"", "train_accuracy", m.at, static_cast<double>(correct_) / samples_});
+    if (labelled_ > 0)  // a batch whose labels were not seen has no accuracy, not 0
+      sink.scalar({"", "train_accuracy", m.at, static_cast<double>(correct_) / labelled_});
     loss_ = 0;
-    correct_ = samples_ = 0;
+    correct_ = samples_ = labelled_ = 0;
   }
 
  private:
   int64_t every_;
   double loss_ = 0;
-  int64_t correct_ = 0, samples_ = 0;
+  int64_t correct_ = 0, samples_ = 0, labelled_ = 0;  // labelled_: samples whose labels were seen
 };
 
 }  // namespace

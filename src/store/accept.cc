@@ -73,10 +73,12 @@ bool is_own_metric(std::string_view key) {
 }
 
 std::optional<std::string> own_metric_problem(std::string_view key) {
-  if (!is_own_metric(key)) return std::nullopt;
+  if (!is_own_metric(key) && !key.starts_with("probe/") && !key.starts_with("profile/"))
+    return std::nullopt;
   return fmt::format(
-      "metric '{}' is one trainscope records itself in this run (exit_code, and proc/*, sys/*, "
-      "gpuN/* and energy/* from its resource sampler); log it under another key",
+      "metric '{}' is one trainscope records itself in this run (exit_code; proc/*, sys/*, "
+      "gpuN/* and energy/* from its resource sampler; probe/* from its probes; profile/* from "
+      "its profiler); log it under another key",
       shown_key(key));
 }
 

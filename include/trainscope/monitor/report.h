@@ -21,7 +21,7 @@ struct SeriesStats {
 };
 
 // proc/*, sys/*, gpuN/*, energy/*: the series a ResourceSampler records
-// (store::own_metric_problem, exit_code aside); gpu_util is a user's.
+// (store::is_own_metric, exit_code aside); gpu_util is a user's.
 bool is_resource_key(std::string_view key);
 
 // Statistics of every resource series of a run over its finite samples,

@@ -95,6 +95,9 @@ struct MetaPacket {
   Position at;
   double loss = 0;      // the batch's mean loss, or the evaluation's
   int64_t correct = 0;  // correctly classified samples of the batch / split
+  // Whether `correct` is known: a Python loop's targets go to its own loss
+  // function, unseen, so its batches have no train accuracy (not 0).
+  bool labelled = true;
   int64_t samples = 0;  // samples of the batch / split
   std::string split;    // kEvaluation: "test", "val", "test_probe" (probe.test_every)
   BufferPtr labels;     // kBatchFinished: the input labels, when a subscriber wants them

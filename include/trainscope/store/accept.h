@@ -82,13 +82,16 @@ std::optional<std::string> metric_key_problem(std::string_view key);  // "metric
 std::optional<std::string> tag_key_problem(std::string_view key);
 std::optional<std::string> param_key_problem(std::string_view key);  // "param ..."
 // The metric keys trainscope itself records in a run a program or script
-// also logs into (`watch`, a Python run): exit_code and the resource
-// sampler's proc/*, sys/*, gpuN/* and energy/*. A metric line or log() of
+// also logs into (`watch`, a Python run): exit_code, the resource
+// sampler's proc/*, sys/*, gpuN/* and energy/*, the probes' probe/* and the
+// profiler's profile/*. A metric line or log() of
 // one is refused, "metric 'proc/rss_mib' is one trainscope records itself
 // (...); log it under another key", so that a series holds one writer's
 // points; nullopt for any other key.
 std::optional<std::string> own_metric_problem(std::string_view key);
-bool is_own_metric(std::string_view key);  // own_metric_problem, without its message
+// exit_code and the resource sampler's series: those whose values
+// own_metric_value_problem checks.
+bool is_own_metric(std::string_view key);
 // What is wrong with a value of one of those keys where a file brings
 // the series back (import tfevents of trainscope's own export): exit_code
 // is an integer from 0 to 255, the sampler's series finite and not

@@ -323,6 +323,7 @@ void ProbeObserver::on_after_step(const RunContext& ctx, const Step& step) {
     m.at = position(step);
     m.loss = step.loss_value;
     m.correct = ctx.position.epoch_correct - correct_before_;
+    m.labelled = step.targets.defined();
     m.samples = step.samples;
     if (hub_->wants_batch_tensors()) {
       m.labels = copy(step.targets);
