@@ -19,7 +19,8 @@ class Table {
   // The header's cells are escaped for display as rows' are (a column may
   // be named by a run: `report throughput`).
   explicit Table(std::vector<std::string> header);
-  // Cells are escaped for display; numbers should be preformatted.
+  // Cells are escaped for display, a value longer than any writer records
+  // cut (core::escape_shown); numbers should be preformatted.
   void add_row(std::vector<std::string> row);
   // Right-aligns the given column (for numbers).
   void align_right(size_t column) { right_.push_back(column); }

@@ -56,6 +56,10 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
                                             core::short_uuid(uuid) + ", step " +
                                             std::to_string(rec.step));
     StepHistogram s{rec.key, rec.step, rec.wall_time, {}};
+    // 0 (unknown) or a time of day, as the writers record it: a TensorBoard
+    // export of anything else is a file no reader takes back.
+    if (rec.wall_time != 0 && !(rec.wall_time > 0 && store::is_a_time(rec.wall_time)))
+      r.damaged(fmt::format("its wall time {} is not a time of day", rec.wall_time));
     Histogram& h = s.histogram;
     h.low = r.f64();
     h.high = r.f64();

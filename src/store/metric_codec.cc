@@ -8,6 +8,7 @@
 #include "trainscope/core/error.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/accept.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::store::codec {
 using core::ErrorKind;
@@ -44,6 +45,14 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
     std::memcpy(&out[base + i].value, p + 16, 8);
     if (auto why = step_problem(out[base + i].step))
       fail(ErrorKind::kStore, "metric point {} of a chunk: {}; the store is damaged", i, *why);
+    // Writers record the time of day (seconds since 1970): NaN, a time
+    // before 1970 or past year 9999 is no point's time, and would reach
+    // `plot --x time` and a TensorBoard file that no reader takes back.
+    if (const double w = out[base + i].wall_time; !(w >= 0 && is_a_time(w)))
+      fail(ErrorKind::kStore,
+           "metric point {} of a chunk (step {}): its wall time {} is not a time of day (seconds "
+           "since 1970); the store is damaged",
+           i, out[base + i].step, w);
   }
 }
 
