@@ -92,10 +92,14 @@ $(VENV)/.trainscope-torch: requirements/torch.txt $(VENV)/.trainscope-torch-core
 	@$(VENV)/bin/python -m pip check -q > /dev/null || $(VENV)/bin/python -m pip check
 	@touch $@
 
-# The tests' Python packages, and the build backend's wheels for the
-# packaging test's offline `pip install .` (tests/package/wheel_test.sh).
-$(VENV)/.trainscope-test: requirements/test.txt $(VENV)/.trainscope-torch
+# The tests' Python packages (requirements/interop.txt: Lightning and
+# transformers, whose callbacks tests/python checks with their real
+# trainers), and the build backend's wheels for the packaging test's
+# offline `pip install .` (tests/package/wheel_test.sh).
+$(VENV)/.trainscope-test: requirements/test.txt requirements/interop.txt $(VENV)/.trainscope-torch
 	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/test.txt
+	@$(VENV)/bin/python -m pip install -q --no-deps -r requirements/interop.txt
+	@$(VENV)/bin/python -m pip check -q > /dev/null || $(VENV)/bin/python -m pip check
 	@$(VENV)/bin/python -m pip download -q --no-deps -d $(WHEELHOUSE) -r requirements/build.txt
 	@touch $@
 

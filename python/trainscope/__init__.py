@@ -503,6 +503,11 @@ class Run:
     def store(self):
         return self._run.store
 
+    @property
+    def ended(self):
+        """Whether the run has ended (finish(), the `with` block's end)."""
+        return self._run.ended
+
     def log(self, metrics, step=None):
         """Logs a dict of metrics at `step` (default: the step after the
         last one logged), an integer from 0 to 2^53 (a number of any type
