@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "output.h"
 #include "torch_commands.h"
+#include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
 #include "trainscope/core/output.h"
@@ -283,7 +284,9 @@ int check_output(int code) {
 
 int run_command_line(int argc, char** argv) {
   Context ctx;
-  for (int i = 0; i < argc; ++i) ctx.argv_line += (i ? " " : "") + std::string(argv[i]);
+  // Each word shell-quoted as it needs: pasted, the line runs what ran
+  // (thirty-second hunt, A-D1: `'c d.yaml'` was recorded as two words).
+  ctx.argv_line = core::shell_command(std::vector<std::string>(argv, argv + argc));
   CLI::App app{"trainscope: measurable, reproducible neural-network training"};
   add_global_flags(app, ctx);
   register_runs_commands(app, ctx);

@@ -261,8 +261,7 @@ instrument::RunIdentity identity_of(const WatchOptions& o) {
   id.default_experiment = "watch";
   id.tags = o.tags;
   id.command_line = o.command_line;
-  if (id.command_line.empty())
-    for (const auto& a : o.command) id.command_line += (id.command_line.empty() ? "" : " ") + a;
+  if (id.command_line.empty()) id.command_line = core::shell_command(o.command);
   return instrument::resolve_identity(std::move(id), instrument::read_run_environment());
 }
 
