@@ -1265,12 +1265,15 @@ void accepted_codings(httplib::Request& req) {
 // closed. A chunked body is followed as it is read (Chunks), within
 // `limits`. A GET or a HEAD is answered without 100 Continue. A
 // Connection list that holds "close" in any case (`Close`, `keep-alive,
-// close`: RFC 9110 §7.6.1, tokens are case-insensitive) becomes the one
-// "close" httplib compares with.
+// close`: RFC 9110 §7.6.1, tokens are case-insensitive), and an HTTP/1.0
+// request's, becomes the one "close" httplib compares with.
 void normalize(httplib::Request& req, const GateLimits& limits) {
   take_absolute_form(req);
   accepted_codings(req);
+  // An HTTP/1.0 connection closes after its answer, which says so
+  // (thirty-second hunt, A-D2: it said Keep-Alive, then closed).
   if (const auto tokens = gate::values(req, "Connection");
+      req.version == "HTTP/1.0" ||
       std::find(tokens.begin(), tokens.end(), "close") != tokens.end()) {
     req.headers.erase("Connection");
     req.headers.emplace("Connection", "close");

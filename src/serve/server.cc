@@ -472,8 +472,21 @@ struct Server::Impl {
       }
       return {};
     }
-    // The scheme is case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
-    if (same_secret(bearer_token(req.get_header_value("Authorization")), token)) return {};
+    // Authorization is one header (RFC 9110 §11.6.2): given twice, the
+    // answer depended on their order (thirty-second hunt, A-D3); given
+    // wrong, it is wrong whatever else the request carries. The scheme is
+    // case-insensitive (RFC 9110 §11.1): "bearer" is "Bearer".
+    if (req.get_header_value_count("Authorization") > 1) {
+      res.status = 400;
+      return "the Authorization header is given more than once; send one";
+    }
+    if (req.has_header("Authorization")) {
+      if (same_secret(bearer_token(req.get_header_value("Authorization")), token)) return {};
+      res.status = 401;
+      res.set_header("WWW-Authenticate", "Bearer realm=\"trainscope\", error=\"invalid_token\"");
+      return "the Authorization header's token is not this server's; send 'Authorization: "
+             "Bearer TOKEN' with the token `trainscope serve` printed";
+    }
     if (same_secret(cookie_token(req, port), token)) return {};
     const auto query = query_of(req.target);
     if (const auto given = query.find("token");

@@ -162,6 +162,28 @@ TEST_F(ServeHttpTest, ANonLoopbackBindNeedsItsToken) {
   EXPECT_EQ(c.Get("/api/runs", {{"Cookie", cookie.substr(0, cookie.find(';'))}})->status, 200);
 }
 
+// Thirty-second hunt, A-D3: two Authorization headers were answered by
+// the first (401 or 200 by their order), and a wrong one passed beside a
+// right ?token=. Authorization is one header: given twice, 400; given
+// wrong, 401 whatever else the request carries.
+TEST_F(ServeHttpTest, AnAuthorizationHeaderIsOneAndRightOrTheRequestIsRefused) {
+  Running srv({.store_uri = uri_, .bind = "0.0.0.0", .port = 0, .token = "s3cret"});
+  auto c = srv.client();
+  const std::string right = "Bearer s3cret", wrong = "Bearer wrong";
+  for (const auto& [first, second] : {std::pair{wrong, right}, std::pair{right, wrong}}) {
+    httplib::Headers h = {{"Authorization", first}, {"Authorization", second}};
+    auto r = c.Get("/api/info", h);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << first << " then " << second;
+    EXPECT_NE(r->body.find("more than once"), std::string::npos) << r->body;
+  }
+  auto beside = c.Get("/api/info?token=s3cret", {{"Authorization", wrong}});
+  ASSERT_TRUE(beside);
+  EXPECT_EQ(beside->status, 401);
+  EXPECT_EQ(c.Get("/api/info", {{"Authorization", right}})->status, 200);
+  EXPECT_EQ(c.Get("/api/info?token=s3cret")->status, 200);
+}
+
 TEST_F(ServeHttpTest, LoopbackAnswersOnlyRequestsAddressedToThisMachine) {
   Running srv({.store_uri = uri_, .port = 0});
   EXPECT_TRUE(srv.server().token().empty());
@@ -828,6 +850,10 @@ TEST_F(ServeHttpTest, AnAnswerAfterWhichTheServerClosesSaysSo) {
       {"PUT /api/runs/writer/tags/x HTTP/1.1\r\n" + host +
            "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
        "400 "},
+      // Thirty-second hunt, A-D2: an HTTP/1.0 request's connection closes
+      // after its answer, which said Keep-Alive (keep-alive asked or not).
+      {"GET /api/info HTTP/1.0\r\n" + host + "\r\n", "200 "},
+      {"GET /api/info HTTP/1.0\r\n" + host + "Connection: keep-alive\r\n\r\n", "200 "},
   };
   for (const auto& [request, status] : cases) {
     Raw raw(srv.port());
