@@ -33,6 +33,8 @@ import itertools
 import math
 import numbers
 import os
+import shlex
+import signal
 import platform
 import sys
 import threading
@@ -457,16 +459,43 @@ def _watch_exit():
 _watch_exit()
 
 
+def _on_signal(signum, frame):
+    """SIGTERM or SIGHUP where the script has no handler of its own (Slurm,
+    Kubernetes and a study stopping its jobs send SIGTERM; a closed
+    terminal SIGHUP): the open runs end killed with every point logged
+    (thirty-second hunt, B-D1: the run was left running, its last points
+    lost), then the signal ends the process as it would have."""
+    _end_open_runs("killed")
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _catch_signals():
+    """SIGTERM and SIGHUP handled by _on_signal, each only while its
+    handler is the default one (a script's or a framework's own handler is
+    left as it is), and only from the main thread (where Python allows it)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                signal.signal(signum, _on_signal)
+        except (ValueError, OSError):  # an interpreter that allows no handler here
+            pass
+
+
 def _install_exit_hooks():
     """At the first run: an audit hook that sees uncaught exceptions and an
     atexit handler. At every run: threading.excepthook chained again if
-    the script replaced it since (sys.exit is watched from the import on)."""
+    the script replaced it since (sys.exit is watched from the import on),
+    and SIGTERM and SIGHUP caught where nothing else catches them."""
     if not _installed:
         _installed.append(True)
         sys.addaudithook(_audit)
         atexit.register(_at_exit)
     if not isinstance(threading.excepthook, _ThreadHook):
         threading.excepthook = _ThreadHook(threading.excepthook)
+    _catch_signals()
 
 
 class Run:
@@ -734,7 +763,7 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args.store, args.name, args.experiment, args.parent = store, name, experiment, parent
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
     args.default_name = script or "python"
-    args.command_line = " ".join([sys.executable] + sys.argv)
+    args.command_line = shlex.join([sys.executable] + sys.argv)  # pasted, it runs what ran
     args.params = _pairs("param", _mapping("config", config))
     # (args' maps are copies on the C++ side: build them, then assign.)
     # (The C++ side adds source=python and model.custom=true: a model of the

@@ -96,8 +96,13 @@ def _scalar(what, value):
     """A tensor, NumPy array or NumPy scalar of one element as the Python
     number it holds (of any dtype); anything else as it is."""
     tensor = isinstance(value, torch.Tensor)
-    if not tensor and not (type(value).__module__ == "numpy" and hasattr(value, "item")):
+    numpy = type(value).__module__.split(".")[0] == "numpy" and hasattr(value, "item")
+    if not tensor and not numpy:
         return value
+    # numpy.ma.masked (and a masked element): no value, not the NaN NumPy
+    # makes of it with a warning (thirty-second hunt, B-D3).
+    if not tensor and sys.modules["numpy"].ma.is_masked(value):
+        raise ValueError(f"{what} is masked (numpy.ma.masked): it holds no value")
     size = value.numel() if tensor else getattr(value, "size", 1)
     if size != 1:
         kind = "tensor" if tensor else "NumPy array"

@@ -391,13 +391,14 @@ std::optional<std::string> MetricLineParser::param_object(std::string_view text,
   return std::nullopt;
 }
 
-// A param is set once (as the store wants): the same value again is
-// nothing new, another value is refused and the line counted malformed.
+// A param is set once (as the store wants): the same value again (the
+// same number written otherwise included) is nothing new, another value is
+// refused and the line counted malformed.
 std::optional<std::string> MetricLineParser::set_line_params() {
   std::map<std::string, std::string> fresh;
   for (auto& [k, v] : line_params_) {
     auto it = params_.find(k);
-    if (it != params_.end() && it->second != v)
+    if (it != params_.end() && !store::same_param_value(it->second, v))
       return fmt::format("param '{}' is already '{}'; a param is set once", shown(k),
                          shown(it->second));
     if (it == params_.end()) fresh.emplace(k, v);

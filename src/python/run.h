@@ -205,10 +205,18 @@ class PyRun final : public EndsAtExit {
     return step;
   }
 
+  // A param is set once: the same value again (the same number written
+  // otherwise) is nothing new, another is refused (ValueError, as every
+  // refused value is; thirty-second hunt, B-D2).
   void set_params(const std::map<std::string, std::string>& p) {
     live();
     check_params(p);
-    recorder_->set_params(p);
+    try {
+      recorder_->set_params(p);
+    } catch (const ts::core::Error& e) {
+      if (e.kind() != ts::core::ErrorKind::kConflict) throw;
+      refuse(std::string(e.what()));
+    }
   }
   void set_tags(const std::map<std::string, std::string>& t) {
     live();

@@ -15,6 +15,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/artifact_store.h"
 
 namespace fs = std::filesystem;
@@ -557,7 +558,7 @@ void PostgresStore::check_params(pqxx::work& w, int64_t run_id, std::string_view
       key_values(pg::exec(w, "SELECT key, value FROM params WHERE run_id = $1", {integer(run_id)}));
   for (const auto& [key, value] : params) {
     const std::string& old = stored.at(key);
-    if (old != value)
+    if (!same_param_value(old, value))
       fail(ErrorKind::kConflict,
            "param '{}' of run {} is already '{}'; params are immutable (got '{}'); use a tag for "
            "values that change",

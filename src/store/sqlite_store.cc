@@ -19,6 +19,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/core/version.h"
+#include "trainscope/store/accept.h"
 #include "trainscope/store/artifact_store.h"
 
 namespace fs = std::filesystem;
@@ -659,7 +660,7 @@ void SqliteStore::set_param_locked(int64_t run_id, std::string_view uuid, std::s
   s.bind(1, run_id).bind(2, key);
   if (s.step()) {
     std::string old = s.text(0);
-    if (old != value)
+    if (!same_param_value(old, value))
       fail(ErrorKind::kConflict,
            "param '{}' of run {} is already '{}'; params are immutable (got '{}'); use a tag for "
            "values that change",

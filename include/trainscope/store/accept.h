@@ -138,6 +138,12 @@ std::optional<std::string> param_value_problem(std::string_view key, std::string
 // The same, named "tag".
 std::optional<std::string> tag_value_problem(std::string_view key, std::string_view value);
 
+// Whether a param's value given again is the one it has: the same text, or
+// the same number written otherwise ("1" and "1.0", "0.1" and "0.10",
+// "1e-3" and "0.001"), as --filter and stats --by compare them. A param is
+// set once; this is what "the same value again is nothing new" means.
+bool same_param_value(std::string_view stored, std::string_view given);
+
 // The name rule in words, for the end of a message.
 inline constexpr std::string_view kNameRule =
     "a name is at most 256 bytes of UTF-8 text without control characters, not only blanks";
