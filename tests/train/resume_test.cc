@@ -152,6 +152,18 @@ TEST(ResumeTest, SigkilledRunResumesBitIdentical) {
   EXPECT_EQ(store->metric(victim, "test/accuracy").size(), 2u);  // one per epoch
 }
 
+// Ctrl-C (SIGINT) to the training `pid` once its run `name` has its first
+// checkpoint; whether it was sent (within 15 s).
+bool interrupt_at_first_checkpoint(pid_t pid, const StoreOptions& so, const std::string& name) {
+  for (int i = 0; i < 3000; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto store = Store::open(so);
+    for (const auto& r : store->list_runs())
+      if (r.name == name && !store->artifacts(r.uuid).empty()) return kill(pid, SIGINT) == 0;
+  }
+  return false;
+}
+
 TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
   TempDir dir;
   std::ofstream(dir / "c.yaml") << kConfig;
@@ -168,16 +180,7 @@ TEST(ResumeTest, CtrlCFinishesTheStepCheckpointsAndStops) {
   }
   StoreOptions so;
   so.uri = store_uri;
-  bool sent = false;
-  for (int i = 0; i < 3000 && !sent; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    auto store = Store::open(so);
-    for (const auto& r : store->list_runs())
-      if (r.name == "interrupted" && !store->artifacts(r.uuid).empty()) {
-        ASSERT_EQ(kill(pid, SIGINT), 0);
-        sent = true;
-      }
-  }
+  const bool sent = interrupt_at_first_checkpoint(pid, so, "interrupted");
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(sent);
@@ -225,14 +228,7 @@ TEST(ResumeTest, TheResumeCommandAStoppedTrainingPrintsContinuesIt) {
   }
   StoreOptions so;
   so.uri = store_uri;
-  bool sent = false;
-  for (int i = 0; i < 3000 && !sent; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    auto store = Store::open(so);
-    for (const auto& r : store->list_runs())
-      if (r.name == "stopped-here" && !store->artifacts(r.uuid).empty())
-        sent = kill(pid, SIGINT) == 0;
-  }
+  const bool sent = interrupt_at_first_checkpoint(pid, so, "stopped-here");
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(sent);
