@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "trainscope/core/log.h"
+#include "trainscope/core/util.h"
 
 namespace trainscope::probes {
 
@@ -16,7 +17,11 @@ class Hub::Dispatch : public Sink {
            std::vector<std::shared_ptr<Output>> outputs)
       : subscribers_(subs), outputs_(std::move(outputs)) {}
 
-  void scalar(const SeriesPoint& p) override {
+  // One reading of the clock per publication, which every output records
+  // (the store and the TensorBoard file disagreed by microseconds).
+  void scalar(const SeriesPoint& published) override {
+    SeriesPoint p = published;
+    if (p.wall_time == 0) p.wall_time = core::unix_now();
     std::lock_guard lock(mu_);
     for (auto& o : outputs_) o->scalar(p);
     if (++depth_ <= 8)  // a cycle of derived series stops here
@@ -26,8 +31,9 @@ class Hub::Dispatch : public Sink {
   }
   void histogram(const std::string& layer, Kind kind, const Position& at,
                  const Histogram& h) override {
+    const double now = core::unix_now();
     std::lock_guard lock(mu_);
-    for (auto& o : outputs_) o->histogram(layer, kind, at, h);
+    for (auto& o : outputs_) o->histogram(layer, kind, at, h, now);
   }
   void alert(const Alert& a) override {
     std::lock_guard lock(mu_);

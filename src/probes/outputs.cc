@@ -16,12 +16,14 @@ class StoreOutput : public Output {
  public:
   explicit StoreOutput(store::RunRecorder& run) : run_(run) {}
   void scalar(const SeriesPoint& p) override {
-    run_.log_metric(series_key(p.layer, p.name), p.value, p.at.step);
+    // A point stamped by the hub carries its time; one given directly, now.
+    const double wall_time = p.wall_time != 0 ? p.wall_time : core::unix_now();
+    run_.log_metric(series_key(p.layer, p.name), p.value, p.at.step, wall_time);
   }
-  void histogram(const std::string& layer, Kind kind, const Position& at,
-                 const Histogram& h) override {
+  void histogram(const std::string& layer, Kind kind, const Position& at, const Histogram& h,
+                 double wall_time) override {
     run_.log_record(kHistogramsKind,
-                    histogram_record({histogram_key(layer, kind), at.step, core::unix_now(), h}));
+                    histogram_record({histogram_key(layer, kind), at.step, wall_time, h}));
   }
   void alert(const Alert& a) override {
     run_.log_record(kEventsKind, event_record({a.at.step, core::unix_now(), "alert", a.name,
@@ -78,14 +80,14 @@ void TfEventsWriter::write_scalar(const std::string& tag, int64_t step, double w
 }
 
 void TfEventsWriter::scalar(const SeriesPoint& p) {
-  write_scalar(p.layer.empty() ? p.name : p.layer + "/" + p.name, p.at.step, core::unix_now(),
-               static_cast<float>(p.value));
+  write_scalar(p.layer.empty() ? p.name : p.layer + "/" + p.name, p.at.step,
+               p.wall_time != 0 ? p.wall_time : core::unix_now(), static_cast<float>(p.value));
 }
 
 void TfEventsWriter::histogram(const std::string& layer, Kind kind, const Position& at,
-                               const Histogram& h) {
+                               const Histogram& h, double wall_time) {
   auto t = tensorboard_histogram(h);
-  if (open_ && t) writer_->histogram(histogram_key(layer, kind), at.step, core::unix_now(), *t);
+  if (open_ && t) writer_->histogram(histogram_key(layer, kind), at.step, wall_time, *t);
 }
 
 void TfEventsWriter::close() {

@@ -22,6 +22,10 @@ store::Record histogram_record(const StepHistogram& s) {
   w.uvarint(count(h.nan)).uvarint(count(h.pos_inf)).uvarint(count(h.neg_inf));
   w.uvarint(h.counts.size());
   for (int64_t c : h.counts) w.uvarint(count(c));
+  // The finite values' sum and sum of squares (TensorBoard's histogram
+  // carries them: its mean and SD); a record written before them ends at
+  // the counts, and reads back with 0s.
+  w.f64(std::isfinite(h.sum) ? h.sum : 0.0).f64(std::isfinite(h.sum_squares) ? h.sum_squares : 0.0);
   return {s.key, s.step, s.wall_time, w.take()};
 }
 
@@ -78,6 +82,7 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
     h.neg_inf = count();
     h.counts.resize(r.count(1));
     for (auto& c : h.counts) c = count();
+    if (!r.done()) h.sum = r.f64(), h.sum_squares = r.f64();  // none before they were kept
     r.finish();
     out.push_back(std::move(s));
   }

@@ -13,6 +13,7 @@
 
 #include "support/test_util.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/util.h"
 #include "trainscope/probes/builtin.h"
 #include "trainscope/probes/hub.h"
 #include "trainscope/probes/outputs.h"
@@ -293,7 +294,7 @@ TEST(ProbesTest, TensorBoardFileDecodesWithAnIndependentRuntime) {
     w.scalar(point("features.conv1", "weights/l2", 10, 2.5));
     w.scalar(point("", "loss", 20, 0.125));
     auto h = probes::make_histogram({0, 1, 1, 2, 3, NAN}, 4);
-    w.histogram("features.conv1", Kind::kWeights, {10, 0, 10}, h);
+    w.histogram("features.conv1", Kind::kWeights, {10, 0, 10}, h, trainscope::core::unix_now());
   }
   EXPECT_EQ(file.filename().string().rfind("events.out.tfevents.", 0), 0u);
   auto out = dir.path() / "out.json";

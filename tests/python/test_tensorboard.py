@@ -99,7 +99,8 @@ def _uvarint(b, i):
 def store_histograms(store, run):
     """{(key, step): (wall_time, low, high, nan, pos_inf, neg_inf, counts)}
     from the records of kind `histograms` (docs/store_format.md: f64 low,
-    f64 high, uvarint nan, pos_inf, neg_inf, uvarint n, n x uvarint count)."""
+    f64 high, uvarint nan, pos_inf, neg_inf, uvarint n, n x uvarint count,
+    f64 sum, f64 sum of squares)."""
     out = {}
     with sqlite3.connect(str(store)) as db:
         rows = db.execute("SELECT r.key, r.step, r.wall_time, r.payload FROM records r "
@@ -118,7 +119,7 @@ def store_histograms(store, run):
         for _ in range(n):
             c, i = _uvarint(payload, i)
             counts.append(c)
-        assert i == len(payload), (key, step)
+        assert i + 16 == len(payload), (key, step)  # the sums, which check_histograms skips
         out[(key, step)] = (wall_time, low, high, nan, pos_inf, neg_inf, counts)
     return out
 
@@ -344,7 +345,7 @@ def test_the_live_probe_file_agrees_with_the_store(recorded, run):
         got = acc.Scalars(tag)
         assert [e.step for e in got] == [s for s, _, _ in want], tag
         assert all(same(e.value, float32(w)) for e, (_, _, w) in zip(got, want)), tag
-        # Two readings of the clock (see the xfail below): microseconds apart.
+        # One reading of the clock for both (test_..._wall_times_are_the_stores).
         assert all(abs(e.wall_time - w) < 1.0 for e, (_, w, _) in zip(got, want)), tag
     check_histograms(acc, accumulate_for_plugins(folder), store_histograms(store, run))
     if run == "py":  # the last probed step is the model's state at the end
@@ -354,14 +355,11 @@ def test_the_live_probe_file_agrees_with_the_store(recorded, run):
         assert last.histogram_value.sum_squares == pytest.approx((w * w).sum().item(), rel=1e-6)
 
 
-# FINDING (issue 50, TensorBoard read by TensorBoard): the live probe file and
-# the store take separate readings of the clock (src/probes/outputs.cc:
-# StoreOutput and TfEventsWriter each call core::unix_now(); the store's
-# metric points get their own time in RunRecorder::log_metric), so
-# TensorBoard's wall time for a probe point or histogram differs from
-# `trainscope metrics`/the histogram record by microseconds to ~0.1 ms.
-# Strict: this test fails (XPASS) once both are one reading.
-@pytest.mark.xfail(strict=True, reason="live probe file wall times are a second clock reading")
+# Found by this file (issue 50): the live probe file and the store took
+# separate readings of the clock (StoreOutput and TfEventsWriter each called
+# core::unix_now()), so TensorBoard's wall time for a probe point or
+# histogram differed from `trainscope metrics` and the histogram record by
+# microseconds. The hub now stamps each publication once (src/probes/hub.cc).
 @pytest.mark.parametrize("run", ["cxx"])
 def test_the_live_probe_files_wall_times_are_the_stores(recorded, run):
     store = recorded["store"]
@@ -375,14 +373,11 @@ def test_the_live_probe_files_wall_times_are_the_stores(recorded, run):
     assert [d for d in diffs if d[2] != 0] == []
 
 
-# FINDING (issue 50): `runs export --format tfevents` writes each
-# HistogramProto with sum = 0 and sum_squares = 0 (src/tensorboard/export.cc
-# passes probes::read_histograms' Histogram to tensorboard_histogram, and the
-# store's record holds no sum: docs/store_format.md), while the live file
-# written at the same step holds the real ones. EventAccumulator hands the
-# zeros to anyone reading the export (the mean and SD it implies are 0).
-# Strict: this test fails (XPASS) once the export carries the sums.
-@pytest.mark.xfail(strict=True, reason="exported histograms have sum = sum_squares = 0")
+# Found by this file (issue 50): `runs export --format tfevents` wrote each
+# HistogramProto with sum = 0 and sum_squares = 0, since the store's record
+# held no sums, while the live file at the same step held the real ones (the
+# mean and SD TensorBoard shows). The record now keeps them
+# (docs/store_format.md).
 def test_exported_histograms_keep_sum_and_sum_squares(recorded):
     store = recorded["store"]
     exported = accumulate(recorded["export"]["double"] / "cxx")

@@ -38,8 +38,8 @@ class TfEventsWriter : public Output {
   const std::filesystem::path& path() const { return writer_->path(); }
 
   void scalar(const SeriesPoint& point) override;
-  void histogram(const std::string& layer, Kind kind, const Position& at,
-                 const Histogram& h) override;
+  void histogram(const std::string& layer, Kind kind, const Position& at, const Histogram& h,
+                 double wall_time) override;
   void close() override;
 
   // One scalar Event under `tag`; nothing after close(). A failed write

@@ -113,6 +113,10 @@ struct SeriesPoint {
   Position at;
   double value = 0;
   int layer_index = -1;  // the layer's forward position; -1 for whole-network series
+  // When it was published (unix seconds): one reading of the clock that
+  // every output records (the store and the TensorBoard file agree); the
+  // hub stamps it.
+  double wall_time = 0;
 };
 
 // The histogram of one tensor: equal-width bins over its finite range.
@@ -201,9 +205,10 @@ class Output {
   virtual ~Output() = default;
   // Each published scalar; the default ignores it.
   virtual void scalar(const SeriesPoint& point) {}
-  // Each published histogram; the default ignores it.
+  // Each published histogram, with its time of publication (unix seconds,
+  // one reading for every output); the default ignores it.
   virtual void histogram(const std::string& layer, Kind kind, const Position& at,
-                         const Histogram& h) {}
+                         const Histogram& h, double wall_time) {}
   // Each raised alert; the default ignores it.
   virtual void alert(const Alert& alert) {}
   // After the last publication (Hub::close, once); flush and release here.
