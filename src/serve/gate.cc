@@ -137,8 +137,24 @@ std::vector<std::string_view> line_words(std::string_view head) {
 // A word of a request line as an error message shows it.
 std::string shown_word(std::string_view s) { return core::escape_cut(s, 200); }
 
+// HTTP/1.0 to HTTP/1.9: a later HTTP/1 minor version is served as 1.1,
+// the highest this server speaks (RFC 9110 §2.5; thirty-third hunt, A-D2).
+bool is_http1(std::string_view version) {
+  return version.size() == 8 && version.starts_with("HTTP/1.") && version[7] >= '0' &&
+         version[7] <= '9';
+}
+
+// A request line of HTTP/1.2 to HTTP/1.9 rewritten as HTTP/1.1 in `buf`
+// (the same length), which httplib takes.
+void serve_minor_as_1_1(std::string& buf) {
+  const size_t line_end = buf.find("\r\n");
+  if (line_end == npos || line_end < 9 || buf[line_end - 9] != ' ') return;
+  if (is_http1(std::string_view(buf).substr(line_end - 8, 8)) && buf[line_end - 1] > '1')
+    buf[line_end - 1] = '1';
+}
+
 // Why a request line (RFC 9112 §3) asks for what this server does not
-// speak, with `status` set: an HTTP version other than 1.1 and 1.0 (505;
+// speak, with `status` set: an HTTP version other than HTTP/1.x (505;
 // a word that is not a version at all, 400), or a method it does not
 // route (501: CONNECT, TRACE, a made-up one), each named. Empty when it
 // asks for neither, or is not three words (httplib answers that: 400).
@@ -146,7 +162,7 @@ std::string line_problem(std::string_view head, int& status) {
   const auto words = line_words(head);
   if (words.size() != 3) return {};
   const std::string what = shown_word(words[0]) + " " + shown_word(words[1]);
-  if (const std::string_view version = words[2]; version != "HTTP/1.1" && version != "HTTP/1.0") {
+  if (const std::string_view version = words[2]; !is_http1(version)) {
     status = version.starts_with("HTTP/") ? 505 : 400;
     if (status == 505)
       return fmt::format("{}: {} is not a version this server speaks: send HTTP/1.1", what,
@@ -886,6 +902,7 @@ void Gate::pass(Conn c, size_t head_end) {
   c.body = gate::announces_body(head);
   c.range = gate::take_ranges(c.buf, head_end);
   gate::encode_query_marks(c.buf, head_end);
+  gate::serve_minor_as_1_1(c.buf);
   hand(std::move(c));
 }
 

@@ -239,6 +239,14 @@ StudySpec plan_study(store::Store& store, StudySpec spec, const StudyOptions& o)
 }
 
 void check_unchanged(store::Store& store, const RunInfo& study, const StudySpec& recorded) {
+  // A command is run by a shell: one the store alone says (the study file
+  // gone) could have been written there by anyone who writes the store
+  // (thirty-third hunt, A-D1), so it runs only as its file still says it.
+  if (!recorded.command.empty() && !is_file(recorded.file))
+    fail(ErrorKind::kUsage,
+         "study {} runs the command `{}` as the store records it, and its file {} is gone: a "
+         "resume runs a command only while its study file still says it; restore the file",
+         study.name, core::escape_for_display(recorded.command), recorded.file.string());
   StudySpec now = recorded;
   if (is_file(recorded.file)) {
     const bool quick = store.params(study.uuid)["study.quick"] == "true";

@@ -13,7 +13,8 @@ namespace trainscope::study {
 // Refuses (Error kConflict, naming the first key that differs and what to
 // do) when the study's file or its base config on disk say something else
 // than the study recorded when it was planned. A file that is gone is no
-// change: the recorded plan stands on its own.
+// change: the recorded plan stands on its own, but for a command study,
+// whose command a shell runs: refused (Error kUsage) without its file.
 void check_unchanged(store::Store& store, const store::RunInfo& study, const StudySpec& recorded);
 
 // What a plan is, as the study's tags: study.mode, study.replicates,

@@ -809,6 +809,12 @@ TEST_F(ServeHttpTest, AMethodOrVersionItDoesNotSpeakIsNamed) {
     EXPECT_TRUE(raw.closed()) << request;
   }
   EXPECT_EQ(srv.client().Get("/api/info")->status, 200);
+  // Thirty-third hunt, A-D2: a later HTTP/1 minor version is served as
+  // HTTP/1.1 (RFC 9110 §2.5), not refused 505.
+  Raw later(srv.port());
+  ASSERT_TRUE(later.send("GET /api/info HTTP/1.9\r\n" + host));
+  const std::string got = later.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
 }
 
 // Issue 51: what httplib answers before the gatekeeper runs (a URL too
