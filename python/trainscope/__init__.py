@@ -273,6 +273,7 @@ def _number(what, value):
 # last sys.exit may still be on its way out, _exit_note holds its token
 # and the status before it (restored if the script catches it).
 _OPEN = set()
+_child_hooked = {}
 _ending = None
 _exit_note = None
 _installed = []
@@ -459,29 +460,68 @@ def _watch_exit():
 _watch_exit()
 
 
+# The signals whose default action ends the process and that a Python
+# handler can see before it does: SIGTERM (Slurm, Kubernetes, a study
+# stopping its jobs), SIGHUP (a closed terminal), SIGQUIT, SIGUSR1 and
+# SIGUSR2 (Slurm's --signal), SIGALRM, SIGXCPU (ulimit -t), SIGXFSZ,
+# SIGVTALRM and SIGPROF. (SIGINT is KeyboardInterrupt; SIGABRT ends the
+# process before Python runs a handler.)
+_ENDING_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGXCPU", "SIGXFSZ",
+    "SIGVTALRM", "SIGPROF") if hasattr(signal, name))
+
+
 def _on_signal(signum, frame):
-    """SIGTERM or SIGHUP where the script has no handler of its own (Slurm,
-    Kubernetes and a study stopping its jobs send SIGTERM; a closed
-    terminal SIGHUP): the open runs end killed with every point logged
-    (thirty-second hunt, B-D1: the run was left running, its last points
-    lost), then the signal ends the process as it would have."""
+    """A signal of _ENDING_SIGNALS where the script has no handler of its
+    own: the open runs of this process (any thread's) end killed with every
+    point logged (thirty-second hunt, B-D1; thirty-third, B-D1 and B-D2:
+    the run was left running, its last points lost), then the signal ends
+    the process as it would have."""
     _end_open_runs("killed")
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
 
 
 def _catch_signals():
-    """SIGTERM and SIGHUP handled by _on_signal, each only while its
-    handler is the default one (a script's or a framework's own handler is
-    left as it is), and only from the main thread (where Python allows it)."""
+    """The signals of _ENDING_SIGNALS handled by _on_signal, each only while
+    its handler is the default one (a script's or a framework's own handler
+    is left as it is, and one set from C reads as None), and only from the
+    main thread (where Python allows it): at import, and again at each run."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for signum in (signal.SIGTERM, signal.SIGHUP):
+    for signum in _ENDING_SIGNALS:
         try:
             if signal.getsignal(signum) == signal.SIG_DFL:
                 signal.signal(signum, _on_signal)
         except (ValueError, OSError):  # an interpreter that allows no handler here
             pass
+
+
+def _end_child_runs():
+    """In a multiprocessing child (fork, forkserver), which ends by
+    os._exit after its finalizers, never by atexit: its own open runs end
+    as the child does, finished, or as the exception on its way out says
+    (thirty-third hunt, B-D3: they were left to be reaped killed, their
+    points lost). multiprocessing calls it from a `finally`."""
+    kind, raised = sys.exc_info()[:2]
+    if kind is None:
+        status = _ending or "finished"
+    elif issubclass(kind, SystemExit):
+        status = "failed" if _exit_code(raised.code) != 0 else "finished"
+    else:
+        status = _status_of(kind)
+    _end_open_runs(status)
+
+
+def _watch_child_exit():
+    """Once per multiprocessing child that starts a run: _end_child_runs
+    as one of its finalizers."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None or mp.parent_process() is None or _child_hooked.get("pid") == os.getpid():
+        return
+    _child_hooked["pid"] = os.getpid()
+    import multiprocessing.util
+    multiprocessing.util.Finalize(None, _end_child_runs, exitpriority=100)
 
 
 def _install_exit_hooks():
@@ -496,6 +536,7 @@ def _install_exit_hooks():
     if not isinstance(threading.excepthook, _ThreadHook):
         threading.excepthook = _ThreadHook(threading.excepthook)
     _catch_signals()
+    _watch_child_exit()
 
 
 class Run:
@@ -775,3 +816,8 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args.record_environment = _flag("record_environment", record_environment)
     _install_exit_hooks()
     return Run(_trainscope.Run(args))
+
+
+# SIGTERM and its kind end the runs of a script that set no handler of its
+# own, whichever thread opened them (_catch_signals): from the import on.
+_catch_signals()

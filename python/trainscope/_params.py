@@ -9,25 +9,31 @@ import numbers
 
 import torch
 
+from trainscope.settings import _scalar
+
 # A param value's most bytes and a key's (the store's rule).
 _VALUE_BYTES, _KEY_BYTES = 4096, 256
 
 
-def _param_value(value):
+def _param_value(name, value):
     """A value as a param takes it: a number or text as it is, an enum as
-    its value, a one-element tensor as its number, a list, tuple or set as
-    JSON text (its items so converted), anything else as its str(); None
-    stays None (not recorded)."""
+    its value, a tensor, NumPy array or scalar of one element as the number
+    it holds (by the package's rule: a meta tensor or a masked element is a
+    ValueError naming the param), a list, tuple or set as JSON text (its
+    items so converted), anything else as its str(); None stays None (not
+    recorded)."""
     if isinstance(value, enum.Enum):
         value = value.value
     if value is None or isinstance(value, (bool, str, numbers.Number)):
         return value
-    if isinstance(value, torch.Tensor) and value.numel() == 1:
-        return value.detach().cpu().item()
+    numpy = type(value).__module__.split(".")[0] == "numpy" and hasattr(value, "item")
+    one = value.numel() == 1 if torch.is_tensor(value) else getattr(value, "size", 0) == 1
+    if (torch.is_tensor(value) or numpy) and one:
+        return _scalar(f"param '{name}'", value)
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
         try:
-            return json.dumps([_param_value(v) for v in items])
+            return json.dumps([_param_value(name, v) for v in items])
         except (TypeError, ValueError):
             pass
     return str(value)
@@ -41,28 +47,61 @@ def _cut(text):
     return data[:_VALUE_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
-def flat_params(tree, prefix=""):
+def flat_params(tree, prefix="", out=None):
     """A nested mapping (a dict, an argparse Namespace, Lightning's
     AttributeDict) as the flat {dotted key: number or text} that
     `Run.log_params` takes: keys as text, None left out, text cut at 4096
-    bytes, a key longer than 256 bytes left out."""
+    bytes, a key longer than 256 bytes left out. Two entries that flatten
+    to one key ({"a.b": 1, "a": {"b": 2}}) are a ValueError naming it, as
+    `start_run(config=)` refuses them."""
+    out = {} if out is None else out
     if isinstance(tree, argparse.Namespace):
         tree = vars(tree)
-    out = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, argparse.Namespace):
             value = vars(value)
         if isinstance(value, dict):
-            out.update(flat_params(value, name + "."))
+            flat_params(value, name + ".", out)
             continue
-        value = _param_value(value)
+        value = _param_value(name, value)
         if value is None or len(name.encode("utf-8", "replace")) > _KEY_BYTES:
             continue
-        out[name] = _cut(value) if isinstance(value, str) else value
+        value = _cut(value) if isinstance(value, str) else value
+        if name in out:
+            raise ValueError(f"param '{name}' is given twice ({out[name]!r} and {value!r}): "
+                             "name each setting once")
+        out[name] = value
     return out
 
 
 def open_run(run):
     """`run` if it is a run that has not ended, else None."""
     return run if run is not None and not run.ended else None
+
+
+def given_run(run):
+    """A run handed to a callback (run=): None, or one that has not ended;
+    an ended one is a ValueError (a fit recorded nowhere, without a word:
+    thirty-third hunt, B-D7)."""
+    if run is not None and run.ended:
+        raise ValueError(f"run= is run {run.uuid[:8]} ({run.name}), which has ended: give an "
+                         "open run, or none (the callback then starts its own)")
+    return run
+
+
+def watch_once(run, model, optimizer, settings):
+    """Run.watch of `model` for a training with `optimizer`; nothing when
+    the run already watches both. A run watches one model and its
+    optimizer: a second training of the model into one run= (a new
+    optimizer) is a ValueError saying so (thirty-third hunt, B-D9: "this
+    run already watches a model", of that very model)."""
+    current = getattr(run, "_watch", None)
+    if current is not None and current.model is model:
+        if current.optimizer is optimizer:
+            return
+        raise ValueError(f"run {run.uuid[:8]} ({run.name}) already watches this model, with the "
+                         "optimizer of an earlier training; a run watches one model and one "
+                         "optimizer: give this training a run of its own (another run=, or "
+                         "none), or pass watch=False")
+    run.watch(model, optimizer, **settings)

@@ -35,7 +35,7 @@ import torch
 from lightning.pytorch.loggers.logger import Logger, rank_zero_experiment
 
 import trainscope
-from trainscope._params import flat_params, open_run
+from trainscope._params import flat_params, given_run, open_run, watch_once
 
 __all__ = ["TrainscopeCallback", "TrainscopeLogger", "flat_params"]
 
@@ -121,7 +121,7 @@ class TrainscopeCallback(pl.Callback):
         self._watch = {} if watch is None or watch is True else watch
         self._model = model
         self._own = run is None
-        self.run = run
+        self.run = given_run(run)
         self.logger = TrainscopeLogger(self)
         self._checkpoints = set()
         self._failed = None
@@ -136,6 +136,8 @@ class TrainscopeCallback(pl.Callback):
             self._checkpoints, self._failed = set(), None
 
     def on_fit_start(self, trainer, pl_module):
+        if not self._own:
+            given_run(self.run)
         run = open_run(self.run)
         if not trainer.is_global_zero or run is None:
             return
@@ -144,7 +146,7 @@ class TrainscopeCallback(pl.Callback):
             trainer.loggers = list(trainer.loggers) + [self.logger]
         if self._watch is not False:
             optimizer = trainer.optimizers[0] if len(trainer.optimizers) == 1 else None
-            run.watch(self._model or pl_module, optimizer, **self._watch)
+            watch_once(run, self._model or pl_module, optimizer, self._watch)
             self._step_by_batch = optimizer is None
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):

@@ -36,6 +36,7 @@ as train() begins (dropout) and data_seed orders the batches;
 `trainer_seeds(seeds)` gives them from trainscope's dropout and data_order
 streams, so that a study's seeds reach them as they reach a plain script.
 """
+import atexit
 import numbers
 import os
 
@@ -44,7 +45,7 @@ import transformers
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 import trainscope
-from trainscope._params import flat_params, open_run
+from trainscope._params import flat_params, given_run, open_run, watch_once
 
 __all__ = ["TrainscopeCallback", "trainer_seeds", "flat_params"]
 
@@ -89,7 +90,8 @@ class TrainscopeCallback(transformers.TrainerCallback):
                            tags={"framework": "transformers", **(tags or {})}, store=store)
         self._watch = {} if watch is None or watch is True else watch
         self._own = run is None
-        self.run = run
+        self.run = given_run(run)
+        self._exit_hook = False
         self._hooks = []
 
     # -- the Trainer's events ------------------------------------------------
@@ -100,6 +102,11 @@ class TrainscopeCallback(transformers.TrainerCallback):
             if open_run(self.run) is not None:  # the last train() raised: it never ended
                 self.finish("failed")
             self.run = trainscope.start_run(**self._start)
+            if not self._exit_hook:  # after the package's: atexit runs it first
+                atexit.register(self._at_exit)
+                self._exit_hook = True
+        else:
+            given_run(self.run)
         run = open_run(self.run)
         if run is None:
             return
@@ -110,7 +117,7 @@ class TrainscopeCallback(transformers.TrainerCallback):
         run.log_params(params)
         if self._watch is not False and model is not None:
             inner = getattr(optimizer, "optimizer", optimizer)  # accelerate's wrapper
-            run.watch(model, inner if hasattr(inner, "step") else optimizer, **self._watch)
+            watch_once(run, model, inner if hasattr(inner, "step") else optimizer, self._watch)
             self._hook_model(model)
 
     def on_log(self, args, state, control, logs=None, **kwargs):
@@ -146,6 +153,13 @@ class TrainscopeCallback(transformers.TrainerCallback):
         self._hooks = []
         if self._own and open_run(self.run) is not None:
             self.run.finish(status)
+
+    def _at_exit(self):
+        """As the interpreter ends: a run whose train() raised and never
+        came to on_train_end ends failed (killed by Ctrl-C), even when the
+        script caught the exception and exits 0 (thirty-third hunt, B-D8)."""
+        if self._own and open_run(self.run) is not None:
+            self.finish(trainscope._ending or "failed")
 
     def __enter__(self):
         return self
