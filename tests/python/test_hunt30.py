@@ -1,9 +1,7 @@
 """Thirtieth hunt, tester B: the Python package's defects D1, D2, D5 and D8,
 read back with the CLI as a user would."""
 import json
-import os
 import re
-import subprocess
 import time
 
 import pytest
@@ -12,15 +10,8 @@ import torch
 import trainscope
 from trainscope import watch as watch_module
 
-CLI = os.environ["TS_CLI"]
+from hunt_support import cli, show, store  # noqa: F401 (store: a fixture)
 ALSO = "give a number such as 0.5, in ASCII digits without '_', finite"
-
-
-def cli(store, *args):
-    done = subprocess.run([CLI, "--store", "sqlite:" + store, *args], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def status(store, name):
@@ -35,11 +26,6 @@ def statuses(store):
 def points(store, name, key):
     out = cli(store, "metrics", name, key, "--format", "csv")
     return [int(line.split(",")[0]) for line in out.splitlines()[1:]]
-
-
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "h.db")
 
 
 def start(store, name):

@@ -2,33 +2,19 @@
 B-D8 (docs/reliability.md), read back with the CLI as a user would."""
 import copy
 import json
-import os
 import pickle
-import subprocess
 
 import pytest
 import torch
 
 import trainscope
 
-CLI = os.environ["TS_CLI"]
-
-
-def cli(store, *args):
-    done = subprocess.run([CLI, "--store", "sqlite:" + store, *args], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from hunt_support import cli, show, store  # noqa: F401 (store: a fixture)
 
 
 def keys(store, name):
     summaries = json.loads(cli(store, "--json", "runs", "show", name))["metric_summaries"]
     return [m["key"] for m in summaries]
-
-
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "h.db")
 
 
 def start(store, name):

@@ -1,6 +1,5 @@
 """Thirty-second hunt, tester B: the Python package's defects B-D1, B-D2
 and B-D3 (docs/reliability.md), read back with the CLI as a user would."""
-import json
 import os
 import shlex
 import signal
@@ -12,23 +11,7 @@ import pytest
 
 import trainscope
 
-CLI = os.environ["TS_CLI"]
-
-
-def cli(store, *args):
-    done = subprocess.run([CLI, "--store", "sqlite:" + store, *args], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def show(store, name):
-    return json.loads(cli(store, "--json", "runs", "show", name))
-
-
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "h.db")
+from hunt_support import cli, show, store  # noqa: F401 (store: a fixture)
 
 
 def script(store, body):

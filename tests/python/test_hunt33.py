@@ -1,7 +1,6 @@
 """Thirty-third hunt, tester B: the Python package's and the callbacks'
 defects B-D1 to B-D9 (docs/reliability.md), read back with the CLI as a
 user would. Each script runs in an interpreter of its own."""
-import json
 import os
 import signal
 import subprocess
@@ -15,27 +14,11 @@ import torch
 import trainscope
 from trainscope._params import flat_params
 
-CLI = os.environ["TS_CLI"]
-
-
-def cli(store, *args):
-    done = subprocess.run([CLI, "--store", "sqlite:" + store, *args], capture_output=True,
-                          text=True)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def show(store, name):
-    return json.loads(cli(store, "--json", "runs", "show", name))
+from hunt_support import cli, show, store  # noqa: F401 (store: a fixture)
 
 
 def points(store, name, key):
     return {m["key"]: m["count"] for m in show(store, name)["metric_summaries"]}.get(key, 0)
-
-
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "h.db")
 
 
 def script(store, body):
