@@ -9,6 +9,7 @@
 #include <string>
 
 #include "trainscope/core/util.h"
+#include "trainscope/store/query.h"
 #include "trainscope/store/store.h"
 
 namespace trainscope::store {
@@ -120,18 +121,7 @@ std::optional<std::string> record_problem(std::string_view kind, std::string_vie
 
 bool same_param_value(std::string_view stored, std::string_view given) {
   if (stored == given) return true;
-  // A number of the text's whole (no blanks, no hex: strtod's forms a
-  // reader compares as numbers), finite or not.
-  auto number = [](std::string_view s) -> std::optional<double> {
-    if (s.empty() || s.size() > 64 || s.find_first_of(" \t\nxX") != std::string_view::npos)
-      return std::nullopt;
-    const std::string text(s);
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    if (end != text.c_str() + text.size()) return std::nullopt;
-    return v;
-  };
-  const auto a = number(stored), b = number(given);
+  const auto a = parse_number(stored), b = parse_number(given);  // as a filter reads them
   return a && b && (*a == *b || (std::isnan(*a) && std::isnan(*b)));
 }
 

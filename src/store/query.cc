@@ -48,7 +48,8 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// The whole of `s` as a number, or nullopt ("0.1", "1e-3", "nan", "-inf").
+}  // namespace
+
 std::optional<double> parse_number(std::string_view s) {
   if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return std::nullopt;
   std::string text(s);
@@ -57,6 +58,8 @@ std::optional<double> parse_number(std::string_view s) {
   if (end != text.c_str() + text.size()) return std::nullopt;
   return v;
 }
+
+namespace {
 
 // --- fields ------------------------------------------------------------------
 

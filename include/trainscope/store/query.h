@@ -70,6 +70,11 @@ inline constexpr std::string_view kShownStatuses =
 // status, host, start_time, ...), case-insensitively.
 bool is_run_attribute(std::string_view name);
 
+// The whole of `text` as a number, as a filter compares a param's or tag's
+// text with a number ("0.1", "1e-3", "nan", "-inf"); nullopt for text that
+// is not one (a leading blank, anything after the number).
+std::optional<double> parse_number(std::string_view text);
+
 // A parsed filter (the grammar above): immutable once parsed, so any
 // thread may match with it; movable, not copyable.
 class RunFilterExpr {
