@@ -19,6 +19,9 @@ def main():
     for name in ("SIGPIPE", "SIGXFSZ"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+    # MLflow's client (`runs export --format mlflow`, `import mlflow`) runs
+    # in this Python, the one the user installed trainscope into.
+    os.environ.setdefault("TRAINSCOPE_PYTHON", sys.executable)
     os.execv(exe, ["trainscope"] + sys.argv[1:])
     return 127  # not reached
 

@@ -1,6 +1,7 @@
 // `trainscope import tfevents DIR`: runs from files other programs wrote.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iostream>
 
 #include "commands.h"
@@ -9,6 +10,7 @@
 #include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/mlflow/mlflow.h"
 #include "trainscope/tensorboard/tensorboard.h"
 
 namespace trainscope::cli {
@@ -63,6 +65,61 @@ void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json
                            imported == 1 ? "" : "s", points, runs.size() - imported);
 }
 
+void print_mlflow(const std::vector<mlflow::ImportedRun>& runs, bool json) {
+  format::Json j = format::Json::array();
+  size_t imported = 0;
+  int64_t points = 0, artifacts = 0;
+  std::vector<const mlflow::ImportedRun*> fresh;
+  for (const auto& r : runs) {
+    j.push_back({{"mlflow_run_id", r.mlflow_run_id},
+                 {"uuid", r.uuid},
+                 {"name", r.name},
+                 {"points", r.points},
+                 {"artifacts", r.artifacts},
+                 {"skipped", r.skipped.empty() ? format::Json() : format::Json(r.skipped)}});
+    if (!r.skipped.empty()) {
+      core::log_info("MLflow run {} ({}) skipped: {}", r.mlflow_run_id,
+                     r.name.empty() ? "unnamed" : core::escape_for_display(r.name), r.skipped);
+      continue;
+    }
+    ++imported, points += r.points, artifacts += r.artifacts;
+    fresh.push_back(&r);
+  }
+  if (fresh.size() == 1) core::note_recorded_run(fresh[0]->name, fresh[0]->uuid);
+  if (fresh.size() > 1)
+    core::note_recorded(fmt::format("the {} runs imported were recorded in full", fresh.size()));
+  if (json) {
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    return;
+  }
+  std::cout << fmt::format("imported {} run{} ({} metric points, {} artifacts); {} skipped\n",
+                           imported, imported == 1 ? "" : "s", points, artifacts,
+                           runs.size() - imported);
+}
+
+void add_import_mlflow(CLI::App* im, Context& ctx) {
+  auto* cmd = im->add_subcommand(
+      "mlflow", "Import the runs of an MLflow tracking store: params, tags, metrics, artifacts");
+  auto o = std::make_shared<mlflow::ImportOptions>();
+  cmd->add_option("URI", o->uri,
+                  "The tracking store: sqlite:///mlflow.db, a folder (mlruns), http://host:5000")
+      ->required();
+  cmd->add_option("--from", o->experiments,
+                  "Only the runs of this MLflow experiment (repeat for more; default: all)");
+  cmd->add_option("--experiment,-e", o->experiment,
+                  "The runs' experiment here (default: their MLflow experiment's name)")
+      ->check(experiment_rule());
+  set_example(cmd,
+              "trainscope import mlflow sqlite:///mlflow.db --from mnist\n"
+              "  (MLflow's client runs in TRAINSCOPE_PYTHON or python3; again later: runs already "
+              "imported are skipped)");
+  cmd->callback([&ctx, o] {
+    o->command_line = ctx.argv_line;
+    const auto bridge = mlflow::find_bridge(std::filesystem::read_symlink("/proc/self/exe"));
+    print_mlflow(mlflow::import_runs(*ctx.store(), *o, bridge), ctx.json);
+  });
+}
+
 }  // namespace
 
 void register_import_commands(CLI::App& app, Context& ctx) {
@@ -85,6 +142,7 @@ void register_import_commands(CLI::App& app, Context& ctx) {
     note_imported(runs);
     print_imported(runs, ctx.json);
   });
+  add_import_mlflow(im, ctx);
 }
 
 }  // namespace trainscope::cli

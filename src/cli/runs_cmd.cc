@@ -1,6 +1,7 @@
 // `trainscope runs ...` and `trainscope metrics`: reading the store.
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -10,6 +11,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
+#include "trainscope/mlflow/mlflow.h"
 #include "trainscope/study/study.h"
 #include "trainscope/tensorboard/tensorboard.h"
 
@@ -342,6 +344,30 @@ void write_tfevents(Store& store, const std::vector<RunInfo>& runs, const Export
                     r.histograms, r.file.string());
 }
 
+// --format mlflow: runs into the MLflow tracking store named by --out.
+void write_mlflow(Store& store, const std::vector<RunInfo>& runs, const ExportArgs& a, bool json) {
+  const auto bridge = mlflow::find_bridge(std::filesystem::read_symlink("/proc/self/exe"));
+  const auto done = mlflow::export_runs(store, runs, {a.out}, bridge);
+  int64_t points = 0, artifacts = 0, already = 0;
+  format::Json j = format::Json::array();
+  for (const auto& r : done) {
+    points += r.points, artifacts += r.artifacts, already += r.already;
+    j.push_back({{"uuid", r.uuid},
+                 {"mlflow_run_id", r.mlflow_run_id},
+                 {"points", r.points},
+                 {"artifacts", r.artifacts},
+                 {"already_exported", r.already}});
+  }
+  if (json) {
+    std::cout << j.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
+    return;
+  }
+  std::cout << fmt::format(
+      "wrote {} run{} ({} metric points, {} artifacts) into {}{}\n", done.size() - already,
+      done.size() - already == 1 ? "" : "s", points, artifacts, escape_for_display(a.out),
+      already ? fmt::format("; {} exported before, left as they are", already) : "");
+}
+
 void add_export(CLI::App* runs, Context& ctx) {
   auto* cmd = runs->add_subcommand(
       "export",
@@ -353,11 +379,15 @@ void add_export(CLI::App* runs, Context& ctx) {
   cmd->add_option("--experiment,-e", a->experiment, "Only runs of this experiment");
   cmd->add_option("--format,-f", a->format,
                   "csv (one row per metric point: run,name,key,step,wall_time,value; one run: "
-                  "key,step,wall_time,value), json (every run whole) or tfevents (a TensorBoard "
-                  "log folder per run inside --out DIR: scalars and probe histograms)")
-      ->check(CLI::IsMember({"csv", "json", "tfevents"}));
-  cmd->add_option("--out,-o", a->out,
-                  "Write to this file instead of stdout (tfevents: the folder, required)");
+                  "key,step,wall_time,value), json (every run whole), tfevents (a TensorBoard "
+                  "log folder per run inside --out DIR: scalars and probe histograms) or mlflow "
+                  "(into the MLflow tracking store --out URI: sqlite:///mlflow.db, a folder, "
+                  "http://host:5000; MLflow's client runs in TRAINSCOPE_PYTHON or python3)")
+      ->check(CLI::IsMember({"csv", "json", "tfevents", "mlflow"}));
+  cmd->add_option(
+      "--out,-o", a->out,
+      "Write to this file instead of stdout (tfevents: the folder, required; mlflow: the "
+      "tracking URI, required)");
   cmd->add_option("--scalars", a->scalars,
                   "tfevents: double (DT_DOUBLE tensors, exact) or float32 (simple_value)")
       ->check(CLI::IsMember({"double", "float32"}));
@@ -365,13 +395,19 @@ void add_export(CLI::App* runs, Context& ctx) {
       cmd,
       "trainscope runs export --filter \"params.optimizer.name = 'adam'\" --out points.csv\n"
       "  trainscope runs export --filter \"name like 'demo%'\" --format tfevents --out logs\n"
-      "  tensorboard --logdir logs");
+      "  tensorboard --logdir logs\n"
+      "  trainscope runs export --format mlflow --out sqlite:///mlflow.db");
   cmd->callback([&ctx, a] {
     if (a->format == "tfevents" && (a->out.empty() || a->out == "-"))
       fail(ErrorKind::kUsage,
            "runs export --format tfevents writes a folder per run: name the folder with --out "
            "DIR (arguments name runs)");
-    if (a->format != "tfevents") core::check_output_file(a->out);  // before any work
+    if (a->format == "mlflow" && (a->out.empty() || a->out == "-"))
+      fail(ErrorKind::kUsage,
+           "runs export --format mlflow writes into an MLflow tracking store: name it with --out "
+           "URI, e.g. --out sqlite:///mlflow.db (arguments name runs)");
+    if (a->format != "tfevents" && a->format != "mlflow")
+      core::check_output_file(a->out);  // before any work
     auto store = ctx.reader();
     std::vector<std::string> uuids;  // a run named twice counts once
     for (const auto& r : store->resolve_runs(a->refs)) uuids.push_back(r.uuid);
@@ -379,6 +415,7 @@ void add_export(CLI::App* runs, Context& ctx) {
     auto found = export_runs(*store, *a);
     if (found.empty()) fail(ErrorKind::kNotFound, "no runs match; nothing exported");
     if (a->format == "tfevents") return write_tfevents(*store, found, *a, ctx.json);
+    if (a->format == "mlflow") return write_mlflow(*store, found, *a, ctx.json);
     write_export(*store, found, *a, a->format == "json" || ctx.json);
     if (!a->out.empty() && a->out != "-")
       core::log_info("wrote {} ({} run{})", a->out, found.size(), found.size() == 1 ? "" : "s");

@@ -1,0 +1,270 @@
+"""The MLflow half of `trainscope runs export --format mlflow URI` and
+`trainscope import mlflow URI`, run by the CLI (src/mlflow/bridge.cc) as
+
+    PYTHON _mlflow_bridge.py export|read REQUEST.json RESULT.json
+
+The real mlflow client (MlflowClient) reads and writes the tracking store;
+the CLI reads and writes trainscope's store and hands runs over as JSON
+files (non-finite values as the strings "nan", "inf", "-inf"). Not an API:
+the request and result shapes are src/mlflow/README.md's. Imports neither
+torch nor trainscope's extension, only mlflow (3.x)."""
+import json
+import logging
+import math
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Run as a file, Python puts this folder first on sys.path, where
+# lightning.py and transformers.py would hide the packages mlflow imports.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
+
+# trainscope's own facts about a run (its UUID, host, ...) travel as MLflow
+# tags under this prefix; `trainscope.run.exported` is written last.
+OWN = "trainscope.run."
+WHOLE = OWN + "exported"
+# A stopped run (resumable) is KILLED to MLflow; its tag keeps the status.
+TO_MLFLOW = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED",
+             "stopped": "KILLED"}
+FROM_MLFLOW = {"FINISHED": "finished", "FAILED": "failed", "KILLED": "killed"}
+
+
+class Refused(Exception):
+    """One line for the user; `kind` is the CLI's error kind."""
+
+    def __init__(self, kind, message):
+        super().__init__(message)
+        self.kind = kind
+
+
+def number(v):
+    if isinstance(v, str):
+        return float(v)  # "nan", "inf", "-inf"
+    return float(v)
+
+
+def jsonable(v):
+    return v if math.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
+
+
+def client_for(uri):
+    try:
+        import mlflow  # noqa: F401
+        from mlflow.tracking import MlflowClient
+    except ImportError as e:
+        raise Refused("usage", f"the Python at {sys.executable} cannot import mlflow ({e}): "
+                               "install it there (pip install mlflow), or set TRAINSCOPE_PYTHON "
+                               "to a Python that has it")
+    for name in ("mlflow", "alembic", "sqlalchemy"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if "://" not in uri or uri.startswith("file:"):
+        # The folder store: deprecated by MLflow 3, still what many hold.
+        os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    try:
+        return MlflowClient(tracking_uri=uri)
+    except Exception as e:  # noqa: BLE001 (MLflow's own message says why)
+        raise Refused("usage", f"MLflow cannot open '{uri}': {first_line(e)}")
+
+
+def first_line(e):
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def artifact_root(uri):
+    """Where a new experiment keeps its artifacts: beside a SQLite file."""
+    if uri.startswith("sqlite:///"):
+        return os.path.join(os.path.dirname(os.path.abspath(uri[len("sqlite:///"):])),
+                            "mlartifacts")
+    return None  # MLflow's default for the store
+
+
+def experiment_id(client, name, root, cache):
+    if name in cache:
+        return cache[name]
+    e = client.get_experiment_by_name(name)
+    if e is not None and e.lifecycle_stage != "active":
+        raise Refused("conflict", f"MLflow's experiment '{name}' is deleted: restore it "
+                                  "(mlflow experiments restore) or export into another store")
+    cache[name] = e.experiment_id if e else client.create_experiment(name, root)
+    return cache[name]
+
+
+def exported_before(client):
+    """trainscope UUID -> (MLflow run id, whole?) for runs exported before."""
+    from mlflow.entities import ViewType
+    ids = [e.experiment_id for e in client.search_experiments(view_type=ViewType.ACTIVE_ONLY)]
+    found = {}
+    token = None
+    while ids:
+        page = client.search_runs(ids, filter_string=f"tags.`{OWN}uuid` LIKE '%'",
+                                  max_results=1000, page_token=token)
+        for r in page:
+            tags = r.data.tags
+            found[tags[OWN + "uuid"]] = (r.info.run_id, tags.get(WHOLE) == "whole")
+        token = page.token
+        if not token:
+            break
+    return found
+
+
+def own_tags(run):
+    tags = {OWN + "uuid": run["uuid"], OWN + "host": run.get("host", ""),
+            OWN + "pid": str(run.get("pid", 0)), OWN + "status": run["status"],
+            OWN + "start_time": repr(run["start_time"]),
+            OWN + "end_time": repr(run.get("end_time", 0.0))}
+    kinds = json.dumps({a["name"]: a["kind"] for a in run.get("artifacts", [])})
+    for key, value in (("command_line", run.get("command_line")), ("config", run.get("config")),
+                       ("config_hash", run.get("config_hash")), ("parent", run.get("parent")),
+                       ("artifact_kinds", kinds)):
+        if value and len(value) <= 8000:  # MLflow's longest tag value; else left out
+            tags[OWN + key] = value
+    return tags
+
+
+def check_run(run):
+    """MLflow's own rules for every key and value, before anything is written."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.utils import validation as v
+    where = f"run {run['uuid'][:8]} ({run.get('name') or 'unnamed'})"
+    try:
+        for key in run["metrics"]:
+            v._validate_metric_name(key)
+        for key, value in run["params"].items():
+            v._validate_param(key, value)
+        for key, value in run["tags"].items():
+            v._validate_tag(key, value)
+    except MlflowException as e:
+        raise Refused("usage", f"{where} cannot be written to MLflow: {first_line(e)} "
+                               "(MLflow's rule for names and values); nothing was exported")
+
+
+def write_run(client, run, exp, parent_id):
+    from mlflow.entities import Metric, Param, RunTag
+    tags = dict(run["tags"])
+    tags.update(own_tags(run))
+    if parent_id:
+        tags["mlflow.parentRunId"] = parent_id
+    m = client.create_run(exp, start_time=round(run["start_time"] * 1000),
+                          run_name=run.get("name") or None)
+    rid = m.info.run_id
+    tag_list = [RunTag(k, v) for k, v in tags.items()]
+    params = [Param(k, v) for k, v in run["params"].items()]
+    for i in range(0, max(len(params), len(tag_list)), 100):
+        client.log_batch(rid, params=params[i:i + 100], tags=tag_list[i:i + 100])
+    points = [Metric(key, number(v), round(t * 1000), int(s))
+              for key, series in run["metrics"].items() for s, t, v in series]
+    for i in range(0, len(points), 1000):
+        client.log_batch(rid, metrics=points[i:i + 1000])
+    artifacts = 0
+    for a in run.get("artifacts", []):
+        if os.path.isfile(a["path"]):
+            client.log_artifact(rid, a["path"], os.path.dirname(a["name"]) or None)
+            artifacts += 1
+        else:
+            print(f"trainscope: run {run['uuid'][:8]}: artifact '{a['name']}' is missing from "
+                  "the store's folder; exported without it", file=sys.stderr)
+    if run["status"] in TO_MLFLOW:  # ended
+        client.set_terminated(rid, TO_MLFLOW[run["status"]],
+                              end_time=round(run["end_time"] * 1000))
+        client.set_tag(rid, WHOLE, "whole")  # last: the export of this run is whole
+    return rid, len(points), artifacts
+
+
+def export(req):
+    client = client_for(req["uri"])
+    for run in req["runs"]:
+        check_run(run)
+    before = exported_before(client)
+    root, experiments, ids, out = artifact_root(req["uri"]), {}, {}, []
+    for run in req["runs"]:  # parents before their children
+        rid, whole = before.get(run["uuid"], (None, False))
+        row = {"uuid": run["uuid"], "already": whole}
+        if rid and not whole:
+            client.delete_run(rid)  # an earlier export cut short, or of a run not ended
+        if not whole:
+            exp = experiment_id(client, run["experiment"], root, experiments)
+            parent = ids.get(run.get("parent")) or before.get(run.get("parent"), (None,))[0]
+            rid, row["points"], row["artifacts"] = write_run(client, run, exp, parent)
+        ids[run["uuid"]] = row["mlflow_run_id"] = rid
+        out.append(row)
+        progress(f"[{len(out)}/{len(req['runs'])}] runs exported")
+    return {"runs": out}
+
+
+def progress(line):
+    """A line that replaces itself, on a terminal only."""
+    if sys.stderr.isatty():
+        print(f"\r{line}", end="", file=sys.stderr, flush=True)
+
+
+def history(client, rid, key):
+    return [[m.step, m.timestamp / 1000.0, jsonable(m.value)]
+            for m in client.get_metric_history(rid, key)]
+
+
+def read_run(client, r, experiment, artifacts_dir):
+    rid = r.info.run_id
+    row = {"mlflow_run_id": rid, "experiment": experiment, "name": r.info.run_name or "",
+           "status": FROM_MLFLOW.get(r.info.status, r.info.status.lower()),
+           "start_time": (r.info.start_time or 0) / 1000.0,
+           "end_time": (r.info.end_time or 0) / 1000.0,
+           "params": dict(r.data.params), "tags": dict(r.data.tags),
+           "metrics": {key: history(client, rid, key) for key in r.data.metrics},
+           "artifacts": []}
+    if artifacts_dir and client.list_artifacts(rid):
+        dst = os.path.join(artifacts_dir, rid)
+        os.makedirs(dst, exist_ok=True)
+        local = client.download_artifacts(rid, "", dst)
+        for folder, _, files in os.walk(local):
+            for f in sorted(files):
+                path = os.path.join(folder, f)
+                row["artifacts"].append({"name": os.path.relpath(path, local), "path": path})
+    return row
+
+
+def read(req):
+    client = client_for(req["uri"])
+    from mlflow.entities import ViewType
+    wanted = req.get("experiments") or []
+    exps = client.search_experiments(view_type=ViewType.ACTIVE_ONLY)
+    missing = sorted(set(wanted) - {e.name for e in exps})
+    if missing:
+        raise Refused("not_found", f"'{req['uri']}' has no experiment '{missing[0]}' (it has: "
+                                   f"{', '.join(sorted(e.name for e in exps)) or 'none'})")
+    out = []
+    for e in exps:
+        if wanted and e.name not in wanted:
+            continue
+        token = None
+        while True:
+            page = client.search_runs([e.experiment_id], max_results=1000, page_token=token)
+            out += [read_run(client, r, e.name, req.get("artifacts_dir")) for r in page]
+            progress(f"{len(out)} MLflow runs read")
+            token = page.token
+            if not token:
+                break
+    return {"runs": out}
+
+
+def main(argv):
+    if len(argv) != 4 or argv[1] not in ("export", "read"):
+        print("usage: _mlflow_bridge.py export|read REQUEST.json RESULT.json", file=sys.stderr)
+        return 2
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # ours is the CLI's
+    try:
+        with open(argv[2], encoding="utf-8") as f:
+            req = json.load(f)
+        result = export(req) if argv[1] == "export" else read(req)
+    except Refused as e:
+        result = {"error": str(e), "kind": e.kind}
+    except Exception as e:  # noqa: BLE001 (MLflow's failure, said in one line)
+        result = {"error": f"MLflow failed: {type(e).__name__}: {first_line(e)}", "kind": "store"}
+    progress("\033[K")  # the progress line, cleared
+    with open(argv[3], "w", encoding="utf-8") as f:
+        json.dump(result, f, allow_nan=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
