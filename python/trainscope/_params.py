@@ -3,9 +3,12 @@ Lightning and Hugging Face callbacks (trainscope.lightning,
 trainscope.transformers) record of a module's, a Trainer's and a model
 config's settings. Imports no framework."""
 import argparse
+import decimal
 import enum
 import json
 import numbers
+import unicodedata
+import warnings
 
 import torch
 
@@ -21,15 +24,18 @@ def _param_value(name, value):
     it holds (by the package's rule: a meta tensor or a masked element is a
     ValueError naming the param), a list, tuple or set as JSON text (its
     items so converted), anything else as its str(); None stays None (not
-    recorded)."""
+    recorded). A complex number, a date or bytes is text: its str()."""
     if isinstance(value, enum.Enum):
         value = value.value
-    if value is None or isinstance(value, (bool, str, numbers.Number)):
+    if value is None or isinstance(value, (bool, str)) or _real(value):
         return value
     numpy = type(value).__module__.split(".")[0] == "numpy" and hasattr(value, "item")
     one = value.numel() == 1 if torch.is_tensor(value) else getattr(value, "size", 0) == 1
     if (torch.is_tensor(value) or numpy) and one:
-        return _scalar(f"param '{name}'", value)
+        # A complex, a date or bytes is no number: its str(), as a Python
+        # one is (thirty-fourth hunt, B-D2).
+        number = _scalar(f"param '{name}'", value)
+        return number if isinstance(number, bool) or _real(number) else str(value)
     if isinstance(value, (list, tuple, set, frozenset)):
         items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else list(value)
         try:
@@ -37,6 +43,12 @@ def _param_value(name, value):
         except (TypeError, ValueError):
             pass
     return str(value)
+
+
+def _real(value):
+    """Whether `value` is a real number a param takes as one (an int, a
+    float, a Fraction, a Decimal; not a complex)."""
+    return isinstance(value, (numbers.Real, decimal.Decimal))
 
 
 def _cut(text):
@@ -47,11 +59,26 @@ def _cut(text):
     return data[:_VALUE_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
+def _left_out(name):
+    """True, with one warning naming it, for a key no param takes (longer
+    than 256 bytes, holding a control character, only blanks): a framework's
+    setting the fit goes on without, said rather than dropped in silence or
+    ending the fit (thirty-fourth hunt, noted B-21)."""
+    why = ("is longer than 256 bytes" if len(name.encode("utf-8", "replace")) > _KEY_BYTES
+           else "holds a control character" if any(unicodedata.category(c) == "Cc" for c in name)
+           else "is only blanks" if not name.strip() else "")
+    if why:
+        warnings.warn(f"trainscope: hyperparameter {name[:64]!r} left out: its key {why}, which "
+                      "no param takes", stacklevel=3)
+    return bool(why)
+
+
 def flat_params(tree, prefix="", out=None):
     """A nested mapping (a dict, an argparse Namespace, Lightning's
     AttributeDict) as the flat {dotted key: number or text} that
     `Run.log_params` takes: keys as text, None left out, text cut at 4096
-    bytes, a key longer than 256 bytes left out. Two entries that flatten
+    bytes, a key no param takes (longer than 256 bytes, a control
+    character, only blanks) left out with a warning. Two entries that flatten
     to one key ({"a.b": 1, "a": {"b": 2}}) are a ValueError naming it, as
     `start_run(config=)` refuses them."""
     out = {} if out is None else out
@@ -65,7 +92,7 @@ def flat_params(tree, prefix="", out=None):
             flat_params(value, name + ".", out)
             continue
         value = _param_value(name, value)
-        if value is None or len(name.encode("utf-8", "replace")) > _KEY_BYTES:
+        if value is None or _left_out(name):
             continue
         value = _cut(value) if isinstance(value, str) else value
         if name in out:

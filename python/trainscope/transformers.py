@@ -37,7 +37,6 @@ as train() begins (dropout) and data_seed orders the batches;
 streams, so that a study's seeds reach them as they reach a plain script.
 """
 import atexit
-import numbers
 import os
 
 import torch
@@ -46,6 +45,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
 
 import trainscope
 from trainscope._params import flat_params, given_run, open_run, watch_once
+from trainscope.settings import _number_of
 
 __all__ = ["TrainscopeCallback", "trainer_seeds", "flat_params"]
 
@@ -124,8 +124,9 @@ class TrainscopeCallback(transformers.TrainerCallback):
         run = open_run(self.run)
         if run is None or not state.is_world_process_zero or not logs:
             return
-        values = {metric_key(k): v for k, v in logs.items()
-                  if isinstance(v, numbers.Real) or (torch.is_tensor(v) and v.numel() == 1)}
+        # Numbers by the package's rule: a Decimal, a 0-d NumPy array too
+        # (thirty-fourth hunt, B-D1); text (a learning-rate schedule's name) is no metric.
+        values = {metric_key(k): v for k, v in logs.items() if _number_of(v) is not None}
         if values:
             run.log(values, step=state.global_step)
 
