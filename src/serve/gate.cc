@@ -1306,6 +1306,9 @@ void normalize(httplib::Request& req, const GateLimits& limits) {
   }
   for (auto [it, end] = req.headers.equal_range("Expect"); it != end; ++it)
     if (gate::lower(gate::trim(it->second)) == "100-continue") it->second = "100-continue";
+  // An HTTP/1.0 client takes a 1xx for the answer: its 100-continue is
+  // ignored (RFC 9110 §10.1.1, §15.2; thirty-fourth hunt, A-E).
+  if (req.version == "HTTP/1.0") drop_continue(req);
   if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
     req.headers.emplace("Content-Length", "0");
   const std::string& m = req.method;

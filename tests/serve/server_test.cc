@@ -617,6 +617,20 @@ TEST_F(ServeHttpTest, TheTokenIsCheckedBeforeABodyIsRead) {
   got += with.read(std::chrono::seconds(5));
   EXPECT_NE(got.find("HTTP/1.1 200 "), std::string::npos) << got;
   EXPECT_EQ(store_->tags(uuid_)["x"], "hello");
+
+  // Thirty-fourth hunt, A-E: an HTTP/1.0 client takes a 100 for the
+  // answer; its 100-continue is ignored (RFC 9110 §10.1.1, §15.2).
+  Raw old(srv.port());
+  ASSERT_TRUE(
+      old.send("PUT /api/runs/writer/tags/x HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+               "Content-Length: 2\r\nAuthorization: Bearer 0123456789abcdef\r\n"
+               "Expect: 100-continue\r\n\r\n"));
+  got = old.read(std::chrono::milliseconds(500));
+  EXPECT_EQ(got, "") << "answered before the body: " << got;
+  ASSERT_TRUE(old.send("ok"));
+  got += old.read(std::chrono::seconds(5));
+  EXPECT_EQ(got.rfind("HTTP/1.1 200 ", 0), 0u) << got;
+  EXPECT_EQ(store_->tags(uuid_)["x"], "ok");
 }
 
 // How many times `what` is in `text`.
