@@ -1,7 +1,9 @@
 // The local executor: fork/exec one process per training, waitpid for them.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "job_process.h"
 #include "trainscope/core/argv.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/regular_file.h"
 #include "trainscope/core/util.h"
 #include "trainscope/study/executor.h"
 
@@ -141,18 +144,44 @@ void make_log_folder(const std::filesystem::path& dir) {
     fail(ErrorKind::kUsage, "cannot create the log folder '{}': {}; choose another place (--logs)",
          core::escape_for_display(dir.string()),
          ec ? ec.message() : std::string("it is not a folder"));
+  // A job's log is a regular file: a FIFO there would block the job
+  // before it runs, a folder send its output into the study's own
+  // (thirty-fourth hunt, A-A). Refused before the study records anything.
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".log") continue;
+    struct stat st {};
+    const bool ok = ::stat(e.path().c_str(), &st) == 0 ? S_ISREG(st.st_mode) : errno == ENOENT;
+    if (!ok)
+      fail(ErrorKind::kUsage,
+           "the log folder '{}' holds '{}', which is {}: a job's log goes there; remove it, or "
+           "choose another place (--logs)",
+           core::escape_for_display(dir.string()),
+           core::escape_for_display(e.path().filename().string()),
+           errno == ELOOP ? "a link that loops" : core::file_kind(st.st_mode));
+  }
 }
 
 void enter_job(const Job& job, pid_t parent) {
   // Die with the study: SIGTERM lets the trainer checkpoint and stop.
   prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (getppid() != parent) _exit(127);
-  int fd = open(job.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd >= 0) {
-    dup2(fd, STDOUT_FILENO);
-    dup2(fd, STDERR_FILENO);
-    close(fd);
+  // Never blocks (a FIFO put there since make_log_folder looked), and a
+  // job whose log is no regular file does not run: its output is not the
+  // study's (exit 126, said on the study's stderr).
+  int fd = open(job.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const std::string line =
+        fmt::format("trainscope: job {} did not run: its log '{}' {}\n", job.id, job.log.string(),
+                    fd < 0 ? fmt::format("cannot be opened: {}", std::strerror(errno))
+                           : fmt::format("is {}, not a regular file", core::file_kind(st.st_mode)));
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, line.data(), line.size());
+    _exit(126);
   }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  dup2(fd, STDOUT_FILENO);
+  dup2(fd, STDERR_FILENO);
+  close(fd);
   int devnull = open("/dev/null", O_RDONLY);
   if (devnull > STDIN_FILENO) dup2(devnull, STDIN_FILENO), close(devnull);
   for (const auto& [k, v] : job.env) setenv(k.c_str(), v.c_str(), 1);
