@@ -1,6 +1,8 @@
 #include "trainscope/tfevents/tfevents.h"
 
+#include <fmt/format.h>
 #include <google/protobuf/stubs/logging.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -176,24 +178,62 @@ void Writer::close() {
 
 namespace {
 
-// The next record of `blob` at `pos`, its CRCs checked.
-std::string_view next_record(const std::filesystem::path& file, std::string_view blob, size_t pos) {
-  auto bad = [&](const std::string& what) {
+// An event file read record by record, each checked before the next is
+// read: a damaged header is refused at once, in the memory of one record
+// (the whole file was read first: an 8 GB file of zeros took 8 GB to say
+// its first header is bad; thirty-fourth hunt, A-B).
+class RecordReader {
+ public:
+  RecordReader(const std::filesystem::path& file, int fd, uint64_t size)
+      : file_(file), fd_(fd), size_(size) {}
+  ~RecordReader() { ::close(fd_); }
+  RecordReader(const RecordReader&) = delete;
+  RecordReader& operator=(const RecordReader&) = delete;
+
+  uint64_t pos() const { return pos_; }
+  // The next record's data (checked: both CRCs), or false at the end.
+  bool next(std::string& data) {
+    if (pos_ >= size_) return false;
+    if (size_ - pos_ < 12) bad("is cut short (its 12-byte header is incomplete)");
+    std::array<char, 12> head{};
+    read_exactly(head.data(), head.size());
+    const uint64_t len = load_u64(head.data());
+    if (load_u32(head.data() + 8) != masked_crc32c(head.data(), 8)) bad("has a bad length CRC");
+    const uint64_t left = size_ - pos_ - 12;
+    if (len > left || left - len < 4 || len > INT32_MAX)
+      bad(fmt::format("is cut short ({} bytes announced, {} left)", len, left));
+    data.resize(len + 4);
+    read_exactly(data.data(), data.size());
+    const uint32_t crc = load_u32(data.data() + len);
+    data.resize(len);
+    if (crc != masked_crc32c(data.data(), data.size())) bad("has a bad data CRC");
+    pos_ += 16 + len;
+    return true;
+  }
+
+ private:
+  [[noreturn]] void bad(const std::string& what) const {
     fail(ErrorKind::kUsage,
          "{}: the record at byte {} {}; the file is damaged, nothing of its folder was imported",
-         file.string(), pos, what);
-  };
-  if (blob.size() - pos < 12) bad("is cut short (its 12-byte header is incomplete)");
-  const uint64_t len = load_u64(blob.data() + pos);
-  if (load_u32(blob.data() + pos + 8) != masked_crc32c(blob.data() + pos, 8))
-    bad("has a bad length CRC");
-  if (len > blob.size() - pos - 12 || blob.size() - pos - 12 - len < 4 || len > INT32_MAX)
-    bad(fmt::format("is cut short ({} bytes announced, {} left)", len, blob.size() - pos - 12));
-  std::string_view data = blob.substr(pos + 12, len);
-  if (load_u32(blob.data() + pos + 12 + len) != masked_crc32c(data.data(), data.size()))
-    bad("has a bad data CRC");
-  return data;
-}
+         file_.string(), pos_, what);
+  }
+  // `n` bytes of the record at pos_ (the file's size said they are there).
+  void read_exactly(char* out, size_t n) {
+    for (size_t got = 0; got < n;) {
+      const ssize_t r = ::read(fd_, out + got, n - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0)
+        fail(ErrorKind::kRuntime, "cannot read event file '{}': {}", file_.string(),
+             std::strerror(errno));
+      if (r == 0) bad("is cut short (the file shrank while it was read)");
+      got += static_cast<size_t>(r);
+    }
+  }
+
+  const std::filesystem::path& file_;
+  int fd_;
+  uint64_t size_, pos_ = 0;
+};
 
 // A tensor's only element widened to double, if it is one float or double.
 // One element is a shape of 1s only: a product of the dims could wrap
@@ -238,19 +278,22 @@ void add_event(const pb::Event& e, TagPlugins& plugins, FileScalars& out) {
 
 FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins) {
   // A FIFO or a device is refused, never waited on or read without end.
-  const std::optional<std::string> read = core::read_regular_file(file, "event file");
-  if (!read)
+  const int fd = core::open_regular_file(file, "event file");
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    if (fd >= 0) ::close(fd);
     fail(ErrorKind::kNotFound, "cannot read event file '{}'; check that it exists and is readable",
          file.string());
-  const std::string& blob = *read;
+  }
+  RecordReader records(file, fd, static_cast<uint64_t>(st.st_size));
   // What the parser would print about bytes it refuses is said in
   // trainscope's own one line (the text fields are `bytes`: the key rule
   // refuses a tag that is not UTF-8, naming it).
   static std::once_flag quiet;
   std::call_once(quiet, [] { google::protobuf::SetLogHandler(nullptr); });
   FileScalars out;
-  for (size_t pos = 0; pos < blob.size();) {
-    std::string_view data = next_record(file, blob, pos);
+  std::string data;
+  for (uint64_t pos = 0; records.next(data); pos = records.pos()) {
     pb::Event e;
     if (!e.ParseFromArray(data.data(), static_cast<int>(data.size())))
       fail(ErrorKind::kUsage,
@@ -269,7 +312,6 @@ FileScalars read_scalars(const std::filesystem::path& file, TagPlugins& plugins)
       out.first_wall_time = e.wall_time();
     out.last_wall_time = std::max(out.last_wall_time, e.wall_time());
     add_event(e, plugins, out);
-    pos += 16 + data.size();
   }
   return out;
 }
