@@ -45,12 +45,25 @@ void report_watch(const monitor::WatchResult& r) {
     core::log_warn(
         "watch: a process the command started still held its output a second after the "
         "command exited; not waited for (its later output is not recorded)");
+  std::string cut;
+  for (const auto& c : r.output_cut)
+    if (!c.empty()) cut += (cut.empty() ? "" : "; ") + c;
+  if (!cut.empty() && r.exit_code != 0)
+    core::log_warn("watch: run {} holds only part of the command's output: {}",
+                   core::short_uuid(r.run_uuid), cut);
   // trainscope exits as the watched program did.
   if (r.exit_code != 0)
     throw Exit(r.exit_code > 0 && r.exit_code < 256 ? r.exit_code : 1,
                r.signal > 0 ? fmt::format("the command was killed by signal {}",
                                           monitor::signal_name(r.signal))
                             : fmt::format("the command exited with code {}", r.exit_code));
+  // Output that could not be kept is said once, exit 2: the run is whole
+  // but for it (thirty-fourth hunt, A-C).
+  if (!cut.empty())
+    fail(ErrorKind::kUsage,
+         "watch: run {} finished, but holds only part of the command's output ({}): give "
+         "$TMPDIR room (or a higher `ulimit -f`)",
+         core::short_uuid(r.run_uuid), cut);
 }
 
 void add_watch(CLI::App& app, Context& ctx) {

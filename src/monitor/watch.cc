@@ -178,9 +178,17 @@ struct Drain {
 // read by `| head -1`, closed, or full) drops the rest of the echo, never
 // the reading: the program is not blocked, and the file and the parser get
 // every byte (core/output.h; main says once that the output was cut).
+// What a pump could not keep of the output in its file ($TMPDIR full, past
+// `ulimit -f`): the reason ("" when it kept every byte) and every byte seen.
+struct Kept {
+  std::string why;
+  uint64_t seen = 0;
+};
+
 void pump(int fd, core::StdStream echo, const fs::path& file, MetricLineParser& parser,
-          std::mutex& mu, Drain& drain) {
+          std::mutex& mu, Drain& drain, Kept& kept) {
   std::ofstream out(file, std::ios::binary);
+  if (!out) kept.why = std::strerror(errno);
   MetricLineSplitter lines(parser, &mu);
   char buf[65536];
   for (;;) {
@@ -198,11 +206,24 @@ void pump(int fd, core::StdStream echo, const fs::path& file, MetricLineParser& 
     if (n <= 0) break;
     if (core::write_standard(echo, std::string_view(buf, static_cast<size_t>(n))))
       core::flush_standard(echo);
-    out.write(buf, n);
+    kept.seen += static_cast<uint64_t>(n);
+    // A file that cannot take more keeps what it has, said at the end
+    // (thirty-fourth hunt, A-C: cut in silence, recorded as the whole).
+    if (kept.why.empty() && !out.write(buf, n).flush()) kept.why = std::strerror(errno);
     lines.feed(std::string_view(buf, static_cast<size_t>(n)));
   }
+  if (kept.why.empty() && !out.flush()) kept.why = std::strerror(errno);
   lines.finish();
   close(fd);
+}
+
+// "stdout: its first 204800 of 1288895 bytes (File too large)", or "" when
+// the file holds every byte.
+std::string cut_output(const char* name, const fs::path& file, const Kept& kept) {
+  if (kept.why.empty()) return {};
+  std::error_code ec;
+  const auto size = fs::file_size(file, ec);
+  return fmt::format("{}: its first {} of {} bytes ({})", name, ec ? 0 : size, kept.seen, kept.why);
 }
 
 // The program's exit code, or 128 + the signal that killed it (`signal`
@@ -280,6 +301,8 @@ void record_outcome(store::RunRecorder& run, WatchResult& r, const MetricLinePar
   run.set_tag("exit_code", std::to_string(r.exit_code));
   if (r.signal > 0) run.set_tag("killed_by_signal", signal_name(r.signal));
   if (r.output_held) run.set_tag("output.held_open_by_a_descendant", "true");
+  for (const auto& cut : r.output_cut)
+    if (!cut.empty()) run.set_tag("watch." + cut.substr(0, 6) + "_cut", cut.substr(8));
   if (r.left_behind > 0) run.set_tag("watch.left_behind", std::to_string(r.left_behind));
   if (r.keeper_lost) run.set_tag("watch.keeper_killed", "true");
   r.metric_lines = parser.parsed();
@@ -420,10 +443,11 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
   std::mutex mu;
   {
     Drain drain;
+    Kept kept_out, kept_err;
     std::thread t_out(pump, pipes.out[0], core::StdStream::kStdout, tmp / "stdout.txt",
-                      std::ref(parser), std::ref(mu), std::ref(drain));
+                      std::ref(parser), std::ref(mu), std::ref(drain), std::ref(kept_out));
     std::thread t_err(pump, pipes.err[0], core::StdStream::kStderr, tmp / "stderr.txt",
-                      std::ref(parser), std::ref(mu), std::ref(drain));
+                      std::ref(parser), std::ref(mu), std::ref(drain), std::ref(kept_err));
     r.exit_code = wait_exit_code(kept, r.signal, r.keeper_lost);
     if (g_forwarded != 0 || r.keeper_lost)
       end_left_behind(g_forwarded != 0 ? g_forwarded : SIGTERM);
@@ -435,6 +459,8 @@ WatchResult watch(std::shared_ptr<store::Store> store, const WatchOptions& o) {
     t_out.join();
     t_err.join();
     r.output_held = drain.held;
+    r.output_cut = {cut_output("stdout", tmp / "stdout.txt", kept_out),
+                    cut_output("stderr", tmp / "stderr.txt", kept_err)};
   }
   r.energy = sampler.stop();
   r.samples = sampler.samples();

@@ -1,6 +1,8 @@
 #include "trainscope/store/run_recorder.h"
 
+#include <array>
 #include <exception>
+#include <functional>
 
 #include "trainscope/core/error.h"
 #include "trainscope/core/log.h"
@@ -329,8 +331,16 @@ void RunRecorder::end(RunStatus status) {
   if (writer_.joinable()) writer_.join();
   // The writer's last flush may have failed (disk full); try a few more times
   // before giving up, so a transient error does not lose the tail.
-  for (int attempt = 0; attempt < 5 && !(flush_once() && flush_records()); ++attempt)
+  bool written = false;
+  for (int attempt = 0; attempt < 5 && !(written = flush_once() && flush_records()); ++attempt)
     std::this_thread::sleep_for(std::chrono::milliseconds(100 << attempt));
+  // Still not: the store's log emptied into its database (past `ulimit -f`
+  // the log is what grew), and the points tried again; the reserve is
+  // kept for the status (thirty-fourth hunt, A-D).
+  if (!written && !deleted() && !lease_lost() && store_->shrink_log()) {
+    flush_once();
+    flush_records();
+  }
   if (deleted()) return;      // no run left to give a status
   if (lease_lost()) check();  // the run is someone else's: no status from here
   size_t lost;
@@ -352,19 +362,28 @@ void RunRecorder::end(RunStatus status) {
          core::short_uuid(info_.uuid), lost, err);
 }
 
-// On a full disk even the status update may not fit: the store's reserve
-// is freed for it, so the run ends "failed" rather than being found
-// "killed" later.
+// On a full disk, or past the file size limit, even the status update may
+// not fit: the store's reserve is freed and its log emptied for it, so the
+// run ends "failed" rather than being found "killed" later.
 void RunRecorder::set_final_status(RunStatus status) {
-  try {
-    store_->set_status(info_.uuid, status);
-  } catch (const core::Error& e) {
-    if (e.kind() != ErrorKind::kStore || !store_->release_reserve()) throw;
-    log_line(Verbosity::kQuiet,
-             fmt::format("trainscope: the disk is full; freed the store's reserve to record run {} "
-                         "as {}",
-                         core::short_uuid(info_.uuid), to_string(status)));
-    store_->set_status(info_.uuid, status);
+  // The ways to make room, in order: the reserve (a full disk), then the
+  // log emptied into the database (past the file size limit; on a full
+  // disk the checkpoint would take the reserve's room, so it comes second).
+  const std::array<std::function<bool()>, 2> room = {[this] { return store_->release_reserve(); },
+                                                     [this] { return store_->shrink_log(); }};
+  for (size_t i = 0;; ++i) {
+    try {
+      store_->set_status(info_.uuid, status);
+      break;
+    } catch (const core::Error& e) {
+      if (e.kind() != ErrorKind::kStore) throw;
+      while (i < room.size() && !room[i]()) ++i;
+      if (i >= room.size()) throw;
+      log_line(Verbosity::kQuiet,
+               fmt::format("trainscope: the store could not grow (a full disk, or the file size "
+                           "limit); made room to record run {} as {}",
+                           core::short_uuid(info_.uuid), to_string(status)));
+    }
   }
   info_.status = status;
 }

@@ -1,6 +1,8 @@
 #include "sqlite.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +23,28 @@ void Db::exec(const char* sql) {
   }
 }
 
+namespace {
+
+// The file size limit (`ulimit -f`) in bytes when a file of the store at
+// `path` (itself, its -wal, its -journal) has reached it, else 0: SIGXFSZ
+// is caught, a write past it fails EFBIG, and SQLite says "disk I/O error"
+// (its errno is not kept to be asked).
+uint64_t size_limit_reached(const std::string& path) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 0;
+  const uint64_t limit = lim.rlim_cur;
+  for (const char* suffix : {"", "-wal", "-journal"}) {
+    struct stat st {};
+    // A page short of the limit: the write that failed would not fit.
+    if (::stat((path + suffix).c_str(), &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) + 65536 > limit)
+      return limit;
+  }
+  return 0;
+}
+
+}  // namespace
+
 void Db::check(int rc, std::string_view what) const {
   if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return;
   raise(rc, what);
@@ -39,6 +63,15 @@ void Db::raise(int rc, std::string_view what) const {
       detail.begin(), detail.end(), [](char ch) { return ch == '\n' || ch == '\r'; }, ' ');
   if (detail.size() > 200) detail = std::string(core::utf8_prefix(detail, 200)) + "...";
   int primary = rc & 0xff;
+  // The file size limit (`ulimit -f`; SIGXFSZ is caught, so the write
+  // fails EFBIG): said as what it is, not as a disk gone (thirty-fourth
+  // hunt, A-D).
+  if (const auto limit = primary == SQLITE_IOERR ? size_limit_reached(path_) : 0; limit > 0)
+    throw Error(fmt::format("store '{}': {} failed: a file of the store reached the file size "
+                            "limit of {} bytes (ulimit -f); raise it: nothing committed earlier "
+                            "was lost",
+                            path_, what, limit),
+                ErrorKind::kStore);
   if (primary == SQLITE_FULL)
     throw Error(fmt::format("store '{}': the disk is full ({} was refused); free space: nothing "
                             "committed earlier was lost",

@@ -285,6 +285,19 @@ bool SqliteStore::release_reserve() {
          fs::remove(reserve_path(), ec);
 }
 
+bool SqliteStore::shrink_log() {
+  if (memory_) return false;
+  fs::path wal = path_;
+  wal += "-wal";
+  std::error_code ec;
+  const auto before = fs::file_size(wal, ec);
+  if (ec || before == 0) return false;
+  std::lock_guard lock(mu_);
+  sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_TRUNCATE, nullptr, nullptr);
+  const auto after = fs::file_size(wal, ec);
+  return !ec && after < before;
+}
+
 SqliteStore::~SqliteStore() {
   if (!memory_) return;
   std::error_code ec;

@@ -22,6 +22,7 @@ class SqliteStore final : public Store {
 
   std::string describe() const override;
   bool release_reserve() override;
+  bool shrink_log() override;
   std::filesystem::path reserve_path() const;
   int schema_version() override;
   int latest_schema_version() const override;

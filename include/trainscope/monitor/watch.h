@@ -2,6 +2,7 @@
 // output, read the metric lines it prints, and record all of it as a run.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -158,6 +159,11 @@ struct WatchResult {
   // A process the program started still held its output a second after it
   // exited: not waited for (tag output.held_open_by_a_descendant).
   bool output_held = false;
+  // What the run's stdout.txt and stderr.txt could not keep of the output
+  // ($TMPDIR full, past `ulimit -f`): "stdout: its first N of M bytes
+  // (File too large)", each "" when whole (tags watch.stdout_cut,
+  // watch.stderr_cut).
+  std::array<std::string, 2> output_cut;
   // Processes the program started and left running when it exited: ended
   // with it, SIGTERM then SIGKILL after 5 s (tag watch.left_behind).
   size_t left_behind = 0;

@@ -490,6 +490,11 @@ class Store {
   // SQLite backend keeps a 512 KiB file beside the store), so that a writer
   // can still record that its run failed. True when it freed some.
   virtual bool release_reserve() { return false; }
+  // Empties the backend's write-ahead log into its database (SQLite: a
+  // TRUNCATE checkpoint), which frees the room the log took: past the file
+  // size limit (`ulimit -f`) the log is the file that grew, and no reserve
+  // frees room in it. True when the log became smaller.
+  virtual bool shrink_log() { return false; }
 
  protected:
   // `artifacts` keeps the files; `options` is what the store was opened with.
