@@ -12,6 +12,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/json.h"
+#include "trainscope/profile/kineto.h"
 #include "trainscope/profile/report.h"
 
 namespace trainscope::cli {
@@ -44,6 +45,41 @@ void print_operators(Context& ctx, const ProfileShowArgs& a) {
          fmt::format("{:.1f}", o.self_us / static_cast<double>(std::max<int64_t>(1, t.steps)))});
   }
   tab.print(std::cout);
+}
+
+// `profile import TRACE.json`: a torch.profiler trace as a run's profile.
+void add_import(CLI::App* cmd, Context& ctx) {
+  auto* im = cmd->add_subcommand(
+      "import", "Import a torch.profiler (Kineto) Chrome trace as a run's per-layer profile");
+  auto o = std::make_shared<profile::KinetoImportOptions>();
+  im->add_option("TRACE", o->trace, "The trace torch.profiler wrote (export_chrome_trace)")
+      ->required();
+  im->add_option("--run", o->run, "Add it to this run (which has no profile yet)");
+  im->add_option("--name", o->name, "The new run's name (default: the file's)")
+      ->check(run_name_rule());
+  im->add_option("--experiment,-e", o->experiment, "The new run's experiment (default: profile)")
+      ->check(experiment_rule());
+  set_example(im,
+              "trainscope profile import trace.json --name cnn-kineto && trainscope profile show "
+              "cnn-kineto");
+  im->callback([&ctx, o] {
+    o->command_line = ctx.argv_line;
+    const auto r = profile::import_kineto_trace(*ctx.store(), *o);
+    core::note_recorded_run(r.name, r.uuid);
+    if (ctx.json)
+      return void(std::cout << format::Json{{"uuid", r.uuid},
+                                            {"name", r.name},
+                                            {"steps", r.steps},
+                                            {"layers", r.layers},
+                                            {"events", r.events},
+                                            {"coverage_min", r.coverage_min}}
+                                   .dump(2, ' ', false, format::kInvalidUtf8)
+                            << "\n");
+    std::cout << fmt::format(
+        "imported {} step{} of {} ({} layers, {} events) into run {} ({}); coverage {:.1f}%\n",
+        r.steps, r.steps == 1 ? "" : "s", core::escape_for_display(o->trace.string()), r.layers,
+        r.events, core::short_uuid(r.uuid), core::escape_for_display(r.name), r.coverage_min * 100);
+  });
 }
 
 void add_grid_and_show(CLI::App* cmd, Context& ctx) {
@@ -101,6 +137,7 @@ void add_profile(CLI::App& app, Context& ctx) {
     torch_commands().profile(ctx, *a);
   });
   add_grid_and_show(cmd, ctx);
+  add_import(cmd, ctx);
 }
 
 void add_costmodel(CLI::App& app, Context& ctx) {

@@ -3,6 +3,7 @@
 // torch-free ../costmodel_cmd.cc.
 #include <torch/torch.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -68,11 +69,14 @@ void print_profile(const std::string& uuid, const profile::ProfileSummary& s,
   for (const auto& [k, v] : s.categories)
     c.add_row({k, fmt::format("{:.1f}", v), fmt::format("{:.1f}%", v / s.wall_us * 100)});
   c.print(std::cout);
-  std::cout << fmt::format(
-      "\npeak float32 GEMM on this machine: {:.1f} GFLOP/s ({} threads)\n"
-      "profiler overhead: profiled steps {:.2f} ms vs unprofiled {:.2f} ms ({:+.1f}%)\n",
-      x.peak_gflops, torch::get_num_threads(), x.step_ms_profiled, x.step_ms_unprofiled,
-      (x.step_ms_profiled / x.step_ms_unprofiled - 1) * 100);
+  std::cout << fmt::format("\npeak float32 GEMM on this machine: {:.1f} GFLOP/s ({} threads)\n",
+                           x.peak_gflops, torch::get_num_threads());
+  // A profile imported from another profiler's trace measured no overhead.
+  if (std::isfinite(x.step_ms_profiled) && std::isfinite(x.step_ms_unprofiled))
+    std::cout << fmt::format(
+        "profiler overhead: profiled steps {:.2f} ms vs unprofiled {:.2f} ms ({:+.1f}%)\n",
+        x.step_ms_profiled, x.step_ms_unprofiled,
+        (x.step_ms_profiled / x.step_ms_unprofiled - 1) * 100);
 }
 
 void copy_trace(store::Store& store, const store::RunInfo& run, const std::string& to) {
