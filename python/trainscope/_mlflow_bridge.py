@@ -55,8 +55,9 @@ def client_for(uri):
         raise Refused("usage", f"the Python at {sys.executable} cannot import mlflow ({e}): "
                                "install it there (pip install mlflow), or set TRAINSCOPE_PYTHON "
                                "to a Python that has it")
-    for name in ("mlflow", "alembic", "sqlalchemy"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+    # MLflow logs its failures (a traceback among them) before it raises:
+    # the CLI says each in one line (thirty-fifth hunt, B-D2).
+    logging.disable(logging.CRITICAL)
     if "://" not in uri or uri.startswith("file:"):
         # The folder store: deprecated by MLflow 3, still what many hold.
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -67,8 +68,11 @@ def client_for(uri):
 
 
 def first_line(e):
-    text = str(e).strip().splitlines()
-    return text[0] if text else type(e).__name__
+    """An exception's message as one line (its lines joined), at most 300
+    characters."""
+    text = " ".join(line.strip() for line in str(e).strip().splitlines() if line.strip())
+    text = text or type(e).__name__
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def artifact_root(uri):
@@ -215,7 +219,12 @@ def read_run(client, r, experiment, artifacts_dir):
     if artifacts_dir and client.list_artifacts(rid):
         dst = os.path.join(artifacts_dir, rid)
         os.makedirs(dst, exist_ok=True)
-        local = client.download_artifacts(rid, "", dst)
+        try:
+            local = client.download_artifacts(rid, "", dst)
+        except Exception as e:  # noqa: BLE001 (the run named, MLflow's words after)
+            raise Refused("usage", f"MLflow run {rid[:8]} ({r.info.run_name or 'unnamed'}): its "
+                                   f"artifacts cannot be read: {first_line(e)}; nothing was "
+                                   "imported")
         for folder, _, files in os.walk(local):
             for f in sorted(files):
                 path = os.path.join(folder, f)
@@ -247,6 +256,18 @@ def read(req):
     return {"runs": out}
 
 
+def failure(req, e):
+    """MLflow's exception as the CLI's error: text that is not UTF-8 in the
+    store (its client cannot decode it) is bad input, anything else a store
+    error."""
+    text = first_line(e)
+    if "decode" in text.lower() and "utf-8" in text.lower():
+        return {"error": f"MLflow's store '{req.get('uri', '?')}' holds text that is not UTF-8, "
+                         f"which its client cannot read ({text[:160]}); nothing was imported",
+                "kind": "usage"}
+    return {"error": f"MLflow failed: {type(e).__name__}: {text}", "kind": "store"}
+
+
 def main(argv):
     if len(argv) != 4 or argv[1] not in ("export", "read"):
         print("usage: _mlflow_bridge.py export|read REQUEST.json RESULT.json", file=sys.stderr)
@@ -259,7 +280,7 @@ def main(argv):
     except Refused as e:
         result = {"error": str(e), "kind": e.kind}
     except Exception as e:  # noqa: BLE001 (MLflow's failure, said in one line)
-        result = {"error": f"MLflow failed: {type(e).__name__}: {first_line(e)}", "kind": "store"}
+        result = failure(req if "req" in locals() else {}, e)
     progress("\033[K")  # the progress line, cleared
     with open(argv[3], "w", encoding="utf-8") as f:
         json.dump(result, f, allow_nan=False)

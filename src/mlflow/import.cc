@@ -38,6 +38,7 @@ struct Incoming {
   std::vector<Artifact> artifacts;
   int64_t points = 0;
   std::string skipped;
+  bool foreign = true;  // written by another program (no trainscope.run.* tags)
 };
 
 std::string text(const format::Json& j, const char* key) {
@@ -101,25 +102,59 @@ void restore_own(Incoming& in, const std::map<std::string, std::string>& own) {
 }
 
 // Sorted by step (MLflow keeps points in no order beyond step and time).
+// A time every reader of the store takes (store/metric_codec.cc): seconds
+// since 1970, before the year 10000.
+bool time_of_day(double unix_seconds) {
+  return unix_seconds >= 0 && store::is_a_time(unix_seconds);
+}
+
 store::MetricSeries series_of(const std::string& key, const format::Json& points,
                               const std::string& where) {
   store::MetricSeries s{key, {}};
+  const std::string shown = store::shown_key(key);
   for (const auto& p : points) {
     const auto v = p.size() == 3 ? value_of(p[2]) : std::nullopt;
     if (!v || !p[0].is_number_integer() || !p[1].is_number())
       fail(ErrorKind::kStore,
            "{}: metric '{}' holds a point MLflow's client did not give as "
            "step, time, value; nothing was imported",
-           where, core::escape_cut(key, 64));
+           where, shown);
     const int64_t step = p[0].get<int64_t>();
     if (auto why = store::step_problem(step))
-      fail(ErrorKind::kUsage, "{}: metric '{}': {}; nothing was imported", where,
-           core::escape_cut(key, 64), *why);
+      fail(ErrorKind::kUsage, "{}: metric '{}': {}; nothing was imported", where, shown, *why);
+    // A time no reader shows makes every reader call the store damaged
+    // (thirty-fifth hunt, B-D1).
+    if (!time_of_day(p[1].get<double>()))
+      fail(ErrorKind::kUsage,
+           "{}: metric '{}' at step {} has the timestamp {} ms, which is no time of day (from "
+           "1970 to the year 9999); nothing was imported",
+           where, shown, step, p[1].get<double>() * 1000);
     s.points.push_back({step, p[1].get<double>(), *v});
   }
-  std::stable_sort(s.points.begin(), s.points.end(),
-                   [](const auto& a, const auto& b) { return a.step < b.step; });
+  // In the order they were logged (MLflow's timestamps), where a step only
+  // goes forward, as every other entry point takes them (B-D3).
+  std::stable_sort(s.points.begin(), s.points.end(), [](const auto& a, const auto& b) {
+    return a.wall_time != b.wall_time ? a.wall_time < b.wall_time : a.step < b.step;
+  });
+  store::StepOrder order;
+  for (const auto& pt : s.points) {
+    if (auto back = order.problem(key, pt.step))
+      fail(ErrorKind::kUsage, "{}: {} (in the order of its timestamps); nothing was imported",
+           where, *back);
+    order.take(key, pt.step);
+  }
   return s;
+}
+
+// What store::check_kind_name would throw for an artifact's kind, as a
+// problem; nullopt for a kind name.
+std::optional<std::string> kind_problem(const std::string& kind) {
+  try {
+    store::check_kind_name("artifact", kind);
+  } catch (const core::Error& e) {
+    return std::string(e.what()).substr(0, std::string(e.what()).find(':'));
+  }
+  return std::nullopt;
 }
 
 // Every key and value by the rules every entry point keeps (store/accept.h).
@@ -142,7 +177,15 @@ void check(const Incoming& in, const std::string& where) {
     note(store::metric_key_problem(s.key));
     for (const auto& p : s.points) note(store::own_metric_value_problem(s.key, p.value));
   }
-  for (const auto& a : in.artifacts) note(store::artifact_name_problem(a.name));
+  for (const auto& a : in.artifacts) {
+    if (auto bad = store::artifact_name_problem(a.name))
+      note(fmt::format("artifact '{}' {}", store::shown_key(a.name), *bad));
+    note(kind_problem(a.kind));
+  }
+  if (!time_of_day(in.info.start_time) || !time_of_day(in.info.end_time))
+    note(fmt::format("its start or end ({} / {} ms) is no time of day (from 1970 to the year "
+                     "9999)",
+                     in.info.start_time * 1000, in.info.end_time * 1000));
   if (why) fail(ErrorKind::kUsage, "{}: {}; nothing was imported", where, *why);
 }
 
@@ -176,14 +219,19 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
   }
   for (const auto& a : j.value("artifacts", format::Json::array()))
     in.artifacts.push_back({text(a, "name"), text(a, "path")});
-  if (!own.empty()) restore_own(in, own);
+  in.foreign = own.empty();
+  if (!in.foreign) restore_own(in, own);
   for (auto& [k, v] : tags)  // a tag only trainscope writes, from another program: kept aside
-    in.tags[!own.empty() || !store::own_tag_problem(k) ? k : "mlflow.tag." + k] = v;
+    in.tags[!in.foreign || !store::own_tag_problem(k) ? k : "mlflow.tag." + k] = v;
   in.info.heartbeat = in.info.end_time;
   in.params = strings(j, "params");
   if (auto m = j.find("metrics"); m != j.end() && m->is_object())
     for (const auto& [key, points] : m->items()) {
-      in.series.push_back(series_of(key, points, where));
+      // A series only trainscope records (exit_code, probe/*, profile/*,
+      // the sampler's), from another program: kept aside as mlflow/KEY,
+      // never read as trainscope's (thirty-fifth hunt, B-D4).
+      const bool aside = in.foreign && store::own_metric_problem(key).has_value();
+      in.series.push_back(series_of(aside ? "mlflow/" + key : key, points, where));
       in.points += static_cast<int64_t>(in.series.back().points.size());
     }
   check(in, where);
@@ -194,7 +242,7 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
 struct Earlier {
   std::set<std::string> uuids;
   std::map<std::string, store::RunInfo> by_id;                // MLflow run id -> whole import
-  std::map<std::string, std::vector<std::string>> cut_short;  // import.source -> uuids
+  std::map<std::string, std::vector<std::string>> cut_short;  // MLflow run id -> uuids
 };
 
 std::string source_of(const ImportOptions& o, const std::string& id) {
@@ -214,7 +262,9 @@ Earlier earlier_imports(store::Store& store) {
     if (auto id = tags.find(kRunIdTag); id != tags.end()) {
       e.by_id.emplace(id->second, r);
     } else if (auto src = tags.find(kSourceTag); src != tags.end()) {
-      e.cut_short[src->second].push_back(r.uuid);
+      // By MLflow's run id, however the URI was spelled (B-D5).
+      const auto at = src->second.rfind(" run ");
+      if (at != std::string::npos) e.cut_short[src->second.substr(at + 5)].push_back(r.uuid);
     }
   }
   return e;
@@ -247,12 +297,11 @@ void write_run(store::Store& store, const Incoming& in, const ImportOptions& o,
 
 // Why `in` is not to be imported ("" when it is); replaces an import of it
 // that was cut short.
-std::string skip_reason(store::Store& store, const Incoming& in, const ImportOptions& o,
-                        Earlier& e) {
+std::string skip_reason(store::Store& store, const Incoming& in, Earlier& e) {
   if (!in.skipped.empty()) return in.skipped;
   if (auto r = e.by_id.find(in.id); r != e.by_id.end())
     return fmt::format("imported before as run {}", core::short_uuid(r->second.uuid));
-  for (const auto& uuid : e.cut_short[source_of(o, in.id)]) {
+  for (const auto& uuid : e.cut_short[in.id]) {
     core::log_warn("replacing run {}, left by an import of MLflow run {} that did not finish",
                    core::short_uuid(uuid), in.id);
     store.delete_run(uuid);
@@ -266,13 +315,17 @@ std::string skip_reason(store::Store& store, const Incoming& in, const ImportOpt
 
 // The parent here: trainscope's own (exported from a store), else the run
 // MLflow's parent became; none when it is in neither store nor import.
-void place_under_parent(Incoming& in, const std::map<std::string, std::string>& uuid_of,
-                        const Earlier& e) {
+void place_under_parent(store::Store& store, Incoming& in,
+                        const std::map<std::string, std::string>& uuid_of, const Earlier& e) {
   if (!in.own_parent.empty() && e.uuids.count(in.own_parent)) {
     in.info.parent_uuid = in.own_parent;
     return;
   }
-  if (auto p = uuid_of.find(in.parent_id); p != uuid_of.end() && e.uuids.count(p->second)) {
+  // Another program's run is never one of a trainscope study's runs: the
+  // study's readers would count it as a planned run (thirty-fifth hunt,
+  // B-D6).
+  if (auto p = uuid_of.find(in.parent_id); p != uuid_of.end() && e.uuids.count(p->second) &&
+      !(in.foreign && store.tags(p->second)["kind"] == "study")) {
     in.info.parent_uuid = p->second;
     return;
   }
@@ -320,9 +373,9 @@ std::vector<ImportedRun> import_runs(store::Store& store, const ImportOptions& o
   std::vector<ImportedRun> out;
   for (auto& in : runs) {
     ImportedRun r{
-        in.id, in.info.uuid, in.info.name, in.points, 0, skip_reason(store, in, options, earlier)};
+        in.id, in.info.uuid, in.info.name, in.points, 0, skip_reason(store, in, earlier)};
     if (r.skipped.empty()) {
-      place_under_parent(in, uuid_of, earlier);
+      place_under_parent(store, in, uuid_of, earlier);
       write_run(store, in, options, r.artifacts);
       earlier.uuids.insert(in.info.uuid);
     } else if (auto e = earlier.by_id.find(in.id); e != earlier.by_id.end()) {

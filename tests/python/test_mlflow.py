@@ -232,3 +232,108 @@ def test_a_python_without_mlflow_is_named(tmp_path):
                           "mlflow", "--out", f"sqlite:///{tmp_path}/m.db"], capture_output=True,
                          text=True, env=env)
     assert out.returncode == 2 and "cannot run" in out.stderr, out.stderr
+
+
+# --- the thirty-fifth hunt, tester B: what an MLflow store may hold ----------
+
+def mlflow_run(uri, name="r", tags=None, params=None, points=(), artifact=None):
+    """One finished MLflow run written by MLflow's client; its id."""
+    client = MlflowClient(tracking_uri=uri)
+    e = client.get_experiment_by_name("e")
+    exp = e.experiment_id if e else client.create_experiment("e")
+    r = client.create_run(exp, run_name=name, tags=tags or {}).info.run_id
+    for k, v in (params or {}).items():
+        client.log_param(r, k, v)
+    for key, value, ts, step in points:
+        client.log_batch(r, metrics=[mlflow.entities.Metric(key, value, ts, step)])
+    if artifact:
+        client.log_artifact(r, str(artifact))
+    client.set_terminated(r, "FINISHED")
+    return r
+
+
+def refused(store, uri, *words):
+    out = cli(store, "import", "mlflow", uri, check=False)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    for w in words:
+        assert w in out.stderr, out.stderr
+    assert "nothing was imported" in out.stderr
+    assert json.loads(cli(store, "--json", "runs", "list").stdout) == []
+
+
+def test_a_timestamp_that_is_no_time_of_day_is_refused(tmp_path):
+    """B-D1: 2^62 ms was imported; every reader then called the store damaged."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, points=[("loss", 1.0, 2 ** 62, 1)])
+    refused(tmp_path / "ts.db", uri, "metric 'loss' at step 1", "no time of day")
+
+
+def test_text_that_is_not_utf8_is_one_line(tmp_path):
+    """B-D2: a param value of bytes that are not UTF-8 printed 59 lines."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, params={"p": "1"})
+    import sqlite3
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        db.execute("UPDATE params SET value = CAST(X'61FF62' AS TEXT)")
+    refused(tmp_path / "ts.db", uri, "not UTF-8")
+
+
+def test_steps_that_go_back_in_time_are_refused(tmp_path):
+    """B-D3: sorted by step and taken; Python and import tfevents refuse them."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, points=[("loss", 1.0, 1_700_000_001_000, 5), ("loss", 0.5, 1_700_000_002_000, 3)])
+    refused(tmp_path / "ts.db", uri, "goes back")
+
+
+def test_another_programs_series_named_as_trainscopes_are_kept_aside(tmp_path):
+    """B-D4: exit_code and probe/* from another program read as trainscope's."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, points=[("exit_code", 3.0, 1_700_000_001_000, 0),
+                            ("probe/fc1/weights/l2", 5.0, 1_700_000_001_000, 0)])
+    store = tmp_path / "ts.db"
+    cli(store, "import", "mlflow", uri)
+    keys = {m["key"] for m in json.loads(cli(store, "--json", "runs", "show", "r").stdout)
+            ["metric_summaries"]}
+    assert keys == {"mlflow/exit_code", "mlflow/probe/fc1/weights/l2"}
+
+
+def test_an_import_cut_short_is_replaced_however_the_uri_is_spelled(tmp_path, monkeypatch):
+    """B-D5: a run an import killed midway (no import.mlflow_run_id) was
+    kept beside a second import under another spelling of the URI."""
+    mlflow_run(str(tmp_path / "ml"), points=[("loss", 1.0, 1_700_000_001_000, 1)])
+    store = tmp_path / "ts.db"
+    monkeypatch.chdir(tmp_path)
+    cli(store, "import", "mlflow", "ml")
+    import sqlite3
+    with sqlite3.connect(store) as db:  # as a SIGKILL before its last write leaves it
+        db.execute("DELETE FROM tags WHERE key = 'import.mlflow_run_id'")
+    out = cli(store, "import", "mlflow", str(tmp_path / "ml"))
+    assert "imported 1 run" in out.stdout and "replacing run" in out.stderr, out.stderr
+    assert len(json.loads(cli(store, "--json", "runs", "list").stdout)) == 1
+
+
+def test_another_programs_run_is_not_made_one_of_a_studys_runs(tmp_path):
+    """B-D6: a foreign child of an exported study counted as a planned run."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    study = mlflow_run(uri, name="s1", tags={"trainscope.run.uuid": "0" * 8 + "-0000-4000-8000-"
+                                             + "0" * 12, "kind": "study"})
+    mlflow_run(uri, name="lr=0.1/r2", tags={"mlflow.parentRunId": study},
+               points=[("acc", 0.9, 1_700_000_001_000, 1)])
+    store = tmp_path / "ts.db"
+    cli(store, "import", "mlflow", uri)
+    runs = {r["name"]: r for r in json.loads(cli(store, "--json", "runs", "list").stdout)}
+    assert runs["lr=0.1/r2"].get("parent") in (None, "")
+    shown = json.loads(cli(store, "--json", "runs", "show", "lr=0.1/r2").stdout)
+    assert shown["tags"]["mlflow.parentRunId"] == study
+
+
+def test_a_bad_artifact_kind_or_name_is_refused_before_any_run_is_written(tmp_path):
+    """B-D7, B-D8: a kind Python refuses was caught while writing (a run
+    written before it stayed), and a refused name was not named."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    (tmp_path / "a.txt").write_text("x")
+    mlflow_run(uri, name="good", points=[("loss", 1.0, 1_700_000_001_000, 1)])
+    mlflow_run(uri, name="bad", artifact=tmp_path / "a.txt",
+               tags={"trainscope.run.uuid": "1" * 8 + "-0000-4000-8000-" + "0" * 12,
+                     "trainscope.run.artifact_kinds": json.dumps({"a.txt": "Bad Kind"})})
+    refused(tmp_path / "ts.db", uri, "(bad)", "artifact kind 'Bad Kind'")
