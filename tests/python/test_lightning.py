@@ -139,3 +139,50 @@ def test_a_fit_that_raises_ends_the_run_failed(tmp_path):
     j = show(store, "fails")
     assert j["status"] == "failed"
     assert {m["key"]: m for m in j["metric_summaries"]}["train/loss"]["last_step"] == 4
+
+
+SCRIPT = '''\
+import sys, torch, lightning, trainscope
+sys.path.insert(0, {here!r})
+from test_lightning import Net
+from trainscope.lightning import TrainscopeCallback
+cfg = trainscope.config({{"lr": 0.1, "hidden": 16, "seeds": {{"master": 0}}}})
+seeds = trainscope.setup(cfg)
+model = Net(lr=cfg["lr"], hidden=cfg["hidden"])
+fixed = torch.Generator().manual_seed(1234)
+x = torch.randn(64, 8, generator=fixed)
+y = (x @ torch.randn(8, 3, generator=fixed)).argmax(1)
+loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=16,
+                                     shuffle=True, generator=seeds.generator("data_order"))
+lightning.Trainer(max_epochs=1, callbacks=[TrainscopeCallback(config=cfg, watch=False)],
+                  logger=False, accelerator="cpu", enable_progress_bar=False, log_every_n_steps=1,
+                  enable_model_summary=False, enable_checkpointing=False).fit(model, loader)
+'''
+
+
+def test_a_study_runs_a_lightning_script_as_it_runs_a_plain_one(tmp_path):
+    """`study run` of a Lightning script: each planned run is the fit's
+    run, under the study, with the seeds the study set ($TRAINSCOPE_SET
+    through trainscope.config), and every reader counts the same runs."""
+    (tmp_path / "lit.py").write_text(SCRIPT.format(here=os.path.dirname(__file__)))
+    (tmp_path / "study.yaml").write_text(
+        "study: lit-seeds\ncommand: python3 lit.py\nsources: [init]\nreplicates: 2\n"
+        "threads_per_run: 1\n")
+    store = tmp_path / "s.db"
+    done = cli(store, "study", "run", str(tmp_path / "study.yaml"), "--logs",
+               str(tmp_path / "logs"), check=False)
+    assert done.returncode == 0, done.stderr + "".join(
+        p.read_text() for p in (tmp_path / "logs").glob("*.log"))
+    runs = [r for r in json.loads(cli(store, "--json", "runs", "list").stdout)
+            if r["name"] != "lit-seeds"]
+    assert sorted(r["name"] for r in runs) == ["init/r1", "init/r2"]
+    study = show(store, "lit-seeds")
+    inits = set()
+    for r in runs:
+        j = show(store, r["uuid"])
+        assert j["parent"] == study["uuid"] and j["status"] == "finished"
+        assert j["tags"]["framework"] == "lightning"
+        inits.add(j["params"]["seeds.init"])
+    assert len(inits) == 2  # each replicate its own init stream
+    stats = json.loads(cli(store, "--json", "stats", "train/loss", "--study", "lit-seeds").stdout)
+    assert [g["n"] for g in stats["groups"]] == [2], stats
