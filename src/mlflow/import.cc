@@ -183,9 +183,10 @@ void check(const Incoming& in, const std::string& where) {
     note(kind_problem(a.kind));
   }
   if (!time_of_day(in.info.start_time) || !time_of_day(in.info.end_time))
-    note(fmt::format("its start or end ({} / {} ms) is no time of day (from 1970 to the year "
-                     "9999)",
-                     in.info.start_time * 1000, in.info.end_time * 1000));
+    note(
+        fmt::format("its start or end ({} / {} ms) is no time of day (from 1970 to the year "
+                    "9999)",
+                    in.info.start_time * 1000, in.info.end_time * 1000));
   if (why) fail(ErrorKind::kUsage, "{}: {}; nothing was imported", where, *why);
 }
 
@@ -324,7 +325,8 @@ void place_under_parent(store::Store& store, Incoming& in,
   // Another program's run is never one of a trainscope study's runs: the
   // study's readers would count it as a planned run (thirty-fifth hunt,
   // B-D6).
-  if (auto p = uuid_of.find(in.parent_id); p != uuid_of.end() && e.uuids.count(p->second) &&
+  if (auto p = uuid_of.find(in.parent_id);
+      p != uuid_of.end() && e.uuids.count(p->second) &&
       !(in.foreign && store.tags(p->second)["kind"] == "study")) {
     in.info.parent_uuid = p->second;
     return;
@@ -372,8 +374,7 @@ std::vector<ImportedRun> import_runs(store::Store& store, const ImportOptions& o
   for (const auto& [id, r] : earlier.by_id) uuid_of[id] = r.uuid;
   std::vector<ImportedRun> out;
   for (auto& in : runs) {
-    ImportedRun r{
-        in.id, in.info.uuid, in.info.name, in.points, 0, skip_reason(store, in, earlier)};
+    ImportedRun r{in.id, in.info.uuid, in.info.name, in.points, 0, skip_reason(store, in, earlier)};
     if (r.skipped.empty()) {
       place_under_parent(store, in, uuid_of, earlier);
       write_run(store, in, options, r.artifacts);
