@@ -12,6 +12,7 @@ import json
 import logging
 import math
 import os
+import stat
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,6 +24,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != HERE]
 # tags under this prefix; `trainscope.run.exported` is written last.
 OWN = "trainscope.run."
 WHOLE = OWN + "exported"
+NO_ROOM = 3  # the exit status when the answer cannot be written
 # A stopped run (resumable) is KILLED to MLflow; its tag keeps the status.
 TO_MLFLOW = {"finished": "FINISHED", "failed": "FAILED", "killed": "KILLED",
              "stopped": "KILLED"}
@@ -43,11 +45,20 @@ def number(v):
     return float(v)
 
 
-def jsonable(v):
+def jsonable(v, where):
+    """A metric value as the CLI takes it; one that is no number (text a
+    store holds where MLflow's own writer puts numbers) refused, named."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise Refused("usage", f"{where} holds {str(v)[:40]!r}, not a number; nothing was "
+                               "imported")
+    v = float(v)
     return v if math.isfinite(v) else ("nan" if v != v else ("inf" if v > 0 else "-inf"))
 
 
-def client_for(uri):
+def client_for(uri, reading):
+    # An unreachable server is said after two tries, not after four minutes.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
     try:
         import mlflow  # noqa: F401
         from mlflow.tracking import MlflowClient
@@ -58,6 +69,7 @@ def client_for(uri):
     # MLflow logs its failures (a traceback among them) before it raises:
     # the CLI says each in one line (thirty-fifth hunt, B-D2).
     logging.disable(logging.CRITICAL)
+    check_store(uri, reading)
     if "://" not in uri or uri.startswith("file:"):
         # The folder store: deprecated by MLflow 3, still what many hold.
         os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -65,6 +77,78 @@ def client_for(uri):
         return MlflowClient(tracking_uri=uri)
     except Exception as e:  # noqa: BLE001 (MLflow's own message says why)
         raise Refused("usage", f"MLflow cannot open '{uri}': {first_line(e)}")
+
+
+def local_path(uri):
+    """The file or folder of a local MLflow URI (sqlite:///F, file:D, a
+    path), else None."""
+    if uri is None:
+        return None
+    if uri.startswith("sqlite:///"):
+        return uri[len("sqlite:///"):]
+    if uri.startswith("file://"):
+        return uri[len("file://"):]
+    if uri.startswith("file:"):
+        return uri[len("file:"):]
+    return None if "://" in uri else uri
+
+
+def kind_of(mode):
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_folder(folder, what):
+    """Every entry under a local folder MLflow will read is a file or a
+    folder: a FIFO would block its reader, a device never end (thirty-fifth
+    hunt, A-D6, A-D9)."""
+    if not folder or not os.path.isdir(folder):
+        return
+    for top, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(top, name)
+            try:
+                mode = os.stat(path).st_mode
+            except OSError:
+                continue  # a link that leads nowhere: MLflow says so
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                raise Refused("usage", f"{what}: '{os.path.relpath(path, folder)}' is "
+                                       f"{kind_of(mode)}, not a file; move it away")
+
+
+def check_store(uri, reading):
+    """A local store is what it should be before MLflow's client opens it:
+    to read, one that exists (a typo made an empty store: A-D8); a SQLite
+    store a regular file (a FIFO was retried for two minutes: A-D9)."""
+    path = local_path(uri)
+    if path is None:
+        return
+    sqlite = uri.startswith("sqlite:")
+    if not os.path.exists(path):
+        if reading:
+            raise Refused("not_found", f"MLflow store '{uri}' does not exist: check the "
+                                       f"{'file' if sqlite else 'folder'}'s name")
+        return
+    mode = os.stat(path).st_mode
+    if sqlite and not stat.S_ISREG(mode):
+        raise Refused("usage", f"MLflow store '{uri}' is {kind_of(mode)}, not a SQLite file")
+    if not sqlite and not stat.S_ISDIR(mode):
+        raise Refused("usage", f"MLflow store '{uri}' is {kind_of(mode)}, not a folder")
+    if reading and not sqlite:
+        check_folder(path, f"MLflow store '{uri}'")
+
+
+def say(line):
+    """A line on stderr, if it can be said: a closed or full stderr never
+    ends the export (A-D11)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def first_line(e):
@@ -143,7 +227,7 @@ def check_run(run):
                                "(MLflow's rule for names and values); nothing was exported")
 
 
-def write_run(client, run, exp, parent_id):
+def write_run(client, run, exp, parent_id, made):
     from mlflow.entities import Metric, Param, RunTag
     tags = dict(run["tags"])
     tags.update(own_tags(run))
@@ -152,6 +236,7 @@ def write_run(client, run, exp, parent_id):
     m = client.create_run(exp, start_time=round(run["start_time"] * 1000),
                           run_name=run.get("name") or None)
     rid = m.info.run_id
+    made.append(rid)
     tag_list = [RunTag(k, v) for k, v in tags.items()]
     params = [Param(k, v) for k, v in run["params"].items()]
     for i in range(0, max(len(params), len(tag_list)), 100):
@@ -166,8 +251,8 @@ def write_run(client, run, exp, parent_id):
             client.log_artifact(rid, a["path"], os.path.dirname(a["name"]) or None)
             artifacts += 1
         else:
-            print(f"trainscope: run {run['uuid'][:8]}: artifact '{a['name']}' is missing from "
-                  "the store's folder; exported without it", file=sys.stderr)
+            say(f"trainscope: run {run['uuid'][:8]}: artifact '{a['name']}' is missing from "
+                "the store's folder; exported without it")
     if run["status"] in TO_MLFLOW:  # ended
         client.set_terminated(rid, TO_MLFLOW[run["status"]],
                               end_time=round(run["end_time"] * 1000))
@@ -175,8 +260,23 @@ def write_run(client, run, exp, parent_id):
     return rid, len(points), artifacts
 
 
+def write_whole(client, run, exp, parent):
+    """write_run, or no run: one it could not finish (a full disk, past the
+    file size limit) is deleted, not left RUNNING half-written (A-D12)."""
+    made = []
+    try:
+        return write_run(client, run, exp, parent, made)
+    except BaseException:
+        for rid in made:
+            try:
+                client.delete_run(rid)
+            except Exception:  # noqa: BLE001 (the first failure is the one said)
+                pass
+        raise
+
+
 def export(req):
-    client = client_for(req["uri"])
+    client = client_for(req["uri"], reading=False)
     for run in req["runs"]:
         check_run(run)
     before = exported_before(client)
@@ -189,7 +289,7 @@ def export(req):
         if not whole:
             exp = experiment_id(client, run["experiment"], root, experiments)
             parent = ids.get(run.get("parent")) or before.get(run.get("parent"), (None,))[0]
-            rid, row["points"], row["artifacts"] = write_run(client, run, exp, parent)
+            rid, row["points"], row["artifacts"] = write_whole(client, run, exp, parent)
         ids[run["uuid"]] = row["mlflow_run_id"] = rid
         out.append(row)
         progress(f"[{len(out)}/{len(req['runs'])}] runs exported")
@@ -202,9 +302,13 @@ def progress(line):
         print(f"\r{line}", end="", file=sys.stderr, flush=True)
 
 
-def history(client, rid, key):
-    return [[m.step, m.timestamp / 1000.0, jsonable(m.value)]
-            for m in client.get_metric_history(rid, key)]
+def history(client, r, key):
+    where = f"MLflow run {r.info.run_id[:8]} ({r.info.run_name or 'unnamed'}): metric {key[:64]!r}"
+    try:
+        points = client.get_metric_history(r.info.run_id, key)
+    except (ValueError, TypeError) as e:  # a value its folder store cannot read as a number
+        raise Refused("usage", f"{where} cannot be read: {first_line(e)}; nothing was imported")
+    return [[m.step, m.timestamp / 1000.0, jsonable(m.value, where)] for m in points]
 
 
 def read_run(client, r, experiment, artifacts_dir):
@@ -214,9 +318,11 @@ def read_run(client, r, experiment, artifacts_dir):
            "start_time": (r.info.start_time or 0) / 1000.0,
            "end_time": (r.info.end_time or 0) / 1000.0,
            "params": dict(r.data.params), "tags": dict(r.data.tags),
-           "metrics": {key: history(client, rid, key) for key in r.data.metrics},
+           "metrics": {key: history(client, r, key) for key in r.data.metrics},
            "artifacts": []}
     if artifacts_dir and client.list_artifacts(rid):
+        check_folder(local_path(r.info.artifact_uri),
+                     f"MLflow run {rid[:8]} ({r.info.run_name or 'unnamed'})'s artifacts")
         dst = os.path.join(artifacts_dir, rid)
         os.makedirs(dst, exist_ok=True)
         try:
@@ -233,7 +339,7 @@ def read_run(client, r, experiment, artifacts_dir):
 
 
 def read(req):
-    client = client_for(req["uri"])
+    client = client_for(req["uri"], reading=True)
     from mlflow.entities import ViewType
     wanted = req.get("experiments") or []
     exps = client.search_experiments(view_type=ViewType.ACTIVE_ONLY)
@@ -256,6 +362,19 @@ def read(req):
     return {"runs": out}
 
 
+def die_with_parent():
+    """Ends with the CLI that started it: one killed leaves no bridge behind
+    blocked on what it read (A-D9)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the CLI was gone before that
+        sys.exit(1)
+
+
 def failure(req, e):
     """MLflow's exception as the CLI's error: text that is not UTF-8 in the
     store (its client cannot decode it) is bad input, anything else a store
@@ -265,13 +384,17 @@ def failure(req, e):
         return {"error": f"MLflow's store '{req.get('uri', '?')}' holds text that is not UTF-8, "
                          f"which its client cannot read ({text[:160]}); nothing was imported",
                 "kind": "usage"}
-    return {"error": f"MLflow failed: {type(e).__name__}: {text}", "kind": "store"}
+    hint = ""
+    if any(w in text.lower() for w in ("disk i/o error", "disk is full", "no space left")):
+        hint = " (a full disk, or past the file size limit: `ulimit -f`?)"
+    return {"error": f"MLflow failed: {type(e).__name__}: {text}{hint}", "kind": "store"}
 
 
 def main(argv):
     if len(argv) != 4 or argv[1] not in ("export", "read"):
         print("usage: _mlflow_bridge.py export|read REQUEST.json RESULT.json", file=sys.stderr)
         return 2
+    die_with_parent()
     os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"  # ours is the CLI's
     try:
         with open(argv[2], encoding="utf-8") as f:
@@ -282,8 +405,11 @@ def main(argv):
     except Exception as e:  # noqa: BLE001 (MLflow's failure, said in one line)
         result = failure(req if "req" in locals() else {}, e)
     progress("\033[K")  # the progress line, cleared
-    with open(argv[3], "w", encoding="utf-8") as f:
-        json.dump(result, f, allow_nan=False)
+    try:
+        with open(argv[3], "w", encoding="utf-8") as f:
+            json.dump(result, f, allow_nan=False)
+    except OSError:
+        return NO_ROOM  # the CLI says it (src/mlflow/bridge.cc)
     return 0
 
 

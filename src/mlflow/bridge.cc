@@ -19,6 +19,12 @@
 
 extern char** environ;
 
+namespace {
+// The bridge's exit status when it cannot write its answer (its
+// _mlflow_bridge.NO_ROOM).
+constexpr int kNoRoomExit = 3;
+}  // namespace
+
 namespace trainscope::mlflow {
 
 namespace fs = std::filesystem;
@@ -43,6 +49,21 @@ Bridge find_bridge(const fs::path& exe) {
        "MLflow runs need trainscope's Python package beside this program ({} has no "
        "_mlflow_bridge.py near it): use the trainscope that `pip install .` or `make` installs",
        core::escape_for_display(exe.string()));
+}
+
+void refuse_own_store(store::Store& store, const std::string& uri) {
+  const std::string own = store.describe();
+  if (!uri.starts_with("sqlite:///") || !own.starts_with("sqlite:") || own == "sqlite::memory:")
+    return;
+  std::error_code ec;
+  const fs::path theirs = uri.substr(10), ours = own.substr(7);
+  // MLflow's migrations would add their tables to trainscope's store
+  // before failing (thirty-fifth hunt, A-D10).
+  if (fs::equivalent(theirs, ours, ec))
+    fail(ErrorKind::kUsage,
+         "'{}' is this command's own trainscope store, not an MLflow one: MLflow's client would "
+         "add its tables to it; give another file",
+         core::escape_for_display(uri));
 }
 
 namespace {
@@ -102,15 +123,22 @@ format::Json run_bridge(const Bridge& b, const std::string& mode, const format::
     out << request.dump(-1, ' ', false, format::kInvalidUtf8);
     if (!out.flush())
       fail(ErrorKind::kUsage,
-           "cannot write the runs for MLflow into {}: disk full? set TMPDIR "
-           "to a folder with room",
-           dir.path.string());
+           "cannot write the runs for MLflow into {}: {}; set TMPDIR to a folder with room (or "
+           "raise `ulimit -f`)",
+           dir.path.string(), std::strerror(errno));
   }
   const int status = spawn(b, mode, req, res);
   std::ifstream in(res);
   format::Json j = format::Json::parse(in, nullptr, false);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kNoRoomExit)
+    fail(ErrorKind::kUsage,
+         "MLflow's client could not write its answer into {} (no room, or past the file size "
+         "limit); set TMPDIR to a folder with room; nothing more was done",
+         dir.path.parent_path().string());
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || j.is_discarded() || !j.is_object())
-    fail(ErrorKind::kStore, "MLflow's client ({} {}) {} without an answer; nothing more was done",
+    fail(ErrorKind::kUsage,
+         "MLflow's client ({} {}) {} without an answer: is TRAINSCOPE_PYTHON a Python with the "
+         "mlflow package? nothing more was done",
          core::escape_for_display(b.python), core::escape_for_display(b.script.string()),
          WIFSIGNALED(status) ? "was killed by signal " + std::to_string(WTERMSIG(status))
                              : "exited " + std::to_string(WEXITSTATUS(status)));

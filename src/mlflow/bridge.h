@@ -23,6 +23,10 @@ struct TempDir {
 // bridge that ends without a result.
 format::Json run_bridge(const Bridge& b, const std::string& mode, const format::Json& request);
 
+// Refuses (Error(kUsage)) an MLflow URI that names `store`'s own SQLite
+// file: MLflow's client would add its tables to it.
+void refuse_own_store(store::Store& store, const std::string& uri);
+
 // A value as the bridge trades it: a JSON number, or "nan", "inf", "-inf".
 format::Json value_json(double v);
 std::optional<double> value_of(const format::Json& j);

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -81,7 +82,9 @@ void restore_own(Incoming& in, const std::map<std::string, std::string>& own) {
   };
   if (canonical_uuid(get("uuid"))) in.info.uuid = get("uuid");
   in.info.host = get("host");
-  in.info.pid = std::strtoll(get("pid").c_str(), nullptr, 10);
+  // A pid no process has is no pid: 0, unknown (thirty-fifth hunt, A-D3).
+  const long long pid = std::strtoll(get("pid").c_str(), nullptr, 10);
+  in.info.pid = pid > 0 && pid <= std::numeric_limits<int32_t>::max() ? pid : 0;
   in.info.command_line = get("command_line");
   in.info.config_text = get("config");
   // The hash of the config it holds; the one given only without one (a
@@ -242,6 +245,7 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
 // What the store holds of earlier imports.
 struct Earlier {
   std::set<std::string> uuids;
+  std::set<std::string> imported_now;  // by this import
   std::map<std::string, store::RunInfo> by_id;                // MLflow run id -> whole import
   std::map<std::string, std::vector<std::string>> cut_short;  // MLflow run id -> uuids
 };
@@ -308,6 +312,10 @@ std::string skip_reason(store::Store& store, const Incoming& in, Earlier& e) {
     store.delete_run(uuid);
     e.uuids.erase(uuid);
   }
+  if (e.imported_now.count(in.info.uuid))
+    return fmt::format("its trainscope.run.uuid names run {}, which another MLflow run of this "
+                       "import became",
+                       core::short_uuid(in.info.uuid));
   if (e.uuids.count(in.info.uuid))
     return fmt::format("it is run {} of this store, exported from here",
                        core::short_uuid(in.info.uuid));
@@ -360,6 +368,7 @@ std::vector<ImportedRun> import_runs(store::Store& store, const ImportOptions& o
   if (!options.experiment.empty())
     if (auto why = store::experiment_problem("--experiment", options.experiment))
       fail(ErrorKind::kUsage, "{}", *why);
+  refuse_own_store(store, options.uri);
   TempDir artifacts;
   const format::Json res = run_bridge(bridge, "read",
                                       {{"uri", options.uri},
@@ -379,6 +388,7 @@ std::vector<ImportedRun> import_runs(store::Store& store, const ImportOptions& o
       place_under_parent(store, in, uuid_of, earlier);
       write_run(store, in, options, r.artifacts);
       earlier.uuids.insert(in.info.uuid);
+      earlier.imported_now.insert(in.info.uuid);
     } else if (auto e = earlier.by_id.find(in.id); e != earlier.by_id.end()) {
       r.uuid = e->second.uuid;
     }
