@@ -3,9 +3,9 @@
 a FIFO or a folder; an event file read whole before its first record was
 checked; watch's captured output cut in silence past the file size limit;
 a new store past that limit said as a disk gone, its run left running. And
-the MLflow interop's refusals (issue 50)."""
+the refusals of MLflow both ways and of `profile import` (issue 50)."""
 
-TITLE = "59. A thirty-fourth hunt (issue 51), and MLflow (issue 50)"
+TITLE = "59. A thirty-fourth hunt (issue 51), and MLflow and torch.profiler traces (issue 50)"
 
 SHORT_IDS = "sed -E 's/\\b[0-9a-f]{8}\\b/<id>/g' >&2; exit ${PIPESTATUS[0]}"
 # The build's Python, the one $PY runs (MLflow's client runs in it).
@@ -67,4 +67,20 @@ CASES = [
      f"printf 'not a db' > $DIR/m59bad.db && {PYEXE} $BARE --store "
      "sqlite:$DIR/w59.db import mlflow sqlite:///$DIR/m59bad.db 2>&1 >/dev/null | cut -c1-90 "
      ">&2; exit ${PIPESTATUS[0]}"),
+    ("profile import of a FIFO where the trace belongs",
+     "rm -f $DIR/k59.fifo; mkfifo $DIR/k59.fifo && $BARE --store sqlite:$DIR/w59.db profile "
+     "import $DIR/k59.fifo"),
+    ("profile import of JSON that is no trace",
+     "printf '{\"rows\": []}' > $DIR/k59.json && $BARE --store sqlite:$DIR/w59.db profile "
+     "import $DIR/k59.json"),
+    ("profile import of a trace whose events have no times",
+     "printf '{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"aten::mm\", \"ts\": "
+     "\"soon\"}]}' > $DIR/k59t.json && $BARE --store sqlite:$DIR/w59.db profile import "
+     "$DIR/k59t.json"),
+    ("profile import --run of a run that has a profile",
+     "printf '{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": "
+     "\"aten::mm\", \"ts\": 1, \"dur\": 2, \"pid\": 1, \"tid\": 1}]}' > "
+     "$DIR/k59ok.json && $BARE --store sqlite:$DIR/w59.db -q profile import $DIR/k59ok.json "
+     "--name kin > /dev/null && $BARE --store sqlite:$DIR/w59.db profile import "
+     "$DIR/k59ok.json --run kin 2>&1 >/dev/null | " + SHORT_IDS),
 ]
