@@ -245,7 +245,7 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
 // What the store holds of earlier imports.
 struct Earlier {
   std::set<std::string> uuids;
-  std::set<std::string> imported_now;  // by this import
+  std::set<std::string> imported_now;                         // by this import
   std::map<std::string, store::RunInfo> by_id;                // MLflow run id -> whole import
   std::map<std::string, std::vector<std::string>> cut_short;  // MLflow run id -> uuids
 };
@@ -313,9 +313,10 @@ std::string skip_reason(store::Store& store, const Incoming& in, Earlier& e) {
     e.uuids.erase(uuid);
   }
   if (e.imported_now.count(in.info.uuid))
-    return fmt::format("its trainscope.run.uuid names run {}, which another MLflow run of this "
-                       "import became",
-                       core::short_uuid(in.info.uuid));
+    return fmt::format(
+        "its trainscope.run.uuid names run {}, which another MLflow run of this "
+        "import became",
+        core::short_uuid(in.info.uuid));
   if (e.uuids.count(in.info.uuid))
     return fmt::format("it is run {} of this store, exported from here",
                        core::short_uuid(in.info.uuid));
