@@ -20,6 +20,7 @@
 #include "trainscope/core/version.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/store/artifact_store.h"
+#include "trainscope/store/import.h"
 #include "trainscope/store/registry.h"
 
 namespace fs = std::filesystem;
@@ -484,6 +485,20 @@ std::map<std::string, RunFields> Store::run_fields(const std::vector<std::string
 
 void Store::import_run(const RunInfo& run) {
   fail(ErrorKind::kUsage, "{} cannot import runs from another store", describe());
+}
+
+void import_whole(Store& store, const RunInfo& run, const std::function<void()>& fill) {
+  store.import_run(run);
+  try {
+    fill();
+  } catch (...) {
+    try {
+      store.delete_run(run.uuid);
+    } catch (const std::exception& e) {
+      core::log_warn("could not remove the partial run {}: {}", short_uuid(run.uuid), e.what());
+    }
+    throw;
+  }
 }
 
 std::vector<MetricPoint> Store::metric_from(std::string_view uuid, std::string_view key,

@@ -1,4 +1,6 @@
 // Event files others wrote into the store as runs (`import tfevents`).
+#include "trainscope/store/import.h"
+
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -181,20 +183,11 @@ std::string write_run(store::Store& store, const Folder& f, const std::string& n
   run.end_time = std::max(f.end, f.start);
   run.heartbeat = run.end_time;
   run.command_line = o.command_line;
-  store.import_run(run);
-  try {
+  store::import_whole(store, run, [&] {
     store.set_tag(run.uuid, kSourceTag, f.path.string());
     store.append_metrics(run.uuid, f.series);
     store.set_tag(run.uuid, kDigestTag, f.digest);  // last: the import is whole
-  } catch (...) {
-    try {
-      store.delete_run(run.uuid);
-    } catch (const std::exception& e) {
-      core::log_warn("could not remove the partial run {}: {}", core::short_uuid(run.uuid),
-                     e.what());
-    }
-    throw;
-  }
+  });
   return run.uuid;
 }
 
