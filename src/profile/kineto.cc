@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -17,6 +18,7 @@
 #include "trainscope/core/util.h"
 #include "trainscope/profile/report.h"
 #include "trainscope/store/accept.h"
+#include "trainscope/store/import.h"
 
 namespace trainscope::profile {
 
@@ -60,10 +62,24 @@ Kind kind_of(const std::string& cat, const std::string& name, std::string& layer
   return Kind::kPlain;
 }
 
+// A layer name the profile gives its own meaning ("(wall)": a step's span,
+// "(other)", "(overhead)", none: time outside layers): a scope so named
+// would lose its time or move it (thirty-sixth hunt, B-D2).
+void check_layer(const std::string& layer, const std::string& what) {
+  if (layer.empty() || layer == "(wall)" || layer == "(other)" || layer == "(overhead)")
+    fail(ErrorKind::kUsage,
+         "{}: a scope is named '{}', a name trainscope's profile gives its own meaning ((wall), "
+         "(other), (overhead), and no name); rename the record_function or module",
+         what, core::escape_for_display(layer));
+}
+
 double number(const Json& e, const char* key, const std::string& what) {
   auto it = e.find(key);
+  // As the profile's reader takes a span: 0 or more, shorter than any
+  // calendar (thirty-sixth hunt, B-D3: a dur of 1e300 made a store its
+  // reader calls damaged).
   if (it == e.end() || !it->is_number() || !std::isfinite(it->get<double>()) ||
-      it->get<double>() < 0)
+      it->get<double>() < 0 || it->get<double>() >= 3.2e17)
     fail(ErrorKind::kUsage,
          "{}: an event's '{}' is not a time in microseconds; is it a trace "
          "torch.profiler wrote?",
@@ -82,6 +98,7 @@ std::vector<Event> read_events(const Json& j, const std::string& what) {
     Event ev;
     ev.name = e["name"].get<std::string>();
     ev.kind = kind_of(cat, ev.name, ev.layer);
+    if (ev.kind == Kind::kScope) check_layer(ev.layer, what);
     ev.op = cat == "cpu_op";
     ev.ts = number(e, "ts", what);
     ev.dur = number(e, "dur", what);
@@ -165,12 +182,31 @@ double uncovered(const std::vector<Event>& ev, const std::vector<size_t>& in, do
 
 namespace {
 
-// The step a "ProfilerStep#N" says, else `fallback`.
-int64_t step_number(const std::string& name, int64_t fallback) {
+// The step a "ProfilerStep#N" says (a step every reader takes: 0 to
+// 2^53), else `fallback`; a step given twice is refused, where one step's
+// cells would overwrite the other's (thirty-sixth hunt, B-D3, B-D4).
+int64_t step_number(const std::string& name, int64_t fallback, std::set<int64_t>& taken,
+                    const std::string& what) {
   const std::string n = name.substr(std::string_view("ProfilerStep#").size());
   char* end = nullptr;
+  errno = 0;
   const long long v = std::strtoll(n.c_str(), &end, 10);
-  return !n.empty() && end && *end == '\0' && v >= 0 ? v : fallback;
+  const bool given = !n.empty() && end && *end == '\0';
+  const auto why = !given            ? std::nullopt
+                   : errno == ERANGE ? std::optional<std::string>(
+                                           "its number is no step from 0 "
+                                           "to 2^53")
+                                     : store::step_problem(static_cast<int64_t>(v));
+  if (why)
+    fail(ErrorKind::kUsage, "{}: {}: {}; nothing was imported", what,
+         core::escape_for_display(name), *why);
+  const int64_t step = given ? v : fallback;
+  if (!taken.insert(step).second)
+    fail(ErrorKind::kUsage,
+         "{}: step {} is in it twice (two {} spans); import each profiler run's trace on its "
+         "own",
+         what, step, core::escape_for_display(name));
+  return step;
 }
 
 // One step's cells and operators (events `in`, by start time) into `out`.
@@ -231,11 +267,15 @@ KinetoProfile read_kineto_trace(std::string_view text, const std::string& what) 
   KinetoProfile out;
   Json trace = {{"traceEvents", Json::array()}};
   std::map<int64_t, std::string> forward;
+  // The events that start in [from, to): a binary search in the sorted
+  // events, so that many steps take time in proportion to their events
+  // (a scan per step took 339 s for 60k steps: thirty-sixth hunt, A-D6).
   auto events_in = [&](double from, double to, size_t skip) {
     std::vector<size_t> in;
-    for (size_t i = 0; i < ev.size(); ++i)
-      if (i != skip && ev[i].kind != Kind::kStep && ev[i].ts >= from && ev[i].ts < to)
-        in.push_back(i);
+    auto it = std::lower_bound(ev.begin(), ev.end(), from,
+                               [](const Event& e, double t) { return e.ts < t; });
+    for (auto i = static_cast<size_t>(it - ev.begin()); i < ev.size() && ev[i].ts < to; ++i)
+      if (i != skip && ev[i].kind != Kind::kStep) in.push_back(i);
     return in;
   };
   if (steps.empty()) {  // the whole trace, one step
@@ -244,11 +284,20 @@ KinetoProfile read_kineto_trace(std::string_view text, const std::string& what) 
     add_step(out, trace, ev, 0, ev.front().ts, end, events_in(ev.front().ts, end, ev.size()),
              forward);
   }
+  std::set<int64_t> taken;
   for (size_t k = 0; k < steps.size(); ++k) {
     const Event& s = ev[steps[k]];
-    add_step(out, trace, ev, step_number(s.name, static_cast<int64_t>(k)), s.ts, s.ts + s.dur,
-             events_in(s.ts, s.ts + s.dur, steps[k]), forward);
+    if (!(s.dur > 0))  // its shares would be 0 of 0 (A-D4)
+      fail(ErrorKind::kUsage, "{}: {} spans no time; nothing was imported", what,
+           core::escape_for_display(s.name));
+    add_step(out, trace, ev, step_number(s.name, static_cast<int64_t>(k), taken, what), s.ts,
+             s.ts + s.dur, events_in(s.ts, s.ts + s.dur, steps[k]), forward);
   }
+  if (out.events == 0)  // step spans and nothing in them (B-D9)
+    fail(ErrorKind::kUsage,
+         "{} holds no CPU events inside its profiled steps: profile with "
+         "activities=[ProfilerActivity.CPU, ...]",
+         what);
   const double first = steps.empty() ? ev.front().ts : ev[steps.front()].ts;
   if (auto base = j.find("baseTimeNanoseconds"); base != j.end() && base->is_number())
     out.start_time = base->get<double>() / 1e9 + first / 1e6;
@@ -258,12 +307,36 @@ KinetoProfile read_kineto_trace(std::string_view text, const std::string& what) 
 
 namespace {
 
+// A regular file whose first byte (past blanks) is no '{' is refused
+// before it is read whole: a 2 GB file of zeros took 2 GB and 5 s to be
+// said no trace (thirty-sixth hunt, A-D5). A FIFO is left to
+// read_regular_file, which refuses it without opening it.
+void refuse_what_is_no_json(const std::filesystem::path& file, const std::string& what) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) return;
+  std::ifstream in(file, std::ios::binary);
+  char c = 0;
+  while (in.get(c) && (c == ' ' || c == '\n' || c == '\r' || c == '\t')) {
+  }
+  if (in && c != '{')
+    fail(ErrorKind::kUsage,
+         "{} is not a Chrome trace (its first byte is no '{{'): give one torch.profiler wrote "
+         "(prof.export_chrome_trace, tensorboard_trace_handler)",
+         what);
+}
+
 // The run the profile goes to: `options.run`, which holds none yet, or a
-// new finished one; true when it is new.
+// new finished one (not yet in the store); true when it is new.
 bool target_run(store::Store& store, const KinetoImportOptions& o, const KinetoProfile& p,
                 store::RunInfo& run) {
   if (!o.run.empty()) {
     run = store.resolve_run(o.run);
+    // A run has one writer (thirty-sixth hunt, B-D5).
+    if (!store::is_terminal(run.status))
+      fail(ErrorKind::kConflict,
+           "run {} is {}: its writer records into it; import the trace once it has ended, or "
+           "into a run of its own (leave out --run)",
+           core::short_uuid(run.uuid), store::to_string(run.status));
     if (!read_cells(store, run.uuid).empty())
       fail(ErrorKind::kConflict,
            "run {} has a profile already; import the trace into a run of its own (leave out "
@@ -277,13 +350,14 @@ bool target_run(store::Store& store, const KinetoImportOptions& o, const KinetoP
   run.experiment = o.experiment;
   run.name = o.name.empty() ? store::derived_name(o.trace.stem().string(), "kineto") : o.name;
   run.status = store::RunStatus::kFinished;
-  run.start_time = store::is_a_time(p.start_time) ? p.start_time : store.now();
+  // A trace that does not say when (no baseTimeNanoseconds) starts now,
+  // not in 1970 (B-D7).
+  run.start_time = p.start_time > 0 && store::is_a_time(p.start_time) ? p.start_time : store.now();
   double wall = 0;
   for (const auto& c : p.cells)
     if (c.layer == "(wall)") wall += c.us / 1e6;
   run.end_time = run.heartbeat = run.start_time + wall;
   run.command_line = o.command_line;
-  store.import_run(run);
   return true;
 }
 
@@ -291,26 +365,35 @@ bool target_run(store::Store& store, const KinetoImportOptions& o, const KinetoP
 
 KinetoImported import_kineto_trace(store::Store& store, const KinetoImportOptions& o) {
   const std::string what = fmt::format("trace '{}'", core::escape_for_display(o.trace.string()));
+  refuse_what_is_no_json(o.trace, what);
   const auto text = core::read_regular_file(o.trace, "trace");
   if (!text)
     fail(ErrorKind::kNotFound, "cannot read {}: {}; check that it exists and is readable", what,
          std::strerror(errno));
   const KinetoProfile p = read_kineto_trace(*text, what);
+  // Every name checked before anything is written: a refusal after the
+  // records would leave part of a profile in --run's run (B-D6).
+  const std::string kept = "kineto/" + o.trace.filename().string();
+  if (auto why = store::artifact_name_problem(kept))
+    fail(ErrorKind::kUsage,
+         "{}: the file's name cannot name an artifact ('{}' {}); rename the file (or copy it "
+         "under a shorter name) and import that",
+         what, store::shown_key(kept), *why);
   store::RunInfo run;
-  const bool fresh = target_run(store, o, p, run);
-  try {
+  double coverage = 0;
+  auto fill = [&] {
     store.append_records(run.uuid, kStepsKind, cell_records(p.cells));
     store.append_records(run.uuid, kLayersKind, {layers_record(p.layers)});
     store.write_artifact(run.uuid, kTraceArtifact, kTraceKind,
                          [&](std::ostream& out) { out << p.trace_json; });
-    store.add_artifact(run.uuid, o.trace, "kineto", "kineto/" + o.trace.filename().string());
-  } catch (...) {
-    if (fresh) store.delete_run(run.uuid);
-    throw;
-  }
-  return {run.uuid, run.name,
-          p.steps,  static_cast<int64_t>(p.layers.size()),
-          p.events, summarize(store, run.uuid).coverage_min};
+    store.add_artifact(run.uuid, o.trace, "kineto", kept);
+    coverage = summarize(store, run.uuid).coverage_min;  // read back as every reader reads it
+  };
+  if (target_run(store, o, p, run))
+    store::import_whole(store, run, fill);
+  else
+    fill();
+  return {run.uuid, run.name, p.steps, static_cast<int64_t>(p.layers.size()), p.events, coverage};
 }
 
 }  // namespace trainscope::profile

@@ -14,6 +14,8 @@ import subprocess
 
 import pytest
 import torch
+
+import trainscope
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
@@ -139,3 +141,78 @@ def test_what_is_no_trace_and_a_second_profile_are_refused(scoped_trace, tmp_pat
     out = cli(store, "profile", "import", os.path.join(os.path.dirname(store), cnn_trace),
               "--run", "cnn", check=False)
     assert out.returncode == 4 and "has a profile already" in out.stderr, out.stderr
+
+
+# --- the thirty-sixth hunt: a trace is untrusted input ----------------------
+
+STEP = '{{"ph": "X", "cat": "user_annotation", "name": "{name}", "ts": {ts}, "dur": {dur}, "pid": 1, "tid": 1}}'
+OP = '{{"ph": "X", "cat": "{cat}", "name": "{name}", "ts": {ts}, "dur": {dur}, "pid": 1, "tid": 1}}'
+
+
+def write_trace(path, *events, base=True):
+    head = '"baseTimeNanoseconds": 1700000000000000000, ' if base else ""
+    path.write_text("{" + head + '"traceEvents": [' + ", ".join(events) + "]}")
+    return path
+
+
+@pytest.mark.parametrize("events, words", [
+    # B-D2: a scope named as the profile's own rows lost or moved its time
+    ([STEP.format(name="ProfilerStep#1", ts=1, dur=100),
+      OP.format(cat="user_annotation", name="(wall)", ts=10, dur=40)], "a scope is named '(wall)'"),
+    # A-D1, B-D3: what the profile's readers call a damaged store
+    ([OP.format(cat="cpu_op", name="aten::mm", ts=1, dur=1e18)], "'dur' is not a time"),
+    ([STEP.format(name="ProfilerStep#99999999999999999999", ts=1, dur=10),
+      OP.format(cat="cpu_op", name="aten::mm", ts=2, dur=3)], "no step from 0 to 2^53"),
+    # A-D3, B-D4: one step's cells overwrote the other's
+    ([STEP.format(name="ProfilerStep#5", ts=1, dur=10), OP.format(cat="cpu_op", name="aten::mm",
+      ts=2, dur=3), STEP.format(name="ProfilerStep#5", ts=20, dur=10),
+      OP.format(cat="cpu_op", name="aten::mm", ts=22, dur=3)], "step 5 is in it twice"),
+    # A-D4, B-D9: a step of no time, a step with nothing in it
+    ([STEP.format(name="ProfilerStep#1", ts=1, dur=0),
+      OP.format(cat="cpu_op", name="aten::mm", ts=1, dur=0)], "spans no time"),
+    ([STEP.format(name="ProfilerStep#1", ts=1, dur=10)], "no CPU events"),
+])
+def test_what_the_profile_cannot_hold_is_refused_and_nothing_recorded(tmp_path, events, words):
+    store = tmp_path / "ts.db"
+    out = cli(store, "profile", "import", str(write_trace(tmp_path / "t.json", *events)),
+              check=False)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert words in out.stderr, out.stderr
+    assert not os.path.exists(store) or json.loads(
+        cli(store, "--json", "runs", "list").stdout) == []
+
+
+def test_a_trace_that_does_not_say_when_starts_now(tmp_path):
+    """A-D2, B-D7: dated 1970."""
+    store = tmp_path / "ts.db"
+    cli(store, "profile", "import", str(write_trace(
+        tmp_path / "t.json", OP.format(cat="cpu_op", name="aten::mm", ts=1, dur=2), base=False)),
+        "--name", "now")
+    run = json.loads(cli(store, "--json", "runs", "show", "now").stdout)
+    assert run["start_time"].startswith(str(__import__("datetime").date.today().year))
+
+
+def test_a_file_of_zeros_is_refused_before_it_is_read(tmp_path):
+    """A-D5: 2 GB read whole to say it is no trace."""
+    big = tmp_path / "z.json"
+    with open(big, "wb") as f:
+        f.truncate(1 << 30)
+    out = cli(tmp_path / "ts.db", "profile", "import", str(big), check=False)
+    assert out.returncode == 2 and "first byte is no '{'" in out.stderr, out.stderr
+
+
+def test_a_running_run_and_a_name_no_artifact_takes_are_refused_before_anything_is_written(
+        tmp_path):
+    """A-D8, B-D5: written into a live run; B-D6, A-D7: refused after the
+    records were written into --run's run."""
+    store = tmp_path / "ts.db"
+    trace = write_trace(tmp_path / "t.json", OP.format(cat="cpu_op", name="aten::mm", ts=1, dur=2))
+    with trainscope.start_run(name="live", store=f"sqlite:{store}",
+                              record_environment=False) as live:
+        out = cli(store, "profile", "import", str(trace), "--run", "live", check=False)
+        assert out.returncode == 4 and "is running" in out.stderr, out.stderr
+    long = tmp_path / ("x" * 246 + ".json")
+    long.write_text(trace.read_text())
+    out = cli(store, "profile", "import", str(long), "--run", live.uuid, check=False)
+    assert out.returncode == 2 and "rename the file" in out.stderr, out.stderr
+    cli(store, "profile", "import", str(trace), "--run", live.uuid)  # no profile was left
