@@ -26,6 +26,8 @@ operators on other threads (DataLoader workers: the data phase's wall time);
 parameters replaced after watch() (watch again); more than one backward
 pass per optimizer step (gradient accumulation: the events see the last).
 """
+import unicodedata
+
 import torch
 
 from trainscope import _trainscope
@@ -102,11 +104,31 @@ def structure(module):
     return s
 
 
+# A layer's name becomes a profile row and the keys of its probes
+# (probe/NAME/weights/l2): the names the profile gives its own meaning, and
+# what no key takes, are refused (thirty-sixth hunt, B-D1, B-D2).
+_RESERVED_LAYERS = ("(wall)", "(other)", "(overhead)")
+_LAYER_BYTES = 200  # probe/NAME/weight_gradients/l2 within a key's 256 bytes
+
+
+def _check_layer_name(path):
+    why = ("is a name trainscope's profile gives its own meaning" if path in _RESERVED_LAYERS
+           else "holds a control character" if any(unicodedata.category(c) == "Cc" for c in path)
+           else f"is longer than {_LAYER_BYTES} bytes"
+           if len(path.encode("utf-8", "replace")) > _LAYER_BYTES else "")
+    if why:
+        shown = path if len(path) <= 64 else path[:61] + "..."
+        raise ValueError(f"the model's module {shown!r} {why}: a layer's name becomes a profile "
+                         "row and its probes' metric keys (probe/NAME/...); rename the module")
+
+
 def mirror(model):
     """Every module (root first, parents before children), with its own
-    parameters and buffers: what the C++ side builds its mirror from."""
+    parameters and buffers: what the C++ side builds its mirror from. A
+    module name no layer may have is a ValueError naming it."""
     out = []
     for path, module in model.named_modules():
+        _check_layer_name(path)
         params = [(n, p) for n, p in module.named_parameters(recurse=False)]
         buffers = [(n, b) for n, b in module.named_buffers(recurse=False) if b is not None]
         out.append((path, structure(module), params, buffers))
