@@ -311,13 +311,38 @@ def history(client, r, key):
     return [[m.step, m.timestamp / 1000.0, jsonable(m.value, where)] for m in points]
 
 
+def text_of(v, where):
+    """A name, param or tag value as text; bytes a store holds where MLflow
+    writes text (a BLOB) refused, named (thirty-sixth hunt, A-D10)."""
+    if v is None or isinstance(v, str):
+        return v or ""
+    raise Refused("usage", f"{where} holds {type(v).__name__} {str(v)[:40]}, not text; nothing "
+                           "was imported")
+
+
+def millis(v, where):
+    """A run's start or end in seconds; a value that is no number of
+    milliseconds refused, named (A-D11)."""
+    if v is None:
+        return 0.0
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise Refused("usage", f"{where} is {str(v)[:40]!r}, not a time in milliseconds; nothing "
+                               "was imported")
+    return v / 1000.0
+
+
 def read_run(client, r, experiment, artifacts_dir):
     rid = r.info.run_id
-    row = {"mlflow_run_id": rid, "experiment": experiment, "name": r.info.run_name or "",
-           "status": FROM_MLFLOW.get(r.info.status, r.info.status.lower()),
-           "start_time": (r.info.start_time or 0) / 1000.0,
-           "end_time": (r.info.end_time or 0) / 1000.0,
-           "params": dict(r.data.params), "tags": dict(r.data.tags),
+    where = f"MLflow run {rid[:8]}"
+    name = text_of(r.info.run_name, f"{where}'s name")
+    where = f"MLflow run {rid[:8]} ({name or 'unnamed'})"
+    row = {"mlflow_run_id": rid, "experiment": experiment, "name": name,
+           "status": FROM_MLFLOW.get(r.info.status, str(r.info.status).lower()),
+           "start_time": millis(r.info.start_time, f"{where}: its start"),
+           "end_time": millis(r.info.end_time, f"{where}: its end"),
+           "params": {k: text_of(v, f"{where}: param {k[:64]!r}")
+                      for k, v in r.data.params.items()},
+           "tags": {k: text_of(v, f"{where}: tag {k[:64]!r}") for k, v in r.data.tags.items()},
            "metrics": {key: history(client, r, key) for key in r.data.metrics},
            "artifacts": []}
     if artifacts_dir and client.list_artifacts(rid):
@@ -387,6 +412,13 @@ def failure(req, e):
     hint = ""
     if any(w in text.lower() for w in ("disk i/o error", "disk is full", "no space left")):
         hint = " (a full disk, or past the file size limit: `ulimit -f`?)"
+    if isinstance(e, (TypeError, ValueError, KeyError, AttributeError)) or \
+            "could not get string corresponding to run status" in text.lower():
+        # Values MLflow's own client cannot make sense of: the store holds
+        # what its writer never writes (A-D11).
+        return {"error": f"MLflow's client cannot read '{req.get('uri', '?')}' ({type(e).__name__}: "
+                         f"{text[:200]}): the store holds values its writer never writes; nothing "
+                         "was imported", "kind": "usage"}
     return {"error": f"MLflow failed: {type(e).__name__}: {text}{hint}", "kind": "store"}
 
 
@@ -406,8 +438,13 @@ def main(argv):
         result = failure(req if "req" in locals() else {}, e)
     progress("\033[K")  # the progress line, cleared
     try:
+        text = json.dumps(result, allow_nan=False)
+    except (TypeError, ValueError) as e:  # a value the checks above let through
+        text = json.dumps({"error": f"MLflow's answer cannot be handed over: {first_line(e)}",
+                           "kind": "store"})
+    try:
         with open(argv[3], "w", encoding="utf-8") as f:
-            json.dump(result, f, allow_nan=False)
+            f.write(text)
     except OSError:
         return NO_ROOM  # the CLI says it (src/mlflow/bridge.cc)
     return 0

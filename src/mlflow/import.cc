@@ -1,4 +1,6 @@
 // MLflow's runs into the store as runs (`import mlflow URI`).
+#include "trainscope/store/import.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -225,8 +227,14 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
     in.artifacts.push_back({text(a, "name"), text(a, "path")});
   in.foreign = own.empty();
   if (!in.foreign) restore_own(in, own);
-  for (auto& [k, v] : tags)  // a tag only trainscope writes, from another program: kept aside
-    in.tags[!in.foreign || !store::own_tag_problem(k) ? k : "mlflow.tag." + k] = v;
+  for (auto& [k, v] : tags) {  // a tag only trainscope writes, from another program: kept aside
+    const std::string key = !in.foreign || !store::own_tag_problem(k) ? k : "mlflow.tag." + k;
+    if (!in.tags.emplace(key, v).second)  // thirty-sixth hunt, B-D8
+      fail(ErrorKind::kUsage,
+           "{}: its tags '{}' and '{}' would both be kept as '{}' (a tag only trainscope writes "
+           "is kept aside so); nothing was imported",
+           where, store::shown_key(k), store::shown_key(key), store::shown_key(key));
+  }
   in.info.heartbeat = in.info.end_time;
   in.params = strings(j, "params");
   if (auto m = j.find("metrics"); m != j.end() && m->is_object())
@@ -235,6 +243,11 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
       // the sampler's), from another program: kept aside as mlflow/KEY,
       // never read as trainscope's (thirty-fifth hunt, B-D4).
       const bool aside = in.foreign && store::own_metric_problem(key).has_value();
+      if (aside && m->contains("mlflow/" + key))
+        fail(ErrorKind::kUsage,
+             "{}: its metrics '{}' and 'mlflow/{}' would both be kept as 'mlflow/{}' (a series "
+             "only trainscope records is kept aside so); nothing was imported",
+             where, store::shown_key(key), store::shown_key(key), store::shown_key(key));
       in.series.push_back(series_of(aside ? "mlflow/" + key : key, points, where));
       in.points += static_cast<int64_t>(in.series.back().points.size());
     }
@@ -278,8 +291,7 @@ Earlier earlier_imports(store::Store& store) {
 // One run, whole or not at all: a failed write deletes what it wrote.
 void write_run(store::Store& store, const Incoming& in, const ImportOptions& o,
                int64_t& artifacts) {
-  store.import_run(in.info);
-  try {
+  store::import_whole(store, in.info, [&] {
     store.set_tag(in.info.uuid, kSourceTag, source_of(o, in.id));
     if (!in.params.empty()) store.set_params(in.info.uuid, in.params);
     for (const auto& [k, v] : in.tags) store.set_tag(in.info.uuid, k, v);
@@ -289,15 +301,7 @@ void write_run(store::Store& store, const Incoming& in, const ImportOptions& o,
       ++artifacts;
     }
     store.set_tag(in.info.uuid, kRunIdTag, in.id);  // last: the import is whole
-  } catch (...) {
-    try {
-      store.delete_run(in.info.uuid);
-    } catch (const std::exception& e) {
-      core::log_warn("could not remove the partial run {}: {}", core::short_uuid(in.info.uuid),
-                     e.what());
-    }
-    throw;
-  }
+  });
 }
 
 // Why `in` is not to be imported ("" when it is); replaces an import of it

@@ -337,3 +337,25 @@ def test_a_bad_artifact_kind_or_name_is_refused_before_any_run_is_written(tmp_pa
                tags={"trainscope.run.uuid": "1" * 8 + "-0000-4000-8000-" + "0" * 12,
                      "trainscope.run.artifact_kinds": json.dumps({"a.txt": "Bad Kind"})})
     refused(tmp_path / "ts.db", uri, "(bad)", "artifact kind 'Bad Kind'")
+
+
+def test_a_blob_where_mlflow_writes_text_is_one_line_naming_it(tmp_path):
+    """Thirty-sixth hunt, A-D10: 25 lines of traceback and a wrong cause."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, params={"lr": "0.1"})
+    import sqlite3
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        db.execute("UPDATE params SET value = x'00ff41' WHERE key = 'lr'")
+    refused(tmp_path / "ts.db", uri, "param 'lr'", "not text")
+
+
+def test_keys_kept_aside_may_not_meet_keys_already_there(tmp_path):
+    """Thirty-sixth hunt, B-D8: kind and mlflow.tag.kind became one tag,
+    exit_code and mlflow/exit_code one series."""
+    uri = f"sqlite:///{tmp_path}/m.db"
+    mlflow_run(uri, tags={"kind": "x", "mlflow.tag.kind": "y"})
+    refused(tmp_path / "ts.db", uri, "would both be kept as 'mlflow.tag.kind'")
+    uri2 = f"sqlite:///{tmp_path}/m2.db"
+    mlflow_run(uri2, points=[("exit_code", 3.0, 1_700_000_001_000, 0),
+                             ("mlflow/exit_code", 4.0, 1_700_000_001_000, 0)])
+    refused(tmp_path / "ts2.db", uri2, "would both be kept as 'mlflow/exit_code'")
