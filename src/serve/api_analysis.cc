@@ -2,6 +2,9 @@
 // the same library readers as `profile show`, `probes`, `diff` and `study
 // report`.
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "api_internal.h"
@@ -38,6 +41,22 @@ profile::ProfileSummary summary_or_404(store::Store& s, const store::RunInfo& ru
   return summary;
 }
 
+// A run's operator table, parsed once per trace (by its SHA-256) and shared
+// by every request: eight requests for a 75 MB trace parsed it eight times
+// at once, holding every worker for 20-30 s and 7 GB (thirty-sixth hunt,
+// A-D9). One parse at a time; the last 8 traces kept.
+profile::OperatorTable operators_of(store::Store& s, const store::RunInfo& run,
+                                    const store::ArtifactInfo& trace) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const profile::OperatorTable>> parsed;
+  std::lock_guard lock(mu);
+  if (auto it = parsed.find(trace.sha256); it != parsed.end()) return *it->second;
+  auto t = std::make_shared<const profile::OperatorTable>(profile::operator_table(s, run.uuid));
+  if (parsed.size() >= 8) parsed.erase(parsed.begin());
+  parsed.emplace(trace.sha256, t);
+  return *t;
+}
+
 std::string histogram_key(const Request& r) { return required(r, "key"); }
 
 std::vector<probes::StepHistogram> histograms_or_404(store::Store& s, const store::RunInfo& run,
@@ -62,8 +81,8 @@ Json profile(store::Store& s, const store::RunInfo& run) {
   for (const auto& a : s.artifacts(run.uuid))
     if (a.name == profile::kTraceArtifact && a.kind == profile::kTraceKind) {
       j["trace_url"] = artifact_url(run.uuid, a.name);
-      j["operators"] = profile::operator_table_json(run.uuid, profile::operator_table(s, run.uuid),
-                                                    20)["operators"];
+      j["operators"] =
+          profile::operator_table_json(run.uuid, operators_of(s, run, a), 20)["operators"];
     }
   return j;
 }
