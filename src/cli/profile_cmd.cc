@@ -9,6 +9,7 @@
 #include "output.h"
 #include "torch_commands.h"
 #include "trainscope/core/error.h"
+#include "trainscope/core/output.h"
 #include "trainscope/core/util.h"
 #include "trainscope/format/format.h"
 #include "trainscope/profile/json.h"
