@@ -268,14 +268,19 @@ def test_a_timestamp_that_is_no_time_of_day_is_refused(tmp_path):
     refused(tmp_path / "ts.db", uri, "metric 'loss' at step 1", "no time of day")
 
 
-def test_text_that_is_not_utf8_is_one_line(tmp_path):
-    """B-D2: a param value of bytes that are not UTF-8 printed 59 lines."""
+@pytest.mark.parametrize("value, words", [
+    # Thirty-fifth hunt, B-D2: bytes that are not UTF-8 printed 59 lines.
+    ("CAST(X'61FF62' AS TEXT)", ["not UTF-8"]),
+    # Thirty-sixth hunt, A-D10: a BLOB, 25 lines of traceback and a wrong cause.
+    ("x'00ff41'", ["param 'p'", "not text"]),
+])
+def test_param_bytes_mlflow_never_writes_are_one_line(tmp_path, value, words):
     uri = f"sqlite:///{tmp_path}/m.db"
     mlflow_run(uri, params={"p": "1"})
     import sqlite3
     with sqlite3.connect(tmp_path / "m.db") as db:
-        db.execute("UPDATE params SET value = CAST(X'61FF62' AS TEXT)")
-    refused(tmp_path / "ts.db", uri, "not UTF-8")
+        db.execute(f"UPDATE params SET value = {value}")
+    refused(tmp_path / "ts.db", uri, *words)
 
 
 def test_steps_that_go_back_in_time_are_refused(tmp_path):
@@ -337,16 +342,6 @@ def test_a_bad_artifact_kind_or_name_is_refused_before_any_run_is_written(tmp_pa
                tags={"trainscope.run.uuid": "1" * 8 + "-0000-4000-8000-" + "0" * 12,
                      "trainscope.run.artifact_kinds": json.dumps({"a.txt": "Bad Kind"})})
     refused(tmp_path / "ts.db", uri, "(bad)", "artifact kind 'Bad Kind'")
-
-
-def test_a_blob_where_mlflow_writes_text_is_one_line_naming_it(tmp_path):
-    """Thirty-sixth hunt, A-D10: 25 lines of traceback and a wrong cause."""
-    uri = f"sqlite:///{tmp_path}/m.db"
-    mlflow_run(uri, params={"lr": "0.1"})
-    import sqlite3
-    with sqlite3.connect(tmp_path / "m.db") as db:
-        db.execute("UPDATE params SET value = x'00ff41' WHERE key = 'lr'")
-    refused(tmp_path / "ts.db", uri, "param 'lr'", "not text")
 
 
 def test_keys_kept_aside_may_not_meet_keys_already_there(tmp_path):
