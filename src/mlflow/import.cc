@@ -57,17 +57,6 @@ std::map<std::string, std::string> strings(const format::Json& j, const char* ke
   return out;
 }
 
-bool canonical_uuid(const std::string& s) {
-  if (s.size() != 36) return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (dash != (c == '-')) return false;
-    if (!dash && (!std::isxdigit(c) || std::isupper(c))) return false;
-  }
-  return true;
-}
-
 double exact_time(const std::map<std::string, std::string>& own, const char* key, double shown) {
   auto it = own.find(key);
   if (it == own.end()) return shown;
@@ -82,7 +71,7 @@ void restore_own(Incoming& in, const std::map<std::string, std::string>& own) {
     auto it = own.find(k);
     return it == own.end() ? std::string() : it->second;
   };
-  if (canonical_uuid(get("uuid"))) in.info.uuid = get("uuid");
+  if (store::is_stored_uuid(get("uuid"))) in.info.uuid = get("uuid");
   in.info.host = get("host");
   // A pid no process has is no pid: 0, unknown (thirty-fifth hunt, A-D3).
   const long long pid = std::strtoll(get("pid").c_str(), nullptr, 10);
@@ -107,12 +96,6 @@ void restore_own(Incoming& in, const std::map<std::string, std::string>& own) {
 }
 
 // Sorted by step (MLflow keeps points in no order beyond step and time).
-// A time every reader of the store takes (store/metric_codec.cc): seconds
-// since 1970, before the year 10000.
-bool time_of_day(double unix_seconds) {
-  return unix_seconds >= 0 && store::is_a_time(unix_seconds);
-}
-
 store::MetricSeries series_of(const std::string& key, const format::Json& points,
                               const std::string& where) {
   store::MetricSeries s{key, {}};
@@ -129,7 +112,7 @@ store::MetricSeries series_of(const std::string& key, const format::Json& points
       fail(ErrorKind::kUsage, "{}: metric '{}': {}; nothing was imported", where, shown, *why);
     // A time no reader shows makes every reader call the store damaged
     // (thirty-fifth hunt, B-D1).
-    if (!time_of_day(p[1].get<double>()))
+    if (!store::is_point_time(p[1].get<double>()))
       fail(ErrorKind::kUsage,
            "{}: metric '{}' at step {} has the timestamp {} ms, which is no time of day (from "
            "1970 to the year 9999); nothing was imported",
@@ -187,7 +170,7 @@ void check(const Incoming& in, const std::string& where) {
       note(fmt::format("artifact '{}' {}", store::shown_key(a.name), *bad));
     note(kind_problem(a.kind));
   }
-  if (!time_of_day(in.info.start_time) || !time_of_day(in.info.end_time))
+  if (!store::is_point_time(in.info.start_time) || !store::is_point_time(in.info.end_time))
     note(
         fmt::format("its start or end ({} / {} ms) is no time of day (from 1970 to the year "
                     "9999)",

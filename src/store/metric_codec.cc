@@ -48,7 +48,7 @@ void decode(std::string_view blob, std::vector<MetricPoint>& out) {
     // Writers record the time of day (seconds since 1970): NaN, a time
     // before 1970 or past year 9999 is no point's time, and would reach
     // `plot --x time` and a TensorBoard file that no reader takes back.
-    if (const double w = out[base + i].wall_time; !(w >= 0 && is_a_time(w)))
+    if (const double w = out[base + i].wall_time; !is_point_time(w))
       fail(ErrorKind::kStore,
            "metric point {} of a chunk (step {}): its wall time {} is not a time of day (seconds "
            "since 1970); the store is damaged",

@@ -35,6 +35,8 @@ bool is_a_time(double unix_seconds) {
          unix_seconds < 253402300800.0;
 }
 
+bool is_point_time(double unix_seconds) { return unix_seconds >= 0 && is_a_time(unix_seconds); }
+
 double since_start(const RunInfo& run, double unix_seconds) {
   if (!is_a_time(run.start_time) || !is_a_time(unix_seconds)) return std::nan("");
   return unix_seconds - run.start_time;

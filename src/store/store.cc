@@ -126,14 +126,17 @@ RunStatus stored_run_status(std::string_view name, std::string_view uuid) {
 // Lower case only: every writer stores it so and the resolver looks it up
 // so; an upper-case one listed a run no reference reached, and its
 // lower-case twin opened in its place (twenty-fifth hunt, A-D4).
-std::string stored_uuid(std::string uuid, const char* what) {
-  bool ok = uuid.size() == 36;
-  for (size_t i = 0; ok && i < uuid.size(); ++i)
+bool is_stored_uuid(std::string_view s) {
+  bool ok = s.size() == 36;
+  for (size_t i = 0; ok && i < s.size(); ++i)
     ok = i == 8 || i == 13 || i == 18 || i == 23
-             ? uuid[i] == '-'
-             : std::isdigit(static_cast<unsigned char>(uuid[i])) ||
-                   (uuid[i] >= 'a' && uuid[i] <= 'f');
-  if (ok) return uuid;
+             ? s[i] == '-'
+             : std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] >= 'a' && s[i] <= 'f');
+  return ok;
+}
+
+std::string stored_uuid(std::string uuid, const char* what) {
+  if (is_stored_uuid(uuid)) return uuid;
   fail(ErrorKind::kStore, "{} '{}' is not a UUID; the store is damaged", what,
        core::escape_cut(uuid, 64));
 }

@@ -67,6 +67,12 @@ struct RunInfo {
 double run_seconds(const RunInfo& run, double now);
 // Whether `unix_seconds` is a time a reader shows (the years 1 to 9999).
 bool is_a_time(double unix_seconds);
+// Whether `unix_seconds` is a metric point's time: writers record the time
+// of day, seconds since 1970, before the year 10000.
+bool is_point_time(double unix_seconds);
+// Whether `s` is a UUID as the store keeps it: lower-case hex digits in
+// groups of 8-4-4-4-12.
+bool is_stored_uuid(std::string_view s);
 // Seconds from a run's start to `unix_seconds` (a metric point's time), for
 // axes of time since the start: NaN when either is no time a reader shows.
 double since_start(const RunInfo& run, double unix_seconds);
