@@ -822,13 +822,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (std::filesystem::is_directory(path, ec))
     fail(ErrorKind::kUsage, "config '{}' is a directory; give a YAML file, e.g. configs/demo.yaml",
          path);
-  // A config is a few KB: a file of gigabytes (of zeros) was read whole
-  // before its first byte was judged (thirty-sixth hunt, A-D5).
-  if (const auto size = std::filesystem::file_size(path, ec); !ec && size > (16u << 20))
-    fail(ErrorKind::kUsage,
-         "config '{}' is {} bytes, more than the 16 MiB a config may be; give "
-         "a YAML file, e.g. configs/demo.yaml",
-         path, size);
+  core::refuse_oversized(path, "config", "give a YAML file, e.g. configs/demo.yaml");
   const std::optional<std::string> text = core::read_regular_file(path, "config");
   if (!text)
     fail(ErrorKind::kNotFound, "cannot read config '{}': {}; see configs/ for examples", path,

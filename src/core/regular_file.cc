@@ -91,6 +91,15 @@ std::optional<std::string> read_regular_file(const std::filesystem::path& path,
   return out;
 }
 
+void refuse_oversized(const std::filesystem::path& path, std::string_view what,
+                      std::string_view hint) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxWrittenFileBytes)
+    fail(ErrorKind::kUsage, "{} '{}' is {} bytes, more than the {} MiB a {} may be; {}", what,
+         escape_for_display(path.string()), size, kMaxWrittenFileBytes >> 20, what, hint);
+}
+
 void write_fifo(const std::filesystem::path& path, const std::function<void(std::ostream&)>& body,
                 double wait_s) {
   // O_NONBLOCK: ENXIO at once while no reader has the FIFO open.

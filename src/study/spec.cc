@@ -331,11 +331,7 @@ StudySpec parse_recorded(const std::string& text, const fs::path& file, bool qui
 }
 
 StudySpec load_study(const fs::path& file, bool quick) {
-  // A study file is a few KB: one of gigabytes was read whole first (A-D5).
-  std::error_code ec;
-  if (const auto size = fs::file_size(file, ec); !ec && size > (16u << 20))
-    fail(ErrorKind::kUsage, "study file {} is {} bytes, more than the 16 MiB a study file may be",
-         file.string(), size);
+  core::refuse_oversized(file, "study file", "give a study YAML, e.g. configs/studies/seeds.yaml");
   const std::optional<std::string> text = core::read_regular_file(file, "study file");
   if (!text)
     fail(ErrorKind::kNotFound, "study file {} cannot be read: check the path", file.string());

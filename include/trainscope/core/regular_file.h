@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
@@ -38,6 +39,16 @@ int open_regular_file(const std::filesystem::path& path, std::string_view what);
 // it cannot be opened. Throws Error(kRuntime) naming it when a read fails.
 std::optional<std::string> read_regular_file(const std::filesystem::path& path,
                                              std::string_view what);
+
+// A file a person writes (a config, a study file) is a few KB: one of
+// gigabytes (of zeros) was read whole before its first byte was judged
+// (thirty-sixth hunt, A-D5). Throws Error(kUsage) with one line, "WHAT
+// 'PATH' is N bytes, more than the 16 MiB a WHAT may be; HINT", when the
+// file at `path` is larger; does nothing when its size cannot be read
+// (the read that follows says why).
+inline constexpr uintmax_t kMaxWrittenFileBytes = uintmax_t{16} << 20;
+void refuse_oversized(const std::filesystem::path& path, std::string_view what,
+                      std::string_view hint);
 
 // Writes `body` into the FIFO (named pipe) at `path` in place, waiting at
 // most `wait_s` seconds for a reader to open it (a command whose reader is
