@@ -138,7 +138,7 @@ def check_store(uri, reading):
         raise Refused("usage", f"MLflow store '{uri}' is {kind_of(mode)}, not a SQLite file")
     if not sqlite and not stat.S_ISDIR(mode):
         raise Refused("usage", f"MLflow store '{uri}' is {kind_of(mode)}, not a folder")
-    if reading and not sqlite:
+    if not sqlite:  # an export reads the folder too (thirty-seventh hunt, A-D3)
         check_folder(path, f"MLflow store '{uri}'")
 
 
@@ -400,11 +400,47 @@ def die_with_parent():
         sys.exit(1)
 
 
+def where_in_folder(uri, name):
+    """Where under a local folder store the entry called `name` is (its
+    experiment and run folders), for a message naming the run; else ""."""
+    folder = local_path(uri)
+    if not folder or not name or not os.path.isdir(folder):
+        return ""
+    for top, dirs, files in os.walk(folder):
+        if name in dirs or name in files:
+            return f", at '{os.path.relpath(os.path.join(top, name), folder)}'"
+    return ""
+
+
+def unreadable(req, e, text):
+    """Bad input MLflow's client refuses to read: a file of a folder store
+    that is no YAML, a key MLflow never writes (thirty-seventh hunt, A-D5,
+    B-D7); None when `e` is none of these."""
+    uri = req.get("uri", "?")
+    tail = "nothing more was exported" if req.get("direction") == "export" else \
+        "nothing was imported"
+    if type(e).__module__.split(".")[0] == "yaml":
+        mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+        path = getattr(mark, "name", "") or "a file"
+        shown = os.path.relpath(path, local_path(uri) or ".") if path != "a file" else path
+        where = f", line {mark.line + 1}" if mark is not None else ""
+        why = getattr(e, "problem", None) or text[:120]
+        return {"error": f"MLflow's store '{uri}': '{shown}' is not YAML ({why}{where}); move it "
+                         f"away or restore it; {tail}", "kind": "usage"}
+    if getattr(e, "error_code", "") == "INVALID_PARAMETER_VALUE":
+        bad = text.split('"')[1] if text.count('"') >= 2 else ""
+        return {"error": f"MLflow's client refuses what '{uri}' holds{where_in_folder(uri, bad)} "
+                         f"({text.split(' supplied:')[0][:160]}); {tail}", "kind": "usage"}
+    return None
+
+
 def failure(req, e):
     """MLflow's exception as the CLI's error: text that is not UTF-8 in the
     store (its client cannot decode it) is bad input, anything else a store
     error."""
     text = first_line(e)
+    if refused := unreadable(req, e, text):
+        return refused
     if "decode" in text.lower() and "utf-8" in text.lower():
         return {"error": f"MLflow's store '{req.get('uri', '?')}' holds text that is not UTF-8, "
                          f"which its client cannot read ({text[:160]}); nothing was imported",
@@ -431,6 +467,7 @@ def main(argv):
     try:
         with open(argv[2], encoding="utf-8") as f:
             req = json.load(f)
+        req["direction"] = argv[1]
         result = export(req) if argv[1] == "export" else read(req)
     except Refused as e:
         result = {"error": str(e), "kind": e.kind}

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -16,6 +15,7 @@
 #include "trainscope/core/log.h"
 #include "trainscope/core/util.h"
 #include "trainscope/store/accept.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::mlflow {
 
@@ -24,7 +24,11 @@ using core::fail;
 
 namespace {
 
-inline constexpr const char* kSourceTag = "import.source";        // first
+inline constexpr const char* kSourceTag = "import.source";  // "URI run ID"
+// First: MLflow's run id, on a run this import began. Other importers
+// write import.source too: a run marked by one of them is never taken for
+// an MLflow import cut short (thirty-seventh hunt, A-D1).
+inline constexpr const char* kStartedTag = "import.mlflow_started";
 inline constexpr const char* kRunIdTag = "import.mlflow_run_id";  // last: the import is whole
 inline constexpr std::string_view kOwn = "trainscope.run.";
 
@@ -203,8 +207,8 @@ Incoming read_run(const format::Json& j, const ImportOptions& o) {
       own[k.substr(kOwn.size())] = v;
     else if (k == "mlflow.parentRunId")
       in.parent_id = v;
-    else if (k != "mlflow.runName")
-      tags[k] = v;
+    else if (k != "mlflow.runName" && k != kSourceTag && k != kStartedTag && k != kRunIdTag)
+      tags[k] = v;  // an earlier import's markers are not this import's (A-D4)
   }
   for (const auto& a : j.value("artifacts", format::Json::array()))
     in.artifacts.push_back({text(a, "name"), text(a, "path")});
@@ -262,10 +266,9 @@ Earlier earlier_imports(store::Store& store) {
     const auto& tags = f->second.tags;
     if (auto id = tags.find(kRunIdTag); id != tags.end()) {
       e.by_id.emplace(id->second, r);
-    } else if (auto src = tags.find(kSourceTag); src != tags.end()) {
+    } else if (auto started = tags.find(kStartedTag); started != tags.end()) {
       // By MLflow's run id, however the URI was spelled (B-D5).
-      const auto at = src->second.rfind(" run ");
-      if (at != std::string::npos) e.cut_short[src->second.substr(at + 5)].push_back(r.uuid);
+      e.cut_short[started->second].push_back(r.uuid);
     }
   }
   return e;
@@ -275,6 +278,7 @@ Earlier earlier_imports(store::Store& store) {
 void write_run(store::Store& store, const Incoming& in, const ImportOptions& o,
                int64_t& artifacts) {
   store::import_whole(store, in.info, [&] {
+    store.set_tag(in.info.uuid, kStartedTag, in.id);
     store.set_tag(in.info.uuid, kSourceTag, source_of(o, in.id));
     if (!in.params.empty()) store.set_params(in.info.uuid, in.params);
     for (const auto& [k, v] : in.tags) store.set_tag(in.info.uuid, k, v);

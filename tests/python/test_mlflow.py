@@ -354,3 +354,80 @@ def test_keys_kept_aside_may_not_meet_keys_already_there(tmp_path):
     mlflow_run(uri2, points=[("exit_code", 3.0, 1_700_000_001_000, 0),
                              ("mlflow/exit_code", 4.0, 1_700_000_001_000, 0)])
     refused(tmp_path / "ts2.db", uri2, "would both be kept as 'mlflow/exit_code'")
+
+
+def test_an_import_never_replaces_a_run_another_importer_made(tmp_path):
+    """Thirty-seventh hunt, A-D1: a tfevents folder whose path ended in
+    " run X" was taken for an MLflow import of run X cut short, and deleted
+    by the import of an MLflow run whose id was X."""
+    from torch.utils.tensorboard import SummaryWriter
+    rid = mlflow_run(f"sqlite:///{tmp_path}/m.db", points=[("loss", 1.0, 1_700_000_001_000, 1)])
+    folder = tmp_path / "tb" / f"lr0.1 run {rid}"
+    with SummaryWriter(str(folder)) as w:
+        w.add_scalar("loss", 0.5, 0)
+    store = tmp_path / "ts.db"
+    cli(store, "import", "tfevents", str(tmp_path / "tb"))
+    out = cli(store, "import", "mlflow", f"sqlite:///{tmp_path}/m.db")
+    assert "replacing" not in out.stderr and "imported 1 run" in out.stdout, out.stderr
+    names = sorted(r["name"] for r in json.loads(cli(store, "--json", "runs", "list").stdout))
+    assert names == sorted(["r", f"lr0.1 run {rid}"])
+
+
+def test_an_earlier_imports_markers_carried_by_a_run_are_not_this_imports(tmp_path):
+    """A-D4: a run imported from MLflow, exported again and imported into a
+    third store carried the first import's import.* tags over its own: the
+    provenance named the first store, and a cut-short import was skipped
+    as whole forever."""
+    first = f"sqlite:///{tmp_path}/m1.db"
+    mlflow_run(first, points=[("loss", 1.0, 1_700_000_001_000, 1)])
+    cli(tmp_path / "a.db", "import", "mlflow", first)
+    second = f"sqlite:///{tmp_path}/m2.db"
+    cli(tmp_path / "a.db", "runs", "export", "--format", "mlflow", "--out", second)
+    rid2 = MlflowClient(tracking_uri=second).search_runs(
+        [MlflowClient(tracking_uri=second).get_experiment_by_name("e").experiment_id])[0].info.run_id
+    store = tmp_path / "c.db"
+    cli(store, "import", "mlflow", second)
+    tags = json.loads(cli(store, "--json", "runs", "show", "r").stdout)["tags"]
+    assert tags["import.source"] == f"{second} run {rid2}"
+    assert tags["import.mlflow_run_id"] == rid2
+    import sqlite3
+    with sqlite3.connect(store) as db:  # as a SIGKILL before its last write leaves it
+        db.execute("DELETE FROM tags WHERE key = 'import.mlflow_run_id'")
+    out = cli(store, "import", "mlflow", second)
+    assert "replacing run" in out.stderr and "imported 1 run" in out.stdout, out.stderr
+
+
+def test_an_export_into_a_folder_store_holding_a_fifo_is_refused_at_once(tmp_path):
+    """A-D3: the export's first read of the folder blocked on the FIFO."""
+    store = tmp_path / "ts.db"
+    mlflow_run(str(tmp_path / "src"), points=[("loss", 1.0, 1_700_000_001_000, 1)])
+    cli(store, "import", "mlflow", str(tmp_path / "src"))
+    out_dir = tmp_path / "out"
+    cli(store, "runs", "export", "--format", "mlflow", "--out", str(out_dir))
+    (out_dir / "0" / "meta.yaml").unlink()
+    os.mkfifo(out_dir / "0" / "meta.yaml")
+    r = subprocess.run([CLI, "--store", f"sqlite:{store}", "runs", "export", "--format",
+                        "mlflow", "--out", str(out_dir)], capture_output=True, text=True,
+                       env=ENV, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "'0/meta.yaml' is a FIFO (named pipe), not a file" in r.stderr
+
+
+def test_a_file_of_a_folder_store_that_is_no_yaml_is_one_line_naming_it(tmp_path):
+    """A-D5: exit 5 (a damaged trainscope store) and MLflow's ParserError."""
+    rid = mlflow_run(str(tmp_path / "ml"))
+    meta = next((tmp_path / "ml").glob(f"*/{rid}/meta.yaml"))
+    meta.write_text("{{{ not yaml")
+    out = cli(tmp_path / "ts.db", "import", "mlflow", str(tmp_path / "ml"), check=False)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"'{meta.relative_to(tmp_path / 'ml')}' is not YAML" in out.stderr
+
+
+def test_a_key_mlflows_client_refuses_names_where_it_is(tmp_path):
+    """B-D7: "MLflow failed: MlflowException", exit 5, no run named."""
+    rid = mlflow_run(str(tmp_path / "ml"), points=[("acc", 1.0, 1_700_000_001_000, 0)])
+    metrics = next((tmp_path / "ml").glob(f"*/{rid}/metrics"))
+    (metrics / "acc").rename(metrics / "acc%")
+    out = cli(tmp_path / "ts.db", "import", "mlflow", str(tmp_path / "ml"), check=False)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"/{rid}/metrics/acc%'" in out.stderr and "nothing was imported" in out.stderr
