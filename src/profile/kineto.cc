@@ -19,6 +19,7 @@
 #include "trainscope/profile/report.h"
 #include "trainscope/store/accept.h"
 #include "trainscope/store/import.h"
+#include "trainscope/store/store.h"
 
 namespace trainscope::profile {
 
@@ -357,6 +358,13 @@ bool target_run(store::Store& store, const KinetoImportOptions& o, const KinetoP
   for (const auto& c : p.cells)
     if (c.layer == "(wall)") wall += c.us / 1e6;
   run.end_time = run.heartbeat = run.start_time + wall;
+  // Steps that end past the year 9999: every reader would show the run's
+  // end as none (thirty-seventh hunt, A-D2).
+  if (!store::is_point_time(run.end_time))
+    fail(ErrorKind::kUsage,
+         "trace '{}': its steps span {:.6g} s from {}, which ends past the year 9999; nothing was "
+         "imported",
+         core::escape_for_display(o.trace.string()), wall, core::format_utc(run.start_time));
   run.command_line = o.command_line;
   return true;
 }
