@@ -53,7 +53,8 @@ void print_imported(const std::vector<tensorboard::ImportedRun>& runs, bool json
             ? "skipped: already imported"
             : fmt::format("{} points{}", r.points,
                           r.skipped_values
-                              ? fmt::format(" ({} non-scalar values left out)", r.skipped_values)
+                              ? fmt::format(" ({} values that are no scalar number left out)",
+                                            r.skipped_values)
                               : "");
     // The folder is the imported thing's, untrusted: escaped as a stored
     // name is (terminal escapes, line breaks, bytes that are not UTF-8).

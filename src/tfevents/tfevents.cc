@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 #include <map>
@@ -238,6 +239,99 @@ class RecordReader {
 // A tensor's only element widened to double, if it is one float or double.
 // One element is a shape of 1s only: a product of the dims could wrap
 // (7 x 0x6DB6DB6DB6DB6DB7) or take two negatives for a 1.
+// IEEE half-precision bits as a double (subnormals, inf and NaN kept).
+double half_to_double(uint16_t h) {
+  const int exp = (h >> 10) & 0x1f;
+  const double frac = h & 0x3ff;
+  const double v = exp == 0    ? std::ldexp(frac, -24)
+                   : exp == 31 ? (frac == 0 ? HUGE_VAL : std::nan(""))
+                               : std::ldexp(frac + 1024, exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
+
+// One element of a dtype as a double, from its little-endian bytes.
+std::optional<double> element(pb::DataType type, const char* p) {
+  const auto byte = [p](int i) { return static_cast<uint32_t>(static_cast<unsigned char>(p[i])); };
+  const uint32_t u16 = byte(0) | byte(1) << 8;
+  switch (type) {
+    case pb::DT_DOUBLE:
+      return std::bit_cast<double>(load_u64(p));
+    case pb::DT_FLOAT:
+      return static_cast<double>(std::bit_cast<float>(load_u32(p)));
+    case pb::DT_HALF:
+      return half_to_double(static_cast<uint16_t>(u16));
+    case pb::DT_BFLOAT16:
+      return static_cast<double>(std::bit_cast<float>(u16 << 16));
+    case pb::DT_INT8:
+      return static_cast<double>(static_cast<int8_t>(byte(0)));
+    case pb::DT_UINT8:
+      return static_cast<double>(byte(0));
+    case pb::DT_BOOL:
+      return byte(0) != 0 ? 1.0 : 0.0;
+    case pb::DT_INT16:
+      return static_cast<double>(static_cast<int16_t>(u16));
+    case pb::DT_UINT16:
+      return static_cast<double>(u16);
+    case pb::DT_INT32:
+      return static_cast<double>(static_cast<int32_t>(load_u32(p)));
+    case pb::DT_UINT32:
+      return static_cast<double>(load_u32(p));
+    case pb::DT_INT64:
+      return static_cast<double>(static_cast<int64_t>(load_u64(p)));
+    case pb::DT_UINT64:
+      return static_cast<double>(load_u64(p));
+    default:
+      return std::nullopt;
+  }
+}
+
+size_t element_bytes(pb::DataType type) {
+  switch (type) {
+    case pb::DT_DOUBLE:
+    case pb::DT_INT64:
+    case pb::DT_UINT64:
+      return 8;
+    case pb::DT_FLOAT:
+    case pb::DT_INT32:
+    case pb::DT_UINT32:
+      return 4;
+    case pb::DT_HALF:
+    case pb::DT_BFLOAT16:
+    case pb::DT_INT16:
+    case pb::DT_UINT16:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+// The one element of a typed field (float_val, int_val, ...), as TensorFlow's
+// make_ndarray reads it for the tensor's dtype.
+std::optional<double> field_element(const pb::TensorProto& t) {
+  const auto type = t.dtype();
+  if (type == pb::DT_DOUBLE && t.double_val_size() == 1) return t.double_val(0);
+  if (type == pb::DT_FLOAT && t.float_val_size() == 1) return t.float_val(0);
+  if ((type == pb::DT_HALF || type == pb::DT_BFLOAT16) && t.half_val_size() == 1) {
+    const auto bits = static_cast<uint32_t>(t.half_val(0)) & 0xffff;
+    const char b[2] = {static_cast<char>(bits & 0xff), static_cast<char>(bits >> 8)};
+    return element(type, b);
+  }
+  if ((type == pb::DT_INT32 || type == pb::DT_INT16 || type == pb::DT_INT8) &&
+      t.int_val_size() == 1)
+    return static_cast<double>(t.int_val(0));
+  if ((type == pb::DT_UINT8 || type == pb::DT_UINT16) && t.int_val_size() == 1)
+    return static_cast<double>(t.int_val(0));
+  if (type == pb::DT_INT64 && t.int64_val_size() == 1) return static_cast<double>(t.int64_val(0));
+  if (type == pb::DT_BOOL && t.bool_val_size() == 1) return t.bool_val(0) ? 1.0 : 0.0;
+  if (type == pb::DT_UINT32 && t.uint32_val_size() == 1)
+    return static_cast<double>(t.uint32_val(0));
+  if (type == pb::DT_UINT64 && t.uint64_val_size() == 1)
+    return static_cast<double>(t.uint64_val(0));
+  return std::nullopt;
+}
+
+// A scalar of any real dtype TensorBoard reads as a number (thirty-seventh
+// hunt, B-D3: half, integers and bool were left out).
 std::optional<double> tensor_scalar(const pb::TensorProto& t) {
   if (t.tensor_shape().unknown_rank()) return std::nullopt;
   for (const auto& d : t.tensor_shape().dim())
@@ -245,14 +339,9 @@ std::optional<double> tensor_scalar(const pb::TensorProto& t) {
   const std::string& raw = t.tensor_content();
   // tensor_content first, as TensorFlow's make_ndarray (and so TensorBoard)
   // reads a tensor that holds both.
-  if (t.dtype() == pb::DT_DOUBLE) {
-    if (raw.size() == 8) return std::bit_cast<double>(load_u64(raw.data()));
-    if (raw.empty() && t.double_val_size() == 1) return t.double_val(0);
-  } else if (t.dtype() == pb::DT_FLOAT) {
-    if (raw.size() == 4) return static_cast<double>(std::bit_cast<float>(load_u32(raw.data())));
-    if (raw.empty() && t.float_val_size() == 1) return static_cast<double>(t.float_val(0));
-  }
-  return std::nullopt;
+  if (!raw.empty())
+    return raw.size() == element_bytes(t.dtype()) ? element(t.dtype(), raw.data()) : std::nullopt;
+  return field_element(t);
 }
 
 // The scalars of one Event into `out`.

@@ -556,7 +556,7 @@ def test_import_reads_summary_writer_files_as_tensorboard_does(written):
             assert_same_points(imported, tensorboard[tag], (name, tag, "vs TensorBoard"))
             assert_same_points(imported, list(zip(range(len(values)), times, values)),
                                (name, tag, "vs written"))
-    assert "non-scalar" in written["said"]  # the histogram, counted and left out
+    assert "no scalar number left out" in written["said"]  # the histogram, counted
     again = cli(store, "import", "tfevents", str(logs)).stdout
     assert "0 scalar points" in again or "already imported" in again, again
 
