@@ -89,8 +89,12 @@ int64_t parse_int(const std::string& key, const std::string& v, const std::strin
 
 // A number as strtod reads it; beyond double's range it is an infinity
 // (refused by every key's range), never an exception.
+// A decimal number (or inf, nan): strtod's hexadecimal forms (0x10,
+// 0x1p-3) are refused, as integers, Python's config() and metric lines
+// refuse them (thirty-seventh hunt, B-D5).
 double parse_double(const std::string& key, const std::string& v) {
-  if (!v.empty() && !std::isspace(static_cast<unsigned char>(v.front()))) {
+  if (!v.empty() && !std::isspace(static_cast<unsigned char>(v.front())) &&
+      v.find_first_of("xX") == std::string::npos) {
     char* end = nullptr;
     const double d = std::strtod(v.c_str(), &end);
     if (end == v.c_str() + v.size()) return d;

@@ -367,6 +367,32 @@ std::optional<std::string> MetricLineParser::parse_param_kv(const std::string& r
 // {"lr": 0.1, "optimizer": {"name": "adam"}} -> lr=0.1, optimizer.name=adam:
 // strings decoded, numbers, true, false and null as written, objects
 // flattened with '.' as a config's params are; a list is refused.
+namespace {
+
+// RFC 8259's number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+bool json_number(std::string_view t) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < t.size() && t[i] >= '0' && t[i] <= '9') ++i;
+    return i > from;
+  };
+  if (i < t.size() && t[i] == '-') ++i;
+  if (i < t.size() && t[i] == '0')
+    ++i;
+  else if (!digits())
+    return false;
+  if (i < t.size() && t[i] == '.' && (++i, !digits())) return false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '+' || t[i] == '-')) ++i;
+    if (!digits()) return false;
+  }
+  return i == t.size();
+}
+
+}  // namespace
+
 std::optional<std::string> MetricLineParser::param_object(std::string_view text,
                                                           const std::string& prefix, int depth) {
   std::vector<FlatObject::Member> members;
@@ -381,8 +407,11 @@ std::optional<std::string> MetricLineParser::param_object(std::string_view text,
       return fmt::format("param '{}' is a list; give it as a string", shown(key));
     } else if (m.is_string) {
       if (auto why = add_param(std::move(key), std::move(m.text))) return why;
-    } else if (metric_number(m.token) || m.token == "true" || m.token == "false" ||
-               m.token == "null") {
+    } else if (metric_number(m.token) || json_number(m.token) || m.token == "true" ||
+               m.token == "false" || m.token == "null") {
+      // A number no double holds (10**400 as json.dumps writes it) is
+      // still a JSON number, and a param is text: kept as written, as the
+      // text form keeps it (thirty-seventh hunt, B-D4).
       if (auto why = add_param(std::move(key), std::string(m.token))) return why;
     } else {
       return fmt::format("'{}' of param '{}' is not a JSON value", shown(m.token), shown(key));
