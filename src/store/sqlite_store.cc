@@ -716,6 +716,38 @@ std::map<std::string, std::string> SqliteStore::params(std::string_view uuid) {
   return out;
 }
 
+// The chunks of one run's key (bind the UUID, then the key).
+constexpr const char* kChunksOfKey =
+    "FROM metric_chunks c JOIN metric_keys k ON k.id = c.key_id "
+    "JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?";
+
+namespace {
+
+// SQLite writes a REAL with no fraction as an integer, so a summary's -0.0
+// reads back 0.0 (thirty-seventh hunt, B-D6): a summary value of zero takes
+// its sign from the key's points, which keep every bit. Only a key whose
+// summary holds a zero has its points read.
+void restore_zero_signs(const sqlite::Db& db, std::string_view uuid, MetricSummary& m) {
+  if (m.last_value != 0 && m.min != 0 && m.max != 0) return;
+  sqlite::Stmt s(db, std::string("SELECT c.points ") + kChunksOfKey + " ORDER BY c.seq");
+  s.bind(1, uuid).bind(2, m.key);
+  std::vector<MetricPoint> pts;
+  bool neg = false, pos = false;
+  double last = std::nan("");
+  while (s.step()) {
+    pts.clear();
+    codec::decode(s.blob(0), pts);
+    for (const auto& p : pts)
+      if (p.value == 0) (std::signbit(p.value) ? neg : pos) = true;
+    if (!pts.empty()) last = pts.back().value;
+  }
+  if (m.last_value == 0 && last == 0) m.last_value = last;
+  if (m.min == 0 && neg) m.min = -0.0;
+  if (m.max == 0 && neg && !pos) m.max = -0.0;
+}
+
+}  // namespace
+
 std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::string>& uuids,
                                                          bool params, bool tags, bool metrics) {
   // For a handful of runs the indexed per-run queries win; for many, one
@@ -746,6 +778,7 @@ std::map<std::string, RunFields> SqliteStore::run_fields(const std::vector<std::
         it->second.metrics.push_back(
             {s.text(1), s.int64(2), s.int64(3), s.real(4), s.real(5), s.real(6)});
         codec::check_summary(it->second.metrics.back(), it->first);
+        restore_zero_signs(db_, it->first, it->second.metrics.back());
       }
   }
   return out;
@@ -864,11 +897,6 @@ void SqliteStore::append_metrics(std::string_view uuid, const std::vector<Metric
     throw;
   }
 }
-
-// The chunks of one run's key (bind the UUID, then the key).
-constexpr const char* kChunksOfKey =
-    "FROM metric_chunks c JOIN metric_keys k ON k.id = c.key_id "
-    "JOIN runs r ON r.id = k.run_id WHERE r.uuid = ? AND k.key = ?";
 
 namespace {
 
@@ -1003,6 +1031,7 @@ std::vector<MetricSummary> SqliteStore::metric_summaries(std::string_view uuid) 
     m.min = s.real(4);
     m.max = s.real(5);
     codec::check_summary(m, uuid);
+    restore_zero_signs(db_, uuid, m);
     out.push_back(std::move(m));
   }
   return out;
