@@ -67,8 +67,8 @@ _check_torch()
 from trainscope import _trainscope  # noqa: E402 (after the check above)
 from trainscope.inputs import TrainerInputs
 from trainscope.watch import Watch, check_model
-from trainscope.settings import (STREAMS, Seeds, _flag, _module, _optimizer, _path, _repr,
-                                 _scalar, _settings_lines, _text, config, setup)
+from trainscope.settings import (STREAMS, Seeds, _flag, _module, _optimizer, _path, _readable,
+                                 _repr, _scalar, _settings_lines, _text, config, setup)
 
 Error = _trainscope.Error
 
@@ -87,7 +87,7 @@ def python_environment():
     env = {
         "python.version": platform.python_version(),
         "python.implementation": platform.python_implementation(),
-        "python.executable": sys.executable,
+        "python.executable": _readable(sys.executable),
     }
     names = {m.split(".")[0] for m in list(sys.modules) if m and not m.startswith("_")}
     for dist, modules in _distributions().items():
@@ -95,7 +95,7 @@ def python_environment():
             env[f"python.packages.{dist}"] = _version(dist)
     script = sys.argv[0] if sys.argv else ""
     if script and os.path.isfile(script):
-        env["python.script"] = os.path.abspath(script)
+        env["python.script"] = _readable(os.path.abspath(script))
         with open(script, "rb") as f:
             env["python.script.sha256"] = hashlib.sha256(f.read()).hexdigest()
     return env
@@ -803,8 +803,10 @@ def start_run(name="", experiment="", config=None, tags=None, store=None, parent
     args = _trainscope.RunArgs()
     args.store, args.name, args.experiment, args.parent = store, name, experiment, parent
     script = os.path.splitext(os.path.basename(sys.argv[0] if sys.argv and sys.argv[0] else ""))[0]
-    args.default_name = script or "python"
-    args.command_line = shlex.join([sys.executable] + sys.argv)  # pasted, it runs what ran
+    args.default_name = _readable(script) or "python"
+    # Pasted, it runs what ran; bytes that are not UTF-8 (an argument, the
+    # script's folder) shown as U+FFFD, as watch shows them (B-D2).
+    args.command_line = _readable(shlex.join([sys.executable] + sys.argv))
     args.params = _pairs("param", _mapping("config", config))
     # (args' maps are copies on the C++ side: build them, then assign.)
     # (The C++ side adds source=python and model.custom=true: a model of the

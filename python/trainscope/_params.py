@@ -12,7 +12,8 @@ import warnings
 
 import torch
 
-from trainscope.settings import _scalar
+from trainscope import _trainscope
+from trainscope.settings import _readable, _scalar
 
 # A param value's most bytes and a key's (the store's rule).
 _VALUE_BYTES, _KEY_BYTES = 4096, 256
@@ -59,16 +60,27 @@ def _cut(text):
     return data[:_VALUE_BYTES - 3].decode("utf-8", "ignore") + "..."
 
 
+def _key_problem(name):
+    """Why no param takes the key `name` ("" when one does), by the rule
+    every entry point keeps (store/accept.h): longer than 256 bytes, a
+    control or bidi character, only blanks, not UTF-8 text."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not UTF-8 text (it holds a lone surrogate)"
+    problem = _trainscope.param_key_problem(name)  # "param 'K' holds ...; a key is ..."
+    return problem.split("; ")[0].rpartition("' ")[2] if problem else ""
+
+
 def _left_out(name):
-    """True, with one warning naming it, for a key no param takes (longer
-    than 256 bytes, holding a control character, only blanks): a framework's
-    setting the fit goes on without, said rather than dropped in silence or
-    ending the fit (thirty-fourth hunt, noted B-21)."""
-    why = ("is longer than 256 bytes" if len(name.encode("utf-8", "replace")) > _KEY_BYTES
-           else "holds a control character" if any(unicodedata.category(c) == "Cc" for c in name)
-           else "is only blanks" if not name.strip() else "")
+    """True, with one warning naming it, for a key no param takes: a
+    framework's setting the fit goes on without, said rather than dropped in
+    silence or ending the fit (thirty-fourth hunt, noted B-21; thirty-seventh,
+    B-D1: a bidi control or a lone surrogate ended it)."""
+    why = _key_problem(name)
     if why:
-        warnings.warn(f"trainscope: hyperparameter {name[:64]!r} left out: its key {why}, which "
+        shown = name[:64].encode("utf-8", "backslashreplace").decode("utf-8")
+        warnings.warn(f"trainscope: hyperparameter {shown!r} left out: its key {why}, which "
                       "no param takes", stacklevel=3)
     return bool(why)
 
@@ -94,7 +106,7 @@ def flat_params(tree, prefix="", out=None):
         value = _param_value(name, value)
         if value is None or _left_out(name):
             continue
-        value = _cut(value) if isinstance(value, str) else value
+        value = _cut(_readable(value)) if isinstance(value, str) else value
         if name in out:
             raise ValueError(f"param '{name}' is given twice ({out[name]!r} and {value!r}): "
                              "name each setting once")

@@ -34,6 +34,21 @@ STREAMS = ("init", "data_order", "augment", "dropout")
 _OWN = ("seeds", "compute", "determinism")
 
 
+def _readable(text):
+    """`text` as UTF-8 the C++ side takes: a lone surrogate (a byte of a
+    non-UTF-8 argv, path or setting, as Python decodes it) becomes U+FFFD,
+    as watch shows such bytes (thirty-seventh hunt, B-D1, B-D2)."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            data = text.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            data = text.encode("utf-8", "surrogatepass")
+        return data.decode("utf-8", "replace")
+
+
 def _kind(value):
     """A value's type with its article: 'an int', 'a float'."""
     name = type(value).__name__
