@@ -40,13 +40,15 @@ int open_regular_file(const std::filesystem::path& path, std::string_view what);
 std::optional<std::string> read_regular_file(const std::filesystem::path& path,
                                              std::string_view what);
 
-// A file a person writes (a config, a study file) is a few KB: one of
-// gigabytes (of zeros) was read whole before its first byte was judged
-// (thirty-sixth hunt, A-D5). Throws Error(kUsage) with one line, "WHAT
-// 'PATH' is N bytes, more than the 16 MiB a WHAT may be; HINT", when the
-// file at `path` is larger; does nothing when its size cannot be read
-// (the read that follows says why).
+// The most a file a person writes (a config, a study file) may hold: such
+// a file is a few KB, and one of gigabytes (of zeros) was read whole before
+// its first byte was judged (thirty-sixth hunt, A-D5).
 inline constexpr uintmax_t kMaxWrittenFileBytes = uintmax_t{16} << 20;
+
+// Throws Error(kUsage) with one line, "WHAT 'PATH' is N bytes, more than
+// the 16 MiB a WHAT may be; HINT", when the file at `path` is larger than
+// kMaxWrittenFileBytes; does nothing when its size cannot be read (the
+// read that follows says why).
 void refuse_oversized(const std::filesystem::path& path, std::string_view what,
                       std::string_view hint);
 
