@@ -19,6 +19,7 @@ namespace {
 struct ProbesArgs {
   std::string run, format = "text", out, svg, histogram;
   probes::ProbeFilter filter;
+  bool alerts = false;
 };
 
 void print_table(std::ostream& o, const std::vector<probes::SeriesRef>& series) {
@@ -39,6 +40,28 @@ void print_alerts(std::ostream& o, const std::vector<probes::RunEvent>& alerts) 
   for (const auto& a : alerts)
     o << fmt::format("alert at step {} [{}] {}: {}\n", a.step, core::escape_for_display(a.name),
                      core::escape_for_display(a.source), core::escape_for_display(a.message));
+}
+
+// The run's alerts alone, as text, CSV or JSON (step, time, alert, layer,
+// message): what a script reads (docs/seeds.md's table of them).
+void export_alerts(std::ostream& o, const std::vector<probes::RunEvent>& alerts,
+                   const std::string& format) {
+  if (format == "text") return print_alerts(o, alerts);
+  nlohmann::json rows = nlohmann::json::array();
+  if (format == "csv") o << "step,wall_time,alert,layer,message\n";
+  for (const auto& a : alerts) {
+    if (format == "json")
+      rows.push_back({{"step", a.step},
+                      {"wall_time", a.wall_time},
+                      {"alert", a.name},
+                      {"layer", a.source},
+                      {"message", a.message}});
+    else
+      o << fmt::format("{},{},{},{},{}\n", a.step, format::value(a.wall_time),
+                       core::csv_field(a.name), core::csv_field(a.source),
+                       core::csv_field(a.message));
+  }
+  if (format == "json") o << rows.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
 }
 
 // Every point of the selected series, long format.
@@ -68,8 +91,16 @@ void run_probes(Context& ctx, ProbesArgs& a) {
                "{} draws an SVG; --format {} is for the points (csv or json) without it: give "
                "one or the other",
                a.histogram.empty() ? "--svg" : "--histogram", ctx.json ? "json" : a.format);
+  if (a.alerts && (!a.histogram.empty() || !a.svg.empty()))
+    core::fail(core::ErrorKind::kUsage,
+               "--alerts lists the alerts; {} draws an SVG: give one or the other",
+               a.histogram.empty() ? "--svg" : "--histogram");
   auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
+  if (a.alerts)
+    return write_output(a.out, [&](std::ostream& o) {
+      export_alerts(o, probes::probe_alerts(*store, run.uuid), ctx.json ? "json" : a.format);
+    });
   if (!a.histogram.empty()) {
     auto hs = probes::read_histograms(*store, run.uuid, a.histogram);
     if (hs.empty())
@@ -120,10 +151,14 @@ void register_probes_commands(CLI::App& app, Context& ctx) {
                   "Draw the selected stat over steps, one line per layer (default "
                   "weights/update_ratio), or with --histogram its heat map");
   cmd->add_option("--histogram", a->histogram, "A histogram key LAYER/KIND to draw over time");
+  cmd->add_flag("--alerts", a->alerts,
+                "Only the alerts the rules raised (text, csv or json: step, alert, layer, "
+                "message)");
   set_example(cmd,
               "trainscope probes demo --kind weights --stat update_ratio --svg ratio.svg\n"
               "  trainscope probes demo --histogram features.conv1/weights --svg conv1.svg\n"
-              "  trainscope probes demo --layer 'classifier.*' --format csv -o probes.csv");
+              "  trainscope probes demo --layer 'classifier.*' --format csv -o probes.csv\n"
+              "  trainscope probes demo --alerts --format json");
   cmd->callback([&ctx, a] {
     core::check_output_file(a->out);  // before any work
     core::check_output_file(a->svg);
