@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""The studies' own tables, rerun with trainscope (docs/seeds.md).
+
+  scripts/brief_tables.py run [--quick] [--store URI] [--only NAME ...]
+      trains every study file of configs/studies/tables/ (resumes one the
+      store already holds: a stopped run of this script goes on where it
+      stopped)
+  scripts/brief_tables.py tables [--store URI] [--only NAME ...] [--out FILE | --into DOC]
+      writes the Markdown tables of docs/seeds.md from what the store holds
+      (--into: between the brief_tables markers of DOC)
+
+Every figure in the tables is read from `trainscope study report --format
+json`, `trainscope stats --format json` or `trainscope profile show --json`;
+this script only picks and formats them (a ratio of two of them at most).
+The CLI is $TRAINSCOPE, else build/bin/trainscope, else `trainscope`.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TABLES = ROOT / "configs" / "studies" / "tables"
+
+
+def cli():
+    if os.environ.get("TRAINSCOPE"):
+        return os.environ["TRAINSCOPE"]
+    built = ROOT / "build" / "bin" / "trainscope"
+    return str(built) if built.exists() else (shutil.which("trainscope") or "trainscope")
+
+
+def ts(store, *args, check=True):
+    cmd = [cli(), "--store", store, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        sys.exit(f"brief_tables: `{' '.join(cmd[1:])}` exited {p.returncode}: "
+                 f"{p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}")
+    return p
+
+
+def ts_json(store, *args):
+    return json.loads(ts(store, *args).stdout)
+
+
+def study_files(only):
+    files = sorted(TABLES.glob("*.yaml"))
+    if only:
+        files = [f for f in files if f.stem in only]
+        missing = set(only) - {f.stem for f in files}
+        if missing:
+            sys.exit(f"brief_tables: no study file {', '.join(sorted(missing))} in {TABLES}")
+    return files
+
+
+def run(args):
+    for f in study_files(args.only):
+        known = ts(args.store, "study", "status", f.stem, check=False).returncode == 0
+        what = ["study", "resume", f.stem] if known else \
+            ["study", "run", str(f)] + (["--quick"] if args.quick else [])
+        print(f"== {' '.join(what)}", flush=True)
+        rc = subprocess.run([cli(), "--store", args.store, *what]).returncode
+        if rc != 0:
+            sys.exit(f"brief_tables: {f.stem} ended with exit {rc}; run this again to resume it")
+
+
+def fmt(v, digits=4):
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, (int,)):
+        return str(v)
+    if isinstance(v, float):
+        return f"{v:.{digits}g}"
+    return str(v)
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(fmt(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def cell_key(cell, key):
+    """The value of `key` in a cell name "a=1,b=2[,deterministic]"."""
+    for part in cell.split(","):
+        k, _, v = part.partition("=")
+        if k == key:
+            return v
+    return None
+
+
+def runs_of(store, study):
+    return [r for r in ts_json(store, "--json", "runs", "list", "-e", study, "--limit", "100000")
+            if r.get("parent") and r["status"] == "finished"]
+
+
+def stats(store, metric, uuids, *extra):
+    return ts_json(store, "stats", metric, *uuids, "--format", "json", *extra)
+
+
+def bit_identical(c):
+    audit = c.get("audit") or {}
+    if "identical" in audit:
+        return audit["identical"]
+    return None
+
+
+def report(store, study):
+    return ts_json(store, "study", "report", study, "--format", "json")
+
+
+def cmd_line(*args):
+    return "`trainscope " + " ".join(args) + "`"
+
+
+def t_precision(store, study):
+    rep = report(store, study)
+    base = {}
+    for c in rep["cells"]:
+        if cell_key(c["cell"], "compute.dtype") == "float32":
+            base[(cell_key(c["cell"], "compute.threads"), cell_key(c["cell"], "determinism.mkldnn"))] = c
+    rows = []
+    for c in rep["cells"]:
+        k = (cell_key(c["cell"], "compute.threads"), cell_key(c["cell"], "determinism.mkldnn"))
+        f32 = base.get(k)
+        audit = c.get("audit") or {}
+        rows.append([cell_key(c["cell"], "compute.dtype"), k[0], k[1], c["n"], c["mean"], c["sd"],
+                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)} compared)",
+                     c["mean_run_s"], c["mean_run_s"] / f32["mean_run_s"] if f32 else None])
+    head = ["dtype", "threads", "oneDNN", "runs", "mean test acc.", "SD", "bit-identical",
+            "mean run s", "time / float32"]
+    return (f"{cmd_line('study report', study, '--format json')}: cells, each repeated exactly\n\n"
+            + table(head, rows))
+
+
+def t_seeds_cells(rep):
+    rows = []
+    det = {c["cell"].replace(",deterministic", ""): c for c in rep["cells"]
+           if c["cell"].endswith(",deterministic")}
+    for c in rep["cells"]:
+        if c["cell"].endswith(",deterministic"):
+            continue
+        d = det.get(c["cell"], {})
+        t = c.get("t_vs_deterministic") or {}
+        audit = d.get("audit") or {}
+        rows.append([cell_key(c["cell"], "optimizer.name"), cell_key(c["cell"], "seeds.master"),
+                     c["n"], c["mean"], c["sd"], c["min"], c["max"], c.get("deterministic_value"),
+                     c.get("diff_percent_vs_deterministic"),
+                     f"{fmt(t.get('statistic'))}, p {fmt(t.get('p_value'))}" if t else "-",
+                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)})"])
+    head = ["optimizer", "seed", "runs", "mean", "SD (ddof 1)", "min", "max", "deterministic",
+            "Diff %", "one-sample t vs det.", "det. bit-identical"]
+    return table(head, rows)
+
+
+def t_seeds_tests(store, study, rep):
+    rows = []
+    runs = runs_of(store, study)
+    for opt in sorted({cell_key(r["name"], "optimizer.name") for r in runs} - {None}):
+        ids = [r["uuid"] for r in runs if cell_key(r["name"], "optimizer.name") == opt
+               and "deterministic" not in r["name"]]
+        comp = stats(store, "test/accuracy", ids, "--by", "seeds.master")["comparison"]
+        for test in ("anova", "kruskal_wallis", "brown_forsythe"):
+            t = comp.get(test)
+            if t:
+                df = fmt(t["df"]) + (f", {fmt(t['df2'])}" if t.get("df2") is not None else "")
+                rows.append([opt, t["test"], t["statistic"], df, t["p_value"]])
+    return table(["optimizer", "test across the 5 seeds", "statistic", "df", "p"], rows)
+
+
+def t_seeds_weights(rep):
+    rows = [[w["cell"], w["step"], w["runs"], w["mean_sd"], w["cosine_min"], w["cosine_mean"],
+             w["cosine_max"]]
+            for w in rep.get("weights") or []
+            if w.get("last_layer") and w["step"] > 0 and not w["cell"].endswith(",deterministic")]
+    return table(["cell", "step", "runs", "last layer: mean element SD", "cosine min", "mean",
+                  "max"], rows)
+
+
+def t_seeds(store, study):
+    rep = report(store, study)
+    return (f"{cmd_line('study report', study, '--format json')}: test accuracy per cell "
+            "(5 runs varying the implementation; the exact-repeat cell beside them)\n\n"
+            + t_seeds_cells(rep)
+            + f"\n{cmd_line('stats test/accuracy RUN... --by seeds.master --format json')} over "
+            "each optimizer's implementation runs:\n\n" + t_seeds_tests(store, study, rep)
+            + f"\nCost of determinism (`determinism_cost`, time of the exact-repeat cells over "
+            f"the others): {fmt(rep.get('determinism_cost'))}x. Energy {fmt(rep.get('energy_kwh'))} "
+            f"kWh, CO2 {fmt(rep.get('co2_kg'))} kg at {fmt(rep.get('carbon_kg_per_kwh'))} kg/kWh.\n\n"
+            "Weights across each cell's runs per checkpoint (`weights`, last layer):\n\n"
+            + t_seeds_weights(rep))
+
+
+def t_sweep(store, study, key):
+    rep = report(store, study)
+    rss = {g["group"]: g for g in stats(store, "proc/peak_rss_mib", [], "--study", study, "--by",
+                                        key, "--reduce", "max")["groups"]}
+    cpu = {g["group"]: g for g in stats(store, "proc/cpu_percent", [], "--study", study, "--by",
+                                        key)["groups"]}
+    rows = []
+    for c in sorted(rep["cells"], key=lambda c: float(cell_key(c["cell"], key))):
+        v = cell_key(c["cell"], key)
+        rows.append([v, c["n"], c["mean"], c["sd"], c.get("mean_epochs_to_target"),
+                     c.get("mean_time_to_target_s"), c.get("mean_samples_per_s"),
+                     c.get("mean_epoch_s"), rss.get(v, {}).get("mean"), cpu.get(v, {}).get("mean")])
+    head = [key, "runs", "mean test acc. (last epoch)", "SD", "epochs to target",
+            "s to target", "samples/s", "s per epoch", "peak RSS MiB", "CPU % (last sample)"]
+    comp = rep.get("comparison") or {}
+    tests = "; ".join(f"{t['test']} {fmt(t['statistic'])} (df {fmt(t['df'])}"
+                      + (f", {fmt(t['df2'])}" if t.get("df2") is not None else "")
+                      + f"), p {fmt(t['p_value'])}"
+                      for t in (comp.get("anova"), comp.get("kruskal_wallis")) if t)
+    return (f"{cmd_line('study report', study, '--format json')} and "
+            f"{cmd_line('stats proc/peak_rss_mib --study', study, '--by', key, '--reduce max')}:\n\n"
+            + table(head, rows) + (f"\nBetween the cells: {tests}.\n" if tests else ""))
+
+
+def layers_us(p):
+    """What `profile show` prints as "all layers": the layers' sum."""
+    return sum(l["forward_us"] + l["backward_us"] + l["update_us"] for l in p["layers"])
+
+
+def t_profile_cost(store, study, rep, runs):
+    rows = []
+    by_cell = {c["cell"]: c for c in rep["cells"]}
+    for c in rep["cells"]:
+        if cell_key(c["cell"], "profile.enabled") != "true":
+            continue
+        off = by_cell.get(c["cell"].replace("profile.enabled=true", "profile.enabled=false"))
+        profs = [ts_json(store, "profile", "show", r["uuid"], "--json") for r in runs
+                 if r["name"].startswith(c["cell"] + "/")]
+        for p in profs:
+            rows.append([c["cell"].replace("profile.enabled=true", "").strip(",") or "-",
+                         p["run"][:8], p["step_ms_profiled"], p["step_ms_unprofiled"],
+                         p["step_ms_profiled"] / p["step_ms_unprofiled"],
+                         c["mean_epoch_s"] / off["mean_epoch_s"] if off else None,
+                         1 - layers_us(p) / p["wall_us"], 1 - p["coverage_mean"]])
+    head = ["cell", "run", "profiled step ms", "unprofiled step ms (same run)",
+            "ratio", "epoch time, profiler on / off (cell means)", "share outside every layer",
+            "share no category holds"]
+    return table(head, rows)
+
+
+def t_profile_layers(store, uuid):
+    p = ts_json(store, "profile", "show", uuid, "--json")
+    layers = sorted(p["layers"], key=lambda l: -(l["forward_us"] + l["backward_us"]
+                                                 + l["update_us"]))
+    rows = [[l["layer"], l["type"], l["forward_us"], l["backward_us"], l["update_us"],
+             l["backward_us"] / l["forward_us"] if l["forward_us"] > 0 else None]
+            for l in layers if l["forward_us"] + l["backward_us"] + l["update_us"] > 0]
+    return table(["layer", "type", "forward us", "backward us", "update us", "bwd / fwd"], rows)
+
+
+def t_profile(store, study):
+    rep = report(store, study)
+    runs = runs_of(store, study)
+    out = [f"{cmd_line('study report', study, '--format json')} and "
+           f"{cmd_line('profile show RUN --json')} of each profiled run:\n\n",
+           t_profile_cost(store, study, rep, runs)]
+    for c in rep["cells"]:
+        if cell_key(c["cell"], "profile.enabled") != "true":
+            continue
+        first = sorted(r["name"] for r in runs if r["name"].startswith(c["cell"] + "/"))[:1]
+        for r in runs:
+            if first and r["name"] == first[0]:
+                out.append(f"\nPer layer and iteration, {cmd_line('profile show', r['uuid'][:8], '--json')}"
+                           f" ({r['name']}):\n\n" + t_profile_layers(store, r["uuid"]))
+    return "".join(out)
+
+
+def t_probes(store, study):
+    rep = report(store, study)
+    rows = []
+    for r in sorted(runs_of(store, study), key=lambda r: r["name"]):
+        alerts = ts_json(store, "probes", r["uuid"], "--alerts", "--format", "json")
+        said = "; ".join(f"{a['alert']} at step {a['step']}"
+                         + (f" ({a['layer']})" if a["layer"] else "") for a in alerts)
+        rows.append([r["name"].rsplit("/", 1)[0], r["name"].rsplit("/", 1)[1], said or "none"])
+    means = [[c["cell"], c["n"], c["mean"], c["sd"]] for c in rep["cells"]]
+    return (f"{cmd_line('probes RUN --alerts --format json')} of each run:\n\n"
+            + table(["cell", "run", "alerts (in the order raised)"], rows)
+            + f"\n{cmd_line('study report', study, '--format json')}:\n\n"
+            + table(["cell", "runs", "mean test acc.", "SD"], means))
+
+
+SECTIONS = {
+    "brief1_precision": ("§1: float32 against float64 on one CPU", t_precision),
+    "brief2_seeds": ("§2: 2 optimizers x 5 seeds x 5 runs, and the exact repeat", t_seeds),
+    "brief3_alexnet": ("§3: per-layer time, AlexNet at batch 64 and 128", t_profile),
+    "brief3_vgg11": ("§3: per-layer time, VGG-11 at batch 12", t_profile),
+    "brief4_lr": ("§4: the learning rate", lambda st, s: t_sweep(st, s, "optimizer.lr")),
+    "brief4_batch": ("§4: the batch size", lambda st, s: t_sweep(st, s, "train.batch_size")),
+    "brief5_probes": ("§5: pathologies made on purpose, and the probes' alerts", t_probes),
+}
+
+
+def tables(args):
+    out = ["<!-- written by scripts/brief_tables.py tables; do not edit by hand -->\n"]
+    for f in study_files(args.only):
+        title, fn = SECTIONS[f.stem]
+        out.append(f"\n### {f.stem}: {title}\n\n" + fn(args.store, f.stem))
+    return "".join(out)
+
+
+BEGIN, END = "<!-- brief_tables: begin -->", "<!-- brief_tables: end -->"
+
+
+def into(path, text):
+    doc = path.read_text()
+    if BEGIN not in doc or END not in doc:
+        sys.exit(f"brief_tables: {path} has no {BEGIN} ... {END} markers to write between")
+    head, rest = doc.split(BEGIN, 1)
+    path.write_text(head + BEGIN + "\n" + text + rest[rest.index(END):])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "tables"):
+        p = sub.add_parser(name)
+        p.add_argument("--store", default=os.environ.get("TRAINSCOPE_STORE", "sqlite:brief-tables.db"))
+        p.add_argument("--only", nargs="*", default=[], help="study names (file stems)")
+        if name == "run":
+            p.add_argument("--quick", action="store_true", help="each file's quick: section")
+        else:
+            p.add_argument("--out", help="write here instead of stdout")
+            p.add_argument("--into", help="replace the tables between the markers of this "
+                                          "Markdown file (docs/seeds.md)")
+    args = ap.parse_args()
+    if args.cmd == "run":
+        run(args)
+    else:
+        text = tables(args)
+        if args.into:
+            into(Path(args.into), text)
+        elif args.out:
+            Path(args.out).write_text(text)
+        else:
+            sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""The studies' own tables (docs/seeds.md), shortened: every study file of
+configs/studies/tables/ runs green with --quick through
+scripts/brief_tables.py, resumes, and the tables it writes hold what the
+store's reports say (TS_CLI: set by ctest)."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "brief_tables.py"
+CLI = os.environ["TS_CLI"]
+STUDIES = sorted(p.stem for p in (ROOT / "configs" / "studies" / "tables").glob("*.yaml"))
+
+
+def script(store, *args):
+    env = dict(os.environ, TRAINSCOPE=CLI)
+    return subprocess.run([sys.executable, str(SCRIPT), args[0], "--store", "sqlite:" + str(store),
+                           *args[1:]], capture_output=True, text=True, env=env,
+                          cwd=store.parent)
+
+
+def cli_json(store, *args):
+    out = subprocess.run([CLI, "--store", "sqlite:" + str(store), *args], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    s = tmp_path_factory.mktemp("brief") / "b.db"
+    r = script(s, "run", "--quick")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return s
+
+
+@pytest.fixture(scope="module")
+def tables(store):
+    r = script(store, "tables")
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def rows(text, study):
+    """The rows of the first table under `### study:` as lists of cells."""
+    part = text.split(f"### {study}:")[1].split("\n### ")[0]
+    lines = part.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith("| "))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    return [[c.strip() for c in l.strip("|").split("|")] for l in lines[start + 2:end]]
+
+
+def test_every_study_file_runs_green_and_has_a_section(store, tables):
+    assert len(STUDIES) >= 6
+    for name in STUDIES:
+        cells = cli_json(store, "--json", "study", "status", name)["cells"]
+        assert cells and all(c["planned"] == c["finished"] > 0 for c in cells), (name, cells)
+        assert f"### {name}:" in tables
+
+
+def test_a_second_run_resumes_each_study_and_trains_nothing_again(store):
+    before = len(cli_json(store, "--json", "runs", "list", "-a"))
+    r = script(store, "run", "--quick")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("== study resume") == len(STUDIES)
+    assert len(cli_json(store, "--json", "runs", "list", "-a")) == before
+
+
+def test_seeds_table_is_the_reports_figures(store, tables):
+    rep = cli_json(store, "study", "report", "brief2_seeds", "--format", "json")
+    cells = {c["cell"]: c for c in rep["cells"]}
+    got = rows(tables, "brief2_seeds")
+    assert len(got) == len([c for c in cells if not c.endswith(",deterministic")])
+    for opt, seed, n, mean, sd, *_rest, identical in got:
+        c = cells[f"optimizer.name={opt},seeds.master={seed}"]
+        assert int(n) == c["n"] and float(mean) == pytest.approx(c["mean"], rel=1e-3)
+        assert float(sd) == pytest.approx(c["sd"], rel=1e-3, abs=1e-12)
+        # A CPU repeats a training bit for bit: the exact-repeat cell says so.
+        assert identical.startswith("yes"), (opt, seed, identical)
+    # Across seeds, per optimizer: the tests stats --by seeds.master gives.
+    section = tables.split("### brief2_seeds:")[1].split("\n### ")[0]
+    tests = section.split("--by seeds.master --format json`")[1]
+    assert tests.count("Kruskal-Wallis H") == 2, tests
+
+
+def test_precision_cells_each_repeat_exactly(tables):
+    got = rows(tables, "brief1_precision")
+    assert {r[0] for r in got} == {"float32", "float64"}
+    for r in got:
+        assert r[6].startswith("yes"), r
+
+
+@pytest.mark.parametrize("study", ["brief3_alexnet", "brief3_vgg11"])
+def test_every_profiled_run_accounts_for_its_iteration(store, tables, study):
+    section = tables.split(f"### {study}:")[1].split("\n### ")[0]
+    runs = re.findall(r"profile show ([0-9a-f]{8}) --json", section)
+    assert runs, section[:500]
+    for run in runs:
+        p = cli_json(store, "profile", "show", run, "--json")
+        assert p["profiled_iterations"] > 0 and p["coverage_mean"] > 0.99
+        assert any(l["backward_us"] > 0 for l in p["layers"])
+
+
+@pytest.mark.parametrize("study,values", [("brief4_lr", {"0.003", "0.03"}),
+                                          ("brief4_batch", {"16", "256"})])
+def test_sweep_tables_have_a_row_per_value(tables, study, values):
+    got = rows(tables, study)
+    assert {r[0] for r in got} == values
+    for r in got:
+        assert 0 < float(r[2]) <= 1 and float(r[6]) > 0  # accuracy, samples/s
+
+
+def test_an_unknown_study_name_is_one_clear_line(store):
+    r = script(store, "tables", "--only", "nosuch")
+    assert r.returncode != 0
+    assert r.stderr.strip() == f"brief_tables: no study file nosuch in {ROOT}/configs/studies/tables"
+
+
+def test_a_learning_rate_100x_too_high_raises_its_alert_and_the_right_one_none(tables):
+    got = rows(tables, "brief5_probes")
+    assert {r[0] for r in got} == {"data.train_subset=256,optimizer.lr=0.002",
+                                   "data.train_subset=256,optimizer.lr=0.2"}
+    for cell, _, alerts in got:
+        assert ("lr_too_high at step" in alerts) == cell.endswith("lr=0.2"), (cell, alerts)
