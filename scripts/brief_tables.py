@@ -2,10 +2,13 @@
 """The studies' own tables, rerun with trainscope (docs/seeds.md).
 
   scripts/brief_tables.py run [--quick] [--store URI] [--only NAME ...]
+                             [--suffix _cuda --set compute.device=cuda ...]
       trains every study file of configs/studies/tables/ (resumes one the
       store already holds: a stopped run of this script goes on where it
-      stopped)
-  scripts/brief_tables.py tables [--store URI] [--only NAME ...] [--out FILE | --into DOC]
+      stopped); --suffix and --set train copies of them as studies of their
+      own (the GPU check's rows: scripts/gpu-check.sh --brief)
+  scripts/brief_tables.py tables [--store URI] [--only NAME ...] [--suffix S]
+                                [--out FILE | --into DOC]
       writes the Markdown tables of docs/seeds.md from what the store holds
       (--into: between the brief_tables markers of DOC)
 
@@ -56,15 +59,41 @@ def study_files(only):
     return files
 
 
+def prepared(f, args):
+    """The study file to run: `f` itself, or (--set, --suffix: the GPU
+    check's rows) a copy under --work with the study renamed NAME+SUFFIX,
+    its base made absolute and each KEY: VALUE of --set in its set:."""
+    if not args.set and not args.suffix:
+        return f
+    sets = dict(kv.split("=", 1) for kv in args.set)
+    out, in_set = [], False
+    for line in f.read_text().splitlines():
+        if line.startswith("study: "):
+            line = f"study: {f.stem}{args.suffix}"
+        elif line.startswith("base: "):
+            line = f"base: {(f.parent / line[6:].split('#')[0].strip()).resolve()}"
+        if in_set and line.startswith("  ") and line.split(":")[0].strip() in sets:
+            continue  # --set wins over the file's own value
+        in_set = line.startswith("set:") or (in_set and line.startswith("  "))
+        out.append(line)
+        if line.startswith("set:"):
+            out += [f"  {k}: {v}" for k, v in sets.items()]
+    copy = Path(args.work) / f"{f.stem}{args.suffix}.yaml"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_text("\n".join(out) + "\n")
+    return copy
+
+
 def run(args):
     for f in study_files(args.only):
-        known = ts(args.store, "study", "status", f.stem, check=False).returncode == 0
-        what = ["study", "resume", f.stem] if known else \
-            ["study", "run", str(f)] + (["--quick"] if args.quick else [])
+        name = f.stem + args.suffix
+        known = ts(args.store, "study", "status", name, check=False).returncode == 0
+        what = ["study", "resume", name] if known else \
+            ["study", "run", str(prepared(f, args))] + (["--quick"] if args.quick else [])
         print(f"== {' '.join(what)}", flush=True)
         rc = subprocess.run([cli(), "--store", args.store, *what]).returncode
         if rc != 0:
-            sys.exit(f"brief_tables: {f.stem} ended with exit {rc}; run this again to resume it")
+            sys.exit(f"brief_tables: {name} ended with exit {rc}; run this again to resume it")
 
 
 def fmt(v, digits=4):
@@ -303,7 +332,8 @@ def tables(args):
     out = ["<!-- written by scripts/brief_tables.py tables; do not edit by hand -->\n"]
     for f in study_files(args.only):
         title, fn = SECTIONS[f.stem]
-        out.append(f"\n### {f.stem}: {title}\n\n" + fn(args.store, f.stem))
+        name = f.stem + args.suffix
+        out.append(f"\n### {name}: {title}\n\n" + fn(args.store, name))
     return "".join(out)
 
 
@@ -325,13 +355,23 @@ def main():
         p = sub.add_parser(name)
         p.add_argument("--store", default=os.environ.get("TRAINSCOPE_STORE", "sqlite:brief-tables.db"))
         p.add_argument("--only", nargs="*", default=[], help="study names (file stems)")
+        p.add_argument("--suffix", default="", help="the studies' names end so (_cuda)")
         if name == "run":
             p.add_argument("--quick", action="store_true", help="each file's quick: section")
+            p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                           help="set in every study (compute.device=cuda); needs --suffix")
+            p.add_argument("--work", default="brief-tables",
+                           help="folder for the study files --set and --suffix write")
         else:
             p.add_argument("--out", help="write here instead of stdout")
             p.add_argument("--into", help="replace the tables between the markers of this "
                                           "Markdown file (docs/seeds.md)")
     args = ap.parse_args()
+    if args.cmd == "run" and args.set and not args.suffix:
+        sys.exit("brief_tables: --set changes what the studies train: give --suffix (_cuda) so "
+                 "that they are studies of their own")
+    if args.cmd == "run" and any("=" not in kv for kv in args.set):
+        sys.exit("brief_tables: --set takes KEY=VALUE, e.g. compute.device=cuda")
     if args.cmd == "run":
         run(args)
     else:

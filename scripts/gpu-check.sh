@@ -7,17 +7,19 @@
 # results. Its output goes into docs/gpu.md with the date and the machine.
 #
 #   scripts/gpu-pack.sh                       # here, once (network)
-#   scripts/gpu-check.sh [--quick|--bench]    # there (device tool: carry
-#                                             # .gpu/root.tar.gz)
+#   scripts/gpu-check.sh [--quick|--bench|--brief]  # there (device tool:
+#                                                   # carry .gpu/root.tar.gz)
 #
 # --quick: the build, the tests, the demo and determinism (no benchmarks);
 # --bench: the benchmarks alone, in a tree --quick built (a second call on
-# the same warm machine). Each stage says PASS or FAIL and the script goes
+# the same warm machine); --brief: the GPU rows of docs/seeds.md (the
+# studies' own tables, trained on the GPU as studies NAME_cuda), their
+# store and tables in $OUT. Each stage says PASS or FAIL and the script goes
 # on; it exits 1 if any failed. Under 8 minutes on an H100 with 16 cores.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$(pwd)
-mode=${1:-all}  # all | --quick | --bench
+mode=${1:-all}  # all | --quick | --bench | --brief
 out=${OUT:-$here/.gpu/out}
 mkdir -p "$out"
 t0=$(date +%s)
@@ -88,7 +90,7 @@ TS=$build/bin/trainscope
 data=$root/usr/share/datasets/fashion-mnist
 
 db=$out/gpu.db
-if [ "$mode" != --bench ]; then
+if [ "$mode" = all ] || [ "$mode" = --quick ]; then
 stage "the GPU tests (tests/train/device_test.cc)"
 check device_test "$build/tests/device_test" --gtest_brief=1
 
@@ -155,7 +157,7 @@ fi
 
 fi
 
-if [ "$mode" != --quick ]; then
+if [ "$mode" = all ] || [ "$mode" = --bench ]; then
   stage "the trainer against a bare libtorch loop on the GPU, 400 steps, interleaved (5 rounds)"
   ts="$TS --store sqlite:{store} -q train configs/demo.yaml --no-progress --set train.max_steps=400 --set compute.device=cuda --set data.path=$data"
   python3 bench/interleave.py --rounds 5 --trainscope "$TS" --json "$out/interleave.json" \
@@ -170,6 +172,18 @@ if [ "$mode" != --quick ]; then
     configs/studies/gpu_sources.yaml >"$study"
   check gpu_sources_study "$TS" --store "sqlite:$db" -q study run "$study" --quick
   "$TS" --store "sqlite:$db" study report gpu_sources --format md 2>&1 | head -40
+fi
+
+if [ "$mode" = --brief ]; then
+  stage "the studies' own tables on the GPU (docs/seeds.md; scripts/brief_tables.py --suffix _cuda)"
+  brief=(python3 scripts/brief_tables.py run --store "sqlite:$out/brief.db" --work "$out/brief-files"
+    --suffix _cuda --set compute.device=cuda --set data.path="$data")
+  export TRAINSCOPE=$TS
+  check brief_cuda "${brief[@]}" --only brief1_precision brief3_alexnet brief3_vgg11 brief5_probes
+  check brief_cuda_seeds "${brief[@]}" --quick --only brief2_seeds
+  python3 scripts/brief_tables.py tables --store "sqlite:$out/brief.db" --suffix _cuda \
+    --only brief1_precision brief2_seeds brief3_alexnet brief3_vgg11 brief5_probes \
+    --out "$out/brief-cuda.md" && head -60 "$out/brief-cuda.md"
 fi
 
 stage "done in $(($(date +%s) - t0)) s"
