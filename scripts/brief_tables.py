@@ -359,7 +359,8 @@ def main():
         if name == "run":
             p.add_argument("--quick", action="store_true", help="each file's quick: section")
             p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                           help="set in every study (compute.device=cuda); needs --suffix")
+                           help="set in every study (compute.device=cuda; a key its quick: "
+                                "section sets keeps that value under --quick); needs --suffix")
             p.add_argument("--work", default="brief-tables",
                            help="folder for the study files --set and --suffix write")
         else:

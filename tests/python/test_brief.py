@@ -126,3 +126,17 @@ def test_a_learning_rate_100x_too_high_raises_its_alert_and_the_right_one_none(t
                                    "data.train_subset=256,optimizer.lr=0.2"}
     for cell, _, alerts in got:
         assert ("lr_too_high at step" in alerts) == cell.endswith("lr=0.2"), (cell, alerts)
+
+
+def test_set_and_suffix_train_copies_as_studies_of_their_own(tmp_path):
+    """What the GPU check's --brief mode runs (--set compute.device=cuda)."""
+    s = tmp_path / "x.db"
+    r = script(s, "run", "--quick", "--only", "brief4_lr", "--suffix", "_x", "--set",
+               "eval.batch_size=32", "--work", str(tmp_path / "files"))
+    assert r.returncode == 0, r.stderr
+    runs = [x for x in cli_json(s, "--json", "runs", "list", "-a") if x.get("parent")]
+    assert runs and {x["experiment"] for x in runs} == {"brief4_lr_x"}
+    params = cli_json(s, "--json", "runs", "show", runs[0]["uuid"])["params"]
+    assert params["eval.batch_size"] == "32"
+    r = script(s, "run", "--set", "compute.device=cuda")
+    assert r.returncode != 0 and "give --suffix" in r.stderr
