@@ -133,9 +133,7 @@ std::vector<std::pair<std::string, CellRuns>> finished_by_cell(store::Store& s,
     const PlannedRun& p = planned.planned;
     if (cells.empty() || cells.back().first != p.cell) {
       CellRuns c{p.vary, {}, {}};
-      for (const auto& g : a.spec.grid)
-        for (const auto& kv : p.set)
-          if (kv.first == g.key) c.factors.emplace_back(kv.first, kv.second);
+      c.factors = p.levels;  // each grid factor's value or level name
       cells.emplace_back(p.cell, c);
     }
     const RunInfo* r = planned.counted();

@@ -105,14 +105,22 @@ PlannedRun Plan::at(uint64_t i) const {
     at[k] = cell % spec_.grid[k].values.size();
     cell /= spec_.grid[k].values.size();
   }
-  Sets cell_sets;
+  Sets cell_sets, levels;
   std::string name;
   for (size_t k = 0; k < spec_.grid.size(); ++k) {
-    cell_sets.emplace_back(spec_.grid[k].key, spec_.grid[k].values[at[k]]);
-    name += (k ? "," : "") + spec_.grid[k].key + "=" + spec_.grid[k].values[at[k]];
+    const Factor& f = spec_.grid[k];
+    if (f.level_sets.empty())
+      cell_sets.emplace_back(f.key, f.values[at[k]]);
+    else
+      cell_sets.insert(cell_sets.end(), f.level_sets[at[k]].begin(), f.level_sets[at[k]].end());
+    levels.emplace_back(f.key, f.values[at[k]]);
+    name += (k ? "," : "") + f.key + "=" + f.values[at[k]];
   }
-  if (r < spec_.replicates) return make_run(spec_, name, cell_sets, spec_.vary, r);
-  return make_run(spec_, name + ",deterministic", cell_sets, "none", r - spec_.replicates);
+  PlannedRun p = r < spec_.replicates ? make_run(spec_, name, cell_sets, spec_.vary, r)
+                                      : make_run(spec_, name + ",deterministic", cell_sets, "none",
+                                                 r - spec_.replicates);
+  p.levels = std::move(levels);
+  return p;
 }
 
 std::optional<uint64_t> Plan::find(const std::string& name) const {

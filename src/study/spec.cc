@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -99,22 +100,58 @@ bool same_value(const std::string& a, const std::string& b) {
          YAML::convert<bool>::decode(YAML::Node(b), q) && p == q;
 }
 
+// A factor of named levels: {level: {key: value, ...}, ...}, each level
+// setting config keys by the rule of set:'s keys; its name and its levels'
+// names become cell names ("optimizer=nesterov"), so they hold no ',', '='
+// or '/'.
+Factor read_levels(const std::string& name, const YAML::Node& n, const Ctx& c) {
+  Factor f{name, {}, {}};
+  if (name.find_first_of(",/") != std::string::npos)
+    c.bad("grid." + name, "names no factor: a cell's name holds no ',' or '/'");
+  for (const auto& level : n) {
+    const std::string at = "grid." + name + "." + level.first.as<std::string>();
+    std::string value = level.first.as<std::string>();
+    if (value.empty() || value.find_first_of(",=/") != std::string::npos)
+      c.bad(at, "is no level name: give a name without ',', '=' or '/', e.g. nesterov");
+    if (!level.second.IsMap() || level.second.size() == 0)
+      c.bad(at, "needs the keys it sets, e.g. {optimizer.name: sgd, optimizer.nesterov: true}");
+    std::vector<std::pair<std::string, std::string>> sets;
+    for (const auto& kv : level.second) {
+      const std::string key = kv.first.as<std::string>();
+      check_setting_key(at + "." + key, key, c);
+      if (!kv.second.IsScalar())
+        c.bad(at + "." + key, "must be a value: give each key dotted, e.g. optimizer.lr: 0.1");
+      sets.emplace_back(key, kv.second.as<std::string>());
+    }
+    f.values.push_back(std::move(value));
+    f.level_sets.push_back(std::move(sets));
+  }
+  return f;
+}
+
 void read_grid(const YAML::Node& n, StudySpec& s, const Ctx& c) {
   if (!n.IsMap() || n.size() == 0) c.bad("grid", "is empty: give at least one key with values");
   for (const auto& kv : n) {
-    Factor f{kv.first.as<std::string>(), {}};
+    Factor f{kv.first.as<std::string>(), {}, {}};
     check_setting_key("grid." + f.key, f.key, c);
-    if (!kv.second.IsSequence() || kv.second.size() == 0)
-      c.bad("grid." + f.key, "needs a non-empty list of values, e.g. [0.01, 0.1]");
-    for (const auto& v : kv.second) {
-      std::string value = v.as<std::string>();
-      for (const auto& before : f.values)
-        if (same_value(before, value))
-          c.bad("grid." + f.key, "lists " + (before == value ? value : before + " and " + value) +
-                                     (before == value ? " twice" : ", the same value") +
-                                     "; each value makes a cell of its own");
-      f.values.push_back(std::move(value));
+    if (kv.second.IsMap() && kv.second.size() > 0) {
+      f = read_levels(f.key, kv.second, c);
+    } else if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      c.bad("grid." + f.key,
+            "needs a non-empty list of values, e.g. [0.01, 0.1], or named levels, e.g. "
+            "{sgd: {optimizer.name: sgd}, nesterov: {optimizer.name: sgd, optimizer.nesterov: "
+            "true}}");
     }
+    if (kv.second.IsSequence())
+      for (const auto& v : kv.second) {
+        std::string value = v.as<std::string>();
+        for (const auto& before : f.values)
+          if (same_value(before, value))
+            c.bad("grid." + f.key, "lists " + (before == value ? value : before + " and " + value) +
+                                       (before == value ? " twice" : ", the same value") +
+                                       "; each value makes a cell of its own");
+        f.values.push_back(std::move(value));
+      }
     auto it =
         std::find_if(s.grid.begin(), s.grid.end(), [&](const Factor& g) { return g.key == f.key; });
     if (it == s.grid.end())
@@ -193,14 +230,27 @@ void check_quick(const YAML::Node& quick, const Ctx& c) {
 // A key given one value by set: and varied by grid: or vary: (thirtieth
 // hunt, B-D7: the grid's value won, set's was dropped without a word).
 void check_set_apart(const StudySpec& s, const Ctx& c) {
+  // Every key a grid factor sets, with the factor that sets it.
+  std::map<std::string, std::string> by_grid;
+  for (const auto& f : s.grid) {
+    std::set<std::string> keys;
+    if (f.level_sets.empty()) keys.insert(f.key);
+    for (const auto& level : f.level_sets)
+      for (const auto& kv : level) keys.insert(kv.first);
+    for (const auto& k : keys)
+      if (auto [it, fresh] = by_grid.emplace(k, f.key); !fresh)
+        c.bad("grid." + f.key, "sets " + k + ", which grid." + it->second +
+                                   " sets too: give each key in one factor");
+  }
   for (const auto& [key, value] : s.set) {
-    for (const auto& f : s.grid)
-      if (f.key == key)
-        c.bad("set." + key,
-              "is also varied by grid: give it in one place (set: one value, grid: "
-              "several)");
+    if (by_grid.count(key))
+      c.bad("set." + key,
+            "is also varied by grid: give it in one place (set: one value, grid: "
+            "several)");
     if (key == s.vary) c.bad("set." + key, "is also varied by vary: give it in one place");
   }
+  if (by_grid.count(s.vary))
+    c.bad("vary", s.vary + " is also set by grid." + by_grid[s.vary] + ": give it in one place");
 }
 
 // The base config, relative to the study file's folder.

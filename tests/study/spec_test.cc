@@ -58,6 +58,42 @@ TEST_F(SpecTest, GridPlansEveryCellWithItsReplicatesAndDeterministicCells) {
   EXPECT_EQ(runs.back().name, "optimizer.name=sgd,seeds.master=7,deterministic/r3");
 }
 
+TEST_F(SpecTest, AFactorOfNamedLevelsSetsSeveralKeysPerCell) {
+  // BRIEF §1's three optimizers: no one key takes them as values.
+  StudySpec s = parse(
+      "study: s\nbase: base.yaml\n"
+      "grid:\n  optimizer:\n    adadelta: {optimizer.name: adadelta, optimizer.lr: 1.0}\n"
+      "    nesterov: {optimizer.name: sgd, optimizer.momentum: 0.5, optimizer.nesterov: true}\n"
+      "  seeds.master: [7184, 13474]\nreplicates: 2\n");
+  auto runs = plan(s);
+  ASSERT_EQ(runs.size(), 8u);
+  EXPECT_EQ(runs[0].name, "optimizer=adadelta,seeds.master=7184/r1");
+  EXPECT_EQ(runs[4].cell, "optimizer=nesterov,seeds.master=7184");
+  auto lines = set_lines(runs[4]);
+  for (const char* want : {"optimizer.name=sgd", "optimizer.momentum=0.5",
+                           "optimizer.nesterov=true", "seeds.master=7184"})
+    EXPECT_NE(std::find(lines.begin(), lines.end(), want), lines.end()) << want;
+  EXPECT_EQ(std::find(lines.begin(), lines.end(), "optimizer.lr=1.0"), lines.end());
+  using Levels = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(runs[4].levels, (Levels{{"optimizer", "nesterov"}, {"seeds.master", "7184"}}));
+  // A key set by a level and by set:, or by two factors, or a level name a
+  // cell's name cannot hold, is one line naming it.
+  EXPECT_NE(error_of("study: s\nbase: base.yaml\nset: {optimizer.lr: 0.1}\n"
+                     "grid:\n  o: {a: {optimizer.lr: 1.0}, b: {optimizer.lr: 2.0}}\n")
+                .find("set.optimizer.lr is also varied by grid"),
+            std::string::npos);
+  EXPECT_NE(error_of("study: s\nbase: base.yaml\ngrid:\n  o: {a: {optimizer.lr: 1.0}}\n"
+                     "  optimizer.lr: [0.1, 0.2]\n")
+                .find("which grid.o sets too"),
+            std::string::npos);
+  EXPECT_NE(error_of("study: s\nbase: base.yaml\ngrid:\n  o: {'a,b': {optimizer.lr: 1.0}}\n")
+                .find("is no level name"),
+            std::string::npos);
+  EXPECT_NE(error_of("study: s\nbase: base.yaml\ngrid:\n  o: {a: {optimizer: {lr: 1.0}}}\n")
+                .find("must be a value"),
+            std::string::npos);
+}
+
 TEST_F(SpecTest, SourcesVaryOneSourceEach) {
   StudySpec s = parse(
       "study: s\nbase: base.yaml\nsources: [init, implementation, all, bitflip, deterministic]\n"

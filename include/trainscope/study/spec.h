@@ -57,10 +57,15 @@ namespace trainscope::study {
 //   a config key    set to 1, 2, 3, ... per replicate
 const std::vector<std::string>& source_names();
 
-// One factor of a grid: a config key and the values it takes, in order.
+// One factor of a grid: a config key and the values it takes, in order;
+// or a factor of named levels, each setting several keys (grid:
+// {optimizer: {adadelta: {optimizer.name: adadelta}, nesterov:
+// {optimizer.name: sgd, optimizer.nesterov: true}}}): `key` its name,
+// `values` the levels' names, `level_sets` what each level sets.
 struct Factor {
   std::string key;
   std::vector<std::string> values;
+  std::vector<std::vector<std::pair<std::string, std::string>>> level_sets;  // parallel to values
 };
 
 // A study as its file says it (load_study, parse_recorded): a plain
@@ -96,6 +101,9 @@ struct PlannedRun {
   int replicate = 0;
   std::string vary;                                      // what this cell varies
   std::vector<std::pair<std::string, std::string>> set;  // in order: later wins
+  // Each grid factor's level in this cell (its key, its value or level
+  // name), in the grid's order; empty in a sources study.
+  std::vector<std::pair<std::string, std::string>> levels;
 };
 
 // Reads and checks a study file; `quick` applies its quick: section. Throws
