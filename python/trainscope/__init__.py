@@ -27,6 +27,7 @@ Python knows (the interpreter and the versions of the imported packages).
 import atexit
 import builtins
 import collections.abc
+import decimal
 import hashlib
 import importlib.metadata
 import itertools
@@ -201,13 +202,18 @@ def _pairs(what, pairs, prefix=""):
     return out
 
 
+# Real numbers as every entry point takes them: a Decimal too, as log,
+# log_params and config() take it (thirty-eighth hunt, B-D1).
+_REAL = (numbers.Real, decimal.Decimal)
+
+
 def _whole(what, value):
     """A count argument (a step interval): a whole number of 0 or more, of
     any integral type (a float only when it is whole, as 10.0), else a
     ValueError naming the argument and its value; never truncated."""
     value = _scalar(what, value)
     whole = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-    if not whole and isinstance(value, numbers.Real) and not isinstance(value, bool):
+    if not whole and isinstance(value, _REAL) and not isinstance(value, bool):
         whole = math.isfinite(float(value)) and float(value).is_integer()
     if not whole or value < 0:
         raise ValueError(f"{what} {_shown(value)} is not a whole number of 0 or more")
@@ -219,7 +225,7 @@ def _whole(what, value):
 def _seconds(what, value):
     """A duration argument in seconds: a finite real number of 0 or more."""
     value = _scalar(what, value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+    if isinstance(value, bool) or not isinstance(value, _REAL) or \
             not math.isfinite(float(value)) or value < 0:
         raise ValueError(f"{what} {_shown(value)} is not a number of seconds (0 or more)")
     return float(value)

@@ -57,7 +57,7 @@ void export_alerts(std::ostream& o, const std::vector<probes::RunEvent>& alerts,
                       {"layer", a.source},
                       {"message", a.message}});
     else
-      o << fmt::format("{},{},{},{},{}\n", a.step, format::value(a.wall_time),
+      o << fmt::format("{},{},{},{},{}\n", a.step, core::format_double(a.wall_time),
                        core::csv_field(a.name), core::csv_field(a.source),
                        core::csv_field(a.message));
   }
@@ -76,8 +76,9 @@ void export_points(std::ostream& o, store::Store& store, const std::string& uuid
         rows.push_back(
             {{"layer", s.layer}, {"series", name}, {"step", p.step}, {"value", p.value}});
       else
+        // Exact, as `runs export --format csv` writes (thirty-eighth hunt, B-D3).
         o << fmt::format("{},{},{},{}\n", core::csv_field(s.layer), core::csv_field(name), p.step,
-                         format::value(p.value));
+                         core::format_double(p.value));
     }
   }
   if (json) o << rows.dump(2, ' ', false, format::kInvalidUtf8) << "\n";
