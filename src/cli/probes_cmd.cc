@@ -98,10 +98,14 @@ void run_probes(Context& ctx, ProbesArgs& a) {
                a.histogram.empty() ? "--svg" : "--histogram");
   auto store = ctx.reader();
   store::RunInfo run = store->resolve_run(a.run);
-  if (a.alerts)
+  if (a.alerts) {
+    // A run the rules never watched has no probes, not "no alerts"
+    // (thirty-eighth hunt, A-D9): refused as without --alerts.
+    probes::probe_series(*store, run.uuid, {});
     return write_output(a.out, [&](std::ostream& o) {
       export_alerts(o, probes::probe_alerts(*store, run.uuid), ctx.json ? "json" : a.format);
     });
+  }
   if (!a.histogram.empty()) {
     auto hs = probes::read_histograms(*store, run.uuid, a.histogram);
     if (hs.empty())

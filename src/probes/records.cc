@@ -7,6 +7,7 @@
 
 #include "trainscope/core/util.h"
 #include "trainscope/store/payload.h"
+#include "trainscope/store/store.h"
 #include "trainscope/store/views.h"
 
 namespace trainscope::probes {
@@ -62,7 +63,7 @@ std::vector<StepHistogram> read_histograms(store::Store& store, std::string_view
     StepHistogram s{rec.key, rec.step, rec.wall_time, {}};
     // 0 (unknown) or a time of day, as the writers record it: a TensorBoard
     // export of anything else is a file no reader takes back.
-    if (rec.wall_time != 0 && !(rec.wall_time > 0 && store::is_a_time(rec.wall_time)))
+    if (rec.wall_time != 0 && !store::is_point_time(rec.wall_time))
       r.damaged(fmt::format("its wall time {} is not a time of day", rec.wall_time));
     Histogram& h = s.histogram;
     h.low = r.f64();
@@ -98,6 +99,10 @@ std::vector<RunEvent> read_events(store::Store& store, std::string_view uuid) {
     store::checked_step(rec.step, "events record of run " + core::short_uuid(uuid));
     store::PayloadReader r(rec.payload, "events record of run " + core::short_uuid(uuid) +
                                             ", step " + std::to_string(rec.step));
+    // 0 (unknown) or a time of day, as for histograms (thirty-eighth hunt,
+    // A-D8: inf and -5 were shown as the alert's time).
+    if (rec.wall_time != 0 && !store::is_point_time(rec.wall_time))
+      r.damaged(fmt::format("its wall time {} is not a time of day", rec.wall_time));
     RunEvent e{rec.step, rec.wall_time, r.bytes(), r.bytes(), r.bytes(), r.bytes()};
     r.finish();
     out.push_back(std::move(e));
