@@ -78,8 +78,12 @@ void restore_own(Incoming& in, const std::map<std::string, std::string>& own) {
   if (store::is_stored_uuid(get("uuid"))) in.info.uuid = get("uuid");
   in.info.host = get("host");
   // A pid no process has is no pid: 0, unknown (thirty-fifth hunt, A-D3).
-  const long long pid = std::strtoll(get("pid").c_str(), nullptr, 10);
-  in.info.pid = pid > 0 && pid <= std::numeric_limits<int32_t>::max() ? pid : 0;
+  // A pid is digits alone: "12abc" is no pid (thirty-eighth hunt, A-D11).
+  const std::string pid_text = get("pid");
+  char* pid_end = nullptr;
+  const long long pid = std::strtoll(pid_text.c_str(), &pid_end, 10);
+  const bool whole = !pid_text.empty() && pid_end && *pid_end == '\0';
+  in.info.pid = whole && pid > 0 && pid <= std::numeric_limits<int32_t>::max() ? pid : 0;
   in.info.command_line = get("command_line");
   in.info.config_text = get("config");
   // The hash of the config it holds; the one given only without one (a

@@ -431,3 +431,19 @@ def test_a_key_mlflows_client_refuses_names_where_it_is(tmp_path):
     out = cli(tmp_path / "ts.db", "import", "mlflow", str(tmp_path / "ml"), check=False)
     assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
     assert f"/{rid}/metrics/acc%'" in out.stderr and "nothing was imported" in out.stderr
+
+
+def test_a_pid_that_is_not_digits_alone_is_no_pid(tmp_path):
+    """Thirty-eighth hunt, A-D11: trainscope.run.pid '12abc' became pid 12."""
+    src = tmp_path / "src.db"
+    rid = mlflow_run(f"sqlite:///{tmp_path}/m0.db")
+    cli(src, "import", "mlflow", f"sqlite:///{tmp_path}/m0.db")
+    uri = f"sqlite:///{tmp_path}/m.db"
+    cli(src, "runs", "export", "--format", "mlflow", "--out", uri)
+    import sqlite3
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        db.execute("UPDATE tags SET value = '12abc' WHERE key = 'trainscope.run.pid'")
+        assert db.execute("SELECT changes()").fetchone()[0] == 1, rid
+    store = tmp_path / "ts.db"
+    cli(store, "import", "mlflow", uri)
+    assert json.loads(cli(store, "--json", "runs", "show", "r").stdout)["pid"] == 0
