@@ -23,6 +23,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,12 +38,31 @@ def cli():
     return str(built) if built.exists() else (shutil.which("trainscope") or "trainscope")
 
 
+def fail(line, code=1):
+    """One line on stderr (if it can be said), then exit `code`."""
+    try:
+        print(f"brief_tables: {line}", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+    sys.exit(code)
+
+
+def say(line):
+    """A line of progress on stdout; a full or closed stdout never stops
+    the studies (thirty-eighth hunt, A-D1)."""
+    try:
+        print(line, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def ts(store, *args, check=True):
     cmd = [cli(), "--store", store, *args]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    if check and p.returncode != 0:
-        sys.exit(f"brief_tables: `{' '.join(cmd[1:])}` exited {p.returncode}: "
-                 f"{p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ''}")
+    if check and p.returncode != 0:  # the CLI's line and exit code
+        fail(f"`trainscope {' '.join(cmd[1:])}`: "
+             f"{p.stderr.strip().splitlines()[-1] if p.stderr.strip() else 'no word'}",
+             p.returncode)
     return p
 
 
@@ -66,6 +87,8 @@ def prepared(f, args):
     if not args.set and not args.suffix:
         return f
     sets = dict(kv.split("=", 1) for kv in args.set)
+    if len(sets) < len(args.set):
+        sys.exit("brief_tables: --set names one key twice; give each key once")
     out, in_set = [], False
     for line in f.read_text().splitlines():
         if line.startswith("study: "):
@@ -90,10 +113,19 @@ def run(args):
         known = ts(args.store, "study", "status", name, check=False).returncode == 0
         what = ["study", "resume", name] if known else \
             ["study", "run", str(prepared(f, args))] + (["--quick"] if args.quick else [])
-        print(f"== {' '.join(what)}", flush=True)
+        say(f"== {' '.join(what)}")
         rc = subprocess.run([cli(), "--store", args.store, *what]).returncode
-        if rc != 0:
-            sys.exit(f"brief_tables: {name} ended with exit {rc}; run this again to resume it")
+        if rc != 0 and not complete(args.store, name):  # exit 2 for a cut output only
+            fail(f"{name} ended with exit {rc}; run this again to resume it", rc)
+
+
+def complete(store, name):
+    """Whether every planned run of study `name` finished."""
+    p = ts(store, "--json", "study", "status", name, check=False)
+    if p.returncode != 0:
+        return False
+    cells = json.loads(p.stdout)["cells"]
+    return bool(cells) and all(c["planned"] == c["finished"] for c in cells)
 
 
 def fmt(v, digits=4):
@@ -105,7 +137,24 @@ def fmt(v, digits=4):
         return str(v)
     if isinstance(v, float):
         return f"{v:.{digits}g}"
-    return str(v)
+    return text(str(v))
+
+
+def text(value):
+    """Store text as inert Markdown: control characters escaped, '|' and
+    '<' made plain (thirty-eighth hunt, A-D5: a run name split a table row
+    and put a heading and HTML into the page)."""
+    out = []
+    for ch in value:
+        if unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        elif ch in "|\\":
+            out.append("\\" + ch)
+        elif ch in "<>":
+            out.append("&lt;" if ch == "<" else "&gt;")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def table(head, rows):
@@ -124,8 +173,16 @@ def cell_key(cell, key):
 
 
 def runs_of(store, study):
-    return [r for r in ts_json(store, "--json", "runs", "list", "-e", study, "--limit", "100000")
-            if r.get("parent") and r["status"] == "finished"]
+    """The finished runs the study counts, as every reader of it counts them
+    (study status, study report, stats --study): its own planned runs, none
+    it set aside (study.superseded_by: a retry, a --replan)."""
+    status = ts_json(store, "--json", "study", "status", study)
+    cells = {c["cell"] for c in status["cells"]}
+    listed = ts_json(store, "runs", "list", "-e", study, "-a", "--format", "json", "-c",
+                     "uuid,name,parent,status,tags.study.superseded_by")["runs"]
+    return [r for r in listed
+            if r["parent"] == status["study"]["uuid"] and r["status"] == "finished"
+            and not r["tags.study.superseded_by"] and r["name"].rsplit("/", 1)[0] in cells]
 
 
 def stats(store, metric, uuids, *extra):
@@ -165,6 +222,25 @@ def t_precision(store, study):
             "mean run s", "time / float32"]
     return (f"{cmd_line('study report', study, '--format json')}: cells, each repeated exactly\n\n"
             + table(head, rows))
+
+
+def t_vgg(store, study):
+    rep = report(store, study)
+    rows = []
+    for c in rep["cells"]:
+        audit = c.get("audit") or {}
+        rows.append([cell_key(c["cell"], "optimizer"), cell_key(c["cell"], "seeds.master"), c["n"],
+                     c["mean"], c["min"], c["max"],
+                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)} compared)",
+                     c["mean_run_s"]])
+    head = ["optimizer", "seed", "runs", "mean test acc.", "min", "max", "bit-identical",
+            "mean run s"]
+    terms = [[t["name"], t.get("levels"), t["variance"], t["share"]]
+             for t in (rep.get("factor_components") or {}).get("terms", [])]
+    return (f"{cmd_line('study report', study, '--format json')}: each cell trained twice\n\n"
+            + table(head, rows)
+            + "\nVariance components of the test accuracy by factor (`factor_components`):\n\n"
+            + table(["term", "levels", "variance", "share"], terms))
 
 
 def t_seeds_cells(rep):
@@ -298,7 +374,7 @@ def t_profile(store, study):
         for r in runs:
             if first and r["name"] == first[0]:
                 out.append(f"\nPer layer and iteration, {cmd_line('profile show', r['uuid'][:8], '--json')}"
-                           f" ({r['name']}):\n\n" + t_profile_layers(store, r["uuid"]))
+                           f" ({text(r['name'])}):\n\n" + t_profile_layers(store, r["uuid"]))
     return "".join(out)
 
 
@@ -309,7 +385,8 @@ def t_probes(store, study):
         alerts = ts_json(store, "probes", r["uuid"], "--alerts", "--format", "json")
         said = "; ".join(f"{a['alert']} at step {a['step']}"
                          + (f" ({a['layer']})" if a["layer"] else "") for a in alerts)
-        rows.append([r["name"].rsplit("/", 1)[0], r["name"].rsplit("/", 1)[1], said or "none"])
+        cell, _, replicate = r["name"].rpartition("/")
+        rows.append([cell, replicate, said or "none"])
     means = [[c["cell"], c["n"], c["mean"], c["sd"]] for c in rep["cells"]]
     return (f"{cmd_line('probes RUN --alerts --format json')} of each run:\n\n"
             + table(["cell", "run", "alerts (in the order raised)"], rows)
@@ -319,6 +396,7 @@ def t_probes(store, study):
 
 SECTIONS = {
     "brief1_precision": ("§1: float32 against float64 on one CPU", t_precision),
+    "brief1_vgg11": ("§1: the VGG-11 recipe, 3 optimizers x 5 seeds, each run twice", t_vgg),
     "brief2_seeds": ("§2: 2 optimizers x 5 seeds x 5 runs, and the exact repeat", t_seeds),
     "brief3_alexnet": ("§3: per-layer time, AlexNet at batch 64 and 128", t_profile),
     "brief3_vgg11": ("§3: per-layer time, VGG-11 at batch 12", t_profile),
@@ -340,12 +418,69 @@ def tables(args):
 BEGIN, END = "<!-- brief_tables: begin -->", "<!-- brief_tables: end -->"
 
 
-def into(path, text):
+def store_files(store):
+    """The files of a sqlite: store (the database and its companions)."""
+    if not store.startswith("sqlite:"):
+        return set()
+    db = os.path.realpath(store[len("sqlite:"):])
+    return {db} | {db + suffix for suffix in ("-wal", "-shm", "-journal", "-reserve")}
+
+
+def checked_target(path, what, store):
+    """`path` if tables may be written there: never the store being read
+    (thirty-eighth hunt, A-D4: it was replaced by Markdown), never a FIFO or
+    a device (A-D3: it blocked), in a folder that exists."""
+    if os.path.realpath(path) in store_files(store):
+        fail(f"{what} '{path}' is the store being read; give another path", 2)
+    if os.path.lexists(path) and not os.path.isfile(path):
+        fail(f"{what} '{path}' is not a regular file (a FIFO, a folder, a device?); give a "
+             "file's path", 2)
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        fail(f"{what} '{path}': its folder does not exist", 2)
+    return Path(path)
+
+
+def write_whole(path, body):
+    """`body` into `path` whole or not at all: written beside it, then
+    renamed over it (A-D2: a full disk or `ulimit -f` cut docs/seeds.md)."""
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "w") as f:
+            f.write(body)
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as e:
+        if tmp and os.path.exists(tmp):
+            os.unlink(tmp)
+        fail(f"cannot write '{path}': {e.strerror or e}; it is unchanged", 2)
+
+
+BEGIN, END = "<!-- brief_tables: begin -->", "<!-- brief_tables: end -->"
+
+
+def into(path, tables_text, store):
+    if not os.path.lexists(path):
+        fail(f"--into '{path}' does not exist: give the Markdown file to write into "
+             "(docs/seeds.md)", 3)
+    path = checked_target(path, "--into", store)
     doc = path.read_text()
-    if BEGIN not in doc or END not in doc:
-        sys.exit(f"brief_tables: {path} has no {BEGIN} ... {END} markers to write between")
-    head, rest = doc.split(BEGIN, 1)
-    path.write_text(head + BEGIN + "\n" + text + rest[rest.index(END):])
+    head, _, rest = doc.partition(BEGIN)
+    if BEGIN not in doc or END not in rest:
+        fail(f"{path} has no {BEGIN} ... {END} markers to write between", 2)
+    write_whole(path, head + BEGIN + "\n" + tables_text + rest[rest.index(END):])
+
+
+def to_stdout(body):
+    try:
+        sys.stdout.write(body)
+        sys.stdout.flush()
+    except (OSError, ValueError, AttributeError) as e:  # full, closed, a reader gone
+        try:
+            sys.stdout = None  # nothing more is written to it at exit
+        finally:
+            fail(f"the tables were cut: stdout {getattr(e, 'strerror', None) or 'is closed'}", 2)
 
 
 def main():
@@ -376,13 +511,15 @@ def main():
     if args.cmd == "run":
         run(args)
     else:
-        text = tables(args)
+        if args.out:
+            checked_target(args.out, "--out", args.store)  # before the work
+        body = tables(args)
         if args.into:
-            into(Path(args.into), text)
+            into(args.into, body, args.store)
         elif args.out:
-            Path(args.out).write_text(text)
+            write_whole(checked_target(args.out, "--out", args.store), body)
         else:
-            sys.stdout.write(text)
+            to_stdout(body)
 
 
 if __name__ == "__main__":

@@ -140,3 +140,62 @@ def test_set_and_suffix_train_copies_as_studies_of_their_own(tmp_path):
     assert params["eval.batch_size"] == "32"
     r = script(s, "run", "--set", "compute.device=cuda")
     assert r.returncode != 0 and "give --suffix" in r.stderr
+
+
+def test_a_run_the_study_set_aside_is_in_no_table(store, tmp_path):
+    """Thirty-eighth hunt, B-D2: the tables took every finished run of the
+    study's experiment, ones study.superseded_by set aside (a retry, a
+    --replan) included, which study status, report and stats leave out."""
+    import sqlite3
+    copy = tmp_path / "c.db"
+    with sqlite3.connect(store) as src, sqlite3.connect(copy) as dst:
+        src.backup(dst)
+    os.symlink(store.parent / f"{store.stem}-artifacts", tmp_path / "c-artifacts")
+    before = rows(script(copy, "tables", "--only", "brief5_probes").stdout, "brief5_probes")
+    with sqlite3.connect(copy) as db:
+        db.execute("INSERT INTO tags (run_id, key, value) SELECT id, 'study.superseded_by', "
+                   "'replan' FROM runs WHERE name LIKE '%lr=0.2/r1'")
+    after = rows(script(copy, "tables", "--only", "brief5_probes").stdout, "brief5_probes")
+    assert len(after) == len(before) - 1
+    assert not any(r[0].endswith("lr=0.2") and r[1] == "r1" for r in after)
+
+
+def test_output_that_cannot_be_written_is_one_line_and_loses_nothing(store, tmp_path):
+    """Thirty-eighth hunt, A-D1 to A-D4: a full stdout, a FIFO, the store
+    itself as --out, a --into cut by `ulimit -f`: tracebacks, a blocked
+    script, a store replaced by Markdown, a document cut in half."""
+    import stat
+    full = subprocess.run(f"{sys.executable} {SCRIPT} tables --store sqlite:{store} --only "
+                          "brief4_lr > /dev/full", shell=True, capture_output=True, text=True,
+                          env=dict(os.environ, TRAINSCOPE=CLI))
+    assert full.returncode == 2 and full.stderr.count("\n") == 1, full.stderr
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    for flag in ("--out", "--into"):
+        r = script(store, "tables", "--only", "brief4_lr", flag, str(fifo))
+        assert r.returncode == 2 and "not a regular file" in r.stderr, r.stderr
+    size = store.stat().st_size
+    r = script(store, "tables", "--only", "brief4_lr", "--out", str(store))
+    assert r.returncode == 2 and "the store being read" in r.stderr
+    assert store.stat().st_size == size and stat.S_ISREG(store.stat().st_mode)
+    doc = tmp_path / "doc.md"
+    doc.write_text("# d\n" + "precious\n" * 20000 + "<!-- brief_tables: begin -->\n"
+                   "<!-- brief_tables: end -->\ntail\n")
+    before = doc.read_text()
+    cut = subprocess.run(f"ulimit -f 100; {sys.executable} {SCRIPT} tables --store sqlite:{store} "
+                         f"--only brief4_lr --into {doc}", shell=True, capture_output=True,
+                         text=True, env=dict(os.environ, TRAINSCOPE=CLI))
+    assert cut.returncode == 2 and "it is unchanged" in cut.stderr, cut.stderr
+    assert doc.read_text() == before and not list(tmp_path.glob(".doc.md.*"))
+
+
+def test_store_text_is_inert_markdown():
+    """A-D5: a name holding '|', a newline and HTML split a table row and
+    put a heading and a script into docs/seeds.md."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("brief_tables", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    shown = mod.fmt("a | b\n### pwned <script>x</script>\u202e")
+    assert "\n" not in shown and "<" not in shown and " | " not in shown.replace("\\|", "")
+    assert shown == "a \\| b\\n### pwned &lt;script&gt;x&lt;/script&gt;\\u202e"
