@@ -389,7 +389,7 @@ def t_probes(store, study):
         rows.append([cell, replicate, said or "none"])
     means = [[c["cell"], c["n"], c["mean"], c["sd"]] for c in rep["cells"]]
     return (f"{cmd_line('probes RUN --alerts --format json')} of each run:\n\n"
-            + table(["cell", "run", "alerts (in the order raised)"], rows)
+            + table(["cell", "run", "alerts (as recorded)"], rows)
             + f"\n{cmd_line('study report', study, '--format json')}:\n\n"
             + table(["cell", "runs", "mean test acc.", "SD"], means))
 
@@ -403,6 +403,8 @@ SECTIONS = {
     "brief4_lr": ("§4: the learning rate", lambda st, s: t_sweep(st, s, "optimizer.lr")),
     "brief4_batch": ("§4: the batch size", lambda st, s: t_sweep(st, s, "train.batch_size")),
     "brief5_probes": ("§5: pathologies made on purpose, and the probes' alerts", t_probes),
+    "brief5_pathologies": ("§5: the same in a PyTorch script of one's own (Run.watch)",
+                           t_probes),
 }
 
 

@@ -1,6 +1,7 @@
 // Alert rules over probe series. Each rule raises its alert once per run.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -18,6 +19,7 @@ class AlertRules : public Subscriber {
   std::string name() const override { return "alerts"; }
   bool wants_series(const SeriesPoint& p) const override {
     return p.name == "weights/update_ratio" || p.name == "activations/dead_fraction" ||
+           p.name == "activations/saturated_fraction" || p.name == "activations/sd" ||
            p.name == "weight_gradients/l2" || p.name == "loss" || p.name == "train_accuracy" ||
            p.name == "test_accuracy" || p.name == "test_loss";
   }
@@ -28,13 +30,23 @@ class AlertRules : public Subscriber {
                     fmt("{:.0f}% of the units of {} output only zeros (dead ReLUs) for {} "
                         "observations: lower the learning rate or change the init",
                         100 * p.value, p.layer, s_.patience));
+    if (p.name == "activations/saturated_fraction")
+      return streak(p, p.value > s_.saturated_fraction, "saturation", sink,
+                    fmt("{:.0f}% of the outputs of {} are saturated (tanh beyond 0.99, sigmoid "
+                        "beyond 0.01-0.99) for {} observations: its gradients vanish; lower the "
+                        "initial weights or the learning rate, or normalise its input",
+                        100 * p.value, p.layer, s_.patience));
+    if (p.name == "activations/sd") return init_scale(p, sink);
     if (p.name == "weight_gradients/l2") return depth(p, sink);
     if (p.name == "loss") return loss(p, sink);
     if (p.name == "train_accuracy") train_accuracy_ = p.value;
     if (p.name == "test_accuracy") test_accuracy_ = p.value;
     if (p.name == "test_loss") overfitting(p, sink);
   }
-  void on_end(Sink& sink) override { check_depth(sink); }
+  void on_end(Sink& sink) override {
+    check_depth(sink);
+    check_init(sink);
+  }
 
  private:
   template <typename... A>
@@ -92,6 +104,32 @@ class AlertRules : public Subscriber {
                s_.patience));
   }
 
+  // The spread of the activations at the first probed step: their SD
+  // differing between two layers by more than alert_grad_depth_ratio means
+  // the initial weights scale the signal up or down layer after layer.
+  void init_scale(const SeriesPoint& p, Sink& sink) {
+    if (init_step_ < 0) init_step_ = p.at.step;
+    if (p.at.step != init_step_) return check_init(sink);
+    if (p.value > 0 && std::isfinite(p.value)) init_sd_[p.layer_index] = p;
+  }
+  void check_init(Sink& sink) {
+    if (init_sd_.size() < 2) return init_sd_.clear();
+    auto by_value = [](const auto& a, const auto& b) { return a.second.value < b.second.value; };
+    const SeriesPoint& low = std::min_element(init_sd_.begin(), init_sd_.end(), by_value)->second;
+    const SeriesPoint& high = std::max_element(init_sd_.begin(), init_sd_.end(), by_value)->second;
+    const double r = high.value / low.value;
+    if (r > s_.grad_depth_ratio) {
+      const bool shrinks = high.layer_index < low.layer_index;
+      raise(sink, "bad_init", shrinks ? low : high,
+            fmt("the activations' SD is {:.3g} at {} and {:.3g} at {} at step {}, {:.3g}x apart: "
+                "the initial weights {} the signal layer after layer; use an init that keeps "
+                "its scale (kaiming for ReLU, xavier for tanh)",
+                high.value, high.layer, low.value, low.layer, init_step_, r,
+                shrinks ? "shrink" : "amplify"));
+    }
+    init_sd_.clear();
+  }
+
   // Mean of the last window against the window before it.
   void loss(const SeriesPoint& p, Sink& sink) {
     train_loss_ = p.value;
@@ -138,6 +176,8 @@ class AlertRules : public Subscriber {
   std::map<std::string, int> streaks_;
   std::map<int, SeriesPoint> grads_;
   int64_t grad_step_ = -1;
+  std::map<int, SeriesPoint> init_sd_;  // the first probed step's activation SD, by layer
+  int64_t init_step_ = -1;
   std::deque<double> losses_;
   double train_accuracy_ = 0, train_loss_ = INFINITY, test_accuracy_ = 0;
   double best_acc_ = -1, train_acc_at_best_ = 0, best_loss_ = INFINITY, train_loss_at_best_ = 0;

@@ -74,6 +74,9 @@ std::vector<config::Field> alert_fields() {
       config::double_key("probes.alert_dead_fraction", &C::alert_dead_fraction,
                          config::Interval{0, 1, true, false},
                          "Fraction of dead ReLU units that raises an alert"),
+      config::double_key("probes.alert_saturated_fraction", &C::alert_saturated_fraction,
+                         config::Interval{0, 1, true, false},
+                         "Fraction of saturated tanh/sigmoid outputs that raises an alert"),
       config::double_key("probes.alert_grad_depth_ratio", &C::alert_grad_depth_ratio,
                          config::Interval{1, config::kInf, false, true},
                          "First/last layer gradient-norm ratio that raises an alert"),
@@ -125,6 +128,7 @@ ProbeSettings probe_settings(const config::Config& config) {
   s.alerts.update_ratio_high = c.alert_update_ratio_high;
   s.alerts.update_ratio_low = c.alert_update_ratio_low;
   s.alerts.dead_fraction = c.alert_dead_fraction;
+  s.alerts.saturated_fraction = c.alert_saturated_fraction;
   s.alerts.grad_depth_ratio = c.alert_grad_depth_ratio;
   s.alerts.overfit_drop = c.alert_overfit_drop;
   return s;

@@ -199,3 +199,16 @@ def test_store_text_is_inert_markdown():
     shown = mod.fmt("a | b\n### pwned <script>x</script>\u202e")
     assert "\n" not in shown and "<" not in shown and " | " not in shown.replace("\\|", "")
     assert shown == "a \\| b\\n### pwned &lt;script&gt;x&lt;/script&gt;\\u202e"
+
+
+def test_each_pathology_made_in_a_script_raises_its_own_alert(tables):
+    """§5 in a PyTorch script of one's own: a learning rate too high, a bad
+    initialisation and saturating tanh units each raise their alert; the
+    healthy case raises none of them."""
+    got = rows(tables, "brief5_pathologies")
+    assert {r[0] for r in got} == {"case=healthy", "case=lr_too_high", "case=bad_init",
+                                   "case=saturation"}
+    for cell, _, alerts in got:
+        case = cell.split("=")[1]
+        for rule in ("lr_too_high", "bad_init", "saturation"):
+            assert (f"{rule} at step" in alerts) == (case == rule), (cell, alerts)

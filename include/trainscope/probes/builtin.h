@@ -26,12 +26,13 @@ namespace trainscope::probes {
 // The thresholds of the alert rules (alert_rules); what the probes
 // section's alert_* keys set.
 struct AlertSettings {
-  int patience = 3;                // K: consecutive observations before an alert
-  double update_ratio_high = 0.3;  // above: learning rate too high
-  double update_ratio_low = 1e-7;  // below: learning rate too low
-  double dead_fraction = 0.5;      // dead ReLU units above this fraction
-  int loss_window = 20;            // observations per window of the loss rules
-  double grad_depth_ratio = 1e4;   // first/last layer gradient norm outside [1/r, r]
+  int patience = 3;                 // K: consecutive observations before an alert
+  double update_ratio_high = 0.3;   // above: learning rate too high
+  double update_ratio_low = 1e-7;   // below: learning rate too low
+  double dead_fraction = 0.5;       // dead ReLU units above this fraction
+  double saturated_fraction = 0.5;  // saturated tanh/sigmoid outputs above this fraction
+  int loss_window = 20;             // observations per window of the loss rules
+  double grad_depth_ratio = 1e4;    // first/last layer gradient norm outside [1/r, r]
   // Overfitting: for `patience` evaluations, the test loss 10% above its best
   // while the training loss fell since, or the test accuracy this far below
   // its best while the training accuracy rose since.

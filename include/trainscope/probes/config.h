@@ -32,6 +32,7 @@ struct ProbesConfig {
   double alert_update_ratio_high = 0.3;
   double alert_update_ratio_low = 1e-7;
   double alert_dead_fraction = 0.5;
+  double alert_saturated_fraction = 0.5;
   double alert_grad_depth_ratio = 1e4;
   double alert_overfit_drop = 0.02;
 };
