@@ -28,6 +28,7 @@ import unicodedata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+IMAGES = {"dir": None, "link": ""}  # tables --images: where SVGs go, and their path from the page
 TABLES = ROOT / "configs" / "studies" / "tables"
 
 
@@ -320,9 +321,14 @@ def t_sweep(store, study, key):
                       + (f", {fmt(t['df2'])}" if t.get("df2") is not None else "")
                       + f"), p {fmt(t['p_value'])}"
                       for t in (comp.get("anova"), comp.get("kruskal_wallis")) if t)
+    firsts = sorted((r for r in runs_of(store, study) if r["name"].endswith("/r1")),
+                    key=lambda r: float(cell_key(r["name"].rsplit("/", 1)[0], key) or "inf"))
+    curves = image(study, f"test accuracy per epoch, one run per {key}",
+                   lambda path: ts(store, "plot", *[r["uuid"] for r in firsts], "test/accuracy",
+                                   "--x", "epoch", "-o", path)) if firsts else ""
     return (f"{cmd_line('study report', study, '--format json')} and "
             f"{cmd_line('stats proc/peak_rss_mib --study', study, '--by', key, '--reduce max')}:\n\n"
-            + table(head, rows) + (f"\nBetween the cells: {tests}.\n" if tests else ""))
+            + table(head, rows) + (f"\nBetween the cells: {tests}.\n" if tests else "") + curves)
 
 
 def layers_us(p):
@@ -361,6 +367,16 @@ def t_profile_layers(store, uuid):
     return table(["layer", "type", "forward us", "backward us", "update us", "bwd / fwd"], rows)
 
 
+def image(name, what, make):
+    """`make(path)` writes an SVG; a Markdown image line for it, or "" when
+    tables was not asked for images."""
+    if IMAGES["dir"] is None:
+        return ""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".svg"
+    make(str(IMAGES["dir"] / safe))
+    return f"\n![{what}]({IMAGES['link']}{safe})\n"
+
+
 def t_profile(store, study):
     rep = report(store, study)
     runs = runs_of(store, study)
@@ -375,6 +391,9 @@ def t_profile(store, study):
             if first and r["name"] == first[0]:
                 out.append(f"\nPer layer and iteration, {cmd_line('profile show', r['uuid'][:8], '--json')}"
                            f" ({text(r['name'])}):\n\n" + t_profile_layers(store, r["uuid"]))
+                out.append(image(f"{study}-{c['cell']}", f"time per layer, {c['cell']}",
+                                 lambda path, u=r["uuid"]: ts(store, "profile", "show", u,
+                                                              "--svg", path)))
     return "".join(out)
 
 
@@ -504,6 +523,8 @@ def main():
             p.add_argument("--out", help="write here instead of stdout")
             p.add_argument("--into", help="replace the tables between the markers of this "
                                           "Markdown file (docs/seeds.md)")
+            p.add_argument("--images", help="write charts (SVG) into this folder and show them "
+                                            "in the tables (docs/images/seeds)")
     args = ap.parse_args()
     if args.cmd == "run" and args.set and not args.suffix:
         sys.exit("brief_tables: --set changes what the studies train: give --suffix (_cuda) so "
@@ -515,6 +536,12 @@ def main():
     else:
         if args.out:
             checked_target(args.out, "--out", args.store)  # before the work
+        if args.images:
+            if not os.path.isdir(args.images):
+                fail(f"--images '{args.images}' is not a folder: make it first", 2)
+            page = os.path.dirname(os.path.abspath(args.into or args.out or "."))
+            IMAGES["dir"] = Path(args.images)
+            IMAGES["link"] = os.path.relpath(os.path.abspath(args.images), page) + "/"
         body = tables(args)
         if args.into:
             into(args.into, body, args.store)

@@ -212,3 +212,19 @@ def test_each_pathology_made_in_a_script_raises_its_own_alert(tables):
         case = cell.split("=")[1]
         for rule in ("lr_too_high", "bad_init", "saturation"):
             assert (f"{rule} at step" in alerts) == (case == rule), (cell, alerts)
+
+
+def test_images_are_charts_the_page_shows(store, tmp_path):
+    """tables --images: the per-layer charts and the accuracy curves, each
+    an SVG the Markdown links to, relative to the page."""
+    page = tmp_path / "page.md"
+    page.write_text("<!-- brief_tables: begin -->\n<!-- brief_tables: end -->\n")
+    (tmp_path / "img").mkdir()
+    r = script(store, "tables", "--only", "brief3_vgg11", "brief4_lr", "--into", str(page),
+               "--images", str(tmp_path / "img"))
+    assert r.returncode == 0, r.stderr
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", page.read_text())
+    assert len(links) == 2 and all(l.startswith("img/") for l in links), links
+    for link in links:
+        svg = (tmp_path / link).read_text()
+        assert svg.startswith("<svg") or "<svg" in svg[:200]
