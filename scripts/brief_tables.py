@@ -191,10 +191,9 @@ def stats(store, metric, uuids, *extra):
 
 
 def bit_identical(c):
+    """What the cell's audit says of its runs: "yes (2 compared)"."""
     audit = c.get("audit") or {}
-    if "identical" in audit:
-        return audit["identical"]
-    return None
+    return f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)} compared)"
 
 
 def report(store, study):
@@ -215,9 +214,8 @@ def t_precision(store, study):
     for c in rep["cells"]:
         k = (cell_key(c["cell"], "compute.threads"), cell_key(c["cell"], "determinism.mkldnn"))
         f32 = base.get(k)
-        audit = c.get("audit") or {}
         rows.append([cell_key(c["cell"], "compute.dtype"), k[0], k[1], c["n"], c["mean"], c["sd"],
-                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)} compared)",
+                     bit_identical(c),
                      c["mean_run_s"], c["mean_run_s"] / f32["mean_run_s"] if f32 else None])
     head = ["dtype", "threads", "oneDNN", "runs", "mean test acc.", "SD", "bit-identical",
             "mean run s", "time / float32"]
@@ -229,10 +227,8 @@ def t_vgg(store, study):
     rep = report(store, study)
     rows = []
     for c in rep["cells"]:
-        audit = c.get("audit") or {}
         rows.append([cell_key(c["cell"], "optimizer"), cell_key(c["cell"], "seeds.master"), c["n"],
-                     c["mean"], c["min"], c["max"],
-                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)} compared)",
+                     c["mean"], c["min"], c["max"], bit_identical(c),
                      c["mean_run_s"]])
     head = ["optimizer", "seed", "runs", "mean test acc.", "min", "max", "bit-identical",
             "mean run s"]
@@ -253,12 +249,11 @@ def t_seeds_cells(rep):
             continue
         d = det.get(c["cell"], {})
         t = c.get("t_vs_deterministic") or {}
-        audit = d.get("audit") or {}
         rows.append([cell_key(c["cell"], "optimizer.name"), cell_key(c["cell"], "seeds.master"),
                      c["n"], c["mean"], c["sd"], c["min"], c["max"], c.get("deterministic_value"),
                      c.get("diff_percent_vs_deterministic"),
                      f"{fmt(t.get('statistic'))}, p {fmt(t.get('p_value'))}" if t else "-",
-                     f"{fmt(audit.get('identical'))} ({audit.get('compared', 0)})"])
+                     bit_identical(d)])
     head = ["optimizer", "seed", "runs", "mean", "SD (ddof 1)", "min", "max", "deterministic",
             "Diff %", "one-sample t vs det.", "det. bit-identical"]
     return table(head, rows)
