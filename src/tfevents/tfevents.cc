@@ -237,9 +237,6 @@ class RecordReader {
   uint64_t size_, pos_ = 0;
 };
 
-// A tensor's only element widened to double, if it is one float or double.
-// One element is a shape of 1s only: a product of the dims could wrap
-// (7 x 0x6DB6DB6DB6DB6DB7) or take two negatives for a 1.
 // IEEE half-precision bits as a double (subnormals, inf and NaN kept).
 double half_to_double(uint16_t h) {
   const int exp = (h >> 10) & 0x1f;
@@ -321,8 +318,8 @@ std::optional<double> field_element(const pb::TensorProto& t) {
   if ((type == pb::DT_HALF || type == pb::DT_BFLOAT16) && t.half_val_size() == 1) {
     if (t.half_val(0) < 0 || t.half_val(0) > 0xffff) return std::nullopt;
     const auto bits = static_cast<uint32_t>(t.half_val(0));
-    const char b[2] = {static_cast<char>(bits & 0xff), static_cast<char>(bits >> 8)};
-    return element(type, b);
+    return type == pb::DT_HALF ? half_to_double(static_cast<uint16_t>(bits))
+                               : static_cast<double>(std::bit_cast<float>(bits << 16));
   }
   if (t.int_val_size() == 1) {
     const int64_t v = t.int_val(0);
@@ -341,8 +338,11 @@ std::optional<double> field_element(const pb::TensorProto& t) {
   return std::nullopt;
 }
 
-// A scalar of any real dtype TensorBoard reads as a number (thirty-seventh
-// hunt, B-D3: half, integers and bool were left out).
+// A tensor's only element widened to double, if it is one element of a real
+// dtype TensorBoard reads as a number (thirty-seventh hunt, B-D3: half,
+// integers and bool were left out). One element is a shape of 1s only: a
+// product of the dims could wrap (7 x 0x6DB6DB6DB6DB6DB7) or take two
+// negatives for a 1.
 std::optional<double> tensor_scalar(const pb::TensorProto& t) {
   if (t.tensor_shape().unknown_rank()) return std::nullopt;
   for (const auto& d : t.tensor_shape().dim())
